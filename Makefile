@@ -1,0 +1,51 @@
+# stallscope front door. `make help` lists the targets.
+SHELL := /bin/bash
+PY    := .venv/bin/python
+export PATH := $(HOME)/.cargo/bin:$(PATH)
+export PYTHONPATH := $(CURDIR)
+
+# Defaults for the parametrised targets (override on the command line).
+CASE  ?= mset-50keys
+BASE  ?=
+CAND  ?=
+REPS  ?= 5
+SIZE  ?= default
+RUN   ?=
+
+.PHONY: help setup test demo demo-small compare run funnel report doctor bench clean
+
+help: ## list the targets
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
+
+setup: ## install everything (apt, inferno via cargo, Python venv); idempotent
+	@bash scripts/setup.sh
+
+test: ## run the whole test suite (real servers, real perf, fixture replays)
+	$(PY) -m pytest
+
+demo: ## main job: Redis (Debian source) vs the same + cases/patches MSET prefetch -> reports/demo/
+	$(PY) -m collectors demo --out reports/demo
+
+demo-small: ## the demo at CI size (a few minutes) -> reports/demo-small/
+	$(PY) -m collectors demo --size small --out reports/demo-small
+
+compare: ## run CASE for BASE vs CAND (variant specs) and report: make compare CASE=mget-100keys BASE=debsrc:redis CAND=...
+	$(PY) -m collectors run $(CASE) --variant base=$(BASE) --variant cand=$(CAND) --reps $(REPS) --size $(SIZE) --report
+
+run: ## collect only: make run CASE=... BASE=... CAND=... (writes runs/<run-id>/)
+	$(PY) -m collectors run $(CASE) --variant base=$(BASE) --variant cand=$(CAND) --reps $(REPS) --size $(SIZE)
+
+report: ## (re)build reports from a run directory: make report RUN=runs/<run-id>
+	$(PY) -m analysis compare $(RUN)
+
+funnel: ## TMA funnel from toplev/perf outputs: make funnel BASE="a1 a2 a3" CAND="b1 b2 b3"
+	$(PY) -m analysis funnel $(BASE) --vs $(CAND)
+
+doctor: ## which collectors work on this machine, and why not
+	$(PY) -m collectors doctor
+
+bench: ## speed figures: analysis time, folded-stack ingestion rate, profiler overhead
+	$(PY) bench/run.py
+
+clean: ## remove runs/ and rendered reports (keeps the build cache in .cache/)
+	rm -rf runs reports/*/

@@ -1,0 +1,70 @@
+#!/usr/bin/env bash
+# One-command setup for stallscope (called by `make setup`). Idempotent: every step checks
+# first and does nothing when already done, so a second run takes seconds.
+#
+# Installs: Debian packages (toolchain to build Redis/Valkey from source, dpkg-dev for
+# `apt-get source`, linux-perf, Chromium for the HTML report test), inferno via cargo
+# (flame graphs and folded stacks), and a Python virtual environment in .venv with the
+# pinned requirements.
+set -euo pipefail
+
+here=$(cd "$(dirname "$0")/.." && pwd)
+cd "$here"
+
+log() { printf '\033[1msetup:\033[0m %s\n' "$*"; }
+die() { printf 'setup: error: %s\n' "$*" >&2; exit 1; }
+
+SUDO=""
+if [ "$(id -u)" -ne 0 ]; then
+  command -v sudo >/dev/null || die "not root and no sudo: run 'make setup' as root or install sudo"
+  SUDO="sudo"
+fi
+
+# --- Debian packages --------------------------------------------------------------
+apt_pkgs=(build-essential dpkg-dev git pkg-config linux-perf procps util-linux
+          python3-venv chromium curl ca-certificates)
+# cargo only when no Rust toolchain is on the machine already (rustup or Debian's).
+if ! command -v cargo >/dev/null && [ ! -x "$HOME/.cargo/bin/cargo" ]; then
+  apt_pkgs+=(cargo)
+fi
+missing=()
+for p in "${apt_pkgs[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  log "installing Debian packages: ${missing[*]}"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
+else
+  log "Debian packages present"
+fi
+
+# --- inferno (inferno-collapse-perf, inferno-flamegraph, inferno-diff-folded) -----------
+export PATH="$HOME/.cargo/bin:$PATH"
+INFERNO_VERSION=0.12.8
+if command -v inferno-collapse-perf >/dev/null && \
+   inferno-collapse-perf --version 2>/dev/null | grep -q "$INFERNO_VERSION"; then
+  log "inferno $INFERNO_VERSION present"
+else
+  log "building inferno $INFERNO_VERSION with cargo (a few minutes on 2 cores)"
+  cargo install --locked --quiet --version "$INFERNO_VERSION" inferno
+fi
+
+# --- Python virtual environment ------------------------------------------------------
+PY=${PYTHON:-python3}
+if [ ! -x .venv/bin/python ]; then
+  log "creating .venv"
+  "$PY" -m venv .venv
+fi
+stamp=.venv/.requirements.sha256
+want=$(sha256sum requirements.txt | cut -d' ' -f1)
+if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
+  log "installing Python requirements into .venv"
+  .venv/bin/python -m pip install -q --upgrade pip
+  .venv/bin/python -m pip install -q -r requirements.txt
+  echo "$want" > "$stamp"
+else
+  log "Python requirements up to date"
+fi
+
+log "done. Next: 'make demo' (main job) or 'make test'."
