@@ -209,3 +209,28 @@ def test_frame_pointer_detection_on_compiled_code(tmp_path, flag, expect):
     subprocess.run(["strip", str(exe)], check=True)
     assert has_symbols(str(exe)) is False
     assert has_frame_pointers(str(exe)) is False
+
+
+def test_git_source_is_exported_at_the_ref_without_touching_the_tree(tmp_path):
+    from collectors.build import BuildError, Progress, _fetch_source, _resolve_source
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    git = ["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@example.invalid"]
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    (repo / "README").write_text("committed\n")
+    subprocess.run(git + ["add", "README"], check=True)
+    subprocess.run(git + ["commit", "-q", "-m", "one"], check=True)
+    subprocess.run(git + ["tag", "v1"], check=True)
+    (repo / "README").write_text("work in progress\n")   # uncommitted: must not be built
+    say = Progress("g", lambda m: None)
+    spec = parse_variant(f"g=git:{repo}@v1")
+    ident = _resolve_source(spec, tmp_path / "cache", say)
+    head = subprocess.run(git + ["rev-parse", "HEAD"], capture_output=True, text=True).stdout.strip()
+    assert ident == {"kind": "git", "repo": str(repo.resolve()), "ref": "v1", "commit": head}
+    _fetch_source(spec, ident, tmp_path / "cache", tmp_path / "out", say)
+    assert (tmp_path / "out" / "README").read_text() == "committed\n"
+    assert (repo / "README").read_text() == "work in progress\n"
+    with pytest.raises(BuildError, match="git ref 'nope' not found"):
+        _resolve_source(parse_variant(f"g=git:{repo}@nope"), tmp_path / "cache", say)
+    with pytest.raises(BuildError, match="is not a git checkout"):
+        _resolve_source(parse_variant(f"g=git:{tmp_path}@v1"), tmp_path / "cache", say)
