@@ -65,6 +65,13 @@ class Manifest:
     paired: dict[str, Any] | None = None
     schedule: list[Rep] = field(default_factory=list)
     schema: int = SCHEMA
+    # Added within schema 1 (optional, default empty, so older manifests still load):
+    status: dict[str, Any] = field(default_factory=dict)       # run state: running/complete/...
+    options: dict[str, Any] = field(default_factory=dict)      # runner options (resume uses them)
+    warmup: dict[str, Any] = field(default_factory=dict)       # how warm-up was done
+    calibration: dict[str, Any] = field(default_factory=dict)  # variant -> redis-benchmark -n
+    dataset: dict[str, Any] = field(default_factory=dict)      # snapshot used by every rep
+    resumes: list[dict[str, Any]] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
         d = asdict(self)

@@ -1,0 +1,136 @@
+"""CPU profile of the server over the steady window: perf record -> perf script -> folded.
+
+`perf record -e cpu-clock` works without a hardware PMU (KVM guests, CI), so this
+collector runs everywhere perf is allowed. Output in the rep directory:
+  perf.folded       inferno-collapse-perf of `perf script`; the first frame of each line is
+                    the thread's comm (redis-server / io_thd_N / bio_...); the count is the sum
+                    of sample periods (for cpu-clock: nanoseconds of CPU time)
+  perf.threads.tsv  tid <TAB> comm <TAB> samples, as perf saw them
+  perf.stderr       perf's own messages (lost samples, permission problems)
+perf.data is deleted after folding unless keep_data (it is large).
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from collectors import procs
+
+if TYPE_CHECKING:  # run.py imports this module; the context class lives there
+    from collectors.run import RepContext
+
+PERF = "perf"
+
+
+class ProfileError(Exception):
+    pass
+
+
+def find_tool(name: str) -> str | None:
+    """PATH first, then ~/.cargo/bin (where `cargo install inferno` puts its tools)."""
+    p = shutil.which(name)
+    if p:
+        return p
+    cand = Path.home() / ".cargo" / "bin" / name
+    return str(cand) if os.access(cand, os.X_OK) else None
+
+
+def require_tools() -> tuple[str, str]:
+    perf = find_tool(PERF)
+    if not perf:
+        raise procs.ToolNotFound("perf: not found; install it (Debian: apt-get install linux-perf) "
+                                 "or use --profile off")
+    collapse = find_tool("inferno-collapse-perf")
+    if not collapse:
+        raise procs.ToolNotFound("inferno-collapse-perf: not found on PATH or in ~/.cargo/bin; "
+                                 "run `make setup` (cargo install inferno) or use --profile off")
+    return perf, collapse
+
+
+def record_argv(perf: str, pid: int, window_s: float, out: Path, freq_hz: int,
+                callgraph: str = "fp") -> list[str]:
+    cg = ["--call-graph", "dwarf"] if callgraph == "dwarf" else ["-g"]
+    # `-- sleep W` bounds the window inside perf itself; -p follows every thread of the pid.
+    return [perf, "record", "-e", "cpu-clock", "-F", str(freq_hz), *cg, "-p", str(pid),
+            "-o", str(out), "--", "sleep", f"{window_s:.3f}"]
+
+
+def fold(perf: str, collapse: str, perf_data: Path, out_dir: Path) -> dict[str, Any]:
+    """perf script | inferno-collapse-perf > perf.folded; tids/comms > perf.threads.tsv."""
+    folded = out_dir / "perf.folded"
+    err = open(out_dir / "perf.stderr", "ab")
+    try:
+        with open(folded, "wb") as fout:
+            ps = procs.spawn([perf, "script", "-i", str(perf_data)], stdout=subprocess.PIPE, stderr=err)
+            # Default collapse options keep the comm as first frame and add no pid/tid suffix.
+            col = procs.spawn([collapse], stdin=ps.stdout, stdout=fout, stderr=err)
+            ps.stdout.close()
+            rc_col = col.wait(600)
+            rc_ps = ps.wait(600)
+            procs.forget(ps)
+            procs.forget(col)
+        if rc_ps != 0 or rc_col != 0:
+            raise ProfileError(f"perf script (status {rc_ps}) | inferno-collapse-perf (status {rc_col}) "
+                               f"failed; see {out_dir / 'perf.stderr'}")
+        r = procs.run_capture([perf, "script", "-i", str(perf_data), "-F", "tid,comm"], timeout_s=600)
+    finally:
+        err.close()
+    threads: Counter = Counter()
+    for line in r.stdout.splitlines():
+        parts = line.split()
+        if len(parts) >= 2 and parts[-1].isdigit():
+            threads[(int(parts[-1]), " ".join(parts[:-1]))] += 1
+    with open(out_dir / "perf.threads.tsv", "w") as f:
+        f.write("tid\tcomm\tsamples\n")
+        for (tid, comm), n in sorted(threads.items()):
+            f.write(f"{tid}\t{comm}\t{n}\n")
+    lines = folded.read_text(errors="replace").splitlines()
+    return {"folded_lines": len(lines), "samples": sum(threads.values()),
+            "threads": sorted({c for _, c in threads})}
+
+
+@dataclass
+class PerfProfiler:
+    """A RepCollector: start() attaches perf to the server for the steady window,
+    stop() waits for it and folds the stacks."""
+    freq_hz: int = 999
+    keep_data: bool = False
+    name: str = "perf"
+    _proc: subprocess.Popen | None = field(default=None, repr=False)
+    _argv: list[str] = field(default_factory=list, repr=False)
+
+    def start(self, ctx: RepContext) -> None:
+        perf, _ = require_tools()
+        self._argv = record_argv(perf, ctx.server_pid, ctx.window_s, ctx.rep_dir / "perf.data",
+                                 self.freq_hz, ctx.callgraph)
+        self._err = open(ctx.rep_dir / "perf.stderr", "wb")
+        # perf itself runs on the client CPUs so it does not steal the server's core.
+        self._proc = procs.spawn(self._argv, stdout=self._err, stderr=self._err, cpus=ctx.client_cpus)
+
+    def stop(self, ctx: RepContext) -> dict[str, Any]:
+        perf, collapse = require_tools()
+        assert self._proc is not None, "stop() without start()"
+        try:
+            rc = self._proc.wait(ctx.window_s + 60)
+        except subprocess.TimeoutExpired:
+            rc = procs.kill_group(self._proc, 5.0, first=2)  # SIGINT makes perf write its data
+        procs.forget(self._proc)
+        self._err.close()
+        data = ctx.rep_dir / "perf.data"
+        if rc != 0 or not data.is_file():
+            raise ProfileError(f"perf record exited with status {rc}; see {ctx.rep_dir / 'perf.stderr'} "
+                               "(perf_event_paranoid too high? run as root or "
+                               "sysctl kernel.perf_event_paranoid=1)")
+        facts = fold(perf, collapse, data, ctx.rep_dir)
+        if facts["folded_lines"] == 0:
+            raise ProfileError(f"{ctx.rep_dir / 'perf.folded'} is empty: perf saw no samples of pid "
+                               f"{ctx.server_pid}")
+        if not self.keep_data:
+            data.unlink()
+        return {"profiler": "perf", "command": self._argv, "frequency_hz": self.freq_hz,
+                "callgraph": ctx.callgraph, **facts}

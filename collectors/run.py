@@ -1,0 +1,734 @@
+"""`python -m collectors run`: run a case for two or more variants into runs/<run-id>/.
+
+The run directory layout is docs/run-directory.md. Order of work:
+  1. build (or take from cache) every variant; capture host and tool facts;
+  2. preload the dataset once, verify it, snapshot it to an RDB in the cache;
+  3. calibrate redis-benchmark's -n once per variant so a rep lasts the case's duration;
+  4. run the schedule (ABBA-interleaved reps); every rep restarts the server from the
+     snapshot, verifies the keyspace, warms up for workload.warmup_s, then measures.
+The manifest is saved after every state change, so a killed run says which reps are
+done; `--resume RUN_DIR` runs the reps that are not "ok".
+
+Extension points for other collectors (no edit of this file needed): a module named in
+PLUGIN_MODULES may define
+  add_run_arguments(parser)                    extra CLI flags (e.g. --tma)
+  PROFILERS = ("parca",)                       extra values for --profile
+  rep_collectors(options, kind) -> list        RepCollector objects for a rep of `kind`
+  manifest_sections(options, host) -> dict     top-level manifest entries (e.g. {"tma": ...})
+A RepCollector has .name, start(ctx: RepContext) and stop(ctx) -> dict (facts for rep.json);
+start/stop bracket the steady window of throughput and profile reps.
+"""
+from __future__ import annotations
+
+import argparse
+import hashlib
+import importlib
+import importlib.util
+import json
+import os
+import shutil
+import sys
+import time
+import traceback
+from dataclasses import dataclass, field, asdict
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Callable, Protocol
+
+from analysis.rundir import Manifest, Rep, RunDirError, load_run, save_manifest
+from collectors import procs
+from collectors.case_model import Case
+from collectors.profile import PerfProfiler, ProfileError
+from collectors.server import Server, ServerOptions, ServerError
+from collectors.throughput import (BenchError, Calibration, calibrate, redis_benchmark_argv,
+                                   run_redis_benchmark, start_redis_benchmark)
+
+PLUGIN_MODULES = ("collectors.tma", "collectors.parca")
+RUNS_DIR = "runs"
+
+
+class RunError(Exception):
+    """A problem with the run as a whole (bad options, unusable variants); exit status 2."""
+
+
+# ---------------------------------------------------------------- seams
+
+@dataclass
+class RepContext:
+    """What a RepCollector may know about the rep it brackets."""
+    run_dir: Path
+    rep: Rep
+    rep_dir: Path
+    variant: Any                   # collectors.variant.BuiltVariant
+    case: Case
+    server_pid: int
+    port: int
+    window_s: float                # length of the steady window (s)
+    server_cpus: list[int] | None
+    client_cpus: list[int] | None
+    callgraph: str = "fp"
+
+
+class RepCollector(Protocol):
+    name: str
+
+    def start(self, ctx: RepContext) -> None: ...
+
+    def stop(self, ctx: RepContext) -> dict[str, Any]: ...
+
+
+@dataclass
+class RunOptions:
+    reps: int = 5                  # throughput reps per variant (paired reps with --paired)
+    profile: str = "perf"          # perf | off | a plugin's profiler
+    profile_reps: int = 1          # separate profiled reps per variant
+    freq_hz: int = 999
+    keep_perf_data: bool = False
+    paired: bool = False
+    paired_window_s: float = 2.0   # length of one paired window (s)
+    paired_windows: int = 8        # windows per paired rep (ABBA...)
+    size: str = "default"
+    extra: dict[str, Any] = field(default_factory=dict)   # plugin options (argparse dests)
+
+
+@dataclass
+class DatasetOps:
+    """The dataset loader (collectors.dataset by default; tests may pass their own)."""
+    preload: Callable[..., dict] | None
+    verify: Callable[..., dict] | None
+    source_sha256: str = ""        # hash of the loader's code: part of the snapshot cache key
+
+
+def default_dataset_ops() -> DatasetOps:
+    try:
+        from collectors import dataset
+    except ModuleNotFoundError as e:
+        if e.name != "collectors.dataset":
+            raise
+        return DatasetOps(None, None)
+    src = Path(dataset.__file__).read_bytes()
+    return DatasetOps(dataset.preload, dataset.verify, hashlib.sha256(src).hexdigest())
+
+
+def _plugins() -> list[Any]:
+    out = []
+    for name in PLUGIN_MODULES:
+        try:
+            out.append(importlib.import_module(name))
+        except ModuleNotFoundError as e:
+            if e.name != name:
+                raise
+    return out
+
+
+# ---------------------------------------------------------------- schedule & placement
+
+def interleave(variants: list[str], reps: int) -> list[str]:
+    """A B B A A B ...: block i runs the variants rotated by i, so each variant takes each
+    position equally often and slow drift hits all of them alike."""
+    order: list[str] = []
+    n = len(variants)
+    for i in range(reps):
+        k = i % n
+        order += variants[k:] + variants[:k]
+    return order
+
+
+def build_schedule(variants: list[str], opts: RunOptions, workload_tool: str) -> list[Rep]:
+    counters = {v: 0 for v in variants}
+    sched: list[Rep] = []
+
+    def add(v: str, kind: str) -> None:
+        counters[v] += 1
+        sched.append(Rep(variant=v, rep=counters[v], kind=kind))
+
+    if opts.paired:
+        for i in range(opts.reps):
+            sched.append(Rep(variant="paired", rep=i + 1, kind="paired"))
+    else:
+        for v in interleave(variants, opts.reps):
+            add(v, "throughput")
+    if opts.profile != "off" and workload_tool != "rdb-load":
+        for v in interleave(variants, opts.profile_reps):
+            add(v, "profile")
+    return sched
+
+
+def placement(io_threads: int = 1, cpus: list[int] | None = None) -> dict[str, Any]:
+    """Server on the first CPUs, load generator (and perf) on the rest, when there are 2+."""
+    cpus = sorted(cpus if cpus is not None else os.sched_getaffinity(0))
+    if len(cpus) < 2:
+        return {"server_cpus": None, "client_cpus": None,
+                "note": f"only {len(cpus)} CPU available: server and client not pinned"}
+    k = max(1, min(io_threads, len(cpus) - 1))
+    return {"server_cpus": cpus[:k], "client_cpus": cpus[k:],
+            "note": f"server pinned to CPU {cpus[:k]}, load generator and profiler to {cpus[k:]} "
+                    "(sched_setaffinity)"}
+
+
+def now_iso() -> str:
+    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def new_run_id(case_name: str, out: Path) -> str:
+    base = f"{datetime.now().strftime('%Y%m%d-%H%M%S')}-{case_name.replace('/', '_').replace('@', '_')}"
+    rid, i = base, 2
+    while (out / rid).exists():
+        rid, i = f"{base}-{i}", i + 1
+    return rid
+
+
+def cache_root() -> Path:
+    env = os.environ.get("STALLSCOPE_CACHE")
+    if env:
+        return Path(env)
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "stallscope"
+
+
+def snapshot_key(case: Case, ops: DatasetOps) -> str:
+    """Variant-independent: the data, the server knobs that shape it, the loader's code."""
+    blob = json.dumps({"dataset": asdict(case.dataset), "cluster": case.server.cluster,
+                       "config": case.server.config, "case": case.name, "size": case.size,
+                       "loader": ops.source_sha256}, sort_keys=True)
+    return hashlib.sha256(blob.encode()).hexdigest()[:20]
+
+
+# ---------------------------------------------------------------- the runner
+
+class Runner:
+    def __init__(self, run_dir: Path, manifest: Manifest, case: Case, variants: dict[str, Any],
+                 opts: RunOptions, dataset_ops: DatasetOps | None = None,
+                 collector_factories: list[Callable[[RunOptions, str], list]] | None = None,
+                 progress: bool = True):
+        self.run_dir = Path(run_dir)
+        self.m = manifest
+        self.case = case
+        self.variants = variants
+        self.opts = opts
+        self.ops = dataset_ops or default_dataset_ops()
+        self.collector_factories = collector_factories if collector_factories is not None else \
+            [p.rep_collectors for p in _plugins() if hasattr(p, "rep_collectors")]
+        self.progress = progress
+        self.place = manifest.placement or placement(case.server.io_threads)
+        self.scratch = self.run_dir / ".scratch"
+
+    # -- manifest bookkeeping
+    def save(self) -> None:
+        save_manifest(self.run_dir, self.m)
+
+    def _extra(self, key: str, default: Any) -> Any:
+        return getattr(self.m, key) if getattr(self.m, key, None) is not None else default
+
+    # -- server options for a variant
+    def server_opts(self, variant: Any, rep_tag: str, logfile: Path, rdb: Path | None,
+                    with_variant_config: bool = True) -> ServerOptions:
+        cfg = dict(self.case.server.config)
+        if with_variant_config:
+            cfg.update(variant.config or {})
+        return ServerOptions(server_bin=variant.server_bin, workdir=self.scratch / rep_tag,
+                             logfile=logfile, config=cfg, io_threads=self.case.server.io_threads,
+                             cluster=self.case.server.cluster, persistence=self.case.server.persistence,
+                             cpus=self.place.get("server_cpus"), rdb=rdb)
+
+    # -- dataset
+    def ensure_snapshot(self) -> Path | None:
+        d = self.case.dataset
+        if d.kind == "none":
+            self.m.dataset = {"kind": "none", "snapshot": None}
+            return None
+        if self.ops.preload is None:
+            raise RunError(f"case {self.case.name} needs a {d.kind} dataset but collectors.dataset "
+                           "is not available (missing module)")
+        key = snapshot_key(self.case, self.ops)
+        rdb = cache_root() / "datasets" / f"{self.case.name.replace('/', '_')}-{self.case.size}-{key}.rdb"
+        ds_dir = self.run_dir / "dataset"
+        ds_dir.mkdir(parents=True, exist_ok=True)
+        info: dict[str, Any] = {"kind": d.kind, "keys": d.keys, "snapshot": str(rdb), "key": key}
+        if not rdb.is_file():
+            first = next(iter(self.variants.values()))
+            srv = Server(self.server_opts(first, "preload", ds_dir / "preload-server.log", None))
+            t0 = time.monotonic()
+            srv.start()
+            try:
+                pre = self.ops.preload(self.case, srv.client, first, ds_dir)
+                ver = self.ops.verify(self.case, srv.client)
+                (ds_dir / "verify.json").write_text(json.dumps(ver, indent=2, default=str) + "\n")
+                srv.snapshot(rdb)
+            finally:
+                srv.stop()
+            info.update({"created_by": first.name, "preload": pre,
+                         "preload_s": round(time.monotonic() - t0, 3), "cached": False})
+        else:
+            info["cached"] = True
+        info["snapshot_bytes"] = rdb.stat().st_size
+        self.m.dataset = info
+        self.save()
+        return rdb
+
+    def verify_rep(self, srv: Server) -> dict[str, Any] | None:
+        if self.case.dataset.kind == "none" or self.ops.verify is None:
+            return None
+        ver = self.ops.verify(self.case, srv.client)
+        vf = self.run_dir / "dataset" / "verify.json"
+        if not vf.is_file():
+            vf.write_text(json.dumps(ver, indent=2, default=str) + "\n")
+        return ver
+
+    # -- calibration
+    def ensure_calibration(self, rdb: Path | None) -> None:
+        w = self.case.workload
+        cal = self.m.calibration or {}
+        if w.tool == "rdb-load":
+            self.m.calibration = {}
+            return
+        for name in self.variants:
+            if name in cal:
+                continue
+            v = self.variants[name]
+            srv = Server(self.server_opts(v, f"calibrate-{name}",
+                                          self.scratch / f"calibrate-{name}.log", rdb))
+            srv.start()
+            try:
+                c = calibrate(self.bench_bin(v), srv.port, w, target_s=w.duration_s,
+                              cpus=self.place.get("client_cpus"), cluster=self.case.server.cluster)
+            finally:
+                srv.stop()
+            cal[name] = c.to_json()
+            self.m.calibration = cal
+            self.save()
+
+    def bench_bin(self, v: Any) -> str:
+        b = v.benchmark_bin or shutil.which("redis-benchmark") or shutil.which("valkey-benchmark")
+        if not b:
+            raise procs.ToolNotFound(f"variant {v.name}: no redis-benchmark/valkey-benchmark beside "
+                                     f"{v.server_bin} nor on PATH")
+        return b
+
+    # -- the reps
+    def run(self) -> int:
+        procs.install_signal_handlers()
+        self.m.status = {"state": "running", "reason": None, "updated": now_iso()}
+        self.save()
+        todo = [r for r in self.m.schedule if r.status != "ok"]
+        bar = _progress(len(todo), self.case.name) if self.progress else None
+        try:
+            rdb = self.ensure_snapshot()
+            self.ensure_calibration(rdb)
+            for i, rep in enumerate(todo):
+                if bar:
+                    bar.set_description(f"{self.case.name}: {rep.dir} ({rep.kind}) rep {i + 1}/{len(todo)}")
+                self.run_one(rep, rdb)
+                if bar:
+                    bar.update(1)
+        except procs.Interrupted as e:
+            procs.kill_all()
+            for r in self.m.schedule:
+                if r.status == "running":
+                    r.status, r.reason, r.finished = "failed", str(e), now_iso()
+            self.m.status = {"state": "interrupted", "reason": str(e), "updated": now_iso()}
+            self.save()
+            print(f"\nstallscope run: {e}; finished reps kept. Resume with:\n"
+                  f"  python -m collectors run --resume {self.run_dir}", file=sys.stderr)
+            return 130
+        except BaseException as e:
+            procs.kill_all()
+            for r in self.m.schedule:
+                if r.status == "running":
+                    r.status, r.reason, r.finished = "failed", f"{type(e).__name__}: {e}", now_iso()
+            self.m.status = {"state": "failed", "reason": f"{type(e).__name__}: {e}", "updated": now_iso()}
+            self.save()
+            raise
+        finally:
+            if bar:
+                bar.close()
+            shutil.rmtree(self.scratch, ignore_errors=True)
+        failed = [r for r in self.m.schedule if r.status != "ok"]
+        self.m.status = {"state": "complete" if not failed else "incomplete",
+                         "reason": None if not failed else f"{len(failed)} rep(s) failed",
+                         "updated": now_iso()}
+        self.save()
+        return 0 if not failed else 1
+
+    def run_one(self, rep: Rep, rdb: Path | None) -> None:
+        rep_dir = self.run_dir / rep.dir
+        if rep_dir.exists():
+            shutil.rmtree(rep_dir)  # a failed/interrupted attempt: start this rep afresh
+        rep_dir.mkdir(parents=True)
+        rep.status, rep.reason, rep.started, rep.finished = "running", None, now_iso(), None
+        self.save()
+        facts: dict[str, Any] = {"variant": rep.variant, "rep": rep.rep, "kind": rep.kind}
+        try:
+            if rep.kind == "paired":
+                self.paired_rep(rep, rep_dir, rdb, facts)
+            else:
+                self.measured_rep(rep, rep_dir, rdb, facts)
+        except (ServerError, BenchError, ProfileError, procs.ToolNotFound, OSError, Exception) as e:
+            rep.status, rep.reason = "failed", f"{type(e).__name__}: {e}"
+            facts["error"] = rep.reason
+            if os.environ.get("STALLSCOPE_DEBUG"):
+                facts["traceback"] = traceback.format_exc()
+            print(f"stallscope run: rep {rep.dir} failed: {rep.reason}", file=sys.stderr)
+        else:
+            rep.status = "ok"
+        finally:
+            _write_json(rep_dir / "rep.json", facts)
+        rep.finished = now_iso()
+        self.save()
+
+    def _start_server(self, variant: Any, rep: Rep, rep_dir: Path, rdb: Path | None,
+                      facts: dict[str, Any], with_variant_config: bool = True) -> Server:
+        srv = Server(self.server_opts(variant, f"{rep.variant}-{rep.rep}", rep_dir / "server.log", rdb,
+                                      with_variant_config))
+        try:
+            srv.start()
+        finally:
+            facts["commands"] = {"server": srv.argv}
+        facts.update({"pid": srv.pid, "port": srv.port,
+                      "cpus": {"server": self.place.get("server_cpus"),
+                               "client": self.place.get("client_cpus")},
+                      "rdb_load": srv.timing.to_json() if srv.timing else None})
+        return srv
+
+    def measured_rep(self, rep: Rep, rep_dir: Path, rdb: Path | None, facts: dict[str, Any]) -> None:
+        v = self.variants[rep.variant]
+        w = self.case.workload
+        srv = self._start_server(v, rep, rep_dir, rdb, facts)
+        try:
+            facts["dataset"] = self.verify_rep(srv)
+            if w.tool == "rdb-load":
+                self.rdb_load_rep(srv, rep_dir, facts)
+                return
+            cal = Calibration(**self.m.calibration[rep.variant])
+            cpus = self.place.get("client_cpus")
+            bench = self.bench_bin(v)
+            cluster = self.case.server.cluster
+            if w.warmup_s > 0:
+                n_warm = max(w.clients, int(cal.requests * w.warmup_s / max(cal.target_s, 1e-3)))
+                argv = redis_benchmark_argv(bench, srv.port, w, n_warm, cluster)
+                facts["commands"]["warmup"] = argv
+                wr = run_redis_benchmark(argv, rep_dir, cpus, timeout_s=60 + 20 * w.warmup_s, stem="warmup")
+                facts["warmup"] = wr.to_json()
+            argv = redis_benchmark_argv(bench, srv.port, w, cal.requests, cluster)
+            facts["commands"]["bench"] = argv
+            collectors = self.rep_collectors(rep.kind)
+            window = max(0.5, 0.8 * cal.target_s)
+            bp = start_redis_benchmark(argv, cpus)
+            ctx = RepContext(self.run_dir, rep, rep_dir, v, self.case, srv.pid, srv.port, window,
+                             self.place.get("server_cpus"), cpus, getattr(v, "callgraph", "fp"))
+            started = []
+            facts["collectors"] = {}
+            try:
+                # Let the clients connect before the steady window opens.
+                time.sleep(min(0.2, 0.05 * cal.target_s))
+                for c in collectors:
+                    c.start(ctx)
+                    started.append(c)
+                result = bp.finish(rep_dir, timeout_s=120 + 10 * cal.target_s)
+            finally:
+                for c in started:
+                    facts["collectors"][c.name] = c.stop(ctx)
+            facts["window"] = {"t0": round(bp.t0_epoch, 3), "t1": round(bp.t1_epoch, 3),
+                               "profile_window_s": window if collectors else None}
+            facts["bench"] = result.to_json()
+            facts["calibration"] = cal.to_json()
+            (rep_dir / "info.txt").write_text(srv.info_all())
+        finally:
+            facts["server_stop"] = srv.stop()
+
+    def rdb_load_rep(self, srv: Server, rep_dir: Path, facts: dict[str, Any]) -> None:
+        keys = int(srv.client.dbsize())
+        t = srv.timing
+        secs = t.log_load_seconds if t.log_load_seconds else t.seconds_to_ready
+        out = {"keys": keys, "seconds_to_ready_s": t.seconds_to_ready,
+               "log_load_seconds_s": t.log_load_seconds, "load_seconds_s": secs,
+               "keys_per_s": keys / secs if secs > 0 else None,
+               "keys_loaded_info": t.keys_loaded,
+               "rdb_bytes": Path(srv.opts.rdb).stat().st_size if srv.opts.rdb else None}
+        _write_json(rep_dir / "rdb_load.json", out)
+        facts["rdb_load_result"] = out
+        (rep_dir / "info.txt").write_text(srv.info_all())
+
+    def rep_collectors(self, kind: str) -> list:
+        cs: list = []
+        if kind == "profile" and self.opts.profile == "perf":
+            cs.append(PerfProfiler(freq_hz=self.opts.freq_hz, keep_data=self.opts.keep_perf_data))
+        for f in self.collector_factories:
+            cs += list(f(self.opts, kind) or [])
+        return cs
+
+    # -- paired mode
+    def paired_rep(self, rep: Rep, rep_dir: Path, rdb: Path | None, facts: dict[str, Any]) -> None:
+        from collectors.paired import run_paired_windows
+        names = list(self.variants)
+        first = self.variants[names[0]]
+        srv = self._start_server(first, rep, rep_dir, rdb, facts, with_variant_config=False)
+        try:
+            facts["dataset"] = self.verify_rep(srv)
+            cal = Calibration(**self.m.calibration[names[0]])
+            res = run_paired_windows(srv, self.variants, self.case, cal, self.bench_bin(first),
+                                     self.place.get("client_cpus"), rep_dir,
+                                     window_s=self.opts.paired_window_s,
+                                     windows=self.opts.paired_windows)
+            facts["commands"]["bench"] = res["bench_command"]
+            facts["paired"] = {k: res[k] for k in ("order", "setting", "counter")}
+            (rep_dir / "info.txt").write_text(srv.info_all())
+        finally:
+            facts["server_stop"] = srv.stop()
+
+
+def _write_json(path: Path, obj: Any) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps(obj, indent=2, default=str) + "\n")
+    os.replace(tmp, path)
+
+
+def _progress(total: int, what: str):
+    try:
+        from tqdm import tqdm
+    except ModuleNotFoundError:
+        return None
+    # tqdm's ETA is per rep; reps of one run take about the same time.
+    return tqdm(total=total, file=sys.stderr, unit="rep", desc=what, dynamic_ncols=True,
+                disable=None)
+
+
+# ---------------------------------------------------------------- building a run
+
+def make_manifest(run_id: str, case: Case, variants: dict[str, Any], opts: RunOptions,
+                  command: list[str], host: dict, tools: dict) -> Manifest:
+    w = case.workload
+    profiling: dict[str, Any]
+    if opts.profile == "off":
+        profiling = {"profiler": "off", "mode": "off", "note": "no CPU profile collected"}
+    elif w.tool == "rdb-load":
+        profiling = {"profiler": opts.profile, "mode": "off",
+                     "note": "rdb-load case: the measured phase is the server start; not profiled"}
+    else:
+        profiling = {"profiler": opts.profile, "mode": "separate", "frequency_hz": opts.freq_hz,
+                     "reps_per_variant": opts.profile_reps,
+                     "note": "throughput reps are unprofiled; profile reps run the same load with "
+                             "perf attached (their bench.csv shows the profiled throughput)"}
+    m = Manifest(run_id=run_id, created=now_iso(), command=command, case=case.to_json(),
+                 size=case.size, variants={n: v.to_manifest() for n, v in variants.items()},
+                 host=host, tools=tools, placement=placement(case.server.io_threads),
+                 profiling=profiling,
+                 tma={"backend": "off", "status": "not collected", "reason": None},
+                 schedule=build_schedule(list(variants), opts, w.tool))
+    m.warmup = {"mode": "per-rep" if w.warmup_s > 0 and w.tool != "rdb-load" else "none",
+                "seconds": w.warmup_s,
+                "note": "each rep first runs the load for warmup_s (raw output warmup.csv), then "
+                        "the measured run (bench.csv)"}
+    m.options = asdict(opts)
+    m.calibration = {}
+    if opts.paired:
+        m.paired = paired_manifest(variants, opts)
+    return m
+
+
+def paired_manifest(variants: dict[str, Any], opts: RunOptions) -> dict[str, Any]:
+    names = list(variants)
+    if len(names) != 2:
+        raise RunError(f"--paired needs exactly two variants (got {len(names)})")
+    a, b = (variants[n] for n in names)
+    if a.binary_sha256 != b.binary_sha256:
+        raise RunError(f"--paired needs config-only variants: {names[0]} and {names[1]} have "
+                       f"different binaries (sha256 {a.binary_sha256[:12]} vs {b.binary_sha256[:12]}); "
+                       "give both the same build and differ only in +config=NAME=VALUE")
+    keys = sorted(set(a.config or {}) | set(b.config or {}))
+    keys = [k for k in keys if (a.config or {}).get(k) != (b.config or {}).get(k)]
+    if not keys:
+        raise RunError(f"--paired: {names[0]} and {names[1]} have the same config; nothing to switch")
+    return {"setting": keys, "values": {n: {k: (variants[n].config or {}).get(k) for k in keys}
+                                        for n in names},
+            "window_s": opts.paired_window_s, "windows": opts.paired_windows,
+            "variants": names, "counter": "INFO stats total_commands_processed"}
+
+
+def load_variants(specs: list[str], log: Callable[[str], None]) -> dict[str, Any]:
+    try:
+        from collectors.variant import parse_variant, build_variant
+    except ModuleNotFoundError as e:
+        raise RunError(f"cannot build variants: {e}") from None
+    out: dict[str, Any] = {}
+    for s in specs:
+        try:
+            vs = parse_variant(s)
+        except ValueError as e:
+            raise RunError(str(e)) from None
+        if vs.name in out:
+            raise RunError(f"variant name {vs.name!r} given twice")
+        out[vs.name] = build_variant(vs, log=log)
+    return out
+
+
+HELP_EPILOG = """\
+Examples:
+  # Redis from Debian source vs the same with the MSET prefetch patch, 5 reps each:
+  python -m collectors run mset-50keys --variant base=debsrc:redis \\
+      --variant cand=debsrc:redis+patch=cases/patches/mset-bucket-prefetch.patch --reps 5
+
+  # small size, no profile, then render the report:
+  python -m collectors run mset-10keys --size small --profile off --report \\
+      --variant base=debsrc:redis --variant cand=debsrc:redis+patch=cases/patches/mset-bucket-prefetch.patch
+
+  # config-only variants of one binary, measured in one server process (CONFIG SET windows):
+  python -m collectors run mget-100keys --paired \\
+      --variant pf0=bin:/path/valkey-server+config=prefetch-batch-max-size=0 \\
+      --variant pf16=bin:/path/valkey-server+config=prefetch-batch-max-size=16
+
+  # finish a run that was interrupted (Ctrl-C, a crash, a reboot):
+  python -m collectors run --resume runs/20261121-234500-mset-50keys
+
+What happens: every rep restarts the server (127.0.0.1, free port, CPU 0) from a cached RDB
+snapshot of the case's dataset, verifies the keyspace, warms up for the case's warmup_s,
+then runs redis-benchmark (-n calibrated per variant so a rep lasts about duration_s) on
+the other CPU. Reps are interleaved A B B A ...; profile reps (perf record -e cpu-clock
+-g on the server) are separate from throughput reps. Output: runs/<run-id>/, layout in
+docs/run-directory.md. Exit status: 0 all reps ok, 1 some rep failed, 2 bad input,
+130 interrupted (resume with --resume).
+"""
+
+
+def _grammar() -> str:
+    try:
+        from collectors.variant import GRAMMAR
+        return GRAMMAR
+    except (ModuleNotFoundError, ImportError):
+        return ""
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="python -m collectors run",
+        description="Run a case for two or more variants into runs/<run-id>/ (see docs/run-directory.md).",
+        epilog=_grammar() + "\n" + HELP_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("case", nargs="?", help="case name (cases/*.yaml, e.g. mset-50keys) or path to a case file")
+    p.add_argument("--variant", action="append", default=[], metavar="NAME=SPEC",
+                   help="a variant (repeat; at least two unless --resume); grammar below")
+    p.add_argument("--reps", type=int, default=5, help="measured reps per variant (default 5)")
+    p.add_argument("--size", default="default", help="case size knob: small | default | large (default: default)")
+    plugins = _plugins()
+    profilers = ["perf", "off"] + [x for pl in plugins for x in getattr(pl, "PROFILERS", ())]
+    p.add_argument("--profile", choices=profilers, default="perf",
+                   help="CPU profiler for the separate profile reps (default perf)")
+    p.add_argument("--profile-reps", type=int, default=1, metavar="N",
+                   help="profiled reps per variant, separate from throughput reps (default 1)")
+    p.add_argument("--frequency", type=int, default=999, metavar="HZ",
+                   help="perf sampling frequency in Hz (default 999)")
+    p.add_argument("--keep-perf-data", action="store_true", help="keep perf.data beside perf.folded")
+    p.add_argument("--paired", action="store_true",
+                   help="config-only variants: one server, CONFIG SET switched between short windows")
+    p.add_argument("--paired-window", type=float, default=2.0, metavar="SECONDS",
+                   help="length of one paired window in s (default 2)")
+    p.add_argument("--paired-windows", type=int, default=8, metavar="N",
+                   help="windows per paired rep, ABBA order (default 8)")
+    p.add_argument("--resume", metavar="RUN_DIR", help="finish the reps of RUN_DIR that are not ok")
+    p.add_argument("--out", default=RUNS_DIR, help="where run directories go (default runs/)")
+    p.add_argument("--report", action="store_true", help="render the report at the end (analysis.compare)")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
+    for pl in plugins:
+        if hasattr(pl, "add_run_arguments"):
+            pl.add_run_arguments(p)
+    return p
+
+
+KNOWN_DESTS = {"case", "variant", "reps", "size", "profile", "profile_reps", "frequency",
+               "keep_perf_data", "paired", "paired_window", "paired_windows", "resume", "out",
+               "report", "no_progress"}
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    args = parser().parse_args(argv)
+    log = (lambda msg: print(msg, file=sys.stderr))
+    try:
+        if args.resume:
+            runner = resume_runner(Path(args.resume), log, progress=not args.no_progress)
+        else:
+            runner = new_runner(args, argv, log)
+        rc = runner.run()
+    except (RunError, RunDirError, procs.ToolNotFound, ServerError, BenchError, ValueError) as e:
+        print(f"stallscope run: error: {e}", file=sys.stderr)
+        return 2
+    except procs.Interrupted as e:
+        procs.kill_all()
+        print(f"stallscope run: {e} before the first rep", file=sys.stderr)
+        return 130
+    except Exception as e:
+        # Plugin/loader errors (CaseError, DatasetError, BuildError) carry their own
+        # file:line messages; a traceback adds nothing for the user.
+        if os.environ.get("STALLSCOPE_DEBUG"):
+            raise
+        print(f"stallscope run: error: {type(e).__name__}: {e}", file=sys.stderr)
+        return 2
+    print(str(runner.run_dir))
+    if (args.report or getattr(runner.m, "options", {}).get("report")) and rc in (0, 1):
+        if importlib.util.find_spec("analysis.compare") is None:
+            print("stallscope run: --report: analysis.compare is not available", file=sys.stderr)
+        else:
+            from analysis import compare
+            compare.main([str(runner.run_dir)])
+    return rc
+
+
+def new_runner(args: argparse.Namespace, argv: list[str], log) -> Runner:
+    if not args.case:
+        raise RunError("name a case (e.g. mset-50keys) or give --resume RUN_DIR")
+    if len(args.variant) < 1:
+        raise RunError("give at least one --variant NAME=SPEC (two to compare)")
+    if args.reps < 1:
+        raise RunError("--reps must be at least 1")
+    from collectors.cases import load_case
+    case = load_case(args.case, args.size)
+    extra = {k: v for k, v in vars(args).items() if k not in KNOWN_DESTS}
+    opts = RunOptions(reps=args.reps, profile=args.profile, profile_reps=args.profile_reps,
+                      freq_hz=args.frequency, keep_perf_data=args.keep_perf_data, paired=args.paired,
+                      paired_window_s=args.paired_window, paired_windows=args.paired_windows,
+                      size=args.size, extra=extra)
+    if opts.profile == "perf":
+        from collectors.profile import require_tools
+        require_tools()
+    variants = load_variants(args.variant, log)
+    if opts.paired:
+        paired_manifest(variants, opts)  # validate before anything runs
+    from collectors import environment
+    host = environment.host_facts()
+    tools = environment.tool_versions({n: v.benchmark_bin for n, v in variants.items()})
+    out = Path(args.out)
+    run_id = new_run_id(case.name, out)
+    command = [Path(sys.executable).name, "-m", "collectors", "run", *argv]
+    m = make_manifest(run_id, case, variants, opts, command, host, tools)
+    m.options["report"] = bool(args.report)
+    for pl in _plugins():
+        if hasattr(pl, "manifest_sections"):
+            for k, v in (pl.manifest_sections(opts, host) or {}).items():
+                setattr(m, k, v)
+    run_dir = out / run_id
+    save_manifest(run_dir, m)
+    log(f"stallscope run: {run_dir}")
+    return Runner(run_dir, m, case, variants, opts, progress=not args.no_progress)
+
+
+def resume_runner(run_dir: Path, log, progress: bool = True) -> Runner:
+    rd = load_run(run_dir)
+    m = rd.manifest
+    case = Case.from_json(m.case)
+    o = dict(m.options or {})
+    o.pop("report", None)
+    opts = RunOptions(**o)
+    variants: dict[str, Any] = {}
+    for name, vm in m.variants.items():
+        vs = load_variants([f"{name}={vm['spec']}"], log)[name]
+        if vs.binary_sha256 != vm.get("binary_sha256"):
+            raise RunError(f"{run_dir}/manifest.json: variant {name} was built as sha256 "
+                           f"{str(vm.get('binary_sha256'))[:12]}, the build now gives "
+                           f"{vs.binary_sha256[:12]}; cannot resume with a different binary")
+        variants[name] = vs
+    left = [r for r in m.schedule if r.status != "ok"]
+    m.resumes = (m.resumes or []) + [{"at": now_iso(), "command": sys.argv, "reps": len(left)}]
+    log(f"stallscope run: resuming {run_dir}: {len(left)} of {len(m.schedule)} reps to run")
+    return Runner(run_dir, m, case, variants, opts, progress=progress)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,177 @@
+"""Load generators: redis-benchmark / valkey-benchmark (and memtier_benchmark when installed).
+
+The raw output is written to the rep directory first (bench.csv = the tool's stdout,
+bench.txt = its stderr), then parsed. redis-benchmark has no duration flag, so
+`calibrate()` finds the request count -n that makes a run last about the wanted seconds.
+"""
+from __future__ import annotations
+
+import csv
+import io
+import math
+import shutil
+import subprocess
+import time
+from dataclasses import dataclass, asdict
+from pathlib import Path
+from typing import Any, Sequence
+
+from collectors import procs
+from collectors.case_model import WorkloadSpec
+
+HOST = "127.0.0.1"
+
+
+class BenchError(Exception):
+    """The load generator failed or printed nothing parseable; names the raw file."""
+
+
+@dataclass
+class BenchResult:
+    test: str
+    rps: float                    # requests/s over the whole run
+    avg_latency_ms: float
+    min_latency_ms: float
+    p50_latency_ms: float
+    p95_latency_ms: float
+    p99_latency_ms: float
+    max_latency_ms: float
+    wall_s: float                 # wall time of the load generator process (s)
+    requests: int
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass
+class Calibration:
+    requests: int                 # -n for a measured rep
+    target_s: float               # wanted duration of a rep (s)
+    probe_requests: int
+    probe_wall_s: float
+    probe_rps: float              # requests/s seen while calibrating
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def redis_benchmark_argv(bench_bin: str, port: int, w: WorkloadSpec, requests: int,
+                         cluster: bool = False) -> list[str]:
+    argv = [bench_bin, "-h", HOST, "-p", str(port), "-c", str(w.clients), "-P", str(w.pipeline),
+            "-n", str(int(requests))]
+    if w.keyspace:
+        argv += ["-r", str(w.keyspace)]
+    if w.threads and w.threads > 1:
+        argv += ["--threads", str(w.threads)]
+    if cluster:
+        argv += ["--cluster"]
+    # --csv prints one summary row per test and no progress lines.
+    argv += ["--csv"]
+    if not w.command:
+        raise BenchError("case workload has no command words (workload.command)")
+    return argv + [str(x) for x in w.command]
+
+
+def memtier_argv(memtier_bin: str, port: int, w: WorkloadSpec, duration_s: float,
+                 json_out: Path) -> list[str]:
+    argv = [memtier_bin, "-s", HOST, "-p", str(port), "--protocol=redis",
+            "-c", str(w.clients), "-t", str(max(1, w.threads)), f"--pipeline={w.pipeline}",
+            f"--test-time={max(1, int(round(duration_s)))}", "--hide-histogram",
+            f"--json-out-file={json_out}"]
+    if w.command:
+        argv += ["--command", " ".join(str(x) for x in w.command).replace("__rand_int__", "__key__")]
+        if w.keyspace:
+            argv += ["--command-key-pattern=R", "--key-minimum=0", f"--key-maximum={w.keyspace - 1}"]
+    return argv
+
+
+def parse_csv(text: str, source: str = "bench.csv") -> dict[str, float | str]:
+    """The summary row of redis-benchmark --csv (7.x/8.x header)."""
+    rows = list(csv.DictReader(io.StringIO(text)))
+    if not rows or "rps" not in rows[0]:
+        raise BenchError(f"{source}:1: no redis-benchmark --csv summary (expected a header "
+                         f"\"test\",\"rps\",...); got {text[:200]!r}")
+    row = rows[-1]
+    out: dict[str, float | str] = {"test": row["test"]}
+    for k, v in row.items():
+        if k != "test":
+            try:
+                out[k] = float(v)
+            except (TypeError, ValueError):
+                raise BenchError(f"{source}:{len(rows) + 1}: column {k!r} is not a number: {v!r}") from None
+    return out
+
+
+def start_redis_benchmark(argv: Sequence[str], cpus: Sequence[int] | None) -> "BenchProcess":
+    """Start the load generator in the background (the profiler attaches meanwhile)."""
+    return BenchProcess(list(argv), procs.spawn(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                                 cpus=cpus), time.monotonic(), time.time())
+
+
+@dataclass
+class BenchProcess:
+    argv: list[str]
+    proc: subprocess.Popen
+    t0_mono: float
+    t0_epoch: float                # wall-clock start (epoch s), for rep.json's window
+    t1_epoch: float = 0.0
+
+    def finish(self, out_dir: Path | None, timeout_s: float, stem: str = "bench") -> BenchResult:
+        """Wait, write raw outputs to out_dir/<stem>.csv (stdout) and <stem>.txt (stderr), parse."""
+        p = self.proc
+        try:
+            out, err = p.communicate(timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            procs.kill_group(p, 1.0)
+            raise BenchError(f"{self.argv[0]} did not finish within {timeout_s:.0f} s") from None
+        finally:
+            procs.kill_group(p, 1.0)
+        wall = time.monotonic() - self.t0_mono
+        self.t1_epoch = time.time()
+        text, etext = out.decode(errors="replace"), err.decode(errors="replace")
+        csv_path = f"{stem}.csv"
+        if out_dir is not None:
+            out_dir.mkdir(parents=True, exist_ok=True)
+            (out_dir / f"{stem}.csv").write_text(text)
+            (out_dir / f"{stem}.txt").write_text(etext)
+            csv_path = str(out_dir / f"{stem}.csv")
+        if p.returncode != 0:
+            raise BenchError(f"{self.argv[0]} exited with status {p.returncode}: {etext.strip()[-500:]}")
+        row = parse_csv(text, csv_path)
+        n = int(self.argv[self.argv.index("-n") + 1])
+        return BenchResult(test=str(row["test"]), rps=float(row["rps"]),
+                           avg_latency_ms=float(row.get("avg_latency_ms", math.nan)),
+                           min_latency_ms=float(row.get("min_latency_ms", math.nan)),
+                           p50_latency_ms=float(row.get("p50_latency_ms", math.nan)),
+                           p95_latency_ms=float(row.get("p95_latency_ms", math.nan)),
+                           p99_latency_ms=float(row.get("p99_latency_ms", math.nan)),
+                           max_latency_ms=float(row.get("max_latency_ms", math.nan)),
+                           wall_s=round(wall, 6), requests=n)
+
+
+def run_redis_benchmark(argv: Sequence[str], out_dir: Path | None, cpus: Sequence[int] | None,
+                        timeout_s: float, stem: str = "bench") -> BenchResult:
+    """Run one redis-benchmark to completion; raw outputs as in BenchProcess.finish."""
+    return start_redis_benchmark(argv, cpus).finish(out_dir, timeout_s, stem)
+
+
+def calibrate(bench_bin: str, port: int, w: WorkloadSpec, target_s: float,
+              cpus: Sequence[int] | None, cluster: bool = False,
+              min_probe_s: float = 0.5) -> Calibration:
+    """pyperf-style: grow -n until a probe lasts >= min_probe_s, then scale to target_s."""
+    n = max(1000, w.clients * 20)
+    while True:
+        argv = redis_benchmark_argv(bench_bin, port, w, n, cluster)
+        r = run_redis_benchmark(argv, None, cpus, timeout_s=120)
+        if r.wall_s >= min_probe_s or n >= 10**9:
+            break
+        # Aim a little past the threshold so usually one more probe suffices.
+        n = int(n * min(10.0, max(2.0, 1.5 * min_probe_s / max(r.wall_s, 1e-3))))
+    # rps from the tool excludes connection setup; wall time includes it: use wall time.
+    rate = n / r.wall_s
+    return Calibration(requests=max(w.clients, int(rate * target_s)), target_s=target_s,
+                       probe_requests=n, probe_wall_s=round(r.wall_s, 4), probe_rps=r.rps)
+
+
+def find_memtier() -> str | None:
+    return shutil.which("memtier_benchmark")
