@@ -1,9 +1,11 @@
 """Datasets: preload a case's keys into a running server, fast, and verify they are there.
 
 Preload runs a Lua loop inside the server (EVALSHA over chunks of keys): measured on the
-2-core dev host, 1M 10-byte strings load in 1.4 s that way (MSET batches inside Lua),
-against 2.7 s for generated RESP through `redis-cli --pipe` and 1.0 s for DEBUG POPULATE,
-which names keys `key:0` where redis-benchmark's `__rand_int__` hits `key:000000000000`
+2-core dev host (Redis 7.0), 1M 10-byte strings load in 1.4 s that way (MSET batches inside
+Lua), against 1.9 s for one SET per key in Lua, 2.7 s for generated RESP through
+`redis-cli --pipe` (0.5 s of it generating), and 1.0 s for DEBUG POPULATE; 10M keys took
+57 s with the host loaded by other builds (load average 8 on 2 cores). DEBUG POPULATE
+names keys `key:0` where redis-benchmark's `__rand_int__` hits `key:000000000000`
 (12 zero-padded digits) - a workload on DEBUG POPULATE keys runs on an empty keyspace.
 Key names come from DatasetSpec.key_name, the one place that format lives.
 
