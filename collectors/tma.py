@@ -311,13 +311,26 @@ class TmaCollector:
             return {**base, "status": "unavailable",
                     "reason": f"no hardware PMU: {e.evidence}. {pre.NO_PMU_FIX}"}
         except atma.TmaParseError as e:
-            return {**base, "status": "failed", "reason": str(e)}
+            reason = str(e)
+            first = _first_line(rep_dir / "tma.stderr")
+            # perf puts the cause first and its usage text last; the parser quotes the last.
+            if rc and first and first not in reason:
+                reason = f"{out.name}: {self.backend} exited with code {rc}: {first} ({reason})"
+            return {**base, "status": "failed", "reason": reason}
         flat = result.collapse()
         mux = {name: round(n.multiplex, 2) for name, n in sorted(flat.items())
                if n.multiplex is not None and n.multiplexed}
         return {**base, "status": "ok", "reason": None,
                 "nodes": len(flat), "max_level": max((n.level for n in flat.values()), default=0),
                 "multiplexed": mux, "warnings": result.warnings}
+
+
+def _first_line(path: Path) -> str:
+    try:
+        text = path.read_text(errors="replace")
+    except OSError:
+        return ""
+    return next((l.strip() for l in text.splitlines() if l.strip()), "")
 
 
 def unavailable_status(pf: pre.Preflight) -> dict[str, Any]:
