@@ -331,8 +331,9 @@ def _explain(rows: list[FunnelRow]) -> list[str]:
 def _selected(name: str, patterns: list[str]) -> bool:
     leaf = name.rsplit(".", 1)[-1]
     for p in patterns:
-        if p == "all" or fnmatch(name.lower(), p.lower()) or fnmatch(leaf.lower(), p.lower()) \
-                or resolve_name(p) == name:
+        p = p.lower()
+        if p == "all" or fnmatch(name.lower(), p) or fnmatch(leaf.lower(), p) \
+                or fnmatch("tma_" + leaf.lower(), p) or resolve_name(p) == name:
             return True
     return False
 

@@ -1,0 +1,106 @@
+"""Every file under ../shared/fixtures/tma has a test, and the catalogue matches its source."""
+from __future__ import annotations
+
+import re
+
+from analysis.tma import CATALOG
+from tests import test_funnel, test_tma_parse
+from tests.conftest import FIXTURES
+
+TMA = FIXTURES / "tma"
+
+# fixture path (relative to fixtures/tma) -> tests that read it and check its values/error
+COVERED = {
+    "SOURCES.md": ["test_tma_fixtures_covered.test_every_fixture_has_a_test"],
+    "tma_tree_spr.txt": ["test_tma_fixtures_covered.test_catalogue_matches_tma_tree_spr"],
+    "toplev/toplev_skl6700k_l1_core_C0_csv_issue369.csv": [
+        "test_tma_parse.test_issue369_csv_flags_implausible_values",
+        "test_funnel.test_implausible_values_excluded_with_warning"],
+    "toplev/toplev_skx6140_l1_v_global_mux_issue370.txt": ["test_tma_parse.test_skx_issue370_mux_vs_nomux"],
+    "toplev/toplev_skx6140_l1_v_global_nomux_issue370.txt": [
+        "test_tma_parse.test_skx_issue370_mux_vs_nomux",
+        "test_tma_parse.test_toplev_descriptions_cpu_prefix_intervals_and_warnings"],
+    "toplev/toplev_spr8488c_l2_eytzinger_mux.txt": ["test_tma_parse.test_spr_eytzinger_mux",
+                                                    "test_funnel.test_multiplexed_values_are_marked_as_estimates"],
+    "toplev/toplev_spr8488c_l2_eytzinger_nomux_v.txt": ["test_tma_parse.test_spr_nomux_v_full_l2",
+                                                        "test_funnel.test_one_run_per_side_spr_nomux_pair"],
+    "toplev/toplev_spr8488c_l2_sorted_mux.txt": ["test_tma_parse.test_spr_sorted_mux_below_threshold_and_multiplex",
+                                                 "test_tma_parse.test_toplev_truncated_line"],
+    "toplev/toplev_spr8488c_l2_veb_nomux_v.txt": ["test_tma_parse.test_spr_nomux_v_full_l2",
+                                                  "test_tma_parse.test_toplev_non_numeric_value"],
+    "perf/perf6.13_M_TopdownL1_json_threshold.jsonl": ["test_tma_parse.test_perf613_json_threshold_and_trailing_comma"],
+    "perf/perf6.13_interval_default_json_threshold.jsonl": ["test_tma_parse.test_perf613_json_threshold_and_trailing_comma"],
+    "perf/perf6.4pre_M_TopdownL1_adl_hybrid.txt": ["test_tma_parse.test_perf64_adl_l1_l2_l4_event_interleaved"],
+    "perf/perf6.4pre_M_TopdownL2_adl_hybrid.txt": ["test_tma_parse.test_perf64_adl_l1_l2_l4_event_interleaved"],
+    "perf/perf6.4pre_M_TopdownL4_adl_hybrid_nothreshold_nogroup.txt": [
+        "test_tma_parse.test_perf64_adl_l1_l2_l4_event_interleaved"],
+    "perf/perf6.5_default_hybrid.csv": ["test_tma_parse.test_perf65_hybrid_csv_and_json"],
+    "perf/perf6.5_default_hybrid.json": ["test_tma_parse.test_perf65_hybrid_csv_and_json"],
+    "perf/perf6.5_default_hybrid_std.txt": ["test_tma_parse.test_perf65_default_hybrid_std_scopes_and_nan"],
+    "perf/perf6.5_default_spr.csv": ["test_tma_parse.test_perf65_spr_csv_and_json",
+                                     "test_tma_parse.test_perf_csv_bad_number"],
+    "perf/perf6.5_default_spr.json": ["test_tma_parse.test_perf65_spr_csv_and_json",
+                                      "test_tma_parse.test_json_line_cut_in_half"],
+    "perf/perf6.5_default_spr_std.txt": ["test_tma_parse.test_perf65_default_spr_std",
+                                         "test_tma_parse.test_perf_std_malformed_metric"],
+    "perf/perf_stat_M_TopdownL1-L3_cometlake_runA.txt": ["test_tma_parse.test_cometlake_blocks_merge_into_one_tree",
+                                                         "test_funnel.test_three_vs_three_identical_runs_cometlake"],
+    "perf/perf_stat_M_TopdownL1-L3_cometlake_runB.txt": ["test_tma_parse.test_cometlake_blocks_merge_into_one_tree",
+                                                         "test_funnel.test_three_vs_three_identical_runs_cometlake"],
+    "perf/no_pmu_vm/M_TopdownL1_csv.rc": ["test_tma_parse.test_no_pmu_fallback_rc0"],
+    "perf/no_pmu_vm/M_TopdownL1_csv.stderr": ["test_tma_parse.test_no_pmu_fallback_rc0"],
+    "perf/no_pmu_vm/M_TopdownL1_csv.stdout": ["test_tma_parse.test_no_pmu_fallback_rc0"],
+    "perf/no_pmu_vm/M_TopdownL1_json.rc": ["test_tma_parse.test_no_pmu_fallback_rc0"],
+    "perf/no_pmu_vm/M_TopdownL1_json.stderr": ["test_tma_parse.test_no_pmu_fallback_rc0",
+                                               "test_tma_parse.test_no_pmu_via_collector_api"],
+    "perf/no_pmu_vm/M_TopdownL1_json.stdout": ["test_tma_parse.test_no_pmu_fallback_rc0"],
+    "perf/no_pmu_vm/default_csv.out": ["test_tma_parse.test_no_pmu_default_events_o_file"],
+    "perf/no_pmu_vm/default_csv.rc": ["test_tma_parse.test_no_pmu_default_events_o_file"],
+    "perf/no_pmu_vm/default_json.out": ["test_tma_parse.test_no_pmu_default_events_o_file"],
+    "perf/no_pmu_vm/default_json.rc": ["test_tma_parse.test_no_pmu_default_events_o_file"],
+    "perf/no_pmu_vm/topdown.rc": ["test_tma_parse.test_no_pmu_topdown_rc234"],
+    "perf/no_pmu_vm/topdown.stderr": ["test_tma_parse.test_no_pmu_topdown_rc234"],
+    "perf/no_pmu_vm/topdown.stdout": ["test_tma_parse.test_no_pmu_topdown_rc234"],
+    "perf/no_pmu_vm/perf6.1_list_details_cpu6-85.txt": [
+        "test_tma_parse.test_perf_list_rejected",
+        "test_tma_parse.test_catalogue_perf_names_match_perf61_listing"],
+}
+
+MODULES = {"test_tma_parse": test_tma_parse, "test_funnel": test_funnel,
+           "test_tma_fixtures_covered": __import__(__name__)}
+
+
+def test_every_fixture_has_a_test(fixtures_dir):
+    files = sorted(str(p.relative_to(TMA)) for p in TMA.rglob("*") if p.is_file())
+    assert len(files) >= 36
+    missing = [f for f in files if f not in COVERED]
+    assert not missing, f"fixture files without a test (add one and list it in COVERED): {missing}"
+    stale = [f for f in COVERED if f not in files]
+    assert not stale, f"COVERED lists files that no longer exist: {stale}"
+    import sys
+    for f, tests in COVERED.items():
+        for t in tests:
+            mod, func = t.split(".")
+            module = sys.modules[__name__] if mod == "test_tma_fixtures_covered" else MODULES[mod]
+            assert callable(getattr(module, func, None)), f"{f}: test {t} does not exist"
+
+
+def test_catalogue_matches_tma_tree_spr(fixtures_dir):
+    """analysis/tma.py transcribes the full L1..L4 tree; re-read the source and compare."""
+    text = (TMA / "tma_tree_spr.txt").read_text()
+    section = text.split("Full L1..L4 tree from [T]", 1)[1]
+    stack: list[str] = []
+    seen = 0
+    for line in section.splitlines():
+        m = re.match(r'^( *)(\w+)\s+L(\d)\s+unit="% (\w+)"\s+area=(\S+)\s+thr\(v > ([\d.]+)\)\s+perf: (\w+)', line)
+        if not m:
+            continue
+        indent, name, lvl, dom, area, thr, perf = m.groups()
+        depth = len(indent) // 4
+        del stack[depth:]
+        stack.append(name)
+        node = CATALOG[".".join(stack)]
+        assert (node.level, node.domain, node.area, node.threshold, node.perf_name) == \
+            (int(lvl), dom, area, float(thr), perf), name
+        seen += 1
+    assert seen == 85 == len([n for n in CATALOG.values() if n.threshold is not None])
