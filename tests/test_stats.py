@@ -1,0 +1,111 @@
+"""Statistics: known answers (constructed numbers are fine here: this is math, not data)."""
+import math
+
+import pytest
+
+from analysis import stats
+from analysis.stats import compare, compare_shares, summarize
+
+
+def test_summary_known_values():
+    s = summarize([1, 2, 3, 4, 10])
+    assert (s.n, s.median, s.mean, s.min, s.max) == (5, 3.0, 4.0, 1.0, 10.0)
+    assert s.stdev == pytest.approx(math.sqrt(12.5))        # sum sq dev 50 / (n-1)
+    assert s.cv == pytest.approx(math.sqrt(12.5) / 4)
+    assert summarize([7]).stdev == 0.0
+    with pytest.raises(ValueError, match="no values"):
+        summarize([])
+
+
+def test_mann_whitney_null_distribution_exact():
+    # counts of U for m = n = 5 start 1, 1, 2, 3, 5 (of C(10,5) = 252 arrangements)
+    cdf = stats._mann_whitney_cdf(5, 5)
+    assert [round(c * 252) for c in cdf[:5]] == [1, 2, 4, 7, 12]
+    assert cdf[-1] == pytest.approx(1.0)
+    # Wilcoxon signed rank, n = 5: counts of T+ start 1, 1, 1, 2 (of 32)
+    assert [round(c * 32) for c in stats._signed_rank_cdf(5)[:4]] == [1, 2, 3, 5]
+
+
+def test_hodges_lehmann_by_hand():
+    # differences cand - base: {1,2,3} - {0,1}... = 1,0,2,1,3,2 -> sorted 0,1,1,2,2,3 -> median 1.5
+    assert stats.hodges_lehmann([0, 1], [1, 2, 3]) == 1.5
+    # 5 v 5: the 95% interval is [D(3), D(23)] of the 25 sorted differences (coverage 96.8%)
+    base, cand = [10, 11, 12, 13, 14], [20, 21, 22, 23, 24]
+    d = sorted(c - b for c in cand for b in base)
+    lo, hi, conf = stats.shift_interval(base, cand)
+    assert (lo, hi) == (d[2], d[22]) == (7.0, 13.0)
+    assert conf == pytest.approx(1 - 8 / 252)
+
+
+def test_identical_samples_no_change():
+    vals = [100.0, 101.0, 99.0, 100.5, 99.5]
+    ch = compare(vals, list(vals))
+    assert ch.delta == 0 and ch.rel == 0
+    assert ch.ci_low < 0 < ch.ci_high
+    assert ch.verdict == "no change"
+
+
+def test_clear_improvement_and_regression():
+    base = [100, 101, 99, 100, 100]
+    up = [110, 111, 109, 110, 110]
+    ch = compare(base, up)
+    assert ch.verdict == "improvement"
+    assert (ch.delta, ch.rel) == (10.0, 0.1)
+    assert (ch.ci_low, ch.ci_high) == (9.0, 11.0)
+    assert (ch.rel_ci_low, ch.rel_ci_high) == (0.09, 0.11)
+    assert "96.8%" in ch.method
+    # the same numbers for a lower-is-better metric (latency) are a regression
+    assert compare(base, up, higher_is_better=False).verdict == "regression"
+
+
+def test_below_waterline_is_no_change():
+    base = [100, 100.1, 99.9, 100, 100]
+    cand = [102, 102.1, 101.9, 102, 102]        # +2%: real, but under the 3% waterline
+    ch = compare(base, cand)
+    assert ch.ci_low > 0 and ch.verdict == "no change" and "waterline" in ch.reason
+    # -4% is worse but under the 5% regression threshold
+    assert compare(base, [96, 96.1, 95.9, 96, 96]).verdict == "no change"
+    assert compare(base, [94, 94.1, 93.9, 94, 94]).verdict == "regression"
+
+
+def test_unstable_and_insufficient():
+    ch = compare([100, 140, 70, 100, 130], [105, 60, 150, 100, 90])
+    assert ch.verdict == "unstable" and "CV" in ch.reason
+    ch = compare([1, 2], [3, 4, 5])
+    assert ch.verdict == "insufficient data" and ch.ci_low is None and ch.method == "n<3: none"
+
+
+def test_three_reps_reports_real_coverage():
+    ch = compare([1.0, 1.01, 0.99], [2.0, 2.01, 1.99])
+    assert ch.verdict == "improvement"
+    assert ch.confidence == pytest.approx(0.9)          # 1 - 2/C(6,3): 95% is unattainable
+    assert "not attainable" in ch.method
+
+
+def test_paired_uses_pair_differences():
+    # drift moves both sides together; pairs see a steady +2 that unpaired ranks blur
+    base = [100, 110, 120, 130, 140, 150]
+    cand = [106, 116, 126, 136, 146, 156]
+    p = compare(base, cand, paired=True, noise=0.03)
+    assert (p.ci_low, p.ci_high) == (6.0, 6.0)
+    assert p.verdict == "improvement" and "signed-rank" in p.method
+    u = compare(base, cand)
+    assert u.ci_low < 0 < u.ci_high                      # unpaired cannot see it
+    with pytest.raises(ValueError, match="equal counts"):
+        compare([1, 2, 3], [1, 2, 3, 4], paired=True)
+
+
+def test_bootstrap_is_reproducible():
+    a = compare([100, 101, 99, 100, 100], [110, 111, 109, 110, 110], method="bootstrap")
+    b = compare([100, 101, 99, 100, 100], [110, 111, 109, 110, 110], method="bootstrap")
+    assert (a.ci_low, a.ci_high) == (b.ci_low, b.ci_high) == (9.0, 11.0)
+    assert "seed 0" in a.method
+
+
+def test_shares_use_percentage_points():
+    ch = compare_shares([8.5, 8.4, 8.6], [1.0, 1.1, 0.9])
+    assert ch.unit == "pp" and ch.delta == pytest.approx(-7.5)
+    assert ch.verdict == "improvement"                   # a cost share going down
+    # 0.20% -> 0.30% is +50% relative but only 0.1 pp: no change
+    small = compare_shares([0.2, 0.21, 0.19], [0.3, 0.31, 0.29])
+    assert small.rel == pytest.approx(0.5) and small.verdict == "no change"
