@@ -241,8 +241,11 @@ def _check_overrides(doc: _Doc, over: Any, path: Path_) -> None:
         _coerce(value, t, key, doc.at(*path, key))
 
 
-def _apply(d: dict[str, Any], over: dict[str, Any] | None) -> None:
+def _apply(d: dict[str, Any], over: dict[str, Any] | None, origin: dict[str, str] | None = None,
+           at: Any = None) -> None:
     for key, value in (over or {}).items():
+        if origin is not None:
+            origin[key] = at(key)  # errors about this value point at the override
         if "." in key:
             section, name = key.split(".", 1)
             d.setdefault(section, {})[name] = copy.deepcopy(value)
@@ -284,58 +287,64 @@ def _resolve(doc: _Doc, size: str, spec: str) -> Case:
     d = copy.deepcopy({k: v for k, v in doc.data.items() if k not in ("sizes", "matrix")})
     chosen = _matrix_choices(doc, spec)
     # Matrix first, size last: `small` must stay small whatever the matrix says.
+    origin: dict[str, str] = {}
     for axis in doc.data.get("matrix", {}):
         if axis in chosen:
-            _apply(d, doc.data["matrix"][axis][chosen[axis]])
+            _apply(d, doc.data["matrix"][axis][chosen[axis]], origin,
+                   lambda k, a=axis: doc.at("matrix", a, chosen[a], k))
     sizes = doc.data.get("sizes", {})
     if size not in sizes and size != "default":
         raise CaseError(f"{doc.at('sizes')}: {doc.data['name']} has no size {size!r} "
                         f"(sizes: {', '.join(sorted(set(sizes) | {'default'}))})")
-    _apply(d, sizes.get(size))
-    server = {k: _coerce(v, _hints(ServerSpec)[k], f"server.{k}", doc.at("server", k))
+    _apply(d, sizes.get(size), origin, lambda k: doc.at("sizes", size, k))
+
+    def at(*path: str) -> str:
+        return origin.get(".".join(path)) or doc.at(*path)
+
+    server = {k: _coerce(v, _hints(ServerSpec)[k], f"server.{k}", at("server", k))
               for k, v in d.get("server", {}).items()}
-    dataset = {k: _coerce(v, _hints(DatasetSpec)[k], f"dataset.{k}", doc.at("dataset", k))
+    dataset = {k: _coerce(v, _hints(DatasetSpec)[k], f"dataset.{k}", at("dataset", k))
                for k, v in d["dataset"].items()}
-    workload = {k: _coerce(v, _hints(WorkloadSpec)[k], f"workload.{k}", doc.at("workload", k))
+    workload = {k: _coerce(v, _hints(WorkloadSpec)[k], f"workload.{k}", at("workload", k))
                 for k, v in d["workload"].items()}
     ds = DatasetSpec(**dataset)
     workload["command"] = _expand_command(workload.get("command", []), ds.value_size,
-                                          doc.at("workload", "command"))
+                                          at("workload", "command"))
     name = doc.data["name"] + (("@" + ",".join(f"{a}={v}" for a, v in chosen.items())) if chosen else "")
     case = Case(name=name, description=d.get("description", ""), server=ServerSpec(**server),
                 dataset=ds, workload=WorkloadSpec(**workload), focus=list(d.get("focus", [])),
                 size=size, source=_display_path(doc.path), notes=list(d.get("notes", [])),
                 matrix=chosen)
-    _check_values(case, doc)
+    _check_values(case, at)
     return case
 
 
-def _check_values(case: Case, doc: _Doc) -> None:
+def _check_values(case: Case, at: Any) -> None:
     ds, wl = case.dataset, case.workload
     if ds.kind not in DATASET_KINDS:
-        raise CaseError(f"{doc.at('dataset', 'kind')}: dataset.kind: {ds.kind!r} is not one of {', '.join(DATASET_KINDS)}")
+        raise CaseError(f"{at('dataset', 'kind')}: dataset.kind: {ds.kind!r} is not one of {', '.join(DATASET_KINDS)}")
     if wl.tool not in TOOLS:
-        raise CaseError(f"{doc.at('workload', 'tool')}: workload.tool: {wl.tool!r} is not one of {', '.join(TOOLS)}")
+        raise CaseError(f"{at('workload', 'tool')}: workload.tool: {wl.tool!r} is not one of {', '.join(TOOLS)}")
     for f, v in (("dataset.keys", ds.keys), ("workload.keyspace", wl.keyspace),
                  ("workload.clients", wl.clients), ("workload.pipeline", wl.pipeline),
                  ("workload.threads", wl.threads), ("server.io_threads", case.server.io_threads)):
         if v < 0 or (v == 0 and f in ("workload.clients", "workload.pipeline", "workload.threads",
                                        "server.io_threads")):
-            raise CaseError(f"{doc.at(*f.split('.'))}: {f} = {v} makes no sense for case {case.name} (size {case.size})")
+            raise CaseError(f"{at(*f.split('.'))}: {f} = {v} makes no sense for case {case.name} (size {case.size})")
     if ds.kind != "none" and ds.keys == 0:
-        raise CaseError(f"{doc.at('dataset', 'keys')}: dataset.keys is 0 for a {ds.kind} dataset")
+        raise CaseError(f"{at('dataset', 'keys')}: dataset.keys is 0 for a {ds.kind} dataset")
     if ds.kind == "hashes" and ds.fields < 1:
-        raise CaseError(f"{doc.at('dataset')}: dataset.fields: a hashes dataset needs fields >= 1")
+        raise CaseError(f"{at('dataset', 'fields')}: dataset.fields: a hashes dataset needs fields >= 1")
     if ds.kind == "zsets" and ds.members < 1:
-        raise CaseError(f"{doc.at('dataset')}: dataset.members: a zsets dataset needs members >= 1")
+        raise CaseError(f"{at('dataset', 'members')}: dataset.members: a zsets dataset needs members >= 1")
     if wl.tool != "rdb-load" and not wl.command:
-        raise CaseError(f"{doc.at('workload')}: workload.command is empty")
+        raise CaseError(f"{at('workload')}: workload.command is empty")
     if wl.keyspace > ds.keys and ds.kind != "none" and wl.tool != "rdb-load":
         # Keys past the preloaded range would miss (or, for writes, grow the dataset).
-        raise CaseError(f"{doc.at('workload', 'keyspace')}: workload.keyspace {wl.keyspace} > dataset.keys "
+        raise CaseError(f"{at('workload', 'keyspace')}: workload.keyspace {wl.keyspace} > dataset.keys "
                         f"{ds.keys} in {case.name} (size {case.size}): the workload would hit keys never preloaded")
     if any("__rand_int__" in w for w in wl.command) and wl.keyspace == 0:
-        raise CaseError(f"{doc.at('workload', 'command')}: the command uses __rand_int__ but workload.keyspace "
+        raise CaseError(f"{at('workload', 'command')}: the command uses __rand_int__ but workload.keyspace "
                         "is 0: redis-benchmark would not replace it (set keyspace, which becomes -r)")
 
 
