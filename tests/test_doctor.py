@@ -1,0 +1,75 @@
+"""doctor, for real on this machine: no PMU (TMA unavailable), cpu-clock sampling works."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from collectors import doctor
+from tests.test_parca import FakeParca, _free_port
+
+
+@pytest.fixture(scope="module")
+def report(repo_root):
+    env = dict(os.environ, PYTHONPATH=str(repo_root))
+    env.pop("STALLSCOPE_PARCA_URL", None)
+    p = subprocess.run([sys.executable, "-m", "collectors", "doctor", "--json"], cwd=repo_root,
+                       capture_output=True, text=True, timeout=120, env=env)
+    assert p.returncode == 0, p.stderr
+    return {c["name"]: c for c in json.loads(p.stdout)}
+
+
+def test_lists_every_collector(report):
+    assert list(report) == ["perf", "cpu-clock sampling", "call graphs (fp)", "call graphs (dwarf)",
+                            "TMA via perf", "TMA via toplev", "inferno", "build toolchain",
+                            "redis-benchmark/valkey-benchmark", "memtier_benchmark", "parca",
+                            "chromium (HTML report test)"]
+
+
+def test_tma_unavailable_because_no_pmu(report):
+    tma = report["TMA via perf"]
+    assert tma["available"] is False
+    assert tma["detail"].startswith("no hardware PMU (this is a VM: the hypervisor does not expose "
+                                    "the PMU): `perf stat -e cycles` printed '<not supported>,,cycles")
+    assert "pmu=on" in tma["fix"]
+    assert report["TMA via toplev"]["available"] is False
+    assert "no hardware PMU" in report["TMA via toplev"]["detail"]
+
+
+def test_cpu_clock_sampling_available(report):
+    s = report["cpu-clock sampling"]
+    assert s["available"] is True
+    n = int(s["detail"].split(": ")[1].split()[0])
+    assert n > 10  # 0.1 s at 999 Hz; a shared 2-core box still gets dozens
+    assert report["call graphs (fp)"]["available"] is True
+    assert report["perf"]["detail"].startswith("perf 6.1")
+
+
+def test_parca_skipped_unless_configured(report):
+    p = report["parca"]
+    assert p["available"] is False and "network check skipped" in p["detail"]
+
+
+def test_parca_checked_when_configured():
+    url = f"http://127.0.0.1:{_free_port()}"
+    c = doctor.check_parca(url, None)
+    assert not c.available and c.detail.startswith(f"cannot reach Parca at {url}: connection refused")
+    with FakeParca({"/api/profiles/types": (500, b'{"code":13,"message":"store unavailable"}')}) as srv:
+        c = doctor.check_parca(srv.url, None)
+    assert not c.available
+    assert c.detail == f"Parca at {srv.url}/api/profiles/types answered HTTP 500: store unavailable"
+
+
+def test_table_and_strict(capsys, monkeypatch):
+    monkeypatch.setattr(doctor, "run_checks", lambda *a: [
+        doctor.Check("perf", True, "perf 6.1.187"),
+        doctor.Check("TMA via perf", False, "no hardware PMU", "bare metal")])
+    assert doctor.main([]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[2] == "perf          available      perf 6.1.187"
+    assert out[3] == "TMA via perf  NOT available  no hardware PMU"
+    assert out[4].strip() == "fix: bare metal"
+    assert doctor.main(["--strict"]) == 1
