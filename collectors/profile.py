@@ -106,7 +106,7 @@ class PerfProfiler:
 
     def start(self, ctx: RepContext) -> None:
         perf, _ = require_tools()
-        self._argv = record_argv(perf, ctx.server_pid, ctx.window_s, ctx.rep_dir / "perf.data",
+        self._argv = record_argv(perf, ctx.pid, ctx.window_s, ctx.rep_dir / "perf.data",
                                  self.freq_hz, ctx.callgraph)
         self._err = open(ctx.rep_dir / "perf.stderr", "wb")
         # perf itself runs on the client CPUs so it does not steal the server's core.
@@ -129,7 +129,7 @@ class PerfProfiler:
         facts = fold(perf, collapse, data, ctx.rep_dir)
         if facts["folded_lines"] == 0:
             raise ProfileError(f"{ctx.rep_dir / 'perf.folded'} is empty: perf saw no samples of pid "
-                               f"{ctx.server_pid}")
+                               f"{ctx.pid}")
         if not self.keep_data:
             data.unlink()
         return {"profiler": "perf", "command": self._argv, "frequency_hz": self.freq_hz,

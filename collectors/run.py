@@ -55,18 +55,24 @@ class RunError(Exception):
 
 @dataclass
 class RepContext:
-    """What a RepCollector may know about the rep it brackets."""
-    run_dir: Path
-    rep: Rep
+    """What a RepCollector may know about the rep it brackets. The first fields match
+    collectors.tma.RepContext, so the TMA and Parca collectors take this object as is."""
     rep_dir: Path
-    variant: Any                   # collectors.variant.BuiltVariant
-    case: Case
-    server_pid: int
-    port: int
     window_s: float                # length of the steady window (s)
-    server_cpus: list[int] | None
-    client_cpus: list[int] | None
-    callgraph: str = "fp"
+    pid: int | None = None         # server pid (perf -p covers all its threads)
+    cpus: list[int] | None = None  # CPUs the server is pinned to
+    rep: int = 1                   # 1-based rep number within the variant
+    variant: str = ""
+    case: str = ""
+    labels: dict[str, str] = field(default_factory=dict)
+    # runner extras
+    run_dir: Path | None = None
+    kind: str = "throughput"       # throughput | profile | ...
+    port: int = 0
+    client_cpus: list[int] | None = None   # where the load generator (and profilers) run
+    callgraph: str = "fp"          # fp | dwarf, from the variant's binary
+    built_variant: Any = None      # collectors.variant.BuiltVariant
+    case_obj: Case | None = None
 
 
 class RepCollector(Protocol):
@@ -244,6 +250,7 @@ class Runner:
         ds_dir = self.run_dir / "dataset"
         ds_dir.mkdir(parents=True, exist_ok=True)
         info: dict[str, Any] = {"kind": d.kind, "keys": d.keys, "snapshot": str(rdb), "key": key}
+        cached_log = rdb.with_suffix(".preload.txt")
         if not rdb.is_file():
             first = next(iter(self.variants.values()))
             srv = Server(self.server_opts(first, "preload", ds_dir / "preload-server.log", None))
@@ -258,8 +265,14 @@ class Runner:
                 srv.stop()
             info.update({"created_by": first.name, "preload": pre,
                          "preload_s": round(time.monotonic() - t0, 3), "cached": False})
+            if (ds_dir / "preload.txt").is_file():
+                shutil.copyfile(ds_dir / "preload.txt", cached_log)
         else:
             info["cached"] = True
+            # Keep the raw preload record with every run that uses the snapshot.
+            head = f"# restored from the dataset cache: {rdb}\n# original preload output follows\n"
+            body = cached_log.read_text() if cached_log.is_file() else "(not recorded)\n"
+            (ds_dir / "preload.txt").write_text(head + body)
         info["snapshot_bytes"] = rdb.stat().st_size
         self.m.dataset = info
         self.save()
@@ -413,8 +426,14 @@ class Runner:
             collectors = self.rep_collectors(rep.kind)
             window = max(0.5, 0.8 * cal.target_s)
             bp = start_redis_benchmark(argv, cpus)
-            ctx = RepContext(self.run_dir, rep, rep_dir, v, self.case, srv.pid, srv.port, window,
-                             self.place.get("server_cpus"), cpus, getattr(v, "callgraph", "fp"))
+            ctx = RepContext(rep_dir=rep_dir, window_s=window, pid=srv.pid,
+                             cpus=self.place.get("server_cpus"), rep=rep.rep, variant=rep.variant,
+                             case=self.case.name,
+                             labels={"variant": rep.variant, "rep": str(rep.rep),
+                                     "run": self.m.run_id, "kind": rep.kind},
+                             run_dir=self.run_dir, kind=rep.kind, port=srv.port, client_cpus=cpus,
+                             callgraph=getattr(v, "callgraph", "fp") or "fp", built_variant=v,
+                             case_obj=self.case)
             started = []
             facts["collectors"] = {}
             try:
@@ -426,7 +445,7 @@ class Runner:
                 result = bp.finish(rep_dir, timeout_s=120 + 10 * cal.target_s)
             finally:
                 for c in started:
-                    facts["collectors"][c.name] = c.stop(ctx)
+                    facts["collectors"][getattr(c, "name", type(c).__name__)] = c.stop(ctx)
             facts["window"] = {"t0": round(bp.t0_epoch, 3), "t1": round(bp.t1_epoch, 3),
                                "profile_window_s": window if collectors else None}
             facts["bench"] = result.to_json()

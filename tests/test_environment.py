@@ -1,0 +1,84 @@
+"""collectors/environment.py against this host, cross-checked with independent tools
+(getconf, lscpu, perf itself) rather than against values typed into the test."""
+from __future__ import annotations
+
+import os
+import platform
+import re
+import subprocess
+
+from collectors import environment as env
+
+
+def _lscpu_caches() -> dict[str, int]:
+    """lscpu -C ONE-SIZE: the size of one cache instance, read by util-linux independently."""
+    r = subprocess.run(["lscpu", "-C=NAME,ONE-SIZE", "--bytes"], capture_output=True, text=True)
+    out = {}
+    for line in r.stdout.splitlines()[1:]:
+        parts = line.split()
+        if len(parts) == 2 and parts[1].isdigit():
+            out[parts[0]] = int(parts[1])
+    return out
+
+
+def test_parse_size_units():
+    assert env.parse_size("48K") == 49152
+    assert env.parse_size("32768K") == 33554432
+    assert env.parse_size("32M") == 33554432
+    assert env.parse_size("512") == 512
+    assert env.parse_size("lots") is None
+
+
+def test_cache_sizes_match_lscpu():
+    c = env.cache_sizes()
+    want = _lscpu_caches()
+    assert want, "lscpu -C printed no caches"
+    for key, name in (("l1d_bytes", "L1d"), ("l1i_bytes", "L1i"), ("l2_bytes", "L2"), ("l3_bytes", "L3")):
+        if name in want:
+            assert c[key] == want[name], (key, c[key], want[name])
+
+
+def test_cpuinfo_parses_model_and_hypervisor_flag():
+    text = ("processor\t: 0\nmodel name\t: Intel(R) Xeon(R) Platinum 8480+\n"
+            "flags\t\t: fpu vme hypervisor avx512f\n")
+    assert env.cpuinfo(text) == {"cpu_model": "Intel(R) Xeon(R) Platinum 8480+", "hypervisor_flag": True}
+    assert env.cpuinfo("processor: 0\n")["hypervisor_flag"] is False
+
+
+def test_host_facts_are_complete_and_true_for_this_host():
+    h = env.host_facts()
+    for k in ("cpu_model", "cores", "threads_per_core", "l1d_bytes", "l2_bytes", "l3_bytes", "kernel",
+              "governor", "thp", "thp_defrag", "smt", "mitigations", "perf_event_paranoid",
+              "nmi_watchdog", "virtualization", "pmu", "pmu_note", "compiler"):
+        assert k in h, k
+    assert h["kernel"] == platform.release()
+    assert h["logical_cpus"] == os.cpu_count()
+    assert h["cores"] * h["threads_per_core"] <= h["logical_cpus"] + h["cores"]
+    with open("/proc/sys/kernel/perf_event_paranoid") as f:
+        assert h["perf_event_paranoid"] == int(f.read())
+    thp = open("/sys/kernel/mm/transparent_hugepage/enabled").read()
+    assert f"[{h['thp']}]" in thp
+    lscpu = subprocess.run(["lscpu"], capture_output=True, text=True).stdout
+    m = re.search(r"^Model name:\s*(.+)$", lscpu, re.M)
+    if m:
+        assert h["cpu_model"] == m.group(1).strip()
+    assert re.fullmatch(r"(gcc|clang) \d+\.\d+(\.\d+)?", h["compiler"])
+    assert "spectre_v2: " in h["mitigations"]
+
+
+def test_pmu_detection_agrees_with_perf_stat():
+    r = subprocess.run(["perf", "stat", "-x,", "-e", "cycles", "true"], capture_output=True, text=True)
+    counts = r.returncode == 0 and "<not supported>" not in r.stderr and "<not counted>" not in r.stderr
+    pmu, note = env.pmu_available()
+    assert pmu is counts, (r.stderr, note)
+    if not pmu:
+        assert "not supported" in note or "failed" in note
+
+
+def test_tool_versions_match_the_tools():
+    t = env.tool_versions()
+    perf = subprocess.run(["perf", "--version"], capture_output=True, text=True).stdout
+    assert t["perf"] and t["perf"] in perf
+    assert t["python"] == platform.python_version()
+    if env.find_tool("inferno-collapse-perf"):
+        assert re.fullmatch(r"\d+\.\d+\.\d+", t["inferno"] or "")
