@@ -56,11 +56,28 @@ class LoadTiming:
                 "keys_loaded": self.keys_loaded, "keys_expired": self.keys_expired}
 
 
-def free_port() -> int:
-    """A port free on 127.0.0.1 right now (the server start retries if it is taken)."""
+def _bindable(port: int) -> bool:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind((HOST, 0))
-        return s.getsockname()[1]
+        try:
+            s.bind((HOST, port))
+            return True
+        except OSError:
+            return False
+
+
+def free_port(cluster: bool = False) -> int:
+    """A port free on 127.0.0.1 right now (the server start retries if it is taken).
+    Cluster mode also needs port+10000 (the cluster bus), so port <= 55535."""
+    if not cluster:
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+            s.bind((HOST, 0))
+            return s.getsockname()[1]
+    import random
+    for _ in range(200):
+        port = random.randint(20000, 55535)
+        if _bindable(port) and _bindable(port + 10000):
+            return port
+    raise ServerError("no free port pair (PORT, PORT+10000) on 127.0.0.1 for a cluster node")
 
 
 def _log_tail(path: Path, n: int = 15) -> str:
@@ -112,7 +129,7 @@ class Server:
             # Read-only use: persistence is off, so the server never writes through the link.
             dump.symlink_to(Path(o.rdb).resolve())
         for attempt in range(3):
-            port = o.port or free_port()
+            port = o.port or free_port(o.cluster)
             self.argv = self.build_argv(port)
             t0 = time.monotonic()
             # stderr to a file, not a pipe: a chatty server must never block on a full pipe.
@@ -146,7 +163,9 @@ class Server:
                     f"{self.opts.server_bin} exited with status {self.proc.returncode} during start "
                     f"(port {self.port}); log {self.opts.logfile}:\n{_log_tail(self.opts.logfile)}\n{err}")
             try:
-                if c.ping() and int(c.info("persistence").get("loading", 1)) == 0:
+                # process_id: a PING answered by another server on a reused port is not ours.
+                if int(c.info("server").get("process_id", -1)) == self.proc.pid and \
+                        int(c.info("persistence").get("loading", 1)) == 0:
                     break
             except (redis.ConnectionError, redis.TimeoutError, redis.BusyLoadingError):
                 pass
@@ -211,7 +230,13 @@ class Server:
 
     def info_all(self) -> str:
         """INFO all as the server printed it (raw text, for info.txt)."""
-        raw = self.client.execute_command("INFO", "all", NEVER_DECODE=True)
+        # A bare connection: redis-py's INFO response callback would parse it into a dict.
+        conn = redis.Connection(host=HOST, port=self.port, socket_timeout=30)
+        try:
+            conn.send_command("INFO", "all")
+            raw = conn.read_response()
+        finally:
+            conn.disconnect()
         return raw.decode(errors="replace") if isinstance(raw, bytes) else str(raw)
 
     def snapshot(self, dest: Path) -> Path:
