@@ -320,9 +320,10 @@ class ParcaProfileCollector:
         return pf
 
     def query_for(self, ctx) -> str:
+        # Only labels the agent attaches (comm, its external labels) can select profiles;
+        # the rep's own labels are recorded in parca.json, not queried.
         labels = {"comm": self.comm} if self.comm else {}
         labels.update(self.labels)
-        labels.update(getattr(ctx, "labels", None) or {})
         return selector(labels, self.profile_type)
 
     def _meta_path(self, ctx) -> Path:
@@ -368,6 +369,77 @@ class ParcaProfileCollector:
 
     def _write(self, ctx, meta: dict[str, Any]) -> None:
         self._meta_path(ctx).write_text(json.dumps(meta, indent=2) + "\n")
+
+
+class ParcaRepCollector(ParcaProfileCollector):
+    """The runner's RepCollector: stop() also fetches the profile (after settle_s)."""
+    name = "parca"
+
+    def stop(self, ctx) -> dict[str, Any]:
+        super().stop(ctx)
+        return self.collect(ctx, wait=True)
+
+
+# --------------------------------------------------------------------------------------
+# Runner plugin hooks (collectors/run.py PLUGIN_MODULES). The token is never a run flag:
+# the manifest keeps the command line and options, so it comes from the environment or
+# a file named on the command line.
+
+PROFILERS = ("parca",)
+
+
+def add_run_arguments(parser) -> None:
+    g = parser.add_argument_group(
+        "Parca profiles (--profile parca)",
+        "profile reps record their window; the merged CPU profile of that window is fetched "
+        "from Parca (parca-agent must run as a service) into <variant>/<rep>/profile.pb.gz")
+    g.add_argument("--parca-url", help=f"Parca base URL (default ${DEFAULT_URL_ENV})")
+    g.add_argument("--parca-token-file", metavar="PATH",
+                   help=f"file holding the bearer token (default ${TOKEN_ENV}; never stored in the run)")
+    g.add_argument("--parca-comm", default="redis-server",
+                   help="process name to select (comm label; default redis-server, '' for none)")
+    g.add_argument("--parca-label", action="append", default=[], metavar="K=V",
+                   help="label the agent attaches (its --metadata-external-labels), repeatable")
+    g.add_argument("--parca-settle", type=float, default=15.0, metavar="SECONDS",
+                   help="wait after a window before querying, for the agent to ship (default 15)")
+
+
+def client_from_options(options) -> ParcaClient:
+    extra = getattr(options, "extra", None) or {}
+    token = None
+    if extra.get("parca_token_file"):
+        p = Path(extra["parca_token_file"])
+        try:
+            token = p.read_text().strip()
+        except OSError as e:
+            raise ParcaError(f"{p}: cannot read the Parca token file: {e.strerror}") from None
+    return ParcaClient.from_env(extra.get("parca_url"), token)
+
+
+def rep_collectors(options, kind: str) -> list:
+    if getattr(options, "profile", None) != "parca" or kind != "profile":
+        return []
+    extra = getattr(options, "extra", None) or {}
+    labels = {}
+    for kv in extra.get("parca_label") or []:
+        k, sep, v = kv.partition("=")
+        if not sep or not k:
+            raise ParcaError(f"--parca-label {kv!r}: expected KEY=VALUE")
+        labels[k] = v
+    return [ParcaRepCollector(client_from_options(options), comm=extra.get("parca_comm", "redis-server"),
+                              labels=labels, settle_s=float(extra.get("parca_settle", 15.0)))]
+
+
+def manifest_sections(options, host) -> dict[str, Any]:
+    if getattr(options, "profile", None) != "parca":
+        return {}
+    # The "profiling" block is the runner's; say where profiles come from without the token.
+    extra = getattr(options, "extra", None) or {}
+    client = client_from_options(options)
+    return {"profiling": {"profiler": "parca", "mode": "separate", "parca_url": client.url,
+                          "comm": extra.get("parca_comm", "redis-server"),
+                          "labels": list(extra.get("parca_label") or []),
+                          "note": "merged CPU profile per profile rep, from Parca's query API"}}
 
 
 # --------------------------------------------------------------------------------------

@@ -193,6 +193,7 @@ class _Running:
 
 class TmaCollector:
     """Per-rep TMA collection. Not thread-safe; one rep at a time."""
+    name = "tma"
 
     def __init__(self, config: TmaConfig | None = None, sys_root: str | Path = "/sys"):
         self.config = config or TmaConfig()
@@ -336,3 +337,82 @@ def _first_line(path: Path) -> str:
 def unavailable_status(pf: pre.Preflight) -> dict[str, Any]:
     """The per-rep status when the preflight already said no (runner skips start/stop)."""
     return {"backend": pf.backend, "status": "unavailable", "reason": pf.reason}
+
+
+# --------------------------------------------------------------------------------------
+# Runner plugin hooks (collectors/run.py PLUGIN_MODULES): flags, per-rep collectors and
+# the manifest's "tma" block. Options arrive as argparse dests in RunOptions.extra.
+
+TMA_REP_KINDS = {"throughput": ("throughput",), "profile": ("profile",),
+                 "all": ("throughput", "profile")}
+
+
+def add_run_arguments(parser) -> None:
+    g = parser.add_argument_group(
+        "TMA (top-down) collection",
+        "perf stat -M TopdownL1..L4 or toplev, attached to the server for the steady window; "
+        "raw output in <variant>/<rep>/tma.*. Needs a hardware PMU and an Intel CPU: without "
+        "them the run goes on and the manifest says why (python -m collectors doctor).")
+    g.add_argument("--tma", choices=BACKENDS, default="auto",
+                   help="back end: auto (toplev if $TOPLEV or on PATH, else perf), toplev, perf, off")
+    g.add_argument("--tma-level", type=int, default=4, metavar="N",
+                   help="deepest TMA level, 1..6 (default 4: DRAM_Bound -> MEM_Latency/MEM_Bandwidth)")
+    g.add_argument("--tma-attach", choices=ATTACH, default="pid",
+                   help="pid: the server process, all threads (default); cpus: the cores it is pinned to")
+    g.add_argument("--tma-split", action="store_true",
+                   help="one metric-group set per rep so nothing multiplexes (see docs/tma-collection.md)")
+    g.add_argument("--tma-reps", choices=sorted(TMA_REP_KINDS), default="throughput",
+                   help="which reps count TMA (default throughput: counting, no sampling, "
+                        "so every measured rep adds a TMA sample)")
+
+
+def config_from_options(options) -> TmaConfig:
+    extra = getattr(options, "extra", None) or {}
+    return TmaConfig(backend=extra.get("tma", "auto"), level=int(extra.get("tma_level", 4)),
+                     attach=extra.get("tma_attach", "pid"), split=bool(extra.get("tma_split", False)))
+
+
+_PREFLIGHTS: dict[tuple, tuple[TmaCollector, pre.Preflight]] = {}
+
+
+def _collector_for(options) -> tuple[TmaCollector, pre.Preflight]:
+    cfg = config_from_options(options)
+    key = (cfg.backend, cfg.level, cfg.attach, cfg.split)
+    if key not in _PREFLIGHTS:
+        c = TmaCollector(cfg)
+        _PREFLIGHTS[key] = (c, c.preflight())
+    return _PREFLIGHTS[key]
+
+
+def manifest_sections(options, host) -> dict[str, Any]:
+    c, pf = _collector_for(options)
+    block = pf.to_manifest()
+    block.update(level=c.config.level, attach=c.config.attach, split=c.config.split,
+                 reps=(getattr(options, "extra", None) or {}).get("tma_reps", "throughput"))
+    if c.config.split:
+        block["schedule"] = [{"perf": g, "toplev": n} for g, n in split_sets(c.config.level)]
+    return {"tma": block}
+
+
+class _Unavailable:
+    """Stands in for the collector when the preflight said no: rep.json says why."""
+    name = "tma"
+
+    def __init__(self, pf: pre.Preflight):
+        self.pf = pf
+
+    def start(self, ctx) -> None:
+        pass
+
+    def stop(self, ctx) -> dict[str, Any]:
+        return unavailable_status(self.pf)
+
+
+def rep_collectors(options, kind: str) -> list:
+    extra = getattr(options, "extra", None) or {}
+    if extra.get("tma", "auto") == "off":
+        return []
+    if kind not in TMA_REP_KINDS[extra.get("tma_reps", "throughput")]:
+        return []
+    c, pf = _collector_for(options)
+    return [c] if pf.available else [_Unavailable(pf)]

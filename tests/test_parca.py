@@ -173,7 +173,8 @@ def test_collector_records_window_labels_and_saves_pprof(pdir, tmp_path, monkeyp
     ctx = RepContext(rep_dir=tmp_path / "base" / "1", window_s=1.0,
                      labels={"stallscope_variant": "base", "stallscope_case": "mset-50keys"})
     with FakeParca({"/api/profiles/query": (200, body)}) as srv:
-        col = parca.ParcaProfileCollector(parca.ParcaClient(srv.url, token="tok"), settle_s=0)
+        col = parca.ParcaProfileCollector(parca.ParcaClient(srv.url, token="tok"),
+                                          labels={"stallscope_variant": "base"}, settle_s=0)
         col.start(ctx)
         assert col.stop(ctx)["status"] == "pending"
         status = col.collect(ctx)
@@ -182,8 +183,9 @@ def test_collector_records_window_labels_and_saves_pprof(pdir, tmp_path, monkeyp
                       "samples": parca.pprof_sample_count((pdir / "redis.parca.pb.gz").read_bytes())}
     assert status["samples"] > 0
     meta = json.loads((ctx.rep_dir / "parca.json").read_text())
+    # Labels the agent attaches select; the rep's own labels are recorded only.
     assert meta["query"] == ('parca_agent:samples:count:cpu:nanoseconds:delta{comm="redis-server",'
-                             'stallscope_variant="base",stallscope_case="mset-50keys"}')
+                             'stallscope_variant="base"}')
     assert req["query"]["merge.query"] == [meta["query"]]
     assert req["query"]["merge.start"] == [parca.rfc3339(meta["t0"])]
     assert meta["t0"] <= meta["t1"] and meta["status"] == "ok"
@@ -222,3 +224,31 @@ def test_cli_without_url_is_a_clear_error(capsys, monkeypatch):
     monkeypatch.delenv("STALLSCOPE_PARCA_URL", raising=False)
     assert parca.main(["--start", "0", "--end", "30"]) == 1
     assert "no Parca URL: pass --parca-url URL or set STALLSCOPE_PARCA_URL" in capsys.readouterr().err
+
+
+def test_runner_hooks(pdir, tmp_path, monkeypatch):
+    import argparse
+    from collectors.run import RunOptions
+    monkeypatch.delenv("STALLSCOPE_PARCA_TOKEN", raising=False)
+    token = tmp_path / "token"
+    token.write_text("filetok\n")
+    p = argparse.ArgumentParser()
+    parca.add_run_arguments(p)
+    with FakeParca({"/api/profiles/query": (200, (pdir / "pprof.json").read_bytes())}) as srv:
+        a = p.parse_args(["--parca-url", srv.url, "--parca-token-file", str(token),
+                          "--parca-label", "host=bench1", "--parca-settle", "0"])
+        opts = RunOptions(profile="parca", extra=vars(a))
+        assert parca.rep_collectors(RunOptions(profile="perf", extra=vars(a)), "profile") == []
+        assert parca.rep_collectors(opts, "throughput") == []
+        (c,) = parca.rep_collectors(opts, "profile")
+        ctx = RepContext(rep_dir=tmp_path / "r", window_s=1)
+        c.start(ctx)
+        st = c.stop(ctx)
+        req = srv.requests[-1]
+    assert c.name == "parca" and st["status"] == "ok" and st["file"] == "profile.pb.gz"
+    assert req["headers"]["Authorization"] == "Bearer filetok"
+    assert req["query"]["merge.query"] == [
+        'parca_agent:samples:count:cpu:nanoseconds:delta{comm="redis-server",host="bench1"}']
+    sec = parca.manifest_sections(opts, {})["profiling"]
+    assert sec["profiler"] == "parca" and sec["parca_url"] == srv.url
+    assert "filetok" not in json.dumps(sec)

@@ -214,3 +214,31 @@ def test_real_perf_on_this_machine_is_unavailable_not_a_crash(tmp_path, monkeypa
     assert '"counter-value" : "<not supported>", "unit" : "", "event" : "cycles"' in \
         (rep_dir / "tma.json").read_text()
     assert (rep_dir / "tma.stderr").exists()
+
+
+# -- runner plugin hooks (collectors/run.py PLUGIN_MODULES) ------------------------------
+
+def test_runner_hooks_on_this_machine(monkeypatch, tmp_path):
+    import argparse
+    from collectors.run import RunOptions
+    monkeypatch.delenv("PERF", raising=False)
+    monkeypatch.setattr(tma, "_PREFLIGHTS", {})
+    p = argparse.ArgumentParser()
+    tma.add_run_arguments(p)
+    a = p.parse_args(["--tma", "perf", "--tma-level", "3", "--tma-split"])
+    opts = RunOptions(extra=vars(a))
+    block = tma.manifest_sections(opts, host={})["tma"]
+    assert block["backend"] == "perf" and block["status"] == "unavailable"
+    assert block["reason"].startswith("no hardware PMU")
+    assert (block["level"], block["split"], block["reps"]) == (3, True, "throughput")
+    assert [s["perf"] for s in block["schedule"]][:2] == [["TopdownL1", "TopdownL2"],
+                                                         ["tma_memory_bound_group"]]
+    assert tma.rep_collectors(opts, "profile") == []
+    (c,) = tma.rep_collectors(opts, "throughput")
+    assert c.name == "tma"
+    ctx = RepContext(rep_dir=tmp_path, window_s=1, pid=1)
+    c.start(ctx)
+    st = c.stop(ctx)
+    assert st["status"] == "unavailable" and st["reason"] == block["reason"]
+    off = RunOptions(extra=vars(p.parse_args(["--tma", "off"])))
+    assert tma.rep_collectors(off, "throughput") == []
