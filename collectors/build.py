@@ -214,9 +214,12 @@ def _run_make(tree: Path, flags: list[str], logfile: Path, say: Progress) -> Non
     finally:
         done.set()
     if rc != 0:
+        # The temporary build directory is removed; keep its log where the message says.
+        kept = logfile.parent.with_name(f"failed-{logfile.parent.name.split('-')[1]}.log")
+        shutil.copy(logfile, kept)
         tail = "\n  ".join(logfile.read_text(errors="replace").splitlines()[-25:])
         raise BuildError(f"make failed (exit {rc}) after {_fmt_s(time.monotonic() - t0)}; "
-                         f"last lines of {logfile}:\n  {tail}")
+                         f"full log: {kept}; last lines:\n  {tail}")
     say(f"built in {_fmt_s(time.monotonic() - t0)}")
 
 
@@ -310,9 +313,6 @@ def _build_into(spec: VariantSpec, ident: dict, patches: list[dict[str, str]], c
         shutil.rmtree(final, ignore_errors=True)
         tmp.rename(final)
     except BaseException:
-        failed = final.with_name(f"failed-{final.name}.log")
-        if (tmp / "build.log").is_file():
-            shutil.copy(tmp / "build.log", failed)
         shutil.rmtree(tmp, ignore_errors=True)
         raise
 

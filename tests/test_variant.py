@@ -234,3 +234,19 @@ def test_git_source_is_exported_at_the_ref_without_touching_the_tree(tmp_path):
         _resolve_source(parse_variant(f"g=git:{repo}@nope"), tmp_path / "cache", say)
     with pytest.raises(BuildError, match="is not a git checkout"):
         _resolve_source(parse_variant(f"g=git:{tmp_path}@v1"), tmp_path / "cache", say)
+
+
+def test_failed_make_keeps_its_log_and_says_where(tmp_path):
+    from collectors.build import BuildError, Progress, _run_make
+    build = tmp_path / "builds" / ".tmp-abc123-42"
+    tree = build / "tree"
+    tree.mkdir(parents=True)
+    (tree / "Makefile").write_text("all:\n\t@echo compiling dict.c\n\t@echo 'dict.c:1: error: boom' >&2; exit 3\n")
+    lines: list[str] = []
+    with pytest.raises(BuildError) as e:
+        _run_make(tree, ["OPTIMIZATION=-O2"], build / "build.log", Progress("x", lines.append))
+    msg = str(e.value)
+    kept = tmp_path / "builds" / "failed-abc123.log"
+    assert f"full log: {kept}" in msg and "dict.c:1: error: boom" in msg
+    assert "compiling dict.c" in kept.read_text()
+    assert lines[0].startswith("[x] building: make -j2 OPTIMIZATION=-O2")
