@@ -1,0 +1,165 @@
+"""The whole run pipeline, for real: Redis from Debian source vs the same + the MSET
+prefetch patch, the mset-10keys case at size small, perf on 127.0.0.1. One run (module
+fixture) is shared by the checks below."""
+from __future__ import annotations
+
+import csv
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from analysis.rundir import load_run
+from collectors.run import build_schedule, interleave, placement, RunOptions, main as run_main
+from tests.conftest import REPO
+from tests.conftest_run import BASE_SPEC, CAND_SPEC, built, cli_env
+
+pytestmark = pytest.mark.slow
+
+CASE = "mset-10keys"
+KEYS_SMALL = 200_000          # cases/mset-10keys.yaml, size small
+CSV_HEADER = ["test", "rps", "avg_latency_ms", "min_latency_ms", "p50_latency_ms",
+              "p95_latency_ms", "p99_latency_ms", "max_latency_ms"]
+
+
+@pytest.fixture(scope="module")
+def mset_run(tmp_path_factory):
+    built("base", BASE_SPEC)
+    built("cand", CAND_SPEC)
+    out = tmp_path_factory.mktemp("runs")
+    args = [CASE, "--size", "small", "--variant", f"base={BASE_SPEC}", "--variant", f"cand={CAND_SPEC}",
+            "--reps", "2", "--profile-reps", "1", "--out", str(out), "--no-progress"]
+    r = subprocess.run([sys.executable, "-m", "collectors", "run", *args], cwd=REPO, env=cli_env(),
+                       capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stderr[-3000:]
+    run_dir = Path(r.stdout.strip().splitlines()[-1])
+    assert run_dir.parent == out
+    return load_run(run_dir), args
+
+
+def test_manifest_is_complete(mset_run):
+    rd, args = mset_run
+    m = rd.manifest
+    assert re.fullmatch(r"\d{8}-\d{6}-mset-10keys", m.run_id)
+    assert m.command[-len(args):] == args and m.command[1:4] == ["-m", "collectors", "run"]
+    assert m.case["name"] == CASE and m.size == "small" and m.case["dataset"]["keys"] == KEYS_SMALL
+    assert list(m.variants) == ["base", "cand"]
+    b, c = m.variants["base"], m.variants["cand"]
+    assert b["spec"] == BASE_SPEC and c["spec"] == CAND_SPEC
+    assert b["binary_sha256"] != c["binary_sha256"] and len(b["binary_sha256"]) == 64
+    assert c["patches"] and c["patches"][0]["file"].endswith("mset-bucket-prefetch.patch")
+    assert b["frame_pointers"] and b["symbols"] and b["callgraph"] == "fp"
+    for k in ("cpu_model", "cores", "l3_bytes", "kernel", "thp", "smt", "mitigations", "pmu",
+              "perf_event_paranoid", "virtualization", "compiler"):
+        assert k in m.host, k
+    assert m.tools["perf"] and m.tools["inferno"] and m.tools["benchmark[base]"] == b["version"]
+    if len(os.sched_getaffinity(0)) >= 2:
+        assert m.placement["server_cpus"] == [0] and m.placement["client_cpus"] == [1]
+    assert m.profiling["mode"] == "separate" and m.profiling["profiler"] == "perf"
+    assert m.warmup == {"mode": "per-rep", "seconds": 1.0, "note": m.warmup["note"]}
+    for v in ("base", "cand"):
+        cal = m.calibration[v]
+        assert cal["target_s"] == 3.0 and cal["requests"] > cal["probe_requests"] * 0 + 50
+        assert cal["probe_wall_s"] >= 0.5
+    assert m.status["state"] == "complete"
+    assert m.dataset["keys"] == KEYS_SMALL and Path(m.dataset["snapshot"]).is_file()
+
+
+def test_reps_are_interleaved_and_all_ok(mset_run):
+    m = mset_run[0].manifest
+    got = [(r.variant, r.rep, r.kind, r.status) for r in m.schedule]
+    assert got == [("base", 1, "throughput", "ok"), ("cand", 1, "throughput", "ok"),
+                   ("cand", 2, "throughput", "ok"), ("base", 2, "throughput", "ok"),
+                   ("base", 3, "profile", "ok"), ("cand", 3, "profile", "ok")]
+    starts = [r.started for r in m.schedule]
+    assert starts == sorted(starts)
+    assert len(m.reps(kind="throughput")) == 4
+
+
+def test_raw_outputs_and_keyspace_verified_every_rep(mset_run):
+    rd = mset_run[0]
+    assert (rd.path / "dataset" / "preload.txt").is_file()
+    ver = json.loads((rd.path / "dataset" / "verify.json").read_text())
+    assert ver["ok"] is True and ver["dbsize"] == KEYS_SMALL
+    for rep in rd.manifest.schedule:
+        d = rd.rep_dir(rep)
+        rows = list(csv.reader((d / "bench.csv").open()))
+        assert rows[0] == CSV_HEADER, d
+        assert rows[1][0].startswith("MSET key:__rand_int__ ")
+        assert float(rows[1][1]) > 100          # requests/s
+        f = json.loads((d / "rep.json").read_text())
+        assert f["kind"] == rep.kind and f["dataset"]["dbsize"] == KEYS_SMALL
+        assert f["rdb_load"]["keys_loaded"] == KEYS_SMALL and f["rdb_load"]["seconds_to_ready_s"] > 0
+        assert f["bench"]["rps"] == float(rows[1][1])
+        assert f["window"]["t1"] > f["window"]["t0"]
+        assert f["commands"]["bench"][f["commands"]["bench"].index("-n") + 1] == \
+            str(rd.manifest.calibration[rep.variant]["requests"])
+        assert "-p" in f["commands"]["bench"] and "127.0.0.1" in f["commands"]["server"]
+        assert (d / "warmup.csv").read_text().startswith('"test","rps"')
+        assert "Ready to accept connections" in (d / "server.log").read_text()
+        assert f"process_id:{f['pid']}" in (d / "info.txt").read_text()
+        assert f["server_stop"] == "shutdown"
+    assert not (rd.path / ".scratch").exists()
+
+
+def test_profile_reps_have_folded_stacks_with_lookup_functions(mset_run):
+    rd = mset_run[0]
+    for rep in rd.manifest.reps(kind="profile"):
+        d = rd.rep_dir(rep)
+        folded = (d / "perf.folded").read_text().splitlines()
+        assert len(folded) > 10
+        frames = [ln.rsplit(" ", 1)[0].split(";") for ln in folded]
+        assert {f[0] for f in frames} <= {"redis-server", "bio_close_file", "bio_aof",
+                                         "bio_lazy_free", "io_thd_1", "io_thd_2"}
+        assert "redis-server" in {f[0] for f in frames}
+        flat = {fn for f in frames for fn in f}
+        assert "msetGenericCommand" in flat
+        assert any(fn.startswith("dictFind") for fn in flat), sorted(flat)[:50]
+        assert {"lookupKey", "setKey", "dbAdd", "dbAddInternal"} & flat
+        assert all(int(ln.rsplit(" ", 1)[1]) > 0 for ln in folded)
+        tsv = (d / "perf.threads.tsv").read_text().splitlines()
+        assert tsv[0] == "tid\tcomm\tsamples"
+        pid = json.loads((d / "rep.json").read_text())["pid"]
+        assert f"{pid}\tredis-server\t" in "\n".join(tsv)
+        assert not (d / "perf.data").exists()
+        facts = json.loads((d / "rep.json").read_text())["collectors"]["perf"]
+        assert facts["command"][:4] == ["perf", "record", "-e", "cpu-clock"] or \
+            facts["command"][1:4] == ["record", "-e", "cpu-clock"]
+        assert "-g" in facts["command"] and str(pid) in facts["command"]
+    for rep in rd.manifest.reps(kind="throughput"):
+        assert not (rd.rep_dir(rep) / "perf.folded").exists()   # throughput reps unprofiled
+
+
+def test_schedule_rotation_and_placement():
+    assert interleave(["A", "B"], 4) == list("ABBAABBA")
+    assert interleave(["A", "B", "C"], 3) == list("ABCBCACAB")
+    s = build_schedule(["a", "b"], RunOptions(reps=1, profile="off"), "redis-benchmark")
+    assert [(r.dir, r.kind) for r in s] == [("a/1", "throughput"), ("b/1", "throughput")]
+    s = build_schedule(["a", "b"], RunOptions(reps=2, paired=True, profile_reps=1), "redis-benchmark")
+    assert [(r.dir, r.kind) for r in s] == [("paired/1", "paired"), ("paired/2", "paired"),
+                                           ("a/1", "profile"), ("b/1", "profile")]
+    assert build_schedule(["a"], RunOptions(reps=1), "rdb-load")[-1].kind == "throughput"
+    assert placement(1, [0, 1]) == {"server_cpus": [0], "client_cpus": [1], "note": placement(1, [0, 1])["note"]}
+    assert placement(4, [0, 1, 2, 3])["server_cpus"] == [0, 1, 2]
+    assert placement(1, [3])["server_cpus"] is None
+
+
+def test_cli_errors_are_clear(capsys, tmp_path):
+    with pytest.raises(SystemExit) as e:
+        run_main(["--help"])
+    assert e.value.code == 0
+    out = capsys.readouterr().out
+    assert "debsrc:PACKAGE" in out and "--resume" in out and "Examples" in out
+    assert run_main(["--variant", "a=debsrc:redis"]) == 2
+    assert "name a case" in capsys.readouterr().err
+    assert run_main([CASE, "--variant", "base=nonsense", "--out", str(tmp_path)]) == 2
+    assert "must start with debsrc:, git: or bin:" in capsys.readouterr().err
+    assert run_main(["no-such-case", "--variant", "a=debsrc:redis", "--out", str(tmp_path)]) == 2
+    assert "no-such-case" in capsys.readouterr().err
+    assert run_main(["--resume", str(tmp_path)]) == 2
+    assert "no manifest.json here" in capsys.readouterr().err
+    assert list(tmp_path.iterdir()) == []
