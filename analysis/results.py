@@ -1,0 +1,185 @@
+"""The results model: what a comparison of one run directory found, as data classes.
+
+analysis/compare.py fills a `Results`; report_md.py and report_html.py render it;
+`Results.to_json()` is results.json ("schema": 1, documented in docs/results-json.md),
+which scripts and the history of scheduled jobs read. Everything a report table shows is
+in here, so a report can be checked against results.json and results.json against the run.
+"""
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+SCHEMA = 1
+
+
+@dataclass
+class Side:
+    """One variant's values of one metric (from stats.Summary)."""
+    n: int
+    median: float
+    mean: float
+    stdev: float
+    cv: float
+    min: float
+    max: float
+    values: list[float]
+    reps: list[int] = field(default_factory=list)   # rep number of each value, same order
+
+    @classmethod
+    def of(cls, summary: Any, reps: list[int] | None = None) -> "Side":
+        return cls(summary.n, summary.median, summary.mean, summary.stdev, summary.cv,
+                   summary.min, summary.max, list(summary.values), list(reps or []))
+
+
+@dataclass
+class ChangeOut:
+    """A change between two sides (from stats.Change), in the metric's unit."""
+    delta: float
+    rel: float | None
+    ci_low: float | None
+    ci_high: float | None
+    rel_ci_low: float | None
+    rel_ci_high: float | None
+    confidence: float | None
+    method: str
+    verdict: str
+    reason: str
+    unit: str = ""
+
+    @classmethod
+    def of(cls, c: Any, unit: str = "") -> "ChangeOut":
+        return cls(c.delta, c.rel, c.ci_low, c.ci_high, c.rel_ci_low, c.rel_ci_high,
+                   c.confidence, c.method, c.verdict, c.reason, c.unit or unit)
+
+
+@dataclass
+class MetricRow:
+    """A throughput or latency metric of one test: ops/s, or ms for latencies."""
+    test: str
+    metric: str              # "throughput", "p50 latency", "p99 latency", "paired throughput"
+    unit: str                # "ops/s" or "ms"
+    higher_is_better: bool
+    base: Side
+    cand: Side
+    change: ChangeOut
+
+
+@dataclass
+class FunctionRow:
+    """One function's flat and cumulative share (% of the view's samples) per side."""
+    name: str
+    thread: str              # the thread view: "all", "main", "io-threads"
+    base_flat: Side
+    cand_flat: Side
+    flat_change: ChangeOut   # in pp
+    base_cum: Side
+    cand_cum: Side
+    cum_change: ChangeOut    # in pp
+
+
+@dataclass
+class CallerRow:
+    """Samples of `function` under a call from `caller`, % of the view's samples,
+    over the variant's profile reps merged."""
+    function: str
+    caller: str
+    base_share: float
+    cand_share: float
+
+
+@dataclass
+class ThreadRow:
+    """Share of all samples that a thread group holds (% of samples) per side."""
+    group: str
+    base: Side
+    cand: Side
+    change: ChangeOut
+
+
+@dataclass
+class ProfileSection:
+    available: bool
+    reason: str = ""                 # why not, when not available
+    thread: str = "all"              # the view of the focus table and top movers
+    thread_note: str = ""            # why that view (e.g. io-threads dilute shares)
+    weight_unit: str = "samples"     # unit of the folded weights
+    samples: dict[str, list[float]] = field(default_factory=dict)  # variant -> total weight per rep
+    reps: dict[str, list[int]] = field(default_factory=dict)       # variant -> rep numbers
+    focus: list[FunctionRow] = field(default_factory=list)
+    focus_other_view: list[FunctionRow] = field(default_factory=list)  # "all" when thread != all
+    movers: list[FunctionRow] = field(default_factory=list)
+    callers: list[CallerRow] = field(default_factory=list)
+    threads: list[ThreadRow] = field(default_factory=list)
+    missing_focus: list[str] = field(default_factory=list)   # focus functions in no profile
+
+
+@dataclass
+class TmaSection:
+    status: str                      # "measured", "replay" or "absent"
+    reason: str = ""                 # why absent, or what the replay is
+    funnel: dict[str, Any] | None = None       # analysis.funnel.Funnel.to_json()
+    funnel_markdown: str | None = None
+    sources: dict[str, list[str]] = field(default_factory=dict)  # variant -> tma files
+
+
+@dataclass
+class Artifacts:
+    """Files next to the report (paths relative to the report directory)."""
+    flamegraphs: dict[str, str] = field(default_factory=dict)
+    diff_flamegraph: str | None = None
+    pprof: dict[str, str] = field(default_factory=dict)
+    folded: dict[str, str] = field(default_factory=dict)
+    errors: list[str] = field(default_factory=list)
+
+
+@dataclass
+class SummaryItem:
+    label: str               # "Throughput MSET", "dictFind flat (main thread)", "TMA"
+    text: str                # the one-glance line, units included
+    verdict: str             # stats verdict, or "" for informational items
+
+
+@dataclass
+class Results:
+    run_id: str
+    created: str
+    case: dict[str, Any]             # name, description, size, focus, workload command
+    base: str
+    cand: str
+    settings: dict[str, Any]         # noise, regression, noise_pp, regression_pp, thread, ...
+    throughput: list[MetricRow] = field(default_factory=list)
+    latency: list[MetricRow] = field(default_factory=list)
+    paired: list[MetricRow] = field(default_factory=list)
+    profile: ProfileSection = field(default_factory=lambda: ProfileSection(False))
+    tma: TmaSection = field(default_factory=lambda: TmaSection("absent"))
+    environment: dict[str, Any] = field(default_factory=dict)
+    reproduce: dict[str, str] = field(default_factory=dict)
+    artifacts: Artifacts = field(default_factory=Artifacts)
+    summary: list[SummaryItem] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    schema: int = SCHEMA
+
+    def to_json(self) -> dict[str, Any]:
+        d = asdict(self)
+        d = {"schema": d.pop("schema"), **d}
+        return _clean(d)
+
+    def dumps(self) -> str:
+        return json.dumps(self.to_json(), indent=2, ensure_ascii=False) + "\n"
+
+
+def _clean(x: Any) -> Any:
+    """JSON-safe and stable: non-finite floats become null (JSON has no inf/NaN), floats
+    are rounded to 12 significant digits so float noise never changes the file."""
+    if isinstance(x, float):
+        if not math.isfinite(x):
+            return None
+        return float(f"{x:.12g}")
+    if isinstance(x, dict):
+        return {str(k): _clean(v) for k, v in x.items()}
+    if isinstance(x, (list, tuple)):
+        return [_clean(v) for v in x]
+    return x
