@@ -13,7 +13,10 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import subprocess
+import threading
+import time
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -52,12 +55,13 @@ def require_tools() -> tuple[str, str]:
     return perf, collapse
 
 
-def record_argv(perf: str, pid: int, window_s: float, out: Path, freq_hz: int,
-                callgraph: str = "fp") -> list[str]:
+def record_argv(perf: str, pid: int, out: Path, freq_hz: int, callgraph: str = "fp") -> list[str]:
     cg = ["--call-graph", "dwarf"] if callgraph == "dwarf" else ["-g"]
-    # `-- sleep W` bounds the window inside perf itself; -p follows every thread of the pid.
+    # No `-- sleep W` workload: perf runs until stop() sends SIGINT, so there is no
+    # grandchild that could outlive a SIGKILLed runner (PDEATHSIG reaches perf only).
+    # -p follows every thread of the pid (main, io_thd_N, bio_*).
     return [perf, "record", "-e", "cpu-clock", "-F", str(freq_hz), *cg, "-p", str(pid),
-            "-o", str(out), "--", "sleep", f"{window_s:.3f}"]
+            "-o", str(out)]
 
 
 def fold(perf: str, collapse: str, perf_data: Path, out_dir: Path) -> dict[str, Any]:
@@ -106,23 +110,40 @@ class PerfProfiler:
 
     def start(self, ctx: RepContext) -> None:
         perf, _ = require_tools()
-        self._argv = record_argv(perf, ctx.pid, ctx.window_s, ctx.rep_dir / "perf.data",
-                                 self.freq_hz, ctx.callgraph)
+        self._argv = record_argv(perf, ctx.pid, ctx.rep_dir / "perf.data", self.freq_hz, ctx.callgraph)
         self._err = open(ctx.rep_dir / "perf.stderr", "wb")
         # perf itself runs on the client CPUs so it does not steal the server's core.
         self._proc = procs.spawn(self._argv, stdout=self._err, stderr=self._err, cpus=ctx.client_cpus)
+        self._t0 = time.monotonic()
+        # Stop at the end of the window even if the caller's stop() comes later.
+        self._timer = threading.Timer(ctx.window_s, self._interrupt)
+        self._timer.daemon = True
+        self._timer.start()
+
+    def _interrupt(self) -> None:
+        if self._proc is not None and self._proc.poll() is None:
+            try:
+                self._proc.send_signal(signal.SIGINT)   # perf writes its data and exits
+            except ProcessLookupError:
+                pass
+            self._t1 = time.monotonic()
 
     def stop(self, ctx: RepContext) -> dict[str, Any]:
         perf, collapse = require_tools()
         assert self._proc is not None, "stop() without start()"
+        self._timer.cancel()
+        self._t1 = getattr(self, "_t1", None) or time.monotonic()
+        self._interrupt()
         try:
-            rc = self._proc.wait(ctx.window_s + 60)
+            rc = self._proc.wait(60)
         except subprocess.TimeoutExpired:
-            rc = procs.kill_group(self._proc, 5.0, first=2)  # SIGINT makes perf write its data
+            rc = procs.kill_group(self._proc, 5.0)
         procs.forget(self._proc)
+        window = self._t1 - self._t0
         self._err.close()
         data = ctx.rep_dir / "perf.data"
-        if rc != 0 or not data.is_file():
+        # perf exits 0 or -SIGINT/130 after SIGINT, depending on when it arrives.
+        if rc not in (0, -signal.SIGINT, 128 + signal.SIGINT) or not data.is_file():
             raise ProfileError(f"perf record exited with status {rc}; see {ctx.rep_dir / 'perf.stderr'} "
                                "(perf_event_paranoid too high? run as root or "
                                "sysctl kernel.perf_event_paranoid=1)")
@@ -133,4 +154,5 @@ class PerfProfiler:
         if not self.keep_data:
             data.unlink()
         return {"profiler": "perf", "command": self._argv, "frequency_hz": self.freq_hz,
+                "window_s": round(window, 3),
                 "callgraph": ctx.callgraph, **facts}

@@ -1,0 +1,85 @@
+"""collectors/profile.py: real perf record -e cpu-clock on a real Redis with io-threads,
+folded by the real inferno-collapse-perf; thread names kept as first frames."""
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+import pytest
+
+from collectors import procs, profile
+from collectors.case_model import WorkloadSpec
+from collectors.run import RepContext
+from collectors.server import Server, ServerOptions
+from collectors.throughput import redis_benchmark_argv, run_redis_benchmark, start_redis_benchmark
+from tests.conftest_run import base_variant
+
+pytestmark = pytest.mark.slow
+
+
+def test_record_argv_follows_the_callgraph_mode(tmp_path):
+    fp = profile.record_argv("perf", 42, tmp_path / "perf.data", 999, "fp")
+    assert fp == ["perf", "record", "-e", "cpu-clock", "-F", "999", "-g", "-p", "42",
+                  "-o", str(tmp_path / "perf.data")]
+    dw = profile.record_argv("perf", 42, tmp_path / "p", 499, "dwarf")
+    assert dw[6:8] == ["--call-graph", "dwarf"] and "-g" not in dw
+
+
+def test_missing_tools_say_how_to_fix(monkeypatch):
+    monkeypatch.setattr(profile, "find_tool", lambda name: None)
+    with pytest.raises(procs.ToolNotFound, match=r"perf: not found; install it .*--profile off"):
+        profile.require_tools()
+    monkeypatch.setattr(profile, "find_tool", lambda name: "/usr/bin/perf" if name == "perf" else None)
+    with pytest.raises(procs.ToolNotFound, match=r"inferno-collapse-perf: not found .*cargo install inferno"):
+        profile.require_tools()
+
+
+def test_profile_of_io_threaded_server_keeps_thread_names(tmp_path):
+    v = base_variant()
+    cpus = [0] if len(os.sched_getaffinity(0)) >= 2 else None
+    client = [1] if cpus else None
+    srv = Server(ServerOptions(v.server_bin, tmp_path / "dir", tmp_path / "server.log", io_threads=2,
+                               cpus=cpus)).start()
+    try:
+        w = WorkloadSpec(command=["MSET", "key:__rand_int__", "v", "key:__rand_int__", "v"],
+                         keyspace=50_000, clients=32, threads=2)
+        # Fill the keyspace first, so the window sees lookups of existing keys.
+        run_redis_benchmark(redis_benchmark_argv(v.benchmark_bin, srv.port, w, 50_000), None, client, 120)
+        ctx = RepContext(rep_dir=tmp_path, window_s=1.5, pid=srv.pid, cpus=cpus, client_cpus=client,
+                         callgraph=v.callgraph)
+        bp = start_redis_benchmark(redis_benchmark_argv(v.benchmark_bin, srv.port, w, 10_000_000), client)
+        prof = profile.PerfProfiler(freq_hz=999)
+        prof.start(ctx)
+        time.sleep(3)            # the profiler ends its window itself after window_s
+        assert prof._proc.poll() is not None
+        facts = prof.stop(ctx)
+        procs.kill_group(bp.proc, 2.0)
+    finally:
+        srv.stop()
+    assert not (tmp_path / "perf.data").exists()
+    assert facts["samples"] > 100 and facts["folded_lines"] > 10
+    assert 1.4 <= facts["window_s"] <= 2.5
+    tsv = (tmp_path / "perf.threads.tsv").read_text().splitlines()
+    comms = {line.split("\t")[1] for line in tsv[1:]}
+    assert "redis-server" in comms
+    assert any(c.startswith("io_thd_") for c in comms), comms
+    tids = {int(line.split("\t")[0]) for line in tsv[1:]}
+    assert srv.pid in tids
+    first = {ln.split(";", 1)[0] for ln in (tmp_path / "perf.folded").read_text().splitlines()}
+    assert "redis-server" in first and any(f.startswith("io_thd_") for f in first)
+    folded = (tmp_path / "perf.folded").read_text()
+    assert "msetGenericCommand" in folded
+    # io threads read and parse; the main thread executes the command
+    io_lines = [ln for ln in folded.splitlines() if ln.startswith("io_thd_")]
+    assert not any("msetGenericCommand" in ln for ln in io_lines)
+
+
+def test_perf_failure_is_reported_with_the_reason(tmp_path):
+    ctx = RepContext(rep_dir=tmp_path, window_s=3.0, pid=2**22 + 7)   # no such pid
+    prof = profile.PerfProfiler()
+    prof.start(ctx)
+    prof._proc.wait(10)      # perf gives up on its own, long before the window ends
+    with pytest.raises(profile.ProfileError, match=r"perf record exited with status -?\d+; see .*perf.stderr"):
+        prof.stop(ctx)
+    assert "No such process" in (tmp_path / "perf.stderr").read_text()
