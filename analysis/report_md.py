@@ -103,7 +103,7 @@ def _profile_main(r: Results) -> list[str]:
     if not p.available:
         return ["### Profiles", "", f"No profile comparison: {esc(p.reason)}.", ""]
     out = [f"### Focus functions ({THREAD_LABEL[p.thread]})", "",
-           f"Shares are % of samples; view: {esc(p.thread_note)} Profile reps: "
+           f"Shares are % of samples; view: {p.thread_note} Profile reps: "
            + ", ".join(f"{esc(v)} {len(n)}" for v, n in p.reps.items()) + ".", ""]
     if p.focus:
         out += ["Flat (self) cost:", ""] + _fn_table(p.focus, "flat", r.base, r.cand) + [""]
@@ -133,11 +133,11 @@ def _per_rep(r: Results) -> list[str]:
     body = []
     for row in r.throughput + r.paired + r.latency:
         body += [f"**{esc(short_test(row.test))} · {row.metric} ({row.unit})**", "",
-                 "| Variant | " + " | ".join(f"rep {n}" for n in row.base.reps) + " |",
-                 "|---|" + "---|" * len(row.base.reps),
-                 f"| {esc(r.base)} | " + " | ".join(value(v, row.unit) for v in row.base.values) + " |",
-                 f"| {esc(r.cand)} (reps " + ", ".join(map(str, row.cand.reps)) + ") | "
-                 + " | ".join(value(v, row.unit) for v in row.cand.values) + " |", ""]
+                 "| Variant | reps | values |", "|---|---|---|"]
+        for v, side in ((r.base, row.base), (r.cand, row.cand)):
+            body.append(f"| {esc(v)} | {', '.join(map(str, side.reps))} | "
+                        + ", ".join(value(x, row.unit) for x in side.values) + " |")
+        body.append("")
     for fr in r.profile.focus:
         body += [f"**{esc(fr.name)} flat / cum, % of samples ({THREAD_LABEL[fr.thread]})**", "",
                  "| Variant | reps | flat per rep | cum per rep |", "|---|---|---|---|"]

@@ -1,0 +1,282 @@
+"""`python -m analysis compare` against a REAL recorded run directory
+(tests/data/runs/io-threads-mset, see its SOURCES.md): every number the report shows is
+recomputed here independently from the raw files (bench.csv, perf.folded)."""
+from __future__ import annotations
+
+import csv
+import gzip
+import json
+import shutil
+import statistics
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from analysis import compare
+from analysis.pprof import read_pprof
+from tests.conftest import REPO
+
+RUN = REPO / "tests" / "data" / "runs" / "io-threads-mset"
+FOCUS = ["dictFind", "lookupKey", "dictSdsKeyCompare", "msetGenericCommand"]
+
+
+def run_compare(run_dir: Path, out: Path, *extra: str) -> tuple[str, dict]:
+    assert compare.main([str(run_dir), "--out", str(out), *extra]) == 0
+    return (out / "report.md").read_text(), json.loads((out / "results.json").read_text())
+
+
+@pytest.fixture(scope="module")
+def report(tmp_path_factory) -> tuple[str, dict, Path]:
+    out = tmp_path_factory.mktemp("report")
+    md, res = run_compare(RUN, out)
+    return md, res, out
+
+
+# ---- independent recomputation from the raw files --------------------------------
+
+def bench_ops(variant: str) -> list[float]:
+    mf = json.loads((RUN / "manifest.json").read_text())
+    out = []
+    for rep in mf["schedule"]:
+        if rep["variant"] == variant and rep["kind"] == "throughput":
+            with open(RUN / rep["dir"] / "bench.csv") as f:
+                rows = list(csv.DictReader(f))
+            out.append(float(rows[0]["rps"]))
+    return out
+
+
+def folded_lines(path: Path):
+    for line in path.read_text().splitlines():
+        stack, count = line.rsplit(" ", 1)
+        yield stack.split(";"), float(count)
+
+
+def hand_shares(variant: str, fn: str, thread: str) -> tuple[list[float], list[float]]:
+    """flat and cumulative % per profile rep; thread 'main' = comm redis-server only."""
+    flat, cum = [], []
+    for rep in (4, 5, 6):
+        tot = f = c = 0.0
+        for frames, w in folded_lines(RUN / variant / str(rep) / "perf.folded"):
+            if thread == "main" and frames[0] != "redis-server":
+                continue
+            tot += w
+            f += w if frames[-1] == fn else 0.0
+            c += w if fn in frames[1:] else 0.0
+        flat.append(100 * f / tot)
+        cum.append(100 * c / tot)
+    return flat, cum
+
+
+# ---- tests -------------------------------------------------------------------------
+
+def test_throughput_medians_equal_the_bench_csv_files(report):
+    md, res, _ = report
+    base, cand = bench_ops("base"), bench_ops("cand")
+    assert base == [38647.34, 20314.88, 23054.75]      # the recorded files, rep 1 2 3
+    row = res["throughput"][0]
+    assert row["base"]["median"] == statistics.median(base) == 23054.75
+    assert row["cand"]["median"] == statistics.median(cand) == 4340.75
+    assert row["base"]["values"] == base and row["base"]["reps"] == [1, 2, 3]
+    assert "23,055 ops/s" in md and "4,341 ops/s" in md
+    rel = (statistics.median(cand) - statistics.median(base)) / statistics.median(base)
+    assert row["change"]["rel"] == pytest.approx(rel)
+    assert f"{rel * 100:+.1f}%".replace("-", "−") in md          # −81.2%
+    # an 8x drop with the interval clear of 0 is a regression, whatever the spread
+    assert row["change"]["verdict"] == "regression"
+    assert row["change"]["ci_high"] < 0
+    assert "| ❌ regression |" in md
+
+
+def test_focus_shares_equal_hand_parsed_perf_folded(report):
+    md, res, _ = report
+    p = res["profile"]
+    assert p["thread"] == "main"            # io-threads present -> main-thread view by default
+    assert "io-threads hold up to" in p["thread_note"]
+    assert [r["name"] for r in p["focus"]] == FOCUS
+    for row in p["focus"]:
+        for v in ("base", "cand"):
+            flat, cum = hand_shares(v, row["name"], "main")
+            assert row[f"{v}_flat"]["values"] == pytest.approx(flat)
+            assert row[f"{v}_cum"]["values"] == pytest.approx(cum)
+            assert row[f"{v}_flat"]["median"] == pytest.approx(statistics.median(flat))
+    d = p["focus"][0]
+    bflat, _ = hand_shares("base", "dictFind", "main")
+    cflat, _ = hand_shares("cand", "dictFind", "main")
+    line = (f"| dictFind | {statistics.median(bflat):.1f}% | {statistics.median(cflat):.1f}% | ")
+    assert line in md                                  # | dictFind | 29.9% | 5.5% |
+    assert d["flat_change"]["unit"] == "pp"
+    assert d["flat_change"]["delta"] == pytest.approx(statistics.median(cflat) - statistics.median(bflat))
+    # the other (process-wide) view is in the details, computed over all threads
+    allv = {r["name"]: r for r in p["focus_other_view"]}
+    flat_all, _ = hand_shares("cand", "dictFind", "all")
+    assert allv["dictFind"]["cand_flat"]["values"] == pytest.approx(flat_all)
+    # io_thd_1 dilutes: cand's process-wide share is about half the main-thread share
+    assert statistics.median(flat_all) < 0.6 * statistics.median(cflat)
+
+
+def test_thread_all_option_gives_process_wide_shares(tmp_path):
+    _, res = run_compare(RUN, tmp_path, "--thread", "all", "--focus", "dictFind")
+    row = res["profile"]["focus"][0]
+    assert res["profile"]["thread"] == "all" and row["thread"] == "all"
+    assert row["base_flat"]["values"] == pytest.approx(hand_shares("base", "dictFind", "all")[0])
+    assert res["profile"]["focus_other_view"] == []
+
+
+def test_thread_groups_and_callers(report):
+    _, res, _ = report
+    threads = {t["group"]: t for t in res["profile"]["threads"]}
+    assert set(threads) == {"main", "io-threads"}
+    io = []
+    for rep in (4, 5, 6):
+        tot = sum(w for _, w in folded_lines(RUN / "cand" / str(rep) / "perf.folded"))
+        io.append(100 * sum(w for fr, w in folded_lines(RUN / "cand" / str(rep) / "perf.folded")
+                            if fr[0] == "io_thd_1") / tot)
+    assert threads["io-threads"]["cand"]["values"] == pytest.approx(io)
+    assert threads["io-threads"]["base"]["median"] == 0.0
+    # caller view of dictFind, base, main thread, reps merged, by hand
+    tot = by = 0.0
+    for rep in (4, 5, 6):
+        for fr, w in folded_lines(RUN / "base" / str(rep) / "perf.folded"):
+            if fr[0] != "redis-server":
+                continue
+            tot += w
+            if "dictFind" in fr[1:] and fr[fr.index("dictFind") - 1] == "lookupKey":
+                by += w
+    rows = [c for c in res["profile"]["callers"] if c["function"] == "dictFind"]
+    top = rows[0]
+    assert top["caller"] == "lookupKey"
+    assert top["base_share"] == pytest.approx(100 * by / tot)
+
+
+def test_movers_listed_by_significance(report):
+    md, res, _ = report
+    movers = res["profile"]["movers"]
+    assert len(movers) == compare.DEFAULT_TOP
+    first = movers[0]
+    # the main thread's busy-wait for io-threads is the biggest established move
+    assert first["name"] == "handleClientsWithPendingReadsUsingThreads.part.0"
+    assert first["flat_change"]["ci_low"] > 0
+    assert "<summary>Top movers (main thread)</summary>" in md
+
+
+def test_flame_graphs_and_pprof_written(report):
+    _, res, out = report
+    a = res["artifacts"]
+    assert a["diff_flamegraph"] == "flame-diff.svg" and a["errors"] == []
+    for v in ("base", "cand"):
+        svg = (out / a["flamegraphs"][v]).read_text()
+        assert svg.startswith("<?xml") and "dictFind" in svg
+        with gzip.open(out / a["pprof"][v]) as f:
+            assert f.read(2)                      # gzipped protobuf
+        total = sum(w for rep in (4, 5, 6)
+                    for _, w in folded_lines(RUN / v / str(rep) / "perf.folded"))
+        assert read_pprof(out / a["pprof"][v]).total == pytest.approx(total)
+    assert "flame-diff.svg" in (out / "report.md").read_text()
+
+
+def test_tma_absent_says_why_from_the_manifest(report):
+    md, res, _ = report
+    assert res["tma"]["status"] == "absent"
+    assert ("TMA not collected: no hardware PMU on this host (KVM guest; perf stat -e cycles: "
+            "&lt;not supported&gt;).") in md
+    assert res["summary"][-1]["label"] == "TMA"
+
+
+def test_environment_and_reproduce(report):
+    md, res, _ = report
+    mf = json.loads((RUN / "manifest.json").read_text())
+    assert "L3 32 MiB" in md and "Kernel 6.18.44-fc-v657" in md
+    assert mf["variants"]["base"]["binary_sha256"][:16] in md
+    assert "io-threads=2 io-threads-do-reads=yes" in md
+    assert res["reproduce"]["report"] == f"python -m analysis compare {RUN}"
+    assert "bash tests/data/runs/record.sh" in md
+
+
+def test_deterministic_twice_identical(tmp_path):
+    a, b = tmp_path / "a", tmp_path / "b"
+    run_compare(RUN, a)
+    run_compare(RUN, b)
+    for name in ("report.md", "results.json"):
+        assert (a / name).read_bytes() == (b / name).read_bytes(), name
+    assert json.loads((a / "results.json").read_text())["schema"] == 1
+
+
+def _copy_run(tmp_path: Path) -> Path:
+    dst = tmp_path / "run"
+    shutil.copytree(RUN, dst)
+    return dst
+
+
+def test_tma_replay_shows_the_funnel(tmp_path, fixtures_dir):
+    run = _copy_run(tmp_path)
+    top = fixtures_dir / "tma" / "toplev"
+    # REAL published SPR toplev outputs (veb = base, eytzinger = cand), one per side.
+    shutil.copy(top / "toplev_spr8488c_l2_veb_nomux_v.txt", run / "base" / "4" / "tma.txt")
+    shutil.copy(top / "toplev_spr8488c_l2_eytzinger_nomux_v.txt", run / "cand" / "4" / "tma.txt")
+    mf = json.loads((run / "manifest.json").read_text())
+    mf["tma"] = {"backend": "replay", "status": "replay",
+                 "reason": "test replay of ../shared/fixtures/tma/toplev SPR veb vs eytzinger"}
+    (run / "manifest.json").write_text(json.dumps(mf))
+    md, res = run_compare(run, tmp_path / "out")
+    assert res["tma"]["status"] == "replay"
+    assert res["tma"]["sources"] == {"base": ["base/4/tma.txt"], "cand": ["cand/4/tma.txt"]}
+    rows = {r["node"]: r for r in res["tma"]["funnel"]["rows"]}
+    assert rows["Backend_Bound.Memory_Bound"]["base"]["median"] == 21.8
+    assert rows["Backend_Bound.Memory_Bound"]["cand"]["median"] == 11.0
+    assert "**Replay:**" in md and "| └ Memory_Bound | % Slots | 21.8% | 11.0% | −10.8 pp |" in md
+    assert "TMA not collected" not in md
+    tma_item = [s for s in res["summary"] if s["label"] == "TMA"][0]
+    assert "REPLAY" in tma_item["text"]
+    html = (tmp_path / "out" / "report.html").read_text()
+    assert 'id="tma-replay"' in html and 'class="plot funnel-plot"' in html
+
+
+def test_bad_manifest_names_file_and_line(tmp_path):
+    run = _copy_run(tmp_path)
+    (run / "manifest.json").write_text('{"schema": 1,\n "run_id": oops}\n')
+    r = subprocess.run([sys.executable, "-m", "analysis", "compare", str(run), "--out",
+                        str(tmp_path / "o")], capture_output=True, text=True, cwd=REPO)
+    assert r.returncode == 2
+    assert f"{run / 'manifest.json'}:2: malformed JSON" in r.stderr
+    assert "Traceback" not in r.stderr
+
+
+def test_bad_folded_line_names_file_and_line(tmp_path):
+    run = _copy_run(tmp_path)
+    f = run / "cand" / "5" / "perf.folded"
+    lines = f.read_text().splitlines()
+    lines.insert(2, "redis-server;main;aeMain twelve")
+    f.write_text("\n".join(lines) + "\n")
+    r = subprocess.run([sys.executable, "-m", "analysis", "compare", str(run), "--out",
+                        str(tmp_path / "o")], capture_output=True, text=True, cwd=REPO)
+    assert r.returncode == 2
+    assert f"{f}:3: sample count 'twelve' is not a number" in r.stderr
+    assert "Traceback" not in r.stderr
+
+
+def test_missing_run_dir_and_unknown_variant(tmp_path, capsys):
+    assert compare.main([str(tmp_path / "nope")]) == 2
+    assert "no manifest.json here" in capsys.readouterr().err
+    assert compare.main([str(RUN), "--out", str(tmp_path), "--cand", "other"]) == 2
+    assert "no variant 'other' (has ['base', 'cand'])" in capsys.readouterr().err
+
+
+def test_failed_rep_is_left_out_and_said(tmp_path):
+    run = _copy_run(tmp_path)
+    mf = json.loads((run / "manifest.json").read_text())
+    for rep in mf["schedule"]:
+        if rep["dir"] == "base/1":
+            rep["status"], rep["reason"] = "failed", "server exited (test)"
+    (run / "manifest.json").write_text(json.dumps(mf))
+    md, res = run_compare(run, tmp_path / "o")
+    assert res["throughput"][0]["base"]["values"] == [20314.88, 23054.75]
+    assert res["throughput"][0]["change"]["verdict"] == "insufficient data"
+    assert "failed reps left out: base/1 (server exited (test))" in md
+
+
+def test_help_has_examples():
+    r = subprocess.run([sys.executable, "-m", "analysis", "compare", "--help"],
+                       capture_output=True, text=True, cwd=REPO)
+    assert r.returncode == 0 and "examples:" in r.stdout and "--thread" in r.stdout
