@@ -262,7 +262,7 @@ def render(r: Results, limit: int = GITHUB_COMMENT_LIMIT) -> str:
     main = head + _throughput(r) + _profile_main(r) + _tma(r)
     tail = _environment(r) + _reproduce(r)
     # Details in the order they are given up when the comment is too long (last first).
-    n_movers = len(r.profile.movers)
+    n_movers = n_all = len(r.profile.movers)
     details = [("per-rep values", _per_rep(r)), ("verdict reasons", _methods(r)),
                ("per-thread view", _threads(r)), ("callers", _callers(r))]
 
@@ -271,9 +271,12 @@ def render(r: Results, limit: int = GITHUB_COMMENT_LIMIT) -> str:
         for name, block in details:
             if name not in dropped:
                 parts += block
-        if dropped:
+        cut = list(dropped)
+        if 0 < movers < n_all:
+            cut.insert(0, f"top movers beyond {movers} of {n_all}")
+        if cut:
             parts += [f"> Shortened to fit a GitHub comment ({limit:,} characters): left out "
-                      + ", ".join(dropped) + "; report.html and results.json have everything.", ""]
+                      + ", ".join(cut) + "; report.html and results.json have everything.", ""]
         return "\n".join(parts + tail)
 
     dropped: list[str] = []
