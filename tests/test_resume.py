@@ -1,0 +1,154 @@
+"""Kill a real `python -m collectors run` mid-way (SIGINT, then SIGKILL): no process of the
+run may survive, finished reps stay, and --resume completes the run without touching them."""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from analysis.rundir import load_run
+from tests.conftest import REPO
+from tests.conftest_run import (BASE_SPEC, base_variant, cli_env, descendants, mentioning, start_cli,
+                                still_alive, wait_for)
+
+pytestmark = pytest.mark.slow
+
+CASE_YAML = """\
+name: resume-mset
+description: tiny MSET case for the kill/resume test
+server: {config: {}, io_threads: 1}
+dataset: {kind: strings, keys: 20000, value_size: 10, key_prefix: "key:", expect_encoding: embstr}
+workload:
+  tool: redis-benchmark
+  command: [MSET, {repeat: 2, words: ["key:__rand_int__", __data__]}]
+  keyspace: 20000
+  clients: 20
+  pipeline: 1
+  duration_s: 1.5
+  warmup_s: 0.3
+"""
+
+
+def _manifest(run_dir: Path) -> dict | None:
+    try:
+        return json.loads((run_dir / "manifest.json").read_text())
+    except (OSError, ValueError):
+        return None
+
+
+def _run_dir(out: Path) -> Path | None:
+    dirs = [d for d in out.iterdir() if (d / "manifest.json").is_file()]
+    return dirs[0] if dirs else None
+
+
+def _start(tmp_path: Path, name: str, reps: str, profile: str) -> tuple[subprocess.Popen, Path]:
+    case = tmp_path / "resume-mset.yaml"
+    case.write_text(CASE_YAML)
+    out = tmp_path / name
+    out.mkdir()
+    p = start_cli([str(case), "--variant", f"a={BASE_SPEC}", "--variant", f"b={BASE_SPEC}+config=hz=20",
+                   "--reps", reps, "--profile", profile, "--out", str(out)], tmp_path / f"{name}.log")
+    run_dir = wait_for(lambda: _run_dir(out), 120, "the run directory")
+    return p, run_dir
+
+
+def _rep_state(run_dir: Path):
+    m = _manifest(run_dir)
+    return m and [(r["dir"], r["kind"], r["status"]) for r in m["schedule"]]
+
+
+def _resume(run_dir: Path, tmp_path: Path) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "collectors", "run", "--resume", str(run_dir),
+                           "--no-progress"], cwd=REPO, env=cli_env(), capture_output=True, text=True,
+                          timeout=300)
+
+
+def _files(run_dir: Path, rep_dirs: list[str]) -> dict[str, bytes]:
+    return {f"{d}/{f.name}": f.read_bytes() for d in rep_dirs for f in sorted((run_dir / d).iterdir())}
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _built():
+    base_variant()   # build before any timing starts
+
+
+def test_sigint_mid_run_then_resume(tmp_path):
+    p, run_dir = _start(tmp_path, "int", reps="2", profile="off")
+    try:
+        def one_done_one_running():
+            st = _rep_state(run_dir) or []
+            done = [d for d, _, s in st if s == "ok"]
+            running = [d for d, _, s in st if s == "running"]
+            kids = descendants(p.pid)
+            if done and running and any("redis-server" in c for _, c in kids.values()):
+                return done, running, kids
+            return None
+        done, running, kids = wait_for(one_done_one_running, 180, "one rep ok and one running", 0.05)
+        before = _files(run_dir, done)
+        os.kill(p.pid, signal.SIGINT)
+        assert p.wait(30) == 130
+    finally:
+        if p.poll() is None:
+            p.kill()
+    time.sleep(0.5)
+    assert still_alive(kids) == []
+    assert mentioning(str(run_dir)) == []
+    m = _manifest(run_dir)
+    assert m["status"]["state"] == "interrupted" and "SIGINT" in m["status"]["reason"]
+    failed = [r for r in m["schedule"] if r["status"] == "failed"]
+    assert [r["dir"] for r in failed] == running and failed[0]["reason"] == "interrupted by SIGINT"
+    log = (tmp_path / "int.log").read_text()
+    assert f"--resume {run_dir}" in log and "Traceback" not in log
+
+    r = _resume(run_dir, tmp_path)
+    assert r.returncode == 0, r.stderr[-2000:]
+    rd = load_run(run_dir)
+    assert all(rep.status == "ok" for rep in rd.manifest.schedule)
+    assert rd.manifest.status["state"] == "complete" and len(rd.manifest.resumes) == 1
+    assert _files(run_dir, done) == before          # earlier ok reps untouched
+    for d in running:
+        assert json.loads((run_dir / d / "rep.json").read_text())["bench"]["rps"] > 0
+
+
+def test_sigkill_during_profile_rep_leaves_nothing_then_resume(tmp_path):
+    p, run_dir = _start(tmp_path, "kill", reps="1", profile="perf")
+    try:
+        def profiling():
+            st = _rep_state(run_dir) or []
+            if not any(k == "profile" and s == "running" for _, k, s in st):
+                return None
+            kids = descendants(p.pid)
+            cmds = [c for _, c in kids.values()]
+            if any(" record " in c and "perf" in c for c in cmds) and any("redis-server" in c for c in cmds) \
+                    and any("redis-benchmark" in c for c in cmds):
+                return kids
+            return None
+        kids = wait_for(profiling, 240, "a profile rep with server, load generator and perf running", 0.05)
+        done = [d for d, _, s in _rep_state(run_dir) if s == "ok"]
+        before = _files(run_dir, done)
+        os.kill(p.pid, signal.SIGKILL)
+        p.wait(10)
+    finally:
+        if p.poll() is None:
+            p.kill()
+    deadline = time.monotonic() + 5
+    while still_alive(kids) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert still_alive(kids) == []
+    assert mentioning(str(run_dir)) == []
+    st = _rep_state(run_dir)
+    assert ("a/1", "throughput", "ok") in st and any(s == "running" for _, _, s in st)
+
+    r = _resume(run_dir, tmp_path)
+    assert r.returncode == 0, r.stderr[-2000:]
+    rd = load_run(run_dir)
+    assert [rep.status for rep in rd.manifest.schedule] == ["ok"] * 4
+    assert _files(run_dir, done) == before
+    for rep in rd.manifest.reps(kind="profile"):
+        assert "msetGenericCommand" in (rd.rep_dir(rep) / "perf.folded").read_text()
