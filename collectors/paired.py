@@ -21,9 +21,9 @@ SETTLE_S = 0.2   # after a CONFIG SET, let in-flight batches finish before count
 
 
 def counters(srv: Server, command: str) -> dict[str, Any]:
-    st = srv.client.info("stats")
-    cs = srv.client.info("commandstats")
-    calls = cs.get(f"cmdstat_{command.lower()}", {}).get("calls")
+    # One INFO for both sections (Redis 7+/Valkey): both counters from the same instant.
+    st = srv.client.info("stats", "commandstats")
+    calls = st.get(f"cmdstat_{command.lower()}", {}).get("calls")
     return {"t": time.monotonic(), "epoch": time.time(),
             "total_commands_processed": int(st["total_commands_processed"]),
             "calls": int(calls) if calls is not None else None}

@@ -152,3 +152,37 @@ def test_sigkill_during_profile_rep_leaves_nothing_then_resume(tmp_path):
     assert _files(run_dir, done) == before
     for rep in rd.manifest.reps(kind="profile"):
         assert "msetGenericCommand" in (rd.rep_dir(rep) / "perf.folded").read_text()
+
+
+def test_paired_mode_switches_config_in_one_server(tmp_path):
+    case = tmp_path / "resume-mset.yaml"
+    case.write_text(CASE_YAML)
+    out = tmp_path / "paired"
+    r = subprocess.run([sys.executable, "-m", "collectors", "run", str(case), "--paired", "--reps", "1",
+                        "--profile", "off", "--paired-window", "0.5", "--paired-windows", "4",
+                        "--variant", f"hz10={BASE_SPEC}+config=hz=10", "--variant", f"hz50={BASE_SPEC}+config=hz=50",
+                        "--out", str(out), "--no-progress"],
+                       cwd=REPO, env=cli_env(), capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr[-2000:]
+    rd = load_run(r.stdout.strip().splitlines()[-1])
+    assert rd.manifest.paired["setting"] == ["hz"]
+    assert rd.manifest.paired["values"] == {"hz10": {"hz": "10"}, "hz50": {"hz": "50"}}
+    assert [(x.dir, x.kind, x.status) for x in rd.manifest.schedule] == [("paired/1", "paired", "ok")]
+    doc = json.loads((rd.path / "paired" / "1" / "paired.json").read_text())
+    assert doc["order"] == ["hz10", "hz50", "hz50", "hz10"]
+    assert [w["config"]["hz"] for w in doc["windows"]] == ["10", "50", "50", "10"]
+    for w in doc["windows"]:
+        assert 0.45 <= w["seconds"] <= 1.5
+        assert w["calls"] > 0 and w["total_commands"] >= w["calls"]
+        assert w["ops_per_s"] == pytest.approx(w["total_commands"] / w["seconds"])
+    # one server process for all windows: one pid in rep.json, and the log shows one start
+    facts = json.loads((rd.path / "paired" / "1" / "rep.json").read_text())
+    log = (rd.path / "paired" / "1" / "server.log").read_text()
+    assert log.count("Ready to accept connections") == 1 and facts["pid"] > 0
+
+    bad = subprocess.run([sys.executable, "-m", "collectors", "run", str(case), "--paired",
+                          "--variant", f"a={BASE_SPEC}", "--variant",
+                          "b=debsrc:redis+patch=cases/patches/mset-bucket-prefetch.patch",
+                          "--out", str(out)], cwd=REPO, env=cli_env(), capture_output=True, text=True,
+                         timeout=600)
+    assert bad.returncode == 2 and "--paired needs config-only variants" in bad.stderr
