@@ -108,8 +108,12 @@ def _paired(run: RunDir, base: str, cand: str, opts: argparse.Namespace) -> list
         except json.JSONDecodeError as e:
             raise CompareError(f"{p}:{e.lineno}: malformed JSON: {e.msg}") from None
         wins = doc.get("windows", [])
-        bw = [w.get("ops_per_s") for w in wins if w.get("variant") == base]
-        cw = [w.get("ops_per_s") for w in wins if w.get("variant") == cand]
+        # calls/s of the case's command when the server counted them; ops/s also
+        # counts the INFO/CONFIG commands of the switching itself.
+        rate = (lambda w: w.get("calls_per_s") if w.get("calls_per_s") is not None
+                else w.get("ops_per_s"))
+        bw = [rate(w) for w in wins if w.get("variant") == base]
+        cw = [rate(w) for w in wins if w.get("variant") == cand]
         k = min(len(bw), len(cw))
         for i in range(k):
             if bw[i] is not None and cw[i] is not None:
@@ -117,8 +121,9 @@ def _paired(run: RunDir, base: str, cand: str, opts: argparse.Namespace) -> list
                 c.append((rep.rep, float(cw[i])))
     if not b:
         return []
-    return [_metric("paired windows (one process)", "paired throughput", "ops/s", True, b, c,
-                    opts, paired=True)]
+    cmd = str(run.manifest.case.get("name") or "")
+    return [_metric(f"{cmd} paired windows (one process)".strip(), "paired throughput", "ops/s",
+                    True, b, c, opts, paired=True)]
 
 
 # -------------------------------------------------------------------------- profiles

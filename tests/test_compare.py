@@ -280,3 +280,29 @@ def test_help_has_examples():
     r = subprocess.run([sys.executable, "-m", "analysis", "compare", "--help"],
                        capture_output=True, text=True, cwd=REPO)
     assert r.returncode == 0 and "examples:" in r.stdout and "--thread" in r.stdout
+
+
+PAIRED = REPO / "tests" / "data" / "runs" / "paired-hz"
+
+
+def test_paired_windows_analysed_as_pairs(tmp_path):
+    md, res = run_compare(PAIRED, tmp_path)
+    a, b = [], []
+    for rep in (1, 2):
+        doc = json.loads((PAIRED / "paired" / str(rep) / "paired.json").read_text())
+        wa = [w["calls_per_s"] for w in doc["windows"] if w["variant"] == "a"]
+        wb = [w["calls_per_s"] for w in doc["windows"] if w["variant"] == "b"]
+        a += wa
+        b += wb
+    row = res["paired"][0]
+    assert row["base"]["values"] == pytest.approx(a) and row["cand"]["values"] == pytest.approx(b)
+    assert row["base"]["reps"] == [1, 1, 2, 2]
+    assert row["base"]["median"] == pytest.approx(statistics.median(a))
+    assert "Wilcoxon signed-rank" in row["change"]["method"]      # paired, not Mann-Whitney
+    assert f"{statistics.median(a):,.0f} ops/s" in md
+    assert res["summary"][0]["label"] == "Paired throughput"
+    # b's profile rep failed in the recorded run: left out, and said
+    assert res["profile"]["available"] is False
+    assert "no profile reps (perf.folded or profile.pb.gz) for b" in md
+    assert "failed reps left out: b/1 (KeyError: 'b')" in md
+    assert res["throughput"] == []          # a/1 is a profile rep, not a throughput rep
