@@ -306,6 +306,7 @@ def _tma(run: RunDir, base: str, cand: str) -> TmaSection:
     res: dict[str, list[Any]] = {base: [], cand: []}
     srcs: dict[str, list[str]] = {base: [], cand: []}
     no_pmu = None
+    bad: list[str] = []
     for v in (base, cand):
         for rep in m.reps(v):
             for name in TMA_FILES:
@@ -318,7 +319,9 @@ def _tma(run: RunDir, base: str, cand: str) -> TmaSection:
                 except tma.NoPmuError as e:
                     no_pmu = e.evidence
                 except tma.TmaParseError as e:
-                    raise CompareError(str(e)) from None
+                    # One unreadable TMA file must not cost the whole report: the TMA
+                    # section says which file and line instead.
+                    bad.append(str(e))
                 break
     replay = mt.get("backend") == "replay" or mt.get("status") == "replay"
     if res[base] and res[cand]:
@@ -326,6 +329,8 @@ def _tma(run: RunDir, base: str, cand: str) -> TmaSection:
         return TmaSection("replay" if replay else "measured",
                           reason=str(mt.get("reason") or "") if replay else "",
                           funnel=f.to_json(), funnel_markdown=f.to_markdown(), sources=srcs)
+    if bad:
+        return TmaSection("absent", reason="unreadable TMA output: " + "; ".join(bad), sources=srcs)
     reason = mt.get("reason") or (f"no hardware PMU ({no_pmu})" if no_pmu else None)
     if not reason:
         backend = mt.get("backend") or "off"

@@ -306,3 +306,26 @@ def test_paired_windows_analysed_as_pairs(tmp_path):
     assert "no profile reps (perf.folded or profile.pb.gz) for b" in md
     assert "failed reps left out: b/1 (KeyError: 'b')" in md
     assert res["throughput"] == []          # a/1 is a profile rep, not a throughput rep
+
+
+def test_no_pmu_tma_output_and_unreadable_tma_file(tmp_path, fixtures_dir):
+    run = _copy_run(tmp_path)
+    mf = json.loads((run / "manifest.json").read_text())
+    mf["tma"] = {"backend": "perf", "status": "failed", "reason": None}
+    (run / "manifest.json").write_text(json.dumps(mf))
+    nopmu = fixtures_dir / "tma" / "perf" / "no_pmu_vm"
+    # REAL perf 6.1 output of this kind of VM: falls back silently, exit 0, <not supported>
+    for v in ("base", "cand"):
+        shutil.copy(nopmu / "M_TopdownL1_csv.stdout", run / v / "4" / "tma.csv")
+        shutil.copy(nopmu / "M_TopdownL1_csv.stderr", run / v / "4" / "tma.stderr")
+    md, res = run_compare(run, tmp_path / "o1")
+    assert res["tma"]["status"] == "absent"
+    assert res["tma"]["reason"].startswith("no hardware PMU (")
+    assert "TMA not collected: no hardware PMU (" in md
+    # a truncated file: the report still comes out, and names the file
+    (run / "base" / "4" / "tma.csv").unlink()
+    (run / "base" / "4" / "tma.stderr").unlink()      # else the no-PMU evidence wins
+    (run / "base" / "4" / "tma.txt").write_text("garbage that is no TMA output\n")
+    md, res = run_compare(run, tmp_path / "o2")
+    assert "unreadable TMA output: " in res["tma"]["reason"]
+    assert str(run / "base" / "4" / "tma.txt") in res["tma"]["reason"]
