@@ -231,6 +231,7 @@ def test_tma_replay_shows_the_funnel(tmp_path, fixtures_dir):
     assert "REPLAY" in tma_item["text"]
     html = (tmp_path / "out" / "report.html").read_text()
     assert 'id="tma-replay"' in html and 'class="plot funnel-plot"' in html
+    assert "Memory_Bound −10.8 pp: Memory_Bound fell" in html
 
 
 def test_bad_manifest_names_file_and_line(tmp_path):
