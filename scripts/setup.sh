@@ -42,8 +42,9 @@ fi
 # --- inferno (inferno-collapse-perf, inferno-flamegraph, inferno-diff-folded) -----------
 export PATH="$HOME/.cargo/bin:$PATH"
 INFERNO_VERSION=0.12.8
+# inferno's binaries have no --version; cargo's install ledger says which one is there.
 if command -v inferno-collapse-perf >/dev/null && \
-   inferno-collapse-perf --version 2>/dev/null | grep -q "$INFERNO_VERSION"; then
+   grep -qs "\"inferno $INFERNO_VERSION " "${CARGO_HOME:-$HOME/.cargo}/.crates.toml"; then
   log "inferno $INFERNO_VERSION present"
 else
   log "building inferno $INFERNO_VERSION with cargo (a few minutes on 2 cores)"
