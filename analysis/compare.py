@@ -8,6 +8,7 @@ the statistics are exact or seeded.
 from __future__ import annotations
 
 import argparse
+import re
 import shlex
 import sys
 from pathlib import Path
@@ -391,7 +392,9 @@ def _summary(r: Results) -> list[SummaryItem]:
                                f"({fmt_signed(c.delta)} pp {pp_ci(c)})", c.verdict))
     t = r.tma
     if t.status == "absent":
-        out.append(SummaryItem("TMA", f"not collected ({t.reason})", ""))
+        # The full reason (with how to fix it) is in the TMA section; one glance needs its head.
+        head = re.split(r"[:;(]", t.reason, maxsplit=1)[0].strip()
+        out.append(SummaryItem("TMA", f"not collected ({head}; see the TMA section)", ""))
     else:
         rows = (t.funnel or {}).get("rows", [])
         tag = " (REPLAY of recorded fixture files, not this run)" if t.status == "replay" else ""

@@ -192,7 +192,12 @@ def bench_ingest(target_mb: float) -> None:
 def bench_overhead(run_dir: str | None, test: str | None) -> None:
     print("== 3. profiler overhead on throughput")
     if not run_dir:
-        print("   skipped: give --overhead-run RUN_DIR (a run with throughput and profile reps)")
+        run_dir = _newest_demo_run()
+        if run_dir:
+            print(f"   from the newest demo run: {run_dir} (choose another with --overhead-run)")
+    if not run_dir:
+        print("   skipped: no demo run under runs/ (run `make demo` first, or give "
+              "--overhead-run RUN_DIR: a run with throughput and profile reps)")
         return
     from analysis.rundir import RunDirError, load_run
     from analysis.throughput import ThroughputError, load_rep
@@ -208,12 +213,19 @@ def bench_overhead(run_dir: str | None, test: str | None) -> None:
                       f"{len(vals['profile'])} profile reps: need both kinds)")
                 continue
             ch = stats.compare(vals["throughput"], vals["profile"])
-            ci = (f"95% CI {-100 * ch.rel_ci_high:+.1f}% .. {-100 * ch.rel_ci_low:+.1f}%"
+            ci = (f"{100 * ch.confidence:.0f}% CI {-100 * ch.rel_ci_high:+.1f}% .. {-100 * ch.rel_ci_low:+.1f}%"
                   if ch.rel_ci_low is not None else "no CI (n<3)")
             print(f"   {v}: unprofiled {ch.base.median:,.0f} ops/s, profiled {ch.cand.median:,.0f} ops/s: "
                   f"overhead {-100 * (ch.rel or 0):+.1f}% ({ci}; {ch.method})")
     except (RunDirError, ThroughputError) as e:
         print(f"   failed: {e}")
+
+
+def _newest_demo_run() -> str | None:
+    """Profile reps and throughput reps of the same variant both write bench files, so a
+    demo-sized run gives the profiler's overhead for free."""
+    runs = sorted(p.parent for p in (REPO / "runs").glob("*-mset-50keys*/manifest.json"))
+    return str(runs[-1]) if runs else None
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -25,6 +25,7 @@ import hashlib
 import importlib
 import importlib.util
 import json
+import re
 import os
 import shutil
 import sys
@@ -191,12 +192,20 @@ def cache_root() -> Path:
     return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "stallscope"
 
 
-def snapshot_key(case: Case, ops: DatasetOps) -> str:
-    """Variant-independent: the data, the server knobs that shape it, the loader's code."""
+def snapshot_key(case: Case, ops: DatasetOps, server_version: str = "") -> str:
+    """The data, the server knobs that shape it, the loader's code, and the version of the
+    server that writes the RDB (an older server cannot read a newer RDB format)."""
     blob = json.dumps({"dataset": asdict(case.dataset), "cluster": case.server.cluster,
                        "config": case.server.config, "case": case.name, "size": case.size,
-                       "loader": ops.source_sha256}, sort_keys=True)
+                       "loader": ops.source_sha256, "server": server_version}, sort_keys=True)
     return hashlib.sha256(blob.encode()).hexdigest()[:20]
+
+
+def _version_tuple(version: Any) -> tuple[int, ...]:
+    """'8.0.6' -> (8, 0, 6); unparsable versions sort last (they never write the snapshot
+    unless every variant is unparsable)."""
+    parts = re.findall(r"\d+", str(version or ""))
+    return tuple(int(p) for p in parts[:3]) if parts else (10**9,)
 
 
 # ---------------------------------------------------------------- the runner
@@ -245,14 +254,15 @@ class Runner:
         if self.ops.preload is None:
             raise RunError(f"case {self.case.name} needs a {d.kind} dataset but collectors.dataset "
                            "is not available (missing module)")
-        key = snapshot_key(self.case, self.ops)
+        # The oldest server writes the snapshot: RDB formats load forward, not backward.
+        first = min(self.variants.values(), key=lambda v: _version_tuple(v.version))
+        key = snapshot_key(self.case, self.ops, str(first.version))
         rdb = cache_root() / "datasets" / f"{self.case.name.replace('/', '_')}-{self.case.size}-{key}.rdb"
         ds_dir = self.run_dir / "dataset"
         ds_dir.mkdir(parents=True, exist_ok=True)
         info: dict[str, Any] = {"kind": d.kind, "keys": d.keys, "snapshot": str(rdb), "key": key}
         cached_log = rdb.with_suffix(".preload.txt")
         if not rdb.is_file():
-            first = next(iter(self.variants.values()))
             srv = Server(self.server_opts(first, "preload", ds_dir / "preload-server.log", None))
             t0 = time.monotonic()
             srv.start()

@@ -9,6 +9,7 @@ import sys
 import pytest
 
 from collectors import doctor
+from tests.conftest import no_pmu_only
 from tests.test_parca import FakeParca, _free_port
 
 
@@ -29,6 +30,7 @@ def test_lists_every_collector(report):
                             "chromium (HTML report test)"]
 
 
+@no_pmu_only
 def test_tma_unavailable_because_no_pmu(report):
     tma = report["TMA via perf"]
     assert tma["available"] is False

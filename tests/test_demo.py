@@ -1,0 +1,108 @@
+"""The main job end to end at CI size: `python -m collectors demo --size small` builds (or
+takes from the cache) Redis from its Debian source with and without the MSET prefetch
+patch, runs the MSET-50-keys case with real redis-benchmark and real perf on 127.0.0.1,
+and writes the three reports; `python -m analysis compare` on the run directory alone
+reproduces them; the HTML renders in a real Chromium."""
+from __future__ import annotations
+
+import html
+import json
+import os
+import re
+import subprocess
+import sys
+
+import pytest
+
+from tests.conftest import REPO
+from tests.test_report_html import CHROMIUM, PROBE, dump_dom
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope="module")
+def demo(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("demo")
+    out, runs = tmp / "report", tmp / "runs"
+    env = dict(os.environ, PYTHONPATH=str(REPO))
+    p = subprocess.run([sys.executable, "-m", "collectors", "demo", "--size", "small",
+                        "--out", str(out), "--runs", str(runs), "--no-progress"],
+                       cwd=REPO, env=env, capture_output=True, text=True, timeout=1500)
+    assert p.returncode == 0, p.stderr[-4000:]
+    run_dirs = [d.parent for d in runs.glob("*/manifest.json")]
+    assert len(run_dirs) == 1
+    return out, run_dirs[0], p.stderr
+
+
+def test_demo_writes_the_three_reports(demo):
+    out, run_dir, stderr = demo
+    for name in ("report.md", "report.html", "results.json", "flame-diff.svg",
+                 "base.pb.gz", "prefetch.pb.gz"):
+        assert (out / name).stat().st_size > 0, name
+    assert f"report in {out}/report.md" in stderr
+
+
+def test_demo_compares_the_debian_build_with_the_patched_one(demo):
+    out, run_dir, _ = demo
+    mf = json.loads((run_dir / "manifest.json").read_text())
+    base, cand = mf["variants"]["base"], mf["variants"]["prefetch"]
+    assert base["kind"] == cand["kind"] == "debsrc"
+    assert base["version"].startswith("8.")
+    assert cand["patches"] and cand["patches"][0]["file"].endswith("mset-bucket-prefetch.patch")
+    assert base["binary_sha256"] != cand["binary_sha256"]
+    assert base["frame_pointers"] and base["symbols"] and base["callgraph"] == "fp"
+    # interleaved A B B A ..., 3 throughput + 3 profile reps per side, all ok
+    measured = [r for r in mf["schedule"] if r["kind"] in ("throughput", "profile")]
+    assert all(r["status"] == "ok" for r in measured)
+    tput = [r["variant"] for r in measured if r["kind"] == "throughput"]
+    assert tput == ["base", "prefetch", "prefetch", "base", "base", "prefetch"]
+    assert sum(r["kind"] == "profile" for r in measured) == 6
+
+
+def test_demo_report_shows_throughput_and_lookup_cost_with_intervals(demo):
+    out, run_dir, _ = demo
+    res = json.loads((out / "results.json").read_text())
+    assert res["schema"] == 1 and (res["base"], res["cand"]) == ("base", "prefetch")
+    t = res["throughput"][0]
+    assert t["base"]["n"] == t["cand"]["n"] == 3
+    assert t["change"]["ci_low"] is not None and t["change"]["verdict"] in (
+        "improvement", "regression", "no change", "unstable")
+    focus = {row["name"]: row for row in res["profile"]["focus"]}
+    # Redis 8.0's key lookup, and the command the patch changes, are both on CPU.
+    assert {"dictFindByHash", "msetGenericCommand"} <= set(focus)
+    look = focus["dictFindByHash"]
+    assert look["base_flat"]["n"] == look["cand_flat"]["n"] == 3
+    assert look["flat_change"]["ci_low"] is not None
+    md = (out / "report.md").read_text()
+    assert md.index("**Summary:**") < md.index("### Throughput") < md.index("### Focus functions")
+    assert re.search(r"\| dictFindByHash \| [\d.]+% \| [\d.]+% \|", md)
+    assert "TMA not collected" in md or "### TMA funnel" in md
+    assert "python -m collectors run mset-50keys" in md  # the command that reproduces it
+    assert len(md) < 65536
+
+
+def test_compare_on_the_run_directory_alone_reproduces_the_report(demo, tmp_path):
+    out, run_dir, _ = demo
+    env = dict(os.environ, PYTHONPATH=str(REPO))
+    p = subprocess.run([sys.executable, "-m", "analysis", "compare", str(run_dir), "--out",
+                        str(tmp_path)], cwd=REPO, env=env, capture_output=True, text=True,
+                       timeout=300)
+    assert p.returncode == 0, p.stderr
+    for name in ("report.md", "results.json"):
+        assert (tmp_path / name).read_text() == (out / name).read_text(), name
+
+
+def test_demo_html_renders_in_chromium(demo):
+    if CHROMIUM is None:
+        pytest.fail("chromium not found: install it with `apt-get install -y chromium` (or `make setup`)")
+    out, _, _ = demo
+    page = (out / "report.html").read_text()
+    probe = out / "probe.html"
+    probe.write_text(page.replace("<head>", "<head>\n" + PROBE, 1))
+    dom, stderr = dump_dom(probe)
+    data = json.loads(html.unescape(dom.split('<pre id="probe">', 1)[1].split("</pre>", 1)[0]))
+    assert data["errors"] == []
+    assert len(data["plots"]) >= 1 and all(w > 200 and h > 150 for w, h in data["plots"])
+    assert len(data["flames"]) == 3
+    assert all(c and nw > 500 for c, nw, *_ in data["flames"])
+    assert "dictFindByHash" in dom and "ops/s" in dom
