@@ -123,6 +123,7 @@ class FunnelRow:
     significant: bool              # established move (CI on one side of 0 and past noise)
     notable: bool                  # |delta| >= NOTABLE_PP (used when runs are too few)
     direction: str | None          # "up" / "down" / None
+    ci_method: str | None = None   # how the interval was made (analysis.stats method text)
 
     @property
     def leaf(self) -> str:
@@ -208,7 +209,7 @@ def _row(name: str, domain: str | None, level: int, b: SideStats, c: SideStats,
         verdict = f"changed ({direction})"   # more/less heavy ops is neither good nor bad
     significant = verdict in ("improvement", "regression") or verdict.startswith("changed")
     return FunnelRow(name, level, domain, b, c, delta, (ch.ci_low, ch.ci_high), ch.confidence,
-                     verdict, ch.reason, significant, notable, direction)
+                     verdict, ch.reason, significant, notable, direction, ch.method)
 
 
 def _fmt_pp(v: float | None) -> str:
@@ -341,13 +342,14 @@ def _selected(name: str, patterns: list[str]) -> bool:
 def compare(base: list[TmaResult], cand: list[TmaResult], *, depth: int = 4,
             nodes: list[str] | None = None, base_label: str = "baseline",
             cand_label: str = "candidate", scope: str | None = "auto",
-            method: str = "hl") -> Funnel:
+            method: str = "auto") -> Funnel:
     """Compare TMA results of several baseline runs with several candidate runs.
 
     depth: deepest level shown (1 = L1 only). nodes: names/globs to show (dotted path,
     leaf or perf name; "all" = every node); default = L1 nodes, the memory path and every
-    node that moved significantly. method: "hl" (Hodges-Lehmann / Mann-Whitney, default)
-    or "bootstrap" (percentile bootstrap of the median difference).
+    node that moved significantly. method: "auto" (default: Hodges-Lehmann / Mann-Whitney
+    when it reaches 95%, else a Welch t-interval), "hl" (rank interval only, whatever
+    coverage it reaches) or "bootstrap" (percentile bootstrap of the median difference).
     """
     if not base or not cand:
         raise ValueError("compare() needs at least one result per side")
@@ -379,10 +381,7 @@ def compare(base: list[TmaResult], cand: list[TmaResult], *, depth: int = 4,
             warnings += [f"{res.source}: {w}" for w in res.warnings]
     nb, nc = len(base), len(cand)
     if nb >= stats.MIN_N and nc >= stats.MIN_N:
-        meth = ("Mann-Whitney (Hodges-Lehmann) shift interval" if method == "hl" else
-                "percentile bootstrap of the difference of medians, 10000 resamples, seed 0")
-        conf = next((r.confidence for r in rows if r.confidence), None)
-        meth += f", n={nb}+{nc}" + (f", achieved confidence {conf:.1%}" if conf else "")
+        meth = next((r.ci_method for r in rows if r.ci_method), "none (no node measured on both sides)")
     else:
         meth = f"none (needs {stats.MIN_N} runs per side, has {nb} and {nc})"
     return Funnel(selected, rows, base_label, cand_label, [r.source for r in base],

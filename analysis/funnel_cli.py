@@ -38,8 +38,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--scope", default="auto",
                     help="CPU scope: auto (default), global, mean, or a name (S0-C0, cpu_core)")
     ap.add_argument("--input-format", choices=FORMATS, help="skip input format detection")
-    ap.add_argument("--method", choices=("hl", "bootstrap"), default="hl",
-                    help="CI method: hl = Hodges-Lehmann/Mann-Whitney (default), bootstrap")
+    ap.add_argument("--method", choices=("auto", "hl", "bootstrap"), default="auto",
+                    help="CI method: auto (default) = Hodges-Lehmann/Mann-Whitney when it reaches "
+                         "95%%, else Welch t; hl = rank interval only (3 vs 3 runs reach 90%%); "
+                         "bootstrap = percentile bootstrap of the median difference")
     args = ap.parse_args(argv)
     labels = args.labels.split(",")
     if len(labels) != 2 or not all(l.strip() for l in labels):

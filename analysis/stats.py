@@ -9,6 +9,13 @@ Why Hodges-Lehmann with a Mann-Whitney interval by default: benchmark reps are f
 (Wilcoxon rank-sum) interval for a location shift is distribution-free and its coverage
 is exact at any n, whereas a bootstrap of medians from 5 values can only resample 5
 numbers and under-covers. A seeded bootstrap is still offered (`method="bootstrap"`).
+
+The rank interval's coverage is discrete: with 3 reps per side (or fewer than 6 pairs)
+no rank interval reaches 95% (3+3 tops out at 90%). The default `method="auto"` then
+falls back to a Welch t-interval of the difference of means (paired: a t-interval of the
+pair differences), which does reach the asked confidence at the price of assuming the
+reps are roughly normal, and says so in `method`. From 4+4 / 6 pairs on, the
+distribution-free interval is used.
 """
 from __future__ import annotations
 
@@ -176,6 +183,32 @@ def paired_interval(diffs: Sequence[float], confidence: float = 0.95) -> tuple[f
     return _order_stat_interval(walsh, None, alpha, normal_sd=sd, normal_mean=n * (n + 1) / 4)
 
 
+def welch_interval(base: Sequence[float], cand: Sequence[float],
+                   confidence: float = 0.95) -> tuple[float, float, float]:
+    """Welch t-interval of mean(cand) - mean(base); unequal variances."""
+    from scipy.stats import t as student_t
+    b, c = np.asarray(base, float), np.asarray(cand, float)
+    vb, vc = b.var(ddof=1) / len(b), c.var(ddof=1) / len(c)
+    d = float(c.mean() - b.mean())
+    se = math.sqrt(vb + vc)
+    if se == 0:
+        return d, d, confidence
+    df = (vb + vc) ** 2 / ((vb ** 2) / (len(b) - 1) + (vc ** 2) / (len(c) - 1))
+    h = float(student_t.ppf(1 - (1 - confidence) / 2, df)) * se
+    return d - h, d + h, confidence
+
+
+def paired_t_interval(diffs: Sequence[float], confidence: float = 0.95) -> tuple[float, float, float]:
+    """Student t-interval of the mean pair difference."""
+    from scipy.stats import t as student_t
+    x = np.asarray(diffs, float)
+    m, se = float(x.mean()), float(x.std(ddof=1)) / math.sqrt(len(x))
+    if se == 0:
+        return m, m, confidence
+    h = float(student_t.ppf(1 - (1 - confidence) / 2, len(x) - 1)) * se
+    return m - h, m + h, confidence
+
+
 def bootstrap_interval(base: Sequence[float], cand: Sequence[float], confidence: float = 0.95,
                        resamples: int = 10000, seed: int = 0) -> tuple[float, float, float]:
     """Percentile bootstrap of the difference of medians (fixed seed: reproducible)."""
@@ -207,9 +240,11 @@ def compare(base: Sequence[float] | Summary, cand: Sequence[float] | Summary, *,
 
     `noise` and `regression` are relative (0.03 = 3% of the base median), the Redis
     benchmark automation defaults. `paired=True` pairs base[i] with cand[i] (same
-    window / same interleaving slot). `method` is "hl" (Hodges-Lehmann / Wilcoxon
-    exact interval, default) or "bootstrap" (percentile bootstrap of the median
-    difference, 10000 resamples, seed 0; unpaired only).
+    window / same interleaving slot). `method` is "auto" (default: the rank interval below
+    when it can reach `confidence`, else a Welch / paired t-interval), "hl"
+    (Hodges-Lehmann / Wilcoxon exact interval, whatever coverage it reaches) or
+    "bootstrap" (percentile bootstrap of the median difference, 10000 resamples, seed 0;
+    unpaired only).
 
     >>> compare([100, 101, 99, 100, 100], [110, 111, 109, 110, 110]).verdict
     'improvement'
@@ -222,7 +257,7 @@ def compare(base: Sequence[float] | Summary, cand: Sequence[float] | Summary, *,
 def compare_shares(base: Sequence[float] | Summary, cand: Sequence[float] | Summary, *,
                    higher_is_better: bool = False, noise_pp: float = 0.5,
                    regression_pp: float = 1.0, max_cv: float = 0.10, confidence: float = 0.95,
-                   paired: bool = False, method: str = "hl") -> Change:
+                   paired: bool = False, method: str = "auto") -> Change:
     """Like compare(), for values that already are percentages (a function's flat share,
     a TMA node's % of slots): thresholds are in percentage points (pp), not relative, so
     a 0.2% -> 0.3% share is not called a "+50% regression". `delta` and the CI are in pp;
@@ -248,6 +283,8 @@ def _compare(base, cand, *, higher_is_better, noise, regression, max_cv, confide
         return result(None, None, f"n<{MIN_N}: none", "insufficient data",
                       f"needs at least {MIN_N} reps per side, has {b.n} (base) and {c.n} (cand).")
 
+    if method not in ("auto", "hl", "bootstrap"):
+        raise ValueError(f"unknown method {method!r} (use 'auto', 'hl' or 'bootstrap')")
     if paired:
         if b.n != c.n:
             raise ValueError(f"paired comparison needs equal counts, got {b.n} and {c.n}")
@@ -255,15 +292,23 @@ def _compare(base, cand, *, higher_is_better, noise, regression, max_cv, confide
         lo, hi, achieved = paired_interval(diffs, confidence)
         meth = (f"Wilcoxon signed-rank interval of the paired differences, n={b.n} pairs, "
                 f"achieved confidence {achieved:.1%}")
+        if method == "auto" and achieved + 1e-12 < confidence:
+            lo, hi, achieved = paired_t_interval(diffs, confidence)
+            meth = (f"paired t-interval of the mean difference, n={b.n} pairs, {achieved:.0%} "
+                    f"(a rank interval cannot reach {confidence:.0%} with so few pairs; "
+                    f"assumes roughly normal differences)")
     elif method == "bootstrap":
         lo, hi, achieved = bootstrap_interval(b.values, c.values, confidence)
         meth = f"percentile bootstrap of the median difference, 10000 resamples, seed 0, n={b.n}+{c.n}"
-    elif method == "hl":
+    else:
         lo, hi, achieved = shift_interval(b.values, c.values, confidence)
         meth = (f"Mann-Whitney (Hodges-Lehmann) shift interval, n={b.n}+{c.n}, "
                 f"achieved confidence {achieved:.1%}")
-    else:
-        raise ValueError(f"unknown method {method!r} (use 'hl' or 'bootstrap')")
+        if method == "auto" and achieved + 1e-12 < confidence:
+            lo, hi, achieved = welch_interval(b.values, c.values, confidence)
+            meth = (f"Welch t-interval of the difference of means, n={b.n}+{c.n}, {achieved:.0%} "
+                    f"(a rank interval cannot reach {confidence:.0%} with so few reps; assumes "
+                    f"roughly normal reps; 5 per side give the distribution-free interval)")
     if achieved + 1e-12 < confidence:
         meth += f" (asked {confidence:.0%}: not attainable with so few reps)"
 

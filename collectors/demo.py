@@ -16,8 +16,8 @@ PATCH = "cases/patches/mset-bucket-prefetch.patch"
 BASE = "base=debsrc:redis"
 CAND = f"prefetch=debsrc:redis+patch={PATCH}"
 
-# Per size: (case, throughput reps, profile reps). 5 vs 5 reps is the smallest design
-# whose rank-based interval reaches 95% coverage; 3 vs 3 tops out at 90%.
+# Per size: (case, throughput reps, profile reps). 5 vs 5 reps give a distribution-free
+# 95% interval; at 3 vs 3 (CI size) the statistics fall back to a Welch t-interval.
 SIZES = {
     "default": ("mset-50keys", 5, 5),
     "small": ("mset-50keys", 3, 3),

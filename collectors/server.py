@@ -177,8 +177,8 @@ class Server:
                                   f"log {self.opts.logfile}:\n{_log_tail(self.opts.logfile)}")
             time.sleep(0.005)
         ready = time.monotonic() - t0
-        self._client = c
         pers = c.info("persistence")
+        c.close()  # its 5 s timeout suits polling, not SAVE or a big preload: see .client
         log_s = None
         m = re.findall(r"DB loaded from disk: ([0-9.]+) seconds", _safe_read(self.opts.logfile))
         if m:
@@ -241,7 +241,12 @@ class Server:
 
     def snapshot(self, dest: Path) -> Path:
         """SAVE and copy the RDB to dest atomically (for the dataset cache)."""
-        self.client.execute_command("SAVE")
+        # SAVE of 10M+ keys takes tens of seconds: no read timeout short enough to hit it.
+        c = redis.Redis(host=HOST, port=self.port, socket_timeout=3600)
+        try:
+            c.execute_command("SAVE")
+        finally:
+            c.close()
         src = Path(self.opts.workdir) / "dump.rdb"
         dest.parent.mkdir(parents=True, exist_ok=True)
         tmp = dest.with_name(dest.name + f".tmp{os.getpid()}")

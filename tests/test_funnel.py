@@ -71,7 +71,7 @@ def test_three_vs_three_identical_runs_cometlake():
     md = f.to_markdown()
     assert "| &nbsp;&nbsp;└ DRAM_Bound | % Stalls | 47.0% (47.0–47.0) | 34.0% (34.0–34.0) | −13.0 pp |" in md
     assert "58.7 → 30.6" in md
-    assert "CI (90%)" in md and "achieved confidence 90.0%" in md
+    assert "CI (95%)" in md and "Welch t-interval" in md
 
 
 def test_three_vs_three_mixed_real_values_ci_contains_true_difference():
@@ -90,8 +90,15 @@ def test_three_vs_three_mixed_real_values_ci_contains_true_difference():
         assert -15.4 - 1e-9 <= lo and hi <= 38.8 + 1e-9
         assert be.verdict in ("unstable", "no change")
         assert be.base.mad == pytest.approx(5.0)        # |15-20|, 0, |37.4-20| -> median 5.0
-    hl = rows(compare(base, cand, depth=1))["Backend_Bound"]
+    hl = rows(compare(base, cand, depth=1, method="hl"))["Backend_Bound"]
     assert hl.ci == (pytest.approx(-15.4), pytest.approx(38.8)) and hl.verdict == "unstable"
+    assert hl.confidence == pytest.approx(0.9)        # the best a 3+3 rank interval can do
+    # The default reaches 95% with a Welch t-interval; checked against scipy's own Welch test.
+    from scipy.stats import ttest_ind
+    want = ttest_ind(be.cand.values, be.base.values, equal_var=False).confidence_interval(0.95)
+    auto = rows(compare(base, cand, depth=1))["Backend_Bound"]
+    assert auto.ci == (pytest.approx(want.low), pytest.approx(want.high))
+    assert auto.confidence == 0.95 and auto.verdict == "unstable"
 
 
 def test_depth_and_node_selection():
