@@ -70,6 +70,7 @@ class Manifest:
     options: dict[str, Any] = field(default_factory=dict)      # runner options (resume uses them)
     warmup: dict[str, Any] = field(default_factory=dict)       # how warm-up was done
     calibration: dict[str, Any] = field(default_factory=dict)  # variant -> redis-benchmark -n
+    load_generator: dict[str, Any] = field(default_factory=dict)  # requested/used tool, path, why
     dataset: dict[str, Any] = field(default_factory=dict)      # snapshot used by every rep
     resumes: list[dict[str, Any]] = field(default_factory=list)
 

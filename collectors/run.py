@@ -3,7 +3,8 @@
 The run directory layout is docs/run-directory.md. Order of work:
   1. build (or take from cache) every variant; capture host and tool facts;
   2. preload the dataset once, verify it, snapshot it to an RDB in the cache;
-  3. calibrate redis-benchmark's -n once per variant so a rep lasts the case's duration;
+  3. calibrate redis-benchmark's -n once per variant so a rep lasts the case's duration
+     (memtier_benchmark, when it is the load generator, has --test-time: no calibration);
   4. run the schedule (ABBA-interleaved reps); every rep restarts the server from the
      snapshot, verifies the keyspace, warms up for workload.warmup_s, then measures.
 The manifest is saved after every state change, so a killed run says which reps are
@@ -37,7 +38,7 @@ from pathlib import Path
 from typing import Any, Callable, Protocol
 
 from analysis.rundir import Manifest, Rep, RunDirError, load_run, save_manifest
-from collectors import procs
+from collectors import memtier, procs
 from collectors.case_model import Case
 from collectors.profile import PerfProfiler, ProfileError
 from collectors.server import Server, ServerOptions, ServerError
@@ -95,6 +96,7 @@ class RunOptions:
     paired_window_s: float = 2.0   # length of one paired window (s)
     paired_windows: int = 8        # windows per paired rep (ABBA...)
     size: str = "default"
+    load_generator: str = "auto"   # auto (the case's workload.tool) | redis-benchmark | memtier
     extra: dict[str, Any] = field(default_factory=dict)   # plugin options (argparse dests)
 
 
@@ -214,7 +216,7 @@ class Runner:
     def __init__(self, run_dir: Path, manifest: Manifest, case: Case, variants: dict[str, Any],
                  opts: RunOptions, dataset_ops: DatasetOps | None = None,
                  collector_factories: list[Callable[[RunOptions, str], list]] | None = None,
-                 progress: bool = True):
+                 progress: bool = True, memtier_bin: str | None = None):
         self.run_dir = Path(run_dir)
         self.m = manifest
         self.case = case
@@ -226,6 +228,8 @@ class Runner:
         self.progress = progress
         self.place = manifest.placement or placement(case.server.io_threads)
         self.scratch = self.run_dir / ".scratch"
+        # Set when the manifest's load_generator says memtier (new_runner/resume_runner).
+        self.memtier_bin = memtier_bin
 
     # -- manifest bookkeeping
     def save(self) -> None:
@@ -307,6 +311,12 @@ class Runner:
         for name in self.variants:
             if name in cal:
                 continue
+            if self.memtier_bin:
+                cal[name] = {"tool": "memtier", "requests": None, "target_s": w.duration_s,
+                             "note": "memtier_benchmark --test-time: no calibration run"}
+                self.m.calibration = cal
+                self.save()
+                continue
             v = self.variants[name]
             srv = Server(self.server_opts(v, f"calibrate-{name}",
                                           self.scratch / f"calibrate-{name}.log", rdb))
@@ -320,7 +330,8 @@ class Runner:
             self.m.calibration = cal
             self.save()
 
-    def bench_bin(self, v: Any) -> str:
+    @staticmethod
+    def bench_bin(v: Any) -> str:
         b = v.benchmark_bin or shutil.which("redis-benchmark") or shutil.which("valkey-benchmark")
         if not b:
             raise procs.ToolNotFound(f"variant {v.name}: no redis-benchmark/valkey-benchmark beside "
@@ -421,6 +432,9 @@ class Runner:
             if w.tool == "rdb-load":
                 self.rdb_load_rep(srv, rep_dir, facts)
                 return
+            if self.memtier_bin:
+                self.memtier_rep(rep, rep_dir, srv, facts)
+                return
             cal = Calibration(**self.m.calibration[rep.variant])
             cpus = self.place.get("client_cpus")
             bench = self.bench_bin(v)
@@ -436,33 +450,64 @@ class Runner:
             collectors = self.rep_collectors(rep.kind)
             window = max(0.5, 0.8 * cal.target_s)
             bp = start_redis_benchmark(argv, cpus)
-            ctx = RepContext(rep_dir=rep_dir, window_s=window, pid=srv.pid,
-                             cpus=self.place.get("server_cpus"), rep=rep.rep, variant=rep.variant,
-                             case=self.case.name,
-                             labels={"variant": rep.variant, "rep": str(rep.rep),
-                                     "run": self.m.run_id, "kind": rep.kind},
-                             run_dir=self.run_dir, kind=rep.kind, port=srv.port, client_cpus=cpus,
-                             callgraph=getattr(v, "callgraph", "fp") or "fp", built_variant=v,
-                             case_obj=self.case)
-            started = []
-            facts["collectors"] = {}
-            try:
-                # Let the clients connect before the steady window opens.
-                time.sleep(min(0.2, 0.05 * cal.target_s))
-                for c in collectors:
-                    c.start(ctx)
-                    started.append(c)
-                result = bp.finish(rep_dir, timeout_s=120 + 10 * cal.target_s)
-            finally:
-                for c in started:
-                    facts["collectors"][getattr(c, "name", type(c).__name__)] = c.stop(ctx)
-            facts["window"] = {"t0": round(bp.t0_epoch, 3), "t1": round(bp.t1_epoch, 3),
-                               "profile_window_s": window if collectors else None}
+            result = self._steady(bp, rep, rep_dir, srv, collectors, window, cal.target_s, facts)
             facts["bench"] = result.to_json()
             facts["calibration"] = cal.to_json()
             (rep_dir / "info.txt").write_text(srv.info_all())
         finally:
             facts["server_stop"] = srv.stop()
+
+    def _steady(self, bp: Any, rep: Rep, rep_dir: Path, srv: Server, collectors: list,
+                window: float, target_s: float, facts: dict[str, Any]) -> Any:
+        """Bracket the running load generator `bp` with the rep's collectors; its result."""
+        v = self.variants[rep.variant]
+        ctx = RepContext(rep_dir=rep_dir, window_s=window, pid=srv.pid,
+                         cpus=self.place.get("server_cpus"), rep=rep.rep, variant=rep.variant,
+                         case=self.case.name,
+                         labels={"variant": rep.variant, "rep": str(rep.rep),
+                                 "run": self.m.run_id, "kind": rep.kind},
+                         run_dir=self.run_dir, kind=rep.kind, port=srv.port,
+                         client_cpus=self.place.get("client_cpus"),
+                         callgraph=getattr(v, "callgraph", "fp") or "fp", built_variant=v,
+                         case_obj=self.case)
+        started = []
+        facts["collectors"] = {}
+        try:
+            # Let the clients connect before the steady window opens.
+            time.sleep(min(0.2, 0.05 * target_s))
+            for c in collectors:
+                c.start(ctx)
+                started.append(c)
+            result = bp.finish(rep_dir, timeout_s=120 + 10 * target_s)
+        finally:
+            for c in started:
+                facts["collectors"][getattr(c, "name", type(c).__name__)] = c.stop(ctx)
+        facts["window"] = {"t0": round(bp.t0_epoch, 3), "t1": round(bp.t1_epoch, 3),
+                           "profile_window_s": window if collectors else None}
+        return result
+
+    def memtier_rep(self, rep: Rep, rep_dir: Path, srv: Server, facts: dict[str, Any]) -> None:
+        """Warm-up and measured run with memtier_benchmark (--test-time, no calibration)."""
+        w = self.case.workload
+        p = memtier.plan(self.case)
+        cpus = self.place.get("client_cpus")
+        cluster = self.case.server.cluster
+        if w.warmup_s > 0:
+            argv = memtier.memtier_argv(self.memtier_bin, srv.port, p, w.pipeline, w.warmup_s,
+                                        rep_dir / "warmup.json", cluster)
+            facts["commands"]["warmup"] = argv
+            facts["warmup"] = memtier.start(argv, cpus).finish(
+                rep_dir, timeout_s=60 + 20 * w.warmup_s, stem="warmup").to_json()
+        argv = memtier.memtier_argv(self.memtier_bin, srv.port, p, w.pipeline, w.duration_s,
+                                    rep_dir / "bench.json", cluster)
+        facts["commands"]["bench"] = argv
+        collectors = self.rep_collectors(rep.kind)
+        window = max(0.5, 0.8 * w.duration_s)
+        result = self._steady(memtier.start(argv, cpus), rep, rep_dir, srv, collectors, window,
+                              w.duration_s, facts)
+        facts["bench"] = result.to_json()
+        facts["calibration"] = self.m.calibration.get(rep.variant)
+        (rep_dir / "info.txt").write_text(srv.info_all())
 
     def rdb_load_rep(self, srv: Server, rep_dir: Path, facts: dict[str, Any]) -> None:
         keys = int(srv.client.dbsize())
@@ -549,6 +594,7 @@ def make_manifest(run_id: str, case: Case, variants: dict[str, Any], opts: RunOp
                         "the measured run (bench.csv)"}
     m.options = asdict(opts)
     m.calibration = {}
+    m.load_generator = {}
     if opts.paired:
         m.paired = paired_manifest(variants, opts)
     return m
@@ -611,7 +657,10 @@ Examples:
 What happens: every rep restarts the server (127.0.0.1, free port, CPU 0) from a cached RDB
 snapshot of the case's dataset, verifies the keyspace, warms up for the case's warmup_s,
 then runs redis-benchmark (-n calibrated per variant so a rep lasts about duration_s) on
-the other CPU. Reps are interleaved A B B A ...; profile reps (perf record -e cpu-clock
+the other CPU. A case with workload.tool memtier (suite imports), or --load-generator memtier,
+runs memtier_benchmark for duration_s instead when it is installed (PATH or MEMTIER=/path);
+otherwise redis-benchmark, and stderr and the manifest's load_generator say why.
+Reps are interleaved A B B A ...; profile reps (perf record -e cpu-clock
 -g on the server) are separate from throughput reps. Output: runs/<run-id>/, layout in
 docs/run-directory.md. Exit status: 0 all reps ok, 1 some rep failed, 2 bad input,
 130 interrupted (resume with --resume).
@@ -651,6 +700,9 @@ def parser() -> argparse.ArgumentParser:
                    help="length of one paired window in s (default 2)")
     p.add_argument("--paired-windows", type=int, default=8, metavar="N",
                    help="windows per paired rep, ABBA order (default 8)")
+    p.add_argument("--load-generator", choices=memtier.CHOICES, default="auto",
+                   help="auto (default): the case's workload.tool; memtier runs memtier_benchmark "
+                        "(PATH or MEMTIER=/path) and falls back to redis-benchmark, saying why")
     p.add_argument("--resume", metavar="RUN_DIR", help="finish the reps of RUN_DIR that are not ok")
     p.add_argument("--out", default=RUNS_DIR, help="where run directories go (default runs/)")
     p.add_argument("--report", action="store_true", help="render the report at the end (analysis.compare)")
@@ -663,7 +715,7 @@ def parser() -> argparse.ArgumentParser:
 
 KNOWN_DESTS = {"case", "variant", "reps", "size", "profile", "profile_reps", "frequency",
                "keep_perf_data", "paired", "paired_window", "paired_windows", "resume", "out",
-               "report", "no_progress"}
+               "report", "no_progress", "load_generator"}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -676,7 +728,8 @@ def main(argv: list[str] | None = None) -> int:
         else:
             runner = new_runner(args, argv, log)
         rc = runner.run()
-    except (RunError, RunDirError, procs.ToolNotFound, ServerError, BenchError, ValueError) as e:
+    except (RunError, RunDirError, procs.ToolNotFound, ServerError, BenchError, ValueError,
+            memtier.MemtierError) as e:
         print(f"stallscope run: error: {e}", file=sys.stderr)
         return 2
     except procs.Interrupted as e:
@@ -713,7 +766,9 @@ def new_runner(args: argparse.Namespace, argv: list[str], log) -> Runner:
     opts = RunOptions(reps=args.reps, profile=args.profile, profile_reps=args.profile_reps,
                       freq_hz=args.frequency, keep_perf_data=args.keep_perf_data, paired=args.paired,
                       paired_window_s=args.paired_window, paired_windows=args.paired_windows,
-                      size=args.size, extra=extra)
+                      size=args.size, load_generator=args.load_generator, extra=extra)
+    if opts.load_generator == "memtier" or (opts.load_generator == "auto" and case.workload.tool == "memtier"):
+        memtier.find_memtier()  # a MEMTIER= that points nowhere stops the run before any build
     if opts.profile == "perf":
         from collectors.profile import require_tools
         require_tools()
@@ -728,6 +783,7 @@ def new_runner(args: argparse.Namespace, argv: list[str], log) -> Runner:
     command = [Path(sys.executable).name, "-m", "collectors", "run", *argv]
     m = make_manifest(run_id, case, variants, opts, command, host, tools)
     m.options["report"] = bool(args.report)
+    m.load_generator, memtier_bin = choose_load_generator(case, opts, variants, log)
     for pl in _plugins():
         if hasattr(pl, "manifest_sections"):
             for k, v in (pl.manifest_sections(opts, host) or {}).items():
@@ -735,7 +791,25 @@ def new_runner(args: argparse.Namespace, argv: list[str], log) -> Runner:
     run_dir = out / run_id
     save_manifest(run_dir, m)
     log(f"stallscope run: {run_dir}")
-    return Runner(run_dir, m, case, variants, opts, progress=not args.no_progress)
+    return Runner(run_dir, m, case, variants, opts, progress=not args.no_progress,
+                  memtier_bin=memtier_bin)
+
+
+def choose_load_generator(case: Case, opts: RunOptions, variants: dict[str, Any],
+                          log: Callable[[str], None]) -> tuple[dict[str, Any], str | None]:
+    """The manifest's load_generator entry (and memtier's path when memtier drives the load);
+    a fallback from memtier to redis-benchmark is said on stderr, not only in the manifest."""
+    paths = {}
+    for n, v in variants.items():
+        try:
+            paths[n] = Runner.bench_bin(v)
+        except procs.ToolNotFound:
+            paths[n] = None     # the rep that needs it fails with the full message
+    entry, binary = memtier.choose(case, opts.load_generator, paths, paired=opts.paired)
+    line = memtier.describe(entry)
+    if line:
+        log(f"stallscope run: {line}")
+    return entry, binary
 
 
 def resume_runner(run_dir: Path, log, progress: bool = True) -> Runner:
@@ -756,7 +830,15 @@ def resume_runner(run_dir: Path, log, progress: bool = True) -> Runner:
     left = [r for r in m.schedule if r.status != "ok"]
     m.resumes = (m.resumes or []) + [{"at": now_iso(), "command": sys.argv, "reps": len(left)}]
     log(f"stallscope run: resuming {run_dir}: {len(left)} of {len(m.schedule)} reps to run")
-    return Runner(run_dir, m, case, variants, opts, progress=progress)
+    memtier_bin = None
+    if (m.load_generator or {}).get("used") == "memtier":
+        # Finished reps were measured with memtier: the rest must be too, or they don't compare.
+        memtier_bin = memtier.find_memtier()
+        if memtier_bin is None:
+            raise RunError(f"{run_dir}/manifest.json: this run's reps were measured with "
+                           f"memtier_benchmark ({m.load_generator.get('path')}), which is no longer "
+                           f"on PATH; {memtier.INSTALL_HINT}")
+    return Runner(run_dir, m, case, variants, opts, progress=progress, memtier_bin=memtier_bin)
 
 
 if __name__ == "__main__":

@@ -3,13 +3,14 @@
 The raw output is written to the rep directory first (bench.csv = the tool's stdout,
 bench.txt = its stderr), then parsed. redis-benchmark has no duration flag, so
 `calibrate()` finds the request count -n that makes a run last about the wanted seconds.
+memtier_benchmark runs for --test-time and writes bench.json itself (--json-out-file);
+its stdout goes to bench.txt, its stderr to bench.stderr (see collectors/memtier.py).
 """
 from __future__ import annotations
 
 import csv
 import io
 import math
-import shutil
 import subprocess
 import time
 from dataclasses import dataclass, asdict
@@ -70,19 +71,6 @@ def redis_benchmark_argv(bench_bin: str, port: int, w: WorkloadSpec, requests: i
     if not w.command:
         raise BenchError("case workload has no command words (workload.command)")
     return argv + [str(x) for x in w.command]
-
-
-def memtier_argv(memtier_bin: str, port: int, w: WorkloadSpec, duration_s: float,
-                 json_out: Path) -> list[str]:
-    argv = [memtier_bin, "-s", HOST, "-p", str(port), "--protocol=redis",
-            "-c", str(w.clients), "-t", str(max(1, w.threads)), f"--pipeline={w.pipeline}",
-            f"--test-time={max(1, int(round(duration_s)))}", "--hide-histogram",
-            f"--json-out-file={json_out}"]
-    if w.command:
-        argv += ["--command", " ".join(str(x) for x in w.command).replace("__rand_int__", "__key__")]
-        if w.keyspace:
-            argv += ["--command-key-pattern=R", "--key-minimum=0", f"--key-maximum={w.keyspace - 1}"]
-    return argv
 
 
 def parse_csv(text: str, source: str = "bench.csv") -> dict[str, float | str]:
@@ -174,4 +162,6 @@ def calibrate(bench_bin: str, port: int, w: WorkloadSpec, target_s: float,
 
 
 def find_memtier() -> str | None:
-    return shutil.which("memtier_benchmark")
+    """memtier_benchmark from MEMTIER=/path or PATH; collectors/memtier.py says why not."""
+    from collectors.memtier import find_memtier as _find
+    return _find()
