@@ -260,8 +260,10 @@ def import_suite(path: Path) -> SuiteImport:
                          "memtier_benchmark: cannot translate its arguments")
     cwhere = f"{where}:{_line_of(text, 'clientconfig')}"
     ca = parse_memtier(str(client.get("arguments", "")), cwhere)
-    notes.append("memtier_benchmark -> redis-benchmark of the variant under test (same commands and "
-                 "connections; different client implementation, so absolute ops/s differ)")
+    notes.append("workload.tool memtier: memtier_benchmark runs when installed (PATH or MEMTIER=/path) on the "
+                 "keys whose zero-padded names it can spell (collectors/memtier.py); otherwise redis-benchmark "
+                 "of the variant under test (same commands and connections; different client "
+                 "implementation, so absolute ops/s differ)")
     commands = ca.opts.get("command", [])
     if not commands:
         raise SuiteError(f"{cwhere}: clientconfig has no --command: memtier's default SET/GET mix is not "
@@ -297,7 +299,8 @@ def import_suite(path: Path) -> SuiteImport:
     clients_per_thread, threads = ca.int("clients", cwhere), ca.int("threads", cwhere)
     notes.append(f"memtier -c {clients_per_thread} -t {threads} = {clients_per_thread * threads} connections: "
                  f"redis-benchmark -c {clients_per_thread * threads} --threads {threads}")
-    workload: dict[str, Any] = {"tool": "redis-benchmark", "command": _fold(command), "keyspace": keyspace,
+    # The suite is a memtier benchmark: ask for memtier; the runner falls back (and says so).
+    workload: dict[str, Any] = {"tool": "memtier", "command": _fold(command), "keyspace": keyspace,
                                 "clients": clients_per_thread * threads, "pipeline": ca.int("pipeline", cwhere),
                                 "threads": threads}
     if "test-time" in ca.opts:

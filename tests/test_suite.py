@@ -28,7 +28,7 @@ def test_every_fixture_suite_imports_and_loads(fixtures_dir, tmp_path):
         res = import_suite(f)
         for size in ("small", "default"):
             case = _roundtrip(res, tmp_path, size)
-            assert case.workload.tool == "redis-benchmark"
+            assert case.workload.tool == "memtier"
             assert case.notes == res.notes and res.notes
 
 
