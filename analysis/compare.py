@@ -347,7 +347,7 @@ def _environment(run: RunDir, base: str, cand: str) -> dict[str, Any]:
     keep = ("source", "version", "commit", "binary_sha256", "make_flags", "config", "patches",
             "spec", "callgraph", "frame_pointers")
     return {"host": dict(m.host), "tools": dict(m.tools), "placement": dict(m.placement),
-            "profiling": dict(m.profiling),
+            "profiling": dict(m.profiling), "load_generator": dict(m.load_generator or {}),
             "variants": {v: {k: m.variants.get(v, {}).get(k) for k in keep} for v in (base, cand)}}
 
 

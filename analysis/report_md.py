@@ -229,6 +229,14 @@ def _environment(r: Results) -> list[str]:
     if pl:
         lines.append(f"- Placement: server CPUs {pl.get('server_cpus')}, client CPUs "
                      f"{pl.get('client_cpus')}. {esc(pl.get('note') or '')}")
+    lg = e.get("load_generator") or {}
+    if lg.get("used"):
+        # A memtier suite measured with redis-benchmark (or memtier on part of the keys) must
+        # say so next to the numbers, not only in manifest.json.
+        why = (f" (memtier requested; {esc(lg.get('reason'))})"
+               if lg.get("requested") == "memtier" and lg.get("used") != "memtier" else "")
+        note = f" {esc(lg['note'])}" if lg.get("note") else ""
+        lines.append(f"- Load generator: {esc(lg['used'])}{why}.{note}")
     if pr:
         lines.append(f"- Profiler: {esc(pr.get('profiler'))}, mode {esc(pr.get('mode'))}, "
                      f"{esc(pr.get('frequency_hz'))} Hz. {esc(pr.get('note') or '')}")

@@ -220,3 +220,19 @@ def test_a_load_generator_that_writes_no_json_fails_the_rep_clearly(tmp_path):
         with pytest.raises(BenchError, match=msg):
             memtier.start(argv, None).finish(tmp_path, timeout_s=10)
         assert (tmp_path / "bench.txt").is_file() and (tmp_path / "bench.stderr").is_file()
+
+
+def test_report_names_the_load_generator_and_the_fallback():
+    from analysis import report_md
+    from analysis.results import Results
+    entry, _ = memtier.choose(_case(["GET", "key:__rand_int__"]), "auto", {"base": "/b/rb"}, env={"PATH": ""})
+    r = Results(run_id="r", created="", case={}, base="base", cand="cand", settings={},
+                environment={"load_generator": entry})
+    # esc() keeps Markdown inert: memtier\\_benchmark renders as memtier_benchmark
+    assert ("- Load generator: redis-benchmark (memtier requested; memtier\\_benchmark not on PATH "
+            "(install it from its release or build it from source, or set MEMTIER=/path)).") \
+        in report_md._environment(r)
+    r.environment = {"load_generator": {"requested": "redis-benchmark", "used": "redis-benchmark"}}
+    assert "- Load generator: redis-benchmark." in report_md._environment(r)
+    r.environment = {}   # runs made before the entry existed: no line
+    assert not any("Load generator" in x for x in report_md._environment(r))
