@@ -8,6 +8,7 @@ the statistics are exact or seeded.
 from __future__ import annotations
 
 import argparse
+import json
 import re
 import shlex
 import sys
@@ -35,7 +36,23 @@ def _bench_rows(rep_dir: Path) -> list[Any]:
     csv = rep_dir / "bench.csv"
     if csv.is_file():  # may hold several tests (redis-benchmark -t set,get)
         return throughput.parse_redis_benchmark_csv(csv)
-    return [throughput.load_rep(rep_dir)]
+    row = throughput.load_rep(rep_dir)
+    if Path(row.source).name == "bench.json" and row.test == "Totals":
+        # memtier calls its one row "Totals"; the table should name the command, as
+        # redis-benchmark's rows do. The command is in rep.json (--command=...).
+        row.test = _memtier_command(rep_dir) or row.test
+    return [row]
+
+
+def _memtier_command(rep_dir: Path) -> str | None:
+    try:
+        argv = json.loads((rep_dir / "rep.json").read_text())["commands"]["bench"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    for a in argv:
+        if isinstance(a, str) and a.startswith("--command="):
+            return a[len("--command="):]
+    return None
 
 
 def short_test(name: str, limit: int = 48) -> str:

@@ -236,3 +236,15 @@ def test_report_names_the_load_generator_and_the_fallback():
     assert "- Load generator: redis-benchmark." in report_md._environment(r)
     r.environment = {}   # runs made before the entry existed: no line
     assert not any("Load generator" in x for x in report_md._environment(r))
+
+
+def test_report_names_memtier_rows_by_the_command(fixtures_dir, tmp_path):
+    """memtier's JSON calls its row "Totals"; compare takes the name from rep.json's argv."""
+    import json
+    from analysis import compare
+    case = _suite_case(fixtures_dir, tmp_path, "1Mkeys-hash-hgetall-50-fields-10B-values", "small")
+    rep = tmp_path / "base" / "1"
+    rep.mkdir(parents=True)
+    (rep / "rep.json").write_text(json.dumps({"commands": {"bench": _argv(case)}}))
+    assert compare._memtier_command(rep) == "HGETALL __key__"
+    assert compare._memtier_command(tmp_path) is None     # no rep.json: keep memtier's name
