@@ -10,6 +10,7 @@ ourselves (matplotlib, which escapes its text) is marked safe.
 from __future__ import annotations
 
 import base64
+import re
 from pathlib import Path
 
 from jinja2 import Environment, FileSystemLoader, select_autoescape
@@ -23,12 +24,20 @@ from analysis.results import Results
 TEMPLATES = Path(__file__).with_name("templates")
 
 
+def code_spans(text: str) -> Markup:
+    """Reasons from collectors are written for Markdown (`perf stat -e cycles`): escape the
+    text first, then turn the backtick spans into <code>, so nothing from the run can
+    inject markup."""
+    escaped = str(Markup.escape(text))
+    return Markup(re.sub(r"`([^`]+)`", r"<code>\1</code>", escaped))
+
+
 def _env() -> Environment:
     env = Environment(loader=FileSystemLoader(str(TEMPLATES)),
                       autoescape=select_autoescape(["html", "j2"], default=True),
                       trim_blocks=True, lstrip_blocks=True)
     env.filters.update(share=share, value=value, pct=fmt_pct, signed=fmt_signed,
-                       short=short_test)
+                       short=short_test, code=code_spans)
     env.globals.update(rel_ci=rel_ci, pp_ci=pp_ci, thread_label=THREAD_LABEL)
     return env
 
