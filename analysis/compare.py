@@ -164,7 +164,10 @@ def _view(stacks: Any, view: str, main_names: tuple[str, ...]) -> Any:
 
 
 def _function_rows(names: list[str], shares: dict[str, list[tuple[int, dict[str, Any]]]],
-                   base: str, cand: str, view: str, opts: argparse.Namespace) -> list[FunctionRow]:
+                   base: str, cand: str, view: str, opts: argparse.Namespace,
+                   per_op: dict[str, dict[int, float]] | None = None) -> list[FunctionRow]:
+    """Share rows; with `per_op` (variant -> rep -> ns per weight unit / operations of the
+    rep's window) also the CPU time per operation of the same view."""
     rows = []
     for fn in names:
         vals = {}
@@ -179,8 +182,133 @@ def _function_rows(names: list[str], shares: dict[str, list[tuple[int, dict[str,
                                       noise_pp=opts.noise_pp, regression_pp=opts.regression_pp)
             out[k] = (Side.of(ch.base, [n for n, _ in bv]), Side.of(ch.cand, [n for n, _ in cv]),
                       ChangeOut.of(ch, "pp"))
-        rows.append(FunctionRow(fn, view, *out["flat"], *out["cum"]))
+        row = FunctionRow(fn, view, *out["flat"], *out["cum"])
+        if per_op:
+            ns = {}
+            for k in ("flat", "cum"):
+                side = {v: [(n, (getattr(costs[fn], k) if fn in costs else 0.0) * per_op[v][n])
+                            for n, costs in shares[v]] for v in (base, cand)}
+                # Absolute cost: relative waterlines like throughput's, lower is better.
+                ch = stats.compare([x for _, x in side[base]], [x for _, x in side[cand]],
+                                   higher_is_better=False, noise=opts.noise,
+                                   regression=opts.regression)
+                ns[k] = (Side.of(ch.base, [n for n, _ in side[base]]),
+                         Side.of(ch.cand, [n for n, _ in side[cand]]), ChangeOut.of(ch, "ns/op"))
+            (row.base_flat_ns, row.cand_flat_ns, row.flat_ns_change) = ns["flat"]
+            (row.base_cum_ns, row.cand_cum_ns, row.cum_ns_change) = ns["cum"]
+        rows.append(row)
     return rows
+
+
+# ------------------------------------------------------------ operations per profile rep
+
+TIME_EVENTS = ("cpu-clock", "task-clock")   # perf software clocks: sample period in ns
+
+
+def _rep_facts(rep_dir: Path) -> dict[str, Any]:
+    try:
+        d = json.loads((rep_dir / "rep.json").read_text())
+    except (OSError, ValueError):
+        return {}
+    return d if isinstance(d, dict) else {}
+
+
+def _requests(facts: dict[str, Any]) -> float | None:
+    """Requests the load generator was told to complete (redis-benchmark -n): rep.json
+    bench.requests, else the -n of the recorded command (a list, or one string)."""
+    b = facts.get("bench")
+    if isinstance(b, dict) and isinstance(b.get("requests"), (int, float)):
+        return float(b["requests"])
+    argv = (facts.get("commands") or {}).get("bench")
+    if isinstance(argv, str):
+        argv = argv.split()
+    if not isinstance(argv, list):
+        return None
+    for i, a in enumerate(argv[:-1]):
+        if a == "-n":
+            try:
+                return float(argv[i + 1])
+            except (TypeError, ValueError):
+                return None
+    return None
+
+
+def _perf_event(facts: dict[str, Any], profiling: dict[str, Any]) -> str | None:
+    argv = ((facts.get("collectors") or {}).get("perf") or {}).get("command")
+    if isinstance(argv, list):
+        for i, a in enumerate(argv[:-1]):
+            if a in ("-e", "--event"):
+                return str(argv[i + 1])
+    ev = profiling.get("event")
+    return str(ev) if ev else None
+
+
+def _profile_ops(rep_dir: Path, stacks: Any, profiling: dict[str, Any]
+                 ) -> tuple[float | None, float, str]:
+    """(operations completed in the profile window, ns per weight unit, basis) of one
+    profile rep; (None, 0, reason) when the rep cannot say.
+
+    Operations: the rep's own ops/s (its load generator ran under the profiler) × the
+    seconds perf was attached (rep.json collectors.perf.window_s, else the planned
+    window.profile_window_s), capped at the requests the load generator completed (-n):
+    perf may outlive the load. A rep whose window has neither (the hand-recorded layout of
+    tests/data/runs/record.sh) had perf attached before the load started and stopped after
+    it ended, so all -n requests fall inside the profile."""
+    facts = _rep_facts(rep_dir)
+    if stacks.unit == "nanoseconds":      # pprof (Parca): weights are already ns
+        ns_per_unit = 1.0
+    else:
+        ev = _perf_event(facts, profiling)
+        if ev not in TIME_EVENTS:
+            return None, 0.0, (f"{rep_dir.name}: folded weights are not CPU time (perf event "
+                               f"{ev or 'not recorded'}; cpu-clock periods are ns)")
+        ns_per_unit = 1.0
+        perf = (facts.get("collectors") or {}).get("perf") or {}
+        hz, n_samples = perf.get("frequency_hz") or profiling.get("frequency_hz"), perf.get("samples")
+        if hz and n_samples:
+            # inferno sums sample periods (~1e9/hz ns each); a count-per-sample fold would
+            # make every per-op number a million times too small: refuse it instead.
+            per = stacks.total / n_samples
+            if not 0.5 < per * hz / 1e9 < 2.0:
+                return None, 0.0, (f"{rep_dir.name}: perf.folded holds {per:.4g} per sample, "
+                                   f"not the ~{1e9 / hz:.4g} ns period of {hz} Hz cpu-clock")
+    if not any((rep_dir / f).is_file() for f in ("bench.csv", "bench.json", "bench.txt")):
+        return None, 0.0, "the profile reps hold no load-generator output (no operation count)"
+    try:
+        rows = _bench_rows(rep_dir)
+    except ValueError as e:
+        return None, 0.0, f"unreadable load-generator output: {e}"
+    if len(rows) != 1:
+        return None, 0.0, (f"{len(rows)} tests in one profile rep: the window mixes "
+                           "operations of different commands")
+    rate = rows[0].ops_per_sec
+    n = _requests(facts)
+    win = facts.get("window") or {}
+    perf_s = ((facts.get("collectors") or {}).get("perf") or {}).get("window_s")
+    secs, what = ((perf_s, "perf's recorded attach time") if perf_s
+                  else (win.get("profile_window_s"), "the planned profile window"))
+    if secs:
+        ops = rate * float(secs)
+        if n is not None and ops > n:
+            return n, ns_per_unit, f"all {n:,.0f} requests of the load (perf outlived the load)"
+        return ops, ns_per_unit, f"the rep's ops/s × {what}"
+    if n is not None and win.get("t0") is not None and "profile_window_s" not in win:
+        return n, ns_per_unit, ("all requests of the load (-n): perf was attached before the "
+                                "load started and stopped after it ended")
+    return None, 0.0, f"{rep_dir.name}: no profile window or request count in rep.json"
+
+
+def _op_command(run: RunDir, rep_dirs: list[Path]) -> str:
+    """What one operation is, for "ns per MSET": the command of the profile reps' test."""
+    for d in rep_dirs:
+        try:
+            rows = _bench_rows(d)
+        except (ValueError, OSError):
+            continue
+        if rows and rows[0].test:
+            return rows[0].test.split()[0].upper()
+    cmd = (run.manifest.case.get("workload") or {}).get("command") or []
+    return str(cmd[0]).upper() if cmd else "operation"
 
 
 def _mover_key(r: FunctionRow) -> tuple:
@@ -195,6 +323,8 @@ def _profiles(run: RunDir, base: str, cand: str, focus: list[str], opts: argpars
     m = run.manifest
     kinds = ["profile"] + (["throughput"] if m.profiling.get("mode") == "inline" else [])
     loaded: dict[str, list[tuple[int, Any]]] = {base: [], cand: []}
+    ops: dict[str, dict[int, tuple[float | None, float, str]]] = {base: {}, cand: {}}
+    rep_dirs: list[Path] = []
     for v in (base, cand):
         for kind in kinds:
             for rep in m.reps(v, kind):
@@ -204,6 +334,8 @@ def _profiles(run: RunDir, base: str, cand: str, focus: list[str], opts: argpars
                     raise CompareError(str(e)) from None
                 if s is not None and s.total > 0:
                     loaded[v].append((rep.rep, s))
+                    ops[v][rep.rep] = _profile_ops(run.rep_dir(rep), s, m.profiling)
+                    rep_dirs.append(run.rep_dir(rep))
         loaded[v].sort(key=lambda t: t[0])
     merged = {v: profile.merge([s for _, s in loaded[v]]) for v in loaded if loaded[v]}
     if not loaded[base] or not loaded[cand]:
@@ -247,14 +379,15 @@ def _profiles(run: RunDir, base: str, cand: str, focus: list[str], opts: argpars
                          samples={v: [s.total for _, s in loaded[v]] for v in (base, cand)},
                          reps={v: [n for n, _ in loaded[v]] for v in (base, cand)},
                          missing_focus=[f for f in focus if f not in known])
-    sec.focus = _function_rows(focus_present, sh, base, cand, thread, opts)
+    per_op = _per_op(run, sec, ops, rep_dirs, loaded, base, cand, thread, main_names, opts)
+    sec.focus = _function_rows(focus_present, sh, base, cand, thread, opts, per_op)
     if thread != "all":
         sec.focus_other_view = _function_rows(focus_present, shares_for("all"), base, cand,
-                                              "all", opts)
+                                              "all", opts, per_op)
     # Movers: every function that reached 0.1% of the view's samples in some rep.
     cands = sorted({fn for v in sh for _, c in sh[v] for fn, fc in c.items()
                     if fc.flat_share >= 0.1})
-    movers = _function_rows(cands, sh, base, cand, thread, opts)
+    movers = _function_rows(cands, sh, base, cand, thread, opts, per_op)
     sec.movers = sorted(movers, key=_mover_key)[: opts.top]
     for fn in focus_present:
         per = {}
@@ -279,6 +412,37 @@ def _profiles(run: RunDir, base: str, cand: str, focus: list[str], opts: argpars
             sec.threads.append(ThreadRow(g, Side.of(ch.base, sec.reps[base]),
                                          Side.of(ch.cand, sec.reps[cand]), ChangeOut.of(ch, "pp")))
     return sec, merged
+
+
+def _per_op(run: RunDir, sec: ProfileSection, ops: dict[str, dict[int, tuple]],
+            rep_dirs: list[Path], loaded: dict[str, list[tuple[int, Any]]], base: str, cand: str,
+            thread: str, main_names: tuple[str, ...], opts: argparse.Namespace
+            ) -> dict[str, dict[int, float]] | None:
+    """Fill sec.per_op*; the factor (ns/op per weight unit) of every profile rep, or None
+    (and sec.per_op_reason) when any rep lacks an operation count: a per-op median over
+    some reps only would compare different things."""
+    if run.manifest.case.get("workload", {}).get("tool") == "rdb-load":
+        sec.per_op_reason = "an rdb-load case has no load-generator operations"
+        return None
+    bad = sorted({r[2] for v in ops for r in ops[v].values() if r[0] is None})
+    if bad:
+        sec.per_op_reason = "; ".join(bad)
+        return None
+    factor = {v: {n: ns_unit / o for n, (o, ns_unit, _) in ops[v].items() if o}
+              for v in ops}
+    if any(len(factor[v]) != len(ops[v]) for v in ops):
+        sec.per_op_reason = "a profile rep completed no operations"
+        return None
+    sec.per_op = True
+    sec.per_op_command = _op_command(run, rep_dirs)
+    sec.ops = {v: [ops[v][n][0] for n, _ in loaded[v]] for v in (base, cand)}
+    bases = sorted({r[2] for v in ops for r in ops[v].values()})
+    sec.per_op_basis = "; ".join(bases)
+    tot = {v: [(n, _view(s, thread, main_names).total * factor[v][n]) for n, s in loaded[v]]
+           for v in (base, cand)}
+    sec.per_op_total = _metric(f"all samples ({THREAD_LABEL[thread]})", "CPU time per operation",
+                               "ns/op", False, tot[base], tot[cand], opts)
+    return factor
 
 
 def _artifacts(merged: dict[str, Any], base: str, cand: str, out: Path) -> Artifacts:
@@ -390,6 +554,21 @@ def pp_ci(c: ChangeOut, digits: int = 1) -> str:
     return f"[{fmt_signed(c.ci_low, digits)}, {fmt_signed(c.ci_high, digits)}]"
 
 
+def fmt_ns(x: float | None) -> str:
+    """CPU time per operation, 3 significant digits, in ns, µs or ms (a reader takes
+    "44.0 µs" in at a glance, "44012 ns" not)."""
+    if x is None:
+        return "n/a"
+    a, unit, scale = abs(x), "ns", 1.0
+    if a >= 1e6:
+        unit, scale = "ms", 1e6
+    elif a >= 1e3:
+        unit, scale = "µs", 1e3
+    v = x / scale
+    digits = 0 if abs(v) >= 100 or v == 0 else (1 if abs(v) >= 10 else 2)
+    return f"{v:.{digits}f} {unit}"
+
+
 THREAD_LABEL = {"main": "main thread", "all": "all threads", "io-threads": "io-threads"}
 
 
@@ -404,9 +583,19 @@ def _summary(r: Results) -> list[SummaryItem]:
         out.append(SummaryItem("Paired throughput", f"{fmt_pct(c.rel)} {rel_ci(c)}", c.verdict))
     for row in r.profile.focus:
         c = row.flat_change
-        out.append(SummaryItem(f"{row.name} flat ({THREAD_LABEL[row.thread]})",
-                               f"{row.base_flat.median:.1f}% → {row.cand_flat.median:.1f}% "
-                               f"({fmt_signed(c.delta)} pp {pp_ci(c)})", c.verdict))
+        n = row.flat_ns_change
+        per_op = n is not None and row.base_flat_ns is not None and row.cand_flat_ns is not None
+        # The per-operation cost does not dilute, so it carries the verdict; a share
+        # verdict that disagrees stays in sight (a share can rise while the cost falls).
+        share_v = f", share: {c.verdict}" if per_op and n.verdict != c.verdict else ""
+        text = (f"{row.base_flat.median:.1f}% → {row.cand_flat.median:.1f}% "
+                f"({fmt_signed(c.delta)} pp {pp_ci(c)}{share_v})")
+        verdict = c.verdict
+        if per_op:
+            text += (f", {fmt_ns(row.base_flat_ns.median)} → {fmt_ns(row.cand_flat_ns.median)}"
+                     f" per {r.profile.per_op_command} ({fmt_pct(n.rel, 0)} {rel_ci(n)})")
+            verdict = n.verdict
+        out.append(SummaryItem(f"{row.name} flat ({THREAD_LABEL[row.thread]})", text, verdict))
     t = r.tma
     if t.status == "absent":
         # The full reason (with how to fix it) is in the TMA section; one glance needs its head.

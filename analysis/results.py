@@ -78,6 +78,16 @@ class FunctionRow:
     base_cum: Side
     cand_cum: Side
     cum_change: ChangeOut    # in pp
+    # CPU time per operation (ns/op) of the same view: the function's weight (ns of
+    # cpu-clock) / operations the load generator completed in the profile window. Shares
+    # dilute (one function's gain raises every other share); these do not. None when the
+    # run has no usable operation counts (ProfileSection.per_op_reason says why).
+    base_flat_ns: Side | None = None
+    cand_flat_ns: Side | None = None
+    flat_ns_change: ChangeOut | None = None    # in ns/op, lower is better
+    base_cum_ns: Side | None = None
+    cand_cum_ns: Side | None = None
+    cum_ns_change: ChangeOut | None = None
 
 
 @dataclass
@@ -114,6 +124,13 @@ class ProfileSection:
     callers: list[CallerRow] = field(default_factory=list)
     threads: list[ThreadRow] = field(default_factory=list)
     missing_focus: list[str] = field(default_factory=list)   # focus functions in no profile
+    # CPU time per operation (see FunctionRow.*_ns): available, or why not
+    per_op: bool = False
+    per_op_reason: str = ""          # why there are no per-operation columns
+    per_op_command: str = ""         # what one operation is ("MSET"): the load's command
+    per_op_basis: str = ""           # how the operations of the window were counted
+    ops: dict[str, list[float]] = field(default_factory=dict)   # variant -> ops per profile rep
+    per_op_total: "MetricRow | None" = None   # all samples of the view per operation, ns/op
 
 
 @dataclass
