@@ -17,8 +17,9 @@ from jinja2 import Environment, FileSystemLoader, select_autoescape
 from markupsafe import Markup
 
 from analysis import plots
-from analysis.compare import THREAD_LABEL, fmt_pct, fmt_signed, pp_ci, rel_ci, short_test
-from analysis.report_md import share, value
+from analysis.compare import (THREAD_LABEL, fmt_ns, fmt_pct, fmt_signed, pp_ci, rel_ci,
+                              short_test)
+from analysis.report_md import per_op_note, share, value
 from analysis.results import Results
 
 TEMPLATES = Path(__file__).with_name("templates")
@@ -37,8 +38,9 @@ def _env() -> Environment:
                       autoescape=select_autoescape(["html", "j2"], default=True),
                       trim_blocks=True, lstrip_blocks=True)
     env.filters.update(share=share, value=value, pct=fmt_pct, signed=fmt_signed,
-                       short=short_test, code=code_spans)
-    env.globals.update(rel_ci=rel_ci, pp_ci=pp_ci, thread_label=THREAD_LABEL)
+                       short=short_test, code=code_spans, ns=fmt_ns)
+    env.globals.update(rel_ci=rel_ci, pp_ci=pp_ci, thread_label=THREAD_LABEL,
+                       per_op_note=per_op_note)
     return env
 
 

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import re
 
-from analysis.compare import (THREAD_LABEL, fmt_pct, fmt_signed, pp_ci, rel_ci, short_test)
+from analysis.compare import (THREAD_LABEL, fmt_ns, fmt_pct, fmt_signed, pp_ci, rel_ci,
+                              short_test)
 from analysis.results import FunctionRow, MetricRow, Results, Side
 
 GITHUB_COMMENT_LIMIT = 65536
@@ -60,16 +61,62 @@ def _metric_rows(rows: list[MetricRow], with_metric: bool) -> list[str]:
     return out
 
 
-def _fn_table(rows: list[FunctionRow], kind: str, base: str, cand: str) -> list[str]:
-    out = [f"| Function | {esc(base)} ({kind}) | {esc(cand)} ({kind}) | Change | 95% CI | Verdict |",
-           "|---|---|---|---|---|---|"]
+def _fn_table(rows: list[FunctionRow], kind: str, base: str, cand: str,
+              per_op: str = "") -> list[str]:
+    """Share table; with `per_op` (the command, e.g. "MSET") a column with the flat CPU
+    time per operation and its change (used by the top movers)."""
+    extra = f" {kind} per {esc(per_op)} |" if per_op else ""
+    out = [f"| Function | {esc(base)} ({kind}) | {esc(cand)} ({kind}) | Change | 95% CI | Verdict |"
+           + extra, "|---|---|---|---|---|---|" + ("---|" if per_op else "")]
     for r in rows:
         b, c, ch = ((r.base_flat, r.cand_flat, r.flat_change) if kind == "flat"
                     else (r.base_cum, r.cand_cum, r.cum_change))
         rel = f" ({fmt_pct(ch.rel, 0)})" if ch.rel is not None else ""
+        cell = ""
+        if per_op:
+            bn, cn, nch = ((r.base_flat_ns, r.cand_flat_ns, r.flat_ns_change) if kind == "flat"
+                           else (r.base_cum_ns, r.cand_cum_ns, r.cum_ns_change))
+            cell = (f" {fmt_ns(bn.median)} → {fmt_ns(cn.median)} ({fmt_pct(nch.rel, 0)}) |"
+                    if bn is not None and cn is not None and nch is not None else " n/a |")
         out.append(f"| {esc(r.name)} | {share(b.median)} | {share(c.median)} | "
-                   f"{fmt_signed(ch.delta, 2)} pp{rel} | {pp_ci(ch, 2)} pp | {verdict(ch.verdict)} |")
+                   f"{fmt_signed(ch.delta, 2)} pp{rel} | {pp_ci(ch, 2)} pp | {verdict(ch.verdict)} |"
+                   + cell)
     return out
+
+
+def per_op_note(p) -> str:
+    """The sentence under the per-operation table: what an operation is and how the
+    operations of a profile window were counted."""
+    return (f"CPU time per operation = the function's CPU time in the profile (perf "
+            f"cpu-clock sample periods, ns) / the {p.per_op_command} commands the load "
+            f"generator completed while perf was attached ({p.per_op_basis}); one operation "
+            f"is one {p.per_op_command} command, whatever its key count. Medians over profile "
+            f"reps; change, 95% CI and verdict relative (waterlines as throughput), lower is "
+            f"better. Unlike shares, these do not rise when another function gets cheaper.")
+
+
+def _per_op_table(r: Results) -> list[str]:
+    p = r.profile
+    if not p.per_op:
+        return ([f"No CPU time per operation: {esc(p.per_op_reason)}.", ""]
+                if p.per_op_reason else [])
+    rows = []
+    t = p.per_op_total
+    if t is not None:
+        rows.append((f"all samples ({THREAD_LABEL[p.thread]})", t.base, t.cand, t.change))
+    for f in p.focus:
+        rows.append((f"{esc(f.name)} (flat)", f.base_flat_ns, f.cand_flat_ns, f.flat_ns_change))
+    for f in p.focus:
+        rows.append((f"{esc(f.name)} (cum)", f.base_cum_ns, f.cand_cum_ns, f.cum_ns_change))
+    out = [f"CPU time per {esc(p.per_op_command)} ({THREAD_LABEL[p.thread]}):", "",
+           f"| Function | {esc(r.base)} | {esc(r.cand)} | Change | 95% CI | Verdict |",
+           "|---|---|---|---|---|---|"]
+    for name, b, c, ch in rows:
+        if b is None or c is None or ch is None:
+            continue
+        out.append(f"| {name} | {fmt_ns(b.median)} | {fmt_ns(c.median)} | {fmt_pct(ch.rel, 0)} | "
+                   f"{rel_ci(ch)}% | {verdict(ch.verdict)} |")
+    return out + ["", esc(per_op_note(p)), ""]
 
 
 def _details(summary: str, body: list[str]) -> list[str]:
@@ -109,6 +156,7 @@ def _profile_main(r: Results) -> list[str]:
         out += ["Flat (self) cost:", ""] + _fn_table(p.focus, "flat", r.base, r.cand) + [""]
         out += ["Cumulative cost (self + callees; shows cost that moved into an inlining caller):",
                 ""] + _fn_table(p.focus, "cum", r.base, r.cand) + [""]
+        out += _per_op_table(r)
     else:
         out += ["No focus functions (the case lists none; `--focus f1,f2` to pick some).", ""]
     if p.missing_focus:
@@ -146,6 +194,30 @@ def _per_rep(r: Results) -> list[str]:
                         f"{', '.join(share(x) for x in sf.values)} | "
                         f"{', '.join(share(x) for x in sc.values)} |")
         body.append("")
+    p = r.profile
+    if p.per_op:
+        body += [f"**{esc(p.per_op_command)} commands in each profile window (ops/s × seconds "
+                 f"perf was attached, or the load's request count)**", "",
+                 "| Variant | reps | operations | all samples per op |", "|---|---|---|---|"]
+        tot = p.per_op_total
+        for v in (r.base, r.cand):
+            side = (tot.base if v == r.base else tot.cand) if tot else None
+            body.append(f"| {esc(v)} | {', '.join(map(str, p.reps.get(v, [])))} | "
+                        + ", ".join(f"{x:,.0f}" for x in p.ops.get(v, [])) + " | "
+                        + (", ".join(fmt_ns(x) for x in side.values) if side else "n/a") + " |")
+        body.append("")
+        for fr in p.focus:
+            if fr.base_flat_ns is None:
+                continue
+            body += [f"**{esc(fr.name)} flat / cum, CPU time per {esc(p.per_op_command)} "
+                     f"({THREAD_LABEL[fr.thread]})**", "",
+                     "| Variant | reps | flat per rep | cum per rep |", "|---|---|---|---|"]
+            for v, sf, sc in ((r.base, fr.base_flat_ns, fr.base_cum_ns),
+                              (r.cand, fr.cand_flat_ns, fr.cand_cum_ns)):
+                body.append(f"| {esc(v)} | {', '.join(map(str, sf.reps))} | "
+                            f"{', '.join(fmt_ns(x) for x in sf.values)} | "
+                            f"{', '.join(fmt_ns(x) for x in sc.values)} |")
+            body.append("")
     return _details("Per-rep values", body) if body else []
 
 
@@ -156,7 +228,7 @@ def _movers(r: Results, n: int) -> list[str]:
     rows = p.movers[:n]
     body = [f"Flat share change, {THREAD_LABEL[p.thread]}, established moves (interval clear "
             f"of 0) first, then by size. {len(rows)} of {len(p.movers)} listed.", ""]
-    body += _fn_table(rows, "flat", r.base, r.cand)
+    body += _fn_table(rows, "flat", r.base, r.cand, p.per_op_command if p.per_op else "")
     return _details(f"Top movers ({THREAD_LABEL[p.thread]})", body)
 
 
@@ -201,6 +273,10 @@ def _methods(r: Results) -> list[str]:
                     f"{esc(row.change.reason)} Method: {esc(row.change.method)}.")
     for fr in r.profile.focus:
         body.append(f"- {esc(fr.name)} flat: {fr.flat_change.verdict}: {esc(fr.flat_change.reason)}")
+        if fr.flat_ns_change is not None:
+            body.append(f"- {esc(fr.name)} flat per {esc(r.profile.per_op_command)}: "
+                        f"{fr.flat_ns_change.verdict}: {esc(fr.flat_ns_change.reason)} "
+                        f"Method: {esc(fr.flat_ns_change.method)}.")
     return _details("How the verdicts were reached", body) if body else []
 
 
