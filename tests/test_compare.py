@@ -330,3 +330,119 @@ def test_no_pmu_tma_output_and_unreadable_tma_file(tmp_path, fixtures_dir):
     md, res = run_compare(run, tmp_path / "o2")
     assert "unreadable TMA output: " in res["tma"]["reason"]
     assert str(run / "base" / "4" / "tma.txt") in res["tma"]["reason"]
+
+
+# ---- CPU time per operation (ns/op) -------------------------------------------------
+
+def hand_ns_per_op(variant: str, fn: str | None, thread: str) -> tuple[list[float], list[float]]:
+    """flat and cumulative ns per MSET per profile rep, from the raw files only: the folded
+    weights are cpu-clock periods in ns (SOURCES.md); record.sh attached perf before the
+    load and stopped it after, so every one of the -n requests in rep.json's bench command
+    ran inside the profile. fn None = all samples of the view."""
+    flat, cum = [], []
+    for rep in (4, 5, 6):
+        d = RUN / variant / str(rep)
+        argv = json.loads((d / "rep.json").read_text())["commands"]["bench"].split()
+        n = int(argv[argv.index("-n") + 1])
+        # the server's own count agrees: INFO commandstats says 40000 MSET calls
+        info = (d / "info.txt").read_text()
+        assert f"cmdstat_mset:calls={n}," in info
+        f = c = 0.0
+        for frames, w in folded_lines(d / "perf.folded"):
+            if thread == "main" and frames[0] != "redis-server":
+                continue
+            f += w if fn is None or frames[-1] == fn else 0.0
+            c += w if fn is None or fn in frames[1:] else 0.0
+        flat.append(f / n)
+        cum.append(c / n)
+    return flat, cum
+
+
+def test_cpu_time_per_operation_equals_hand_computation(report):
+    md, res, out = report
+    p = res["profile"]
+    assert p["per_op"] is True and p["per_op_command"] == "MSET"
+    assert p["ops"] == {"base": [40000, 40000, 40000], "cand": [40000, 40000, 40000]}
+    assert "-n" in p["per_op_basis"]
+    for row in p["focus"]:              # main-thread view, as the shares
+        for v in ("base", "cand"):
+            flat, cum = hand_ns_per_op(v, row["name"], "main")
+            assert row[f"{v}_flat_ns"]["values"] == pytest.approx(flat)
+            assert row[f"{v}_cum_ns"]["values"] == pytest.approx(cum)
+            assert row[f"{v}_flat_ns"]["median"] == pytest.approx(statistics.median(flat))
+        assert row["flat_ns_change"]["unit"] == "ns/op"
+    for row in p["focus_other_view"]:   # the process-wide view divides all threads' ns
+        flat, _ = hand_ns_per_op("cand", row["name"], "all")
+        assert row["cand_flat_ns"]["values"] == pytest.approx(flat)
+    tot_b, _ = hand_ns_per_op("base", None, "main")
+    tot_c, _ = hand_ns_per_op("cand", None, "main")
+    assert p["per_op_total"]["base"]["values"] == pytest.approx(tot_b)
+    assert p["per_op_total"]["cand"]["values"] == pytest.approx(tot_c)
+    # dictFind: base 4.65 µs per MSET (its main-thread median), in the table and summary
+    d = next(r for r in p["focus"] if r["name"] == "dictFind")
+    bflat, _ = hand_ns_per_op("base", "dictFind", "main")
+    cflat, _ = hand_ns_per_op("cand", "dictFind", "main")
+    assert f"{statistics.median(bflat) / 1000:.2f} µs" == "4.65 µs"
+    assert "| dictFind (flat) | 4.65 µs | 5.83 µs | +25% |" in md
+    assert "CPU time per MSET (main thread):" in md
+    # share falls (dilution by the io-thread's stolen CPU), cost per MSET rises: the
+    # summary gives the per-op verdict and keeps the share verdict in sight
+    assert d["flat_change"]["verdict"] == "improvement"
+    assert d["flat_ns_change"]["verdict"] == "regression"
+    item = next(i for i in res["summary"] if i["label"] == "dictFind flat (main thread)")
+    assert "share: improvement" in item["text"] and "4.65 µs → 5.83 µs per MSET" in item["text"]
+    assert item["verdict"] == "regression"
+    html = (out / "report.html").read_text()
+    assert 'id="per-op"' in html and "4.65 µs" in html
+    # movers carry the per-op cost too (cheap: same weights)
+    assert all(m["flat_ns_change"] is not None for m in p["movers"])
+
+
+def test_per_op_from_perf_attach_time_and_request_cap():
+    """collectors.run layout (paired-hz/a/1): ops = ops/s × profile window, capped at the
+    requests the load generator completed when perf outlived the load."""
+    from analysis import profile
+    d = PAIRED / "a" / "1"
+    facts = json.loads((d / "rep.json").read_text())
+    stacks = profile.read_folded(d / "perf.folded")
+    ops, ns_unit, basis = compare._profile_ops(d, stacks, {})
+    rps = float(next(csv.DictReader(open(d / "bench.csv")))["rps"])
+    assert rps * facts["window"]["profile_window_s"] > facts["bench"]["requests"]   # 21440 > 20440
+    assert ops == facts["bench"]["requests"] == 20440 and "perf outlived the load" in basis
+    assert ns_unit == 1.0
+    # 124 samples at 999 Hz cpu-clock: 1,001,001 ns each
+    assert stacks.total == 124 * 1001001
+
+
+def test_per_op_from_recorded_attach_time(tmp_path):
+    """rep.json collectors.perf.window_s (perf's own attach time) × the rep's ops/s; the
+    demo's base/6 values (runs/20261122-000940-mset-50keys) written into a copy."""
+    run = _copy_run(tmp_path)
+    d = run / "base" / "4"
+    facts = json.loads((d / "rep.json").read_text())
+    facts["collectors"] = {"perf": {"command": ["perf", "record", "-e", "cpu-clock", "-F", "999"],
+                                    "frequency_hz": 999, "window_s": 1.0}}
+    facts["window"]["profile_window_s"] = 16.0
+    (d / "rep.json").write_text(json.dumps(facts))
+    from analysis import profile
+    ops, _, basis = compare._profile_ops(d, profile.read_folded(d / "perf.folded"), {})
+    assert ops == pytest.approx(30959.75 * 1.0) and "perf's recorded attach time" in basis
+
+
+def test_no_operation_counts_omits_per_op_and_says_why(tmp_path):
+    run = _copy_run(tmp_path)
+    for f in ("bench.csv", "bench.txt"):             # a profile rep without its bench output
+        (run / "cand" / "5" / f).unlink()
+    md, res = run_compare(run, tmp_path / "out")
+    p = res["profile"]
+    assert p["per_op"] is False and p["focus"][0]["base_flat_ns"] is None
+    assert "no load-generator output" in p["per_op_reason"]
+    assert "No CPU time per operation: the profile reps hold no load-generator output" in md
+    assert "CPU time per MSET" not in md
+    assert "share:" not in res["summary"][1]["text"]   # summary falls back to shares alone
+    # weights that are not CPU time (an event other than cpu-clock) are refused, not divided
+    mf = json.loads((run / "manifest.json").read_text())
+    mf["profiling"]["event"] = "cycles"
+    (run / "manifest.json").write_text(json.dumps(mf))
+    _, res = run_compare(run, tmp_path / "out2")
+    assert "not CPU time (perf event cycles" in res["profile"]["per_op_reason"]
