@@ -322,6 +322,7 @@ class Runner:
                                           self.scratch / f"calibrate-{name}.log", rdb))
             srv.start()
             try:
+                srv.settle()  # calibrate on the keyspace the reps will measure
                 c = calibrate(self.bench_bin(v), srv.port, w, target_s=w.duration_s,
                               cpus=self.place.get("client_cpus"), cluster=self.case.server.cluster)
             finally:
@@ -432,6 +433,8 @@ class Runner:
             if w.tool == "rdb-load":
                 self.rdb_load_rep(srv, rep_dir, facts)
                 return
+            # Measure a settled keyspace, not the rehash a restored RDB leaves behind.
+            facts["settle"] = srv.settle()
             if self.memtier_bin:
                 self.memtier_rep(rep, rep_dir, srv, facts)
                 return
@@ -538,6 +541,7 @@ class Runner:
         srv = self._start_server(first, rep, rep_dir, rdb, facts, with_variant_config=False)
         try:
             facts["dataset"] = self.verify_rep(srv)
+            facts["settle"] = srv.settle()
             cal = Calibration(**self.m.calibration[names[0]])
             res = run_paired_windows(srv, self.variants, self.case, cal, self.bench_bin(first),
                                      self.place.get("client_cpus"), rep_dir,

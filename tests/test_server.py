@@ -177,3 +177,25 @@ def test_children_die_with_their_parent(tmp_path):
         time.sleep(0.05)
     else:
         pytest.fail("server outlived its SIGKILLed parent")
+
+
+def test_settle_waits_for_the_keyspace_rehash(variant, tmp_path):
+    """A dict mid-rehash is what a restored RDB leaves behind; settle() must end it and
+    put hz back. Growing a dict past its table size starts a rehash for real."""
+    srv = Server(_opts(variant, tmp_path, "settle")).start()
+    try:
+        c = srv.client
+        c.config_set("hz", 1)          # slow cron: the rehash would take long on its own
+        c.config_set("activerehashing", "no")
+        # 70,000 keys: the table grows 65,536 -> 131,072 at the 65,537th key.
+        c.eval("for i=1,70000 do redis.call('SET','k'..i,'v') end", 0)
+        field = "mem_overhead_db_hashtable_rehashing"
+        assert int(c.info("memory")[field]) > 0, "the dict should be mid-rehash"
+        c.config_set("activerehashing", "yes")
+        res = srv.settle(timeout_s=60)
+        assert res["rehashing_s"] > 0 and res["hz_during_settle"] == 500
+        assert int(c.info("memory")[field]) == 0
+        assert c.config_get("hz")["hz"] == "1"
+        assert srv.settle() == {"rehashing_s": 0.0}
+    finally:
+        srv.stop()
