@@ -163,3 +163,37 @@ def test_cli_errors_are_clear(capsys, tmp_path):
     assert run_main(["--resume", str(tmp_path)]) == 2
     assert "no manifest.json here" in capsys.readouterr().err
     assert list(tmp_path.iterdir()) == []
+
+
+def test_memtier_requested_without_memtier_falls_back_end_to_end(tmp_path):
+    """--load-generator memtier on a host without memtier_benchmark (the dev host: not in
+    Debian bookworm): the run still measures, with redis-benchmark, and says why on stderr
+    and in the manifest. One variant, one rep, no profile: about 15 s."""
+    import shutil
+    env = cli_env()
+    env.pop("MEMTIER", None)
+    if shutil.which("memtier_benchmark", path=env["PATH"]):
+        pytest.skip("memtier_benchmark is installed here: the fallback is not what runs")
+    built("base", BASE_SPEC)
+    args = [CASE, "--size", "small", "--variant", f"base={BASE_SPEC}", "--reps", "1", "--profile", "off",
+            "--load-generator", "memtier", "--out", str(tmp_path), "--no-progress"]
+    r = subprocess.run([sys.executable, "-m", "collectors", "run", *args], cwd=REPO, env=env,
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert ("stallscope run: load generator: memtier requested (--load-generator memtier), using "
+            "redis-benchmark instead: memtier_benchmark not on PATH (install it from its release or "
+            "build it from source, or set MEMTIER=/path)") in r.stderr
+    rd = load_run(Path(r.stdout.strip().splitlines()[-1]))
+    m = rd.manifest
+    bench = built("base", BASE_SPEC).benchmark_bin
+    assert m.load_generator == {"requested": "memtier", "used": "redis-benchmark", "path": {"base": bench},
+                                "reason": "memtier_benchmark not on PATH (install it from its release or "
+                                          "build it from source, or set MEMTIER=/path)",
+                                "asked_by": "--load-generator memtier"}
+    assert m.options["load_generator"] == "memtier" and m.calibration["base"]["requests"] > 0
+    (rep,) = m.schedule
+    assert rep.status == "ok"
+    d = rd.rep_dir(rep)
+    facts = json.loads((d / "rep.json").read_text())
+    assert facts["commands"]["bench"][0] == bench and (d / "bench.csv").is_file()
+    assert not (d / "bench.json").exists()
