@@ -269,8 +269,9 @@ class MemtierProcess:
         t = rows[0]
         lat = t.latency_ms
         nan = float("nan")
-        # memtier runs for --test-time: there is no request count to report (requests=0).
+        # memtier runs for --test-time: no request count (None, not 0: analysis caps the
+        # operations of a profile window at bench.requests when it is a number).
         return BenchResult(test=t.test, rps=t.ops_per_sec, avg_latency_ms=lat.get("avg", nan),
                            min_latency_ms=lat.get("min", nan), p50_latency_ms=lat.get("p50", nan),
                            p95_latency_ms=lat.get("p95", nan), p99_latency_ms=lat.get("p99", nan),
-                           max_latency_ms=lat.get("max", nan), wall_s=round(wall, 6), requests=0)
+                           max_latency_ms=lat.get("max", nan), wall_s=round(wall, 6), requests=None)

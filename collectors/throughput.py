@@ -38,7 +38,7 @@ class BenchResult:
     p99_latency_ms: float
     max_latency_ms: float
     wall_s: float                 # wall time of the load generator process (s)
-    requests: int
+    requests: int | None          # -n; None for memtier (it runs for --test-time)
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)

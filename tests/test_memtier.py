@@ -248,3 +248,11 @@ def test_report_names_memtier_rows_by_the_command(fixtures_dir, tmp_path):
     (rep / "rep.json").write_text(json.dumps({"commands": {"bench": _argv(case)}}))
     assert compare._memtier_command(rep) == "HGETALL __key__"
     assert compare._memtier_command(tmp_path) is None     # no rep.json: keep memtier's name
+
+
+def test_memtier_reps_leave_the_request_cap_open():
+    """rep.json bench.requests is null for memtier (it runs for --test-time): compare caps
+    a profile window's operations at a numeric bench.requests, so 0 would zero them."""
+    from analysis import compare
+    facts = {"bench": {"requests": None}, "commands": {"bench": [BIN, "--test-time", "3"]}}
+    assert compare._requests(facts) is None
