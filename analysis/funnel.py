@@ -8,14 +8,13 @@ parent), and one plain sentence per significant move from a fixed rule table.
 """
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 from fnmatch import fnmatch
 from statistics import median
 from typing import Any
 
 from analysis import stats
-from analysis.tma import (CATALOG, L1_NODES, MEMORY_PATH, TmaNode, TmaResult, domain_label,
+from analysis.tma import (L1_NODES, MEMORY_PATH, TmaNode, TmaResult, domain_label,
                           resolve_name, tree_order)
 
 SCHEMA = "stallscope.tma-funnel/1"

@@ -19,7 +19,6 @@ import sys
 import tarfile
 import threading
 import time
-from dataclasses import asdict
 from pathlib import Path
 from typing import Callable
 

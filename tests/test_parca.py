@@ -2,7 +2,6 @@
 (../shared/fixtures/parca: pprof.json, top.json, window.txt from a real Parca server)."""
 from __future__ import annotations
 
-import gzip
 import json
 import socket
 import threading

@@ -1,5 +1,4 @@
 """Profile model and perf-script ingestion against real recordings (tests/data/SOURCES.md)."""
-import gzip
 import shutil
 import subprocess
 import sys

@@ -2,7 +2,6 @@
 65,536-character comment limit (details are given up first)."""
 from __future__ import annotations
 
-import argparse
 import copy
 import re
 
