@@ -9,6 +9,7 @@ CASE  ?= mset-50keys
 BASE  ?=
 CAND  ?=
 REPS  ?= 5
+PROFILE_REPS ?= 3
 SIZE  ?= default
 RUN   ?=
 
@@ -30,10 +31,10 @@ demo-small: ## the demo at CI size (a few minutes) -> reports/demo-small/
 	$(PY) -m collectors demo --size small --out reports/demo-small
 
 compare: ## run CASE for BASE vs CAND (variant specs) and report: make compare CASE=mget-100keys BASE=debsrc:redis CAND=...
-	$(PY) -m collectors run $(CASE) --variant base=$(BASE) --variant cand=$(CAND) --reps $(REPS) --size $(SIZE) --report
+	$(PY) -m collectors run $(CASE) --variant base=$(BASE) --variant cand=$(CAND) --reps $(REPS) --profile-reps $(PROFILE_REPS) --size $(SIZE) --report
 
 run: ## collect only: make run CASE=... BASE=... CAND=... (writes runs/<run-id>/)
-	$(PY) -m collectors run $(CASE) --variant base=$(BASE) --variant cand=$(CAND) --reps $(REPS) --size $(SIZE)
+	$(PY) -m collectors run $(CASE) --variant base=$(BASE) --variant cand=$(CAND) --reps $(REPS) --profile-reps $(PROFILE_REPS) --size $(SIZE)
 
 report: ## (re)build reports from a run directory: make report RUN=runs/<run-id>
 	$(PY) -m analysis compare $(RUN)

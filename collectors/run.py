@@ -89,7 +89,7 @@ class RepCollector(Protocol):
 class RunOptions:
     reps: int = 5                  # throughput reps per variant (paired reps with --paired)
     profile: str = "perf"          # perf | off | a plugin's profiler
-    profile_reps: int = 1          # separate profiled reps per variant
+    profile_reps: int = 3          # separate profiled reps per variant (3: fewest with a CI)
     freq_hz: int = 999
     keep_perf_data: bool = False
     paired: bool = False
@@ -693,8 +693,9 @@ def parser() -> argparse.ArgumentParser:
     profilers = ["perf", "off"] + [x for pl in plugins for x in getattr(pl, "PROFILERS", ())]
     p.add_argument("--profile", choices=profilers, default="perf",
                    help="CPU profiler for the separate profile reps (default perf)")
-    p.add_argument("--profile-reps", type=int, default=1, metavar="N",
-                   help="profiled reps per variant, separate from throughput reps (default 1)")
+    p.add_argument("--profile-reps", type=int, default=3, metavar="N",
+                   help="profiled reps per variant, separate from throughput reps (default 3: "
+                        "the fewest that give function costs a confidence interval)")
     p.add_argument("--frequency", type=int, default=999, metavar="HZ",
                    help="perf sampling frequency in Hz (default 999)")
     p.add_argument("--keep-perf-data", action="store_true", help="keep perf.data beside perf.folded")
