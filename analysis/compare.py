@@ -648,6 +648,9 @@ def analyse(run: RunDir, opts: argparse.Namespace, out: Path | None = None) -> R
     r.environment = _environment(run, base, cand)
     r.reproduce = {"run": shlex.join(m.command) if m.command else "",
                    "report": shlex.join(["python", "-m", "analysis", "compare", str(opts.run_dir)])}
+    l3 = (getattr(m, "dataset", None) or {}).get("l3_warning")
+    if l3:
+        r.notes.append(l3)
     if not r.throughput and not r.paired:
         r.notes.append("no throughput reps with bench.csv/bench.json/bench.txt on both sides")
     failed = [f"{x.dir} ({x.reason or 'failed'})" for x in m.schedule if x.status == "failed"]

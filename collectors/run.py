@@ -288,6 +288,12 @@ class Runner:
             body = cached_log.read_text() if cached_log.is_file() else "(not recorded)\n"
             (ds_dir / "preload.txt").write_text(head + body)
         info["snapshot_bytes"] = rdb.stat().st_size
+        from collectors.dataset import l3_warning
+        # A "far larger than L3" case run at a size that fits in L3 measures no DRAM stalls:
+        # the report must say so next to its verdicts.
+        info["l3_warning"] = l3_warning(self.case)
+        if info["l3_warning"]:
+            print(f"stallscope run: note: {info['l3_warning']}", file=sys.stderr)
         self.m.dataset = info
         self.save()
         return rdb

@@ -277,6 +277,18 @@ def test_failed_rep_is_left_out_and_said(tmp_path):
     assert "failed reps left out: base/1 (server exited (test))" in md
 
 
+def test_l3_warning_of_the_run_is_a_note_in_the_report(tmp_path):
+    run = _copy_run(tmp_path)
+    mf = json.loads((run / "manifest.json").read_text())
+    warn = ("case mset-10keys (size small): the dataset is about 12.3 MiB, not larger than "
+            "this host's L3 (32 MiB)")
+    mf["dataset"] = dict(mf.get("dataset") or {}, l3_warning=warn)
+    (run / "manifest.json").write_text(json.dumps(mf))
+    md, res = run_compare(run, tmp_path / "o")
+    assert warn in res["notes"]
+    assert f"> Note: {warn}" in md.replace("\\", "")
+
+
 def test_help_has_examples():
     r = subprocess.run([sys.executable, "-m", "analysis", "compare", "--help"],
                        capture_output=True, text=True, cwd=REPO)

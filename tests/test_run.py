@@ -103,7 +103,10 @@ def test_raw_outputs_and_keyspace_verified_every_rep(mset_run):
         assert "Ready to accept connections" in (d / "server.log").read_text()
         assert f"process_id:{f['pid']}" in (d / "info.txt").read_text()
         assert f["server_stop"] == "shutdown"
+        assert f["settle"]["rehashing_s"] is not None and f["settle"]["rehashing_s"] >= 0
     assert not (rd.path / ".scratch").exists()
+    # 200k small strings fit in this host's 32 MB L3: the run says so, for the report.
+    assert "not larger than this host's L3" in rd.manifest.dataset["l3_warning"]
 
 
 def test_profile_reps_have_folded_stacks_with_lookup_functions(mset_run):
