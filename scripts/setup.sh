@@ -23,30 +23,42 @@ fi
 # --- Debian packages --------------------------------------------------------------
 apt_pkgs=(build-essential dpkg-dev git pkg-config linux-perf procps util-linux
           python3-venv chromium curl ca-certificates)
-# cargo only when no Rust toolchain is on the machine already (rustup or Debian's).
-if ! command -v cargo >/dev/null && [ ! -x "$HOME/.cargo/bin/cargo" ]; then
-  apt_pkgs+=(cargo)
-fi
+CARGO_BIN=${CARGO_HOME:-$HOME/.cargo}/bin
+export PATH="$CARGO_BIN:$PATH"
+# A Rust toolchain only when none is on the machine already (rustup or Debian's).
+need_rust=0
+command -v cargo >/dev/null || need_rust=1
 missing=()
 for p in "${apt_pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing+=("$p")
 done
-if [ ${#missing[@]} -gt 0 ]; then
-  log "installing Debian packages: ${missing[*]}"
+if [ ${#missing[@]} -gt 0 ] || [ $need_rust = 1 ]; then
   $SUDO apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
+  if [ $need_rust = 1 ]; then
+    # inferno needs rustc >= 1.85 (RUST_MIN below): bookworm's `cargo` is 1.63, its
+    # `cargo-web` (the toolchain Debian keeps current to build the browsers) is new enough.
+    if apt-cache show cargo-web >/dev/null 2>&1; then missing+=(cargo-web); else missing+=(cargo); fi
+  fi
+  log "installing Debian packages: ${missing[*]}"
+  # sudo resets the environment: pass DEBIAN_FRONTEND through env, or debconf may prompt.
+  $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}"
 else
   log "Debian packages present"
 fi
 
 # --- inferno (inferno-collapse-perf, inferno-flamegraph, inferno-diff-folded) -----------
-export PATH="$HOME/.cargo/bin:$PATH"
 INFERNO_VERSION=0.12.8
+# --locked builds inferno's Cargo.lock: its clap 4.6 / indexmap 2.14 declare rust-version 1.85.
+RUST_MIN=1.85
 # inferno's binaries have no --version; cargo's install ledger says which one is there.
 if command -v inferno-collapse-perf >/dev/null && \
    grep -qs "\"inferno $INFERNO_VERSION " "${CARGO_HOME:-$HOME/.cargo}/.crates.toml"; then
   log "inferno $INFERNO_VERSION present"
 else
+  rustc_v=$(rustc --version 2>/dev/null | awk '{print $2}')
+  if [ -z "$rustc_v" ] || [ "$(printf '%s\n%s\n' "$RUST_MIN" "$rustc_v" | sort -V | head -1)" != "$RUST_MIN" ]; then
+    die "inferno $INFERNO_VERSION needs rustc >= $RUST_MIN, found '${rustc_v:-none}': on Debian 12 replace 'cargo' with 'cargo-web' (apt-get install cargo-web), or install a current toolchain with rustup"
+  fi
   log "building inferno $INFERNO_VERSION with cargo (a few minutes on 2 cores)"
   cargo install --locked --quiet --version "$INFERNO_VERSION" inferno
 fi
