@@ -30,14 +30,22 @@ demo: ## main job: Redis (Debian source) vs the same + cases/patches MSET prefet
 demo-small: ## the demo at CI size (a few minutes) -> reports/demo-small/
 	$(PY) -m collectors demo --size small --out reports/demo-small
 
+# Quoted: a variant spec or run directory may contain spaces (e.g. +patch=my fix.patch).
+RUN_ARGS = "$(CASE)" --variant "base=$(BASE)" --variant "cand=$(CAND)" --reps "$(REPS)" \
+           --profile-reps "$(PROFILE_REPS)" --size "$(SIZE)"
+need_variants = @test -n "$(BASE)" -a -n "$(CAND)" || { echo "make $@: set BASE=... and CAND=... (variant specs, e.g. BASE=debsrc:redis CAND=debsrc:redis+patch=my.patch)" >&2; exit 2; }
+
 compare: ## run CASE for BASE vs CAND (variant specs) and report: make compare CASE=mget-100keys BASE=debsrc:redis CAND=...
-	$(PY) -m collectors run $(CASE) --variant base=$(BASE) --variant cand=$(CAND) --reps $(REPS) --profile-reps $(PROFILE_REPS) --size $(SIZE) --report
+	$(need_variants)
+	$(PY) -m collectors run $(RUN_ARGS) --report
 
 run: ## collect only: make run CASE=... BASE=... CAND=... (writes runs/<run-id>/)
-	$(PY) -m collectors run $(CASE) --variant base=$(BASE) --variant cand=$(CAND) --reps $(REPS) --profile-reps $(PROFILE_REPS) --size $(SIZE)
+	$(need_variants)
+	$(PY) -m collectors run $(RUN_ARGS)
 
 report: ## (re)build reports from a run directory: make report RUN=runs/<run-id>
-	$(PY) -m analysis compare $(RUN)
+	@test -n "$(RUN)" || { echo "make report: set RUN=runs/<run-id>" >&2; exit 2; }
+	$(PY) -m analysis compare "$(RUN)"
 
 funnel: ## TMA funnel from toplev/perf outputs: make funnel BASE="a1 a2 a3" CAND="b1 b2 b3"
 	$(PY) -m analysis funnel $(BASE) --vs $(CAND)
@@ -48,5 +56,5 @@ doctor: ## which collectors work on this machine, and why not
 bench: ## speed figures: analysis time, folded-stack ingestion rate, profiler overhead
 	$(PY) bench/run.py
 
-clean: ## remove runs/ and rendered reports (keeps the build cache in .cache/)
+clean: ## remove runs/ and rendered reports (keeps the build cache in ~/.cache/stallscope)
 	rm -rf runs reports/*/
