@@ -140,13 +140,19 @@ class Server:
             try:
                 self._wait_ready(t0, timeout_s)
                 break
-            except ServerError as e:
+            except BaseException as e:
+                # Whatever went wrong, the caller gets no Server to stop(): reap it here.
                 self._reap()
-                if "Address already in use" in str(e) and o.port is None and attempt < 2:
+                if isinstance(e, ServerError) and "Address already in use" in str(e) \
+                        and o.port is None and attempt < 2:
                     continue
                 raise
         if o.cluster:
-            self._assign_all_slots()
+            try:
+                self._assign_all_slots()
+            except BaseException:
+                self._reap()
+                raise
         return self
 
     def _reap(self) -> None:
@@ -155,6 +161,12 @@ class Server:
 
     def _wait_ready(self, t0: float, timeout_s: float) -> None:
         c = redis.Redis(host=HOST, port=self.port, socket_timeout=5, socket_connect_timeout=1)
+        try:
+            self._poll_ready(c, t0, timeout_s)
+        finally:
+            c.close()  # its 5 s timeout suits polling, not SAVE or a big preload: see .client
+
+    def _poll_ready(self, c: redis.Redis, t0: float, timeout_s: float) -> None:
         deadline = t0 + timeout_s
         while True:
             if self.proc.poll() is not None:
@@ -178,7 +190,6 @@ class Server:
             time.sleep(0.005)
         ready = time.monotonic() - t0
         pers = c.info("persistence")
-        c.close()  # its 5 s timeout suits polling, not SAVE or a big preload: see .client
         log_s = None
         m = re.findall(r"DB loaded from disk: ([0-9.]+) seconds", _safe_read(self.opts.logfile))
         if m:

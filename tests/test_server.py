@@ -118,6 +118,18 @@ def test_bad_binary_and_busy_port_say_what_is_wrong(variant, tmp_path):
         Server(_opts(variant, tmp_path, "bad", config={"no-such-option": "1"})).start(timeout_s=20)
 
 
+def test_a_start_that_fails_after_spawn_leaves_no_server_running(variant, tmp_path, monkeypatch):
+    # Server.start() raising means the caller has nothing to stop(): start() must reap.
+    def boom(self):
+        raise RuntimeError("slot assignment failed")
+    monkeypatch.setattr(Server, "_assign_all_slots", boom)
+    srv = Server(_opts(variant, tmp_path, "half", cluster=True))
+    with pytest.raises(RuntimeError, match="slot assignment failed"):
+        srv.start()
+    assert srv.proc is not None and srv.proc.poll() is not None
+    assert srv.proc not in procs.live()
+
+
 def test_kill_group_escalates_to_sigkill(tmp_path):
     # A process that ignores SIGTERM, with a child in its group: both must go.
     p = procs.spawn(["bash", "-c", "trap '' TERM; sleep 300 & wait"])
