@@ -733,6 +733,9 @@ def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     args = parser().parse_args(argv)
     log = (lambda msg: print(msg, file=sys.stderr))
+    # Now, not in Runner.run(): Ctrl-C during a build or apt-get source must end in the
+    # one-line message below, not a KeyboardInterrupt traceback.
+    procs.install_signal_handlers()
     try:
         if args.resume:
             runner = resume_runner(Path(args.resume), log, progress=not args.no_progress)
@@ -745,7 +748,8 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     except procs.Interrupted as e:
         procs.kill_all()
-        print(f"stallscope run: {e} before the first rep", file=sys.stderr)
+        print(f"stallscope run: {e} before the first rep (builds finished so far are cached)",
+              file=sys.stderr)
         return 130
     except Exception as e:
         # Plugin/loader errors (CaseError, DatasetError, BuildError) carry their own

@@ -200,3 +200,27 @@ def test_memtier_requested_without_memtier_falls_back_end_to_end(tmp_path):
     facts = json.loads((d / "rep.json").read_text())
     assert facts["commands"]["bench"][0] == bench and (d / "bench.csv").is_file()
     assert not (d / "bench.json").exists()
+
+
+def test_ctrl_c_while_variants_are_checked_ends_in_one_line_not_a_traceback(tmp_path):
+    """SIGINT before the first rep (here: while the variant's binary is being inspected;
+    in real life mostly during a build) exits 130 with a message, never a traceback."""
+    import signal
+    import time
+    fake = tmp_path / "redis-server"
+    fake.write_text("#!/bin/sh\nsleep 30\n")
+    fake.chmod(0o755)
+    args = [CASE, "--size", "small", "--profile", "off", "--no-progress", "--out", str(tmp_path / "runs"),
+            "--variant", f"a=bin:{fake}", "--variant", f"b=bin:{fake}"]
+    p = subprocess.Popen([sys.executable, "-m", "collectors", "run", *args], cwd=REPO, env=cli_env(),
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline:   # wait until it is inside `redis-server --version`
+        if subprocess.run(["pgrep", "-P", str(p.pid)], capture_output=True).returncode == 0:
+            break
+        time.sleep(0.05)
+    p.send_signal(signal.SIGINT)
+    out, err = p.communicate(timeout=30)
+    assert p.returncode == 130, err
+    assert "Traceback" not in err
+    assert "interrupted by SIGINT before the first rep" in err
