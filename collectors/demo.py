@@ -12,9 +12,20 @@ import argparse
 import sys
 from pathlib import Path
 
-PATCH = "cases/patches/mset-bucket-prefetch.patch"
+REPO = Path(__file__).resolve().parents[1]
+PATCH = "cases/patches/mset-bucket-prefetch.patch"   # relative to REPO
 BASE = "base=debsrc:redis"
 CAND = f"prefetch=debsrc:redis+patch={PATCH}"
+
+
+def cand_spec(cwd: Path | None = None) -> str:
+    """CAND as typed from the repository root (so the manifest and the report's reproduce
+    command stay short); from any other directory the patch path is made absolute, or
+    the build would look for cases/patches/ under that directory."""
+    cwd = Path.cwd() if cwd is None else cwd
+    if (cwd / PATCH).resolve() == (REPO / PATCH).resolve():
+        return CAND
+    return f"prefetch=debsrc:redis+patch={REPO / PATCH}"
 
 # Per size: (case, throughput reps, profile reps). 5 vs 5 reps give a distribution-free
 # 95% interval; at 3 vs 3 (CI size) the statistics fall back to a Welch t-interval.
@@ -52,11 +63,12 @@ def main(argv: list[str] | None = None) -> int:
     case, reps, profile_reps = SIZES[args.size]
     reps = args.reps or reps
     profile_reps = args.profile_reps or profile_reps
-    run_argv = [case, "--variant", BASE, "--variant", CAND, "--size", args.size,
+    cand = cand_spec()
+    run_argv = [case, "--variant", BASE, "--variant", cand, "--size", args.size,
                 "--reps", str(reps), "--profile-reps", str(profile_reps), "--out", args.runs]
     if args.no_progress:
         run_argv.append("--no-progress")
-    print(f"stallscope demo: {BASE}  vs  {CAND}\n"
+    print(f"stallscope demo: {BASE}  vs  {cand}\n"
           f"  case {case} (size {args.size}), {reps} throughput + {profile_reps} profile reps "
           f"per variant, interleaved", file=sys.stderr)
 

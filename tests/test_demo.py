@@ -106,3 +106,12 @@ def test_demo_html_renders_in_chromium(demo):
     assert len(data["flames"]) == 3
     assert all(c and nw > 500 for c, nw, *_ in data["flames"])
     assert "dictFindByHash" in dom and "ops/s" in dom
+
+
+def test_demo_patch_is_found_from_any_directory(tmp_path):
+    from collectors import demo
+    from collectors.variant import parse_variant
+    assert demo.cand_spec(REPO) == demo.CAND          # from the repo root: as documented
+    spec = parse_variant(demo.cand_spec(tmp_path))    # from elsewhere: the repo's patch file
+    assert os.path.isabs(spec.patches[0]) and os.path.isfile(spec.patches[0])
+    assert spec.patches[0] == str(REPO / demo.PATCH)
