@@ -235,7 +235,7 @@ def _fmt(v: float) -> str:
 def compare(base: Sequence[float] | Summary, cand: Sequence[float] | Summary, *,
             higher_is_better: bool = True, noise: float = 0.03, regression: float = 0.05,
             max_cv: float = 0.10, confidence: float = 0.95, paired: bool = False,
-            method: str = "hl") -> Change:
+            method: str = "auto") -> Change:
     """Compare two sides' reps of one metric and give a verdict.
 
     `noise` and `regression` are relative (0.03 = 3% of the base median), the Redis

@@ -76,10 +76,17 @@ def test_unstable_and_insufficient():
 
 
 def test_three_reps_reports_real_coverage():
-    ch = compare([1.0, 1.01, 0.99], [2.0, 2.01, 1.99])
+    ch = compare([1.0, 1.01, 0.99], [2.0, 2.01, 1.99], method="hl")
     assert ch.verdict == "improvement"
     assert ch.confidence == pytest.approx(0.9)          # 1 - 2/C(6,3): 95% is unattainable
     assert "not attainable" in ch.method
+
+
+def test_default_method_reaches_95_at_three_reps():
+    # compare() and compare_shares() share the documented default, method="auto"
+    for ch in (compare([1.0, 1.01, 0.99], [2.0, 2.01, 1.99]),
+               compare_shares([1.0, 1.01, 0.99], [2.0, 2.01, 1.99])):
+        assert ch.confidence == pytest.approx(0.95) and "Welch" in ch.method
 
 
 def test_paired_uses_pair_differences():
