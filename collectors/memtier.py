@@ -246,6 +246,7 @@ class MemtierProcess:
             out, err = p.communicate(timeout=timeout_s)
         except subprocess.TimeoutExpired:
             procs.kill_group(p, 1.0)
+            p.communicate()   # reap it and close its pipes
             raise BenchError(f"{self.argv[0]} did not finish within {timeout_s:.0f} s") from None
         finally:
             procs.kill_group(p, 1.0)

@@ -12,6 +12,7 @@ import time
 from pathlib import Path
 from typing import Any, Sequence
 
+from collectors import procs
 from collectors.case_model import Case
 from collectors.run import interleave, _write_json
 from collectors.server import Server
@@ -74,7 +75,6 @@ def run_paired_windows(srv: Server, variants: dict[str, Any], case: Case, cal: C
                                    f"(status {bp.proc.returncode}); calibration too low?")
     finally:
         # The load generator was sized to outlast the windows: stop it, keep its stderr.
-        from collectors import procs
         procs.kill_group(bp.proc, 2.0)
         out, err = bp.proc.communicate()
         (rep_dir / "bench.txt").write_bytes(err or b"")

@@ -40,7 +40,7 @@ from typing import Any, Callable, Protocol
 from analysis.rundir import Manifest, Rep, RunDirError, load_run, save_manifest
 from collectors import memtier, procs
 from collectors.case_model import Case
-from collectors.profile import PerfProfiler, ProfileError
+from collectors.profile import PerfProfiler
 from collectors.server import Server, ServerOptions, ServerError
 from collectors.throughput import (BenchError, Calibration, calibrate, redis_benchmark_argv,
                                    run_redis_benchmark, start_redis_benchmark)
@@ -188,10 +188,9 @@ def new_run_id(case_name: str, out: Path) -> str:
 
 
 def cache_root() -> Path:
-    env = os.environ.get("STALLSCOPE_CACHE")
-    if env:
-        return Path(env)
-    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "stallscope"
+    """The same cache directory the builds use (collectors.build.cache_dir)."""
+    from collectors.build import cache_dir
+    return cache_dir()
 
 
 def snapshot_key(case: Case, ops: DatasetOps, server_version: str = "") -> str:
@@ -234,9 +233,6 @@ class Runner:
     # -- manifest bookkeeping
     def save(self) -> None:
         save_manifest(self.run_dir, self.m)
-
-    def _extra(self, key: str, default: Any) -> Any:
-        return getattr(self.m, key) if getattr(self.m, key, None) is not None else default
 
     # -- server options for a variant
     def server_opts(self, variant: Any, rep_tag: str, logfile: Path, rdb: Path | None,
@@ -403,7 +399,7 @@ class Runner:
                 self.paired_rep(rep, rep_dir, rdb, facts)
             else:
                 self.measured_rep(rep, rep_dir, rdb, facts)
-        except (ServerError, BenchError, ProfileError, procs.ToolNotFound, OSError, Exception) as e:
+        except Exception as e:   # one failed rep must not end the run: record it, go on
             rep.status, rep.reason = "failed", f"{type(e).__name__}: {e}"
             facts["error"] = rep.reason
             if os.environ.get("STALLSCOPE_DEBUG"):

@@ -111,6 +111,7 @@ class BenchProcess:
             out, err = p.communicate(timeout=timeout_s)
         except subprocess.TimeoutExpired:
             procs.kill_group(p, 1.0)
+            p.communicate()   # reap it and close its pipes
             raise BenchError(f"{self.argv[0]} did not finish within {timeout_s:.0f} s") from None
         finally:
             procs.kill_group(p, 1.0)
@@ -159,9 +160,3 @@ def calibrate(bench_bin: str, port: int, w: WorkloadSpec, target_s: float,
     rate = n / r.wall_s
     return Calibration(requests=max(w.clients, int(rate * target_s)), target_s=target_s,
                        probe_requests=n, probe_wall_s=round(r.wall_s, 4), probe_rps=r.rps)
-
-
-def find_memtier() -> str | None:
-    """memtier_benchmark from MEMTIER=/path or PATH; collectors/memtier.py says why not."""
-    from collectors.memtier import find_memtier as _find
-    return _find()

@@ -110,9 +110,7 @@ def parse_variant(text: str) -> VariantSpec:
             raise bad("empty git ref after '@'")
         vs.source, vs.ref = os.path.expanduser(path), ref or None
     else:
-        if "@" in rest and not Path(os.path.expanduser(rest)).exists():
-            pass  # '@' is a legal path character; existence is checked at build time
-        vs.source = os.path.expanduser(rest)
+        vs.source = os.path.expanduser(rest)   # '@' is a legal path character here
 
     for m in mods:
         key, _, val = m.partition("=")
