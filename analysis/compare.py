@@ -577,10 +577,10 @@ def _summary(r: Results) -> list[SummaryItem]:
     for row in r.throughput:
         c = row.change
         out.append(SummaryItem(f"Throughput {short_test(row.test, 32)}",
-                               f"{fmt_pct(c.rel)} {rel_ci(c)}", c.verdict))
+                               f"{fmt_pct(c.rel)} {rel_ci(c)}%", c.verdict))
     for row in r.paired:
         c = row.change
-        out.append(SummaryItem("Paired throughput", f"{fmt_pct(c.rel)} {rel_ci(c)}", c.verdict))
+        out.append(SummaryItem("Paired throughput", f"{fmt_pct(c.rel)} {rel_ci(c)}%", c.verdict))
     for row in r.profile.focus:
         c = row.flat_change
         n = row.flat_ns_change
@@ -589,11 +589,11 @@ def _summary(r: Results) -> list[SummaryItem]:
         # verdict that disagrees stays in sight (a share can rise while the cost falls).
         share_v = f", share: {c.verdict}" if per_op and n.verdict != c.verdict else ""
         text = (f"{row.base_flat.median:.1f}% → {row.cand_flat.median:.1f}% "
-                f"({fmt_signed(c.delta)} pp {pp_ci(c)}{share_v})")
+                f"({fmt_signed(c.delta)} pp {pp_ci(c)} pp{share_v})")
         verdict = c.verdict
         if per_op:
             text += (f", {fmt_ns(row.base_flat_ns.median)} → {fmt_ns(row.cand_flat_ns.median)}"
-                     f" per {r.profile.per_op_command} ({fmt_pct(n.rel, 0)} {rel_ci(n)})")
+                     f" per {r.profile.per_op_command} ({fmt_pct(n.rel, 0)} {rel_ci(n)}%)")
             verdict = n.verdict
         out.append(SummaryItem(f"{row.name} flat ({THREAD_LABEL[row.thread]})", text, verdict))
     t = r.tma

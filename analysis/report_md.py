@@ -124,7 +124,8 @@ def _details(summary: str, body: list[str]) -> list[str]:
 
 
 def _summary(r: Results) -> list[str]:
-    items = [f"{esc(i.label)} {i.text}" + (f" **{i.verdict}**" if i.verdict else "")
+    # text carries file-derived strings too (the TMA reason from the manifest)
+    items = [f"{esc(i.label)} {esc(i.text)}" + (f" **{i.verdict}**" if i.verdict else "")
              for i in r.summary]
     return ["**Summary:** " + " · ".join(items), ""]
 

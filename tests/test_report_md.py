@@ -32,8 +32,10 @@ def test_summary_first_then_seed_tables(res):
     assert lines[0] == "## stallscope: mset-10keys-io-threads: cand vs base"
     summary = next(l for l in lines if l.startswith("**Summary:**"))
     assert lines.index(summary) < lines.index("### Throughput")
-    assert "−81.2% [" in summary and "**regression**" in summary
-    assert "dictFind flat (main thread) 29.9% → 5.5% (−24.4 pp [" in summary
+    assert "Throughput MSET (10 × key:\\_\\_rand\\_int\\_\\_ vvvvvvvvvvv…) −81.2% \\[" in summary
+    assert "**unstable**" in summary
+    assert "dictFind flat (main thread) 29.9% → 5.5% (−24.4 pp \\[−26.3, −21.3\\] pp" in summary
+    assert "(+25% \\[+20.1, +34.7\\]%)" in summary          # every interval with its unit
     assert "TMA not collected (no hardware PMU" in summary
     assert "| Test | Baseline (base) | PR (cand) | Change | 95% CI | Verdict |" in lines
     assert "| Function | base (flat) | cand (flat) | Change | 95% CI | Verdict |" in lines
@@ -55,6 +57,14 @@ def test_units_everywhere(res):
     assert "23,055 ops/s" in md and "16.127 ms" in md
     assert "−24.38 pp (−82%)" in md and "[−26.27, −21.31] pp" in md   # Welch 95% (3+3 reps)
     assert "% of samples" in md
+
+
+def test_summary_text_is_inert_markdown(res):
+    r = copy.deepcopy(res)
+    r.tma.reason = "kernel.perf_event_paranoid <b>is</b> 3: fix it"
+    r.summary = compare._summary(r)
+    summary = next(l for l in report_md.render(r).splitlines() if l.startswith("**Summary:**"))
+    assert "perf\\_event\\_paranoid &lt;b&gt;is&lt;/b&gt; 3" in summary
 
 
 def test_symbol_names_are_inert_markdown(res):
