@@ -243,6 +243,31 @@ def _perf_event(facts: dict[str, Any], profiling: dict[str, Any]) -> str | None:
     return str(ev) if ev else None
 
 
+def _not_ns(rep_dir: Path, stacks: Any, profiling: dict[str, Any],
+            facts: dict[str, Any] | None = None) -> str | None:
+    """None when the rep's weights are nanoseconds of CPU time, else why not.
+
+    pprof (Parca) weights are ns already. A perf.folded of a cpu-clock/task-clock
+    recording sums sample periods (~1e9/hz ns each) when inferno folds periods; a
+    count-per-sample fold would be taken for ns and make every per-op number a million
+    times too small, so the sample count perf recorded must agree."""
+    if stacks.unit == "nanoseconds":
+        return None
+    facts = _rep_facts(rep_dir) if facts is None else facts
+    ev = _perf_event(facts, profiling)
+    if ev not in TIME_EVENTS:
+        return (f"{rep_dir.name}: folded weights are not CPU time (perf event "
+                f"{ev or 'not recorded'}; cpu-clock periods are ns)")
+    perf = (facts.get("collectors") or {}).get("perf") or {}
+    hz, n_samples = perf.get("frequency_hz") or profiling.get("frequency_hz"), perf.get("samples")
+    if hz and n_samples:
+        per = stacks.total / n_samples
+        if not 0.5 < per * hz / 1e9 < 2.0:
+            return (f"{rep_dir.name}: perf.folded holds {per:.4g} per sample, "
+                    f"not the ~{1e9 / hz:.4g} ns period of {hz} Hz cpu-clock")
+    return None
+
+
 def _profile_ops(rep_dir: Path, stacks: Any, profiling: dict[str, Any]
                  ) -> tuple[float | None, float, str]:
     """(operations completed in the profile window, ns per weight unit, basis) of one
@@ -255,23 +280,10 @@ def _profile_ops(rep_dir: Path, stacks: Any, profiling: dict[str, Any]
     tests/data/runs/record.sh) had perf attached before the load started and stopped after
     it ended, so all -n requests fall inside the profile."""
     facts = _rep_facts(rep_dir)
-    if stacks.unit == "nanoseconds":      # pprof (Parca): weights are already ns
-        ns_per_unit = 1.0
-    else:
-        ev = _perf_event(facts, profiling)
-        if ev not in TIME_EVENTS:
-            return None, 0.0, (f"{rep_dir.name}: folded weights are not CPU time (perf event "
-                               f"{ev or 'not recorded'}; cpu-clock periods are ns)")
-        ns_per_unit = 1.0
-        perf = (facts.get("collectors") or {}).get("perf") or {}
-        hz, n_samples = perf.get("frequency_hz") or profiling.get("frequency_hz"), perf.get("samples")
-        if hz and n_samples:
-            # inferno sums sample periods (~1e9/hz ns each); a count-per-sample fold would
-            # make every per-op number a million times too small: refuse it instead.
-            per = stacks.total / n_samples
-            if not 0.5 < per * hz / 1e9 < 2.0:
-                return None, 0.0, (f"{rep_dir.name}: perf.folded holds {per:.4g} per sample, "
-                                   f"not the ~{1e9 / hz:.4g} ns period of {hz} Hz cpu-clock")
+    why_not = _not_ns(rep_dir, stacks, profiling, facts)
+    if why_not:
+        return None, 0.0, why_not
+    ns_per_unit = 1.0
     if not any((rep_dir / f).is_file() for f in ("bench.csv", "bench.json", "bench.txt")):
         return None, 0.0, "the profile reps hold no load-generator output (no operation count)"
     try:
@@ -325,6 +337,7 @@ def _profiles(run: RunDir, base: str, cand: str, focus: list[str], opts: argpars
     loaded: dict[str, list[tuple[int, Any]]] = {base: [], cand: []}
     ops: dict[str, dict[int, tuple[float | None, float, str]]] = {base: {}, cand: {}}
     rep_dirs: list[Path] = []
+    all_ns = True
     for v in (base, cand):
         for kind in kinds:
             for rep in m.reps(v, kind):
@@ -336,7 +349,14 @@ def _profiles(run: RunDir, base: str, cand: str, focus: list[str], opts: argpars
                     loaded[v].append((rep.rep, s))
                     ops[v][rep.rep] = _profile_ops(run.rep_dir(rep), s, m.profiling)
                     rep_dirs.append(run.rep_dir(rep))
+                    all_ns = all_ns and _not_ns(run.rep_dir(rep), s, m.profiling) is None
         loaded[v].sort(key=lambda t: t[0])
+    if all_ns:
+        # cpu-clock folds: the weights are ns, so say so in results.json, the flame
+        # graphs and the pprof files (one unit for all reps: they are merged and diffed).
+        for v in loaded:
+            for _, s in loaded[v]:
+                s.unit = "nanoseconds"
     merged = {v: profile.merge([s for _, s in loaded[v]]) for v in loaded if loaded[v]}
     if not loaded[base] or not loaded[cand]:
         missing = [v for v in (base, cand) if not loaded[v]]
@@ -445,15 +465,18 @@ def _per_op(run: RunDir, sec: ProfileSection, ops: dict[str, dict[int, tuple]],
     return factor
 
 
-def _artifacts(merged: dict[str, Any], base: str, cand: str, out: Path) -> Artifacts:
+def _artifacts(merged: dict[str, Any], base: str, cand: str, out: Path,
+               hz: float | None = None) -> Artifacts:
     from analysis import flamegraph, pprof, profile
     art = Artifacts()
+    # ns weights: pprof needs what one sample is worth to give sample counts too
+    period_ns = round(1e9 / hz) if hz else None
     for v, s in merged.items():
         folded = out / f"{v}.folded"
         profile.write_folded(s, folded)
         art.folded[v] = folded.name
         try:
-            pprof.write_pprof(s, out / f"{v}.pb.gz")
+            pprof.write_pprof(s, out / f"{v}.pb.gz", period_ns=period_ns)
             art.pprof[v] = f"{v}.pb.gz"
         except (OSError, ValueError) as e:
             art.errors.append(f"pprof for {v}: {e}")
@@ -643,7 +666,9 @@ def analyse(run: RunDir, opts: argparse.Namespace, out: Path | None = None) -> R
     r.paired = _paired(run, base, cand, opts)
     r.profile, merged = _profiles(run, base, cand, focus, opts)
     if out is not None and merged:
-        r.artifacts = _artifacts(merged, base, cand, out)
+        hz = m.profiling.get("frequency_hz")
+        r.artifacts = _artifacts(merged, base, cand, out,
+                                 float(hz) if isinstance(hz, (int, float)) and hz > 0 else None)
     r.tma = _tma(run, base, cand)
     r.environment = _environment(run, base, cand)
     r.reproduce = {"run": shlex.join(m.command) if m.command else "",

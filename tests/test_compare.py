@@ -6,6 +6,7 @@ from __future__ import annotations
 import csv
 import gzip
 import json
+import re
 import shutil
 import statistics
 import subprocess
@@ -15,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from analysis import compare
-from analysis.pprof import read_pprof
+from analysis.pprof import load_profile, read_pprof, sample_types
 from tests.conftest import REPO
 
 RUN = REPO / "tests" / "data" / "runs" / "io-threads-mset"
@@ -176,6 +177,11 @@ def test_flame_graphs_and_pprof_written(report):
         total = sum(w for rep in (4, 5, 6)
                     for _, w in folded_lines(RUN / v / str(rep) / "perf.folded"))
         assert read_pprof(out / a["pprof"][v]).total == pytest.approx(total)
+        # cpu-clock folds hold sample periods: ns, labelled as such, not "samples"
+        assert sample_types(load_profile(out / a["pprof"][v])) == [("samples", "count"),
+                                                                    ("cpu", "nanoseconds")]
+        assert re.search(r"[\d,]+ ns, [\d.]+%", svg)
+    assert res["profile"]["weight_unit"] == "nanoseconds"
     assert "flame-diff.svg" in (out / "report.md").read_text()
 
 
@@ -462,3 +468,4 @@ def test_no_operation_counts_omits_per_op_and_says_why(tmp_path):
     (run / "manifest.json").write_text(json.dumps(mf))
     _, res = run_compare(run, tmp_path / "out2")
     assert "not CPU time (perf event cycles" in res["profile"]["per_op_reason"]
+    assert res["profile"]["weight_unit"] == "samples"
