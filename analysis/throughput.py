@@ -139,13 +139,17 @@ def parse_memtier_json(path: str | Path) -> list[RepThroughput]:
         row = stats[name]
         if not isinstance(row, dict) or "Ops/sec" not in row:
             continue
-        lat = {short: float(row[k]) for k, short in _MEMTIER_LAT.items() if k in row}
+        where = f"{p}: \"{name}\""
+        lat = {short: _num(str(row[k]), f"{where} {k}") for k, short in _MEMTIER_LAT.items()
+               if k in row}
         for k, v in (row.get("Percentile Latencies") or {}).items():
             m = re.fullmatch(r"p?(\d+(?:\.\d+)?)", k)
             if m and isinstance(v, (int, float)):
                 q = float(m.group(1))
                 lat[f"p{q:g}"] = float(v)
-        out.append(RepThroughput(float(row["Ops/sec"]), lat, name, str(p)))
+        out.append(RepThroughput(_num(str(row["Ops/sec"]), f"{where} Ops/sec"), lat, name, str(p)))
+    if not out:
+        raise ThroughputError(f"{p}: no \"Ops/sec\" in \"ALL STATS\" -> \"Totals\" or any command row")
     return out
 
 

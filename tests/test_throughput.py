@@ -59,3 +59,10 @@ def test_bad_inputs_name_the_file(tmp_path):
     j.write_text(json.dumps({"configuration": {}}))
     with pytest.raises(ThroughputError, match="ALL STATS"):
         parse_memtier_json(j)
+    bad.unlink()
+    j.write_text(json.dumps({"ALL STATS": {"Totals": {"Latency": 1.0}}}))
+    with pytest.raises(ThroughputError, match=r"bench.json: no \"Ops/sec\""):
+        load_rep(tmp_path)                 # was an IndexError
+    j.write_text(json.dumps({"ALL STATS": {"Totals": {"Ops/sec": "n/a"}}}))
+    with pytest.raises(ThroughputError, match=r"bench.json: \"Totals\" Ops/sec: 'n/a' is not"):
+        parse_memtier_json(j)
