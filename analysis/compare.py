@@ -115,7 +115,6 @@ def _metric(test: str, metric: str, unit: str, hib: bool, b: list[tuple[int, flo
 def _paired(run: RunDir, base: str, cand: str, opts: argparse.Namespace) -> list[MetricRow]:
     """Paired windows (one process, CONFIG SET between windows): the k-th base window is
     paired with the k-th cand window of the same rep, so slow drift cancels."""
-    import json
     b, c = [], []
     for rep in run.manifest.reps(kind="paired"):
         p = run.rep_dir(rep) / "paired.json"

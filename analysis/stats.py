@@ -326,14 +326,14 @@ def _compare(base, cand, *, higher_is_better, noise, regression, max_cv, confide
     else:
         size = abs(rel) if rel is not None else math.inf
         size_txt = f"{abs(rel):.1%}" if rel is not None else "infinite (base median 0)"
-    good_low, good_high = (lo > 0, hi < 0) if higher_is_better else (hi < 0, lo > 0)
+    on_good_side = lo > 0 if higher_is_better else hi < 0
     thr = (lambda t: f"{t:.2f} pp") if points else (lambda t: f"{t:.0%}")
     ci_txt = f"[{_fmt(lo)}, {_fmt(hi)}]{' pp' if points else ''}"
 
     if spans_zero:
         return result(lo, hi, meth, "no change",
                       f"the interval {ci_txt} contains 0.", achieved)
-    if good_low:   # whole interval on the good side
+    if on_good_side:
         if size >= noise:
             return result(lo, hi, meth, "improvement",
                           f"the whole interval {ci_txt} is on the better side and the change "
