@@ -19,7 +19,7 @@ from markupsafe import Markup
 from analysis import plots
 from analysis.compare import (THREAD_LABEL, fmt_ns, fmt_pct, fmt_signed, pp_ci, rel_ci,
                               short_test)
-from analysis.report_md import per_op_note, share, value
+from analysis.report_md import known, patches, per_op_note, share, value
 from analysis.results import Results
 
 TEMPLATES = Path(__file__).with_name("templates")
@@ -38,7 +38,8 @@ def _env() -> Environment:
                       autoescape=select_autoescape(["html", "j2"], default=True),
                       trim_blocks=True, lstrip_blocks=True)
     env.filters.update(share=share, value=value, pct=fmt_pct, signed=fmt_signed,
-                       short=short_test, code=code_spans, ns=fmt_ns)
+                       short=short_test, code=code_spans, ns=fmt_ns, known=known,
+                       patches=patches)
     env.globals.update(rel_ci=rel_ci, pp_ci=pp_ci, thread_label=THREAD_LABEL,
                        per_op_note=per_op_note)
     return env

@@ -281,6 +281,22 @@ def _methods(r: Results) -> list[str]:
     return _details("How the verdicts were reached", body) if body else []
 
 
+def known(v: object) -> object:
+    """None in the environment means the host did not expose it (no cpufreq in a VM, a
+    tool not installed): say that rather than print 'None'."""
+    return "n/a" if v is None else v
+
+
+def patches(items: list | None) -> str:
+    out = []
+    for p in items or []:
+        if isinstance(p, dict):
+            out.append(f"{p.get('file')} (sha256 {str(p.get('sha256') or '')[:12]})")
+        else:
+            out.append(str(p))
+    return ", ".join(out) or "none"
+
+
 def _environment(r: Results) -> list[str]:
     e = r.environment
     h, t = e.get("host", {}), e.get("tools", {})
@@ -288,19 +304,19 @@ def _environment(r: Results) -> list[str]:
     lines = [
         f"- CPU: {esc(h.get('cpu_model'))}, {h.get('cores')} CPUs, {h.get('threads_per_core')} "
         f"thread(s)/core, L3 {l3 / 2**20:g} MiB" if l3 else f"- CPU: {esc(h.get('cpu_model'))}",
-        f"- Kernel {esc(h.get('kernel'))}; governor {esc(h.get('governor'))}; SMT {esc(h.get('smt'))}; "
+        f"- Kernel {esc(h.get('kernel'))}; governor {esc(known(h.get('governor')))}; SMT {esc(h.get('smt'))}; "
         f"THP {esc(h.get('thp'))}; virtualization {esc(h.get('virtualization'))}; "
         f"PMU {'yes' if h.get('pmu') else 'no'}",
         f"- Mitigations: {esc(h.get('mitigations'))}",
         f"- Compiler: {esc(h.get('compiler'))}; tools: "
-        + ", ".join(f"{esc(k)} {esc(v)}" for k, v in t.items()),
+        + ", ".join(f"{esc(k)} {esc(known(v))}" for k, v in t.items()),
     ]
     for v, d in e.get("variants", {}).items():
         sha = (d.get("binary_sha256") or "")[:16]
         cfg = " ".join(f"{k}={val}" for k, val in (d.get("config") or {}).items()) or "none"
         lines.append(f"- {esc(v)}: {esc(d.get('source'))}; version {esc(d.get('version'))}, "
                      f"commit {esc(d.get('commit'))}; sha256 {sha}…; config {esc(cfg)}; "
-                     f"patches {esc(', '.join(map(str, d.get('patches') or [])) or 'none')}; "
+                     f"patches {esc(patches(d.get('patches')))}; "
                      f"flags {esc(' '.join(d.get('make_flags') or []))}")
     pl, pr = e.get("placement", {}), e.get("profiling", {})
     if pl:

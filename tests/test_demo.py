@@ -78,6 +78,9 @@ def test_demo_report_shows_throughput_and_lookup_cost_with_intervals(demo):
     assert re.search(r"\| dictFindByHash \| [\d.]+% \| [\d.]+% \|", md)
     assert "TMA not collected" in md or "### TMA funnel" in md
     assert "python -m collectors run mset-50keys" in md  # the command that reproduces it
+    # the environment block names the candidate's patch and its hash
+    sha = json.loads((run_dir / "manifest.json").read_text())["variants"]["prefetch"]["patches"][0]["sha256"]
+    assert f"patches cases/patches/mset-bucket-prefetch.patch (sha256 {sha[:12]})" in md.replace("\\", "")
     assert len(md) < 65536
 
 
