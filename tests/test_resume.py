@@ -53,7 +53,8 @@ def _start(tmp_path: Path, name: str, reps: str, profile: str) -> tuple[subproce
     out = tmp_path / name
     out.mkdir()
     p = start_cli([str(case), "--variant", f"a={BASE_SPEC}", "--variant", f"b={BASE_SPEC}+config=hz=20",
-                   "--reps", reps, "--profile", profile, "--out", str(out)], tmp_path / f"{name}.log")
+                   "--reps", reps, "--profile", profile, "--profile-reps", "1", "--out", str(out)],
+                  tmp_path / f"{name}.log")
     run_dir = wait_for(lambda: _run_dir(out), 120, "the run directory")
     return p, run_dir
 
