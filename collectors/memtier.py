@@ -29,7 +29,7 @@ from typing import Any, Mapping, Sequence
 
 from collectors import procs
 from collectors.case_model import Case
-from collectors.throughput import HOST, BenchError, BenchResult
+from collectors.throughput import HOST, BenchError, BenchProcess, BenchResult
 
 ENV = "MEMTIER"
 CHOICES = ("auto", "redis-benchmark", "memtier")
@@ -224,40 +224,26 @@ def _version(binary: str) -> str | None:
 def start(argv: Sequence[str], cpus: Sequence[int] | None) -> "MemtierProcess":
     """Start memtier in the background (the profiler attaches meanwhile)."""
     json_out = Path(argv[list(argv).index("--json-out-file") + 1])
-    return MemtierProcess(list(argv), json_out,
+    return MemtierProcess(list(argv),
                           procs.spawn(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, cpus=cpus),
-                          time.monotonic(), time.time())
+                          time.monotonic(), time.time(), json_out=json_out)
 
 
 @dataclass
-class MemtierProcess:
-    argv: list[str]
-    json_out: Path
-    proc: subprocess.Popen
-    t0_mono: float
-    t0_epoch: float
-    t1_epoch: float = 0.0
+class MemtierProcess(BenchProcess):
+    json_out: Path = Path("bench.json")
 
     def finish(self, out_dir: Path, timeout_s: float, stem: str = "bench") -> BenchResult:
         """Wait; stdout -> <stem>.txt, stderr -> <stem>.stderr; parse <stem>.json."""
         from analysis.throughput import ThroughputError, parse_memtier_json
-        p = self.proc
-        try:
-            out, err = p.communicate(timeout=timeout_s)
-        except subprocess.TimeoutExpired:
-            procs.kill_group(p, 1.0)
-            p.communicate()   # reap it and close its pipes
-            raise BenchError(f"{self.argv[0]} did not finish within {timeout_s:.0f} s") from None
-        finally:
-            procs.kill_group(p, 1.0)
-        wall = time.monotonic() - self.t0_mono
-        self.t1_epoch = time.time()
+        out, err, wall = self.wait(timeout_s)
         out_dir.mkdir(parents=True, exist_ok=True)
         (out_dir / f"{stem}.txt").write_text(out.decode(errors="replace"))
         etext = err.decode(errors="replace")
         (out_dir / f"{stem}.stderr").write_text(etext)
-        if p.returncode != 0:
-            raise BenchError(f"{self.argv[0]} exited with status {p.returncode}: {etext.strip()[-500:]}")
+        if self.proc.returncode != 0:
+            raise BenchError(f"{self.argv[0]} exited with status {self.proc.returncode}: "
+                             f"{etext.strip()[-500:]}")
         if not self.json_out.is_file():
             raise BenchError(f"{self.argv[0]} exited 0 but wrote no {self.json_out} "
                              f"(stdout in {out_dir / (stem + '.txt')})")

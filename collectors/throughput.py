@@ -104,8 +104,9 @@ class BenchProcess:
     t0_epoch: float                # wall-clock start (epoch s), for rep.json's window
     t1_epoch: float = 0.0
 
-    def finish(self, out_dir: Path | None, timeout_s: float, stem: str = "bench") -> BenchResult:
-        """Wait, write raw outputs to out_dir/<stem>.csv (stdout) and <stem>.txt (stderr), parse."""
+    def wait(self, timeout_s: float) -> tuple[bytes, bytes, float]:
+        """Wait for the load generator (its whole process group goes afterwards) and stamp
+        the window's end. Returns (stdout, stderr, wall seconds)."""
         p = self.proc
         try:
             out, err = p.communicate(timeout=timeout_s)
@@ -115,8 +116,12 @@ class BenchProcess:
             raise BenchError(f"{self.argv[0]} did not finish within {timeout_s:.0f} s") from None
         finally:
             procs.kill_group(p, 1.0)
-        wall = time.monotonic() - self.t0_mono
         self.t1_epoch = time.time()
+        return out, err, time.monotonic() - self.t0_mono
+
+    def finish(self, out_dir: Path | None, timeout_s: float, stem: str = "bench") -> BenchResult:
+        """Wait, write raw outputs to out_dir/<stem>.csv (stdout) and <stem>.txt (stderr), parse."""
+        out, err, wall = self.wait(timeout_s)
         text, etext = out.decode(errors="replace"), err.decode(errors="replace")
         csv_path = f"{stem}.csv"
         if out_dir is not None:
@@ -124,8 +129,9 @@ class BenchProcess:
             (out_dir / f"{stem}.csv").write_text(text)
             (out_dir / f"{stem}.txt").write_text(etext)
             csv_path = str(out_dir / f"{stem}.csv")
-        if p.returncode != 0:
-            raise BenchError(f"{self.argv[0]} exited with status {p.returncode}: {etext.strip()[-500:]}")
+        if self.proc.returncode != 0:
+            raise BenchError(f"{self.argv[0]} exited with status {self.proc.returncode}: "
+                             f"{etext.strip()[-500:]}")
         row = parse_csv(text, csv_path)
         n = int(self.argv[self.argv.index("-n") + 1])
         return BenchResult(test=str(row["test"]), rps=float(row["rps"]),
