@@ -147,8 +147,14 @@ def test_schedule_rotation_and_placement():
                                            ("a/1", "profile"), ("b/1", "profile")]
     assert build_schedule(["a"], RunOptions(reps=1), "rdb-load")[-1].kind == "throughput"
     assert placement(1, [0, 1]) == {"server_cpus": [0], "client_cpus": [1], "note": placement(1, [0, 1])["note"]}
-    assert placement(4, [0, 1, 2, 3])["server_cpus"] == [0, 1, 2]
+    assert placement(3, [0, 1, 2, 3])["server_cpus"] == [0, 1, 2]   # io-threads counts the main thread
+    assert placement(4, [0, 1, 2, 3])["server_cpus"] is None         # 4 threads + client > 4 CPUs
     assert placement(1, [3])["server_cpus"] is None
+    # io-threads 2 on 2 CPUs: pinning the server to one CPU collapses it; nothing is pinned
+    two = placement(2, [0, 1])
+    assert two["server_cpus"] is None and two["client_cpus"] is None
+    assert "io-threads 2 need 2 server CPUs plus 1" in two["note"]
+    assert placement(2, [0, 1, 2])["server_cpus"] == [0, 1]
 
 
 def test_cli_errors_are_clear(capsys, tmp_path):
