@@ -86,8 +86,10 @@ def test_sigint_mid_run_then_resume(tmp_path):
             st = _rep_state(run_dir) or []
             done = [d for d, _, s in st if s == "ok"]
             running = [d for d, _, s in st if s == "running"]
+            # A rep still pending: otherwise the run may finish before the signal lands.
+            pending = [d for d, _, s in st if s == "pending"]
             kids = descendants(p.pid)
-            if done and running and any("redis-server" in c for _, c in kids.values()):
+            if done and running and pending and any("redis-server" in c for _, c in kids.values()):
                 return done, running, kids
             return None
         done, running, kids = wait_for(one_done_one_running, 180, "one rep ok and one running", 0.05)
