@@ -18,16 +18,25 @@ class FlameGraphError(RuntimeError):
     """inferno missing or failing; the message says what and how to fix."""
 
 
+def cargo_home() -> Path:
+    """Where `cargo install` puts binaries and its install ledger ($CARGO_HOME, as
+    scripts/setup.sh uses it, else ~/.cargo)."""
+    return Path(os.environ.get("CARGO_HOME") or Path.home() / ".cargo")
+
+
+def which_tool(name: str) -> str | None:
+    """PATH first, then $CARGO_HOME/bin: a bare shell (cron, CI) may not have cargo's
+    bin directory on PATH, and inferno lives there."""
+    return shutil.which(name) or shutil.which(name, path=str(cargo_home() / "bin"))
+
+
 def find_inferno(tool: str) -> str:
-    """Path of an inferno binary (PATH, then ~/.cargo/bin), or a clear error."""
-    found = shutil.which(tool)
+    """Path of an inferno binary, or a clear error."""
+    found = which_tool(tool)
     if found:
         return found
-    cargo = Path(os.path.expanduser("~")) / ".cargo" / "bin" / tool
-    if cargo.is_file() and os.access(cargo, os.X_OK):
-        return str(cargo)
-    raise FlameGraphError(f"{tool} not found on PATH or in ~/.cargo/bin; install it with "
-                          "`make setup` (or `cargo install inferno`)")
+    raise FlameGraphError(f"{tool} not found on PATH or in {cargo_home() / 'bin'}; install it "
+                          "with `make setup` (or `cargo install inferno`)")
 
 
 def _check_input(p: Path) -> None:

@@ -17,6 +17,7 @@ import tempfile
 from dataclasses import dataclass, asdict
 from pathlib import Path
 
+from analysis.flamegraph import which_tool
 from collectors import preflight as pre
 
 BUSY_LOOP = "import time\nt = time.time()\nwhile time.time() - t < 0.1: pass\n"
@@ -30,9 +31,7 @@ class Check:
     fix: str | None = None
 
 
-def _which(name: str) -> str | None:
-    # cargo installs inferno into ~/.cargo/bin, which a bare shell may not have on PATH.
-    return shutil.which(name) or shutil.which(name, path=str(Path.home() / ".cargo/bin"))
+_which = which_tool   # PATH, then $CARGO_HOME/bin (inferno)
 
 
 def _version(cmd: list[str], pattern: str = r"\d+\.\d+(?:\.\d+)?") -> str | None:

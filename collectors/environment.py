@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from collectors import procs
+from analysis.flamegraph import cargo_home
 from collectors.profile import find_tool
 
 SYS_CPU = Path("/sys/devices/system/cpu")
@@ -122,7 +123,7 @@ def virtualization(hypervisor_flag: bool) -> str | None:
 
 def inferno_version() -> str | None:
     """inferno's tools have no --version; cargo records what it installed."""
-    for f in (Path.home() / ".cargo" / ".crates.toml", Path.home() / ".cargo" / ".crates2.json"):
+    for f in (cargo_home() / ".crates.toml", cargo_home() / ".crates2.json"):
         m = re.search(r'"inferno (\d+\.\d+\.\d+)', _read(f) or "")
         if m:
             return m.group(1)

@@ -11,8 +11,6 @@ perf.data is deleted after folding unless keep_data (it is large).
 """
 from __future__ import annotations
 
-import os
-import shutil
 import signal
 import subprocess
 import threading
@@ -22,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from analysis.flamegraph import which_tool
 from collectors import procs
 
 if TYPE_CHECKING:  # run.py imports this module; the context class lives there
@@ -34,13 +33,8 @@ class ProfileError(Exception):
     pass
 
 
-def find_tool(name: str) -> str | None:
-    """PATH first, then ~/.cargo/bin (where `cargo install inferno` puts its tools)."""
-    p = shutil.which(name)
-    if p:
-        return p
-    cand = Path.home() / ".cargo" / "bin" / name
-    return str(cand) if os.access(cand, os.X_OK) else None
+# PATH, then $CARGO_HOME/bin (where `cargo install inferno` puts its tools).
+find_tool = which_tool
 
 
 def require_tools() -> tuple[str, str]:
