@@ -18,7 +18,8 @@ from typing import Any
 from analysis import stats
 from analysis.results import (Artifacts, CallerRow, ChangeOut, FunctionRow, MetricRow,
                               ProfileSection, Results, Side, SummaryItem, ThreadRow, TmaSection)
-from analysis.rundir import RunDir, RunDirError, load_run
+from analysis.inputs.repfacts import TIME_EVENTS, RepFacts
+from analysis.inputs.rundir import BENCH_FILES, RunDir, RunDirError, load_run, read_rep_facts
 
 DEFAULT_TOP = 15
 CALLERS_PER_FOCUS = 5
@@ -31,28 +32,21 @@ class CompareError(Exception):
 
 # ------------------------------------------------------------------------ throughput
 
-def _bench_rows(rep_dir: Path) -> list[Any]:
-    from analysis import throughput
+def _bench_rows(rep_dir: Path, command: list[str] | None = None) -> list[Any]:
+    from analysis.inputs import bench
     csv = rep_dir / "bench.csv"
     if csv.is_file():  # may hold several tests (redis-benchmark -t set,get)
-        return throughput.parse_redis_benchmark_csv(csv)
-    row = throughput.load_rep(rep_dir)
-    if Path(row.source).name == "bench.json" and row.test == "Totals":
+        return bench.parse_redis_benchmark_csv(csv)
+    row = bench.load_rep(rep_dir)
+    if Path(row.source).name == "bench.json" and row.test == "Totals" and command:
         # memtier calls its one row "Totals"; the table should name the command, as
-        # redis-benchmark's rows do. The command is in rep.json (--command=...).
-        row.test = _memtier_command(rep_dir) or row.test
+        # redis-benchmark's rows do (the case's command words, as memtier ran them).
+        row.test = " ".join(command)
     return [row]
 
 
-def _memtier_command(rep_dir: Path) -> str | None:
-    try:
-        argv = json.loads((rep_dir / "rep.json").read_text())["commands"]["bench"]
-    except (OSError, ValueError, KeyError, TypeError):
-        return None
-    for a in argv:
-        if isinstance(a, str) and a.startswith("--command="):
-            return a[len("--command="):]
-    return None
+def _case_command(run: RunDir) -> list[str]:
+    return [str(x) for x in (run.manifest.case.get("workload") or {}).get("command") or []]
 
 
 def short_test(name: str, limit: int = 48) -> str:
@@ -75,16 +69,14 @@ def _cut(s: str, n: int) -> str:
 def _throughput(run: RunDir, base: str, cand: str, opts: argparse.Namespace
                 ) -> tuple[list[MetricRow], list[MetricRow]]:
     kinds = ["throughput"]
-    if run.manifest.profiling.get("mode") == "inline":
-        kinds.append("profile")   # inline: the profiled reps are the throughput reps
     per: dict[str, dict[str, list[tuple[int, Any]]]] = {}
     for v in (base, cand):
         for kind in kinds:
             for rep in run.manifest.reps(v, kind):
                 d = run.rep_dir(rep)
-                if not any((d / f).is_file() for f in ("bench.csv", "bench.json", "bench.txt")):
+                if not any((d / f).is_file() for f in BENCH_FILES):
                     continue
-                for row in _bench_rows(d):
+                for row in _bench_rows(d, _case_command(run)):
                     per.setdefault(row.test, {}).setdefault(v, []).append((rep.rep, row))
     tput, lat = [], []
     for test, sides in per.items():
@@ -201,49 +193,7 @@ def _function_rows(names: list[str], shares: dict[str, list[tuple[int, dict[str,
 
 # ------------------------------------------------------------ operations per profile rep
 
-TIME_EVENTS = ("cpu-clock", "task-clock")   # perf software clocks: sample period in ns
-
-
-def _rep_facts(rep_dir: Path) -> dict[str, Any]:
-    try:
-        d = json.loads((rep_dir / "rep.json").read_text())
-    except (OSError, ValueError):
-        return {}
-    return d if isinstance(d, dict) else {}
-
-
-def _requests(facts: dict[str, Any]) -> float | None:
-    """Requests the load generator was told to complete (redis-benchmark -n): rep.json
-    bench.requests, else the -n of the recorded command (a list, or one string)."""
-    b = facts.get("bench")
-    if isinstance(b, dict) and isinstance(b.get("requests"), (int, float)):
-        return float(b["requests"])
-    argv = (facts.get("commands") or {}).get("bench")
-    if isinstance(argv, str):
-        argv = argv.split()
-    if not isinstance(argv, list):
-        return None
-    for i, a in enumerate(argv[:-1]):
-        if a == "-n":
-            try:
-                return float(argv[i + 1])
-            except (TypeError, ValueError):
-                return None
-    return None
-
-
-def _perf_event(facts: dict[str, Any], profiling: dict[str, Any]) -> str | None:
-    argv = ((facts.get("collectors") or {}).get("perf") or {}).get("command")
-    if isinstance(argv, list):
-        for i, a in enumerate(argv[:-1]):
-            if a in ("-e", "--event"):
-                return str(argv[i + 1])
-    ev = profiling.get("event")
-    return str(ev) if ev else None
-
-
-def _not_ns(rep_dir: Path, stacks: Any, profiling: dict[str, Any],
-            facts: dict[str, Any] | None = None) -> str | None:
+def _not_ns(rep_dir: Path, stacks: Any, profiling: Any, facts: RepFacts | None = None) -> str | None:
     """None when the rep's weights are nanoseconds of CPU time, else why not.
 
     pprof (Parca) weights are ns already. A perf.folded of a cpu-clock/task-clock
@@ -252,13 +202,14 @@ def _not_ns(rep_dir: Path, stacks: Any, profiling: dict[str, Any],
     times too small, so the sample count perf recorded must agree."""
     if stacks.unit == "nanoseconds":
         return None
-    facts = _rep_facts(rep_dir) if facts is None else facts
-    ev = _perf_event(facts, profiling)
+    facts = read_rep_facts(rep_dir) if facts is None else facts
+    perf = facts.perf
+    ev = (perf.event if perf else None) or profiling.event
     if ev not in TIME_EVENTS:
         return (f"{rep_dir.name}: folded weights are not CPU time (perf event "
                 f"{ev or 'not recorded'}; cpu-clock periods are ns)")
-    perf = (facts.get("collectors") or {}).get("perf") or {}
-    hz, n_samples = perf.get("frequency_hz") or profiling.get("frequency_hz"), perf.get("samples")
+    hz = (perf.frequency_hz if perf else None) or profiling.frequency_hz
+    n_samples = perf.samples if perf else None
     if hz and n_samples:
         per = stacks.total / n_samples
         if not 0.5 < per * hz / 1e9 < 2.0:
@@ -267,7 +218,7 @@ def _not_ns(rep_dir: Path, stacks: Any, profiling: dict[str, Any],
     return None
 
 
-def _profile_ops(rep_dir: Path, stacks: Any, profiling: dict[str, Any]
+def _profile_ops(rep_dir: Path, stacks: Any, profiling: Any, command: list[str]
                  ) -> tuple[float | None, float, str]:
     """(operations completed in the profile window, ns per weight unit, basis) of one
     profile rep; (None, 0, reason) when the rep cannot say.
@@ -278,32 +229,32 @@ def _profile_ops(rep_dir: Path, stacks: Any, profiling: dict[str, Any]
     perf may outlive the load. A rep whose window has neither (the hand-recorded layout of
     tests/data/runs/record.sh) had perf attached before the load started and stopped after
     it ended, so all -n requests fall inside the profile."""
-    facts = _rep_facts(rep_dir)
+    facts = read_rep_facts(rep_dir)
     why_not = _not_ns(rep_dir, stacks, profiling, facts)
     if why_not:
         return None, 0.0, why_not
     ns_per_unit = 1.0
-    if not any((rep_dir / f).is_file() for f in ("bench.csv", "bench.json", "bench.txt")):
+    if not any((rep_dir / f).is_file() for f in BENCH_FILES):
         return None, 0.0, "the profile reps hold no load-generator output (no operation count)"
     try:
-        rows = _bench_rows(rep_dir)
+        rows = _bench_rows(rep_dir, command)
     except ValueError as e:
         return None, 0.0, f"unreadable load-generator output: {e}"
     if len(rows) != 1:
         return None, 0.0, (f"{len(rows)} tests in one profile rep: the window mixes "
                            "operations of different commands")
     rate = rows[0].ops_per_sec
-    n = _requests(facts)
-    win = facts.get("window") or {}
-    perf_s = ((facts.get("collectors") or {}).get("perf") or {}).get("window_s")
+    n = facts.requests
+    win = facts.window
+    perf_s = facts.perf.window_s if facts.perf else None
     secs, what = ((perf_s, "perf's recorded attach time") if perf_s
-                  else (win.get("profile_window_s"), "the planned profile window"))
+                  else (win.profile_window_s if win else None, "the planned profile window"))
     if secs:
         ops = rate * float(secs)
         if n is not None and ops > n:
             return n, ns_per_unit, f"all {n:,.0f} requests of the load (perf outlived the load)"
         return ops, ns_per_unit, f"the rep's ops/s × {what}"
-    if n is not None and win.get("t0") is not None and "profile_window_s" not in win:
+    if n is not None and win is not None and win.perf_covers_load:
         return n, ns_per_unit, ("all requests of the load (-n): perf was attached before the "
                                 "load started and stopped after it ended")
     return None, 0.0, f"{rep_dir.name}: no profile window or request count in rep.json"
@@ -313,7 +264,7 @@ def _op_command(run: RunDir, rep_dirs: list[Path]) -> str:
     """What one operation is, for "ns per MSET": the command of the profile reps' test."""
     for d in rep_dirs:
         try:
-            rows = _bench_rows(d)
+            rows = _bench_rows(d, _case_command(run))
         except (ValueError, OSError):
             continue
         if rows and rows[0].test:
@@ -332,7 +283,7 @@ def _profiles(run: RunDir, base: str, cand: str, focus: list[str], opts: argpars
               ) -> tuple[ProfileSection, dict[str, Any]]:
     from analysis import profile
     m = run.manifest
-    kinds = ["profile"] + (["throughput"] if m.profiling.get("mode") == "inline" else [])
+    kinds = ["profile"]
     loaded: dict[str, list[tuple[int, Any]]] = {base: [], cand: []}
     ops: dict[str, dict[int, tuple[float | None, float, str]]] = {base: {}, cand: {}}
     rep_dirs: list[Path] = []
@@ -346,7 +297,8 @@ def _profiles(run: RunDir, base: str, cand: str, focus: list[str], opts: argpars
                     raise CompareError(str(e)) from None
                 if s is not None and s.total > 0:
                     loaded[v].append((rep.rep, s))
-                    ops[v][rep.rep] = _profile_ops(run.rep_dir(rep), s, m.profiling)
+                    ops[v][rep.rep] = _profile_ops(run.rep_dir(rep), s, m.profiling,
+                                                   _case_command(run))
                     rep_dirs.append(run.rep_dir(rep))
                     all_ns = all_ns and _not_ns(run.rep_dir(rep), s, m.profiling) is None
         loaded[v].sort(key=lambda t: t[0])
@@ -361,7 +313,7 @@ def _profiles(run: RunDir, base: str, cand: str, focus: list[str], opts: argpars
         missing = [v for v in (base, cand) if not loaded[v]]
         return ProfileSection(False, reason=f"no profile reps (perf.folded or profile.pb.gz) "
                                             f"for {', '.join(missing)}"), merged
-    main_names = tuple(sorted({Path(str(vv.get("server_bin") or "")).name[:15]
+    main_names = tuple(sorted({Path(str(vv.server_bin or "")).name[:15]
                                for vv in m.variants.values()} - {""}))
     has_threads = all(s.thread_frame for v in loaded for _, s in loaded[v])
     io_share = {v: max((100 * profile.thread_groups(s, main_names)["io-threads"].total / s.total
@@ -506,7 +458,7 @@ TMA_FILES = ("tma.csv", "tma.json", "tma.txt")
 def _tma(run: RunDir, base: str, cand: str) -> TmaSection:
     from analysis import funnel, tma
     m = run.manifest
-    mt = m.tma or {}
+    mt = m.tma
     res: dict[str, list[Any]] = {base: [], cand: []}
     srcs: dict[str, list[str]] = {base: [], cand: []}
     no_pmu = None
@@ -527,17 +479,17 @@ def _tma(run: RunDir, base: str, cand: str) -> TmaSection:
                     # section says which file and line instead.
                     bad.append(str(e))
                 break
-    replay = mt.get("backend") == "replay" or mt.get("status") == "replay"
+    replay = mt.backend == "replay" or mt.status == "replay"
     if res[base] and res[cand]:
         f = funnel.compare(res[base], res[cand], depth=4, base_label=base, cand_label=cand)
         return TmaSection("replay" if replay else "measured",
-                          reason=str(mt.get("reason") or "") if replay else "",
+                          reason=str(mt.reason or "") if replay else "",
                           funnel=f.to_json(), funnel_markdown=f.to_markdown(), sources=srcs)
     if bad:
         return TmaSection("absent", reason="unreadable TMA output: " + "; ".join(bad), sources=srcs)
-    reason = mt.get("reason") or (f"no hardware PMU ({no_pmu})" if no_pmu else None)
+    reason = mt.reason or (f"no hardware PMU ({no_pmu})" if no_pmu else None)
     if not reason:
-        backend = mt.get("backend") or "off"
+        backend = mt.backend or "off"
         reason = (f"no tma.* files in the reps (TMA backend: {backend})" if not any(res.values())
                   else f"TMA data for only one side ({', '.join(v for v in res if res[v])})")
     return TmaSection("absent", reason=str(reason), sources=srcs)
@@ -549,9 +501,9 @@ def _environment(run: RunDir, base: str, cand: str) -> dict[str, Any]:
     m = run.manifest
     keep = ("source", "version", "commit", "binary_sha256", "make_flags", "config", "patches",
             "spec", "callgraph", "frame_pointers")
-    return {"host": dict(m.host), "tools": dict(m.tools), "placement": dict(m.placement),
-            "profiling": dict(m.profiling), "load_generator": dict(m.load_generator or {}),
-            "variants": {v: {k: m.variants.get(v, {}).get(k) for k in keep} for v in (base, cand)}}
+    return {"host": dict(m.host), "tools": dict(m.tools), "placement": m.placement.to_json(),
+            "profiling": m.profiling.to_json(), "load_generator": dict(m.load_generator),
+            "variants": {v: {k: m.variants[v].to_json().get(k) for k in keep} for v in (base, cand)}}
 
 
 # --------------------------------------------------------------------------- summary
@@ -665,14 +617,14 @@ def analyse(run: RunDir, opts: argparse.Namespace, out: Path | None = None) -> R
     r.paired = _paired(run, base, cand, opts)
     r.profile, merged = _profiles(run, base, cand, focus, opts)
     if out is not None and merged:
-        hz = m.profiling.get("frequency_hz")
+        hz = m.profiling.frequency_hz
         r.artifacts = _artifacts(merged, base, cand, out,
                                  float(hz) if isinstance(hz, (int, float)) and hz > 0 else None)
     r.tma = _tma(run, base, cand)
     r.environment = _environment(run, base, cand)
     r.reproduce = {"run": shlex.join(m.command) if m.command else "",
                    "report": shlex.join(["python", "-m", "analysis", "compare", str(opts.run_dir)])}
-    l3 = (getattr(m, "dataset", None) or {}).get("l3_warning")
+    l3 = m.dataset.l3_warning
     if l3:
         r.notes.append(l3)
     if not r.throughput and not r.paired:

@@ -8,26 +8,14 @@ inferno is looked up on PATH, then in ~/.cargo/bin (where `make setup` installs 
 """
 from __future__ import annotations
 
-import os
-import shutil
 import subprocess
 from pathlib import Path
+
+from analysis.toolpaths import cargo_home, which_tool
 
 
 class FlameGraphError(RuntimeError):
     """inferno missing or failing; the message says what and how to fix."""
-
-
-def cargo_home() -> Path:
-    """Where `cargo install` puts binaries and its install ledger ($CARGO_HOME, as
-    scripts/setup.sh uses it, else ~/.cargo)."""
-    return Path(os.environ.get("CARGO_HOME") or Path.home() / ".cargo")
-
-
-def which_tool(name: str) -> str | None:
-    """PATH first, then $CARGO_HOME/bin: a bare shell (cron, CI) may not have cargo's
-    bin directory on PATH, and inferno lives there."""
-    return shutil.which(name) or shutil.which(name, path=str(cargo_home() / "bin"))
 
 
 def find_inferno(tool: str) -> str:

@@ -44,7 +44,7 @@ VARIANTS, REPS, SAMPLES_PER_REP = ("base", "cand"), 5, 30_000
 
 def build_run_dir(root: Path) -> tuple[Path, int]:
     """A schema-1 run directory of real folded data; returns (path, total samples)."""
-    from analysis.rundir import Manifest, Rep, save_manifest
+    from analysis.inputs.rundir import Manifest, Rep, save_manifest
     src = prof.merge([prof.read_folded(DATA / f, unit="nanoseconds") for f in FOLDED])
     period = 1001001       # ns per sample at 999 Hz: the recordings' cpu-clock period
     scale = SAMPLES_PER_REP / (src.total / period)
@@ -75,7 +75,7 @@ def build_run_dir(root: Path) -> tuple[Path, int]:
 
 def analyse(run: Path) -> dict:
     """What a report does with the profiles: parse, views per rep, per-thread, stats."""
-    from analysis.rundir import load_run
+    from analysis.inputs.rundir import load_run
     rd = load_run(run)
     shares: dict[str, dict[str, list[float]]] = {v: {f: [] for f in FOCUS} for v in rd.variant_names}
     cum: dict[str, dict[str, list[float]]] = {v: {f: [] for f in FOCUS} for v in rd.variant_names}
@@ -199,8 +199,8 @@ def bench_overhead(run_dir: str | None, test: str | None) -> None:
         print("   skipped: no demo run under runs/ (run `make demo` first, or give "
               "--overhead-run RUN_DIR: a run with throughput and profile reps)")
         return
-    from analysis.rundir import RunDirError, load_run
-    from analysis.throughput import ThroughputError, load_rep
+    from analysis.inputs.rundir import RunDirError, load_run
+    from analysis.inputs.bench import ThroughputError, load_rep
     try:
         rd = load_run(run_dir)
         for v in rd.variant_names:

@@ -357,7 +357,7 @@ def main(argv: list[str] | None = None) -> int:
     except (BuildError, BinaryError, aptsource.AptSourceError) as e:
         print(f"build: error: {e}", file=sys.stderr)
         return 1
-    print(json.dumps(bv.to_manifest(), indent=2))
+    print(json.dumps(bv.to_json(), indent=2))
     return 0
 
 

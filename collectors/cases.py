@@ -19,7 +19,7 @@ from typing import Any
 
 import yaml
 
-from collectors.case_model import Case, DatasetSpec, ServerSpec, WorkloadSpec
+from analysis.inputs.case import Case, DatasetSpec, ServerSpec, WorkloadSpec
 
 CASES_DIR = Path(__file__).resolve().parents[1] / "cases"
 TOP_KEYS = {"name", "description", "focus", "server", "dataset", "workload", "sizes",

@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from collectors.case_model import Case, DatasetSpec
+from analysis.inputs.case import Case, DatasetSpec
 
 # Elements (string keys, hash fields, zset members) written per EVALSHA: big enough that
 # the round trips do not matter, small enough that one call blocks the server < ~0.5 s.

@@ -17,7 +17,7 @@ import tempfile
 from dataclasses import dataclass, asdict
 from pathlib import Path
 
-from analysis.flamegraph import which_tool
+from analysis.toolpaths import which_tool
 from collectors import preflight as pre
 
 BUSY_LOOP = "import time\nt = time.time()\nwhile time.time() - t < 0.1: pass\n"

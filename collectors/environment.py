@@ -15,8 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from collectors import procs
-from analysis.flamegraph import cargo_home
-from collectors.profile import find_tool
+from analysis.toolpaths import cargo_home, perf_binary, which_tool as find_tool
 
 SYS_CPU = Path("/sys/devices/system/cpu")
 
@@ -132,7 +131,7 @@ def inferno_version() -> str | None:
 
 def pmu_available(perf: str | None = None) -> tuple[bool, str]:
     """Is there a hardware PMU? `perf stat -e cycles` says <not supported> in most VMs."""
-    perf = perf or find_tool("perf")
+    perf = perf or perf_binary()
     if not perf:
         return False, "perf not installed"
     try:
@@ -212,7 +211,7 @@ def _meminfo_total() -> int | None:
 def tool_versions(benchmark_bins: dict[str, str] | None = None) -> dict[str, Any]:
     """perf, inferno, python, and each variant's load generator (name -> path)."""
     out: dict[str, Any] = {"python": platform.python_version()}
-    perf = find_tool("perf")
+    perf = perf_binary()
     out["perf"] = _version([perf, "--version"]) if perf else None
     out["inferno"] = inferno_version() if find_tool("inferno-collapse-perf") else None
     memtier = find_tool("memtier_benchmark")

@@ -15,7 +15,7 @@ every key it sends exists, but the lowest keys are never touched. The entry's `k
 says how many of the keyspace's keys memtier reaches.
 
 Raw outputs: bench.json (memtier --json-out-file), bench.txt (stdout: memtier's summary
-table), bench.stderr (progress lines). analysis.throughput.load_rep reads bench.json.
+table), bench.stderr (progress lines). analysis.inputs.bench.load_rep reads bench.json.
 """
 from __future__ import annotations
 
@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from collectors import procs
-from collectors.case_model import Case
+from analysis.inputs.case import Case
 from collectors.throughput import HOST, BenchError, BenchProcess, BenchResult
 
 ENV = "MEMTIER"
@@ -235,7 +235,7 @@ class MemtierProcess(BenchProcess):
 
     def finish(self, out_dir: Path, timeout_s: float, stem: str = "bench") -> BenchResult:
         """Wait; stdout -> <stem>.txt, stderr -> <stem>.stderr; parse <stem>.json."""
-        from analysis.throughput import ThroughputError, parse_memtier_json
+        from analysis.inputs.bench import ThroughputError, parse_memtier_json
         out, err, wall = self.wait(timeout_s)
         out_dir.mkdir(parents=True, exist_ok=True)
         (out_dir / f"{stem}.txt").write_text(out.decode(errors="replace"))
@@ -255,10 +255,9 @@ class MemtierProcess(BenchProcess):
             raise BenchError(f"{self.json_out}: no \"Ops/sec\" row under \"ALL STATS\"")
         t = rows[0]
         lat = t.latency_ms
-        nan = float("nan")
         # memtier runs for --test-time: no request count (None, not 0: analysis caps the
         # operations of a profile window at bench.requests when it is a number).
-        return BenchResult(test=t.test, rps=t.ops_per_sec, avg_latency_ms=lat.get("avg", nan),
-                           min_latency_ms=lat.get("min", nan), p50_latency_ms=lat.get("p50", nan),
-                           p95_latency_ms=lat.get("p95", nan), p99_latency_ms=lat.get("p99", nan),
-                           max_latency_ms=lat.get("max", nan), wall_s=round(wall, 6), requests=None)
+        return BenchResult(test=t.test, rps=t.ops_per_sec, avg_latency_ms=lat.get("avg"),
+                           min_latency_ms=lat.get("min"), p50_latency_ms=lat.get("p50"),
+                           p95_latency_ms=lat.get("p95"), p99_latency_ms=lat.get("p99"),
+                           max_latency_ms=lat.get("max"), wall_s=round(wall, 6), requests=None)

@@ -13,10 +13,12 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from collectors import procs
-from collectors.case_model import Case
-from collectors.run import interleave, _write_json
+from analysis.inputs.case import Case
+from analysis.inputs.rundir import write_json
+from collectors.run import interleave
 from collectors.server import Server
-from collectors.throughput import Calibration, redis_benchmark_argv, start_redis_benchmark
+from analysis.inputs.manifest import Calibration
+from collectors.throughput import redis_benchmark_argv, start_redis_benchmark
 
 SETTLE_S = 0.2   # after a CONFIG SET, let in-flight batches finish before counting
 
@@ -82,5 +84,5 @@ def run_paired_windows(srv: Server, variants: dict[str, Any], case: Case, cal: C
            "settle_s": SETTLE_S, "order": order, "command": command,
            "counter": "INFO stats total_commands_processed; calls = INFO commandstats calls",
            "windows": rows}
-    _write_json(rep_dir / "paired.json", doc)
+    write_json(rep_dir / "paired.json", doc)
     return {"order": order, "setting": keys, "counter": doc["counter"], "bench_command": argv}

@@ -12,11 +12,12 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
 import subprocess
 from dataclasses import dataclass, field, asdict
 from pathlib import Path
 from typing import Any
+
+from analysis.toolpaths import perf_binary
 
 NO_PMU_FIX = ("run on bare metal, or on a VM with the PMU passed through (KVM/libvirt: "
               "`<cpu mode='host-passthrough'>` with `<pmu state='on'/>`, QEMU `-cpu host,pmu=on`; "
@@ -101,12 +102,6 @@ def _read_int(path: Path) -> int | None:
         return int(path.read_text().split()[0])
     except (OSError, ValueError, IndexError):
         return None
-
-
-def perf_binary() -> str | None:
-    """perf to use: $PERF if set (a path or a name on PATH), else `perf` on PATH."""
-    want = os.environ.get("PERF") or "perf"
-    return shutil.which(want) or (want if os.path.isfile(want) and os.access(want, os.X_OK) else None)
 
 
 def perf_version(perf: str) -> tuple[int, ...] | None:

@@ -20,14 +20,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from analysis.flamegraph import which_tool
+from analysis.toolpaths import perf_binary, which_tool
 from collectors import procs
 
 if TYPE_CHECKING:  # run.py imports this module; the context class lives there
     from collectors.run import RepContext
-
-PERF = "perf"
-
 
 class ProfileError(Exception):
     pass
@@ -38,10 +35,10 @@ find_tool = which_tool
 
 
 def require_tools() -> tuple[str, str]:
-    perf = find_tool(PERF)
+    perf = perf_binary()
     if not perf:
-        raise procs.ToolNotFound("perf: not found; install it (Debian: apt-get install linux-perf) "
-                                 "or use --profile off")
+        raise procs.ToolNotFound("perf: not found (nor $PERF); install it (Debian: apt-get install "
+                                 "linux-perf) or use --profile off")
     collapse = find_tool("inferno-collapse-perf")
     if not collapse:
         raise procs.ToolNotFound("inferno-collapse-perf: not found on PATH or in ~/.cargo/bin; "

@@ -37,12 +37,15 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable, Protocol
 
-from analysis.rundir import Manifest, Rep, RunDirError, load_run, save_manifest
+from analysis.inputs.manifest import (Calibration, DatasetInfo, Manifest, PairedPlan, Placement,
+                                      Profiling, Rep, RunStatus)
+from analysis.inputs.repfacts import RepCpus, RepFacts, Window
+from analysis.inputs.rundir import RunDirError, load_run, save_manifest, write_json, write_rep_facts
 from collectors import memtier, procs
-from collectors.case_model import Case
+from analysis.inputs.case import Case
 from collectors.profile import PerfProfiler
 from collectors.server import Server, ServerOptions, ServerError
-from collectors.throughput import (BenchError, Calibration, calibrate, redis_benchmark_argv,
+from collectors.throughput import (BenchError, calibrate, redis_benchmark_argv,
                                    run_redis_benchmark, start_redis_benchmark)
 
 PLUGIN_MODULES = ("collectors.tma", "collectors.parca")
@@ -163,25 +166,24 @@ def build_schedule(variants: list[str], opts: RunOptions, workload_tool: str) ->
     return sched
 
 
-def placement(io_threads: int = 1, cpus: list[int] | None = None) -> dict[str, Any]:
+def placement(io_threads: int = 1, cpus: list[int] | None = None) -> Placement:
     """Server on the first CPUs, load generator (and perf) on the rest, when there are 2+."""
     cpus = sorted(cpus if cpus is not None else os.sched_getaffinity(0))
     if len(cpus) < 2:
-        return {"server_cpus": None, "client_cpus": None,
-                "note": f"only {len(cpus)} CPU available: server and client not pinned"}
+        return Placement(None, None, f"only {len(cpus)} CPU available: server and client not pinned")
     if io_threads > 1 and len(cpus) < io_threads + 1:
         # Squeezing main + io threads onto fewer CPUs than threads is pathological: idle
         # io-threads busy-poll, and once they kick in (Valkey 9, GET, io-threads 2 on one
         # CPU) throughput fell from ~50k to ~5k ops/s with 24 ms p50 on this project's CI
         # host. Sharing every CPU is contended too, but measures the server, not the pinning.
-        return {"server_cpus": None, "client_cpus": None,
-                "note": f"io-threads {io_threads} need {io_threads} server CPUs plus 1 for the load "
-                        f"generator; this host has {len(cpus)}: nothing pinned, so server threads and "
-                        "load generator share all CPUs (io-threads results here are contended)"}
+        return Placement(None, None,
+                         f"io-threads {io_threads} need {io_threads} server CPUs plus 1 for the load "
+                         f"generator; this host has {len(cpus)}: nothing pinned, so server threads and "
+                         "load generator share all CPUs (io-threads results here are contended)")
     k = max(1, min(io_threads, len(cpus) - 1))
-    return {"server_cpus": cpus[:k], "client_cpus": cpus[k:],
-            "note": f"server pinned to CPU {cpus[:k]}, load generator and profiler to {cpus[k:]} "
-                    "(sched_setaffinity)"}
+    return Placement(cpus[:k], cpus[k:],
+                     f"server pinned to CPU {cpus[:k]}, load generator and profiler to {cpus[k:]} "
+                     "(sched_setaffinity)")
 
 
 def now_iso() -> str:
@@ -234,7 +236,7 @@ class Runner:
         self.collector_factories = collector_factories if collector_factories is not None else \
             [p.rep_collectors for p in _plugins() if hasattr(p, "rep_collectors")]
         self.progress = progress
-        self.place = manifest.placement or placement(case.server.io_threads)
+        self.place = manifest.placement
         self.scratch = self.run_dir / ".scratch"
         # Set when the manifest's load_generator says memtier (new_runner/resume_runner).
         self.memtier_bin = memtier_bin
@@ -252,13 +254,13 @@ class Runner:
         return ServerOptions(server_bin=variant.server_bin, workdir=self.scratch / rep_tag,
                              logfile=logfile, config=cfg, io_threads=self.case.server.io_threads,
                              cluster=self.case.server.cluster, persistence=self.case.server.persistence,
-                             cpus=self.place.get("server_cpus"), rdb=rdb)
+                             cpus=self.place.server_cpus, rdb=rdb)
 
     # -- dataset
     def ensure_snapshot(self) -> Path | None:
         d = self.case.dataset
         if d.kind == "none":
-            self.m.dataset = {"kind": "none", "snapshot": None}
+            self.m.dataset = DatasetInfo(kind="none")
             return None
         if self.ops.preload is None:
             raise RunError(f"case {self.case.name} needs a {d.kind} dataset but collectors.dataset "
@@ -269,7 +271,7 @@ class Runner:
         rdb = cache_root() / "datasets" / f"{self.case.name.replace('/', '_')}-{self.case.size}-{key}.rdb"
         ds_dir = self.run_dir / "dataset"
         ds_dir.mkdir(parents=True, exist_ok=True)
-        info: dict[str, Any] = {"kind": d.kind, "keys": d.keys, "snapshot": str(rdb), "key": key}
+        info = DatasetInfo(kind=d.kind, keys=d.keys, snapshot=str(rdb), key=key)
         cached_log = rdb.with_suffix(".preload.txt")
         if not rdb.is_file():
             srv = Server(self.server_opts(first, "preload", ds_dir / "preload-server.log", None))
@@ -282,23 +284,23 @@ class Runner:
                 srv.snapshot(rdb)
             finally:
                 srv.stop()
-            info.update({"created_by": first.name, "preload": pre,
-                         "preload_s": round(time.monotonic() - t0, 3), "cached": False})
+            info.created_by, info.preload, info.cached = first.name, pre, False
+            info.preload_s = round(time.monotonic() - t0, 3)
             if (ds_dir / "preload.txt").is_file():
                 shutil.copyfile(ds_dir / "preload.txt", cached_log)
         else:
-            info["cached"] = True
+            info.cached = True
             # Keep the raw preload record with every run that uses the snapshot.
             head = f"# restored from the dataset cache: {rdb}\n# original preload output follows\n"
             body = cached_log.read_text() if cached_log.is_file() else "(not recorded)\n"
             (ds_dir / "preload.txt").write_text(head + body)
-        info["snapshot_bytes"] = rdb.stat().st_size
+        info.snapshot_bytes = rdb.stat().st_size
         from collectors.dataset import l3_warning
         # A "far larger than L3" case run at a size that fits in L3 measures no DRAM stalls:
         # the report must say so next to its verdicts.
-        info["l3_warning"] = l3_warning(self.case)
-        if info["l3_warning"]:
-            print(f"stallscope run: note: {info['l3_warning']}", file=sys.stderr)
+        info.l3_warning = l3_warning(self.case)
+        if info.l3_warning:
+            print(f"stallscope run: note: {info.l3_warning}", file=sys.stderr)
         self.m.dataset = info
         self.save()
         return rdb
@@ -315,7 +317,7 @@ class Runner:
     # -- calibration
     def ensure_calibration(self, rdb: Path | None) -> None:
         w = self.case.workload
-        cal = self.m.calibration or {}
+        cal = self.m.calibration
         if w.tool == "rdb-load":
             self.m.calibration = {}
             return
@@ -323,9 +325,8 @@ class Runner:
             if name in cal:
                 continue
             if self.memtier_bin:
-                cal[name] = {"tool": "memtier", "requests": None, "target_s": w.duration_s,
-                             "note": "memtier_benchmark --test-time: no calibration run"}
-                self.m.calibration = cal
+                cal[name] = Calibration(tool="memtier", requests=None, target_s=w.duration_s,
+                                        note="memtier_benchmark --test-time: no calibration run")
                 self.save()
                 continue
             v = self.variants[name]
@@ -335,11 +336,10 @@ class Runner:
             try:
                 srv.settle()  # calibrate on the keyspace the reps will measure
                 c = calibrate(self.bench_bin(v), srv.port, w, target_s=w.duration_s,
-                              cpus=self.place.get("client_cpus"), cluster=self.case.server.cluster)
+                              cpus=self.place.client_cpus, cluster=self.case.server.cluster)
             finally:
                 srv.stop()
-            cal[name] = c.to_json()
-            self.m.calibration = cal
+            cal[name] = c
             self.save()
 
     @staticmethod
@@ -353,7 +353,7 @@ class Runner:
     # -- the reps
     def run(self) -> int:
         procs.install_signal_handlers()
-        self.m.status = {"state": "running", "reason": None, "updated": now_iso()}
+        self.m.status = RunStatus("running", None, now_iso())
         self.save()
         todo = [r for r in self.m.schedule if r.status != "ok"]
         bar = _progress(len(todo), self.case.name) if self.progress else None
@@ -371,7 +371,7 @@ class Runner:
             for r in self.m.schedule:
                 if r.status == "running":
                     r.status, r.reason, r.finished = "failed", str(e), now_iso()
-            self.m.status = {"state": "interrupted", "reason": str(e), "updated": now_iso()}
+            self.m.status = RunStatus("interrupted", str(e), now_iso())
             self.save()
             print(f"\nstallscope run: {e}; finished reps kept. Resume with:\n"
                   f"  python -m collectors run --resume {self.run_dir}", file=sys.stderr)
@@ -381,7 +381,7 @@ class Runner:
             for r in self.m.schedule:
                 if r.status == "running":
                     r.status, r.reason, r.finished = "failed", f"{type(e).__name__}: {e}", now_iso()
-            self.m.status = {"state": "failed", "reason": f"{type(e).__name__}: {e}", "updated": now_iso()}
+            self.m.status = RunStatus("failed", f"{type(e).__name__}: {e}", now_iso())
             self.save()
             raise
         finally:
@@ -389,9 +389,8 @@ class Runner:
                 bar.close()
             shutil.rmtree(self.scratch, ignore_errors=True)
         failed = [r for r in self.m.schedule if r.status != "ok"]
-        self.m.status = {"state": "complete" if not failed else "incomplete",
-                         "reason": None if not failed else f"{len(failed)} rep(s) failed",
-                         "updated": now_iso()}
+        self.m.status = RunStatus("complete" if not failed else "incomplete",
+                                  None if not failed else f"{len(failed)} rep(s) failed", now_iso())
         self.save()
         return 0 if not failed else 1
 
@@ -402,7 +401,7 @@ class Runner:
         rep_dir.mkdir(parents=True)
         rep.status, rep.reason, rep.started, rep.finished = "running", None, now_iso(), None
         self.save()
-        facts: dict[str, Any] = {"variant": rep.variant, "rep": rep.rep, "kind": rep.kind}
+        facts = RepFacts(variant=rep.variant, rep=rep.rep, kind=rep.kind)
         try:
             if rep.kind == "paired":
                 self.paired_rep(rep, rep_dir, rdb, facts)
@@ -410,82 +409,81 @@ class Runner:
                 self.measured_rep(rep, rep_dir, rdb, facts)
         except Exception as e:   # one failed rep must not end the run: record it, go on
             rep.status, rep.reason = "failed", f"{type(e).__name__}: {e}"
-            facts["error"] = rep.reason
+            facts.error = rep.reason
             if os.environ.get("STALLSCOPE_DEBUG"):
-                facts["traceback"] = traceback.format_exc()
+                facts.traceback = traceback.format_exc()
             print(f"stallscope run: rep {rep.dir} failed: {rep.reason}", file=sys.stderr)
         else:
             rep.status = "ok"
         finally:
-            _write_json(rep_dir / "rep.json", facts)
+            write_rep_facts(rep_dir, facts)
         rep.finished = now_iso()
         self.save()
 
     def _start_server(self, variant: Any, rep: Rep, rep_dir: Path, rdb: Path | None,
-                      facts: dict[str, Any], with_variant_config: bool = True) -> Server:
+                      facts: RepFacts, with_variant_config: bool = True) -> Server:
         srv = Server(self.server_opts(variant, f"{rep.variant}-{rep.rep}", rep_dir / "server.log", rdb,
                                       with_variant_config))
         try:
             srv.start()
         finally:
-            facts["commands"] = {"server": srv.argv}
-        facts.update({"pid": srv.pid, "port": srv.port,
-                      "cpus": {"server": self.place.get("server_cpus"),
-                               "client": self.place.get("client_cpus")},
-                      "rdb_load": srv.timing.to_json() if srv.timing else None})
+            facts.commands = {"server": srv.argv}
+        facts.pid, facts.port = srv.pid, srv.port
+        facts.cpus = RepCpus(self.place.server_cpus, self.place.client_cpus)
+        facts.rdb_load = srv.timing.to_json() if srv.timing else None
         return srv
 
-    def measured_rep(self, rep: Rep, rep_dir: Path, rdb: Path | None, facts: dict[str, Any]) -> None:
+    def measured_rep(self, rep: Rep, rep_dir: Path, rdb: Path | None, facts: RepFacts) -> None:
         v = self.variants[rep.variant]
         w = self.case.workload
         srv = self._start_server(v, rep, rep_dir, rdb, facts)
         try:
-            facts["dataset"] = self.verify_rep(srv)
+            facts.dataset = self.verify_rep(srv)
             if w.tool == "rdb-load":
                 self.rdb_load_rep(srv, rep_dir, facts)
                 return
             # Measure a settled keyspace, not the rehash a restored RDB leaves behind.
-            facts["settle"] = srv.settle()
+            facts.settle = srv.settle()
             if self.memtier_bin:
                 self.memtier_rep(rep, rep_dir, srv, facts)
                 return
-            cal = Calibration(**self.m.calibration[rep.variant])
-            cpus = self.place.get("client_cpus")
+            cal = self.m.calibration[rep.variant]
+            cpus = self.place.client_cpus
             bench = self.bench_bin(v)
             cluster = self.case.server.cluster
             if w.warmup_s > 0:
                 n_warm = max(w.clients, int(cal.requests * w.warmup_s / max(cal.target_s, 1e-3)))
                 argv = redis_benchmark_argv(bench, srv.port, w, n_warm, cluster)
-                facts["commands"]["warmup"] = argv
-                wr = run_redis_benchmark(argv, rep_dir, cpus, timeout_s=60 + 20 * w.warmup_s, stem="warmup")
-                facts["warmup"] = wr.to_json()
+                facts.commands["warmup"] = argv
+                facts.warmup = run_redis_benchmark(argv, rep_dir, cpus, timeout_s=60 + 20 * w.warmup_s,
+                                                   stem="warmup")
             argv = redis_benchmark_argv(bench, srv.port, w, cal.requests, cluster)
-            facts["commands"]["bench"] = argv
+            facts.commands["bench"] = argv
+            facts.requests = cal.requests
             collectors = self.rep_collectors(rep.kind)
             window = max(0.5, 0.8 * cal.target_s)
             bp = start_redis_benchmark(argv, cpus)
             result = self._steady(bp, rep, rep_dir, srv, collectors, window, cal.target_s, facts)
-            facts["bench"] = result.to_json()
-            facts["calibration"] = cal.to_json()
+            facts.bench = result
+            facts.calibration = cal
             (rep_dir / "info.txt").write_text(srv.info_all())
         finally:
-            facts["server_stop"] = srv.stop()
+            facts.server_stop = srv.stop()
 
     def _steady(self, bp: Any, rep: Rep, rep_dir: Path, srv: Server, collectors: list,
-                window: float, target_s: float, facts: dict[str, Any]) -> Any:
+                window: float, target_s: float, facts: RepFacts) -> Any:
         """Bracket the running load generator `bp` with the rep's collectors; its result."""
         v = self.variants[rep.variant]
         ctx = RepContext(rep_dir=rep_dir, window_s=window, pid=srv.pid,
-                         cpus=self.place.get("server_cpus"), rep=rep.rep, variant=rep.variant,
+                         cpus=self.place.server_cpus, rep=rep.rep, variant=rep.variant,
                          case=self.case.name,
                          labels={"variant": rep.variant, "rep": str(rep.rep),
                                  "run": self.m.run_id, "kind": rep.kind},
                          run_dir=self.run_dir, kind=rep.kind, port=srv.port,
-                         client_cpus=self.place.get("client_cpus"),
+                         client_cpus=self.place.client_cpus,
                          callgraph=getattr(v, "callgraph", "fp") or "fp", built_variant=v,
                          case_obj=self.case)
         started = []
-        facts["collectors"] = {}
         try:
             # Let the clients connect before the steady window opens.
             time.sleep(min(0.2, 0.05 * target_s))
@@ -495,35 +493,35 @@ class Runner:
             result = bp.finish(rep_dir, timeout_s=120 + 10 * target_s)
         finally:
             for c in started:
-                facts["collectors"][getattr(c, "name", type(c).__name__)] = c.stop(ctx)
-        facts["window"] = {"t0": round(bp.t0_epoch, 3), "t1": round(bp.t1_epoch, 3),
-                           "profile_window_s": window if collectors else None}
+                facts.collectors[getattr(c, "name", type(c).__name__)] = c.stop(ctx)
+        facts.window = Window(round(bp.t0_epoch, 3), round(bp.t1_epoch, 3),
+                              window if collectors else None)
         return result
 
-    def memtier_rep(self, rep: Rep, rep_dir: Path, srv: Server, facts: dict[str, Any]) -> None:
+    def memtier_rep(self, rep: Rep, rep_dir: Path, srv: Server, facts: RepFacts) -> None:
         """Warm-up and measured run with memtier_benchmark (--test-time, no calibration)."""
         w = self.case.workload
         p = memtier.plan(self.case)
-        cpus = self.place.get("client_cpus")
+        cpus = self.place.client_cpus
         cluster = self.case.server.cluster
         if w.warmup_s > 0:
             argv = memtier.memtier_argv(self.memtier_bin, srv.port, p, w.pipeline, w.warmup_s,
                                         rep_dir / "warmup.json", cluster)
-            facts["commands"]["warmup"] = argv
-            facts["warmup"] = memtier.start(argv, cpus).finish(
-                rep_dir, timeout_s=60 + 20 * w.warmup_s, stem="warmup").to_json()
+            facts.commands["warmup"] = argv
+            facts.warmup = memtier.start(argv, cpus).finish(
+                rep_dir, timeout_s=60 + 20 * w.warmup_s, stem="warmup")
         argv = memtier.memtier_argv(self.memtier_bin, srv.port, p, w.pipeline, w.duration_s,
                                     rep_dir / "bench.json", cluster)
-        facts["commands"]["bench"] = argv
+        facts.commands["bench"] = argv
         collectors = self.rep_collectors(rep.kind)
         window = max(0.5, 0.8 * w.duration_s)
         result = self._steady(memtier.start(argv, cpus), rep, rep_dir, srv, collectors, window,
                               w.duration_s, facts)
-        facts["bench"] = result.to_json()
-        facts["calibration"] = self.m.calibration.get(rep.variant)
+        facts.bench = result
+        facts.calibration = self.m.calibration.get(rep.variant)
         (rep_dir / "info.txt").write_text(srv.info_all())
 
-    def rdb_load_rep(self, srv: Server, rep_dir: Path, facts: dict[str, Any]) -> None:
+    def rdb_load_rep(self, srv: Server, rep_dir: Path, facts: RepFacts) -> None:
         keys = int(srv.client.dbsize())
         t = srv.timing
         secs = t.log_load_seconds if t.log_load_seconds else t.seconds_to_ready
@@ -532,8 +530,8 @@ class Runner:
                "keys_per_s": keys / secs if secs > 0 else None,
                "keys_loaded_info": t.keys_loaded,
                "rdb_bytes": Path(srv.opts.rdb).stat().st_size if srv.opts.rdb else None}
-        _write_json(rep_dir / "rdb_load.json", out)
-        facts["rdb_load_result"] = out
+        write_json(rep_dir / "rdb_load.json", out)
+        facts.rdb_load_result = out
         (rep_dir / "info.txt").write_text(srv.info_all())
 
     def rep_collectors(self, kind: str) -> list:
@@ -545,30 +543,24 @@ class Runner:
         return cs
 
     # -- paired mode
-    def paired_rep(self, rep: Rep, rep_dir: Path, rdb: Path | None, facts: dict[str, Any]) -> None:
+    def paired_rep(self, rep: Rep, rep_dir: Path, rdb: Path | None, facts: RepFacts) -> None:
         from collectors.paired import run_paired_windows
         names = list(self.variants)
         first = self.variants[names[0]]
         srv = self._start_server(first, rep, rep_dir, rdb, facts, with_variant_config=False)
         try:
-            facts["dataset"] = self.verify_rep(srv)
-            facts["settle"] = srv.settle()
-            cal = Calibration(**self.m.calibration[names[0]])
+            facts.dataset = self.verify_rep(srv)
+            facts.settle = srv.settle()
+            cal = self.m.calibration[names[0]]
             res = run_paired_windows(srv, self.variants, self.case, cal, self.bench_bin(first),
-                                     self.place.get("client_cpus"), rep_dir,
+                                     self.place.client_cpus, rep_dir,
                                      window_s=self.opts.paired_window_s,
                                      windows=self.opts.paired_windows)
-            facts["commands"]["bench"] = res["bench_command"]
-            facts["paired"] = {k: res[k] for k in ("order", "setting", "counter")}
+            facts.commands["bench"] = res["bench_command"]
+            facts.paired = {k: res[k] for k in ("order", "setting", "counter")}
             (rep_dir / "info.txt").write_text(srv.info_all())
         finally:
-            facts["server_stop"] = srv.stop()
-
-
-def _write_json(path: Path, obj: Any) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(obj, indent=2, default=str) + "\n")
-    os.replace(tmp, path)
+            facts.server_stop = srv.stop()
 
 
 def _progress(total: int, what: str):
@@ -586,22 +578,21 @@ def _progress(total: int, what: str):
 def make_manifest(run_id: str, case: Case, variants: dict[str, Any], opts: RunOptions,
                   command: list[str], host: dict, tools: dict) -> Manifest:
     w = case.workload
-    profiling: dict[str, Any]
     if opts.profile == "off":
-        profiling = {"profiler": "off", "mode": "off", "note": "no CPU profile collected"}
+        profiling = Profiling("off", "off", note="no CPU profile collected")
     elif w.tool == "rdb-load":
-        profiling = {"profiler": opts.profile, "mode": "off",
-                     "note": "rdb-load case: the measured phase is the server start; not profiled"}
+        profiling = Profiling(opts.profile, "off",
+                              note="rdb-load case: the measured phase is the server start; not profiled")
     else:
-        profiling = {"profiler": opts.profile, "mode": "separate", "frequency_hz": opts.freq_hz,
-                     "reps_per_variant": opts.profile_reps,
-                     "note": "throughput reps are unprofiled; profile reps run the same load with "
-                             "perf attached (their bench.csv shows the profiled throughput)"}
+        profiling = Profiling(opts.profile, "separate",
+                              event="cpu-clock" if opts.profile == "perf" else None,
+                              frequency_hz=opts.freq_hz, reps_per_variant=opts.profile_reps,
+                              note="throughput reps are unprofiled; profile reps run the same load "
+                                   "with perf attached (their bench.csv shows the profiled throughput)")
     m = Manifest(run_id=run_id, created=now_iso(), command=command, case=case.to_json(),
-                 size=case.size, variants={n: v.to_manifest() for n, v in variants.items()},
+                 size=case.size, variants=dict(variants),
                  host=host, tools=tools, placement=placement(case.server.io_threads),
                  profiling=profiling,
-                 tma={"backend": "off", "status": "not collected", "reason": None},
                  schedule=build_schedule(list(variants), opts, w.tool))
     m.warmup = {"mode": "per-rep" if w.warmup_s > 0 and w.tool != "rdb-load" else "none",
                 "seconds": w.warmup_s,
@@ -615,7 +606,7 @@ def make_manifest(run_id: str, case: Case, variants: dict[str, Any], opts: RunOp
     return m
 
 
-def paired_manifest(variants: dict[str, Any], opts: RunOptions) -> dict[str, Any]:
+def paired_manifest(variants: dict[str, Any], opts: RunOptions) -> PairedPlan:
     names = list(variants)
     if len(names) != 2:
         raise RunError(f"--paired needs exactly two variants (got {len(names)})")
@@ -628,10 +619,10 @@ def paired_manifest(variants: dict[str, Any], opts: RunOptions) -> dict[str, Any
     keys = [k for k in keys if (a.config or {}).get(k) != (b.config or {}).get(k)]
     if not keys:
         raise RunError(f"--paired: {names[0]} and {names[1]} have the same config; nothing to switch")
-    return {"setting": keys, "values": {n: {k: (variants[n].config or {}).get(k) for k in keys}
-                                        for n in names},
-            "window_s": opts.paired_window_s, "windows": opts.paired_windows,
-            "variants": names, "counter": "INFO stats total_commands_processed"}
+    return PairedPlan(setting=keys, values={n: {k: (variants[n].config or {}).get(k) for k in keys}
+                                            for n in names},
+                      window_s=opts.paired_window_s, windows=opts.paired_windows,
+                      variants=names, counter="INFO stats total_commands_processed")
 
 
 def load_variants(specs: list[str], log: Callable[[str], None]) -> dict[str, Any]:
@@ -807,7 +798,8 @@ def new_runner(args: argparse.Namespace, argv: list[str], log) -> Runner:
     for pl in _plugins():
         if hasattr(pl, "manifest_sections"):
             for k, v in (pl.manifest_sections(opts, host) or {}).items():
-                setattr(m, k, v)
+                setattr(m, k, type(getattr(m, k)).from_json(v, k)
+                        if hasattr(getattr(m, k, None), "from_json") else v)
     run_dir = out / run_id
     save_manifest(run_dir, m)
     log(f"stallscope run: {run_dir}")
@@ -835,20 +827,20 @@ def choose_load_generator(case: Case, opts: RunOptions, variants: dict[str, Any]
 def resume_runner(run_dir: Path, log, progress: bool = True) -> Runner:
     rd = load_run(run_dir)
     m = rd.manifest
-    case = Case.from_json(m.case)
+    case = m.case_model()
     o = dict(m.options or {})
     o.pop("report", None)
     opts = RunOptions(**o)
     variants: dict[str, Any] = {}
     for name, vm in m.variants.items():
-        vs = load_variants([f"{name}={vm['spec']}"], log)[name]
-        if vs.binary_sha256 != vm.get("binary_sha256"):
+        vs = load_variants([f"{name}={vm.spec}"], log)[name]
+        if vs.binary_sha256 != vm.binary_sha256:
             raise RunError(f"{run_dir}/manifest.json: variant {name} was built as sha256 "
-                           f"{str(vm.get('binary_sha256'))[:12]}, the build now gives "
+                           f"{str(vm.binary_sha256)[:12]}, the build now gives "
                            f"{vs.binary_sha256[:12]}; cannot resume with a different binary")
         variants[name] = vs
     left = [r for r in m.schedule if r.status != "ok"]
-    m.resumes = (m.resumes or []) + [{"at": now_iso(), "command": sys.argv, "reps": len(left)}]
+    m.resumes = m.resumes + [{"at": now_iso(), "command": sys.argv, "reps": len(left)}]
     log(f"stallscope run: resuming {run_dir}: {len(left)} of {len(m.schedule)} reps to run")
     memtier_bin = None
     if (m.load_generator or {}).get("used") == "memtier":

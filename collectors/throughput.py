@@ -8,17 +8,17 @@ its stdout goes to bench.txt, its stderr to bench.stderr (see collectors/memtier
 """
 from __future__ import annotations
 
-import csv
-import io
-import math
 import subprocess
 import time
-from dataclasses import dataclass, asdict
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Sequence
 
+from analysis.inputs.bench import ThroughputError, parse_redis_benchmark_csv_text
+from analysis.inputs.case import WorkloadSpec
+from analysis.inputs.manifest import Calibration
+from analysis.inputs.repfacts import BenchSummary
 from collectors import procs
-from collectors.case_model import WorkloadSpec
 
 HOST = "127.0.0.1"
 
@@ -27,33 +27,8 @@ class BenchError(Exception):
     """The load generator failed or printed nothing parseable; names the raw file."""
 
 
-@dataclass
-class BenchResult:
-    test: str
-    rps: float                    # requests/s over the whole run
-    avg_latency_ms: float
-    min_latency_ms: float
-    p50_latency_ms: float
-    p95_latency_ms: float
-    p99_latency_ms: float
-    max_latency_ms: float
-    wall_s: float                 # wall time of the load generator process (s)
-    requests: int | None          # -n; None for memtier (it runs for --test-time)
-
-    def to_json(self) -> dict[str, Any]:
-        return asdict(self)
-
-
-@dataclass
-class Calibration:
-    requests: int                 # -n for a measured rep
-    target_s: float               # wanted duration of a rep (s)
-    probe_requests: int
-    probe_wall_s: float
-    probe_rps: float              # requests/s seen while calibrating
-
-    def to_json(self) -> dict[str, Any]:
-        return asdict(self)
+# The summary of a measured run is part of rep.json: one type for both sides.
+BenchResult = BenchSummary
 
 
 def redis_benchmark_argv(bench_bin: str, port: int, w: WorkloadSpec, requests: int,
@@ -71,23 +46,6 @@ def redis_benchmark_argv(bench_bin: str, port: int, w: WorkloadSpec, requests: i
     if not w.command:
         raise BenchError("case workload has no command words (workload.command)")
     return argv + [str(x) for x in w.command]
-
-
-def parse_csv(text: str, source: str = "bench.csv") -> dict[str, float | str]:
-    """The summary row of redis-benchmark --csv (7.x/8.x header)."""
-    rows = list(csv.DictReader(io.StringIO(text)))
-    if not rows or "rps" not in rows[0]:
-        raise BenchError(f"{source}:1: no redis-benchmark --csv summary (expected a header "
-                         f"\"test\",\"rps\",...); got {text[:200]!r}")
-    row = rows[-1]
-    out: dict[str, float | str] = {"test": row["test"]}
-    for k, v in row.items():
-        if k != "test":
-            try:
-                out[k] = float(v)
-            except (TypeError, ValueError):
-                raise BenchError(f"{source}:{len(rows) + 1}: column {k!r} is not a number: {v!r}") from None
-    return out
 
 
 def start_redis_benchmark(argv: Sequence[str], cpus: Sequence[int] | None) -> "BenchProcess":
@@ -132,16 +90,14 @@ class BenchProcess:
         if self.proc.returncode != 0:
             raise BenchError(f"{self.argv[0]} exited with status {self.proc.returncode}: "
                              f"{etext.strip()[-500:]}")
-        row = parse_csv(text, csv_path)
+        try:
+            row = parse_redis_benchmark_csv_text(text, csv_path)[-1]
+        except ThroughputError as e:
+            raise BenchError(str(e)) from None
         n = int(self.argv[self.argv.index("-n") + 1])
-        return BenchResult(test=str(row["test"]), rps=float(row["rps"]),
-                           avg_latency_ms=float(row.get("avg_latency_ms", math.nan)),
-                           min_latency_ms=float(row.get("min_latency_ms", math.nan)),
-                           p50_latency_ms=float(row.get("p50_latency_ms", math.nan)),
-                           p95_latency_ms=float(row.get("p95_latency_ms", math.nan)),
-                           p99_latency_ms=float(row.get("p99_latency_ms", math.nan)),
-                           max_latency_ms=float(row.get("max_latency_ms", math.nan)),
-                           wall_s=round(wall, 6), requests=n)
+        lat = {f"{k}_latency_ms": v for k, v in row.latency_ms.items()}
+        return BenchResult(test=row.test, rps=row.ops_per_sec, **lat, wall_s=round(wall, 6),
+                           requests=n)
 
 
 def run_redis_benchmark(argv: Sequence[str], out_dir: Path | None, cpus: Sequence[int] | None,

@@ -3,7 +3,7 @@
 A variant is written on the command line as NAME=SPEC (grammar in docs/variants.md and
 GRAMMAR below). `parse_variant` turns it into a VariantSpec; collectors.build turns a
 VariantSpec into a BuiltVariant (binaries on disk, checked for symbols and frame
-pointers), whose `to_manifest()` is the "variants.<name>" object of the run directory.
+pointers): the "variants.<name>" record of the run directory (analysis.inputs.manifest.Variant).
 """
 from __future__ import annotations
 
@@ -14,7 +14,9 @@ import shutil
 import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Callable
+
+from analysis.inputs.manifest import Variant
 
 GRAMMAR = """\
 Variant spec grammar:   NAME=SOURCE[+MODIFIER]...
@@ -134,30 +136,8 @@ def parse_variant(text: str) -> VariantSpec:
     return vs
 
 
-@dataclass
-class BuiltVariant:
-    name: str
-    spec: str
-    kind: str
-    source: str                     # human description
-    patches: list[dict[str, str]]   # [{"file", "sha256"}]
-    make_flags: list[str]
-    config: dict[str, str]
-    server_bin: str
-    benchmark_bin: str | None
-    cli_bin: str | None
-    binary_sha256: str
-    version: str
-    commit: str
-    frame_pointers: bool
-    symbols: bool
-    callgraph: str                  # fp | dwarf
-
-    def to_manifest(self) -> dict[str, Any]:
-        return {k: getattr(self, k) for k in (
-            "name", "spec", "kind", "source", "patches", "make_flags", "config",
-            "server_bin", "benchmark_bin", "cli_bin", "binary_sha256", "version", "commit",
-            "frame_pointers", "symbols", "callgraph")}
+# A built variant is exactly the manifest's "variants.<name>" record.
+BuiltVariant = Variant
 
 
 def sha256_file(path: str | os.PathLike) -> str:

@@ -56,7 +56,7 @@ def test_debsrc_redis_builds_with_symbols_and_frame_pointers(base):
     assert bv.kind == "debsrc" and "Debian source 5:8." in bv.source and "suite forky" in bv.source
     assert "OPTIMIZATION=-O2" in bv.make_flags
     assert "REDIS_CFLAGS=-g -fno-omit-frame-pointer" in bv.make_flags
-    m = bv.to_manifest()
+    m = bv.to_json()
     assert m["patches"] == [] and len(m["binary_sha256"]) == 64
     json.dumps(m)  # the manifest object is plain JSON
 

@@ -8,7 +8,7 @@ import pytest
 
 from collectors import cases
 from collectors.cases import CASES_DIR, CaseError, list_cases, load_case, sizes_of
-from collectors.case_model import Case
+from analysis.inputs.case import Case
 
 
 def test_every_case_and_matrix_variant_loads_at_every_size():

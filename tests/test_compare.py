@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from analysis import compare
+from analysis.inputs.manifest import Profiling
 from analysis.pprof import load_profile, read_pprof, sample_types
 from tests.conftest import REPO
 
@@ -427,7 +428,7 @@ def test_per_op_from_perf_attach_time_and_request_cap():
     d = PAIRED / "a" / "1"
     facts = json.loads((d / "rep.json").read_text())
     stacks = profile.read_folded(d / "perf.folded")
-    ops, ns_unit, basis = compare._profile_ops(d, stacks, {})
+    ops, ns_unit, basis = compare._profile_ops(d, stacks, Profiling(), [])
     rps = float(next(csv.DictReader(open(d / "bench.csv")))["rps"])
     assert rps * facts["window"]["profile_window_s"] > facts["bench"]["requests"]   # 21440 > 20440
     assert ops == facts["bench"]["requests"] == 20440 and "perf outlived the load" in basis
@@ -447,7 +448,7 @@ def test_per_op_from_recorded_attach_time(tmp_path):
     facts["window"]["profile_window_s"] = 16.0
     (d / "rep.json").write_text(json.dumps(facts))
     from analysis import profile
-    ops, _, basis = compare._profile_ops(d, profile.read_folded(d / "perf.folded"), {})
+    ops, _, basis = compare._profile_ops(d, profile.read_folded(d / "perf.folded"), Profiling(), [])
     assert ops == pytest.approx(30959.75 * 1.0) and "perf's recorded attach time" in basis
 
 

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from analysis.rundir import Manifest
+from analysis.inputs.rundir import Manifest
 from collectors import memtier
-from collectors.case_model import Case, DatasetSpec, ServerSpec, WorkloadSpec
+from analysis.inputs.case import Case, DatasetSpec, ServerSpec, WorkloadSpec
 from collectors.cases import load_case
 from collectors.run import RunOptions, choose_load_generator, main as run_main
 from collectors.suite import import_suite, write_case_yaml
@@ -239,20 +239,24 @@ def test_report_names_the_load_generator_and_the_fallback():
 
 
 def test_report_names_memtier_rows_by_the_command(fixtures_dir, tmp_path):
-    """memtier's JSON calls its row "Totals"; compare takes the name from rep.json's argv."""
+    """memtier's JSON calls its row "Totals"; compare names it by the case's command
+    words (memtier ran them with its own key placeholder), as redis-benchmark names its rows."""
     import json
     from analysis import compare
     case = _suite_case(fixtures_dir, tmp_path, "1Mkeys-hash-hgetall-50-fields-10B-values", "small")
     rep = tmp_path / "base" / "1"
     rep.mkdir(parents=True)
-    (rep / "rep.json").write_text(json.dumps({"commands": {"bench": _argv(case)}}))
-    assert compare._memtier_command(rep) == "HGETALL __key__"
-    assert compare._memtier_command(tmp_path) is None     # no rep.json: keep memtier's name
+    # The documented --json-out-file shape (no real memtier output is recorded here).
+    (rep / "bench.json").write_text(json.dumps({"ALL STATS": {"Totals": {"Ops/sec": 1234.5}}}))
+    assert [r.test for r in compare._bench_rows(rep, case.workload.command)] == ["HGETALL hash:__rand_int__"]
+    assert [r.test for r in compare._bench_rows(rep, [])] == ["Totals"]
 
 
-def test_memtier_reps_leave_the_request_cap_open():
-    """rep.json bench.requests is null for memtier (it runs for --test-time): compare caps
-    a profile window's operations at a numeric bench.requests, so 0 would zero them."""
-    from analysis import compare
-    facts = {"bench": {"requests": None}, "commands": {"bench": [BIN, "--test-time", "3"]}}
-    assert compare._requests(facts) is None
+def test_memtier_reps_leave_the_request_cap_open(tmp_path):
+    """rep.json requests is null for memtier (it runs for --test-time): compare caps a
+    profile window's operations at a numeric request count, so 0 would zero them."""
+    import json
+    from analysis.inputs.rundir import read_rep_facts
+    (tmp_path / "rep.json").write_text(json.dumps(
+        {"bench": {"requests": None}, "commands": {"bench": [BIN, "--test-time", "3"]}}))
+    assert read_rep_facts(tmp_path).requests is None

@@ -3,12 +3,14 @@ folded by the real inferno-collapse-perf; thread names kept as first frames."""
 from __future__ import annotations
 
 import os
+import shutil
 import time
+from pathlib import Path
 
 import pytest
 
 from collectors import procs, profile
-from collectors.case_model import WorkloadSpec
+from analysis.inputs.case import WorkloadSpec
 from collectors.run import RepContext
 from collectors.server import Server, ServerOptions
 from collectors.throughput import redis_benchmark_argv, run_redis_benchmark, start_redis_benchmark
@@ -25,11 +27,17 @@ def test_record_argv_follows_the_callgraph_mode(tmp_path):
     assert dw[6:8] == ["--call-graph", "dwarf"] and "-g" not in dw
 
 
-def test_missing_tools_say_how_to_fix(monkeypatch):
-    monkeypatch.setattr(profile, "find_tool", lambda name: None)
-    with pytest.raises(procs.ToolNotFound, match=r"perf: not found; install it .*--profile off"):
+def test_missing_tools_say_how_to_fix(monkeypatch, tmp_path):
+    monkeypatch.setenv("PERF", str(tmp_path / "no-such-perf"))
+    with pytest.raises(procs.ToolNotFound, match=r"perf: not found \(nor \$PERF\); install it .*--profile off"):
         profile.require_tools()
-    monkeypatch.setattr(profile, "find_tool", lambda name: "/usr/bin/perf" if name == "perf" else None)
+    monkeypatch.delenv("PERF")
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    perf_dir = Path(shutil.which("perf")).parent
+    monkeypatch.setenv("PATH", str(perf_dir) if not (perf_dir / "inferno-collapse-perf").exists() else str(empty))
+    monkeypatch.setenv("PERF", shutil.which("perf"))
+    monkeypatch.setenv("CARGO_HOME", str(empty))
     with pytest.raises(procs.ToolNotFound, match=r"inferno-collapse-perf: not found .*cargo install inferno"):
         profile.require_tools()
 

@@ -8,7 +8,7 @@ import re
 import pytest
 
 from analysis import compare, report_md
-from analysis.rundir import load_run
+from analysis.inputs.rundir import load_run
 from tests.conftest import REPO
 
 RUN = REPO / "tests" / "data" / "runs" / "io-threads-mset"

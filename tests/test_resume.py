@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from analysis.rundir import load_run
+from analysis.inputs.rundir import load_run
 from tests.conftest import REPO
 from tests.conftest_run import (BASE_SPEC, base_variant, cli_env, descendants, mentioning, start_cli,
                                 still_alive, wait_for)
@@ -113,7 +113,7 @@ def test_sigint_mid_run_then_resume(tmp_path):
     assert r.returncode == 0, r.stderr[-2000:]
     rd = load_run(run_dir)
     assert all(rep.status == "ok" for rep in rd.manifest.schedule)
-    assert rd.manifest.status["state"] == "complete" and len(rd.manifest.resumes) == 1
+    assert rd.manifest.status.state == "complete" and len(rd.manifest.resumes) == 1
     assert _files(run_dir, done) == before          # earlier ok reps untouched
     for d in running:
         assert json.loads((run_dir / d / "rep.json").read_text())["bench"]["rps"] > 0
@@ -168,8 +168,8 @@ def test_paired_mode_switches_config_in_one_server(tmp_path):
                        cwd=REPO, env=cli_env(), capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stderr[-2000:]
     rd = load_run(r.stdout.strip().splitlines()[-1])
-    assert rd.manifest.paired["setting"] == ["hz"]
-    assert rd.manifest.paired["values"] == {"hz10": {"hz": "10"}, "hz50": {"hz": "50"}}
+    assert rd.manifest.paired.setting == ["hz"]
+    assert rd.manifest.paired.values == {"hz10": {"hz": "10"}, "hz50": {"hz": "50"}}
     assert [(x.dir, x.kind, x.status) for x in rd.manifest.schedule] == [("paired/1", "paired", "ok")]
     doc = json.loads((rd.path / "paired" / "1" / "paired.json").read_text())
     assert doc["order"] == ["hz10", "hz50", "hz50", "hz10"]

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from analysis.rundir import load_run
+from analysis.inputs.rundir import load_run
 from collectors.run import build_schedule, interleave, placement, RunOptions, main as run_main
 from tests.conftest import REPO
 from tests.conftest_run import BASE_SPEC, CAND_SPEC, built, cli_env
@@ -49,24 +49,25 @@ def test_manifest_is_complete(mset_run):
     assert m.case["name"] == CASE and m.size == "small" and m.case["dataset"]["keys"] == KEYS_SMALL
     assert list(m.variants) == ["base", "cand"]
     b, c = m.variants["base"], m.variants["cand"]
-    assert b["spec"] == BASE_SPEC and c["spec"] == CAND_SPEC
-    assert b["binary_sha256"] != c["binary_sha256"] and len(b["binary_sha256"]) == 64
-    assert c["patches"] and c["patches"][0]["file"].endswith("mset-bucket-prefetch.patch")
-    assert b["frame_pointers"] and b["symbols"] and b["callgraph"] == "fp"
+    assert b.spec == BASE_SPEC and c.spec == CAND_SPEC
+    assert b.binary_sha256 != c.binary_sha256 and len(b.binary_sha256) == 64
+    assert c.patches and c.patches[0]["file"].endswith("mset-bucket-prefetch.patch")
+    assert b.frame_pointers and b.symbols and b.callgraph == "fp"
     for k in ("cpu_model", "cores", "l3_bytes", "kernel", "thp", "smt", "mitigations", "pmu",
               "perf_event_paranoid", "virtualization", "compiler"):
         assert k in m.host, k
-    assert m.tools["perf"] and m.tools["inferno"] and m.tools["benchmark[base]"] == b["version"]
+    assert m.tools["perf"] and m.tools["inferno"] and m.tools["benchmark[base]"] == b.version
     if len(os.sched_getaffinity(0)) >= 2:
-        assert m.placement["server_cpus"] == [0] and m.placement["client_cpus"] == [1]
-    assert m.profiling["mode"] == "separate" and m.profiling["profiler"] == "perf"
+        assert m.placement.server_cpus == [0] and m.placement.client_cpus == [1]
+    assert m.profiling.mode == "separate" and m.profiling.profiler == "perf"
+    assert m.profiling.event == "cpu-clock"
     assert m.warmup == {"mode": "per-rep", "seconds": 1.0, "note": m.warmup["note"]}
     for v in ("base", "cand"):
         cal = m.calibration[v]
-        assert cal["target_s"] == 3.0 and cal["requests"] > cal["probe_requests"] * 0 + 50
-        assert cal["probe_wall_s"] >= 0.5
-    assert m.status["state"] == "complete"
-    assert m.dataset["keys"] == KEYS_SMALL and Path(m.dataset["snapshot"]).is_file()
+        assert cal.target_s == 3.0 and cal.requests > 50
+        assert cal.probe_wall_s >= 0.5
+    assert m.status.state == "complete"
+    assert m.dataset.keys == KEYS_SMALL and Path(m.dataset.snapshot).is_file()
 
 
 def test_reps_are_interleaved_and_all_ok(mset_run):
@@ -97,7 +98,8 @@ def test_raw_outputs_and_keyspace_verified_every_rep(mset_run):
         assert f["bench"]["rps"] == float(rows[1][1])
         assert f["window"]["t1"] > f["window"]["t0"]
         assert f["commands"]["bench"][f["commands"]["bench"].index("-n") + 1] == \
-            str(rd.manifest.calibration[rep.variant]["requests"])
+            str(rd.manifest.calibration[rep.variant].requests)
+        assert f["requests"] == rd.manifest.calibration[rep.variant].requests and f["schema"] == 2
         assert "-p" in f["commands"]["bench"] and "127.0.0.1" in f["commands"]["server"]
         assert (d / "warmup.csv").read_text().startswith('"test","rps"')
         assert "Ready to accept connections" in (d / "server.log").read_text()
@@ -106,7 +108,7 @@ def test_raw_outputs_and_keyspace_verified_every_rep(mset_run):
         assert f["settle"]["rehashing_s"] is not None and f["settle"]["rehashing_s"] >= 0
     assert not (rd.path / ".scratch").exists()
     # 200k small strings fit in this host's 32 MB L3: the run says so, for the report.
-    assert "not larger than this host's L3" in rd.manifest.dataset["l3_warning"]
+    assert "not larger than this host's L3" in rd.manifest.dataset.l3_warning
 
 
 def test_profile_reps_have_folded_stacks_with_lookup_functions(mset_run):
@@ -146,15 +148,15 @@ def test_schedule_rotation_and_placement():
     assert [(r.dir, r.kind) for r in s] == [("paired/1", "paired"), ("paired/2", "paired"),
                                            ("a/1", "profile"), ("b/1", "profile")]
     assert build_schedule(["a"], RunOptions(reps=1), "rdb-load")[-1].kind == "throughput"
-    assert placement(1, [0, 1]) == {"server_cpus": [0], "client_cpus": [1], "note": placement(1, [0, 1])["note"]}
-    assert placement(3, [0, 1, 2, 3])["server_cpus"] == [0, 1, 2]   # io-threads counts the main thread
-    assert placement(4, [0, 1, 2, 3])["server_cpus"] is None         # 4 threads + client > 4 CPUs
-    assert placement(1, [3])["server_cpus"] is None
+    assert (placement(1, [0, 1]).server_cpus, placement(1, [0, 1]).client_cpus) == ([0], [1])
+    assert placement(3, [0, 1, 2, 3]).server_cpus == [0, 1, 2]   # io-threads counts the main thread
+    assert placement(4, [0, 1, 2, 3]).server_cpus is None         # 4 threads + client > 4 CPUs
+    assert placement(1, [3]).server_cpus is None
     # io-threads 2 on 2 CPUs: pinning the server to one CPU collapses it; nothing is pinned
     two = placement(2, [0, 1])
-    assert two["server_cpus"] is None and two["client_cpus"] is None
-    assert "io-threads 2 need 2 server CPUs plus 1" in two["note"]
-    assert placement(2, [0, 1, 2])["server_cpus"] == [0, 1]
+    assert two.server_cpus is None and two.client_cpus is None
+    assert "io-threads 2 need 2 server CPUs plus 1" in two.note
+    assert placement(2, [0, 1, 2]).server_cpus == [0, 1]
 
 
 def test_cli_errors_are_clear(capsys, tmp_path):
@@ -199,7 +201,7 @@ def test_memtier_requested_without_memtier_falls_back_end_to_end(tmp_path):
                                 "reason": "memtier_benchmark not on PATH (install it from its release or "
                                           "build it from source, or set MEMTIER=/path)",
                                 "asked_by": "--load-generator memtier"}
-    assert m.options["load_generator"] == "memtier" and m.calibration["base"]["requests"] > 0
+    assert m.options["load_generator"] == "memtier" and m.calibration["base"].requests > 0
     (rep,) = m.schedule
     assert rep.status == "ok"
     d = rd.rep_dir(rep)

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from analysis.throughput import (ThroughputError, load_rep, parse_memtier_json,
+from analysis.inputs.bench import (ThroughputError, load_rep, parse_memtier_json,
                                  parse_redis_benchmark_csv, parse_redis_benchmark_text)
 
 DATA = Path(__file__).parent / "data" / "throughput"

@@ -78,12 +78,12 @@ def test_parse_errors_are_clear(text, needle):
     assert "Variant spec grammar" in msg  # and shows the grammar
 
 
-def test_to_manifest_has_exactly_the_documented_keys():
+def test_manifest_record_has_exactly_the_documented_keys():
     bv = BuiltVariant(name="b", spec="debsrc:redis", kind="debsrc", source="s", patches=[],
                       make_flags=[], config={}, server_bin="/x", benchmark_bin=None,
                       cli_bin=None, binary_sha256="0", version="8.0.6", commit="c",
                       frame_pointers=True, symbols=True, callgraph="fp")
-    assert list(bv.to_manifest()) == [
+    assert list(bv.to_json()) == [
         "name", "spec", "kind", "source", "patches", "make_flags", "config", "server_bin",
         "benchmark_bin", "cli_bin", "binary_sha256", "version", "commit", "frame_pointers",
         "symbols", "callgraph"]

@@ -1,4 +1,5 @@
-"""Throughput and latency from the load generator's raw outputs, one rep at a time.
+"""Throughput and latency from the load generator's raw outputs: the one parser of each
+format, used by the collectors (right after saving the raw file) and by analysis.
 
 Collectors save what the tool printed (bench.csv / bench.txt / bench.json); this module
 reads it back. Throughput is in operations (requests) per second, latencies in
@@ -48,9 +49,15 @@ def _num(text: str, where: str) -> float:
 
 
 def parse_redis_benchmark_csv(path: str | Path) -> list[RepThroughput]:
-    """One RepThroughput per test row of `redis-benchmark --csv` output."""
+    """One RepThroughput per test row of a `redis-benchmark --csv` output file."""
     p = Path(path)
-    rows = list(csv.reader(_read(p).splitlines()))
+    return parse_redis_benchmark_csv_text(_read(p), str(p))
+
+
+def parse_redis_benchmark_csv_text(text: str, source: str = "bench.csv") -> list[RepThroughput]:
+    """The same, from text in memory (`source` names it in errors)."""
+    p = source
+    rows = list(csv.reader(text.splitlines()))
     rows = [(i + 1, r) for i, r in enumerate(rows) if r and any(c.strip() for c in r)]
     if not rows:
         raise ThroughputError(f"{p}: empty; expected redis-benchmark --csv output")

@@ -1,9 +1,10 @@
-"""The case model: what a workload is, as data classes (the seam between cases/*.yaml,
-the dataset loader and the runner). Loading and validation live in collectors/cases.py;
+"""The case model: what a workload is, as data classes. The seam between cases/*.yaml
+(loaded and validated by collectors.workload.cases), the dataset loader, the runner, and
+analysis, which reads the resolved case back from manifest.json ("case").
 docs/cases.md documents the YAML."""
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
 
@@ -60,11 +61,16 @@ class Case:
     matrix: dict[str, str] = field(default_factory=dict)  # axis -> chosen value, e.g. {"value": "100"}
 
     def to_json(self) -> dict[str, Any]:
-        from dataclasses import asdict
         return asdict(self)
 
     @classmethod
     def from_json(cls, d: dict[str, Any]) -> "Case":
-        d = dict(d)
-        return cls(server=ServerSpec(**d.pop("server")), dataset=DatasetSpec(**d.pop("dataset")),
-                   workload=WorkloadSpec(**d.pop("workload")), **d)
+        """The case recorded in a manifest. Keys this version does not know (a newer
+        writer's) are ignored here; the manifest keeps them in its raw "case" dict."""
+        def known(klass: type, x: dict[str, Any]) -> dict[str, Any]:
+            names = {f.name for f in fields(klass)}
+            return {k: v for k, v in x.items() if k in names}
+        d = known(cls, d)
+        return cls(server=ServerSpec(**known(ServerSpec, d.pop("server", {}))),
+                   dataset=DatasetSpec(**known(DatasetSpec, d.pop("dataset", {}))),
+                   workload=WorkloadSpec(**known(WorkloadSpec, d.pop("workload", {}))), **d)

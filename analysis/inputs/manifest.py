@@ -1,0 +1,221 @@
+"""manifest.json: what a run is (case, variants, host, tools), how it ran (placement,
+profiling, calibration, load generator, dataset) and the status of every rep.
+
+Schema history (docs/run-directory.md):
+  1  the first layout (sections optional, added within schema 1 over time)
+  2  typed sections; profiling.event names the perf event; unknown fields are kept on
+     every level (Record.extra), so a resume never drops what a newer writer added.
+`migrate()` brings any older manifest dict up to SCHEMA on load; files are never
+rewritten by analysis.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from analysis.inputs.case import Case
+from analysis.inputs.records import Record, RecordError
+
+SCHEMA = 2
+
+REP_STATUSES = ("pending", "running", "ok", "failed")
+REP_KINDS = ("throughput", "profile", "paired", "warmup")
+
+
+class ManifestError(ValueError):
+    """A manifest that cannot be read; the message names the file."""
+
+
+@dataclass
+class Rep(Record):
+    """One entry of the schedule: a rep of a variant and what became of it."""
+    variant: str
+    rep: int
+    kind: str = "throughput"        # throughput | profile | paired | warmup
+    status: str = "pending"         # pending | running | ok | failed
+    reason: str | None = None
+    started: str | None = None
+    finished: str | None = None
+    dir: str = ""                   # <variant>/<rep>, relative to the run directory
+
+    def __post_init__(self) -> None:
+        if not self.dir:
+            self.dir = f"{self.variant}/{self.rep}"
+        if self.kind not in REP_KINDS:
+            raise RecordError(f"rep kind {self.kind!r} not one of {REP_KINDS}")
+        if self.status not in REP_STATUSES:
+            raise RecordError(f"rep status {self.status!r} not one of {REP_STATUSES}")
+
+    @property
+    def measured(self) -> bool:
+        """True for a finished rep that analysis should use."""
+        return self.status == "ok" and self.kind != "warmup"
+
+
+@dataclass
+class Variant(Record):
+    """A built (or given) server: what was run, and how to tell two builds apart."""
+    name: str
+    spec: str                        # what the user typed
+    kind: str                        # git | debsrc | binary
+    source: str = ""                 # human description of where it came from
+    patches: list[dict[str, str]] = field(default_factory=list)   # [{"file", "sha256"}]
+    make_flags: list[str] = field(default_factory=list)
+    config: dict[str, str] = field(default_factory=dict)           # +config=NAME=VALUE
+    server_bin: str = ""
+    benchmark_bin: str | None = None
+    cli_bin: str | None = None
+    binary_sha256: str = ""
+    version: str | None = None
+    commit: str | None = None
+    frame_pointers: bool | None = None
+    symbols: bool | None = None
+    callgraph: str = "fp"            # fp | dwarf (dwarf when the binary lacks frame pointers)
+
+
+@dataclass
+class Placement(Record):
+    server_cpus: list[int] | None = None
+    client_cpus: list[int] | None = None
+    note: str = ""
+
+
+@dataclass
+class Profiling(Record):
+    profiler: str = "off"            # perf | parca | off
+    mode: str = "off"                # separate (profile reps apart from throughput reps) | off
+    event: str | None = None         # perf event of the profile reps (cpu-clock)
+    frequency_hz: int | None = None
+    reps_per_variant: int | None = None
+    note: str = ""
+
+
+@dataclass
+class RunStatus(Record):
+    state: str = "running"           # running | complete | incomplete | interrupted | failed
+    reason: str | None = None
+    updated: str | None = None
+
+
+@dataclass
+class PairedPlan(Record):
+    """Config-only variants measured in one server process (CONFIG SET between windows)."""
+    setting: list[str] = field(default_factory=list)
+    values: dict[str, dict[str, Any]] = field(default_factory=dict)   # variant -> key -> value
+    window_s: float = 2.0
+    windows: int = 8
+    variants: list[str] = field(default_factory=list)
+    counter: str = ""
+
+
+@dataclass
+class Calibration(Record):
+    """redis-benchmark -n for a rep of target_s seconds (memtier: requests None)."""
+    requests: int | None = None
+    target_s: float = 0.0
+    probe_requests: int | None = None
+    probe_wall_s: float | None = None
+    probe_rps: float | None = None
+    tool: str | None = None
+    note: str | None = None
+
+
+@dataclass
+class DatasetInfo(Record):
+    kind: str = "none"
+    keys: int | None = None
+    snapshot: str | None = None      # the RDB every rep starts from (in the build cache)
+    key: str | None = None
+    cached: bool | None = None
+    snapshot_bytes: int | None = None
+    created_by: str | None = None
+    preload: dict[str, Any] | None = None
+    preload_s: float | None = None
+    l3_warning: str | None = None    # the dataset fits in L3: DRAM stalls will be missing
+
+
+@dataclass
+class TmaPlan(Record):
+    """How TMA was (or why it was not) collected; per-rep status is in rep.json."""
+    backend: str = "off"             # toplev | perf | replay | off
+    status: str = "not collected"    # ok | unavailable | replay | not collected
+    reason: str | None = None
+    warnings: list[str] = field(default_factory=list)
+
+
+@dataclass
+class Manifest(Record):
+    run_id: str
+    created: str
+    command: list[str]
+    case: dict[str, Any]             # the resolved case, raw (unknown keys kept); see case_model()
+    size: str
+    variants: dict[str, Variant]
+    host: dict[str, Any] = field(default_factory=dict)
+    tools: dict[str, Any] = field(default_factory=dict)
+    placement: Placement = field(default_factory=Placement)
+    profiling: Profiling = field(default_factory=Profiling)
+    tma: TmaPlan = field(default_factory=TmaPlan)
+    paired: PairedPlan | None = None
+    schedule: list[Rep] = field(default_factory=list)
+    schema: int = SCHEMA
+    status: RunStatus = field(default_factory=RunStatus)
+    options: dict[str, Any] = field(default_factory=dict)      # runner options (resume reuses them)
+    warmup: dict[str, Any] = field(default_factory=dict)       # how warm-up was done
+    calibration: dict[str, Calibration] = field(default_factory=dict)
+    load_generator: dict[str, Any] = field(default_factory=dict)  # requested/used tool, path, why
+    dataset: DatasetInfo = field(default_factory=DatasetInfo)
+    resumes: list[dict[str, Any]] = field(default_factory=list)
+
+    def case_model(self) -> Case:
+        return Case.from_json(self.case)
+
+    @classmethod
+    def load(cls, d: Any, path: Path | str = "manifest.json") -> "Manifest":
+        """A manifest dict of any schema (migrated); errors name the file."""
+        if not isinstance(d, dict):
+            raise ManifestError(f"{path}: not a JSON object")
+        try:
+            return cls.from_json(migrate(dict(d), path))
+        except RecordError as e:
+            raise ManifestError(f"{path}: invalid manifest: {e}") from None
+
+    def reps(self, variant: str | None = None, kind: str | None = None,
+             measured_only: bool = True) -> list[Rep]:
+        return [r for r in self.schedule
+                if (variant is None or r.variant == variant) and (kind is None or r.kind == kind)
+                and (not measured_only or r.measured)]
+
+    def find_rep(self, variant: str, rep: int) -> Rep:
+        for r in self.schedule:
+            if r.variant == variant and r.rep == rep:
+                return r
+        raise KeyError(f"no rep {variant}/{rep} in run {self.run_id}")
+
+
+def migrate(d: dict[str, Any], path: Path | str) -> dict[str, Any]:
+    """Bring an older manifest dict up to SCHEMA (pure; the file is not touched)."""
+    schema = d.get("schema")
+    if schema is None:
+        raise ManifestError(f"{path}: not a stallscope manifest (no 'schema' field)")
+    if not isinstance(schema, int) or schema > SCHEMA:
+        raise ManifestError(f"{path}: manifest schema {schema!r} is newer than this stallscope "
+                            f"understands ({SCHEMA}); upgrade stallscope to read it")
+    if schema == 1:
+        d = _v1_to_v2(d)
+    return d
+
+
+def _v1_to_v2(d: dict[str, Any]) -> dict[str, Any]:
+    d = dict(d)
+    prof = dict(d.get("profiling") or {})
+    # Schema 1 perf profiles were always `perf record -e cpu-clock` (collectors.profile).
+    if prof.get("profiler") == "perf" and prof.get("mode") not in (None, "off"):
+        prof.setdefault("event", "cpu-clock")
+    d["profiling"] = prof
+    for k in ("status", "dataset", "placement", "tma"):
+        if d.get(k) is None:
+            d.pop(k, None)       # absent in early schema-1 runs: the typed default
+    d["schema"] = SCHEMA
+    return d

@@ -1,0 +1,149 @@
+"""rep.json: the facts of one rep, written by the runner when the rep ends (ok or not).
+
+Analysis reads facts from here (how many requests the load generator was given, when the
+steady window opened and closed, which perf event at which rate, how long perf was
+attached) instead of re-parsing command lines. Schema 1 files (no "schema" key; hand-made
+ones with shell-string commands) are migrated on read.
+"""
+from __future__ import annotations
+
+import shlex
+from dataclasses import dataclass, field
+from typing import Any
+
+from analysis.inputs.manifest import Calibration
+from analysis.inputs.records import Record
+
+SCHEMA = 2
+TIME_EVENTS = ("cpu-clock", "task-clock")   # perf software clocks: a sample's period is ns
+
+
+@dataclass
+class Window(Record):
+    """The measured window: load generator start/end (epoch s) and the profile window."""
+    t0: float | None = None
+    t1: float | None = None
+    profile_window_s: float | None = None   # planned length of the collectors' window
+    # The profiler was attached before the load started and detached after it ended, so
+    # every request of the load falls inside the profile (hand-recorded runs).
+    perf_covers_load: bool = False
+
+
+@dataclass
+class BenchSummary(Record):
+    """The load generator's own summary of the measured run (parsed raw output)."""
+    test: str = ""
+    rps: float | None = None
+    avg_latency_ms: float | None = None
+    min_latency_ms: float | None = None
+    p50_latency_ms: float | None = None
+    p95_latency_ms: float | None = None
+    p99_latency_ms: float | None = None
+    max_latency_ms: float | None = None
+    wall_s: float | None = None
+    requests: int | None = None          # -n; None for memtier (--test-time)
+
+
+@dataclass
+class PerfFacts(Record):
+    """What perf record did in this rep (rep.json collectors.perf)."""
+    profiler: str = "perf"
+    command: list[str] = field(default_factory=list)
+    event: str | None = None             # cpu-clock
+    frequency_hz: int | None = None
+    window_s: float | None = None        # seconds perf was attached
+    callgraph: str | None = None         # fp | dwarf
+    folded_lines: int | None = None
+    samples: int | None = None
+    threads: list[str] = field(default_factory=list)
+
+    @property
+    def weights_are_ns(self) -> bool:
+        """cpu-clock/task-clock folds sum sample periods: nanoseconds of CPU time."""
+        return self.event in TIME_EVENTS
+
+
+@dataclass
+class RepCpus(Record):
+    server: list[int] | None = None
+    client: list[int] | None = None
+
+
+@dataclass
+class RepFacts(Record):
+    variant: str = ""
+    rep: int = 0
+    kind: str = "throughput"
+    schema: int = SCHEMA
+    commands: dict[str, list[str]] = field(default_factory=dict)   # server, warmup, bench
+    requests: int | None = None          # the requests the measured load was given (-n)
+    pid: int | None = None
+    port: int | None = None
+    cpus: RepCpus | None = None
+    window: Window | None = None
+    bench: BenchSummary | None = None
+    warmup: BenchSummary | None = None
+    calibration: Calibration | None = None
+    collectors: dict[str, dict[str, Any]] = field(default_factory=dict)  # name -> facts
+    rdb_load: dict[str, Any] | None = None         # server start: load timing
+    rdb_load_result: dict[str, Any] | None = None  # rdb-load cases: the measurement
+    dataset: dict[str, Any] | None = None          # verification of the keyspace
+    settle: dict[str, Any] | None = None           # waiting for the rehash to finish
+    paired: dict[str, Any] | None = None
+    server_stop: str | None = None                 # shutdown | sigterm | sigkill
+    error: str | None = None
+    traceback: str | None = None
+
+    @property
+    def perf(self) -> PerfFacts | None:
+        d = self.collectors.get("perf")
+        return PerfFacts.from_json(d, "collectors.perf") if isinstance(d, dict) else None
+
+    @classmethod
+    def load(cls, d: Any, where: str = "rep.json") -> "RepFacts":
+        return cls.from_json(migrate(dict(d) if isinstance(d, dict) else {}), where)
+
+
+def _argv(x: Any) -> list[str]:
+    """A recorded command: a list, or (hand-made schema 1 files) one shell string."""
+    if isinstance(x, str):
+        return shlex.split(x)
+    return [str(a) for a in x] if isinstance(x, list) else []
+
+
+def _flag(argv: list[str], *names: str) -> str | None:
+    for i, a in enumerate(argv[:-1]):
+        if a in names:
+            return argv[i + 1]
+    return None
+
+
+def migrate(d: dict[str, Any]) -> dict[str, Any]:
+    """Schema 1 rep.json -> schema 2: commands as lists, `requests` and collectors.perf
+    `event` recorded as facts (schema 1 had them only inside command lines)."""
+    if d.get("schema", 1) >= SCHEMA:
+        return d
+    d = dict(d)
+    cmds = {k: _argv(v) for k, v in (d.get("commands") or {}).items()}
+    d["commands"] = cmds
+    if d.get("requests") is None:
+        b = d.get("bench")
+        if isinstance(b, dict) and isinstance(b.get("requests"), (int, float)):
+            d["requests"] = int(b["requests"])
+        else:
+            n = _flag(cmds.get("bench", []), "-n")
+            d["requests"] = int(n) if n is not None and n.isdigit() else None
+    win = d.get("window")
+    if isinstance(win, dict) and "profile_window_s" not in win:
+        # Only hand-recorded runs (tests/data/runs/record.sh) wrote a window without the
+        # profile window: their perf bracketed the whole load.
+        d["window"] = {**win, "perf_covers_load": True}
+    coll = dict(d.get("collectors") or {})
+    perf = coll.get("perf")
+    if isinstance(perf, dict) and not perf.get("event"):
+        perf = dict(perf)
+        perf["event"] = _flag(_argv(perf.get("command")), "-e", "--event")
+        coll["perf"] = perf
+    d["collectors"] = coll
+    d["schema"] = SCHEMA
+    return d

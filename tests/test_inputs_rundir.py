@@ -1,0 +1,167 @@
+"""analysis/inputs: the run-directory contract (manifest and rep.json round trips,
+schema migration, unknown fields kept, errors that name the file)."""
+from __future__ import annotations
+
+import json
+import shutil
+
+import pytest
+
+from analysis.inputs.manifest import SCHEMA, Calibration, Manifest, Rep, RunStatus, Variant
+from analysis.inputs.repfacts import BenchSummary, RepFacts, Window
+from analysis.inputs.rundir import (RunDirError, load_run, read_rep_facts, save_manifest,
+                                    write_rep_facts)
+from tests.conftest import REPO
+
+RUNS = REPO / "tests" / "data" / "runs"
+
+
+def _manifest(**kw) -> Manifest:
+    m = Manifest(run_id="20261121-234500-mset-50keys", created="2026-11-21T23:45:00Z",
+                 command=["stallscope", "run", "mset-50keys"], case={"name": "mset-50keys"},
+                 size="small", variants={"base": Variant("base", "debsrc:redis", "debsrc"),
+                                         "cand": Variant("cand", "debsrc:redis", "debsrc")},
+                 schedule=[Rep("base", 1, "warmup", "ok"), Rep("base", 2, "throughput", "ok"),
+                           Rep("cand", 1, "throughput", "ok"), Rep("cand", 2, "throughput", "failed",
+                                                                   reason="ServerError: boom"),
+                           Rep("base", 3, "profile", "ok"), Rep("cand", 3, "profile", "pending")], **kw)
+    return m
+
+
+def test_round_trip_keeps_every_field(tmp_path):
+    m = _manifest(status=RunStatus("complete"), calibration={"base": Calibration(requests=1234)},
+                  resumes=[{"at": "x", "reps": 2}])
+    save_manifest(tmp_path, m)
+    back = load_run(tmp_path).manifest
+    assert back == m
+    assert back.schedule[3].reason == "ServerError: boom"
+    assert back.calibration["base"].requests == 1234
+    assert not list(tmp_path.glob(".manifest.*"))  # no temp file left behind
+
+
+def test_measured_reps_exclude_warmup_failed_and_pending():
+    m = _manifest()
+    assert [r.dir for r in m.reps()] == ["base/2", "cand/1", "base/3"]
+    assert [r.dir for r in m.reps("base", "throughput")] == ["base/2"]
+    assert [r.dir for r in m.reps("cand", measured_only=False)] == ["cand/1", "cand/2", "cand/3"]
+    assert m.find_rep("cand", 2).status == "failed"
+    with pytest.raises(KeyError, match="no rep cand/9"):
+        m.find_rep("cand", 9)
+
+
+def test_rep_dir_defaults_and_rejects_unknown_kind_and_status():
+    assert Rep("paired", 4, "paired").dir == "paired/4"
+    with pytest.raises(ValueError, match="rep kind 'bogus'"):
+        Rep("base", 1, "bogus")
+    with pytest.raises(ValueError, match="rep status 'done'"):
+        Rep("base", 1, "throughput", "done")
+
+
+def test_older_manifest_without_optional_sections_still_loads(tmp_path):
+    d = _manifest().to_json()
+    d["schema"] = 1
+    for k in ("status", "options", "warmup", "calibration", "dataset", "resumes", "tma",
+              "placement"):
+        d.pop(k)
+    (tmp_path / "manifest.json").write_text(json.dumps(d))
+    m = load_run(tmp_path).manifest
+    assert m.schema == SCHEMA
+    assert m.status == RunStatus() and m.calibration == {} and m.resumes == []
+    assert m.placement.server_cpus is None and m.tma.backend == "off"
+    assert len(m.schedule) == 6
+
+
+def test_unknown_fields_from_newer_writers_are_kept_on_every_level(tmp_path):
+    d = _manifest().to_json()
+    d["some_future_block"] = {"x": 1}
+    d["variants"]["base"]["pgo"] = True
+    d["profiling"]["sampling_cpu"] = 1
+    d["schedule"][0]["attempt"] = 2
+    (tmp_path / "manifest.json").write_text(json.dumps(d))
+    m = load_run(tmp_path).manifest
+    assert m.run_id == "20261121-234500-mset-50keys"
+    save_manifest(tmp_path, m)          # what a resume does: read, change status, write
+    again = json.loads((tmp_path / "manifest.json").read_text())
+    assert again["some_future_block"] == {"x": 1}
+    assert again["variants"]["base"]["pgo"] is True
+    assert again["profiling"]["sampling_cpu"] == 1
+    assert again["schedule"][0]["attempt"] == 2
+
+
+def test_errors_name_the_file_and_line(tmp_path):
+    with pytest.raises(RunDirError, match="no manifest.json here"):
+        load_run(tmp_path)
+    mf = tmp_path / "manifest.json"
+    mf.write_text('{\n  "schema": 1,\n  "run_id": "x",\n  oops\n}\n')
+    with pytest.raises(RunDirError, match=r"manifest.json:4: malformed JSON"):
+        load_run(tmp_path)
+    mf.write_text(json.dumps({"run_id": "x"}))
+    with pytest.raises(RunDirError, match="not a stallscope manifest"):
+        load_run(tmp_path)
+    mf.write_text(json.dumps({"schema": SCHEMA + 1}))
+    with pytest.raises(RunDirError, match=f"schema {SCHEMA + 1} is newer"):
+        load_run(tmp_path)
+    d = _manifest().to_json()
+    d["schedule"][0]["kind"] = "bogus"
+    mf.write_text(json.dumps(d))
+    with pytest.raises(RunDirError, match=r"manifest.json: invalid manifest: rep kind 'bogus'"):
+        load_run(tmp_path)
+    d = _manifest().to_json()
+    del d["case"]
+    mf.write_text(json.dumps(d))
+    with pytest.raises(RunDirError, match="invalid manifest: .*case"):
+        load_run(tmp_path)
+    d = _manifest().to_json()
+    d["variants"]["base"] = "debsrc:redis"
+    mf.write_text(json.dumps(d))
+    with pytest.raises(RunDirError, match=r"invalid manifest: variants\.base: expected a JSON object"):
+        load_run(tmp_path)
+
+
+def test_rep_facts_round_trip_and_missing_file(tmp_path):
+    f = RepFacts(variant="base", rep=1, kind="profile", requests=5000,
+                 commands={"bench": ["redis-benchmark", "-n", "5000"]},
+                 window=Window(1.0, 3.0, 1.6), bench=BenchSummary(test="MSET", rps=2500.0),
+                 collectors={"perf": {"event": "cpu-clock", "frequency_hz": 99, "window_s": 1.6}})
+    write_rep_facts(tmp_path, f)
+    back = read_rep_facts(tmp_path)
+    assert back == f
+    assert back.perf.event == "cpu-clock" and back.perf.weights_are_ns
+    assert read_rep_facts(tmp_path / "nowhere") == RepFacts()
+    (tmp_path / "rep.json").write_text("{\n oops")
+    with pytest.raises(RunDirError, match=r"rep.json:2: malformed JSON"):
+        read_rep_facts(tmp_path)
+
+
+def test_schema1_rep_json_hand_recorded_is_migrated_to_facts():
+    """tests/data/runs/io-threads-mset was written by hand (record.sh): commands are shell
+    strings, the request count exists only as -n, perf bracketed the whole load."""
+    run = load_run(RUNS / "io-threads-mset")
+    rep = run.manifest.find_rep("base", 4)
+    facts = run.facts(rep)
+    assert facts.schema == 2
+    assert facts.commands["bench"][:2] == ["taskset", "-c"]
+    assert facts.requests == 40000
+    assert facts.window.perf_covers_load
+    assert run.manifest.profiling.event == "cpu-clock"
+
+
+def test_schema1_rep_json_from_the_runner_is_migrated_to_facts():
+    run = load_run(RUNS / "mset-demo-small-v1")
+    assert run.manifest.schema == 2 and run.manifest.variants["base"].callgraph == "fp"
+    facts = run.facts(run.manifest.find_rep("base", 4))
+    assert facts.perf.event == "cpu-clock" and facts.perf.frequency_hz == 999
+    assert facts.requests == facts.bench.requests == 63616
+    assert not facts.window.perf_covers_load and facts.window.profile_window_s == pytest.approx(2.4)
+
+
+def test_analysis_never_rewrites_an_old_run_directory(tmp_path):
+    src = RUNS / "mset-demo-small-v1"
+    before = (src / "manifest.json").read_bytes()
+    dst = tmp_path / "run"
+    shutil.copytree(src, dst)
+    run = load_run(dst)
+    for rep in run.manifest.reps():
+        run.facts(rep)
+    assert (dst / "manifest.json").read_bytes() == before
+    assert json.loads((dst / "base" / "4" / "rep.json").read_text()).get("schema") is None
