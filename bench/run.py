@@ -32,7 +32,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from analysis import profile as prof  # noqa: E402
+from analysis.profile import stacks as prof  # noqa: E402
 from analysis import stats  # noqa: E402
 
 DATA = REPO / "tests" / "data" / "profile"
@@ -138,11 +138,6 @@ def bench_analysis(repeats: int) -> None:
         print(f"   wall time   {fmt_spread(walls, 's', 3)}  (target < 5 s)")
         print(f"   peak RSS    {fmt_spread(rss, 'MB', 1)}")
         print(f"   verdicts (same data both sides, expect no change): {res['verdicts']}")
-        try:
-            import analysis.compare  # noqa: F401  (the report engineer's full report)
-        except ImportError:
-            print("   full report: skipped (analysis.compare not present)")
-            return
         out = Path(tmp) / "reports"
         ts = []
         for _ in range(repeats):
@@ -160,8 +155,8 @@ def bench_analysis(repeats: int) -> None:
 
 def bench_ingest(target_mb: float) -> None:
     print("== 2. ingestion of raw `perf script` text")
-    from analysis.perfscript import read_perf_script
-    from analysis.flamegraph import FlameGraphError, find_inferno
+    from analysis.profile.perfscript import read_perf_script
+    from analysis.report.flamegraph import FlameGraphError, find_inferno
     with tempfile.TemporaryDirectory(prefix="stallscope-bench-") as tmp:
         one = gzip.decompress((DATA / SCRIPT).read_bytes())
         copies = max(1, int(target_mb * 1e6 / len(one)))

@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from collectors.build import BuildError, apply_patch, build_variant, cache_dir
-from collectors.variant import parse_variant
+from collectors.build.builder import BuildError, apply_patch, build_variant, cache_dir
+from collectors.build.spec import parse_variant
 
 REPO = Path(__file__).resolve().parents[1]
 PATCH = "cases/patches/mset-bucket-prefetch.patch"

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from collectors import cases
-from collectors.cases import CASES_DIR, CaseError, list_cases, load_case, sizes_of
+from collectors.workload import cases
+from collectors.workload.cases import CASES_DIR, CaseError, list_cases, load_case, sizes_of
 from analysis.inputs.case import Case
 
 

@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from analysis import compare
+from analysis.compare import engine as compare
 from analysis.inputs.manifest import Profiling
-from analysis.pprof import load_profile, read_pprof, sample_types
+from analysis.profile.pprof import load_profile, read_pprof, sample_types
 from tests.conftest import REPO
 
 RUN = REPO / "tests" / "data" / "runs" / "io-threads-mset"
@@ -424,7 +424,7 @@ def test_cpu_time_per_operation_equals_hand_computation(report):
 def test_per_op_from_perf_attach_time_and_request_cap():
     """collectors.run layout (paired-hz/a/1): ops = ops/s × profile window, capped at the
     requests the load generator completed when perf outlived the load."""
-    from analysis import profile
+    from analysis.profile import stacks as profile
     d = PAIRED / "a" / "1"
     facts = json.loads((d / "rep.json").read_text())
     stacks = profile.read_folded(d / "perf.folded")
@@ -447,7 +447,7 @@ def test_per_op_from_recorded_attach_time(tmp_path):
                                     "frequency_hz": 999, "window_s": 1.0}}
     facts["window"]["profile_window_s"] = 16.0
     (d / "rep.json").write_text(json.dumps(facts))
-    from analysis import profile
+    from analysis.profile import stacks as profile
     ops, _, basis = compare._profile_ops(d, profile.read_folded(d / "perf.folded"), Profiling(), [])
     assert ops == pytest.approx(30959.75 * 1.0) and "perf's recorded attach time" in basis
 

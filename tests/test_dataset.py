@@ -18,9 +18,9 @@ import pytest
 
 redis = pytest.importorskip("redis")
 
-from collectors.cases import load_case  # noqa: E402
-from collectors.dataset import (DatasetError, keyspace_bytes_estimate, l3_bytes, l3_warning,  # noqa: E402
-                                preload, verify)
+from collectors.workload.cases import load_case  # noqa: E402
+from collectors.workload.dataset import (DatasetError, keyspace_bytes_estimate, l3_bytes,
+                                         l3_warning, preload, verify)
 
 
 @pytest.fixture(scope="module")
@@ -34,8 +34,8 @@ def redis_bins() -> SimpleNamespace:
         cli = server.with_name(server.name.replace("server", "cli"))
         return SimpleNamespace(server_bin=str(server), benchmark_bin=str(bench), cli_bin=str(cli))
     try:
-        from collectors.build import build_variant
-        from collectors.variant import parse_variant
+        from collectors.build.builder import build_variant
+        from collectors.build.spec import parse_variant
     except ImportError as e:
         pytest.skip(f"no redis-server: set STALLSCOPE_TEST_REDIS_SERVER (collectors.build not available: {e})")
     built = build_variant(parse_variant("t=debsrc:redis"), log=lambda s: None)

@@ -7,7 +7,7 @@ import platform
 import re
 import subprocess
 
-from collectors import environment as env
+from collectors.host import machine as env
 
 
 def _lscpu_caches() -> dict[str, int]:

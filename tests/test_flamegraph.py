@@ -3,7 +3,8 @@ from pathlib import Path
 
 import pytest
 
-from analysis.flamegraph import FlameGraphError, diff_flamegraph_svg, find_inferno, flamegraph_svg
+from analysis.report.flamegraph import (FlameGraphError, diff_flamegraph_svg, find_inferno,
+                                        flamegraph_svg)
 
 DATA = Path(__file__).parent / "data" / "profile"
 

@@ -7,8 +7,8 @@ import sys
 
 import pytest
 
-from analysis.funnel import SCHEMA, compare
-from analysis.tma import parse_file
+from analysis.tma.funnel import SCHEMA, compare
+from analysis.tma.formats import parse_file
 from tests.conftest import FIXTURES, REPO
 
 TL = FIXTURES / "tma" / "toplev"

@@ -11,11 +11,11 @@ from pathlib import Path
 import pytest
 
 from analysis.inputs.rundir import Manifest
-from collectors import memtier
+from collectors.load import memtier
 from analysis.inputs.case import Case, DatasetSpec, ServerSpec, WorkloadSpec
-from collectors.cases import load_case
-from collectors.run import RunOptions, choose_load_generator, main as run_main
-from collectors.suite import import_suite, write_case_yaml
+from collectors.workload.cases import load_case
+from collectors.runner.runner import RunOptions, choose_load_generator, main as run_main
+from collectors.workload.suite import import_suite, write_case_yaml
 
 BIN = "/opt/memtier/memtier_benchmark"      # only a word in argv: never executed here
 NO_MEMTIER_ENV = {"PATH": os.environ.get("PATH", "")}
@@ -213,7 +213,7 @@ def test_cli_offers_the_choice(capsys):
 def test_a_load_generator_that_writes_no_json_fails_the_rep_clearly(tmp_path):
     """Real binaries standing in for a broken memtier (no output is made up): a non-zero
     exit, and an exit 0 without the --json-out-file, each name what went wrong."""
-    from collectors.throughput import BenchError
+    from collectors.load.redis_benchmark import BenchError
     for binary, msg in ((shutil.which("false"), "exited with status 1"),
                         (shutil.which("true"), "exited 0 but wrote no")):
         argv = [binary, "--json-out-file", str(tmp_path / "bench.json")]
@@ -223,8 +223,8 @@ def test_a_load_generator_that_writes_no_json_fails_the_rep_clearly(tmp_path):
 
 
 def test_report_names_the_load_generator_and_the_fallback():
-    from analysis import report_md
-    from analysis.results import Results
+    from analysis.report import markdown as report_md
+    from analysis.compare.results import Results
     entry, _ = memtier.choose(_case(["GET", "key:__rand_int__"]), "auto", {"base": "/b/rb"}, env={"PATH": ""})
     r = Results(run_id="r", created="", case={}, base="base", cand="cand", settings={},
                 environment={"load_generator": entry})
@@ -242,7 +242,7 @@ def test_report_names_memtier_rows_by_the_command(fixtures_dir, tmp_path):
     """memtier's JSON calls its row "Totals"; compare names it by the case's command
     words (memtier ran them with its own key placeholder), as redis-benchmark names its rows."""
     import json
-    from analysis import compare
+    from analysis.compare import engine as compare
     case = _suite_case(fixtures_dir, tmp_path, "1Mkeys-hash-hgetall-50-fields-10B-values", "small")
     rep = tmp_path / "base" / "1"
     rep.mkdir(parents=True)

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from collectors import parca
-from collectors.tma import RepContext
+from collectors.profilers import parca
+from collectors.profilers.tma import RepContext
 
 
 class FakeParca:
@@ -79,8 +79,8 @@ def test_selector_quotes_labels():
 
 
 def test_pprof_query_request_and_saved_profile_costs(pdir, window, tmp_path):
-    from analysis.pprof import read_pprof
-    from analysis.profile import function_costs
+    from analysis.profile.pprof import read_pprof
+    from analysis.profile.stacks import function_costs
     body = (pdir / "pprof.json").read_bytes()
     with FakeParca({"/api/profiles/query": (200, body)}) as srv:
         client = parca.ParcaClient(srv.url, token="s3cret")
@@ -227,7 +227,7 @@ def test_cli_without_url_is_a_clear_error(capsys, monkeypatch):
 
 def test_runner_hooks(pdir, tmp_path, monkeypatch):
     import argparse
-    from collectors.run import RunOptions
+    from collectors.runner.runner import RunOptions
     monkeypatch.delenv("STALLSCOPE_PARCA_TOKEN", raising=False)
     token = tmp_path / "token"
     token.write_text("filetok\n")

@@ -9,11 +9,13 @@ from pathlib import Path
 
 import pytest
 
-from collectors import procs, profile
+from collectors.host import procs
+from collectors.profilers import perf as profile
 from analysis.inputs.case import WorkloadSpec
-from collectors.run import RepContext
-from collectors.server import Server, ServerOptions
-from collectors.throughput import redis_benchmark_argv, run_redis_benchmark, start_redis_benchmark
+from collectors.runner.runner import RepContext
+from collectors.load.server import Server, ServerOptions
+from collectors.load.redis_benchmark import (redis_benchmark_argv, run_redis_benchmark,
+                                             start_redis_benchmark)
 from tests.conftest_run import base_variant
 
 pytestmark = pytest.mark.slow

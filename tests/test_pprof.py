@@ -4,9 +4,9 @@ import json
 
 import pytest
 
-from analysis import profile_pb2
-from analysis.pprof import PprofError, load_profile, read_pprof, sample_types, write_pprof
-from analysis.profile import Stacks, function_costs, read_folded
+from analysis.profile import profile_pb2
+from analysis.profile.pprof import PprofError, load_profile, read_pprof, sample_types, write_pprof
+from analysis.profile.stacks import Stacks, function_costs, read_folded
 from tests.test_profile import DATA as PROFILE_DATA
 
 

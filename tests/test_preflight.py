@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from collectors import preflight as pre
-from collectors.tma import TmaCollector, TmaConfig
+from collectors.host import preflight as pre
+from collectors.profilers.tma import TmaCollector, TmaConfig
 from tests.conftest import HAS_PMU, no_pmu_only
 
 

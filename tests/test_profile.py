@@ -6,10 +6,10 @@ from pathlib import Path
 
 import pytest
 
-from analysis import profile as prof
-from analysis.perfscript import PerfScriptError, collapse_perf_script, read_perf_script
-from analysis.profile import (FoldedError, Stacks, callees, callers, function_costs, merge,
-                              read_folded, thread_group, thread_groups, write_folded)
+from analysis.profile import stacks as prof
+from analysis.profile.perfscript import PerfScriptError, collapse_perf_script, read_perf_script
+from analysis.profile.stacks import (FoldedError, Stacks, callees, callers, function_costs, merge,
+                                     read_folded, thread_group, thread_groups, write_folded)
 
 DATA = Path(__file__).parent / "data" / "profile"
 NS = 1001001        # one cpu-clock sample at 999 Hz, in ns (the recordings' period)

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from analysis import compare
+from analysis.compare import engine as compare
 from tests.conftest import REPO
 
 RUN = REPO / "tests" / "data" / "runs" / "io-threads-mset"

@@ -7,7 +7,8 @@ import re
 
 import pytest
 
-from analysis import compare, report_md
+from analysis.compare import engine as compare
+from analysis.report import markdown as report_md
 from analysis.inputs.rundir import load_run
 from tests.conftest import REPO
 

@@ -14,7 +14,8 @@ from pathlib import Path
 import pytest
 
 from analysis.inputs.rundir import load_run
-from collectors.run import build_schedule, interleave, placement, RunOptions, main as run_main
+from collectors.runner.runner import (build_schedule, interleave, placement, RunOptions,
+                                      main as run_main)
 from tests.conftest import REPO
 from tests.conftest_run import BASE_SPEC, CAND_SPEC, built, cli_env
 

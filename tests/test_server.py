@@ -9,8 +9,8 @@ import time
 import pytest
 import redis
 
-from collectors import procs
-from collectors.server import Server, ServerError, ServerOptions, free_port
+from collectors.host import procs
+from collectors.load.server import Server, ServerError, ServerOptions, free_port
 from tests.conftest_run import base_variant
 
 pytestmark = pytest.mark.slow
@@ -164,7 +164,7 @@ def test_children_die_with_their_parent(tmp_path):
     """PR_SET_PDEATHSIG: a server started by a Python that is SIGKILLed dies too."""
     port = free_port()
     code = ("import sys, time; sys.path.insert(0, %r)\n"
-            "from collectors import procs\n"
+            "from collectors.host import procs\n"
             "procs.spawn([%r, '--port', '%d', '--bind', '127.0.0.1', '--save', ''])\n"
             "print('up', flush=True); time.sleep(300)\n") % (os.getcwd(), base_variant().server_bin, port)
     py = subprocess.Popen(["python3", "-c", code], stdout=subprocess.PIPE, cwd=os.getcwd())

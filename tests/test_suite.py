@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from collectors import cases
-from collectors.cases import load_case
-from collectors.suite import SuiteError, import_suite, parse_memtier, write_case_yaml
+from collectors.workload import cases
+from collectors.workload.cases import load_case
+from collectors.workload.suite import SuiteError, import_suite, parse_memtier, write_case_yaml
 
 
 def _suite(fixtures_dir: Path, name: str) -> Path:

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from collectors import tma
-from collectors.tma import RepContext, TmaCollector, TmaConfig, TmaConfigError
+from collectors.profilers import tma
+from collectors.profilers.tma import RepContext, TmaCollector, TmaConfig, TmaConfigError
 
 REPLAY = Path(__file__).resolve().parent / "replay"
 L4 = "TopdownL1,TopdownL2,TopdownL3,TopdownL4"
@@ -123,7 +123,7 @@ def _replay(monkeypatch, tmp_path, fixture: Path, backend: str, **cfg):
 
 
 def test_replay_perf_spr_json(monkeypatch, tmp_path, fixtures_dir):
-    from analysis.tma import parse_file
+    from analysis.tma.formats import parse_file
     fx = fixtures_dir / "tma/perf/perf6.5_default_spr.json"
     status, rep_dir, argv = _replay(monkeypatch, tmp_path, fx, "perf")
     assert argv[1:] == ["stat", "-M", L4, "-j", "-o", str(rep_dir / "tma.json"),
@@ -223,7 +223,7 @@ def test_real_perf_on_this_machine_is_unavailable_not_a_crash(tmp_path, monkeypa
 
 def test_runner_hooks_on_this_machine(monkeypatch, tmp_path):
     import argparse
-    from collectors.run import RunOptions
+    from collectors.runner.runner import RunOptions
     monkeypatch.delenv("PERF", raising=False)
     monkeypatch.setattr(tma, "_PREFLIGHTS", {})
     p = argparse.ArgumentParser()

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import re
 
-from analysis.tma import CATALOG
+from analysis.tma.model import CATALOG
 from tests import test_funnel, test_tma_parse
 from tests.conftest import FIXTURES
 

@@ -7,8 +7,8 @@ import sys
 
 import pytest
 
-from analysis.tma import (CATALOG, NoPmuError, TmaParseError, by_perf_name, detect_format,
-                          parse_file, parse_output)
+from analysis.tma.model import CATALOG, NoPmuError, TmaParseError, by_perf_name
+from analysis.tma.formats import detect_format, parse_file, parse_output
 from tests.conftest import FIXTURES, REPO
 
 TMA = FIXTURES / "tma"

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from collectors import aptsource
-from collectors.aptsource import AptEnv, AptSourceError, derive_entries, read_sources
-from collectors.variant import (BuiltVariant, has_frame_pointers, has_symbols, parse_variant)
+from collectors.build import aptsource
+from collectors.build.aptsource import AptEnv, AptSourceError, derive_entries, read_sources
+from collectors.build.spec import BuiltVariant, has_frame_pointers, has_symbols, parse_variant
 
 
 # ---------------------------------------------------------------- grammar
@@ -212,7 +212,7 @@ def test_frame_pointer_detection_on_compiled_code(tmp_path, flag, expect):
 
 
 def test_git_source_is_exported_at_the_ref_without_touching_the_tree(tmp_path):
-    from collectors.build import BuildError, Progress, _fetch_source, _resolve_source
+    from collectors.build.builder import BuildError, Progress, _fetch_source, _resolve_source
     repo = tmp_path / "repo"
     repo.mkdir()
     git = ["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@example.invalid"]
@@ -237,7 +237,7 @@ def test_git_source_is_exported_at_the_ref_without_touching_the_tree(tmp_path):
 
 
 def test_failed_make_keeps_its_log_and_says_where(tmp_path):
-    from collectors.build import BuildError, Progress, _run_make
+    from collectors.build.builder import BuildError, Progress, _run_make
     build = tmp_path / "builds" / ".tmp-abc123-42"
     tree = build / "tree"
     tree.mkdir(parents=True)

@@ -1,0 +1,75 @@
+"""report.html: one self-contained file (inline CSS, inline SVG plots, flame graphs as
+data: URIs) with the same tables as report.md, plus plots and flame graphs.
+
+No external URL and no script of our own. inferno's flame graphs carry JavaScript; as
+<img src="data:image/svg+xml;base64,..."> the browser renders them without running it
+(the interactive SVG files sit beside the report and are linked). Everything from the run
+(symbol names, test names, paths) goes through Jinja2 autoescaping; only SVG we made
+ourselves (matplotlib, which escapes its text) is marked safe.
+"""
+from __future__ import annotations
+
+import base64
+import re
+from pathlib import Path
+
+from jinja2 import Environment, FileSystemLoader, select_autoescape
+from markupsafe import Markup
+
+from analysis.report import plots
+from analysis.compare.engine import (THREAD_LABEL, fmt_ns, fmt_pct, fmt_signed, pp_ci, rel_ci,
+                                     short_test)
+from analysis.report.markdown import known, patches, per_op_note, share, value
+from analysis.compare.results import Results
+
+TEMPLATES = Path(__file__).with_name("templates")
+
+
+def code_spans(text: str) -> Markup:
+    """Reasons from collectors are written for Markdown (`perf stat -e cycles`): escape the
+    text first, then turn the backtick spans into <code>, so nothing from the run can
+    inject markup."""
+    escaped = str(Markup.escape(text))
+    return Markup(re.sub(r"`([^`]+)`", r"<code>\1</code>", escaped))
+
+
+def _env() -> Environment:
+    env = Environment(loader=FileSystemLoader(str(TEMPLATES)),
+                      autoescape=select_autoescape(["html", "j2"], default=True),
+                      trim_blocks=True, lstrip_blocks=True)
+    env.filters.update(share=share, value=value, pct=fmt_pct, signed=fmt_signed,
+                       short=short_test, code=code_spans, ns=fmt_ns, known=known,
+                       patches=patches)
+    env.globals.update(rel_ci=rel_ci, pp_ci=pp_ci, thread_label=THREAD_LABEL,
+                       per_op_note=per_op_note)
+    return env
+
+
+def _data_uri(path: Path) -> str | None:
+    if not path.is_file():
+        return None
+    return "data:image/svg+xml;base64," + base64.b64encode(path.read_bytes()).decode("ascii")
+
+
+def render(r: Results, out_dir: Path) -> str:
+    """The HTML report; flame graph SVGs are read from out_dir (written by compare)."""
+    out_dir = Path(out_dir)
+    tput_plots = [Markup(plots.throughput_dots(row, r.base, r.cand)) for row in r.throughput]
+    share_plots = [Markup(plots.share_dots(f.name, THREAD_LABEL[f.thread], f.base_flat.values,
+                                           f.cand_flat.values, r.base, r.cand))
+                   for f in r.profile.focus]
+    funnel_plot = None
+    if r.tma.funnel and r.tma.funnel.get("rows"):
+        funnel_plot = Markup(plots.funnel_bars(r.tma.funnel["rows"], r.base, r.cand))
+    flames = []
+    if r.artifacts.diff_flamegraph:
+        flames.append({"title": f"Differential flame graph: {r.cand} vs {r.base} (normalised; "
+                                "red grew, blue shrank)", "file": r.artifacts.diff_flamegraph})
+    for v, f in r.artifacts.flamegraphs.items():
+        flames.append({"title": f"{v}: all threads, profile reps merged", "file": f})
+    for fl in flames:
+        fl["uri"] = _data_uri(out_dir / fl["file"])
+    flames = [f for f in flames if f["uri"]]
+    return _env().get_template("report.html.j2").render(
+        r=r, tput_plots=tput_plots, share_plots=share_plots, funnel_plot=funnel_plot,
+        flames=flames)

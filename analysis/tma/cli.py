@@ -1,0 +1,80 @@
+"""`python -m analysis tma FILE`: parse one toplev/perf TMA output and print the tree."""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from dataclasses import asdict
+
+from analysis.tma.formats import FORMATS, parse_file
+from analysis.tma.model import TmaNode, TmaParseError, domain_label
+
+EPILOG = """examples:
+  python -m analysis tma runs/RUN/base/1/tma.csv
+  python -m analysis tma toplev.txt --scope S0-C0
+  python -m analysis tma perf-stat.json --format perf-json --json
+
+Values are percent of the node's count domain (Slots, Stalls, Clocks ...); children are
+not fractions of their parent. '~' marks multiplexed (estimated) values, '<' below
+toplev's threshold, '<==' the bottleneck. Exit code 2 on unreadable input.
+"""
+
+
+def _lines(nodes: list[TmaNode], depth: int = 0) -> list[str]:
+    out = []
+    for n in nodes:
+        val = "n/a" if n.value is None else f"{n.value:.1f}%"
+        marks = []
+        if n.multiplexed:
+            val = "~" + val
+            marks.append(f"[ran {n.multiplex:.1f}% of the time]")
+        if n.below_threshold:
+            marks.append("<")
+        if n.bottleneck:
+            marks.append("<==")
+        if n.implausible:
+            marks.append("IMPLAUSIBLE")
+        label = "  " * depth + n.leaf
+        out.append(f"{label:<40} {domain_label(n.domain):<20} {val:>9}  {' '.join(marks)}".rstrip())
+        out += _lines(n.children, depth + 1)
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m analysis tma", description=__doc__,
+                                 epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("file", help="toplev or perf stat output (stdout/-o file; sibling .stderr/.rc are read)")
+    ap.add_argument("--format", choices=FORMATS, help="skip auto-detection")
+    ap.add_argument("--scope", default="auto",
+                    help="CPU scope: auto (default), global, mean, or a name (S0-C0, CPU3, cpu_core)")
+    ap.add_argument("--json", action="store_true", help="print the parsed values as JSON")
+    args = ap.parse_args(argv)
+    try:
+        res = parse_file(args.file, args.format)
+        scope = None if args.scope == "global" else args.scope
+        tree = res.tree(scope)
+    except TmaParseError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    except KeyError as e:
+        print(f"error: {e.args[0]}", file=sys.stderr)
+        return 2
+    if args.json:
+        print(json.dumps({"source": res.source, "format": res.fmt, "tool_version": res.tool_version,
+                          "cpu": res.cpu_name, "values": [asdict(v) for v in res.values],
+                          "warnings": res.warnings}, indent=2))
+        return 0
+    print(f"# {res.source}: {res.fmt}" + (f", {res.tool_version}" if res.tool_version else "")
+          + (f" on {res.cpu_name}" if res.cpu_name else ""))
+    scopes = [s or "global" for s in res.scopes()]
+    print(f"# CPU scopes: {', '.join(scopes)}; intervals: {len([i for i in res.intervals() if i is not None]) or 'none'}")
+    print("\n".join(_lines(tree)))
+    for v in res.unknown():
+        print(f"# not in catalogue (kept, not in tree): {v.raw_name} = {v.value} % ({v.scope or 'global'})")
+    for w in res.warnings:
+        print(f"# warning: {w}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,387 @@
+"""The TMA funnel: where did the pipeline slots go, baseline vs candidate.
+
+Several runs per side (toplev/perf outputs parsed by analysis.tma) are compared node by
+node: median per side, spread, change in percentage points (pp), a confidence interval
+and verdict from analysis.stats (Hodges-Lehmann / Mann-Whitney by default; >= 3 runs per
+side), a slot-normalised view (so a % Stalls child is never read as a share of a % Slots
+parent), and one plain sentence per significant move from a fixed rule table.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from fnmatch import fnmatch
+from statistics import median
+from typing import Any
+
+from analysis import stats
+from analysis.tma.model import (L1_NODES, MEMORY_PATH, TmaNode, TmaResult, domain_label,
+                                resolve_name, tree_order)
+
+SCHEMA = "stallscope.tma-funnel/1"
+# With fewer than stats.MIN_N runs a side, a move this large (pp) is still shown and
+# explained, but flagged as not established.
+NOTABLE_PP = 2.0
+# Higher is better for useful work; the rest of Retiring's subtree is neither good nor bad.
+HIGHER_IS_BETTER = {"Retiring", "Retiring.Light_Operations"}
+NEUTRAL_PREFIX = "Retiring."
+
+# (node leaf, direction, {other leaf: direction that must also hold}, sentence). First match
+# per significant move wins, so combined rules come before single-node rules.
+RULES: list[tuple[str, str, dict[str, str], str]] = [
+    ("DRAM_Bound", "down", {"Frontend_Bound": "up"},
+     "DRAM stalls fell while Frontend_Bound rose: memory latency is now hidden, paid for with "
+     "extra instructions (typically the prefetch code itself)."),
+    ("Memory_Bound", "down", {"Core_Bound": "up"},
+     "Memory_Bound fell and Core_Bound rose: stalls moved from waiting on memory to waiting on "
+     "execution units."),
+    ("Core_Bound", "up", {"Memory_Bound": "down"},
+     "Core_Bound rose as Memory_Bound fell: the same stalls, now on execution rather than memory."),
+    ("MEM_Bandwidth", "up", {},
+     "MEM_Bandwidth rose: DRAM bandwidth is closer to saturation; prefetching may be too "
+     "aggressive (lines fetched too early or never used)."),
+    ("MEM_Bandwidth", "down", {}, "MEM_Bandwidth fell: fewer cycles with many DRAM reads outstanding."),
+    ("MEM_Latency", "down", {}, "MEM_Latency fell: fewer cycles wait on DRAM latency; data arrives "
+     "before it is needed."),
+    ("MEM_Latency", "up", {}, "MEM_Latency rose: more cycles wait on DRAM latency (cache misses "
+     "no longer covered by prefetch or reordering)."),
+    ("DRAM_Bound", "down", {}, "DRAM_Bound fell: fewer cycles stall on loads that miss every cache level."),
+    ("DRAM_Bound", "up", {}, "DRAM_Bound rose: more cycles stall on loads served from DRAM "
+     "(larger working set or lost locality)."),
+    ("L3_Bound", "up", {}, "L3_Bound rose: more stalls on loads that hit L3; data often moved "
+     "from DRAM into L3 but not closer (prefetch too late or to the wrong level)."),
+    ("L3_Bound", "down", {}, "L3_Bound fell: fewer stalls on L3 hits."),
+    ("L2_Bound", "up", {}, "L2_Bound rose: more stalls on loads that hit L2."),
+    ("L2_Bound", "down", {}, "L2_Bound fell: fewer stalls on L2 hits."),
+    ("L1_Bound", "up", {}, "L1_Bound rose: more stalls despite L1 hits (dependent loads, DTLB "
+     "misses, store forwarding)."),
+    ("L1_Bound", "down", {}, "L1_Bound fell: fewer stalls on L1 hits."),
+    ("Store_Bound", "up", {}, "Store_Bound rose: stores stall more (RFO misses, full store buffer)."),
+    ("Store_Bound", "down", {}, "Store_Bound fell: stores stall less."),
+    ("Memory_Bound", "down", {}, "Memory_Bound fell: a smaller share of pipeline slots is lost "
+     "waiting on memory."),
+    ("Memory_Bound", "up", {}, "Memory_Bound rose: a larger share of pipeline slots is lost "
+     "waiting on memory."),
+    ("Core_Bound", "up", {}, "Core_Bound rose: more slots lost to execution resources (ports, "
+     "dividers); the code became compute-heavier."),
+    ("Core_Bound", "down", {}, "Core_Bound fell: fewer slots lost to execution resources."),
+    ("Backend_Bound", "down", {}, "Backend_Bound fell: the back end (memory + execution) blocks "
+     "fewer slots."),
+    ("Backend_Bound", "up", {}, "Backend_Bound rose: the back end (memory + execution) blocks "
+     "more slots."),
+    ("Retiring", "up", {}, "Retiring rose: more useful work per slot."),
+    ("Retiring", "down", {}, "Retiring fell: less useful work per slot."),
+    ("Frontend_Bound", "up", {}, "Frontend_Bound rose: instruction supply limits more often "
+     "(more or branchier code, i-cache/iTLB misses)."),
+    ("Frontend_Bound", "down", {}, "Frontend_Bound fell: instruction supply limits less often."),
+    ("Bad_Speculation", "up", {}, "Bad_Speculation rose: more slots wasted on mispredicted or "
+     "cleared work."),
+    ("Bad_Speculation", "down", {}, "Bad_Speculation fell: fewer slots wasted on mispredicted work."),
+]
+
+
+@dataclass
+class SideStats:
+    """One node on one side: the per-run values and their summary (percent of domain)."""
+    values: list[float]
+    median: float | None
+    min: float | None
+    max: float | None
+    mad: float | None              # median absolute deviation (pp)
+    multiplex: float | None        # lowest share of time the counters ran (%), None = full
+    slots: list[float] = field(default_factory=list)   # slot-normalised, per run
+    excluded: list[str] = field(default_factory=list)  # implausible values left out
+
+    @property
+    def n(self) -> int:
+        return len(self.values)
+
+    @property
+    def slots_median(self) -> float | None:
+        return median(self.slots) if self.slots else None
+
+    def to_json(self) -> dict[str, Any]:
+        return {"n": self.n, "values": self.values, "median": self.median, "min": self.min,
+                "max": self.max, "mad": self.mad, "multiplex": self.multiplex,
+                "estimate": self.multiplex is not None and self.multiplex < 99.995,
+                "slots_values": self.slots, "slots_median": self.slots_median,
+                "excluded": self.excluded}
+
+
+@dataclass
+class FunnelRow:
+    name: str                      # dotted path
+    level: int
+    domain: str | None
+    base: SideStats
+    cand: SideStats
+    delta: float | None            # cand median - base median (pp)
+    ci: tuple[float, float] | None # interval of delta (pp)
+    confidence: float | None       # achieved coverage of ci
+    verdict: str
+    reason: str
+    significant: bool              # established move (CI on one side of 0 and past noise)
+    notable: bool                  # |delta| >= NOTABLE_PP (used when runs are too few)
+    direction: str | None          # "up" / "down" / None
+    ci_method: str | None = None   # how the interval was made (analysis.stats method text)
+
+    @property
+    def leaf(self) -> str:
+        return self.name.rsplit(".", 1)[-1]
+
+    @property
+    def slots_delta(self) -> float | None:
+        b, c = self.base.slots_median, self.cand.slots_median
+        return None if b is None or c is None else c - b
+
+
+def _slot_shares(flat: dict[str, TmaNode]) -> dict[str, float]:
+    """Every node in pipeline slots. Slots-domain nodes are already slot shares; other
+    nodes get parent slots x node / sum of measured siblings (Intel's bottleneck rule)."""
+    out: dict[str, float] = {}
+
+    def parent_of(name: str) -> str | None:
+        p = name.rsplit(".", 1)[0] if "." in name else None
+        while p is not None and p not in flat:
+            p = p.rsplit(".", 1)[0] if "." in p else None
+        return p
+
+    for name in sorted(flat, key=tree_order):
+        node = flat[name]
+        if node.value is None or node.implausible:
+            continue
+        if node.domain == "Slots" or "." not in name:
+            out[name] = node.value
+            continue
+        parent = parent_of(name)
+        if parent is None or parent not in out:
+            continue
+        sibs = [flat[s].value for s in flat if parent_of(s) == parent and flat[s].value is not None
+                and not flat[s].implausible]
+        total = sum(max(0.0, v) for v in sibs)
+        out[name] = out[parent] * max(0.0, node.value) / total if total > 0 else 0.0
+    return out
+
+
+def _side(nodes: list[dict[str, TmaNode]], shares: list[dict[str, float]], name: str) -> SideStats:
+    vals, slots, muxes, excluded = [], [], [], []
+    for flat, sh in zip(nodes, shares):
+        node = flat.get(name)
+        if node is None:
+            continue
+        if node.implausible:
+            excluded.append(node.implausible)
+            continue
+        if node.value is None:
+            continue
+        vals.append(node.value)
+        if name in sh:
+            slots.append(sh[name])
+        if node.multiplexed:
+            muxes.append(node.multiplex)
+    if not vals:
+        return SideStats([], None, None, None, None, min(muxes) if muxes else None, [], excluded)
+    med = median(vals)
+    return SideStats(vals, med, min(vals), max(vals), median(abs(v - med) for v in vals),
+                     min(muxes) if muxes else None, slots, excluded)
+
+
+def _row(name: str, domain: str | None, level: int, b: SideStats, c: SideStats,
+         method: str) -> FunnelRow:
+    if not b.n or not c.n:
+        missing = "baseline" if not b.n else "candidate"
+        return FunnelRow(name, level, domain, b, c, None, None, None, "n/a",
+                         f"not measured in the {missing} runs", False, False, None)
+    delta = c.median - b.median
+    direction = "up" if delta > 0 else "down" if delta < 0 else None
+    notable = abs(delta) >= NOTABLE_PP
+    if b.n < stats.MIN_N or c.n < stats.MIN_N:
+        verdict = ("n/a (1 run per side)" if b.n == 1 and c.n == 1
+                   else f"n/a (fewer than {stats.MIN_N} runs per side)")
+        return FunnelRow(name, level, domain, b, c, delta, None, None, verdict,
+                         f"no confidence can be given with {b.n} and {c.n} runs",
+                         False, notable, direction)
+    ch = stats.compare_shares(b.values, c.values, higher_is_better=name in HIGHER_IS_BETTER,
+                              method=method)
+    verdict = ch.verdict
+    if name.startswith(NEUTRAL_PREFIX) and name not in HIGHER_IS_BETTER and verdict in (
+            "improvement", "regression"):
+        verdict = f"changed ({direction})"   # more/less heavy ops is neither good nor bad
+    significant = verdict in ("improvement", "regression") or verdict.startswith("changed")
+    return FunnelRow(name, level, domain, b, c, delta, (ch.ci_low, ch.ci_high), ch.confidence,
+                     verdict, ch.reason, significant, notable, direction, ch.method)
+
+
+def _fmt_pp(v: float | None) -> str:
+    if v is None:
+        return "–"
+    s = f"{abs(v):.1f}"
+    return ("−" if v < 0 and s != "0.0" else "+" if v > 0 and s != "0.0" else "±") + s + " pp"
+
+
+@dataclass
+class Funnel:
+    rows: list[FunnelRow]              # the selected rows, tree order
+    all_rows: list[FunnelRow]          # every node measured on either side
+    base_label: str
+    cand_label: str
+    base_sources: list[str]
+    cand_sources: list[str]
+    method: str
+    sentences: list[str]
+    warnings: list[str]
+
+    # ---------------------------------------------------------------- markdown
+    def _cell(self, s: SideStats) -> str:
+        if not s.n:
+            return "–"
+        txt = f"{s.median:.1f}%"
+        if s.n > 1:
+            txt += f" ({s.min:.1f}–{s.max:.1f})"
+        if s.multiplex is not None:
+            txt = "~" + txt + "†"
+        return txt
+
+    def to_markdown(self) -> str:
+        with_ci = any(r.ci is not None for r in self.rows)
+        nb, nc = len(self.base_sources), len(self.cand_sources)
+        head = ["TMA Metric", "Domain", f"{self.base_label} (n={nb})", f"{self.cand_label} (n={nc})", "Δ"]
+        if with_ci:
+            conf = min((r.confidence for r in self.rows if r.confidence), default=0.95)
+            head += [f"CI ({conf:.0%})", "Verdict"]
+        head += ["Slots Δ"]
+        lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+        for r in self.rows:
+            depth = r.name.count(".")
+            label = ("&nbsp;&nbsp;" * (depth - 1) + "└ " if depth else "") + r.leaf
+            cells = [label, domain_label(r.domain), self._cell(r.base), self._cell(r.cand), _fmt_pp(r.delta)]
+            if with_ci:
+                ci = (f"[{_fmt_pp(r.ci[0])[:-3]}, {_fmt_pp(r.ci[1])[:-3]}] pp" if r.ci else "n/a")
+                cells += [ci, r.verdict]
+            sb, sc = r.base.slots_median, r.cand.slots_median
+            cells.append("–" if sb is None or sc is None else
+                         f"{sb:.1f} → {sc:.1f} ({_fmt_pp(sc - sb)})")
+            lines.append("| " + " | ".join(cells) + " |")
+        notes = []
+        muxed = [r for r in self.rows if r.base.multiplex is not None or r.cand.multiplex is not None]
+        if muxed:
+            bm = [r.base.multiplex for r in muxed if r.base.multiplex is not None]
+            cm = [r.cand.multiplex for r in muxed if r.cand.multiplex is not None]
+            parts = ([f"{self.base_label} as little as {min(bm):.0f}%"] if bm else []) + \
+                    ([f"{self.cand_label} as little as {min(cm):.0f}%"] if cm else [])
+            notes.append(f"† counters multiplexed: ran {' and '.join(parts)} of the time; "
+                         "values marked ~ are estimates.")
+        if not with_ci:
+            notes.append("No confidence can be given: "
+                         + ("1 run per side." if nb == 1 and nc == 1 else
+                            f"fewer than {stats.MIN_N} runs per side ({nb} vs {nc})."))
+        else:
+            notes.append(f"CI: {self.method}.")
+        domains = sorted({r.domain for r in self.rows if r.domain and r.domain != "Slots"})
+        notes.append("Domains: L1/L2 nodes are % of pipeline slots" +
+                     (f"; {', '.join('% ' + d for d in domains)} are fractions of cycles, not of the parent"
+                      if domains else "") +
+                     ". Slots Δ converts each node to pipeline slots (parent slots × node / sum "
+                     "of measured siblings, Intel's bottleneck-metric rule). Ranges in "
+                     "parentheses are min–max over runs; Δ is the change of medians in "
+                     "percentage points (pp).")
+        out = "\n".join(lines) + "\n\n" + "\n".join(f"{n}  " for n in notes).rstrip()
+        if self.sentences:
+            out += "\n\n**What moved**\n\n" + "\n".join(f"- {s}" for s in self.sentences)
+        if self.warnings:
+            out += "\n\n**Warnings**\n\n" + "\n".join(f"- {w}" for w in self.warnings)
+        return out + "\n"
+
+    # ---------------------------------------------------------------- json
+    def to_json(self) -> dict[str, Any]:
+        def row(r: FunnelRow) -> dict[str, Any]:
+            return {"node": r.name, "leaf": r.leaf, "level": r.level, "domain": r.domain,
+                    "unit": domain_label(r.domain), "base": r.base.to_json(),
+                    "cand": r.cand.to_json(), "delta_pp": r.delta,
+                    "ci_pp": list(r.ci) if r.ci else None, "confidence": r.confidence,
+                    "verdict": r.verdict, "reason": r.reason, "significant": r.significant,
+                    "notable": r.notable, "direction": r.direction,
+                    "slots_delta_pp": r.slots_delta,
+                    "higher_is_better": r.name in HIGHER_IS_BETTER}
+        return {"schema": SCHEMA, "base_label": self.base_label, "cand_label": self.cand_label,
+                "base_sources": self.base_sources, "cand_sources": self.cand_sources,
+                "runs": {"base": len(self.base_sources), "cand": len(self.cand_sources)},
+                "method": self.method, "rows": [row(r) for r in self.rows],
+                "all_rows": [row(r) for r in self.all_rows],
+                "sentences": self.sentences, "warnings": self.warnings}
+
+
+def _explain(rows: list[FunnelRow]) -> list[str]:
+    moves = {r.leaf: r.direction for r in rows if (r.significant or r.notable) and r.direction}
+    out = []
+    for r in rows:
+        if not (r.significant or r.notable) or not r.direction:
+            continue
+        for leaf, direction, others, sentence in RULES:
+            if leaf == r.leaf and direction == r.direction and all(
+                    moves.get(k) == d for k, d in others.items()):
+                break
+        else:
+            sentence = (f"{r.leaf} {'rose' if r.direction == 'up' else 'fell'} "
+                        f"({domain_label(r.domain)}).")
+        caveat = "" if r.significant else " (not established: too few runs for a confidence interval)"
+        out.append(f"{r.leaf} {_fmt_pp(r.delta)}: {sentence}{caveat}")
+    return out
+
+
+def _selected(name: str, patterns: list[str]) -> bool:
+    leaf = name.rsplit(".", 1)[-1]
+    for p in patterns:
+        p = p.lower()
+        if p == "all" or fnmatch(name.lower(), p) or fnmatch(leaf.lower(), p) \
+                or fnmatch("tma_" + leaf.lower(), p) or resolve_name(p) == name:
+            return True
+    return False
+
+
+def compare(base: list[TmaResult], cand: list[TmaResult], *, depth: int = 4,
+            nodes: list[str] | None = None, base_label: str = "baseline",
+            cand_label: str = "candidate", scope: str | None = "auto",
+            method: str = "auto") -> Funnel:
+    """Compare TMA results of several baseline runs with several candidate runs.
+
+    depth: deepest level shown (1 = L1 only). nodes: names/globs to show (dotted path,
+    leaf or perf name; "all" = every node); default = L1 nodes, the memory path and every
+    node that moved significantly. method: "auto" (default: Hodges-Lehmann / Mann-Whitney
+    when it reaches 95%, else a Welch t-interval), "hl" (rank interval only, whatever
+    coverage it reaches) or "bootstrap" (percentile bootstrap of the median difference).
+    """
+    if not base or not cand:
+        raise ValueError("compare() needs at least one result per side")
+    bflat = [r.collapse(scope) for r in base]
+    cflat = [r.collapse(scope) for r in cand]
+    bsh = [_slot_shares(f) for f in bflat]
+    csh = [_slot_shares(f) for f in cflat]
+    names = sorted({n for f in bflat + cflat for n in f}, key=tree_order)
+    rows = []
+    for name in names:
+        ref = next(f[name] for f in bflat + cflat if name in f)
+        rows.append(_row(name, ref.domain, ref.level, _side(bflat, bsh, name),
+                         _side(cflat, csh, name), method))
+    shown = [r for r in rows if r.level <= depth]
+    if nodes:
+        keep = {r.name for r in shown if _selected(r.name, nodes)}
+    else:
+        keep = {r.name for r in shown if r.name in L1_NODES or r.name in MEMORY_PATH
+                or r.significant or r.notable}
+    # Ancestors keep the tree readable.
+    present = {r.name for r in shown}
+    for name in list(keep):
+        parts = name.split(".")
+        keep |= {".".join(parts[:i]) for i in range(1, len(parts))} & present
+    selected = [r for r in shown if r.name in keep]
+    warnings = []
+    for side, results in (("baseline", base), ("candidate", cand)):
+        for res in results:
+            warnings += [f"{res.source}: {w}" for w in res.warnings]
+    nb, nc = len(base), len(cand)
+    if nb >= stats.MIN_N and nc >= stats.MIN_N:
+        meth = next((r.ci_method for r in rows if r.ci_method), "none (no node measured on both sides)")
+    else:
+        meth = f"none (needs {stats.MIN_N} runs per side, has {nb} and {nc})"
+    return Funnel(selected, rows, base_label, cand_label, [r.source for r in base],
+                  [r.source for r in cand], meth, _explain(selected), warnings)

@@ -1,0 +1,83 @@
+"""`python -m analysis funnel A1 [A2 ...] --vs B1 [B2 ...]`: TMA funnel, baseline vs candidate."""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from analysis.tma.funnel import compare
+from analysis.tma.formats import FORMATS, parse_file
+from analysis.tma.model import TmaParseError
+
+EPILOG = """examples:
+  python -m analysis funnel base.txt --vs cand.txt
+  python -m analysis funnel runs/R/base/*/tma.csv --vs runs/R/cand/*/tma.csv --labels unstable,PR
+  python -m analysis funnel a1.json a2.json a3.json --vs b1.json b2.json b3.json --depth 3 --json funnel.json
+  python -m analysis funnel a.txt --vs b.txt --nodes 'Backend_Bound*,Retiring' --format json
+  make funnel BASE="a1 a2 a3" CAND="b1 b2 b3"
+
+Inputs: toplev human or -x, CSV output, perf stat standard / -x, / -j output with tma_*
+metrics (format auto-detected; --input-format to force). Each file is one run. With at
+least 3 runs per side every row gets a confidence interval of the change (percentage
+points, pp) and a verdict; with 1 run per side the verdict is "n/a (1 run per side)".
+Default rows: L1, the memory path (Backend_Bound > Memory_Bound > L1/L2/L3/DRAM/Store_Bound
+> MEM_Bandwidth/MEM_Latency) and every node that moved. Exit code 2 on unreadable input.
+"""
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m analysis funnel", description=__doc__,
+                                 epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("base", nargs="+", help="baseline runs (one TMA output file per run)")
+    ap.add_argument("--vs", nargs="+", required=True, metavar="CAND", help="candidate runs")
+    ap.add_argument("--depth", type=int, default=4, help="deepest TMA level shown (default 4)")
+    ap.add_argument("--nodes", help="comma-separated node names or globs to show ('all' = every node)")
+    ap.add_argument("--labels", default="baseline,candidate", help="column labels: BASE,CAND")
+    ap.add_argument("--format", choices=("md", "json"), default="md", help="stdout format (default md)")
+    ap.add_argument("--json", metavar="FILE", help="also write the JSON comparison to FILE")
+    ap.add_argument("--scope", default="auto",
+                    help="CPU scope: auto (default), global, mean, or a name (S0-C0, cpu_core)")
+    ap.add_argument("--input-format", choices=FORMATS, help="skip input format detection")
+    ap.add_argument("--method", choices=("auto", "hl", "bootstrap"), default="auto",
+                    help="CI method: auto (default) = Hodges-Lehmann/Mann-Whitney when it reaches "
+                         "95%%, else Welch t; hl = rank interval only (3 vs 3 runs reach 90%%); "
+                         "bootstrap = percentile bootstrap of the median difference")
+    args = ap.parse_args(argv)
+    labels = args.labels.split(",")
+    if len(labels) != 2 or not all(l.strip() for l in labels):
+        print(f"error: --labels needs two comma-separated names, got {args.labels!r}", file=sys.stderr)
+        return 2
+    if args.depth < 1:
+        print("error: --depth must be at least 1", file=sys.stderr)
+        return 2
+    try:
+        base = [parse_file(p, args.input_format) for p in args.base]
+        cand = [parse_file(p, args.input_format) for p in args.vs]
+        scope = None if args.scope == "global" else args.scope
+        funnel = compare(base, cand, depth=args.depth,
+                         nodes=[n.strip() for n in args.nodes.split(",")] if args.nodes else None,
+                         base_label=labels[0].strip(), cand_label=labels[1].strip(),
+                         scope=scope, method=args.method)
+    except TmaParseError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    except KeyError as e:
+        print(f"error: {e.args[0]}", file=sys.stderr)
+        return 2
+    data = funnel.to_json()
+    if args.json:
+        try:
+            Path(args.json).write_text(json.dumps(data, indent=2) + "\n")
+        except OSError as e:
+            print(f"error: cannot write {args.json}: {e.strerror}", file=sys.stderr)
+            return 2
+    if args.format == "json":
+        print(json.dumps(data, indent=2))
+    else:
+        print(funnel.to_markdown(), end="")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,365 @@
+"""Build (or fetch from the cache) one variant: source -> patches -> make -> checked binaries.
+
+Builds are cached under <cache>/builds/<hash>/ keyed by (source identity, patch contents,
+final make flags), so a second run builds nothing. A build happens in a temporary
+directory renamed into place only when complete (a killed build leaves no half "cached"
+build), under a lock file so two processes never build the same thing twice.
+"""
+from __future__ import annotations
+
+import argparse
+import fcntl
+import hashlib
+import json
+import os
+import shlex
+import shutil
+import subprocess
+import sys
+import tarfile
+import threading
+import time
+from pathlib import Path
+from typing import Callable
+
+from collectors.build import aptsource
+from collectors.build.spec import (GRAMMAR, BinaryError, BuiltVariant, VariantSpec, binary_variant,
+                                   inspect_binary, note_missing_symbols, parse_variant, sha256_file)
+
+# Bump when the way a build is made changes, so old cache entries are not reused.
+BUILD_RECIPE = 1
+JOBS = 2
+
+
+class BuildError(Exception):
+    """A build that failed; the message names the step, the file and how to look further."""
+
+
+def cache_dir() -> Path:
+    """${STALLSCOPE_CACHE:-${XDG_CACHE_HOME:-~/.cache}/stallscope}"""
+    env = os.environ.get("STALLSCOPE_CACHE")
+    if env:
+        return Path(env).expanduser()
+    xdg = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(xdg).expanduser() / "stallscope"
+
+
+_default_cache_dir = cache_dir
+
+
+def default_make_flags(src: Path) -> list[str]:
+    """-O2 with -g and frame pointers, bundled jemalloc, no TLS/systemd/modules.
+
+    Redis' src/Makefile adds -fno-omit-frame-pointer to any OPTIMIZATION but -O0 and uses
+    DEBUG=-g -ggdb; -O2 (not its default -O3 -flto) keeps functions out of each other so
+    profiles attribute time to the function that spends it. The extra C flags go through
+    REDIS_CFLAGS (SERVER_CFLAGS in Valkey) because a command-line CFLAGS would also replace
+    the flags the bundled deps (jemalloc, lua) build with."""
+    makefile = (src / "src" / "Makefile").read_text(errors="replace")
+    cflags_var = "SERVER_CFLAGS" if "SERVER_CFLAGS" in makefile else "REDIS_CFLAGS"
+    return ["OPTIMIZATION=-O2", f"{cflags_var}=-g -fno-omit-frame-pointer", "MALLOC=jemalloc",
+            "BUILD_TLS=no", "USE_SYSTEMD=no", "BUILD_WITH_MODULES=no"]
+
+
+def merge_make_flags(defaults: list[str], extra: list[str]) -> list[str]:
+    """User VAR=VALUE flags replace defaults of the same VAR, order kept."""
+    out = {f.split("=", 1)[0]: f for f in defaults}
+    for f in extra:
+        out[f.split("=", 1)[0]] = f
+    return list(out.values())
+
+
+class Progress:
+    def __init__(self, name: str, log: Callable[[str], None]):
+        self.name, self.log = name, log
+
+    def __call__(self, msg: str) -> None:
+        self.log(f"[{self.name}] {msg}")
+
+
+def _fmt_s(s: float) -> str:
+    return f"{int(s // 60)} min {s % 60:04.1f} s" if s >= 60 else f"{s:.1f} s"
+
+
+# ---------------------------------------------------------------- sources
+
+def _resolve_source(spec: VariantSpec, cache: Path, say: Progress) -> dict:
+    """Identity of the source (goes into the cache key) without fetching the tree."""
+    if spec.kind == "debsrc":
+        suite = spec.suite or aptsource.DEFAULT_SUITE
+        env = aptsource.AptEnv(cache / "apt" / suite, suite=suite)
+        if env.update():
+            say(f"updated private apt lists for suite {suite} ({env.sources_list})")
+        version = env.resolve(spec.source, spec.ref)
+        return {"kind": "debsrc", "package": spec.source, "version": version, "suite": suite}
+    if spec.kind == "git":
+        repo = Path(spec.source)
+        if not (repo / ".git").exists() and not (repo / "HEAD").exists():
+            raise BuildError(f"variant {spec.name}: {repo} is not a git checkout "
+                             f"(no .git); give git:PATH@REF of a Redis/Valkey clone")
+        ref = spec.ref or "HEAD"
+        p = subprocess.run(["git", "-C", str(repo), "rev-parse", "--verify", "--quiet",
+                            f"{ref}^{{commit}}"], capture_output=True, text=True)
+        if p.returncode != 0:
+            raise BuildError(f"variant {spec.name}: git ref {ref!r} not found in {repo} "
+                             f"(git -C {repo} branch -a / git tag list the refs)")
+        return {"kind": "git", "repo": str(repo.resolve()), "ref": ref, "commit": p.stdout.strip()}
+    raise BuildError(f"variant {spec.name}: kind {spec.kind} is not built")
+
+
+def _fetch_source(spec: VariantSpec, ident: dict, cache: Path, dest: Path, say: Progress) -> None:
+    """Put the pristine source tree at `dest` (which must not exist)."""
+    if ident["kind"] == "debsrc":
+        pkg, ver = ident["package"], ident["version"]
+        pristine = cache / "sources" / f"{pkg}_{ver.replace(':', '%3a')}"
+        with _locked(cache / "sources" / f".{pristine.name}.lock"):
+            if not (pristine / ".complete").is_file():
+                say(f"fetching source: apt-get source {pkg}={ver} (suite {ident['suite']}, "
+                    f"Debian patches applied by dpkg-source)")
+                tmp = pristine.with_name(pristine.name + f".tmp{os.getpid()}")
+                shutil.rmtree(tmp, ignore_errors=True)
+                env = aptsource.AptEnv(cache / "apt" / ident["suite"], suite=ident["suite"])
+                env.write()
+                tree = env.fetch(pkg, ver, tmp)
+                tree.rename(tmp / "tree")
+                (tmp / ".complete").write_text(ver + "\n")
+                shutil.rmtree(pristine, ignore_errors=True)
+                tmp.rename(pristine)
+            else:
+                say(f"source {pkg} {ver}: cached ({pristine})")
+        shutil.copytree(pristine / "tree", dest, symlinks=True)
+    else:
+        say(f"exporting {ident['repo']} at {ident['ref']} ({ident['commit'][:12]}) with git archive")
+        dest.mkdir(parents=True)
+        p = subprocess.Popen(["git", "-C", ident["repo"], "archive", "--format=tar",
+                              ident["commit"]], stdout=subprocess.PIPE)
+        with tarfile.open(fileobj=p.stdout, mode="r|") as tf:
+            tf.extractall(dest, filter="tar")
+        if p.wait() != 0:
+            raise BuildError(f"git archive of {ident['repo']} {ident['commit']} failed")
+
+
+# ---------------------------------------------------------------- patches
+
+def _patch_records(spec: VariantSpec) -> list[dict[str, str]]:
+    out = []
+    for f in spec.patches:
+        p = Path(f).expanduser()
+        if not p.is_file():
+            raise BuildError(f"variant {spec.name}: patch file {f} does not exist")
+        out.append({"file": str(f), "sha256": sha256_file(p), "path": str(p.resolve())})
+    return out
+
+
+def apply_patch(patch: Path, tree: Path, label: str | None = None) -> None:
+    """patch -p1 with a dry run first, so a failing patch leaves the tree untouched and the
+    error names the patch, the file and the hunk that did not apply."""
+    label = label or str(patch)
+    for dry in (True, False):
+        args = ["patch", "-p1", "--forward", "--batch", "--no-backup-if-mismatch", "-i",
+                str(patch.resolve())] + (["--dry-run"] if dry else [])
+        try:
+            p = subprocess.run(args, cwd=tree, capture_output=True, text=True, timeout=120)
+        except FileNotFoundError:
+            raise BuildError("patch not found: apt-get install patch") from None
+        if p.returncode != 0:
+            lines = (p.stdout + p.stderr).strip().splitlines()
+            failed = [ln for ln in lines if "FAILED" in ln or "malformed" in ln
+                      or "can't find file" in ln or "Reversed" in ln or "No file to patch" in ln]
+            current = [ln for ln in lines if ln.startswith("checking file") or
+                       ln.startswith("patching file")]
+            where = f" (in {current[-1].split(' ', 2)[-1]})" if current else ""
+            detail = "\n  ".join(failed or lines[-8:])
+            raise BuildError(f"patch {label} does not apply to this source{where}:\n  {detail}\n"
+                             f"(tried: cd <source> && {shlex.join(args)}); rebase the patch on "
+                             f"this version")
+
+
+# ---------------------------------------------------------------- build
+
+class _locked:
+    def __init__(self, path: Path):
+        self.path = path
+
+    def __enter__(self):
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.f = open(self.path, "w")
+        fcntl.flock(self.f, fcntl.LOCK_EX)
+        return self
+
+    def __exit__(self, *exc):
+        fcntl.flock(self.f, fcntl.LOCK_UN)
+        self.f.close()
+
+
+def _run_make(tree: Path, flags: list[str], logfile: Path, say: Progress) -> None:
+    cmd = ["make", f"-j{JOBS}"] + flags
+    say(f"building: {shlex.join(cmd)} (log: {logfile})")
+    t0 = time.monotonic()
+    done = threading.Event()
+
+    def heartbeat() -> None:
+        while not done.wait(60):
+            say(f"building ... {_fmt_s(time.monotonic() - t0)} elapsed")
+    threading.Thread(target=heartbeat, daemon=True).start()
+    try:
+        with open(logfile, "w") as lf:
+            lf.write(f"$ {shlex.join(cmd)}\n")
+            lf.flush()
+            rc = subprocess.run(cmd, cwd=tree, stdout=lf, stderr=subprocess.STDOUT,
+                                env={**os.environ, "LC_ALL": "C"}).returncode
+    except FileNotFoundError:
+        raise BuildError("make not found: apt-get install build-essential") from None
+    finally:
+        done.set()
+    if rc != 0:
+        # The temporary build directory is removed; keep its log where the message says.
+        kept = logfile.parent.with_name(f"failed-{logfile.parent.name.split('-')[1]}.log")
+        shutil.copy(logfile, kept)
+        tail = "\n  ".join(logfile.read_text(errors="replace").splitlines()[-25:])
+        raise BuildError(f"make failed (exit {rc}) after {_fmt_s(time.monotonic() - t0)}; "
+                         f"full log: {kept}; last lines:\n  {tail}")
+    say(f"built in {_fmt_s(time.monotonic() - t0)}")
+
+
+def _find_binaries(tree: Path) -> dict[str, str]:
+    src = tree / "src"
+    out = {}
+    for role, names in (("server", ("valkey-server", "redis-server")),
+                        ("benchmark", ("valkey-benchmark", "redis-benchmark")),
+                        ("cli", ("valkey-cli", "redis-cli"))):
+        for n in names:
+            if (src / n).is_file():
+                out[role] = n
+                break
+        else:
+            raise BuildError(f"make succeeded but {src} has none of {', '.join(names)}")
+    return out
+
+
+def build_key(ident: dict, patches: list[dict[str, str]], flags: list[str]) -> str:
+    blob = json.dumps({"recipe": BUILD_RECIPE, "source": ident,
+                       "patches": [p["sha256"] for p in patches], "make": flags},
+                      sort_keys=True)
+    return hashlib.sha256(blob.encode()).hexdigest()[:20]
+
+
+def _describe(ident: dict, version: str) -> tuple[str, str]:
+    """(human source description, commit) for the manifest."""
+    if ident["kind"] == "debsrc":
+        return (f"{ident['package']} {version} (Debian source {ident['version']}, "
+                f"suite {ident['suite']})", ident["version"])
+    return (f"git {ident['repo']} @ {ident['ref']} ({ident['commit'][:12]}), v{version}",
+            ident["commit"])
+
+
+def build_variant(spec: VariantSpec, cache_dir: Path | None = None,
+                  log: Callable[[str], None] = print) -> BuiltVariant:
+    """Build `spec` (or take it from the cache) and check the binaries."""
+    say = Progress(spec.name, log)
+    if spec.kind == "binary":
+        return binary_variant(spec, log)
+    cache = Path(cache_dir) if cache_dir else _default_cache_dir()
+    ident = _resolve_source(spec, cache, say)
+    patches = _patch_records(spec)
+    builds = cache / "builds"
+    # The default flags depend on the Makefile (REDIS_CFLAGS vs SERVER_CFLAGS), which we
+    # only know from the tree; the Makefile variable is a function of the package/commit,
+    # so a cache key from the user flags + identity is stable. The final flags are recorded.
+    key = build_key(ident, patches, spec.make_flags)
+    final = builds / key
+    if not (final / "build.json").is_file():
+        with _locked(builds / f".{key}.lock"):
+            if not (final / "build.json").is_file():   # another process may have built it
+                _build_into(spec, ident, patches, cache, final, say)
+    else:
+        say(f"cache hit: {final}")
+    rec = json.loads((final / "build.json").read_text())
+    bins = {r: str(final / "tree" / "src" / n) for r, n in rec["binaries"].items()}
+    say(f"checking {bins['server']}")
+    facts = inspect_binary(bins["server"])
+    note_missing_symbols(spec.name, facts, log)
+    source, commit = _describe(ident, facts.version)
+    return BuiltVariant(
+        name=spec.name, spec=spec.spec, kind=spec.kind, source=source,
+        patches=[{"file": p["file"], "sha256": p["sha256"]} for p in patches],
+        make_flags=rec["make_flags"], config=dict(spec.config),
+        server_bin=bins["server"], benchmark_bin=bins["benchmark"], cli_bin=bins["cli"],
+        binary_sha256=rec["binary_sha256"], version=facts.version, commit=commit,
+        frame_pointers=facts.frame_pointers, symbols=facts.symbols, callgraph=facts.callgraph)
+
+
+def _build_into(spec: VariantSpec, ident: dict, patches: list[dict[str, str]], cache: Path,
+                final: Path, say: Progress) -> None:
+    tmp = final.with_name(f".tmp-{final.name}-{os.getpid()}")
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir(parents=True)
+    try:
+        tree = tmp / "tree"
+        _fetch_source(spec, ident, cache, tree, say)
+        for p in patches:
+            say(f"patching: {p['file']} (sha256 {p['sha256'][:12]})")
+            apply_patch(Path(p["path"]), tree, p["file"])
+        flags = merge_make_flags(default_make_flags(tree), spec.make_flags)
+        _run_make(tree, flags, tmp / "build.log", say)
+        binaries = _find_binaries(tree)
+        rec = {"recipe": BUILD_RECIPE, "source": ident, "patches": patches, "make_flags": flags,
+               "binaries": binaries,
+               "binary_sha256": sha256_file(tree / "src" / binaries["server"]),
+               "built": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+        # build.json is written last: its presence is what marks a build complete.
+        (tmp / "build.json").write_text(json.dumps(rec, indent=2) + "\n")
+        shutil.rmtree(final, ignore_errors=True)
+        tmp.rename(final)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+
+
+# ---------------------------------------------------------------- CLI
+
+DESCRIPTION = """\
+Build one variant (or take it from the build cache) and print it as JSON: the object
+that goes into a run's manifest.json under "variants.<name>" (binaries, sha256, version,
+frame pointers, symbols, callgraph mode).
+
+Default build: make -j2 OPTIMIZATION=-O2 REDIS_CFLAGS='-g -fno-omit-frame-pointer'
+MALLOC=jemalloc BUILD_TLS=no USE_SYSTEMD=no BUILD_WITH_MODULES=no (nothing is downloaded
+by make). Debian sources are unpacked with their debian/patches applied, then built with
+upstream make (not dpkg-buildpackage).
+"""
+
+EPILOG = GRAMMAR + """
+Cache: ${STALLSCOPE_CACHE:-${XDG_CACHE_HOME:-~/.cache}/stallscope}/builds/<hash>/
+(hash of source identity, patch contents and make flags).
+
+Examples:
+  python -m collectors build base=debsrc:redis
+  python -m collectors build cand=debsrc:redis+patch=cases/patches/mset-bucket-prefetch.patch
+  python -m collectors build v=debsrc:valkey@9.1 --cache /tmp/ss-cache
+  python -m collectors build sys=bin:/usr/bin/redis-server
+"""
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m collectors build", description=DESCRIPTION,
+                                 epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("variant", metavar="NAME=SPEC", help="the variant to build (grammar below)")
+    ap.add_argument("--cache", type=Path, default=None,
+                    help="cache directory (default: $STALLSCOPE_CACHE or ~/.cache/stallscope)")
+    args = ap.parse_args(argv)
+    try:
+        spec = parse_variant(args.variant)
+        bv = build_variant(spec, args.cache, log=lambda m: print(m, file=sys.stderr, flush=True))
+    except ValueError as e:
+        print(f"build: {e}", file=sys.stderr)
+        return 2
+    except (BuildError, BinaryError, aptsource.AptSourceError) as e:
+        print(f"build: error: {e}", file=sys.stderr)
+        return 1
+    print(json.dumps(bv.to_json(), indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,220 @@
+"""`python -m collectors doctor`: which collectors work on this machine, and why not.
+
+Every check is real: it finds the binary, asks its version, and for perf really samples a
+0.1 s busy loop (cpu-clock, then with frame-pointer and DWARF call graphs). TMA checks
+reuse the preflight (collectors/preflight.py). Informational: exit code 0 unless --strict.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass, asdict
+from pathlib import Path
+
+from analysis.toolpaths import which_tool
+from collectors.host import preflight as pre
+
+BUSY_LOOP = "import time\nt = time.time()\nwhile time.time() - t < 0.1: pass\n"
+
+
+@dataclass
+class Check:
+    name: str
+    available: bool
+    detail: str
+    fix: str | None = None
+
+
+_which = which_tool   # PATH, then $CARGO_HOME/bin (inferno)
+
+
+def _version(cmd: list[str], pattern: str = r"\d+\.\d+(?:\.\d+)?") -> str | None:
+    try:
+        p = subprocess.run(cmd, capture_output=True, text=True, timeout=15)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    m = re.search(pattern, p.stdout + p.stderr)
+    return m.group(0) if m else None
+
+
+def check_perf(facts: pre.HostFacts) -> Check:
+    if not facts.perf_path:
+        return Check("perf", False, "perf not found on PATH (nor $PERF)",
+                     "apt-get install linux-perf (Debian) / linux-tools-$(uname -r) (Ubuntu)")
+    v = ".".join(map(str, facts.perf_version or ())) or "unknown version"
+    who = "root" if facts.is_root else "non-root"
+    return Check("perf", True, f"perf {v} at {facts.perf_path}; perf_event_paranoid={facts.paranoid} ({who})")
+
+
+def perf_record(perf: str, extra: list[str]) -> tuple[int, str]:
+    """Really record a 0.1 s busy loop; (samples, perf's last words)."""
+    with tempfile.TemporaryDirectory(prefix="stallscope-doctor-") as d:
+        out = Path(d) / "perf.data"
+        cmd = [perf, "record", "-e", "cpu-clock", "-F", "999", *extra, "-o", str(out), "--",
+               sys.executable, "-c", BUSY_LOOP]
+        try:
+            p = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
+        except (OSError, subprocess.TimeoutExpired) as e:
+            return 0, str(e)
+        m = re.search(r"\((\d+) samples\)", p.stderr)
+        last = next((l.strip() for l in reversed(p.stderr.splitlines()) if l.strip()), f"exit code {p.returncode}")
+        return (int(m.group(1)) if m and p.returncode == 0 else 0), last
+
+
+def check_sampling(facts: pre.HostFacts) -> list[Check]:
+    if not facts.perf_path:
+        why = "needs perf"
+        return [Check(n, False, why, "install perf") for n in
+                ("cpu-clock sampling", "call graphs (fp)", "call graphs (dwarf)")]
+    out = []
+    for name, extra, fix in (
+            ("cpu-clock sampling", [], "see perf's message; as non-root: sysctl kernel.perf_event_paranoid=1"),
+            ("call graphs (fp)", ["-g"], "build with -fno-omit-frame-pointer (stallscope builds do)"),
+            ("call graphs (dwarf)", ["--call-graph", "dwarf"], "perf needs libdw/libunwind support")):
+        n, last = perf_record(facts.perf_path, extra)
+        what = " ".join(["perf record -e cpu-clock -F 999", *extra])
+        out.append(Check(name, n > 0, f"{what}: {n} samples of a 0.1 s busy loop" if n
+                         else f"{what}: no samples: {last}", None if n else fix))
+    return out
+
+
+def check_tma(facts: pre.HostFacts) -> list[Check]:
+    from collectors.profilers.tma import find_toplev
+    out = []
+    pf = pre.evaluate(facts, "perf", "pid")
+    out.append(Check("TMA via perf", pf.available,
+                     "perf stat -M TopdownL1..L4 will work" if pf.available else
+                     "; ".join(f.message for f in pf.blockers),
+                     None if pf.available else "; ".join(f.fix for f in pf.blockers if f.fix)))
+    toplev = find_toplev()
+    pt = pre.evaluate(facts, "toplev", "cpus", toplev)
+    others = "; ".join(f.message for f in pt.blockers if f.check != "toplev")
+    detail = f"toplev at {' '.join(toplev)}" if toplev else "toplev not found (no $TOPLEV, not on PATH)"
+    out.append(Check("TMA via toplev", pt.available,
+                     f"{detail}: ready" if pt.available else
+                     f"{detail}" + (f"; and even with toplev: {others}" if others else ""),
+                     None if pt.available else "; ".join(f.fix for f in pt.blockers if f.fix)))
+    return out
+
+
+def check_inferno() -> Check:
+    tools = ["inferno-collapse-perf", "inferno-flamegraph", "inferno-diff-folded"]
+    missing = [t for t in tools if not _which(t)]
+    if missing:
+        return Check("inferno", False, f"missing: {', '.join(missing)}",
+                     "make setup (cargo install --locked inferno)")
+    # inferno's tools have no --version; cargo's install list knows what it installed.
+    cargo = _which("cargo")
+    v = _version([cargo, "install", "--list"], r"(?<=inferno v)\d+\.\d+\.\d+") if cargo else None
+    return Check("inferno", True, f"inferno {v or '(version unknown)'} at {Path(_which(tools[0])).parent}")
+
+
+def check_toolchain() -> Check:
+    need = {"gcc": "build-essential", "make": "build-essential", "dpkg-source": "dpkg-dev",
+            "apt-get": "apt"}
+    missing = [f"{b} (package {p})" for b, p in need.items() if not shutil.which(b)]
+    if missing:
+        return Check("build toolchain", False, f"missing: {', '.join(missing)}", "make setup")
+    gcc = _version(["gcc", "--version"])
+    mk = _version(["make", "--version"])
+    return Check("build toolchain", True, f"gcc {gcc}, make {mk}, dpkg-source and apt-get (apt-get source)")
+
+
+def _build_cache() -> Path:
+    try:
+        from collectors.build.builder import cache_dir
+        return cache_dir()
+    except Exception:  # the build module is optional for doctor
+        env = os.environ.get("STALLSCOPE_CACHE")
+        return Path(env) if env else Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "stallscope"
+
+
+def check_benchmarks() -> Check:
+    builds = _build_cache() / "builds"
+    found = sorted({str(p) for name in ("redis-benchmark", "valkey-benchmark")
+                    for p in builds.glob(f"*/**/src/{name}") if p.is_file()}) if builds.is_dir() else []
+    on_path = [p for p in (shutil.which("redis-benchmark"), shutil.which("valkey-benchmark")) if p]
+    if found or on_path:
+        where = [f"{len(found)} in builds ({builds})"] if found else []
+        return Check("redis-benchmark/valkey-benchmark", True, "; ".join(where + on_path))
+    return Check("redis-benchmark/valkey-benchmark", False,
+                 f"none built yet (looked in {builds}) and none on PATH",
+                 "python -m collectors build debsrc:redis (the demo builds it too)")
+
+
+def check_memtier() -> Check:
+    p = shutil.which("memtier_benchmark")
+    if not p:
+        return Check("memtier_benchmark", False, "not on PATH (optional load generator)",
+                     "build github.com/RedisLabs/memtier_benchmark and put it on PATH")
+    return Check("memtier_benchmark", True, f"{p} {_version([p, '--version']) or ''}".strip())
+
+
+def check_parca(url: str | None, token: str | None) -> Check:
+    from collectors.profilers.parca import ParcaClient, ParcaError, DEFAULT_URL_ENV
+    url = url or os.environ.get(DEFAULT_URL_ENV)
+    if not url:
+        return Check("parca", False, f"not configured (no --parca-url, no ${DEFAULT_URL_ENV}); network check skipped",
+                     "run parca-agent + Parca, then --parca-url URL (docs/tma-collection.md)")
+    try:
+        types = ParcaClient.from_env(url, token).profile_types()
+    except ParcaError as e:
+        return Check("parca", False, str(e), "check the URL/token and that the server runs")
+    return Check("parca", True, f"{url}: {len(types)} profile types ({', '.join(types[:3])})")
+
+
+def check_chromium() -> Check:
+    for name in ("chromium", "chromium-browser", "google-chrome"):
+        p = shutil.which(name)
+        if p:
+            return Check("chromium (HTML report test)", True, f"{p} {_version([p, '--version']) or ''}".strip())
+    return Check("chromium (HTML report test)", False, "no chromium/google-chrome on PATH",
+                 "apt-get install chromium (make setup)")
+
+
+def run_checks(parca_url: str | None = None, parca_token: str | None = None) -> list[Check]:
+    facts = pre.probe_host()
+    return [check_perf(facts), *check_sampling(facts), *check_tma(facts), check_inferno(),
+            check_toolchain(), check_benchmarks(), check_memtier(),
+            check_parca(parca_url, parca_token), check_chromium()]
+
+
+def render(checks: list[Check]) -> str:
+    w = max(len(c.name) for c in checks)
+    lines = [f"{'collector':<{w}}  {'status':<13}  detail", f"{'-' * w}  {'-' * 13}  {'-' * 40}"]
+    for c in checks:
+        lines.append(f"{c.name:<{w}}  {'available' if c.available else 'NOT available':<13}  {c.detail}")
+        if c.fix and not c.available:
+            lines.append(f"{'':<{w}}  {'':<13}  fix: {c.fix}")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(
+        prog="python -m collectors doctor",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        description="List every stallscope collector with available / NOT available and why, "
+                    "on this machine (real checks: perf really samples 0.1 s).",
+        epilog="examples:\n  python -m collectors doctor\n  python -m collectors doctor --json > doctor.json\n"
+               "  python -m collectors doctor --parca-url http://127.0.0.1:7070 --strict")
+    ap.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    ap.add_argument("--strict", action="store_true", help="exit 1 if any collector is not available")
+    ap.add_argument("--parca-url", help="also check this Parca server (default $STALLSCOPE_PARCA_URL)")
+    ap.add_argument("--parca-token", help="bearer token (default $STALLSCOPE_PARCA_TOKEN)")
+    a = ap.parse_args(argv)
+    checks = run_checks(a.parca_url, a.parca_token)
+    if a.json:
+        print(json.dumps([asdict(c) for c in checks], indent=2))
+    else:
+        print(render(checks))
+    return 1 if a.strict and not all(c.available for c in checks) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,149 @@
+"""CPU profile of the server over the steady window: perf record -> perf script -> folded.
+
+`perf record -e cpu-clock` works without a hardware PMU (KVM guests, CI), so this
+collector runs everywhere perf is allowed. Output in the rep directory:
+  perf.folded       inferno-collapse-perf of `perf script`; the first frame of each line is
+                    the thread's comm (redis-server / io_thd_N / bio_...); the count is the sum
+                    of sample periods (for cpu-clock: nanoseconds of CPU time)
+  perf.threads.tsv  tid <TAB> comm <TAB> samples, as perf saw them
+  perf.stderr       perf's own messages (lost samples, permission problems)
+perf.data is deleted after folding unless keep_data (it is large).
+"""
+from __future__ import annotations
+
+import signal
+import subprocess
+import threading
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from analysis.toolpaths import perf_binary, which_tool
+from collectors.host import procs
+
+if TYPE_CHECKING:  # run.py imports this module; the context class lives there
+    from collectors.runner.runner import RepContext
+
+class ProfileError(Exception):
+    pass
+
+
+# PATH, then $CARGO_HOME/bin (where `cargo install inferno` puts its tools).
+find_tool = which_tool
+
+
+def require_tools() -> tuple[str, str]:
+    perf = perf_binary()
+    if not perf:
+        raise procs.ToolNotFound("perf: not found (nor $PERF); install it (Debian: apt-get install "
+                                 "linux-perf) or use --profile off")
+    collapse = find_tool("inferno-collapse-perf")
+    if not collapse:
+        raise procs.ToolNotFound("inferno-collapse-perf: not found on PATH or in ~/.cargo/bin; "
+                                 "run `make setup` (cargo install inferno) or use --profile off")
+    return perf, collapse
+
+
+def record_argv(perf: str, pid: int, out: Path, freq_hz: int, callgraph: str = "fp") -> list[str]:
+    cg = ["--call-graph", "dwarf"] if callgraph == "dwarf" else ["-g"]
+    # No `-- sleep W` workload: perf runs until stop() sends SIGINT, so there is no
+    # grandchild that could outlive a SIGKILLed runner (PDEATHSIG reaches perf only).
+    # -p follows every thread of the pid (main, io_thd_N, bio_*).
+    return [perf, "record", "-e", "cpu-clock", "-F", str(freq_hz), *cg, "-p", str(pid),
+            "-o", str(out)]
+
+
+def fold(perf: str, collapse: str, perf_data: Path, out_dir: Path) -> dict[str, Any]:
+    """perf script | inferno-collapse-perf > perf.folded; tids/comms > perf.threads.tsv."""
+    folded = out_dir / "perf.folded"
+    err = open(out_dir / "perf.stderr", "ab")
+    try:
+        with open(folded, "wb") as fout:
+            ps = procs.spawn([perf, "script", "-i", str(perf_data)], stdout=subprocess.PIPE, stderr=err)
+            # Default collapse options keep the comm as first frame and add no pid/tid suffix.
+            col = procs.spawn([collapse], stdin=ps.stdout, stdout=fout, stderr=err)
+            ps.stdout.close()
+            rc_col = col.wait(600)
+            rc_ps = ps.wait(600)
+            procs.forget(ps)
+            procs.forget(col)
+        if rc_ps != 0 or rc_col != 0:
+            raise ProfileError(f"perf script (status {rc_ps}) | inferno-collapse-perf (status {rc_col}) "
+                               f"failed; see {out_dir / 'perf.stderr'}")
+        r = procs.run_capture([perf, "script", "-i", str(perf_data), "-F", "tid,comm"], timeout_s=600)
+    finally:
+        err.close()
+    threads: Counter = Counter()
+    for line in r.stdout.splitlines():
+        parts = line.split()
+        if len(parts) >= 2 and parts[-1].isdigit():
+            threads[(int(parts[-1]), " ".join(parts[:-1]))] += 1
+    with open(out_dir / "perf.threads.tsv", "w") as f:
+        f.write("tid\tcomm\tsamples\n")
+        for (tid, comm), n in sorted(threads.items()):
+            f.write(f"{tid}\t{comm}\t{n}\n")
+    lines = folded.read_text(errors="replace").splitlines()
+    return {"folded_lines": len(lines), "samples": sum(threads.values()),
+            "threads": sorted({c for _, c in threads})}
+
+
+@dataclass
+class PerfProfiler:
+    """A RepCollector: start() attaches perf to the server for the steady window,
+    stop() waits for it and folds the stacks."""
+    freq_hz: int = 999
+    keep_data: bool = False
+    name: str = "perf"
+    _proc: subprocess.Popen | None = field(default=None, repr=False)
+    _argv: list[str] = field(default_factory=list, repr=False)
+
+    def start(self, ctx: RepContext) -> None:
+        perf, _ = require_tools()
+        self._argv = record_argv(perf, ctx.pid, ctx.rep_dir / "perf.data", self.freq_hz, ctx.callgraph)
+        self._err = open(ctx.rep_dir / "perf.stderr", "wb")
+        # perf itself runs on the client CPUs so it does not steal the server's core.
+        self._proc = procs.spawn(self._argv, stdout=self._err, stderr=self._err, cpus=ctx.client_cpus)
+        self._t0 = time.monotonic()
+        # Stop at the end of the window even if the caller's stop() comes later.
+        self._timer = threading.Timer(ctx.window_s, self._interrupt)
+        self._timer.daemon = True
+        self._timer.start()
+
+    def _interrupt(self) -> None:
+        if self._proc is not None and self._proc.poll() is None:
+            try:
+                self._proc.send_signal(signal.SIGINT)   # perf writes its data and exits
+            except ProcessLookupError:
+                pass
+            self._t1 = time.monotonic()
+
+    def stop(self, ctx: RepContext) -> dict[str, Any]:
+        perf, collapse = require_tools()
+        assert self._proc is not None, "stop() without start()"
+        self._timer.cancel()
+        self._t1 = getattr(self, "_t1", None) or time.monotonic()
+        self._interrupt()
+        try:
+            rc = self._proc.wait(60)
+        except subprocess.TimeoutExpired:
+            rc = procs.kill_group(self._proc, 5.0)
+        procs.forget(self._proc)
+        window = self._t1 - self._t0
+        self._err.close()
+        data = ctx.rep_dir / "perf.data"
+        # perf exits 0 or -SIGINT/130 after SIGINT, depending on when it arrives.
+        if rc not in (0, -signal.SIGINT, 128 + signal.SIGINT) or not data.is_file():
+            raise ProfileError(f"perf record exited with status {rc}; see {ctx.rep_dir / 'perf.stderr'} "
+                               "(perf_event_paranoid too high? run as root or "
+                               "sysctl kernel.perf_event_paranoid=1)")
+        facts = fold(perf, collapse, data, ctx.rep_dir)
+        if facts["folded_lines"] == 0:
+            raise ProfileError(f"{ctx.rep_dir / 'perf.folded'} is empty: perf saw no samples of pid "
+                               f"{ctx.pid}")
+        if not self.keep_data:
+            data.unlink()
+        return {"profiler": "perf", "command": self._argv, "frequency_hz": self.freq_hz,
+                "window_s": round(window, 3),
+                "callgraph": ctx.callgraph, **facts}

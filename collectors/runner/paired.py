@@ -1,0 +1,88 @@
+"""Paired mode: config-only variants measured in ONE server process.
+
+The setting that differs between the two variants is switched with CONFIG SET between
+short windows in ABBA order while one load generator runs throughout; each window's
+throughput is the delta of the server's own counters (INFO stats total_commands_processed,
+and INFO commandstats calls of the case's command). No restart, no dataset reload, so
+the noise that those add is gone. Raw per-window counters go to paired.json.
+"""
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any, Sequence
+
+from collectors.host import procs
+from analysis.inputs.case import Case
+from analysis.inputs.rundir import write_json
+from collectors.runner.runner import interleave
+from collectors.load.server import Server
+from analysis.inputs.manifest import Calibration
+from collectors.load.redis_benchmark import redis_benchmark_argv, start_redis_benchmark
+
+SETTLE_S = 0.2   # after a CONFIG SET, let in-flight batches finish before counting
+
+
+def counters(srv: Server, command: str) -> dict[str, Any]:
+    # One INFO for both sections (Redis 7+/Valkey): both counters from the same instant.
+    st = srv.client.info("stats", "commandstats")
+    calls = st.get(f"cmdstat_{command.lower()}", {}).get("calls")
+    return {"t": time.monotonic(), "epoch": time.time(),
+            "total_commands_processed": int(st["total_commands_processed"]),
+            "calls": int(calls) if calls is not None else None}
+
+
+def window_order(names: Sequence[str], windows: int) -> list[str]:
+    order = interleave(list(names), (windows + len(names) - 1) // len(names))
+    return order[:windows]
+
+
+def run_paired_windows(srv: Server, variants: dict[str, Any], case: Case, cal: Calibration,
+                       bench_bin: str, client_cpus: list[int] | None, rep_dir: Path,
+                       window_s: float = 2.0, windows: int = 8) -> dict[str, Any]:
+    names = list(variants)
+    keys = sorted({k for v in variants.values() for k in (v.config or {})})
+    keys = [k for k in keys if len({(variants[n].config or {}).get(k) for n in names}) > 1]
+    # A variant that does not set a key runs with the server's default: read it first.
+    defaults = {k: srv.client.config_get(k).get(k) for k in keys}
+    values = {n: {k: (variants[n].config or {}).get(k, defaults[k]) for k in keys} for n in names}
+    order = window_order(names, windows)
+    total_s = windows * (window_s + SETTLE_S) + 5.0
+    rate = cal.probe_requests / max(cal.probe_wall_s, 1e-3)
+    n = int(rate * total_s * 3) + 1000   # more than enough; the load is stopped after the last window
+    w = case.workload
+    argv = redis_benchmark_argv(bench_bin, srv.port, w, n, case.server.cluster)
+    command = str(w.command[0]) if w.command else ""
+    bp = start_redis_benchmark(argv, client_cpus)
+    rows: list[dict[str, Any]] = []
+    try:
+        time.sleep(0.5)  # connections up and warm before the first window
+        for i, name in enumerate(order):
+            for k, val in values[name].items():
+                srv.client.config_set(k, val)
+            time.sleep(SETTLE_S)
+            a = counters(srv, command)
+            time.sleep(window_s)
+            b = counters(srv, command)
+            secs = b["t"] - a["t"]
+            d_total = b["total_commands_processed"] - a["total_commands_processed"]
+            d_calls = (b["calls"] - a["calls"]) if a["calls"] is not None and b["calls"] is not None else None
+            rows.append({"index": i + 1, "variant": name, "config": values[name],
+                         "t0": round(a["epoch"], 3), "t1": round(b["epoch"], 3), "seconds": round(secs, 6),
+                         "total_commands": d_total, "calls": d_calls,
+                         "ops_per_s": d_total / secs if secs > 0 else None,
+                         "calls_per_s": d_calls / secs if d_calls is not None and secs > 0 else None})
+            if bp.proc.poll() is not None:
+                raise RuntimeError(f"load generator ended during paired window {i + 1} "
+                                   f"(status {bp.proc.returncode}); calibration too low?")
+    finally:
+        # The load generator was sized to outlast the windows: stop it, keep its stderr.
+        procs.kill_group(bp.proc, 2.0)
+        out, err = bp.proc.communicate()
+        (rep_dir / "bench.txt").write_bytes(err or b"")
+    doc = {"setting": keys, "defaults": defaults, "values": values, "window_s": window_s,
+           "settle_s": SETTLE_S, "order": order, "command": command,
+           "counter": "INFO stats total_commands_processed; calls = INFO commandstats calls",
+           "windows": rows}
+    write_json(rep_dir / "paired.json", doc)
+    return {"order": order, "setting": keys, "counter": doc["counter"], "bench_command": argv}
