@@ -7,7 +7,7 @@ import sys
 # command -> (module, one-line help). Each module has main(argv) -> int.
 COMMANDS = {
     "funnel": ("analysis.tma.funnel_cli", "TMA top-down funnel: A1 A2 A3 --vs B1 B2 B3 (toplev/perf outputs)"),
-    "compare": ("analysis.compare.engine", "rebuild report.md/report.html/results.json from a run directory"),
+    "compare": ("analysis.compare.cli", "rebuild report.md/report.html/results.json from a run directory"),
     "tma": ("analysis.tma.cli", "parse one toplev/perf TMA output and print the tree (debugging aid)"),
 }
 

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from analysis.compare import engine as compare
+from analysis.compare import cli, engine as compare
 from analysis.inputs.manifest import Profiling
 from analysis.profile.pprof import load_profile, read_pprof, sample_types
 from tests.conftest import REPO
@@ -25,7 +25,7 @@ FOCUS = ["dictFind", "lookupKey", "dictSdsKeyCompare", "msetGenericCommand"]
 
 
 def run_compare(run_dir: Path, out: Path, *extra: str) -> tuple[str, dict]:
-    assert compare.main([str(run_dir), "--out", str(out), *extra]) == 0
+    assert cli.main([str(run_dir), "--out", str(out), *extra]) == 0
     return (out / "report.md").read_text(), json.loads((out / "results.json").read_text())
 
 
@@ -268,9 +268,9 @@ def test_bad_folded_line_names_file_and_line(tmp_path):
 
 
 def test_missing_run_dir_and_unknown_variant(tmp_path, capsys):
-    assert compare.main([str(tmp_path / "nope")]) == 2
+    assert cli.main([str(tmp_path / "nope")]) == 2
     assert "no manifest.json here" in capsys.readouterr().err
-    assert compare.main([str(RUN), "--out", str(tmp_path), "--cand", "other"]) == 2
+    assert cli.main([str(RUN), "--out", str(tmp_path), "--cand", "other"]) == 2
     assert "no variant 'other' (has ['base', 'cand'])" in capsys.readouterr().err
 
 

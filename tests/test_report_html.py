@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from analysis.compare import engine as compare
+from analysis.compare import cli
 from tests.conftest import REPO
 
 RUN = REPO / "tests" / "data" / "runs" / "io-threads-mset"
@@ -79,7 +79,7 @@ def rendered(tmp_path_factory):
     mf["case"]["focus"] = ["dictFind", EVIL]
     (run / "manifest.json").write_text(json.dumps(mf))
     out = tmp / "report"
-    assert compare.main([str(run), "--out", str(out)]) == 0
+    assert cli.main([str(run), "--out", str(out)]) == 0
     page = (out / "report.html").read_text()
     probe = out / "probe.html"
     probe.write_text(page.replace("<head>", "<head>\n" + PROBE, 1))

@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-from analysis.compare import engine as compare
+from analysis.compare import cli, engine as compare
 from analysis.report import markdown as report_md
 from analysis.inputs.rundir import load_run
 from tests.conftest import REPO
@@ -16,7 +16,7 @@ RUN = REPO / "tests" / "data" / "runs" / "io-threads-mset"
 
 
 def results(**over):
-    opts = compare.parser().parse_args([str(RUN)])
+    opts = cli.parser().parse_args([str(RUN)])
     for k, v in over.items():
         setattr(opts, k, v)
     return compare.analyse(load_run(RUN), opts)

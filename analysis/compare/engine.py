@@ -11,7 +11,6 @@ import argparse
 import json
 import re
 import shlex
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +19,7 @@ from analysis.compare.results import (Artifacts, CallerRow, ChangeOut, FunctionR
                                       ProfileSection, Results, Side, SummaryItem, ThreadRow,
                                       TmaSection)
 from analysis.inputs.repfacts import TIME_EVENTS, RepFacts
-from analysis.inputs.rundir import BENCH_FILES, RunDir, RunDirError, load_run, read_rep_facts
+from analysis.inputs.rundir import BENCH_FILES, RunDir, read_rep_facts
 
 DEFAULT_TOP = 15
 CALLERS_PER_FOCUS = 5
@@ -653,65 +652,3 @@ def write_reports(r: Results, out: Path, md_limit: int | None = None) -> dict[st
     paths["json"].write_text(r.dumps())
     paths["html"].write_text(report_html.render(r, out))
     return paths
-
-
-def parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
-        prog="python -m analysis compare",
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-        description="Compare the variants of a run directory (throughput, profiles, TMA) and "
-                    "write report.md (for a PR comment), report.html (self-contained) and "
-                    "results.json, plus flame graphs (SVG) and pprof files, into OUT.",
-        epilog="""examples:
-  python -m analysis compare runs/20261121-234500-mset-50keys
-  python -m analysis compare runs/X --out /tmp/rep --focus dictFind,lookupKey
-  python -m analysis compare runs/X --thread all --noise 0.02 --regression 0.04
-
-verdicts: improvement / regression / no change / unstable / insufficient data, decided by
-the 95% confidence interval first, then the waterlines (docs/statistics.md).
-Throughput waterlines are relative (--noise 0.03 = 3%% of the base median); function shares
-use percentage points (--noise-pp 0.5, --regression-pp 1.0).""")
-    p.add_argument("run_dir", metavar="RUN_DIR", help="a run directory (runs/<run-id>/)")
-    p.add_argument("--out", metavar="DIR", help="output directory (default reports/<run-id>/)")
-    p.add_argument("--focus", metavar="F1,F2", type=lambda s: [x for x in s.split(",") if x],
-                   help="functions to tabulate (default: the case's focus list in the manifest)")
-    p.add_argument("--noise", type=float, default=0.03, metavar="FRAC",
-                   help="throughput noise waterline, fraction of the base median (default 0.03 = 3%%)")
-    p.add_argument("--regression", type=float, default=0.05, metavar="FRAC",
-                   help="throughput regression threshold, fraction (default 0.05 = 5%%)")
-    p.add_argument("--noise-pp", type=float, default=0.5, metavar="PP",
-                   help="share noise waterline in percentage points (default 0.5 pp)")
-    p.add_argument("--regression-pp", type=float, default=1.0, metavar="PP",
-                   help="share regression threshold in percentage points (default 1.0 pp)")
-    p.add_argument("--thread", choices=THREAD_VIEWS, default=None,
-                   help="thread view of the focus table and top movers (default: main when "
-                        "io-threads are present, else all)")
-    p.add_argument("--top", type=int, default=DEFAULT_TOP, metavar="N",
-                   help=f"top movers to list (default {DEFAULT_TOP})")
-    p.add_argument("--base", metavar="VARIANT", help="baseline variant (default: the first)")
-    p.add_argument("--cand", metavar="VARIANT", help="candidate variant (default: the second)")
-    return p
-
-
-def main(argv: list[str] | None = None) -> int:
-    opts = parser().parse_args(argv)
-    try:
-        run = load_run(opts.run_dir)
-        out = Path(opts.out) if opts.out else Path("reports") / run.manifest.run_id
-        out.mkdir(parents=True, exist_ok=True)
-        r = analyse(run, opts, out)
-        paths = write_reports(r, out)
-    except (RunDirError, CompareError) as e:
-        print(f"analysis compare: error: {e}", file=sys.stderr)
-        return 2
-    except ValueError as e:   # parser errors from throughput/profile name their file
-        print(f"analysis compare: error: {e}", file=sys.stderr)
-        return 2
-    for item in r.summary:
-        print(f"{item.label}: {item.text}{' ' + item.verdict if item.verdict else ''}")
-    print(f"wrote {paths['md']}, {paths['html']}, {paths['json']}")
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

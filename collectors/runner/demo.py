@@ -83,8 +83,8 @@ def main(argv: list[str] | None = None) -> int:
               file=sys.stderr)
         return rc or 1
 
-    from analysis.compare import engine as compare
-    crc = compare.main([str(run_dir), "--out", args.out])
+    from analysis.compare import cli as compare_cli
+    crc = compare_cli.main([str(run_dir), "--out", args.out])
     if crc == 0:
         print(f"stallscope demo: report in {args.out}/report.md, {args.out}/report.html, "
               f"{args.out}/results.json (run directory {run_dir})", file=sys.stderr)

@@ -757,11 +757,11 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     print(str(runner.run_dir))
     if (args.report or getattr(runner.m, "options", {}).get("report")) and rc in (0, 1):
-        if importlib.util.find_spec("analysis.compare.engine") is None:
+        if importlib.util.find_spec("analysis.compare.cli") is None:
             print("stallscope run: --report: analysis.compare is not available", file=sys.stderr)
         else:
-            from analysis.compare import engine as compare
-            compare.main([str(runner.run_dir)])
+            from analysis.compare import cli as compare_cli
+            compare_cli.main([str(runner.run_dir)])
     return rc
 
 
