@@ -3,11 +3,12 @@ from __future__ import annotations
 
 import re
 
-from analysis.tma.model import CATALOG
+from analysis.tma import catalog
 from tests import test_funnel, test_tma_parse
 from tests.conftest import FIXTURES
 
 TMA = FIXTURES / "tma"
+SPR = catalog.load("spr")
 
 # fixture path (relative to fixtures/tma) -> tests that read it and check its values/error
 COVERED = {
@@ -99,8 +100,8 @@ def test_catalogue_matches_tma_tree_spr(fixtures_dir):
         depth = len(indent) // 4
         del stack[depth:]
         stack.append(name)
-        node = CATALOG[".".join(stack)]
+        node = SPR[".".join(stack)]
         assert (node.level, node.domain, node.area, node.threshold, node.perf_name) == \
             (int(lvl), dom, area, float(thr), perf), name
         seen += 1
-    assert seen == 85 == len([n for n in CATALOG.values() if n.threshold is not None])
+    assert seen == 85 == len([n for n in SPR.nodes.values() if n.threshold is not None])
