@@ -4,7 +4,7 @@ from __future__ import annotations
 import re
 
 from analysis.tma import catalog
-from tests import test_funnel, test_tma_parse
+from tests import test_funnel, test_tma_catalog, test_tma_parse
 from tests.conftest import FIXTURES
 
 TMA = FIXTURES / "tma"
@@ -64,10 +64,10 @@ COVERED = {
     "perf/no_pmu_vm/topdown.stdout": ["test_tma_parse.test_no_pmu_topdown_rc234"],
     "perf/no_pmu_vm/perf6.1_list_details_cpu6-85.txt": [
         "test_tma_parse.test_perf_list_rejected",
-        "test_tma_parse.test_catalogue_perf_names_match_perf61_listing"],
+        "test_tma_catalog.test_catalogue_perf_names_match_perf61_listing"],
 }
 
-MODULES = {"test_tma_parse": test_tma_parse, "test_funnel": test_funnel,
+MODULES = {"test_tma_parse": test_tma_parse, "test_funnel": test_funnel, "test_tma_catalog": test_tma_catalog,
            "test_tma_fixtures_covered": __import__(__name__)}
 
 

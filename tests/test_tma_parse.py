@@ -7,7 +7,6 @@ import sys
 
 import pytest
 
-from analysis.tma import catalog
 from analysis.tma.model import NoPmuError, TmaParseError
 from analysis.tma.formats import detect_format, parse_file, parse_output
 from tests.conftest import FIXTURES, REPO
@@ -18,7 +17,6 @@ PF = TMA / "perf"
 NP = PF / "no_pmu_vm"
 
 MEM = "Backend_Bound.Memory_Bound"
-SPR = catalog.load("spr")
 
 
 def node(res, name, scope="auto"):
@@ -261,59 +259,6 @@ def test_perf_list_rejected():
     with pytest.raises(TmaParseError, match="`perf list` output, not `perf stat`") as e:
         parse_file(NP / "perf6.1_list_details_cpu6-85.txt")
     assert not isinstance(e.value, NoPmuError)
-
-
-def _perf_list_groups() -> dict[str, list[str]]:
-    groups, cur = {}, None
-    for line in (NP / "perf6.1_list_details_cpu6-85.txt").read_text().splitlines():
-        m = re.match(r"^(\w+):$", line)
-        if m:
-            cur = m.group(1)
-            groups[cur] = []
-        elif cur and re.match(r"^  (\w+)$", line):
-            groups[cur].append(line.strip())
-    return groups
-
-
-def test_catalogue_perf_names_match_perf61_listing():
-    """The catalogue's perf names and parents agree with perf 6.1's own metric groups."""
-    groups = _perf_list_groups()
-    assert groups["tma_dram_bound_group"] == ["tma_mem_bandwidth", "tma_mem_latency"]
-    for lvl in (1, 2, 3, 4):
-        listed = set(groups[f"TopdownL{lvl}"])
-        ours = {n.perf_name for n in SPR.nodes.values() if n.level == lvl}
-        common = ours & listed
-        # CLX (the listing's CPU) lacks a few SPR-only nodes, but most must exist
-        assert len(common) >= 0.6 * len(ours), (lvl, sorted(ours - listed))
-        for name in common:
-            assert SPR.by_perf_name(name).level == lvl
-    checked, moved = 0, set()
-    for g, members in groups.items():
-        if not g.startswith("tma_") or not g.endswith("_group") or re.match(r"tma_L\d", g):
-            continue
-        parent = SPR.by_perf_name(g[:-len("_group")])
-        for m in members:
-            child = SPR.by_perf_name(m)
-            if parent and child:
-                checked += 1
-                if child.parent != parent.path:
-                    moved.add((m, g))
-    assert checked >= 40
-    # The real Cascade Lake vs Sapphire Rapids differences among shared names: SPR moved
-    # Nop_Instructions under the new Other_Light_Ops node and Serializing_Operation from
-    # Ports_Utilized_0 up to Core_Bound.
-    assert moved == {("tma_nop_instructions", "tma_light_operations_group"),
-                     ("tma_serializing_operation", "tma_ports_utilized_0_group")}
-
-
-def test_catalogue_shape():
-    assert len([n for n in SPR.nodes.values() if n.level == 1]) == 4
-    n = SPR[MEM + ".DRAM_Bound.MEM_Latency"]
-    assert (n.level, n.domain, n.perf_name, n.threshold) == (4, "Clocks", "tma_mem_latency", 0.1)
-    assert SPR[MEM + ".L3_Bound"].domain == "Stalls"
-    assert SPR["Backend_Bound.Memory_Bound.Store_Bound.Split_Stores"].domain == "Core_Utilization"
-    assert SPR.by_perf_name("tma_mem_latency").path == MEM + ".DRAM_Bound.MEM_Latency"
-    assert SPR.by_perf_name("tma_resource_bound") is None
 
 
 # ------------------------------------------------------------------ malformed input

@@ -10,22 +10,24 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from analysis.tma import catalog as catalogs
-from analysis.tma.catalog import Catalog, CatalogError
-from analysis.tma.formats import nopmu, perf_csv, perf_json, perf_std, toplev_csv, toplev_human
+from analysis.tma.catalog import Catalog, CatalogError, for_cpu, load
 from analysis.tma.formats.format import Format
+from analysis.tma.formats.nopmu import check as check_no_pmu
+from analysis.tma.formats.perf_csv import FORMAT as PERF_CSV
+from analysis.tma.formats.perf_json import FORMAT as PERF_JSON
+from analysis.tma.formats.perf_std import FORMAT as PERF_STD
+from analysis.tma.formats.toplev_csv import FORMAT as TOPLEV_CSV
+from analysis.tma.formats.toplev_human import FORMAT as TOPLEV_HUMAN
 from analysis.tma.model import TmaParseError, TmaResult, check_plausible
 
 # Detection order, most specific first: any JSON object line is perf -j; a toplev CSV
 # row (a "% Domain" unit column) is told apart before perf's CSV rows, which would match
 # on their commas alone; perf's standard output ("Performance counter stats", "% tma_x")
 # before toplev's human table, whose test (a line "Node  % Domain  value") is the loosest.
-DETECTION_ORDER: tuple[Format, ...] = (perf_json.FORMAT, toplev_csv.FORMAT, perf_csv.FORMAT,
-                                       perf_std.FORMAT, toplev_human.FORMAT)
+DETECTION_ORDER: tuple[Format, ...] = (PERF_JSON, TOPLEV_CSV, PERF_CSV, PERF_STD, TOPLEV_HUMAN)
 REGISTRY: dict[str, Format] = {f.name: f for f in DETECTION_ORDER}
 # The names fmt= / --format accept, toplev first (the order --help shows).
-FORMATS = tuple(f.name for f in (toplev_human.FORMAT, toplev_csv.FORMAT, perf_std.FORMAT,
-                                 perf_csv.FORMAT, perf_json.FORMAT))
+FORMATS = tuple(f.name for f in (TOPLEV_HUMAN, TOPLEV_CSV, PERF_STD, PERF_CSV, PERF_JSON))
 
 # `perf list` names the tma_* metrics too, but holds no measurement.
 _PERF_LIST = re.compile(r"\[(?:Software|Tool|Kernel PMU|Hardware) event\]|List of pre-defined events")
@@ -52,7 +54,7 @@ def _catalog(fmt: Format, text: str, chosen: str | Catalog | None, source: str) 
     if isinstance(chosen, Catalog):
         return chosen
     try:
-        return catalogs.load(chosen) if chosen else catalogs.for_cpu(fmt.cpu_model(text.splitlines()))
+        return load(chosen) if chosen else for_cpu(fmt.cpu_model(text.splitlines()))
     except CatalogError as e:
         raise TmaParseError(source, None, str(e)) from None
 
@@ -83,7 +85,7 @@ def parse_output(stdout: str, stderr: str = "", rc: int | None = 0, source: str 
     if not stdout.strip() and not stderr.strip():
         raise TmaParseError(source, None, f"empty output (exit code {rc}): the tool printed nothing")
     if not _TMA_WORDS.search(text):
-        nopmu.check(stdout, stderr, rc, source)
+        check_no_pmu(stdout, stderr, rc, source)
         if rc not in (0, None):
             last = next((l.strip() for l in reversed((stderr or stdout).splitlines()) if l.strip()), "")
             raise TmaParseError(source, None, f"the tool failed (exit code {rc}): {last}")
@@ -95,7 +97,7 @@ def parse_output(stdout: str, stderr: str = "", rc: int | None = 0, source: str 
     result = parser.parse(text, source, _catalog(parser, text, catalog, source))
     if not result.values:
         # perf printed counters but no TMA metric: the no-PMU fallback, or a wrong -M.
-        nopmu.check(stdout, stderr, rc, source)
+        check_no_pmu(stdout, stderr, rc, source)
         raise TmaParseError(source, None, "no TMA node found in this output (expected toplev "
                             "nodes or perf tma_* metrics, e.g. `perf stat -M TopdownL1`)")
     if rc not in (0, None):

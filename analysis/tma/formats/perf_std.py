@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 
 from analysis.tma.catalog import Catalog
-from analysis.tma.formats import perf_common as common
+import analysis.tma.formats.perf_common as common
 from analysis.tma.formats.format import Format
 from analysis.tma.model import TmaParseError, TmaResult, TmaValue
 

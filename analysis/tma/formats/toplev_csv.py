@@ -12,7 +12,7 @@ import csv
 import re
 
 from analysis.tma.catalog import Catalog, is_tree_name
-from analysis.tma.formats import toplev_common as common
+import analysis.tma.formats.toplev_common as common
 from analysis.tma.formats.format import Format
 from analysis.tma.model import TmaParseError, TmaResult
 
