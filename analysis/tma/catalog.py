@@ -55,9 +55,10 @@ class Catalog:
     model: str                               # file stem: spr
     source: str                              # the file it was read from
     nodes: dict[str, CatalogNode]
-    by_perf: dict[str, CatalogNode] = field(default_factory=dict, repr=False)
+    by_perf: dict[str, CatalogNode] = field(init=False, repr=False)   # index of `nodes`
 
     def __post_init__(self) -> None:
+        self.by_perf = {}
         for node in self.nodes.values():
             for name in (node.perf_name, *node.perf_aliases):
                 other = self.by_perf.setdefault(name, node)
