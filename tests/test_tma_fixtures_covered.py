@@ -1,17 +1,31 @@
-"""Every file under ../shared/fixtures/tma has a test, and the catalogue matches its source."""
+"""Every file under ../shared/fixtures/tma is read by the tests listed for it, and those
+tests pass; the catalogue matches its source; SOURCES.md documents every fixture.
+
+COVERED is checked by running the listed tests under tests/fixture_reads.py, which records
+every fixture file each test opens: a listed test that does not read its fixture (or
+fails) fails the check, and test_check_fails_on_a_broken_entry shows that it does.
+"""
 from __future__ import annotations
 
+import json
+import os
 import re
+import subprocess
+import sys
+from importlib import import_module
 
-from analysis.tma.model import CATALOG
-from tests import test_funnel, test_tma_parse
-from tests.conftest import FIXTURES
+import pytest
+
+from analysis.tma import catalog
+from tests.conftest import FIXTURES, REPO
+from tests.fixture_reads import ENV
 
 TMA = FIXTURES / "tma"
+SPR = catalog.load("spr")
 
 # fixture path (relative to fixtures/tma) -> tests that read it and check its values/error
 COVERED = {
-    "SOURCES.md": ["test_tma_fixtures_covered.test_every_fixture_has_a_test"],
+    "SOURCES.md": ["test_tma_fixtures_covered.test_sources_md_documents_every_fixture"],
     "tma_tree_spr.txt": ["test_tma_fixtures_covered.test_catalogue_matches_tma_tree_spr"],
     "toplev/toplev_skl6700k_l1_core_C0_csv_issue369.csv": [
         "test_tma_parse.test_issue369_csv_flags_implausible_values",
@@ -63,30 +77,102 @@ COVERED = {
     "perf/no_pmu_vm/topdown.stdout": ["test_tma_parse.test_no_pmu_topdown_rc234"],
     "perf/no_pmu_vm/perf6.1_list_details_cpu6-85.txt": [
         "test_tma_parse.test_perf_list_rejected",
-        "test_tma_parse.test_catalogue_perf_names_match_perf61_listing"],
+        "test_tma_catalog.test_catalogue_perf_names_match_perf61_listing"],
 }
 
-MODULES = {"test_tma_parse": test_tma_parse, "test_funnel": test_funnel,
-           "test_tma_fixtures_covered": __import__(__name__)}
+
+def _fixture_files() -> list[str]:
+    return sorted(str(p.relative_to(TMA)) for p in TMA.rglob("*") if p.is_file())
+
+
+def _missing_tests(covered: dict[str, list[str]]) -> list[str]:
+    """Listed names that are no test function (a run cannot even start with them)."""
+    out = []
+    for f, tests in covered.items():
+        for t in tests:
+            mod, func = t.split(".")
+            if not callable(getattr(import_module(f"tests.{mod}"), func, None)):
+                out.append(f"{f}: test {t} does not exist")
+    return out
+
+
+def record(tests: set[str], out_dir) -> dict:
+    """Run the given tests ("module.function") in a fresh pytest with tests/fixture_reads.py
+    and return what it recorded: {"reads": {test: [fixtures]}, "outcomes": {test: ...}}."""
+    out = out_dir / "fixture-reads.json"
+    nodeids = [f"tests/{t.split('.')[0]}.py::{t.split('.')[1]}" for t in sorted(tests)]
+    env = {**os.environ, ENV: str(out), "PYTHONPATH": str(REPO)}
+    proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "tests.fixture_reads",
+                           "-p", "no:cacheprovider", *nodeids],
+                          cwd=REPO, env=env, capture_output=True, text=True, timeout=600)
+    if not out.is_file():
+        pytest.fail(f"the recorded run of {len(nodeids)} tests wrote no {out.name} "
+                    f"(exit code {proc.returncode}):\n{proc.stdout[-3000:]}\n{proc.stderr[-2000:]}")
+    return json.loads(out.read_text())
+
+
+def unchecked(covered: dict[str, list[str]], recorded: dict) -> list[str]:
+    """Entries the recording disproves: a listed test that did not pass or did not open
+    its fixture."""
+    problems = []
+    for f, tests in covered.items():
+        for t in tests:
+            outcome = recorded["outcomes"].get(t, "did not run")
+            read = recorded["reads"].get(t, [])
+            if outcome != "passed":
+                problems.append(f"{f}: listed test {t} {outcome}")
+            elif f not in read:
+                problems.append(f"{f}: listed test {t} passed without opening it (it opened "
+                                f"{', '.join(read) or 'no fixture'}); list a test that reads "
+                                "and checks it, or write one")
+    return problems
+
+
+@pytest.fixture(scope="module")
+def recorded(tmp_path_factory, fixtures_dir) -> dict:
+    return record({t for tests in COVERED.values() for t in tests}, tmp_path_factory.mktemp("reads"))
 
 
 def test_every_fixture_has_a_test(fixtures_dir):
-    files = sorted(str(p.relative_to(TMA)) for p in TMA.rglob("*") if p.is_file())
+    files = _fixture_files()
     assert len(files) >= 36
     missing = [f for f in files if f not in COVERED]
     assert not missing, f"fixture files without a test (add one and list it in COVERED): {missing}"
     stale = [f for f in COVERED if f not in files]
     assert not stale, f"COVERED lists files that no longer exist: {stale}"
-    import sys
-    for f, tests in COVERED.items():
-        for t in tests:
-            mod, func = t.split(".")
-            module = sys.modules[__name__] if mod == "test_tma_fixtures_covered" else MODULES[mod]
-            assert callable(getattr(module, func, None)), f"{f}: test {t} does not exist"
+    assert not _missing_tests(COVERED)
+
+
+def test_every_listed_test_reads_its_fixture(recorded):
+    problems = unchecked(COVERED, recorded)
+    assert not problems, "\n".join(problems)
+
+
+def test_check_fails_on_a_broken_entry(recorded, tmp_path):
+    """The check above can fail: a listed test that reads another file, one that does
+    not exist, and one that reads the file but fails are each reported."""
+    broken = {"perf/perf6.5_default_spr.csv": ["test_tma_parse.test_perf65_default_spr_std"]}
+    assert unchecked(broken, recorded) == [
+        "perf/perf6.5_default_spr.csv: listed test test_tma_parse.test_perf65_default_spr_std "
+        "passed without opening it (it opened perf/perf6.5_default_spr_std.txt); list a test "
+        "that reads and checks it, or write one"]
+    assert _missing_tests({"x.txt": ["test_tma_parse.test_no_such_test"]}) == [
+        "x.txt: test test_tma_parse.test_no_such_test does not exist"]
+    failing = {"reads": {"m.t": ["x.txt"]}, "outcomes": {"m.t": "failed"}}
+    assert unchecked({"x.txt": ["m.t"]}, failing) == ["x.txt: listed test m.t failed"]
+
+
+def test_sources_md_documents_every_fixture(fixtures_dir):
+    """Every fixture's provenance is in SOURCES.md (its name, without the last suffix, as
+    the table rows write `M_TopdownL1_json.{stdout,stderr,rc}`)."""
+    sources = (TMA / "SOURCES.md").read_text()
+    undocumented = [f for f in _fixture_files() if f != "SOURCES.md"
+                    and f.rsplit("/", 1)[-1].rsplit(".", 1)[0] not in sources]
+    assert not undocumented, f"fixtures without a SOURCES.md entry: {undocumented}"
 
 
 def test_catalogue_matches_tma_tree_spr(fixtures_dir):
-    """analysis/tma.py transcribes the full L1..L4 tree; re-read the source and compare."""
+    """catalogs/spr.tsv transcribes the full L1..L4 tree; re-read the source and compare."""
     text = (TMA / "tma_tree_spr.txt").read_text()
     section = text.split("Full L1..L4 tree from [T]", 1)[1]
     stack: list[str] = []
@@ -99,8 +185,8 @@ def test_catalogue_matches_tma_tree_spr(fixtures_dir):
         depth = len(indent) // 4
         del stack[depth:]
         stack.append(name)
-        node = CATALOG[".".join(stack)]
+        node = SPR[".".join(stack)]
         assert (node.level, node.domain, node.area, node.threshold, node.perf_name) == \
             (int(lvl), dom, area, float(thr), perf), name
         seen += 1
-    assert seen == 85 == len([n for n in CATALOG.values() if n.threshold is not None])
+    assert seen == 85 == len([n for n in SPR.nodes.values() if n.threshold is not None])

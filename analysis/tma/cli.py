@@ -6,6 +6,7 @@ import json
 import sys
 from dataclasses import asdict
 
+from analysis.tma.catalog import DEFAULT_MODEL, models
 from analysis.tma.formats import FORMATS, parse_file
 from analysis.tma.model import TmaNode, TmaParseError, domain_label
 
@@ -45,12 +46,15 @@ def main(argv: list[str] | None = None) -> int:
                                  epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("file", help="toplev or perf stat output (stdout/-o file; sibling .stderr/.rc are read)")
     ap.add_argument("--format", choices=FORMATS, help="skip auto-detection")
+    ap.add_argument("--catalog", choices=models(),
+                    help="CPU model whose TMA tree places the names (default: the model "
+                         f"toplev's version line names, else {DEFAULT_MODEL})")
     ap.add_argument("--scope", default="auto",
                     help="CPU scope: auto (default), global, mean, or a name (S0-C0, CPU3, cpu_core)")
     ap.add_argument("--json", action="store_true", help="print the parsed values as JSON")
     args = ap.parse_args(argv)
     try:
-        res = parse_file(args.file, args.format)
+        res = parse_file(args.file, args.format, args.catalog)
         scope = None if args.scope == "global" else args.scope
         tree = res.tree(scope)
     except TmaParseError as e:
@@ -61,11 +65,12 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     if args.json:
         print(json.dumps({"source": res.source, "format": res.fmt, "tool_version": res.tool_version,
-                          "cpu": res.cpu_name, "values": [asdict(v) for v in res.values],
-                          "warnings": res.warnings}, indent=2))
+                          "cpu": res.cpu_name, "catalog": res.catalog.model,
+                          "values": [asdict(v) for v in res.values], "warnings": res.warnings},
+                         indent=2))
         return 0
     print(f"# {res.source}: {res.fmt}" + (f", {res.tool_version}" if res.tool_version else "")
-          + (f" on {res.cpu_name}" if res.cpu_name else ""))
+          + (f" on {res.cpu_name}" if res.cpu_name else "") + f"; catalogue {res.catalog.model}")
     scopes = [s or "global" for s in res.scopes()]
     print(f"# CPU scopes: {', '.join(scopes)}; intervals: {len([i for i in res.intervals() if i is not None]) or 'none'}")
     print("\n".join(_lines(tree)))

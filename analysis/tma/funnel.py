@@ -14,8 +14,8 @@ from statistics import median
 from typing import Any
 
 from analysis import stats
-from analysis.tma.model import (L1_NODES, MEMORY_PATH, TmaNode, TmaResult, domain_label,
-                                resolve_name, tree_order)
+from analysis.tma.catalog import L1_NODES, Catalog
+from analysis.tma.model import TmaNode, TmaResult, domain_label
 
 SCHEMA = "stallscope.tma-funnel/1"
 # With fewer than stats.MIN_N runs a side, a move this large (pp) is still shown and
@@ -24,6 +24,15 @@ NOTABLE_PP = 2.0
 # Higher is better for useful work; the rest of Retiring's subtree is neither good nor bad.
 HIGHER_IS_BETTER = {"Retiring", "Retiring.Light_Operations"}
 NEUTRAL_PREFIX = "Retiring."
+# Shown by default: the path to the memory stalls a prefetch change is meant to move.
+MEMORY_PATH = (
+    "Backend_Bound", "Backend_Bound.Memory_Bound",
+    "Backend_Bound.Memory_Bound.L1_Bound", "Backend_Bound.Memory_Bound.L2_Bound",
+    "Backend_Bound.Memory_Bound.L3_Bound", "Backend_Bound.Memory_Bound.DRAM_Bound",
+    "Backend_Bound.Memory_Bound.Store_Bound",
+    "Backend_Bound.Memory_Bound.DRAM_Bound.MEM_Bandwidth",
+    "Backend_Bound.Memory_Bound.DRAM_Bound.MEM_Latency",
+)
 
 # (node leaf, direction, {other leaf: direction that must also hold}, sentence). First match
 # per significant move wins, so combined rules come before single-node rules.
@@ -134,7 +143,7 @@ class FunnelRow:
         return None if b is None or c is None else c - b
 
 
-def _slot_shares(flat: dict[str, TmaNode]) -> dict[str, float]:
+def _slot_shares(flat: dict[str, TmaNode], catalog: Catalog) -> dict[str, float]:
     """Every node in pipeline slots. Slots-domain nodes are already slot shares; other
     nodes get parent slots x node / sum of measured siblings (Intel's bottleneck rule)."""
     out: dict[str, float] = {}
@@ -145,7 +154,7 @@ def _slot_shares(flat: dict[str, TmaNode]) -> dict[str, float]:
             p = p.rsplit(".", 1)[0] if "." in p else None
         return p
 
-    for name in sorted(flat, key=tree_order):
+    for name in sorted(flat, key=catalog.tree_order):
         node = flat[name]
         if node.value is None or node.implausible:
             continue
@@ -328,12 +337,12 @@ def _explain(rows: list[FunnelRow]) -> list[str]:
     return out
 
 
-def _selected(name: str, patterns: list[str]) -> bool:
+def _selected(name: str, patterns: list[str], catalog: Catalog) -> bool:
     leaf = name.rsplit(".", 1)[-1]
     for p in patterns:
         p = p.lower()
         if p == "all" or fnmatch(name.lower(), p) or fnmatch(leaf.lower(), p) \
-                or fnmatch("tma_" + leaf.lower(), p) or resolve_name(p) == name:
+                or fnmatch("tma_" + leaf.lower(), p) or catalog.resolve(p) == name:
             return True
     return False
 
@@ -352,11 +361,13 @@ def compare(base: list[TmaResult], cand: list[TmaResult], *, depth: int = 4,
     """
     if not base or not cand:
         raise ValueError("compare() needs at least one result per side")
+    # Names are dotted paths whatever the catalogue; the baseline's orders the rows.
+    catalog = base[0].catalog
     bflat = [r.collapse(scope) for r in base]
     cflat = [r.collapse(scope) for r in cand]
-    bsh = [_slot_shares(f) for f in bflat]
-    csh = [_slot_shares(f) for f in cflat]
-    names = sorted({n for f in bflat + cflat for n in f}, key=tree_order)
+    bsh = [_slot_shares(f, catalog) for f in bflat]
+    csh = [_slot_shares(f, catalog) for f in cflat]
+    names = sorted({n for f in bflat + cflat for n in f}, key=catalog.tree_order)
     rows = []
     for name in names:
         ref = next(f[name] for f in bflat + cflat if name in f)
@@ -364,7 +375,7 @@ def compare(base: list[TmaResult], cand: list[TmaResult], *, depth: int = 4,
                          _side(cflat, csh, name), method))
     shown = [r for r in rows if r.level <= depth]
     if nodes:
-        keep = {r.name for r in shown if _selected(r.name, nodes)}
+        keep = {r.name for r in shown if _selected(r.name, nodes, catalog)}
     else:
         keep = {r.name for r in shown if r.name in L1_NODES or r.name in MEMORY_PATH
                 or r.significant or r.notable}
@@ -374,10 +385,7 @@ def compare(base: list[TmaResult], cand: list[TmaResult], *, depth: int = 4,
         parts = name.split(".")
         keep |= {".".join(parts[:i]) for i in range(1, len(parts))} & present
     selected = [r for r in shown if r.name in keep]
-    warnings = []
-    for side, results in (("baseline", base), ("candidate", cand)):
-        for res in results:
-            warnings += [f"{res.source}: {w}" for w in res.warnings]
+    warnings = [f"{res.source}: {w}" for res in base + cand for w in res.warnings]
     nb, nc = len(base), len(cand)
     if nb >= stats.MIN_N and nc >= stats.MIN_N:
         meth = next((r.ci_method for r in rows if r.ci_method), "none (no node measured on both sides)")

@@ -1,0 +1,140 @@
+"""Reading a saved TMA output: the registry of input formats.
+
+Each format is one module with one `Format` (name, detect, parse, cpu_model); this
+module detects which one wrote a text, picks the catalogue of the CPU model the text
+names (analysis.tma.catalog), parses, and applies the checks every format shares:
+no-PMU evidence, implausible values, names outside the catalogue.
+"""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from analysis.tma.catalog import Catalog, CatalogError, for_cpu, load
+from analysis.tma.formats.format import Format
+from analysis.tma.formats.nopmu import check as check_no_pmu
+from analysis.tma.formats.perf_csv import FORMAT as PERF_CSV
+from analysis.tma.formats.perf_json import FORMAT as PERF_JSON
+from analysis.tma.formats.perf_std import FORMAT as PERF_STD
+from analysis.tma.formats.toplev_csv import FORMAT as TOPLEV_CSV
+from analysis.tma.formats.toplev_human import FORMAT as TOPLEV_HUMAN
+from analysis.tma.model import TmaParseError, TmaResult, check_plausible
+
+# Detection order, most specific first: any JSON object line is perf -j; a toplev CSV
+# row (a "% Domain" unit column) is told apart before perf's CSV rows, which would match
+# on their commas alone; perf's standard output ("Performance counter stats", "% tma_x")
+# before toplev's human table, whose test (a line "Node  % Domain  value") is the loosest.
+DETECTION_ORDER: tuple[Format, ...] = (PERF_JSON, TOPLEV_CSV, PERF_CSV, PERF_STD, TOPLEV_HUMAN)
+REGISTRY: dict[str, Format] = {f.name: f for f in DETECTION_ORDER}
+# The names fmt= / --format accept, toplev first (the order --help shows).
+FORMATS = tuple(f.name for f in (TOPLEV_HUMAN, TOPLEV_CSV, PERF_STD, PERF_CSV, PERF_JSON))
+
+# `perf list` names the tma_* metrics too, but holds no measurement.
+_PERF_LIST = re.compile(r"\[(?:Software|Tool|Kernel PMU|Hardware) event\]|List of pre-defined events")
+_TMA_WORDS = re.compile(r"tma_|_Bound|Retiring|Bad_Speculation")
+
+
+def detect_format(text: str, source: str = "<stdin>") -> str:
+    """Which tool/format produced `text` (one of FORMATS). Raises TmaParseError."""
+    lines = text.splitlines()
+    if any(_PERF_LIST.search(l) for l in lines[:200]):
+        raise TmaParseError(source, None, "this is `perf list` output, not `perf stat`: it "
+                            "lists metric names but holds no measurement")
+    for fmt in DETECTION_ORDER:
+        if fmt.detect(lines):
+            return fmt.name
+    raise TmaParseError(source, None, "unrecognised format: expected toplev output (human or "
+                        "-x, CSV) or perf stat output with tma_* metrics (standard, -x, or -j); "
+                        "pass fmt= / --format to force one")
+
+
+def _catalog(fmt: Format, text: str, chosen: str | Catalog | None, source: str) -> Catalog:
+    """The catalogue asked for, else the one of the CPU model the output names, else the
+    default."""
+    if isinstance(chosen, Catalog):
+        return chosen
+    try:
+        return load(chosen) if chosen else for_cpu(fmt.cpu_model(text.splitlines()))
+    except CatalogError as e:
+        raise TmaParseError(source, None, str(e)) from None
+
+
+def _check(result: TmaResult) -> TmaResult:
+    """What every format shares: plausibility flags and unknown-name warnings."""
+    for v in result.values:
+        v.implausible = v.implausible or check_plausible(v)
+        if v.implausible:
+            result.warnings.append(f"line {v.line}: {v.implausible}")
+    unknown = sorted({v.raw_name for v in result.values if not v.known})
+    if unknown:
+        result.warnings.append(
+            "names not in the TMA catalogue (kept, not placed in the tree): " + ", ".join(unknown))
+    return result
+
+
+def parse_output(stdout: str, stderr: str = "", rc: int | None = 0, source: str = "<stdin>",
+                 fmt: str | None = None, catalog: str | Catalog | None = None) -> TmaResult:
+    """Parse what a collector captured from toplev or perf stat.
+
+    perf stat writes its counters to stderr unless -o is given, so both streams are read;
+    a non-zero rc or no-PMU evidence raises NoPmuError / TmaParseError with the reason.
+    catalog: a CPU model ("spr") or Catalog to place the names in; default: the model the
+    output names (toplev's version line), else analysis.tma.catalog.DEFAULT_MODEL.
+    """
+    text = stdout if stdout.strip() else stderr
+    if not stdout.strip() and not stderr.strip():
+        raise TmaParseError(source, None, f"empty output (exit code {rc}): the tool printed nothing")
+    if not _TMA_WORDS.search(text):
+        check_no_pmu(stdout, stderr, rc, source)
+        if rc not in (0, None):
+            last = next((l.strip() for l in reversed((stderr or stdout).splitlines()) if l.strip()), "")
+            raise TmaParseError(source, None, f"the tool failed (exit code {rc}): {last}")
+    if fmt is None:
+        fmt = detect_format(text, source)
+    if fmt not in REGISTRY:
+        raise TmaParseError(source, None, f"unknown format {fmt!r}; choose one of {', '.join(FORMATS)}")
+    parser = REGISTRY[fmt]
+    result = parser.parse(text, source, _catalog(parser, text, catalog, source))
+    if not result.values:
+        # perf printed counters but no TMA metric: the no-PMU fallback, or a wrong -M.
+        check_no_pmu(stdout, stderr, rc, source)
+        raise TmaParseError(source, None, "no TMA node found in this output (expected toplev "
+                            "nodes or perf tma_* metrics, e.g. `perf stat -M TopdownL1`)")
+    if rc not in (0, None):
+        result.warnings.append(f"the tool exited with code {rc}")
+    return _check(result)
+
+
+def _read_rc(path: Path) -> int:
+    text = path.read_text(errors="replace").strip()
+    m = re.fullmatch(r"(?:rc\s*=\s*)?(-?\d+)", text)
+    if not m:
+        raise TmaParseError(str(path), 1, f"exit-code file should hold 'rc=N' or 'N', found {text[:40]!r}")
+    return int(m.group(1))
+
+
+def parse_file(path: str | Path, fmt: str | None = None,
+               catalog: str | Catalog | None = None) -> TmaResult:
+    """Parse one saved output. For X.stdout / X.out / tma.csv, sibling X.stderr and X.rc
+    (as collectors write them) are read too."""
+    p = Path(path)
+    if not p.is_file():
+        raise TmaParseError(str(p), None, "no such file")
+    stem = p.with_suffix("")
+    if p.suffix in (".rc", ".stderr"):
+        for ext in (".stdout", ".out"):
+            if stem.with_suffix(ext).is_file():
+                return parse_file(stem.with_suffix(ext), fmt, catalog)
+        if p.suffix == ".rc":
+            raise TmaParseError(str(p), None, "an exit-code file alone holds no measurement; "
+                                "pass the .stdout/.stderr file beside it")
+    try:
+        text = p.read_text(encoding="utf-8", errors="replace")
+    except OSError as e:
+        raise TmaParseError(str(p), None, f"cannot read: {e.strerror}") from None
+    rc = _read_rc(stem.with_suffix(".rc")) if stem.with_suffix(".rc").is_file() else 0
+    if p.suffix == ".stderr":
+        return parse_output("", text, rc, str(p), fmt, catalog)
+    err = stem.with_suffix(".stderr")
+    stderr = err.read_text(errors="replace") if err.is_file() else ""
+    return parse_output(text, stderr, rc, str(p), fmt, catalog)

@@ -1,0 +1,85 @@
+"""What perf stat's standard, CSV and JSON outputs share: flat tma_* names placed in the
+tree through the catalogue (perf prints no domain), CPU scopes, numbers, kept lines."""
+from __future__ import annotations
+
+import re
+
+from analysis.tma.catalog import Catalog
+from analysis.tma.model import TmaParseError, TmaResult, TmaValue
+
+TS = r"\d+\.\d{6,}"                                       # -I interval timestamp
+AGG = r"(?:CPU\d+|S\d+(?:-D\d+)?(?:-[CLN]\d+)?(?:-T\d+)?)"  # -A / --per-* aggregation
+GROUP_NAME = re.compile(r"^(?P<group>[A-Za-z][\w-]*)(?:\s*\((?P<pmu>cpu_\w+)\))?$")
+_HYBRID = re.compile(r"^(cpu_core|cpu_atom)/")
+_NUMBER = re.compile(r"[-+]?[\d,]*\.?\d+(?:[eE][-+]?\d+)?|[-+]?inf")
+
+
+class PerfValues:
+    """Builds a result's TmaValues; a later duplicate (same node/scope/interval)
+    replaces the earlier one, with a warning."""
+
+    def __init__(self, res: TmaResult, catalog: Catalog):
+        self.res, self.catalog = res, catalog
+        self.index: dict[tuple, int] = {}
+
+    def add(self, name: str, value: float | None, lineno: int, scope: str | None,
+            interval: float | None, multiplex: float | None = None,
+            threshold: str | None = None) -> TmaValue:
+        cat = self.catalog.by_perf_name(name)
+        v = TmaValue(name=cat.path if cat else name, value=value,
+                     domain=cat.domain if cat else None, level=cat.level if cat else None,
+                     scope=scope, interval=interval, multiplex=multiplex,
+                     perf_threshold=threshold, raw_name=name, known=cat is not None,
+                     in_tree=cat is not None, line=lineno)
+        key = (v.name, scope, interval)
+        if key in self.index:
+            old = self.res.values[self.index[key]]
+            self.res.warnings.append(f"line {lineno}: {name} measured again (first on line "
+                                     f"{old.line}); the later value is used")
+            self.res.values[self.index[key]] = v
+        else:
+            self.index[key] = len(self.res.values)
+            self.res.values.append(v)
+        return v
+
+    def finish(self) -> TmaResult:
+        vals = self.res.values
+        scopes = {v.scope for v in vals}
+        if scopes & {"cpu_core", "cpu_atom"} and None in scopes:
+            # Hybrid: metrics printed on PMU-less events (duration_time) belong to the
+            # P-core model when they are P-core (catalogue) names.
+            for v in vals:
+                if v.scope is None and v.known:
+                    v.scope = "cpu_core"
+        return self.res
+
+
+def number(text: object, source: str, lineno: int, what: str) -> float | None:
+    """A perf number ("1,234.5", quoted in JSON); None for NaN and empty fields."""
+    t = str(text).strip().strip('"')
+    if t == "" or t.lower() in ("nan", "-nan"):
+        return None
+    if not _NUMBER.fullmatch(t):
+        raise TmaParseError(source, lineno, f"{what}: {t!r} is not a number")
+    return float(t.replace(",", ""))
+
+
+def scope(agg: str | None, event: str | None) -> str | None:
+    """CPU scope of a value: the aggregation prefix and/or the hybrid PMU of its event."""
+    m = _HYBRID.match(event or "")
+    if agg and m:
+        return f"{agg}/{m.group(1)}"
+    return agg or (m.group(1) if m else None)
+
+
+def group_pmu(group: str) -> str | None:
+    """'cpu_core/' for a metric group header 'TopdownL1 (cpu_core)', else None."""
+    m = GROUP_NAME.match(group)
+    return (m.group("pmu") + "/") if m and m.group("pmu") else None
+
+
+def note(res: TmaResult, lineno: int, line: str) -> None:
+    """Keep a line that holds no value; a `perf stat` command line is also a command."""
+    res.notes.append(f"line {lineno}: {line.strip()}")
+    if re.search(r"\bperf stat\b", line):
+        res.commands.append(line.strip().lstrip("$ ").strip())
