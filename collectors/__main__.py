@@ -10,7 +10,7 @@ COMMANDS = {
     "demo": ("collectors.runner.demo", "the main job: Debian-source Redis vs + cases/patches MSET prefetch, then report"),
     "build": ("collectors.build.cli", "build (or fetch from cache) one variant and print where its binaries are"),
     "cases": ("collectors.workload.cases_cli", "list cases, show one resolved, or import a redis-benchmarks-specification suite file"),
-    "doctor": ("collectors.host.doctor", "which collectors work on this machine, and why not"),
+    "doctor": ("collectors.doctor", "which collectors work on this machine, and why not"),
     "parca": ("collectors.profilers.parca_cli", "fetch a merged CPU profile for a time window from a Parca server"),
 }
 

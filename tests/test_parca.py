@@ -256,7 +256,7 @@ def test_runner_hooks(pdir, tmp_path, monkeypatch):
 def test_token_comes_from_a_file_or_the_environment_never_a_flag(pdir, tmp_path, monkeypatch, capsys):
     """A token on the command line shows in `ps` (and in a run's manifest command): the
     parca and doctor commands take a file (--parca-token-file) or $STALLSCOPE_PARCA_TOKEN."""
-    from collectors.host import doctor
+    from collectors import doctor
     for main in (parca_cli.main, doctor.main):
         with pytest.raises(SystemExit) as e:
             main(["--parca-token", "s3cret", "--parca-url", "http://127.0.0.1:1"])

@@ -11,7 +11,7 @@ from pathlib import Path
 from collectors.profilers.parca_client import (DEFAULT_TYPE, DEFAULT_URL_ENV, REPORTS, TOKEN_ENV,
                                                ParcaClient, ParcaError, parse_time, pprof_bytes,
                                                pprof_sample_count, read_window_file, rfc3339,
-                                               selector, top_report)
+                                               selector, top_report, TopReport)
 
 EPILOG = """examples:
   # merged CPU profile of redis-server for a window, saved as pprof
@@ -27,7 +27,7 @@ EPILOG = """examples:
 """
 
 
-def main(argv: list[str] | None = None) -> int:
+def parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(
         prog="python -m collectors parca", epilog=EPILOG,
         # No abbreviations: `--parca-token SECRET` must not pass as --parca-token-file.
@@ -51,6 +51,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", help="pprof output file (default profile.pb.gz) or top JSON output")
     ap.add_argument("--limit", type=int, default=15, help="rows to print for --report top")
     ap.add_argument("--list-types", action="store_true", help="list the server's profile types and exit")
+    return ap
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = parser()
     a = ap.parse_args(argv)
     try:
         client = ParcaClient.from_env(a.parca_url, a.parca_token_file)
@@ -77,22 +82,26 @@ def main(argv: list[str] | None = None) -> int:
             out.write_bytes(data)
             print(f"{out}: {len(data)} bytes, {pprof_sample_count(data)} samples for {query} "
                   f"between {rfc3339(t0)} and {rfc3339(t1)}")
-            return 0
-        rep = top_report(resp)
-        if a.out:
-            Path(a.out).write_text(json.dumps(asdict(rep), indent=2) + "\n")
-        print(f"{query} {rfc3339(t0)}..{rfc3339(t1)}: total {rep.total_ns / 1e9:.3f} s CPU")
-        print(f"{'flat (s)':>10} {'flat%':>6} {'cum (s)':>10} {'cum%':>6}  function")
-        for r in rep.rows[:a.limit]:
-            print(f"{r.flat_ns / 1e9:10.3f} {100 * r.flat_ns / rep.total_ns:5.1f}% "
-                  f"{r.cum_ns / 1e9:10.3f} {100 * r.cum_ns / rep.total_ns:5.1f}%  {r.name}"
-                  + ("  (cum clamped)" if r.clamped else ""))
-        for n in rep.notes:
-            print(f"note: {n}", file=sys.stderr)
+        else:
+            print_top(top_report(resp), f"{query} {rfc3339(t0)}..{rfc3339(t1)}", a.limit, a.out)
         return 0
     except ParcaError as e:
         print(f"parca: {e}", file=sys.stderr)
         return 1
+
+
+def print_top(rep: TopReport, what: str, limit: int, out: str | None) -> None:
+    """The top functions as a table on stdout (and the whole report as JSON to `out`)."""
+    if out:
+        Path(out).write_text(json.dumps(asdict(rep), indent=2) + "\n")
+    print(f"{what}: total {rep.total_ns / 1e9:.3f} s CPU")
+    print(f"{'flat (s)':>10} {'flat%':>6} {'cum (s)':>10} {'cum%':>6}  function")
+    for r in rep.rows[:limit]:
+        print(f"{r.flat_ns / 1e9:10.3f} {100 * r.flat_ns / rep.total_ns:5.1f}% "
+              f"{r.cum_ns / 1e9:10.3f} {100 * r.cum_ns / rep.total_ns:5.1f}%  {r.name}"
+              + ("  (cum clamped)" if r.clamped else ""))
+    for n in rep.notes:
+        print(f"note: {n}", file=sys.stderr)
 
 
 if __name__ == "__main__":

@@ -3,6 +3,7 @@
 Every check is real: it finds the binary, asks its version, and for perf really samples a
 0.1 s busy loop (cpu-clock, then with frame-pointer and DWARF call graphs). TMA checks
 reuse the preflight (collectors/host/preflight.py). Informational: exit code 0 unless --strict.
+It sits above the packages it checks (host, build, profilers), as a command of its own.
 """
 from __future__ import annotations
 
