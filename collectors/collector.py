@@ -25,7 +25,6 @@ import argparse
 import importlib
 from dataclasses import dataclass, field
 from pathlib import Path
-from types import ModuleType
 from typing import Any, Protocol
 
 # perf first: its PROFILERS value is the default of `run --profile`.
@@ -81,10 +80,11 @@ class PluginError(Exception):
     """A module in PLUGIN_MODULES that is not a run plugin."""
 
 
-def plugins() -> list[ModuleType]:
-    """The run plugins, in PLUGIN_MODULES order. A missing module is an installation error
-    and raises like any import; a module without the four hooks raises PluginError."""
-    out = []
+def plugins() -> list[RunPlugin]:
+    """The run plugins (modules), in PLUGIN_MODULES order. A missing module is an
+    installation error and raises like any import; a module without the four hooks raises
+    PluginError."""
+    out: list[RunPlugin] = []
     for name in PLUGIN_MODULES:
         mod = importlib.import_module(name)
         missing = [h for h in PLUGIN_HOOKS if not hasattr(mod, h)]

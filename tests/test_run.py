@@ -353,3 +353,23 @@ def test_progress_lines_and_time_left():
     q.finish(reps[0], facts[0])
     q.note("calibrated")
     assert quiet.getvalue() == ""
+
+
+def test_plugins_are_discovered_and_the_runner_names_no_collector(monkeypatch):
+    import ast
+    from collectors import collector
+    found = collector.plugins()
+    assert [p.__name__ for p in found] == list(collector.PLUGIN_MODULES)
+    assert [x for p in found for x in p.PROFILERS] == ["perf", "parca"]
+    monkeypatch.setattr(collector, "PLUGIN_MODULES", ("collectors.host.procs",))
+    with pytest.raises(collector.PluginError, match=r"procs\.py: run plugin collectors.host.procs lacks "
+                                                    r"PROFILERS, add_run_arguments, rep_collectors"):
+        collector.plugins()
+    monkeypatch.setattr(collector, "PLUGIN_MODULES", ("collectors.profilers.no_such_plugin",))
+    with pytest.raises(ModuleNotFoundError):     # an installation error is not skipped
+        collector.plugins()
+    # The runner reaches collectors only through the plugins (collectors.collector).
+    for py in (REPO / "collectors" / "runner").glob("*.py"):
+        for node in ast.walk(ast.parse(py.read_text())):
+            if isinstance(node, ast.ImportFrom) and node.module:
+                assert not node.module.startswith("collectors.profilers"), (py, node.module)

@@ -15,7 +15,7 @@ import traceback
 from pathlib import Path
 from typing import Callable
 
-from analysis.inputs.manifest import Rep, RunStatus, Variant
+from analysis.inputs.manifest import Manifest, Rep, RunStatus, Variant
 from analysis.inputs.repfacts import RepFacts
 from analysis.inputs.rundir import load_run, write_rep_facts
 from collectors.build.builder import build_variant
@@ -32,21 +32,21 @@ from collectors.runner.snapshot import ensure_calibration, ensure_snapshot
 
 
 class Runner:
-    def __init__(self, run: RunContext, progress: bool = True):
-        self.run_ctx = run
+    def __init__(self, ctx: RunContext, progress: bool = True):
+        self.ctx = ctx
         self.show_progress = progress
 
     @property
     def run_dir(self) -> Path:
-        return self.run_ctx.run_dir
+        return self.ctx.run_dir
 
     @property
-    def m(self):
-        return self.run_ctx.manifest
+    def m(self) -> Manifest:
+        return self.ctx.manifest
 
     def run(self) -> int:
         """0: every rep ok; 1: some rep failed; 130: interrupted (resume with --resume)."""
-        run = self.run_ctx
+        run = self.ctx
         procs.install_signal_handlers()
         self.m.status = RunStatus("running", None, now_iso())
         run.save()
@@ -83,11 +83,11 @@ class Runner:
             if r.status == "running":
                 r.status, r.reason, r.finished = "failed", rep_reason, now_iso()
         self.m.status = RunStatus(state, reason, now_iso())
-        self.run_ctx.save()
+        self.ctx.save()
 
     def run_one(self, rep: Rep, rdb: Path | None) -> RepFacts:
         """One rep, start to rep.json; a failure is recorded and does not end the run."""
-        run = self.run_ctx
+        run = self.ctx
         rep_dir = self.run_dir / rep.dir
         if rep_dir.exists():
             shutil.rmtree(rep_dir)  # a failed/interrupted attempt: start this rep afresh
