@@ -353,6 +353,8 @@ def test_progress_lines_and_time_left():
     q.finish(reps[0], facts[0])
     q.note("calibrated")
     assert quiet.getvalue() == ""
+    q.note("note: the dataset fits in L3", always=True)    # a warning is not progress
+    assert quiet.getvalue() == "stallscope run: note: the dataset fits in L3\n"
 
 
 def test_plugins_are_discovered_and_the_runner_names_no_collector(monkeypatch):

@@ -3,6 +3,7 @@ every change of state), where the scratch files go, and how a server is started.
 from __future__ import annotations
 
 import shutil
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
@@ -44,9 +45,11 @@ class RunContext:
     def save(self) -> None:
         save_manifest(self.run_dir, self.manifest)
 
-    def note(self, msg: str) -> None:
+    def note(self, msg: str, always: bool = False) -> None:
         if self.progress is not None:
-            self.progress.note(msg)
+            self.progress.note(msg, always)
+        elif always:
+            print(f"stallscope run: {msg}", file=sys.stderr)
 
     def server_opts(self, variant: Variant, tag: str, logfile: Path, rdb: Path | None,
                     with_variant_config: bool = True) -> ServerOptions:

@@ -54,9 +54,10 @@ class Progress:
         self.bar = tqdm(total=total, file=self.stream, unit="rep", desc=what,
                         dynamic_ncols=True) if tty else None
 
-    def note(self, msg: str) -> None:
-        """A line about the run's preparation (dataset, calibration)."""
-        if not self.enabled:
+    def note(self, msg: str, always: bool = False) -> None:
+        """A line about the run's preparation (dataset, calibration); `always` for what a
+        reader must see even with --no-progress (a warning about the measurement)."""
+        if not (self.enabled or always):
             return
         line = f"{PREFIX} {msg}"
         if self.bar is not None:

@@ -76,7 +76,7 @@ def ensure_snapshot(run: RunContext) -> Path | None:
     # the report must say so next to its verdicts.
     info.l3_warning = dataset.l3_warning(case)
     if info.l3_warning:
-        run.note(f"note: {info.l3_warning}")
+        run.note(f"note: {info.l3_warning}", always=True)
     run.manifest.dataset = info
     run.save()
     return rdb
