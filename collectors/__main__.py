@@ -6,12 +6,12 @@ import sys
 
 # command -> (module, one-line help). Each module has main(argv) -> int.
 COMMANDS = {
-    "run": ("collectors.runner.runner", "run a case for two or more variants into runs/<run-id>/ (--resume to finish one)"),
+    "run": ("collectors.runner.cli", "run a case for two or more variants into runs/<run-id>/ (--resume to finish one)"),
     "demo": ("collectors.runner.demo", "the main job: Debian-source Redis vs + cases/patches MSET prefetch, then report"),
-    "build": ("collectors.build.builder", "build (or fetch from cache) one variant and print where its binaries are"),
-    "cases": ("collectors.workload.cases", "list cases, show one resolved, or import a redis-benchmarks-specification suite file"),
-    "doctor": ("collectors.host.doctor", "which collectors work on this machine, and why not"),
-    "parca": ("collectors.profilers.parca", "fetch a merged CPU profile for a time window from a Parca server"),
+    "build": ("collectors.build.cli", "build (or fetch from cache) one variant and print where its binaries are"),
+    "cases": ("collectors.workload.cases_cli", "list cases, show one resolved, or import a redis-benchmarks-specification suite file"),
+    "doctor": ("collectors.doctor", "which collectors work on this machine, and why not"),
+    "parca": ("collectors.profilers.parca_cli", "fetch a merged CPU profile for a time window from a Parca server"),
 }
 
 

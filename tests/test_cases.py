@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from collectors.workload import cases
+from collectors.workload import cases_cli
 from collectors.workload.cases import CASES_DIR, CaseError, list_cases, load_case, sizes_of
 from analysis.inputs.case import Case
 
@@ -128,18 +128,18 @@ def test_errors_name_file_and_line(tmp_path, old, new, line, message):
 
 
 def test_cli_list_show_and_error(capsys, tmp_path):
-    assert cases.main(["list", "--names"]) == 0
+    assert cases_cli.main(["list", "--names"]) == 0
     out = capsys.readouterr().out.split()
     assert "mset-50keys" in out and "rdb-load@value=1000,keys=10M,cluster=on" in out
-    assert cases.main(["show", "mset-50keys", "--size", "small"]) == 0
+    assert cases_cli.main(["show", "mset-50keys", "--size", "small"]) == 0
     shown = capsys.readouterr().out
     assert "command: MSET (key:__rand_int__ __data__) x50" not in shown
     assert "command: MSET (key:__rand_int__ xxxxxxxxxx) x50" in shown and "keys: 200000" in shown
-    assert cases.main(["show", "mget-30keys@pipeline=16", "--json"]) == 0
+    assert cases_cli.main(["show", "mget-30keys@pipeline=16", "--json"]) == 0
     d = json.loads(capsys.readouterr().out)
     assert d["workload"]["pipeline"] == 16 and len(d["workload"]["command"]) == 31
     bad = _write(tmp_path, GOOD.replace("keys: 1000,", "keys: lots,"))
-    assert cases.main(["show", bad]) == 2
+    assert cases_cli.main(["show", bad]) == 2
     err = capsys.readouterr().err
     assert err.startswith(f"error: {bad}:5: dataset.keys") and "Traceback" not in err
 

@@ -3,7 +3,7 @@ cases, verify (DBSIZE, encodings), then FLUSHALL and watch verify fail; and a re
 redis-benchmark run of a case's own command must hit the preloaded keys.
 
 The server binary: $STALLSCOPE_TEST_REDIS_SERVER (redis-benchmark beside it), else the
-build cache via collectors.build (Debian source of redis, built once and cached)."""
+session's Debian-source Redis (tests/conftest_run.py: built when the cache has none)."""
 from __future__ import annotations
 
 import json
@@ -15,12 +15,13 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
+import redis
 
-redis = pytest.importorskip("redis")
-
-from collectors.workload.cases import load_case  # noqa: E402
-from collectors.workload.dataset import (DatasetError, keyspace_bytes_estimate, l3_bytes,
+from collectors.host.machine import cache_sizes
+from collectors.workload.cases import load_case
+from collectors.workload.dataset import (DatasetError, keyspace_bytes_estimate,
                                          l3_warning, preload, verify)
+from tests.conftest_run import base_variant
 
 
 @pytest.fixture(scope="module")
@@ -33,12 +34,8 @@ def redis_bins() -> SimpleNamespace:
         bench = server.with_name(server.name.replace("server", "benchmark"))
         cli = server.with_name(server.name.replace("server", "cli"))
         return SimpleNamespace(server_bin=str(server), benchmark_bin=str(bench), cli_bin=str(cli))
-    try:
-        from collectors.build.builder import build_variant
-        from collectors.build.spec import parse_variant
-    except ImportError as e:
-        pytest.skip(f"no redis-server: set STALLSCOPE_TEST_REDIS_SERVER (collectors.build not available: {e})")
-    built = build_variant(parse_variant("t=debsrc:redis"), log=lambda s: None)
+    # Built here when the build cache has none (the first time: minutes), never skipped.
+    built = base_variant()
     return SimpleNamespace(server_bin=built.server_bin, benchmark_bin=built.benchmark_bin,
                            cli_bin=built.cli_bin)
 
@@ -194,11 +191,17 @@ def test_keyspace_estimates_against_l3():
     assert l3_warning(default, l3=32 * 2**20) is None
 
 
-def test_l3_bytes_reads_sysfs(tmp_path):
-    for i, (level, size) in enumerate([(1, "48K"), (2, "2048K"), (3, "32768K")]):
-        d = tmp_path / f"index{i}"
-        d.mkdir()
+def test_l3_size_from_sysfs(tmp_path):
+    """l3_warning's default L3 is the host facts' (collectors.host.machine.cache_sizes)."""
+    cache = tmp_path / "cpu0" / "cache"
+    for i, (level, typ, size) in enumerate([(1, "Data", "48K"), (1, "Instruction", "32K"),
+                                            (2, "Unified", "2048K"), (3, "Unified", "32768K")]):
+        d = cache / f"index{i}"
+        d.mkdir(parents=True)
         (d / "level").write_text(f"{level}\n")
+        (d / "type").write_text(f"{typ}\n")
         (d / "size").write_text(f"{size}\n")
-    assert l3_bytes(tmp_path) == 32 * 2**20
-    assert l3_bytes(tmp_path / "missing") is None
+    assert cache_sizes(tmp_path / "cpu0")["l3_bytes"] == 32 * 2**20
+    assert cache_sizes(tmp_path / "missing")["l3_bytes"] is None
+    small = load_case("mset-50keys", "small")
+    assert l3_warning(small) == l3_warning(small, l3=cache_sizes()["l3_bytes"])

@@ -14,6 +14,7 @@ import sys
 
 import pytest
 
+from collectors.host import pmu
 from tests.conftest import REPO
 from tests.test_report_html import CHROMIUM, PROBE, dump_dom
 
@@ -76,7 +77,8 @@ def test_demo_report_shows_throughput_and_lookup_cost_with_intervals(demo):
     md = (out / "report.md").read_text()
     assert md.index("**Summary:**") < md.index("### Throughput") < md.index("### Focus functions")
     assert re.search(r"\| dictFindByHash \| [\d.]+% \| [\d.]+% \|", md)
-    assert "TMA not collected" in md or "### TMA funnel" in md
+    mf = json.loads((run_dir / "manifest.json").read_text())
+    check_tma_section(md, mf["tma"], pmu.probe_cycles().counts is True)
     assert "python -m collectors run mset-50keys" in md  # the command that reproduces it
     # the environment block names the candidate's patch and its hash
     sha = json.loads((run_dir / "manifest.json").read_text())["variants"]["prefetch"]["patches"][0]["sha256"]
@@ -118,3 +120,30 @@ def test_demo_patch_is_found_from_any_directory(tmp_path):
     spec = parse_variant(demo.cand_spec(tmp_path))    # from elsewhere: the repo's patch file
     assert os.path.isabs(spec.patches[0]) and os.path.isfile(spec.patches[0])
     assert spec.patches[0] == str(REPO / demo.PATCH)
+
+
+def check_tma_section(md: str, tma: dict, has_pmu: bool) -> None:
+    """What report.md must say about TMA, decided by this host: without a PMU the run's
+    preflight says why and the report repeats it; with one (and the preflight content),
+    the report has the funnel."""
+    if not has_pmu:
+        assert tma["status"] == "unavailable" and tma["reason"].startswith("no hardware PMU"), tma
+    if tma["status"] == "ok":
+        assert "### TMA funnel" in md and "TMA not collected" not in md
+    else:
+        first_words = tma["reason"].split(":")[0]
+        assert f"### TMA\n\nTMA not collected: {first_words}" in md, md
+        assert "### TMA funnel" not in md
+
+
+def test_tma_check_fails_on_a_report_that_contradicts_the_host():
+    absent = "### TMA\n\nTMA not collected: no hardware PMU (this is a VM): ...\n"
+    funnel = "### TMA funnel\n\n| TMA Metric |\n"
+    no_pmu = {"status": "unavailable", "reason": "no hardware PMU (this is a VM): ..."}
+    check_tma_section(absent, no_pmu, has_pmu=False)
+    check_tma_section(funnel, {"status": "ok", "reason": None}, has_pmu=True)
+    for md, tma, has in ((funnel, no_pmu, False), (absent, {"status": "ok", "reason": None}, True),
+                         (absent, {"status": "ok", "reason": None}, False)):
+        with pytest.raises(AssertionError):
+            check_tma_section(md, tma, has)
+

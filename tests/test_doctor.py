@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from collectors.host import doctor
+from collectors import doctor
 from tests.conftest import no_pmu_only
 from tests.test_parca import FakeParca, _free_port
 

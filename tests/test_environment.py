@@ -1,5 +1,6 @@
-"""collectors/environment.py against this host, cross-checked with independent tools
-(getconf, lscpu, perf itself) rather than against values typed into the test."""
+"""collectors/host/machine.py, pmu.py and versions.py against this host, cross-checked
+with independent tools (getconf, lscpu, perf itself) rather than against values typed
+into the test."""
 from __future__ import annotations
 
 import os
@@ -7,7 +8,11 @@ import platform
 import re
 import subprocess
 
+import pytest
+
+from analysis.toolpaths import which_tool
 from collectors.host import machine as env
+from collectors.host import pmu, versions
 
 
 def _lscpu_caches() -> dict[str, int]:
@@ -66,19 +71,51 @@ def test_host_facts_are_complete_and_true_for_this_host():
     assert "spectre_v2: " in h["mitigations"]
 
 
+def _cycles_line(text: str) -> str:
+    return next((l.strip() for l in text.splitlines() if ",cycles" in l), "")
+
+
 def test_pmu_detection_agrees_with_perf_stat():
+    """The probe against perf itself, run independently: which verdict and which note are
+    true here is decided by what perf prints on this host, not assumed."""
     r = subprocess.run(["perf", "stat", "-x,", "-e", "cycles", "true"], capture_output=True, text=True)
-    counts = r.returncode == 0 and "<not supported>" not in r.stderr and "<not counted>" not in r.stderr
-    pmu, note = env.pmu_available()
-    assert pmu is counts, (r.stderr, note)
-    if not pmu:
-        assert "not supported" in note or "failed" in note
+    line = _cycles_line(r.stderr)
+    probe = pmu.probe_cycles()
+    if r.returncode == 0 and re.match(r"^\d", line):
+        assert probe.counts is True and probe.note == f"`perf stat -e cycles` counts: {line}"
+    elif "<not supported>" in line or "<not counted>" in line:
+        assert probe.counts is False
+        assert probe.note == f"no hardware PMU: `perf stat -e cycles` printed '{line}'"
+    else:
+        assert probe.counts is None and probe.note.startswith("PMU not verified: ")
+    h = env.host_facts()
+    assert (h["pmu"], h["pmu_note"]) == (probe.counts is True, probe.note)
+
+
+@pytest.mark.parametrize("stderr,rc,counts,note", [
+    ("<not supported>,,cycles,0,100.00,,", 0, False,
+     "no hardware PMU: `perf stat -e cycles` printed '<not supported>,,cycles,0,100.00,,'"),
+    ("<not counted>,,cycles,0,0.00,,", 0, False,
+     "no hardware PMU: `perf stat -e cycles` printed '<not counted>,,cycles,0,0.00,,'"),
+    ("1234567,,cycles,1000,100.00,,", 0, True, "`perf stat -e cycles` counts: 1234567,,cycles,1000,100.00,,"),
+    ("Error: Access to performance monitoring and observability operations is limited.", 255, None,
+     "PMU not verified: Error: Access to performance monitoring and observability operations is limited."),
+])
+def test_pmu_probe_reads_what_perf_prints(tmp_path, monkeypatch, stderr, rc, counts, note):
+    """Each of perf's answers gives its own verdict: the check above cannot pass on a
+    host whose perf says something else."""
+    fake = tmp_path / "perf"
+    fake.write_text(f"#!/bin/sh\necho '{stderr}' >&2\nexit {rc}\n")
+    fake.chmod(0o755)
+    monkeypatch.setenv("PERF", str(fake))
+    probe = pmu.probe_cycles()
+    assert (probe.perf, probe.counts, probe.note) == (str(fake), counts, note)
 
 
 def test_tool_versions_match_the_tools():
-    t = env.tool_versions()
+    t = versions.tool_versions()
     perf = subprocess.run(["perf", "--version"], capture_output=True, text=True).stdout
     assert t["perf"] and t["perf"] in perf
     assert t["python"] == platform.python_version()
-    if env.find_tool("inferno-collapse-perf"):
+    if which_tool("inferno-collapse-perf"):
         assert re.fullmatch(r"\d+\.\d+\.\d+", t["inferno"] or "")

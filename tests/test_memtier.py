@@ -14,7 +14,8 @@ from analysis.inputs.rundir import Manifest
 from collectors.load import memtier
 from analysis.inputs.case import Case, DatasetSpec, ServerSpec, WorkloadSpec
 from collectors.workload.cases import load_case
-from collectors.runner.runner import RunOptions, choose_load_generator, main as run_main
+from collectors.runner.cli import choose_load_generator, main as run_main
+from collectors.runner.options import RunOptions
 from collectors.workload.suite import import_suite, write_case_yaml
 
 BIN = "/opt/memtier/memtier_benchmark"      # only a word in argv: never executed here

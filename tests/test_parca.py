@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from collectors.profilers import parca
-from collectors.profilers.tma import RepContext
+from collectors.collector import RepContext
+from collectors.profilers import parca, parca_cli, parca_client
 
 
 class FakeParca:
@@ -58,23 +58,23 @@ def pdir(fixtures_dir) -> Path:
 
 @pytest.fixture(scope="module")
 def window(pdir):
-    return parca.read_window_file(pdir / "window.txt")
+    return parca_client.read_window_file(pdir / "window.txt")
 
 
 def test_window_file_and_rfc3339(window, tmp_path):
     t0, t1 = window
-    assert parca.rfc3339(t0) == "2026-11-21T22:56:47Z"
-    assert parca.rfc3339(t1) == "2026-11-21T22:57:17Z"
+    assert parca_client.rfc3339(t0) == "2026-11-21T22:56:47Z"
+    assert parca_client.rfc3339(t1) == "2026-11-21T22:57:17Z"
     assert (t1 - t0).total_seconds() == 30.0
-    assert parca.rfc3339(t0.timestamp()) == "2026-11-21T22:56:47Z"
+    assert parca_client.rfc3339(t0.timestamp()) == "2026-11-21T22:56:47Z"
     bad = tmp_path / "w.txt"
     bad.write_text("T0=2026-11-21T22:56:47Z\nT1 2026\n")
-    with pytest.raises(parca.ParcaError, match=r"w.txt:2: expected T0=<time> or T1=<time>"):
-        parca.read_window_file(bad)
+    with pytest.raises(parca_client.ParcaError, match=r"w.txt:2: expected T0=<time> or T1=<time>"):
+        parca_client.read_window_file(bad)
 
 
 def test_selector_quotes_labels():
-    q = parca.selector({"comm": "redis-server", "stallscope_variant": 'a"b'})
+    q = parca_client.selector({"comm": "redis-server", "stallscope_variant": 'a"b'})
     assert q == 'parca_agent:samples:count:cpu:nanoseconds:delta{comm="redis-server",stallscope_variant="a\\"b"}'
 
 
@@ -83,8 +83,8 @@ def test_pprof_query_request_and_saved_profile_costs(pdir, window, tmp_path):
     from analysis.profile.stacks import function_costs
     body = (pdir / "pprof.json").read_bytes()
     with FakeParca({"/api/profiles/query": (200, body)}) as srv:
-        client = parca.ParcaClient(srv.url, token="s3cret")
-        q = parca.selector({"comm": "redis-server"})
+        client = parca_client.ParcaClient(srv.url, token="s3cret")
+        q = parca_client.selector({"comm": "redis-server"})
         resp = client.query(q, *window, report="pprof")
         req = srv.requests[-1]
     assert req["path"] == "/api/profiles/query"
@@ -96,7 +96,7 @@ def test_pprof_query_request_and_saved_profile_costs(pdir, window, tmp_path):
     assert req["headers"]["Authorization"] == "Bearer s3cret"
     # The real response says total "0" although the profile has samples (see module doc).
     assert resp["total"] == "0"
-    data = parca.pprof_bytes(resp)
+    data = parca_client.pprof_bytes(resp)
     assert data == (pdir / "redis.parca.pb.gz").read_bytes()
     out = tmp_path / "profile.pb.gz"
     out.write_bytes(data)
@@ -108,11 +108,11 @@ def test_pprof_query_request_and_saved_profile_costs(pdir, window, tmp_path):
 def test_top_report_figures_and_kernel_clamp(pdir, window):
     body = (pdir / "top.json").read_bytes()
     with FakeParca({"/api/profiles/query": (200, body)}) as srv:
-        resp = parca.ParcaClient(srv.url).query(parca.selector({"comm": "redis-server"}), *window, "top")
+        resp = parca_client.ParcaClient(srv.url).query(parca_client.selector({"comm": "redis-server"}), *window, "top")
         req = srv.requests[-1]
     assert req["query"]["reportType"] == ["REPORT_TYPE_TOP"]
     assert "Authorization" not in req["headers"]
-    rep = parca.top_report(resp)
+    rep = parca_client.top_report(resp)
     assert rep.total_ns == 14_343_434_200
     assert len(rep.rows) == 170
     flat, cum = rep.share("dictFind")
@@ -135,8 +135,8 @@ def _free_port() -> int:
 
 def test_unreachable_server_says_so():
     url = f"http://127.0.0.1:{_free_port()}"
-    with pytest.raises(parca.ParcaError) as e:
-        parca.ParcaClient(url, timeout_s=5).query("x{}", 0, 30)
+    with pytest.raises(parca_client.ParcaError) as e:
+        parca_client.ParcaClient(url, timeout_s=5).query("x{}", 0, 30)
     assert str(e.value) == (f"cannot reach Parca at {url}: connection refused; is the server "
                             f"running? set --parca-url (or STALLSCOPE_PARCA_URL)")
 
@@ -145,8 +145,8 @@ def test_http_500_body_and_types_error_shown(window):
     err = b'{"code":3,"message":"failed to parse query: unknown profile type nope:x:y:z:w"}'
     with FakeParca({"/api/profiles/query": (500, err),
                     "/api/profiles/types": (503, b"upstream down")}) as srv:
-        with pytest.raises(parca.ParcaError) as e:
-            parca.ParcaClient(srv.url).query("nope:x:y:z:w{}", *window)
+        with pytest.raises(parca_client.ParcaError) as e:
+            parca_client.ParcaClient(srv.url).query("nope:x:y:z:w{}", *window)
         paths = [r["path"] for r in srv.requests]
     msg = str(e.value)
     assert "HTTP 500: failed to parse query: unknown profile type nope:x:y:z:w" in msg
@@ -160,8 +160,8 @@ def test_empty_window(window):
     empty = json.dumps({"top": {"list": [], "reported": 0, "total": "0", "unit": "nanoseconds"},
                         "total": "0", "filtered": "0"}).encode()
     with FakeParca({"/api/profiles/query": (200, empty)}) as srv:
-        with pytest.raises(parca.ParcaError) as e:
-            parca.ParcaClient(srv.url).query(parca.selector({"comm": "redis-server"}), *window, "top")
+        with pytest.raises(parca_client.ParcaError) as e:
+            parca_client.ParcaClient(srv.url).query(parca_client.selector({"comm": "redis-server"}), *window, "top")
     assert str(e.value) == ('no samples for parca_agent:samples:count:cpu:nanoseconds:delta{comm="redis-server"} '
                             "between 2026-11-21T22:56:47Z and 2026-11-21T22:57:17Z: is parca-agent "
                             "running and sending to this server?")
@@ -172,21 +172,21 @@ def test_collector_records_window_labels_and_saves_pprof(pdir, tmp_path, monkeyp
     ctx = RepContext(rep_dir=tmp_path / "base" / "1", window_s=1.0,
                      labels={"stallscope_variant": "base", "stallscope_case": "mset-50keys"})
     with FakeParca({"/api/profiles/query": (200, body)}) as srv:
-        col = parca.ParcaProfileCollector(parca.ParcaClient(srv.url, token="tok"),
+        col = parca.ParcaProfileCollector(parca_client.ParcaClient(srv.url, token="tok"),
                                           labels={"stallscope_variant": "base"}, settle_s=0)
         col.start(ctx)
         assert col.stop(ctx)["status"] == "pending"
         status = col.collect(ctx)
         req = srv.requests[-1]
     assert status == {"status": "ok", "reason": None, "file": "profile.pb.gz",
-                      "samples": parca.pprof_sample_count((pdir / "redis.parca.pb.gz").read_bytes())}
+                      "samples": parca_client.pprof_sample_count((pdir / "redis.parca.pb.gz").read_bytes())}
     assert status["samples"] > 0
     meta = json.loads((ctx.rep_dir / "parca.json").read_text())
     # Labels the agent attaches select; the rep's own labels are recorded only.
     assert meta["query"] == ('parca_agent:samples:count:cpu:nanoseconds:delta{comm="redis-server",'
                              'stallscope_variant="base"}')
     assert req["query"]["merge.query"] == [meta["query"]]
-    assert req["query"]["merge.start"] == [parca.rfc3339(meta["t0"])]
+    assert req["query"]["merge.start"] == [parca_client.rfc3339(meta["t0"])]
     assert meta["t0"] <= meta["t1"] and meta["status"] == "ok"
     assert meta["labels"] == ctx.labels
     assert (ctx.rep_dir / "profile.pb.gz").read_bytes() == (pdir / "redis.parca.pb.gz").read_bytes()
@@ -194,7 +194,7 @@ def test_collector_records_window_labels_and_saves_pprof(pdir, tmp_path, monkeyp
 
 def test_collector_unreachable_is_unavailable_not_crash(tmp_path):
     ctx = RepContext(rep_dir=tmp_path, window_s=1.0)
-    col = parca.ParcaProfileCollector(parca.ParcaClient(f"http://127.0.0.1:{_free_port()}"), settle_s=0)
+    col = parca.ParcaProfileCollector(parca_client.ParcaClient(f"http://127.0.0.1:{_free_port()}"), settle_s=0)
     col.start(ctx)
     col.stop(ctx)
     st = col.collect(ctx)
@@ -205,7 +205,7 @@ def test_collector_unreachable_is_unavailable_not_crash(tmp_path):
 
 def test_cli_top_and_pprof(pdir, tmp_path, capsys):
     with FakeParca({"/api/profiles/query": (200, (pdir / "top.json").read_bytes())}) as srv:
-        rc = parca.main(["--parca-url", srv.url, "--window-file", str(pdir / "window.txt"),
+        rc = parca_cli.main(["--parca-url", srv.url, "--window-file", str(pdir / "window.txt"),
                          "--report", "top", "--limit", "3"])
     out, err = capsys.readouterr()
     assert rc == 0
@@ -213,7 +213,7 @@ def test_cli_top_and_pprof(pdir, tmp_path, capsys):
     assert "   4.000  27.9%      5.818  40.6%  dictFind" in out
     assert "clamped to the total" in err
     with FakeParca({"/api/profiles/query": (200, (pdir / "pprof.json").read_bytes())}) as srv:
-        rc = parca.main(["--parca-url", srv.url, "--start", "2026-11-21T22:56:47Z",
+        rc = parca_cli.main(["--parca-url", srv.url, "--start", "2026-11-21T22:56:47Z",
                          "--end", "2026-11-21T22:57:17Z", "--out", str(tmp_path / "p.pb.gz")])
     assert rc == 0
     assert (tmp_path / "p.pb.gz").read_bytes() == (pdir / "redis.parca.pb.gz").read_bytes()
@@ -221,13 +221,13 @@ def test_cli_top_and_pprof(pdir, tmp_path, capsys):
 
 def test_cli_without_url_is_a_clear_error(capsys, monkeypatch):
     monkeypatch.delenv("STALLSCOPE_PARCA_URL", raising=False)
-    assert parca.main(["--start", "0", "--end", "30"]) == 1
+    assert parca_cli.main(["--start", "0", "--end", "30"]) == 1
     assert "no Parca URL: pass --parca-url URL or set STALLSCOPE_PARCA_URL" in capsys.readouterr().err
 
 
 def test_runner_hooks(pdir, tmp_path, monkeypatch):
     import argparse
-    from collectors.runner.runner import RunOptions
+    from collectors.runner.options import RunOptions
     monkeypatch.delenv("STALLSCOPE_PARCA_TOKEN", raising=False)
     token = tmp_path / "token"
     token.write_text("filetok\n")
@@ -251,3 +251,32 @@ def test_runner_hooks(pdir, tmp_path, monkeypatch):
     sec = parca.manifest_sections(opts, {})["profiling"]
     assert sec["profiler"] == "parca" and sec["parca_url"] == srv.url
     assert "filetok" not in json.dumps(sec)
+
+
+def test_token_comes_from_a_file_or_the_environment_never_a_flag(pdir, tmp_path, monkeypatch, capsys):
+    """A token on the command line shows in `ps` (and in a run's manifest command): the
+    parca and doctor commands take a file (--parca-token-file) or $STALLSCOPE_PARCA_TOKEN."""
+    from collectors import doctor
+    for main in (parca_cli.main, doctor.main):
+        with pytest.raises(SystemExit) as e:
+            main(["--parca-token", "s3cret", "--parca-url", "http://127.0.0.1:1"])
+        assert e.value.code == 2
+        assert "unrecognized arguments: --parca-token" in capsys.readouterr().err
+    token = tmp_path / "token"
+    token.write_text("filetok\n")
+    body = (pdir / "pprof.json").read_bytes()
+    args = ["--start", "2026-11-21T22:56:47Z", "--end", "2026-11-21T22:57:17Z",
+            "--out", str(tmp_path / "p.pb.gz")]
+    monkeypatch.setenv("STALLSCOPE_PARCA_TOKEN", "envtok")
+    with FakeParca({"/api/profiles/query": (200, body)}) as srv:
+        assert parca_cli.main(["--parca-url", srv.url, *args]) == 0
+        assert parca_cli.main(["--parca-url", srv.url, "--parca-token-file", str(token), *args]) == 0
+        auth = [r["headers"]["Authorization"] for r in srv.requests]
+    assert auth == ["Bearer envtok", "Bearer filetok"]     # the file wins over the environment
+    empty = tmp_path / "empty"
+    empty.write_text("\n")
+    assert parca_cli.main(["--parca-url", "http://127.0.0.1:1", "--parca-token-file", str(empty), *args]) == 1
+    assert f"{empty}: the Parca token file is empty" in capsys.readouterr().err
+    missing = tmp_path / "nope"
+    assert parca_cli.main(["--parca-url", "http://127.0.0.1:1", "--parca-token-file", str(missing), *args]) == 1
+    assert f"{missing}: cannot read the Parca token file: No such file or directory" in capsys.readouterr().err

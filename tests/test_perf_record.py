@@ -12,7 +12,7 @@ import pytest
 from collectors.host import procs
 from collectors.profilers import perf as profile
 from analysis.inputs.case import WorkloadSpec
-from collectors.runner.runner import RepContext
+from collectors.collector import RepContext
 from collectors.load.server import Server, ServerOptions
 from collectors.load.redis_benchmark import (redis_benchmark_argv, run_redis_benchmark,
                                              start_redis_benchmark)

@@ -7,7 +7,8 @@ from pathlib import Path
 import pytest
 
 from collectors.host import preflight as pre
-from collectors.profilers.tma import TmaCollector, TmaConfig
+from collectors.profilers.tma import TmaCollector
+from collectors.profilers.tma_commands import TmaConfig
 from tests.conftest import HAS_PMU, no_pmu_only
 
 

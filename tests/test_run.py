@@ -14,8 +14,13 @@ from pathlib import Path
 import pytest
 
 from analysis.inputs.rundir import load_run
-from collectors.runner.runner import (build_schedule, interleave, placement, RunOptions,
-                                      main as run_main)
+from collectors.host.machine import cache_sizes
+from collectors.runner.cli import main as run_main
+from collectors.runner.options import RunOptions
+from collectors.runner.placement import placement
+from collectors.runner.schedule import build_schedule, interleave
+from collectors.workload.cases import load_case
+from collectors.workload.dataset import keyspace_bytes_estimate, l3_warning
 from tests.conftest import REPO
 from tests.conftest_run import BASE_SPEC, CAND_SPEC, built, cli_env
 
@@ -32,18 +37,19 @@ def mset_run(tmp_path_factory):
     built("base", BASE_SPEC)
     built("cand", CAND_SPEC)
     out = tmp_path_factory.mktemp("runs")
+    # Progress on: stderr is a pipe here, so the run reports one line per finished rep.
     args = [CASE, "--size", "small", "--variant", f"base={BASE_SPEC}", "--variant", f"cand={CAND_SPEC}",
-            "--reps", "2", "--profile-reps", "1", "--out", str(out), "--no-progress"]
+            "--reps", "2", "--profile-reps", "1", "--out", str(out)]
     r = subprocess.run([sys.executable, "-m", "collectors", "run", *args], cwd=REPO, env=cli_env(),
                        capture_output=True, text=True, timeout=600)
     assert r.returncode == 0, r.stderr[-3000:]
     run_dir = Path(r.stdout.strip().splitlines()[-1])
     assert run_dir.parent == out
-    return load_run(run_dir), args
+    return load_run(run_dir), args, r.stderr
 
 
 def test_manifest_is_complete(mset_run):
-    rd, args = mset_run
+    rd, args, _ = mset_run
     m = rd.manifest
     assert re.fullmatch(r"\d{8}-\d{6}-mset-10keys", m.run_id)
     assert m.command[-len(args):] == args and m.command[1:4] == ["-m", "collectors", "run"]
@@ -108,8 +114,29 @@ def test_raw_outputs_and_keyspace_verified_every_rep(mset_run):
         assert f["server_stop"] == "shutdown"
         assert f["settle"]["rehashing_s"] is not None and f["settle"]["rehashing_s"] >= 0
     assert not (rd.path / ".scratch").exists()
-    # 200k small strings fit in this host's 32 MB L3: the run says so, for the report.
-    assert "not larger than this host's L3" in rd.manifest.dataset.l3_warning
+    # Whether 200k small strings fit in L3 depends on the host: the run says so when they do.
+    case = load_case(CASE, "small")
+    l3 = cache_sizes()["l3_bytes"]
+    assert rd.manifest.dataset.l3_warning == l3_warning(case)
+    if l3 is not None and keyspace_bytes_estimate(case) <= l3:
+        assert "not larger than this host's L3" in rd.manifest.dataset.l3_warning
+    else:
+        assert rd.manifest.dataset.l3_warning is None
+
+
+def test_progress_is_one_line_per_rep_when_stderr_is_not_a_terminal(mset_run):
+    rd, _, stderr = mset_run
+    lines = [ln for ln in stderr.splitlines() if re.match(r"stallscope run: \[\d+/\d+\] ", ln)]
+    reps = rd.manifest.schedule
+    assert len(lines) == len(reps) == 6
+    for i, (ln, rep) in enumerate(zip(lines, reps), 1):
+        m = re.fullmatch(rf"stallscope run: \[{i}/6\] {rep.dir} {rep.kind} ok in (\d+\.\d) s "
+                         rf"\(([\d,]+) ops/s\); (about \S+ left|done)", ln)
+        assert m, ln
+        rps = json.loads((rd.rep_dir(rep) / "rep.json").read_text())["bench"]["rps"]
+        assert m.group(2) == f"{rps:,.0f}"
+        assert (m.group(3) == "done") == (i == 6)
+    assert "stallscope run: calibrated base: -n " in stderr
 
 
 def test_profile_reps_have_folded_stacks_with_lookup_functions(mset_run):
@@ -233,3 +260,118 @@ def test_ctrl_c_while_variants_are_checked_ends_in_one_line_not_a_traceback(tmp_
     assert p.returncode == 130, err
     assert "Traceback" not in err
     assert "interrupted by SIGINT before the first rep" in err
+
+
+# ------------------------------------------------------- progress and collectors, no server
+
+class _Load:
+    """Stands in for a running load generator: finish() returns at once."""
+    def __init__(self, fail: bool = False):
+        import subprocess as sp
+        self.proc = sp.Popen(["sleep", "30"], start_new_session=True)
+        self.t0_epoch, self.t1_epoch, self.fail = 1000.0, 1003.0, fail
+
+    def finish(self, out_dir, timeout_s):
+        if self.fail:
+            raise RuntimeError("load generator died")
+        self.proc.kill()
+        self.proc.wait()
+        from analysis.inputs.repfacts import BenchSummary
+        return BenchSummary(test="MSET", rps=1000.0)
+
+
+class _Collector:
+    def __init__(self, name: str, log: list, fail_stop: bool = False):
+        self.name, self.log, self.fail_stop = name, log, fail_stop
+
+    def start(self, ctx):
+        self.log.append(("start", self.name))
+
+    def stop(self, ctx):
+        self.log.append(("stop", self.name))
+        if self.fail_stop:
+            raise OSError(f"{self.name} lost its output")
+        return {"status": "ok"}
+
+
+def test_a_collector_that_fails_to_stop_does_not_leave_the_others_running(tmp_path):
+    from analysis.inputs.repfacts import RepFacts
+    from collectors.collector import RepContext
+    from collectors.runner.reps import CollectorError, bracket
+    log: list = []
+    cs = [_Collector("perf", log, fail_stop=True), _Collector("tma", log), _Collector("parca", log, True)]
+    facts = RepFacts(variant="a", rep=1)
+    ctx = RepContext(rep_dir=tmp_path, window_s=1.0)
+    with pytest.raises(CollectorError) as e:
+        bracket(_Load(), cs, ctx, facts, target_s=1.0)
+    assert log == [("start", "perf"), ("start", "tma"), ("start", "parca"),
+                   ("stop", "perf"), ("stop", "tma"), ("stop", "parca")]
+    assert str(e.value) == ("collector stop failed: perf: OSError: perf lost its output; "
+                            "parca: OSError: parca lost its output")
+    assert facts.collectors == {"perf": {"status": "failed", "error": "OSError: perf lost its output"},
+                                "tma": {"status": "ok"},
+                                "parca": {"status": "failed", "error": "OSError: parca lost its output"}}
+    # rep.json carries each collector's error (the runner writes these facts as they are)
+    assert facts.to_json()["collectors"]["parca"]["error"] == "OSError: parca lost its output"
+    # the load failing first: every collector still stops, the load's error is the rep's
+    log.clear()
+    load = _Load(fail=True)
+    with pytest.raises(RuntimeError, match="load generator died"):
+        bracket(load, cs[1:2], ctx, RepFacts(), target_s=1.0)
+    assert log == [("start", "tma"), ("stop", "tma")]
+    assert load.proc.poll() is not None          # and the load generator is gone
+    ok = RepFacts()
+    assert bracket(_Load(), [_Collector("tma", [])], ctx, ok, 1.0).rps == 1000.0
+    assert ok.window.t0 == 1000.0 and ok.window.profile_window_s == 1.0
+
+
+def test_progress_lines_and_time_left():
+    import io
+    from analysis.inputs.manifest import Rep
+    from analysis.inputs.repfacts import BenchSummary, RepFacts
+    from collectors.runner.progress import Progress, duration
+    assert [duration(s) for s in (42.4, 190, 3725)] == ["42s", "3m10s", "1h02m"]
+    out = io.StringIO()
+    p = Progress(3, "mset-10keys", stream=out)
+    assert p.bar is None                     # not a terminal: lines, no bar
+    reps = [Rep("base", 1, status="ok"), Rep("cand", 1, status="failed"), Rep("base", 2, "profile", "ok")]
+    facts = [RepFacts(bench=BenchSummary(rps=26104.4)), RepFacts(), RepFacts(bench=BenchSummary(rps=9.0))]
+    p.spent_s = 0.0
+    for rep, f in zip(reps, facts):
+        p.start(rep)
+        p._t0 -= 20.0                        # as if the rep took 20 s
+        p.finish(rep, f)
+    lines = out.getvalue().splitlines()
+    assert re.fullmatch(r"stallscope run: \[1/3\] base/1 throughput ok in 20\.\d s \(26,104 ops/s\); "
+                        r"about 40s left", lines[0]), lines[0]
+    assert re.fullmatch(r"stallscope run: \[2/3\] cand/1 throughput failed in 20\.\d s; about 20s left",
+                        lines[1]), lines[1]
+    assert lines[2].endswith("(9 ops/s); done")
+    quiet = io.StringIO()
+    q = Progress(1, "x", enabled=False, stream=quiet)
+    q.start(reps[0])
+    q.finish(reps[0], facts[0])
+    q.note("calibrated")
+    assert quiet.getvalue() == ""
+    q.note("note: the dataset fits in L3", always=True)    # a warning is not progress
+    assert quiet.getvalue() == "stallscope run: note: the dataset fits in L3\n"
+
+
+def test_plugins_are_discovered_and_the_runner_names_no_collector(monkeypatch):
+    import ast
+    from collectors import collector
+    found = collector.plugins()
+    assert [p.__name__ for p in found] == list(collector.PLUGIN_MODULES)
+    assert [x for p in found for x in p.PROFILERS] == ["perf", "parca"]
+    monkeypatch.setattr(collector, "PLUGIN_MODULES", ("collectors.host.procs",))
+    with pytest.raises(collector.PluginError, match=r"procs\.py: run plugin collectors.host.procs lacks "
+                                                    r"PROFILERS, add_run_arguments, rep_collectors"):
+        collector.plugins()
+    monkeypatch.setattr(collector, "PLUGIN_MODULES", ("collectors.profilers.no_such_plugin",))
+    with pytest.raises(ModuleNotFoundError):     # an installation error is not skipped
+        collector.plugins()
+    # The runner reaches collectors only through the plugins (collectors.collector).
+    for py in (REPO / "collectors" / "runner").glob("*.py"):
+        for node in ast.walk(ast.parse(py.read_text())):
+            if isinstance(node, ast.ImportFrom) and node.module:
+                assert not node.module.startswith("collectors.profilers"), (py, node.module)

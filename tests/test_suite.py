@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from collectors.workload import cases
+from collectors.workload import cases_cli
 from collectors.workload.cases import load_case
 from collectors.workload.suite import SuiteError, import_suite, parse_memtier, write_case_yaml
 
@@ -90,7 +90,7 @@ def test_hgetall_1key_1k_fields_from_init_commands(fixtures_dir, tmp_path):
 
 def test_cli_import_writes_a_loadable_case(fixtures_dir, tmp_path, capsys):
     out = tmp_path / "x.yaml"
-    rc = cases.main(["import", str(_suite(fixtures_dir, "5Mkeys-string-mget-100B-100keys")), "-o", str(out)])
+    rc = cases_cli.main(["import", str(_suite(fixtures_dir, "5Mkeys-string-mget-100B-100keys")), "-o", str(out)])
     assert rc == 0
     err = capsys.readouterr().err
     assert "note: memtier -c 50 -t 8 = 400 connections" in err
@@ -106,7 +106,7 @@ def test_bad_suite_files_name_the_file(tmp_path, capsys):
     with pytest.raises(SuiteError, match="bad.yml:1: not a redis-benchmarks-specification test-suite file"):
         import_suite(bad)
     bad.write_text("name: x\nclientconfig:\n  tool: memtier_benchmark\n  arguments: --test-time 10\n")
-    assert cases.main(["import", str(bad)]) == 2
+    assert cases_cli.main(["import", str(bad)]) == 2
     assert "clientconfig has no --command" in capsys.readouterr().err
 
 

@@ -9,8 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from collectors.profilers import tma
-from collectors.profilers.tma import RepContext, TmaCollector, TmaConfig, TmaConfigError
+from collectors.collector import RepContext
+from collectors.host import procs
+from collectors.profilers import tma, tma_commands
+from collectors.profilers.tma import TmaCollector
+from collectors.profilers.tma_commands import TmaConfig, TmaConfigError
 
 REPLAY = Path(__file__).resolve().parent / "replay"
 L4 = "TopdownL1,TopdownL2,TopdownL3,TopdownL4"
@@ -21,13 +24,13 @@ L4 = "TopdownL1,TopdownL2,TopdownL3,TopdownL4"
 @pytest.mark.parametrize("level,metrics", [(1, "TopdownL1"), (2, "TopdownL1,TopdownL2"),
                                            (3, "TopdownL1,TopdownL2,TopdownL3"), (4, L4)])
 def test_perf_command_by_pid_per_level(level, metrics):
-    cmd = tma.perf_command("perf", "r/tma.json", 20.0, level, pid=4242, perf_version=(6, 1, 187))
+    cmd = tma_commands.perf_command("perf", "r/tma.json", 20.0, level, pid=4242, perf_version=(6, 1, 187))
     assert cmd == ["perf", "stat", "-M", metrics, "-j", "-o", "r/tma.json",
                    "-p", "4242", "--", "sleep", "20"]
 
 
 def test_perf_command_cores_new_perf_and_no_group():
-    cmd = tma.perf_command("/usr/bin/perf", "tma.json", 7.5, 4, cpus=[0, 2],
+    cmd = tma_commands.perf_command("/usr/bin/perf", "tma.json", 7.5, 4, cpus=[0, 2],
                            perf_version=(6, 5), metric_no_group=True)
     assert shlex.join(cmd) == ("/usr/bin/perf stat -M " + L4 + " -j -o tma.json "
                                "--metric-no-threshold --metric-no-group -a -C 0,2 -- sleep 7.5")
@@ -35,18 +38,18 @@ def test_perf_command_cores_new_perf_and_no_group():
 
 def test_perf_command_needs_a_target():
     with pytest.raises(TmaConfigError, match="needs a pid or the server's cpus"):
-        tma.perf_command("perf", "o", 1, 4)
+        tma_commands.perf_command("perf", "o", 1, 4)
 
 
 @pytest.mark.parametrize("level", [1, 2, 3, 4])
 def test_toplev_command_by_pid(level):
-    cmd = tma.toplev_command(["toplev"], "r/tma.csv", 20, level, pid=99)
+    cmd = tma_commands.toplev_command(["toplev"], "r/tma.csv", 20, level, pid=99)
     assert cmd == ["toplev", f"-l{level}", "-v", "--no-desc", "-x,", "-o", "r/tma.csv",
                    "--pid", "99", "sleep", "20"]
 
 
 def test_toplev_command_by_cores_with_nodes():
-    cmd = tma.toplev_command(["python3", "/opt/pmu-tools/toplev.py"], "tma.csv", 10, 4,
+    cmd = tma_commands.toplev_command(["python3", "/opt/pmu-tools/toplev.py"], "tma.csv", 10, 4,
                              cores="S0-C0,S0-C1", nodes="!DRAM_Bound*,L3_Bound*")
     assert shlex.join(cmd) == ("python3 /opt/pmu-tools/toplev.py -l4 -v --no-desc -x, -o tma.csv "
                                "--nodes '!DRAM_Bound*,L3_Bound*' --global --core S0-C0,S0-C1 sleep 10")
@@ -55,19 +58,19 @@ def test_toplev_command_by_cores_with_nodes():
 def test_toplev_cores_from_this_machines_sysfs():
     # This machine: 2 cores, 1 thread each, one socket (lscpu) -> core ids from sysfs.
     ids = [int(Path(f"/sys/devices/system/cpu/cpu{c}/topology/core_id").read_text()) for c in (0, 1)]
-    assert tma.toplev_cores([0, 1]) == f"S0-C{ids[0]},S0-C{ids[1]}"
-    assert tma.toplev_cores([0, 0]) == f"S0-C{ids[0]}"
+    assert tma_commands.toplev_cores([0, 1]) == f"S0-C{ids[0]},S0-C{ids[1]}"
+    assert tma_commands.toplev_cores([0, 0]) == f"S0-C{ids[0]}"
     with pytest.raises(TmaConfigError, match="cpu4096/topology"):
-        tma.toplev_cores([4096])
+        tma_commands.toplev_cores([4096])
 
 
 def test_split_schedule():
-    assert tma.split_sets(2) == [(["TopdownL1", "TopdownL2"], None)]
-    s3 = tma.split_sets(3)
+    assert tma_commands.split_sets(2) == [(["TopdownL1", "TopdownL2"], None)]
+    s3 = tma_commands.split_sets(3)
     assert [g for g, _ in s3] == [["TopdownL1", "TopdownL2"], ["tma_memory_bound_group"],
                                   ["tma_core_bound_group", "tma_frontend_bound_group",
                                    "tma_bad_speculation_group", "tma_retiring_group"]]
-    s4 = tma.split_sets(4)
+    s4 = tma_commands.split_sets(4)
     assert len(s4) == 5
     assert s4[2] == (["tma_dram_bound_group", "tma_l3_bound_group"], "!DRAM_Bound*,L3_Bound*")
 
@@ -195,6 +198,46 @@ def test_real_perf_gone_pid_is_failed_with_perfs_words(tmp_path, monkeypatch):
 
 # -- the real thing on this machine ------------------------------------------------------
 
+def test_the_tool_is_tracked_so_ctrl_c_cleanup_takes_it_down(tmp_path, monkeypatch):
+    """The TMA tool runs through procs.spawn: procs.kill_all (what SIGINT/SIGTERM and exit
+    call) reaches it and the `sleep` it runs, and stop() then returns at once."""
+    import time
+    monkeypatch.delenv("PERF", raising=False)
+    victim = subprocess.Popen(["sleep", "60"])
+    try:
+        ctx = RepContext(rep_dir=tmp_path, window_s=30, pid=victim.pid)
+        c = TmaCollector(TmaConfig(backend="perf", level=1))
+        c.start(ctx)
+        proc = c._run.proc
+        assert proc in procs.live()
+        deadline = time.monotonic() + 10
+        while len(_group(proc.pid)) < 2 and time.monotonic() < deadline:
+            time.sleep(0.05)            # perf and its `sleep 30` workload
+        assert len(_group(proc.pid)) >= 2
+        procs.kill_all(timeout_s=3)
+        assert proc.poll() is not None and _group(proc.pid) == []
+        t0 = time.monotonic()
+        status = c.stop(ctx)
+        assert time.monotonic() - t0 < 5 and status["rc"] is not None
+        assert proc not in procs.live()
+    finally:
+        victim.kill()
+        victim.wait()
+
+
+def _group(pgid: int) -> list[str]:
+    out = subprocess.run(["pgrep", "-g", str(pgid)], capture_output=True, text=True).stdout.split()
+    alive = []
+    for pid in out:
+        try:
+            state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            continue
+        if state != "Z":
+            alive.append(pid)
+    return alive
+
+
 def test_real_perf_on_this_machine_is_unavailable_not_a_crash(tmp_path, monkeypatch):
     monkeypatch.delenv("PERF", raising=False)
     victim = subprocess.Popen(["sleep", "30"])
@@ -223,7 +266,7 @@ def test_real_perf_on_this_machine_is_unavailable_not_a_crash(tmp_path, monkeypa
 
 def test_runner_hooks_on_this_machine(monkeypatch, tmp_path):
     import argparse
-    from collectors.runner.runner import RunOptions
+    from collectors.runner.options import RunOptions
     monkeypatch.delenv("PERF", raising=False)
     monkeypatch.setattr(tma, "_PREFLIGHTS", {})
     p = argparse.ArgumentParser()

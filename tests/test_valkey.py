@@ -71,11 +71,45 @@ def test_profiles_show_hashtable_lookup_and_io_thread(valkey_run):
 
 
 def test_report_analyses_the_pairs(valkey_run):
-    _, _, out = valkey_run
+    run_dir, m, out = valkey_run
     res = json.loads((out / "results.json").read_text())
     assert res["paired"], "paired windows must be analysed"
     ch = res["paired"][0]["change"]
     assert ch["verdict"] in ("improvement", "regression", "no change", "unstable")
-    assert "signed-rank" in ch["method"] or "paired t" in ch["method"]
+    # The number of pairs decides the interval: count them in the raw windows.
+    check_paired_method(ch["method"], count_pairs(run_dir, m))
     md = (out / "report.md").read_text()
     assert "io-threads 2 need" in md or len(os.sched_getaffinity(0)) >= 3
+
+
+def count_pairs(run_dir, m: dict) -> int:
+    """Windows of a and b paired within each paired rep (paired.json, as measured)."""
+    n = 0
+    for r in m["schedule"]:
+        if r["kind"] == "paired":
+            wins = json.loads((run_dir / r["dir"] / "paired.json").read_text())["windows"]
+            n += min(sum(w["variant"] == v for w in wins) for v in ("a", "b"))
+    return n
+
+
+def check_paired_method(method: str, pairs: int) -> None:
+    """The exact signed-rank interval of n pairs reaches at most 1 - 2/2**n confidence, so
+    95% needs n >= 6; with fewer pairs the paired t-interval must be the one used."""
+    if 1 - 2 / 2 ** pairs >= 0.95:
+        assert method.startswith(f"Wilcoxon signed-rank interval of the paired differences, n={pairs} pairs"), method
+    else:
+        assert method.startswith(f"paired t-interval of the mean difference, n={pairs} pairs"), method
+
+
+def test_paired_method_check_follows_the_pair_count():
+    from analysis import stats
+    base = [100.0, 102.0, 98.0, 101.0, 99.0, 100.5]
+    cand = [b * 1.05 + i for i, b in enumerate(base)]
+    six = stats.compare(base, cand, paired=True).method
+    five = stats.compare(base[:5], cand[:5], paired=True).method
+    check_paired_method(six, 6)
+    check_paired_method(five, 5)
+    for method, n in ((six, 5), (five, 6), (six, 7)):
+        with pytest.raises(AssertionError):
+            check_paired_method(method, n)
+

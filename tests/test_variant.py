@@ -10,7 +10,9 @@ import pytest
 
 from collectors.build import aptsource
 from collectors.build.aptsource import AptEnv, AptSourceError, derive_entries, read_sources
-from collectors.build.spec import BuiltVariant, has_frame_pointers, has_symbols, parse_variant
+from analysis.inputs.manifest import Variant
+from collectors.build.binary import has_frame_pointers, has_symbols
+from collectors.build.spec import parse_variant
 
 
 # ---------------------------------------------------------------- grammar
@@ -79,10 +81,10 @@ def test_parse_errors_are_clear(text, needle):
 
 
 def test_manifest_record_has_exactly_the_documented_keys():
-    bv = BuiltVariant(name="b", spec="debsrc:redis", kind="debsrc", source="s", patches=[],
-                      make_flags=[], config={}, server_bin="/x", benchmark_bin=None,
-                      cli_bin=None, binary_sha256="0", version="8.0.6", commit="c",
-                      frame_pointers=True, symbols=True, callgraph="fp")
+    bv = Variant(name="b", spec="debsrc:redis", kind="debsrc", source="s", patches=[],
+                 make_flags=[], config={}, server_bin="/x", benchmark_bin=None,
+                 cli_bin=None, binary_sha256="0", version="8.0.6", commit="c",
+                 frame_pointers=True, symbols=True, callgraph="fp")
     assert list(bv.to_json()) == [
         "name", "spec", "kind", "source", "patches", "make_flags", "config", "server_bin",
         "benchmark_bin", "cli_bin", "binary_sha256", "version", "commit", "frame_pointers",
@@ -169,6 +171,19 @@ def test_private_apt_update_and_versions_touch_nothing_outside(tmp_path):
     assert env.update() is False            # fresh lists are reused without the network
     after = {str(w): _snapshot(w) for w in watched if w.exists()}
     assert after == before
+
+
+def test_newest_version_follows_debian_ordering():
+    """dpkg's ordering: a release candidate (~rc1) sorts below its release, an epoch above
+    any version without one; a plain split on punctuation got both wrong."""
+    from collectors.build.aptsource import newest_version
+    assert newest_version(["8.0.0~rc1-1", "8.0.0-1"]) == "8.0.0-1"
+    assert newest_version(["8.0.0-1", "8.0.0~rc1-1"], "8.0") == "8.0.0-1"
+    assert newest_version(["8.0.6-1", "5:8.0.2-3"]) == "5:8.0.2-3"
+    assert newest_version(["5:8.0.6-3", "5:8.0.6-3+b1", "5:8.0.6-10"]) == "5:8.0.6-10"
+    assert newest_version(["9.1.2-1", "9.0.3-1", "8.1.1+dfsg1-3"], "9.1") == "9.1.2-1"
+    assert newest_version(["5:8.0.6-3"], "5:8.0.6-3") == "5:8.0.6-3"       # a Debian version
+    assert newest_version(["9.0.3-1"], "8.0") is None
 
 
 def test_upstream_version():

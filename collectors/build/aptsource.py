@@ -19,6 +19,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from debian.debian_support import Version
+
 # forky (Debian testing when this was written) carries redis 5:8.0.6 and valkey 9.1.2;
 # trixie has redis 8.0.2 but valkey 8.1, sid the same as forky but moves daily.
 DEFAULT_SUITE = "forky"
@@ -296,16 +298,12 @@ class AptEnv:
         if not versions:
             raise AptSourceError(f"no source package {package!r} in suite {self.suite} "
                                  f"(sources: {self.sources_list}); try another suite")
-        if want:
-            ok = [v for v in versions
-                  if upstream_version(v) == want or upstream_version(v).startswith(want + ".")
-                  or v == want]
-            if not ok:
-                raise AptSourceError(f"{package} {want} is not in suite {self.suite} (it has "
-                                     f"{', '.join(versions)}); pick another suite with "
-                                     f"debsrc:{package}/SUITE@{want}")
-            versions = ok
-        return max(versions, key=_version_key)
+        chosen = newest_version(versions, want)
+        if chosen is None:
+            raise AptSourceError(f"{package} {want} is not in suite {self.suite} (it has "
+                                 f"{', '.join(versions)}); pick another suite with "
+                                 f"debsrc:{package}/SUITE@{want}")
+        return chosen
 
     def fetch(self, package: str, version: str, dest: Path) -> Path:
         """apt-get source PACKAGE=VERSION into `dest` (unpacked, Debian patches applied).
@@ -326,6 +324,11 @@ def upstream_version(debian_version: str) -> str:
     return re.split(r"[+~]", v, 1)[0]
 
 
-def _version_key(v: str) -> list:
-    # Good enough ordering for choosing among a suite's few versions of one package.
-    return [(0, int(x), "") if x.isdigit() else (1, 0, x) for x in re.split(r"[.:+~-]", v)]
+def newest_version(versions: list[str], want: str | None = None) -> str | None:
+    """The newest Debian version (dpkg's ordering: epochs first, `~rc1` before the release)
+    whose upstream part is `want` or starts with `want.` (or that is `want` exactly); None
+    when none matches."""
+    if want:
+        versions = [v for v in versions if v == want or upstream_version(v) == want
+                    or upstream_version(v).startswith(want + ".")]
+    return max(versions, key=Version, default=None)

@@ -7,7 +7,6 @@ build), under a lock file so two processes never build the same thing twice.
 """
 from __future__ import annotations
 
-import argparse
 import fcntl
 import hashlib
 import json
@@ -15,16 +14,16 @@ import os
 import shlex
 import shutil
 import subprocess
-import sys
 import tarfile
 import threading
 import time
 from pathlib import Path
 from typing import Callable
 
+from analysis.inputs.manifest import Variant
 from collectors.build import aptsource
-from collectors.build.spec import (GRAMMAR, BinaryError, BuiltVariant, VariantSpec, binary_variant,
-                                   inspect_binary, note_missing_symbols, parse_variant, sha256_file)
+from collectors.build.binary import binary_variant, inspect_binary, note_missing_symbols, sha256_file
+from collectors.build.spec import VariantSpec
 
 # Bump when the way a build is made changes, so old cache entries are not reused.
 BUILD_RECIPE = 1
@@ -42,9 +41,6 @@ def cache_dir() -> Path:
         return Path(env).expanduser()
     xdg = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
     return Path(xdg).expanduser() / "stallscope"
-
-
-_default_cache_dir = cache_dir
 
 
 def default_make_flags(src: Path) -> list[str]:
@@ -253,13 +249,14 @@ def _describe(ident: dict, version: str) -> tuple[str, str]:
             ident["commit"])
 
 
-def build_variant(spec: VariantSpec, cache_dir: Path | None = None,
-                  log: Callable[[str], None] = print) -> BuiltVariant:
-    """Build `spec` (or take it from the cache) and check the binaries."""
+def build_variant(spec: VariantSpec, cache: Path | None = None,
+                  log: Callable[[str], None] = print) -> Variant:
+    """Build `spec` (or take it from the cache) and check the binaries; a bin: variant is
+    only checked. `cache` defaults to cache_dir()."""
     say = Progress(spec.name, log)
     if spec.kind == "binary":
         return binary_variant(spec, log)
-    cache = Path(cache_dir) if cache_dir else _default_cache_dir()
+    cache = Path(cache) if cache else cache_dir()
     ident = _resolve_source(spec, cache, say)
     patches = _patch_records(spec)
     builds = cache / "builds"
@@ -280,7 +277,7 @@ def build_variant(spec: VariantSpec, cache_dir: Path | None = None,
     facts = inspect_binary(bins["server"])
     note_missing_symbols(spec.name, facts, log)
     source, commit = _describe(ident, facts.version)
-    return BuiltVariant(
+    return Variant(
         name=spec.name, spec=spec.spec, kind=spec.kind, source=source,
         patches=[{"file": p["file"], "sha256": p["sha256"]} for p in patches],
         make_flags=rec["make_flags"], config=dict(spec.config),
@@ -314,52 +311,3 @@ def _build_into(spec: VariantSpec, ident: dict, patches: list[dict[str, str]], c
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
-
-
-# ---------------------------------------------------------------- CLI
-
-DESCRIPTION = """\
-Build one variant (or take it from the build cache) and print it as JSON: the object
-that goes into a run's manifest.json under "variants.<name>" (binaries, sha256, version,
-frame pointers, symbols, callgraph mode).
-
-Default build: make -j2 OPTIMIZATION=-O2 REDIS_CFLAGS='-g -fno-omit-frame-pointer'
-MALLOC=jemalloc BUILD_TLS=no USE_SYSTEMD=no BUILD_WITH_MODULES=no (nothing is downloaded
-by make). Debian sources are unpacked with their debian/patches applied, then built with
-upstream make (not dpkg-buildpackage).
-"""
-
-EPILOG = GRAMMAR + """
-Cache: ${STALLSCOPE_CACHE:-${XDG_CACHE_HOME:-~/.cache}/stallscope}/builds/<hash>/
-(hash of source identity, patch contents and make flags).
-
-Examples:
-  python -m collectors build base=debsrc:redis
-  python -m collectors build cand=debsrc:redis+patch=cases/patches/mset-bucket-prefetch.patch
-  python -m collectors build v=debsrc:valkey@9.1 --cache /tmp/ss-cache
-  python -m collectors build sys=bin:/usr/bin/redis-server
-"""
-
-
-def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m collectors build", description=DESCRIPTION,
-                                 epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("variant", metavar="NAME=SPEC", help="the variant to build (grammar below)")
-    ap.add_argument("--cache", type=Path, default=None,
-                    help="cache directory (default: $STALLSCOPE_CACHE or ~/.cache/stallscope)")
-    args = ap.parse_args(argv)
-    try:
-        spec = parse_variant(args.variant)
-        bv = build_variant(spec, args.cache, log=lambda m: print(m, file=sys.stderr, flush=True))
-    except ValueError as e:
-        print(f"build: {e}", file=sys.stderr)
-        return 2
-    except (BuildError, BinaryError, aptsource.AptSourceError) as e:
-        print(f"build: error: {e}", file=sys.stderr)
-        return 1
-    print(json.dumps(bv.to_json(), indent=2))
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

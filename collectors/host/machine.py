@@ -1,8 +1,9 @@
-"""Host and tool facts for the manifest ("host", "tools"): what a reader needs to judge
-whether two runs are comparable (CPU, caches, kernel knobs that move memory-bound numbers).
+"""Host facts for the manifest ("host"): what a reader needs to judge whether two runs
+are comparable (CPU, caches, kernel knobs that move memory-bound numbers, PMU, compiler).
 
-Everything is read from /proc, /sys and the tools' own --version output; a fact that
-cannot be read is None, never a guess.
+Everything is read from /proc and /sys (the PMU from collectors.host.pmu, the compiler
+from collectors.host.versions); a fact that cannot be read is None, never a guess. Tool
+versions are collectors.host.versions.tool_versions.
 """
 from __future__ import annotations
 
@@ -10,12 +11,10 @@ import os
 import platform
 import re
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
-from collectors.host import procs
-from analysis.toolpaths import cargo_home, perf_binary, which_tool as find_tool
+from collectors.host import pmu, versions
 
 SYS_CPU = Path("/sys/devices/system/cpu")
 
@@ -120,62 +119,11 @@ def virtualization(hypervisor_flag: bool) -> str | None:
     return vm or (f"container: {ct}" if ct else None)
 
 
-def inferno_version() -> str | None:
-    """inferno's tools have no --version; cargo records what it installed."""
-    for f in (cargo_home() / ".crates.toml", cargo_home() / ".crates2.json"):
-        m = re.search(r'"inferno (\d+\.\d+\.\d+)', _read(f) or "")
-        if m:
-            return m.group(1)
-    return None
-
-
-def pmu_available(perf: str | None = None) -> tuple[bool, str]:
-    """Is there a hardware PMU? `perf stat -e cycles` says <not supported> in most VMs."""
-    perf = perf or perf_binary()
-    if not perf:
-        return False, "perf not installed"
-    try:
-        r = procs.run_capture([perf, "stat", "-x,", "-e", "cycles", "true"], timeout_s=20)
-    except subprocess.TimeoutExpired:
-        return False, "perf stat timed out"
-    text = r.stderr.strip()
-    if "<not supported>" in text or "not supported" in text.lower():
-        return False, "perf stat -e cycles: <not supported> (no hardware PMU; VM without vPMU?)"
-    if r.returncode != 0 or "<not counted>" in text:
-        return False, f"perf stat -e cycles failed: {text.splitlines()[-1] if text else r.returncode}"
-    return True, "perf stat -e cycles counts"
-
-
-def _version(argv: list[str], pattern: str = r"(\d+\.\d+(?:\.\d+)*)") -> str | None:
-    try:
-        r = procs.run_capture(argv, timeout_s=20)
-    except (procs.ToolNotFound, subprocess.TimeoutExpired):
-        return None
-    m = re.search(pattern, r.stdout + r.stderr)
-    return m.group(1) if m else None
-
-
-def compiler() -> str | None:
-    for cc in ("cc", "gcc", "clang"):
-        try:
-            r = procs.run_capture([cc, "--version"], timeout_s=10)
-        except procs.ToolNotFound:
-            continue
-        first = (r.stdout.splitlines() or [""])[0]
-        m = re.search(r"(gcc|clang)[^\d]*(\d+\.\d+(?:\.\d+)?)", first, re.I) or \
-            re.search(r"\((Debian|Ubuntu)[^)]*\)\s*(\d+\.\d+(?:\.\d+)?)", first)
-        if m:
-            name = m.group(1).lower()
-            return f"{'gcc' if name in ('debian', 'ubuntu') else name} {m.group(2)}"
-        return first or None
-    return None
-
-
 def host_facts() -> dict[str, Any]:
     ci = cpuinfo()
     topo = topology()
     smt = _read(SYS_CPU / "smt/control")
-    pmu, pmu_why = pmu_available()
+    cycles = pmu.probe_cycles()
     return {
         "cpu_model": ci["cpu_model"],
         **topo,
@@ -190,9 +138,9 @@ def host_facts() -> dict[str, Any]:
         "perf_event_paranoid": _int("/proc/sys/kernel/perf_event_paranoid"),
         "nmi_watchdog": _int("/proc/sys/kernel/nmi_watchdog"),
         "virtualization": virtualization(ci["hypervisor_flag"]),
-        "pmu": pmu,
-        "pmu_note": pmu_why,
-        "compiler": compiler(),
+        "pmu": cycles.counts is True,
+        "pmu_note": cycles.note,
+        "compiler": versions.compiler(),
         "memory_bytes": _meminfo_total(),
     }
 
@@ -206,17 +154,3 @@ def _os_release() -> str | None:
 def _meminfo_total() -> int | None:
     m = re.search(r"^MemTotal:\s+(\d+) kB", _read("/proc/meminfo") or "", re.M)
     return int(m.group(1)) * 1024 if m else None
-
-
-def tool_versions(benchmark_bins: dict[str, str] | None = None) -> dict[str, Any]:
-    """perf, inferno, python, and each variant's load generator (name -> path)."""
-    out: dict[str, Any] = {"python": platform.python_version()}
-    perf = perf_binary()
-    out["perf"] = _version([perf, "--version"]) if perf else None
-    out["inferno"] = inferno_version() if find_tool("inferno-collapse-perf") else None
-    memtier = find_tool("memtier_benchmark")
-    out["memtier_benchmark"] = _version([memtier, "--version"]) if memtier else None
-    for name, path in (benchmark_bins or {}).items():
-        out[f"benchmark[{name}]"] = _version([path, "--version"]) if path else None
-    out["python_executable"] = sys.executable
-    return out

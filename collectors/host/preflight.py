@@ -5,19 +5,20 @@ counters, and an Intel CPU (the TMA tree is Intel's). Each check yields a `Findi
 `Preflight.available` is False when a blocking one fails, and `Preflight.reason` is the
 sentence the manifest's "tma" block and the report carry.
 
-Facts are probed once (`probe_host`, which really runs `perf stat -e cycles`) and judged
-by the pure `evaluate`, so the judgement can be tested with any facts.
+Facts are probed once (`probe_host`, which really runs `perf stat -e cycles` through
+collectors.host.pmu) and judged by the pure `evaluate`, so the judgement can be tested
+with any facts.
 """
 from __future__ import annotations
 
 import os
 import re
-import subprocess
 from dataclasses import dataclass, field, asdict
 from pathlib import Path
 from typing import Any
 
 from analysis.toolpaths import perf_binary
+from collectors.host import pmu
 
 NO_PMU_FIX = ("run on bare metal, or on a VM with the PMU passed through (KVM/libvirt: "
               "`<cpu mode='host-passthrough'>` with `<pmu state='on'/>`, QEMU `-cpu host,pmu=on`; "
@@ -104,43 +105,14 @@ def _read_int(path: Path) -> int | None:
         return None
 
 
-def perf_version(perf: str) -> tuple[int, ...] | None:
-    try:
-        out = subprocess.run([perf, "version"], capture_output=True, text=True, timeout=10).stdout
-    except (OSError, subprocess.TimeoutExpired):
-        return None
-    m = re.search(r"(\d+)\.(\d+)(?:\.(\d+))?", out)
-    return tuple(int(x) for x in m.groups() if x is not None) if m else None
-
-
-def probe_cycles(perf: str) -> tuple[bool | None, str]:
-    """Really count `cycles` around `true`. perf exits 0 even without a PMU and prints
-    `<not supported>,,cycles,...` (CSV) - that line is the evidence."""
-    try:
-        p = subprocess.run([perf, "stat", "-e", "cycles", "-x,", "true"],
-                           capture_output=True, text=True, timeout=20)
-    except (OSError, subprocess.TimeoutExpired) as e:
-        return None, f"`{perf} stat -e cycles -x, true` could not run: {e}"
-    text = p.stderr + p.stdout
-    line = next((l.strip() for l in text.splitlines() if ",cycles" in l), "")
-    if "<not supported>" in line:
-        return False, line
-    if "<not counted>" in line:
-        return False, line
-    if re.match(r"^\d", line):
-        return True, line
-    # Permission errors and the like: no verdict about the PMU itself.
-    last = next((l.strip() for l in reversed(text.splitlines()) if l.strip()), f"exit code {p.returncode}")
-    return None, last
-
-
 def probe_host(proc: str | Path = "/proc", sys: str | Path = "/sys", run_perf: bool = True) -> HostFacts:
     proc, sys = Path(proc), Path(sys)
     f = HostFacts()
     f.perf_path = perf_binary()
     if f.perf_path and run_perf:
-        f.perf_version = perf_version(f.perf_path)
-        f.cycles_supported, f.cycles_evidence = probe_cycles(f.perf_path)
+        f.perf_version = pmu.perf_version(f.perf_path)
+        cycles = pmu.probe_cycles(f.perf_path)
+        f.cycles_supported, f.cycles_evidence = cycles.counts, cycles.evidence
     devs = sys / "bus/event_source/devices"
     f.pmu_sysfs = [d for d in ("cpu", "cpu_core", "cpu_atom") if (devs / d).exists()]
     f.paranoid = _read_int(proc / "sys/kernel/perf_event_paranoid")
@@ -290,9 +262,3 @@ def evaluate(f: HostFacts, backend: str, attach: str = "pid",
     if hybrid:
         pf.findings.append(hybrid)
     return pf
-
-
-def tma_preflight(backend: str, attach: str = "pid", facts: HostFacts | None = None,
-                  toplev: list[str] | None = None) -> Preflight:
-    """Probe this machine (unless facts are given) and judge it for TMA collection."""
-    return evaluate(facts or probe_host(), backend, attach, toplev)

@@ -27,8 +27,8 @@ from dataclasses import dataclass, asdict
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from collectors.host import procs
 from analysis.inputs.case import Case
+from collectors.host import procs, versions
 from collectors.load.redis_benchmark import HOST, BenchError, BenchProcess, BenchResult
 
 ENV = "MEMTIER"
@@ -188,14 +188,14 @@ def choose(case: Case, mode: str, bench_paths: Mapping[str, str | None], paired:
     except MappingError as e:
         p, reason = None, f"the case has no memtier equivalent: {e}"
     if reason is None and paired:
-        reason = "--paired drives redis-benchmark between CONFIG SET windows (collectors/paired.py)"
+        reason = "--paired drives redis-benchmark between CONFIG SET windows (collectors/runner/paired.py)"
     binary = find_memtier(env)    # MemtierError (bad MEMTIER=) propagates: the user asked for it
     if reason is None and binary is None:
         reason = f"memtier_benchmark not on PATH ({INSTALL_HINT})"
     if reason is not None:
         return {**rb, "reason": reason, "asked_by": how}, None
     entry = {"requested": "memtier", "used": "memtier", "path": binary, "asked_by": how,
-             "version": _version(binary), **p.to_json()}
+             "version": versions.version_line(binary), **p.to_json()}
     note = p.keys.note() if p.keys else None
     if note:
         entry["note"] = note
@@ -210,15 +210,6 @@ def describe(entry: Mapping[str, Any]) -> str | None:
     if entry.get("used") == "memtier" and entry.get("note"):
         return f"load generator: memtier_benchmark ({entry.get('path')}); {entry['note']}"
     return None
-
-
-def _version(binary: str) -> str | None:
-    try:
-        r = procs.run_capture([binary, "--version"], timeout_s=10)
-    except (procs.ToolNotFound, subprocess.TimeoutExpired, OSError):
-        return None
-    text = (r.stdout or r.stderr).strip().splitlines()
-    return text[0] if text else None
 
 
 def start(argv: Sequence[str], cpus: Sequence[int] | None) -> "MemtierProcess":

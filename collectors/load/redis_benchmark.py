@@ -4,7 +4,7 @@ The raw output is written to the rep directory first (bench.csv = the tool's std
 bench.txt = its stderr), then parsed. redis-benchmark has no duration flag, so
 `calibrate()` finds the request count -n that makes a run last about the wanted seconds.
 memtier_benchmark runs for --test-time and writes bench.json itself (--json-out-file);
-its stdout goes to bench.txt, its stderr to bench.stderr (see collectors/memtier.py).
+its stdout goes to bench.txt, its stderr to bench.stderr (see collectors/load/memtier.py).
 """
 from __future__ import annotations
 

@@ -326,12 +326,6 @@ class Server:
             self._client = None
         return how
 
-    def __enter__(self) -> "Server":
-        return self.start()
-
-    def __exit__(self, *exc) -> None:
-        self.stop()
-
 
 def _safe_read(p: Path) -> str:
     try:

@@ -11,6 +11,7 @@ perf.data is deleted after folding unless keep_data (it is large).
 """
 from __future__ import annotations
 
+import argparse
 import signal
 import subprocess
 import threading
@@ -18,20 +19,15 @@ import time
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from analysis.toolpaths import perf_binary, which_tool
+from collectors.collector import RepContext, RunSettings
 from collectors.host import procs
 
-if TYPE_CHECKING:  # run.py imports this module; the context class lives there
-    from collectors.runner.runner import RepContext
 
 class ProfileError(Exception):
-    pass
-
-
-# PATH, then $CARGO_HOME/bin (where `cargo install inferno` puts its tools).
-find_tool = which_tool
+    """perf recorded nothing usable; the message names the file with perf's own words."""
 
 
 def require_tools() -> tuple[str, str]:
@@ -39,7 +35,7 @@ def require_tools() -> tuple[str, str]:
     if not perf:
         raise procs.ToolNotFound("perf: not found (nor $PERF); install it (Debian: apt-get install "
                                  "linux-perf) or use --profile off")
-    collapse = find_tool("inferno-collapse-perf")
+    collapse = which_tool("inferno-collapse-perf")   # PATH, then $CARGO_HOME/bin
     if not collapse:
         raise procs.ToolNotFound("inferno-collapse-perf: not found on PATH or in ~/.cargo/bin; "
                                  "run `make setup` (cargo install inferno) or use --profile off")
@@ -147,3 +143,28 @@ class PerfProfiler:
         return {"profiler": "perf", "command": self._argv, "frequency_hz": self.freq_hz,
                 "window_s": round(window, 3),
                 "callgraph": ctx.callgraph, **facts}
+
+
+# --------------------------------------------------------------------------------------
+# Run plugin hooks (collectors.collector.PLUGIN_MODULES): `run --profile perf` (the
+# default) attaches a PerfProfiler to every profile rep. --frequency and --keep-perf-data
+# are the runner's own flags (RunOptions.freq_hz, keep_perf_data).
+
+PROFILERS = ("perf",)
+
+
+def add_run_arguments(parser: argparse.ArgumentParser) -> None:
+    """No flags of its own."""
+
+
+def rep_collectors(options: RunSettings, kind: str) -> list[PerfProfiler]:
+    if options.profile != "perf" or kind != "profile":
+        return []
+    return [PerfProfiler(freq_hz=options.freq_hz, keep_data=options.keep_perf_data)]
+
+
+def manifest_sections(options: RunSettings, host: dict[str, Any]) -> dict[str, Any]:
+    """Nothing to add; called before any build, so missing perf/inferno stop the run early."""
+    if options.profile == "perf":
+        require_tools()
+    return {}

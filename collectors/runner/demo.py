@@ -12,6 +12,9 @@ import argparse
 import sys
 from pathlib import Path
 
+from analysis.compare import cli as compare_cli
+from collectors.runner import cli as run_cli
+
 REPO = Path(__file__).resolve().parents[2]
 PATCH = "cases/patches/mset-bucket-prefetch.patch"   # relative to REPO
 BASE = "base=debsrc:redis"
@@ -72,9 +75,8 @@ def main(argv: list[str] | None = None) -> int:
           f"  case {case} (size {args.size}), {reps} throughput + {profile_reps} profile reps "
           f"per variant, interleaved", file=sys.stderr)
 
-    from collectors.runner import runner as run
     before = _run_dirs(args.runs)
-    rc = run.main(run_argv)
+    rc = run_cli.main(run_argv)
     new = sorted(_run_dirs(args.runs) - before)
     run_dir = new[-1] if new else None
     if rc not in (0, 1) or run_dir is None:
@@ -83,7 +85,6 @@ def main(argv: list[str] | None = None) -> int:
               file=sys.stderr)
         return rc or 1
 
-    from analysis.compare import cli as compare_cli
     crc = compare_cli.main([str(run_dir), "--out", args.out])
     if crc == 0:
         print(f"stallscope demo: report in {args.out}/report.md, {args.out}/report.html, "

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from analysis.inputs.case import Case, DatasetSpec
+from collectors.host.machine import cache_sizes
 
 # Elements (string keys, hash fields, zset members) written per EVALSHA: big enough that
 # the round trips do not matter, small enough that one call blocks the server < ~0.5 s.
@@ -275,26 +276,10 @@ def keyspace_bytes_estimate(case: Case) -> int:
     return ds.keys * per_key
 
 
-def l3_bytes(sysfs: Path = Path("/sys/devices/system/cpu/cpu0/cache")) -> int | None:
-    """The L3 (last-level) cache size of this host, in bytes; None when sysfs does not say."""
-    best = None
-    for idx in sorted(sysfs.glob("index*")):
-        try:
-            level = int((idx / "level").read_text())
-            size = (idx / "size").read_text().strip()
-        except (OSError, ValueError):
-            continue
-        if level != 3:
-            continue
-        mult = {"K": 1024, "M": 1024 ** 2, "G": 1024 ** 3}.get(size[-1:], 1)
-        best = int(size.rstrip("KMG")) * mult
-    return best
-
-
 def l3_warning(case: Case, l3: int | None = None) -> str | None:
     """A sentence for the report when the dataset is not larger than L3 (so DRAM-latency
     effects the case is about cannot show); None when it is, or L3 is unknown."""
-    l3 = l3 if l3 is not None else l3_bytes()
+    l3 = l3 if l3 is not None else cache_sizes()["l3_bytes"]
     est = keyspace_bytes_estimate(case)
     if l3 is None or case.dataset.kind == "none" or est > l3:
         return None

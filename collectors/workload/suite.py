@@ -16,19 +16,9 @@ from typing import Any
 
 import yaml
 
-# memtier_benchmark defaults (memtier_benchmark --help, 2.x) for options a suite omits.
-MEMTIER_DEFAULTS = {"clients": 50, "threads": 4, "key-minimum": 0, "key-maximum": 10_000_000,
-                    "data-size": 32, "key-prefix": "memtier-", "pipeline": 1}
-SHORT = {"c": "clients", "t": "threads", "n": "requests", "d": "data-size", "x": "run-count",
-         "P": "protocol", "s": "server", "p": "port", "R": "random-data", "S": "unix-socket"}
-FLAGS = {"hide-histogram", "random-data", "distinct-client-seed", "cluster-mode", "no-expiry",
-         "randomize", "reconnect-on-error", "verify-only", "hdr-file-prefix-none"}
-# Output and transport options: nothing to translate, and nothing lost for a case.
-OUTPUT_OPTS = {"hide-histogram", "print-percentiles", "json-out-file", "hdr-file-prefix",
-               "run-count", "server", "port", "unix-socket", "protocol", "print-all-runs"}
-# Options whose meaning the workload already carries.
-WORKLOAD_OPTS = {"command", "clients", "threads", "pipeline", "test-time", "requests", "key-minimum",
-                 "key-maximum", "key-prefix", "data-size", "command-key-pattern", "key-pattern", "ratio"}
+from collectors.workload.memtier_args import (MEMTIER_DEFAULTS, OUTPUT_OPTS, WORKLOAD_OPTS, MemtierArgs,
+                                              MemtierArgsError, parse_memtier)
+
 # Scheduling and packaging metadata of the suite: not a property of the workload.
 IGNORED_TOP = ("version", "build-variants", "tested-groups", "priority", "exporter")
 
@@ -48,6 +38,8 @@ KIND_PREFIX = {"strings": "key:", "hashes": "hash:", "zsets": "zset:"}
 SMALL_KEYS = {"strings": 200_000, "hashes": 2000, "zsets": 2000}
 
 
+
+
 class SuiteError(Exception):
     """A suite file that cannot be imported; the message names the file."""
 
@@ -60,47 +52,14 @@ class SuiteImport:
 
 
 @dataclass
-class MemtierArgs:
-    opts: dict[str, list[str]]      # long option name -> values, in order
-    stray: list[str]                # words that are not options
-
-    def get(self, name: str, default: Any = None) -> Any:
-        return self.opts[name][-1] if name in self.opts else default
-
-    def int(self, name: str, where: str) -> int:
-        v = self.get(name, MEMTIER_DEFAULTS.get(name))
-        try:
-            return int(v)
-        except (TypeError, ValueError):
-            raise SuiteError(f"{where}: memtier --{name} {v!r} is not an integer") from None
-
-
-def parse_memtier(arguments: str, where: str) -> MemtierArgs:
-    """memtier_benchmark's command line (as one string, shell-quoted) -> options."""
-    try:
-        words = shlex.split(arguments or "")
-    except ValueError as e:
-        raise SuiteError(f"{where}: cannot split the memtier arguments: {e}") from None
-    opts: dict[str, list[str]] = {}
-    stray: list[str] = []
-    i = 0
-    while i < len(words):
-        w = words[i]
-        if w.startswith("--") or (w.startswith("-") and len(w) == 2 and w[1] in SHORT):
-            name, eq, value = (w[2:].partition("=") if w.startswith("--") else (SHORT[w[1]], "", ""))
-            if not eq:
-                if name in FLAGS:
-                    value = ""
-                elif i + 1 < len(words):
-                    i += 1
-                    value = words[i]
-                else:
-                    raise SuiteError(f"{where}: memtier option {w} has no value")
-            opts.setdefault(name, []).append(value)
-        else:
-            stray.append(w)
-        i += 1
-    return MemtierArgs(opts, stray)
+class _Dataset:
+    """What the suite preloads, in the case's terms."""
+    kind: str = "none"
+    keys: int | None = None
+    value_size: int = 0
+    fields: int = 0
+    members: int = 0
+    literal_key: str | None = None    # init_commands name one key literally
 
 
 def _line_of(text: str, needle: str) -> int:
@@ -153,22 +112,54 @@ def import_suite(path: Path) -> SuiteImport:
     if not isinstance(suite, dict) or "clientconfig" not in suite:
         raise SuiteError(f"{path}:1: not a redis-benchmarks-specification test-suite file "
                          "(no clientconfig section)")
+    try:
+        return _translate(path, text, suite)
+    except MemtierArgsError as e:
+        raise SuiteError(str(e)) from None
+
+
+def _translate(path: Path, text: str, suite: dict[str, Any]) -> SuiteImport:
     notes: list[str] = []
-    where = str(path)
     db = suite.get("dbconfig") or {}
     client = suite["clientconfig"] or {}
+    server = _server(suite, db, notes)
+    ds = _dataset(str(path), text, db, notes)
+    prefix = KIND_PREFIX.get(ds.kind, "key:")
+    workload = _workload(str(path), text, client, ds, prefix, notes)
+    focus = _focus(suite, db, client, notes)
+    enc = _encoding(ds.kind, ds.value_size, ds.fields, ds.members, server["config"])
+    name = re.sub(r"^memtier_benchmark-", "", str(suite.get("name") or path.stem)).lower()
+    name = re.sub(r"[^a-z0-9._-]+", "-", name)
+    dataset: dict[str, Any] = {"kind": ds.kind, "keys": ds.keys, "value_size": ds.value_size or 0,
+                               "key_prefix": prefix, "expect_encoding": enc}
+    if ds.fields:
+        dataset["fields"] = ds.fields
+    if ds.members:
+        dataset["members"] = ds.members
+    description = " ".join(str(suite.get("description", "")).split())
+    case = {"name": name,
+            "description": description or f"imported from {path.name}",
+            "focus": focus,
+            "server": server,
+            "dataset": dataset,
+            "workload": workload,
+            "sizes": {"small": _small_size(ds, workload), "default": {}},
+            "notes": notes}
+    return SuiteImport(case=case, notes=notes, source=path.name)
 
-    # --- server ------------------------------------------------------------------
+
+def _server(suite: dict[str, Any], db: dict[str, Any], notes: list[str]) -> dict[str, Any]:
     config: dict[str, str] = {}
     persistence = False
-    for k, v in (db.get("configuration-parameters") or {}).items():
-        v = str(v)
+    for k, raw in (db.get("configuration-parameters") or {}).items():
+        v = str(raw)
         if k == "save":
             if v.strip('"\' ') != "":
                 persistence = True
                 notes.append(f"dbconfig save {v!r}: kept as persistence on (stallscope measures without it by default)")
             continue
-        config[str(k)] = "yes" if v is True else "no" if v is False else v
+        # YAML reads `yes` as true; the server wants the word back.
+        config[str(k)] = "yes" if raw is True else "no" if raw is False else v
     topologies = [str(t) for t in suite.get("redis-topologies") or ["oss-standalone"]]
     cluster = "oss-standalone" not in topologies
     if cluster:
@@ -176,126 +167,102 @@ def import_suite(path: Path) -> SuiteImport:
                      "16384 slots, not several shards")
     elif len(topologies) > 1:
         notes.append(f"redis-topologies {topologies}: imported the oss-standalone topology only")
+    return {"config": config, "io_threads": 1, "cluster": cluster, "persistence": persistence}
 
-    # --- dataset ------------------------------------------------------------------
-    check = db.get("check") or {}
-    keys = check.get("keyspacelen")
-    kind, value_size, fields, members = "none", 0, 0, 0
-    literal_key = None
-    pre = db.get("preload_tool") or {}
-    init = db.get("init_commands")
-    if pre:
-        if pre.get("tool") != "memtier_benchmark":
-            raise SuiteError(f"{where}:{_line_of(text, 'preload_tool')}: preload tool {pre.get('tool')!r} "
-                             "is not memtier_benchmark: cannot translate its arguments")
-        pa = parse_memtier(str(pre.get("arguments", "")), f"{where}:{_line_of(text, 'preload_tool')}")
-        commands = pa.opts.get("command", [])
-        words = shlex.split(commands[0]) if commands else []
-        verb = words[0].upper() if words else ""
-        value_size = pa.int("data-size", where)
-        if not words:
-            ratio = pa.get("ratio", "1:10")
-            if ratio.split(":")[0] in ("0", ""):
-                raise SuiteError(f"{where}: preload memtier --ratio {ratio} writes nothing")
-            kind = "strings"
-        elif verb == "SET":
-            kind = "strings"
-        elif verb in ("HSET", "HMSET"):
-            kind, fields = "hashes", (len(words) - 2) // 2
-        elif verb == "ZADD":
-            kind, members = "zsets", (len(words) - 2) // 2
-        else:
-            notes.append(f"preload command {verb} is not one stallscope can preload (strings, hashes, zsets): "
-                         "no dataset")
-        lo, hi = pa.int("key-minimum", where), pa.int("key-maximum", where)
-        if keys is None:
-            keys = hi - lo + 1
-            notes.append(f"no dbconfig.check.keyspacelen: expected DBSIZE taken from the preload key range "
-                         f"[{lo}, {hi}] = {keys}")
-        notes.append(f"memtier names keys <key-prefix><n> for n in [{lo}, {hi}] (unpadded, prefix "
-                     f"{pa.get('key-prefix', MEMTIER_DEFAULTS['key-prefix'])!r}); stallscope names them "
-                     f"<prefix>%012d for n in [0, keys) to match redis-benchmark's __rand_int__: "
-                     "same count and access distribution, different names")
-        unmapped = [f"--{k}" + (f" {v[-1]}" if v[-1] else "") for k, v in pa.opts.items()
-                    if k not in ("command", "data-size", "key-minimum", "key-maximum", "key-prefix")
-                    and k not in OUTPUT_OPTS]
-        if unmapped:
-            notes.append("preload arguments not carried over (stallscope preloads with a Lua loop in key "
-                         f"order, whatever the tool did): {' '.join(unmapped)}")
-        if "random-data" in pa.opts:
-            notes.append("memtier --random-data: values are random bytes there, 'x' * data-size here "
-                         "(same size and encoding)")
-    elif init:
-        cmds = init if isinstance(init, list) else [init]
-        words = shlex.split(str(cmds[0]))
-        verb = words[0].upper() if words else ""
-        if verb in ("HSET", "HMSET") and len(words) >= 4:
-            kind, fields, literal_key = "hashes", (len(words) - 2) // 2, words[1]
-            value_size = len(words[3])
-            notes.append(f"init_commands {verb} {literal_key} with {fields} literal fields: preloaded as "
-                         f"field:0..field:{fields - 1} with {value_size}-byte values "
-                         f"('{'x' * value_size}' instead of {words[3]!r})")
-        elif verb == "ZADD" and len(words) >= 4:
-            kind, members, literal_key = "zsets", (len(words) - 2) // 2, words[1]
-            notes.append(f"init_commands ZADD {literal_key} with {members} members: preloaded as member:0.. "
-                         "with scores 0..")
-        elif verb == "SET" and len(words) >= 3:
-            kind, literal_key, value_size = "strings", words[1], len(words[2])
-        else:
-            notes.append(f"init_commands {verb or '(empty)'} ...: not translated; no dataset")
-        if len(cmds) > 1:
-            notes.append(f"init_commands: only the first of {len(cmds)} commands was translated")
-        if keys is None:
-            keys = 1 if kind != "none" else 0
-    keys = int(keys or 0)
-    if kind == "none" and keys:
-        notes.append(f"dbconfig.check.keyspacelen {keys} without a translatable preload: expected DBSIZE dropped")
-        keys = 0
-    prefix = KIND_PREFIX.get(kind, "key:")
-    enc = _encoding(kind, value_size, fields, members, config)
 
-    # --- workload ------------------------------------------------------------------
-    if client.get("tool") != "memtier_benchmark":
-        raise SuiteError(f"{where}:{_line_of(text, 'clientconfig')}: client tool {client.get('tool')!r} is not "
-                         "memtier_benchmark: cannot translate its arguments")
+def _dataset(where: str, text: str, db: dict[str, Any], notes: list[str]) -> _Dataset:
+    ds = _Dataset(keys=(db.get("check") or {}).get("keyspacelen"))
+    if db.get("preload_tool"):
+        _preload_tool(ds, where, text, db["preload_tool"], notes)
+    elif db.get("init_commands"):
+        _init_commands(ds, db["init_commands"], notes)
+    ds.keys = int(ds.keys or 0)
+    if ds.kind == "none" and ds.keys:
+        notes.append(f"dbconfig.check.keyspacelen {ds.keys} without a translatable preload: expected DBSIZE dropped")
+        ds.keys = 0
+    return ds
+
+
+def _preload_tool(ds: _Dataset, where: str, text: str, pre: dict[str, Any], notes: list[str]) -> None:
+    at = f"{where}:{_line_of(text, 'preload_tool')}"
+    if pre.get("tool") != "memtier_benchmark":
+        raise SuiteError(f"{at}: preload tool {pre.get('tool')!r} is not memtier_benchmark: cannot "
+                         "translate its arguments")
+    pa = parse_memtier(str(pre.get("arguments", "")), at)
+    commands = pa.opts.get("command", [])
+    words = shlex.split(commands[0]) if commands else []
+    verb = words[0].upper() if words else ""
+    ds.value_size = pa.int("data-size", where)
+    if not words:
+        ratio = pa.get("ratio", "1:10")
+        if ratio.split(":")[0] in ("0", ""):
+            raise SuiteError(f"{where}: preload memtier --ratio {ratio} writes nothing")
+        ds.kind = "strings"
+    elif verb == "SET":
+        ds.kind = "strings"
+    elif verb in ("HSET", "HMSET"):
+        ds.kind, ds.fields = "hashes", (len(words) - 2) // 2
+    elif verb == "ZADD":
+        ds.kind, ds.members = "zsets", (len(words) - 2) // 2
+    else:
+        notes.append(f"preload command {verb} is not one stallscope can preload (strings, hashes, zsets): "
+                     "no dataset")
+    lo, hi = pa.int("key-minimum", where), pa.int("key-maximum", where)
+    if ds.keys is None:
+        ds.keys = hi - lo + 1
+        notes.append(f"no dbconfig.check.keyspacelen: expected DBSIZE taken from the preload key range "
+                     f"[{lo}, {hi}] = {ds.keys}")
+    notes.append(f"memtier names keys <key-prefix><n> for n in [{lo}, {hi}] (unpadded, prefix "
+                 f"{pa.get('key-prefix', MEMTIER_DEFAULTS['key-prefix'])!r}); stallscope names them "
+                 f"<prefix>%012d for n in [0, keys) to match redis-benchmark's __rand_int__: "
+                 "same count and access distribution, different names")
+    unmapped = [f"--{k}" + (f" {v[-1]}" if v[-1] else "") for k, v in pa.opts.items()
+                if k not in ("command", "data-size", "key-minimum", "key-maximum", "key-prefix")
+                and k not in OUTPUT_OPTS]
+    if unmapped:
+        notes.append("preload arguments not carried over (stallscope preloads with a Lua loop in key "
+                     f"order, whatever the tool did): {' '.join(unmapped)}")
+    if "random-data" in pa.opts:
+        notes.append("memtier --random-data: values are random bytes there, 'x' * data-size here "
+                     "(same size and encoding)")
+
+
+def _init_commands(ds: _Dataset, init: Any, notes: list[str]) -> None:
+    cmds = init if isinstance(init, list) else [init]
+    words = shlex.split(str(cmds[0]))
+    verb = words[0].upper() if words else ""
+    if verb in ("HSET", "HMSET") and len(words) >= 4:
+        ds.kind, ds.fields, ds.literal_key = "hashes", (len(words) - 2) // 2, words[1]
+        ds.value_size = len(words[3])
+        notes.append(f"init_commands {verb} {ds.literal_key} with {ds.fields} literal fields: preloaded as "
+                     f"field:0..field:{ds.fields - 1} with {ds.value_size}-byte values "
+                     f"('{'x' * ds.value_size}' instead of {words[3]!r})")
+    elif verb == "ZADD" and len(words) >= 4:
+        ds.kind, ds.members, ds.literal_key = "zsets", (len(words) - 2) // 2, words[1]
+        notes.append(f"init_commands ZADD {ds.literal_key} with {ds.members} members: preloaded as member:0.. "
+                     "with scores 0..")
+    elif verb == "SET" and len(words) >= 3:
+        ds.kind, ds.literal_key, ds.value_size = "strings", words[1], len(words[2])
+    else:
+        notes.append(f"init_commands {verb or '(empty)'} ...: not translated; no dataset")
+    if len(cmds) > 1:
+        notes.append(f"init_commands: only the first of {len(cmds)} commands was translated")
+    if ds.keys is None:
+        ds.keys = 1 if ds.kind != "none" else 0
+
+
+def _workload(where: str, text: str, client: dict[str, Any], ds: _Dataset, prefix: str,
+              notes: list[str]) -> dict[str, Any]:
     cwhere = f"{where}:{_line_of(text, 'clientconfig')}"
+    if client.get("tool") != "memtier_benchmark":
+        raise SuiteError(f"{cwhere}: client tool {client.get('tool')!r} is not memtier_benchmark: "
+                         "cannot translate its arguments")
     ca = parse_memtier(str(client.get("arguments", "")), cwhere)
     notes.append("workload.tool memtier: memtier_benchmark runs when installed (PATH or MEMTIER=/path) on the "
-                 "keys whose zero-padded names it can spell (collectors/memtier.py); otherwise redis-benchmark "
-                 "of the variant under test (same commands and connections; different client "
+                 "keys whose zero-padded names it can spell (collectors/load/memtier.py); otherwise "
+                 "redis-benchmark of the variant under test (same commands and connections; different client "
                  "implementation, so absolute ops/s differ)")
-    commands = ca.opts.get("command", [])
-    if not commands:
-        raise SuiteError(f"{cwhere}: clientconfig has no --command: memtier's default SET/GET mix is not "
-                         "translated")
-    if len(commands) > 1:
-        notes.append(f"{len(commands)} --command options (a command mix): only the first, {commands[0]!r}, "
-                     "is translated; redis-benchmark runs one command per invocation")
-    words = shlex.split(commands[0])
-    has_key = any("__key__" in w for w in words)
-    if not has_key and literal_key and literal_key in words:
-        words = [f"{prefix}__rand_int__" if w == literal_key else w for w in words]
-        notes.append(f"literal key {literal_key} renamed to {prefix}000000000000 (the one preloaded key; "
-                     "redis-benchmark -r 1)")
-    command = [w.replace("__key__", f"{prefix}__rand_int__") for w in words]
-    lo, hi = ca.int("key-minimum", cwhere), ca.int("key-maximum", cwhere)
-    keyspace = (hi - lo + 1) if has_key else (1 if literal_key else 0)
-    if keys and keyspace > keys:
-        notes.append(f"client key range [{lo}, {hi}] ({hi - lo + 1} keys) is wider than the preloaded "
-                     f"{keys}: clipped to {keys}")
-        keyspace = keys
-    if has_key and lo != 0:
-        notes.append(f"memtier key range [{lo}, {hi}] -> redis-benchmark -r {keyspace}, keys [0, {keyspace})")
-    pattern = ca.get("command-key-pattern") or ca.get("key-pattern") or "R"
-    if pattern.split(":")[0] != "R":
-        notes.append(f"memtier key pattern {pattern!r} has no redis-benchmark equivalent; used uniform random -r")
-    if any("__data__" in w for w in command):
-        cds = ca.int("data-size", cwhere)
-        if kind == "none":
-            value_size = cds
-        elif cds != value_size:
-            notes.append(f"client --data-size {cds} differs from the preload's {value_size}: __data__ uses "
-                         f"dataset.value_size {value_size}")
+    command, keyspace = _command(ca, cwhere, ds, prefix, notes)
     clients_per_thread, threads = ca.int("clients", cwhere), ca.int("threads", cwhere)
     notes.append(f"memtier -c {clients_per_thread} -t {threads} = {clients_per_thread * threads} connections: "
                  f"redis-benchmark -c {clients_per_thread * threads} --threads {threads}")
@@ -319,8 +286,50 @@ def import_suite(path: Path) -> SuiteImport:
         notes.append(f"memtier --{k}{' ' + v[-1] if v[-1] else ''} has no redis-benchmark equivalent; ignored")
     if ca.stray:
         notes.append(f"client arguments not understood, ignored: {' '.join(ca.stray)}")
+    return workload
 
-    # --- the rest ------------------------------------------------------------------
+
+def _command(ca: MemtierArgs, cwhere: str, ds: _Dataset, prefix: str,
+             notes: list[str]) -> tuple[list[str], int]:
+    """The client's --command as redis-benchmark words, and its keyspace (-r)."""
+    commands = ca.opts.get("command", [])
+    if not commands:
+        raise SuiteError(f"{cwhere}: clientconfig has no --command: memtier's default SET/GET mix is not "
+                         "translated")
+    if len(commands) > 1:
+        notes.append(f"{len(commands)} --command options (a command mix): only the first, {commands[0]!r}, "
+                     "is translated; redis-benchmark runs one command per invocation")
+    words = shlex.split(commands[0])
+    has_key = any("__key__" in w for w in words)
+    if not has_key and ds.literal_key and ds.literal_key in words:
+        words = [f"{prefix}__rand_int__" if w == ds.literal_key else w for w in words]
+        notes.append(f"literal key {ds.literal_key} renamed to {prefix}000000000000 (the one preloaded key; "
+                     "redis-benchmark -r 1)")
+    command = [w.replace("__key__", f"{prefix}__rand_int__") for w in words]
+    lo, hi = ca.int("key-minimum", cwhere), ca.int("key-maximum", cwhere)
+    keyspace = (hi - lo + 1) if has_key else (1 if ds.literal_key else 0)
+    if ds.keys and keyspace > ds.keys:
+        notes.append(f"client key range [{lo}, {hi}] ({hi - lo + 1} keys) is wider than the preloaded "
+                     f"{ds.keys}: clipped to {ds.keys}")
+        keyspace = ds.keys
+    if has_key and lo != 0:
+        notes.append(f"memtier key range [{lo}, {hi}] -> redis-benchmark -r {keyspace}, keys [0, {keyspace})")
+    pattern = ca.get("command-key-pattern") or ca.get("key-pattern") or "R"
+    if pattern.split(":")[0] != "R":
+        notes.append(f"memtier key pattern {pattern!r} has no redis-benchmark equivalent; used uniform random -r")
+    if any("__data__" in w for w in command):
+        cds = ca.int("data-size", cwhere)
+        if ds.kind == "none":
+            ds.value_size = cds
+        elif cds != ds.value_size:
+            notes.append(f"client --data-size {cds} differs from the preload's {ds.value_size}: __data__ uses "
+                         f"dataset.value_size {ds.value_size}")
+    return command, keyspace
+
+
+def _focus(suite: dict[str, Any], db: dict[str, Any], client: dict[str, Any],
+           notes: list[str]) -> list[str]:
+    """Functions worth watching for the tested commands; notes for what is not mapped."""
     tested = [str(c).lower() for c in suite.get("tested-commands") or []]
     focus: list[str] = []
     for c in tested:
@@ -334,31 +343,17 @@ def import_suite(path: Path) -> SuiteImport:
                 if k in body]
     if ignored:
         notes.append(f"not mapped (scheduling/packaging metadata): {', '.join(ignored)}")
+    return focus
 
-    name = re.sub(r"^memtier_benchmark-", "", str(suite.get("name") or path.stem)).lower()
-    name = re.sub(r"[^a-z0-9._-]+", "-", name)
-    dataset: dict[str, Any] = {"kind": kind, "keys": keys, "value_size": value_size or 0,
-                               "key_prefix": prefix, "expect_encoding": enc}
-    if fields:
-        dataset["fields"] = fields
-    if members:
-        dataset["members"] = members
+
+def _small_size(ds: _Dataset, workload: dict[str, Any]) -> dict[str, Any]:
     small: dict[str, Any] = {"workload.duration_s": 3.0, "workload.warmup_s": 1.0}
-    if kind in SMALL_KEYS and keys > SMALL_KEYS[kind]:
-        small["dataset.keys"] = SMALL_KEYS[kind]
-        small["workload.keyspace"] = min(keyspace, SMALL_KEYS[kind])
+    if ds.kind in SMALL_KEYS and ds.keys > SMALL_KEYS[ds.kind]:
+        small["dataset.keys"] = SMALL_KEYS[ds.kind]
+        small["workload.keyspace"] = min(workload["keyspace"], SMALL_KEYS[ds.kind])
     if "requests" in workload:
         small["workload.requests"] = min(workload["requests"], 10_000)
-    description = " ".join(str(suite.get("description", "")).split())
-    case = {"name": name,
-            "description": description or f"imported from {path.name}",
-            "focus": focus,
-            "server": {"config": config, "io_threads": 1, "cluster": cluster, "persistence": persistence},
-            "dataset": dataset,
-            "workload": workload,
-            "sizes": {"small": small, "default": {}},
-            "notes": notes}
-    return SuiteImport(case=case, notes=notes, source=path.name)
+    return small
 
 
 def write_case_yaml(res: SuiteImport) -> str:

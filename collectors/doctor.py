@@ -2,7 +2,8 @@
 
 Every check is real: it finds the binary, asks its version, and for perf really samples a
 0.1 s busy loop (cpu-clock, then with frame-pointer and DWARF call graphs). TMA checks
-reuse the preflight (collectors/preflight.py). Informational: exit code 0 unless --strict.
+reuse the preflight (collectors/host/preflight.py). Informational: exit code 0 unless --strict.
+It sits above the packages it checks (host, build, profilers), as a command of its own.
 """
 from __future__ import annotations
 
@@ -18,7 +19,10 @@ from dataclasses import dataclass, asdict
 from pathlib import Path
 
 from analysis.toolpaths import which_tool
+from collectors.build.builder import cache_dir
+from collectors.host import pmu, versions
 from collectors.host import preflight as pre
+from collectors.profilers.parca_client import DEFAULT_URL_ENV, TOKEN_ENV, ParcaClient, ParcaError
 
 BUSY_LOOP = "import time\nt = time.time()\nwhile time.time() - t < 0.1: pass\n"
 
@@ -32,15 +36,6 @@ class Check:
 
 
 _which = which_tool   # PATH, then $CARGO_HOME/bin (inferno)
-
-
-def _version(cmd: list[str], pattern: str = r"\d+\.\d+(?:\.\d+)?") -> str | None:
-    try:
-        p = subprocess.run(cmd, capture_output=True, text=True, timeout=15)
-    except (OSError, subprocess.TimeoutExpired):
-        return None
-    m = re.search(pattern, p.stdout + p.stderr)
-    return m.group(0) if m else None
 
 
 def check_perf(facts: pre.HostFacts) -> Check:
@@ -85,14 +80,13 @@ def check_sampling(facts: pre.HostFacts) -> list[Check]:
 
 
 def check_tma(facts: pre.HostFacts) -> list[Check]:
-    from collectors.profilers.tma import find_toplev
     out = []
     pf = pre.evaluate(facts, "perf", "pid")
     out.append(Check("TMA via perf", pf.available,
                      "perf stat -M TopdownL1..L4 will work" if pf.available else
                      "; ".join(f.message for f in pf.blockers),
                      None if pf.available else "; ".join(f.fix for f in pf.blockers if f.fix)))
-    toplev = find_toplev()
+    toplev = pmu.find_toplev()
     pt = pre.evaluate(facts, "toplev", "cpus", toplev)
     others = "; ".join(f.message for f in pt.blockers if f.check != "toplev")
     detail = f"toplev at {' '.join(toplev)}" if toplev else "toplev not found (no $TOPLEV, not on PATH)"
@@ -109,9 +103,7 @@ def check_inferno() -> Check:
     if missing:
         return Check("inferno", False, f"missing: {', '.join(missing)}",
                      "make setup (cargo install --locked inferno)")
-    # inferno's tools have no --version; cargo's install list knows what it installed.
-    cargo = _which("cargo")
-    v = _version([cargo, "install", "--list"], r"(?<=inferno v)\d+\.\d+\.\d+") if cargo else None
+    v = versions.inferno_version()
     return Check("inferno", True, f"inferno {v or '(version unknown)'} at {Path(_which(tools[0])).parent}")
 
 
@@ -121,22 +113,13 @@ def check_toolchain() -> Check:
     missing = [f"{b} (package {p})" for b, p in need.items() if not shutil.which(b)]
     if missing:
         return Check("build toolchain", False, f"missing: {', '.join(missing)}", "make setup")
-    gcc = _version(["gcc", "--version"])
-    mk = _version(["make", "--version"])
+    gcc = versions.version_number(["gcc", "--version"], r"\d+\.\d+(?:\.\d+)?")
+    mk = versions.version_number(["make", "--version"])
     return Check("build toolchain", True, f"gcc {gcc}, make {mk}, dpkg-source and apt-get (apt-get source)")
 
 
-def _build_cache() -> Path:
-    try:
-        from collectors.build.builder import cache_dir
-        return cache_dir()
-    except Exception:  # the build module is optional for doctor
-        env = os.environ.get("STALLSCOPE_CACHE")
-        return Path(env) if env else Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "stallscope"
-
-
 def check_benchmarks() -> Check:
-    builds = _build_cache() / "builds"
+    builds = cache_dir() / "builds"
     found = sorted({str(p) for name in ("redis-benchmark", "valkey-benchmark")
                     for p in builds.glob(f"*/**/src/{name}") if p.is_file()}) if builds.is_dir() else []
     on_path = [p for p in (shutil.which("redis-benchmark"), shutil.which("valkey-benchmark")) if p]
@@ -153,17 +136,16 @@ def check_memtier() -> Check:
     if not p:
         return Check("memtier_benchmark", False, "not on PATH (optional load generator)",
                      "build github.com/RedisLabs/memtier_benchmark and put it on PATH")
-    return Check("memtier_benchmark", True, f"{p} {_version([p, '--version']) or ''}".strip())
+    return Check("memtier_benchmark", True, f"{p} {versions.version_number([p, '--version']) or ''}".strip())
 
 
-def check_parca(url: str | None, token: str | None) -> Check:
-    from collectors.profilers.parca import ParcaClient, ParcaError, DEFAULT_URL_ENV
+def check_parca(url: str | None, token_file: str | None) -> Check:
     url = url or os.environ.get(DEFAULT_URL_ENV)
     if not url:
         return Check("parca", False, f"not configured (no --parca-url, no ${DEFAULT_URL_ENV}); network check skipped",
                      "run parca-agent + Parca, then --parca-url URL (docs/tma-collection.md)")
     try:
-        types = ParcaClient.from_env(url, token).profile_types()
+        types = ParcaClient.from_env(url, token_file).profile_types()
     except ParcaError as e:
         return Check("parca", False, str(e), "check the URL/token and that the server runs")
     return Check("parca", True, f"{url}: {len(types)} profile types ({', '.join(types[:3])})")
@@ -173,16 +155,16 @@ def check_chromium() -> Check:
     for name in ("chromium", "chromium-browser", "google-chrome"):
         p = shutil.which(name)
         if p:
-            return Check("chromium (HTML report test)", True, f"{p} {_version([p, '--version']) or ''}".strip())
+            return Check("chromium (HTML report test)", True, f"{p} {versions.version_number([p, '--version']) or ''}".strip())
     return Check("chromium (HTML report test)", False, "no chromium/google-chrome on PATH",
                  "apt-get install chromium (make setup)")
 
 
-def run_checks(parca_url: str | None = None, parca_token: str | None = None) -> list[Check]:
+def run_checks(parca_url: str | None = None, parca_token_file: str | None = None) -> list[Check]:
     facts = pre.probe_host()
     return [check_perf(facts), *check_sampling(facts), *check_tma(facts), check_inferno(),
             check_toolchain(), check_benchmarks(), check_memtier(),
-            check_parca(parca_url, parca_token), check_chromium()]
+            check_parca(parca_url, parca_token_file), check_chromium()]
 
 
 def render(checks: list[Check]) -> str:
@@ -198,6 +180,8 @@ def render(checks: list[Check]) -> str:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(
         prog="python -m collectors doctor",
+        # No abbreviations: `--parca-token SECRET` must not pass as --parca-token-file.
+        allow_abbrev=False,
         formatter_class=argparse.RawDescriptionHelpFormatter,
         description="List every stallscope collector with available / NOT available and why, "
                     "on this machine (real checks: perf really samples 0.1 s).",
@@ -206,9 +190,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--json", action="store_true", help="print JSON instead of a table")
     ap.add_argument("--strict", action="store_true", help="exit 1 if any collector is not available")
     ap.add_argument("--parca-url", help="also check this Parca server (default $STALLSCOPE_PARCA_URL)")
-    ap.add_argument("--parca-token", help="bearer token (default $STALLSCOPE_PARCA_TOKEN)")
+    ap.add_argument("--parca-token-file", metavar="PATH",
+                    help=f"file holding the bearer token (default ${TOKEN_ENV}; never on the command line)")
     a = ap.parse_args(argv)
-    checks = run_checks(a.parca_url, a.parca_token)
+    checks = run_checks(a.parca_url, a.parca_token_file)
     if a.json:
         print(json.dumps([asdict(c) for c in checks], indent=2))
     else:

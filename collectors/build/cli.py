@@ -1,0 +1,59 @@
+"""`python -m collectors build NAME=SPEC`: build one variant (or take it from the build
+cache) and print its manifest record as JSON."""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from collectors.build import aptsource
+from collectors.build.binary import BinaryError
+from collectors.build.builder import BuildError, build_variant
+from collectors.build.spec import GRAMMAR, parse_variant
+
+DESCRIPTION = """\
+Build one variant (or take it from the build cache) and print it as JSON: the object
+that goes into a run's manifest.json under "variants.<name>" (binaries, sha256, version,
+frame pointers, symbols, callgraph mode).
+
+Default build: make -j2 OPTIMIZATION=-O2 REDIS_CFLAGS='-g -fno-omit-frame-pointer'
+MALLOC=jemalloc BUILD_TLS=no USE_SYSTEMD=no BUILD_WITH_MODULES=no (nothing is downloaded
+by make). Debian sources are unpacked with their debian/patches applied, then built with
+upstream make (not dpkg-buildpackage).
+"""
+
+EPILOG = GRAMMAR + """
+Cache: ${STALLSCOPE_CACHE:-${XDG_CACHE_HOME:-~/.cache}/stallscope}/builds/<hash>/
+(hash of source identity, patch contents and make flags).
+
+Examples:
+  python -m collectors build base=debsrc:redis
+  python -m collectors build cand=debsrc:redis+patch=cases/patches/mset-bucket-prefetch.patch
+  python -m collectors build v=debsrc:valkey@9.1 --cache /tmp/ss-cache
+  python -m collectors build sys=bin:/usr/bin/redis-server
+"""
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m collectors build", description=DESCRIPTION,
+                                 epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("variant", metavar="NAME=SPEC", help="the variant to build (grammar below)")
+    ap.add_argument("--cache", type=Path, default=None,
+                    help="cache directory (default: $STALLSCOPE_CACHE or ~/.cache/stallscope)")
+    args = ap.parse_args(argv)
+    try:
+        spec = parse_variant(args.variant)
+        bv = build_variant(spec, args.cache, log=lambda m: print(m, file=sys.stderr, flush=True))
+    except ValueError as e:
+        print(f"build: {e}", file=sys.stderr)
+        return 2
+    except (BuildError, BinaryError, aptsource.AptSourceError) as e:
+        print(f"build: error: {e}", file=sys.stderr)
+        return 1
+    print(json.dumps(bv.to_json(), indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

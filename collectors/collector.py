@@ -1,0 +1,96 @@
+"""The seam between the runner and what watches a rep: `RepContext`, the `RepCollector`
+protocol, run plugins and their discovery.
+
+The runner imports this module and no collector by name; collectors import this module
+and never the runner.
+
+A **RepCollector** brackets the steady window of a throughput or profile rep:
+  start(ctx)          when the window opens (the load generator is running)
+  stop(ctx) -> dict   when it closes; the dict is the collector's facts for rep.json,
+                      under collectors.<name>
+A collector whose stop() raises still lets the others stop; the rep then fails and
+rep.json says which collector failed and why.
+
+A **run plugin** is a module named in PLUGIN_MODULES with these four names:
+  PROFILERS = ("parca",)                       values it adds to `run --profile`
+  add_run_arguments(parser)                    its run flags (dests land in options.extra)
+  rep_collectors(options, kind) -> list        RepCollectors for a rep of `kind`
+  manifest_sections(options, host) -> dict     top-level manifest entries, e.g. {"tma": ...};
+                                               called before any build, so a plugin that
+                                               cannot serve the run stops it early
+"""
+from __future__ import annotations
+
+import argparse
+import importlib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+# perf first: its PROFILERS value is the default of `run --profile`.
+PLUGIN_MODULES = ("collectors.profilers.perf", "collectors.profilers.tma",
+                  "collectors.profilers.parca")
+PLUGIN_HOOKS = ("PROFILERS", "add_run_arguments", "rep_collectors", "manifest_sections")
+
+
+@dataclass
+class RepContext:
+    """What a collector may know about the rep it brackets."""
+    rep_dir: Path
+    window_s: float                 # length of the steady window (s)
+    pid: int | None = None          # server pid (perf -p covers all its threads)
+    cpus: list[int] | None = None   # CPUs the server is pinned to
+    rep: int = 1                    # 1-based rep number within the variant
+    variant: str = ""
+    case: str = ""
+    kind: str = "throughput"        # throughput | profile
+    labels: dict[str, str] = field(default_factory=dict)   # variant, rep, run, kind
+    port: int = 0                   # the server's port on 127.0.0.1
+    client_cpus: list[int] | None = None   # where the load generator (and profilers) run
+    callgraph: str = "fp"           # fp | dwarf, from the variant's binary
+
+
+class RepCollector(Protocol):
+    name: str
+
+    def start(self, ctx: RepContext) -> None: ...
+
+    def stop(self, ctx: RepContext) -> dict[str, Any]: ...
+
+
+class RunSettings(Protocol):
+    """What a plugin may read of the run's options (collectors.runner.options.RunOptions)."""
+    profile: str                    # perf | off | a plugin's profiler
+    freq_hz: int
+    keep_perf_data: bool
+    extra: dict[str, Any]           # plugin flags, by argparse dest
+
+
+class RunPlugin(Protocol):
+    PROFILERS: tuple[str, ...]
+
+    def add_run_arguments(self, parser: argparse.ArgumentParser) -> None: ...
+
+    def rep_collectors(self, options: RunSettings, kind: str) -> list[RepCollector]: ...
+
+    def manifest_sections(self, options: RunSettings, host: dict[str, Any]) -> dict[str, Any]: ...
+
+
+class PluginError(Exception):
+    """A module in PLUGIN_MODULES that is not a run plugin."""
+
+
+def plugins() -> list[RunPlugin]:
+    """The run plugins (modules), in PLUGIN_MODULES order. A missing module is an
+    installation error and raises like any import; a module without the four hooks raises
+    PluginError."""
+    out: list[RunPlugin] = []
+    for name in PLUGIN_MODULES:
+        mod = importlib.import_module(name)
+        missing = [h for h in PLUGIN_HOOKS if not hasattr(mod, h)]
+        if missing:
+            raise PluginError(f"{mod.__file__}: run plugin {name} lacks {', '.join(missing)}; "
+                              f"define them (see collectors/collector.py) or remove it from "
+                              "PLUGIN_MODULES")
+        out.append(mod)
+    return out

@@ -1,0 +1,82 @@
+"""Is there a hardware PMU, and which tools count it: the one probe everybody asks.
+
+perf is always analysis.toolpaths.perf_binary() ($PERF honoured), so the host facts,
+the TMA preflight, the doctor and the collectors all judge and run the same perf.
+"""
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass
+
+from analysis.toolpaths import perf_binary
+from collectors.host import procs
+
+
+@dataclass
+class CyclesProbe:
+    """What `perf stat -e cycles -x, true` said about the hardware counters."""
+    perf: str | None
+    counts: bool | None        # True: cycles counted; False: no PMU; None: could not tell
+    evidence: str              # the line perf printed for cycles (or why there is none)
+
+    @property
+    def note(self) -> str:
+        """One sentence for the manifest's host block (pmu_note)."""
+        if self.perf is None:
+            return "perf not installed: PMU not probed"
+        if self.counts:
+            return f"`perf stat -e cycles` counts: {self.evidence}"
+        if self.counts is False:
+            return f"no hardware PMU: `perf stat -e cycles` printed '{self.evidence}'"
+        return f"PMU not verified: {self.evidence}"
+
+
+def probe_cycles(perf: str | None = None) -> CyclesProbe:
+    """Really count `cycles` around `true`. perf exits 0 even without a PMU and prints
+    `<not supported>,,cycles,...` (CSV): that line is the evidence."""
+    perf = perf or perf_binary()
+    if not perf:
+        return CyclesProbe(None, None, "perf not found (nor $PERF)")
+    argv = [perf, "stat", "-e", "cycles", "-x,", "true"]
+    try:
+        p = procs.run_capture(argv, timeout_s=20)
+    except (procs.ToolNotFound, subprocess.TimeoutExpired, OSError) as e:
+        return CyclesProbe(perf, None, f"`{' '.join(argv)}` could not run: {e}")
+    text = p.stderr + p.stdout
+    line = next((l.strip() for l in text.splitlines() if ",cycles" in l), "")
+    if "<not supported>" in line or "<not counted>" in line:
+        return CyclesProbe(perf, False, line)
+    if re.match(r"^\d", line):
+        return CyclesProbe(perf, True, line)
+    # Permission errors and the like: no verdict about the PMU itself.
+    last = next((l.strip() for l in reversed(text.splitlines()) if l.strip()),
+                f"exit code {p.returncode}")
+    return CyclesProbe(perf, None, last)
+
+
+def perf_version(perf: str | None = None) -> tuple[int, ...] | None:
+    """(6, 1, 187) from `perf version`; None when perf is missing or says no version."""
+    perf = perf or perf_binary()
+    if not perf:
+        return None
+    try:
+        out = procs.run_capture([perf, "version"], timeout_s=10).stdout
+    except (procs.ToolNotFound, subprocess.TimeoutExpired, OSError):
+        return None
+    m = re.search(r"(\d+)\.(\d+)(?:\.(\d+))?", out)
+    return tuple(int(x) for x in m.groups() if x is not None) if m else None
+
+
+def find_toplev() -> list[str] | None:
+    """toplev command prefix: $TOPLEV (toplev.py path or name), else toplev / toplev.py on PATH."""
+    want = os.environ.get("TOPLEV")
+    for c in ([want] if want else ["toplev", "toplev.py"]):
+        path = shutil.which(c) or (c if os.path.isfile(c) else None)
+        if path:
+            # A checkout's toplev.py may lack the exec bit: run it with python3.
+            return [path] if os.access(path, os.X_OK) else [shutil.which("python3") or sys.executable, path]
+    return None

@@ -1,0 +1,218 @@
+"""`python -m collectors run`: run a case for two or more variants into runs/<run-id>/.
+
+Order of work: check the inputs (case, variant specs, plugins: perf, TMA preflight,
+Parca token) before anything is built; build (or take from cache) every variant; write
+the manifest; then the runner (collectors.runner.runner) takes the dataset snapshot,
+calibrates, and runs the schedule. `--resume RUN_DIR` finishes an interrupted run.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+from typing import Callable
+
+from analysis.compare import cli as compare_cli
+from analysis.inputs.case import Case
+from analysis.inputs.manifest import Variant
+from analysis.inputs.rundir import RunDirError, save_manifest
+from collectors.build.builder import build_variant
+from collectors.build.spec import GRAMMAR, VariantSpec, parse_variant
+from collectors.collector import plugins
+from collectors.host import machine, procs, versions
+from collectors.load import memtier
+from collectors.load.redis_benchmark import BenchError
+from collectors.load.server import ServerError
+from collectors.runner.context import RunContext, bench_bin
+from collectors.runner.manifest import apply_sections, make_manifest, new_run_id, paired_plan
+from collectors.runner.options import RUNS_DIR, RunError, RunOptions
+from collectors.runner.runner import Runner
+from collectors.workload.cases import load_case
+
+HELP_EPILOG = """\
+Examples:
+  # Redis from Debian source vs the same with the MSET prefetch patch, 5 reps each:
+  python -m collectors run mset-50keys --variant base=debsrc:redis \\
+      --variant cand=debsrc:redis+patch=cases/patches/mset-bucket-prefetch.patch --reps 5
+
+  # small size, no profile, then render the report:
+  python -m collectors run mset-10keys --size small --profile off --report \\
+      --variant base=debsrc:redis --variant cand=debsrc:redis+patch=cases/patches/mset-bucket-prefetch.patch
+
+  # config-only variants of one binary, measured in one server process (CONFIG SET windows):
+  python -m collectors run mget-100keys --paired \\
+      --variant pf0=bin:/path/valkey-server+config=prefetch-batch-max-size=0 \\
+      --variant pf16=bin:/path/valkey-server+config=prefetch-batch-max-size=16
+
+  # finish a run that was interrupted (Ctrl-C, a crash, a reboot):
+  python -m collectors run --resume runs/20261121-234500-mset-50keys
+
+What happens: every rep restarts the server (127.0.0.1, free port, CPU 0) from a cached RDB
+snapshot of the case's dataset, verifies the keyspace, warms up for the case's warmup_s,
+then runs redis-benchmark (-n calibrated per variant so a rep lasts about duration_s) on
+the other CPU. A case with workload.tool memtier (suite imports), or --load-generator memtier,
+runs memtier_benchmark for duration_s instead when it is installed (PATH or MEMTIER=/path);
+otherwise redis-benchmark, and stderr and the manifest's load_generator say why.
+Reps are interleaved A B B A ...; profile reps (perf record -e cpu-clock
+-g on the server) are separate from throughput reps. Progress goes to stderr: a bar on a
+terminal, one line per finished rep otherwise. Output: runs/<run-id>/, layout in
+docs/run-directory.md. Exit status: 0 all reps ok, 1 some rep failed, 2 bad input,
+130 interrupted (resume with --resume).
+"""
+
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="python -m collectors run",
+        description="Run a case for two or more variants into runs/<run-id>/ (see docs/run-directory.md).",
+        epilog=GRAMMAR + "\n" + HELP_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("case", nargs="?", help="case name (cases/*.yaml, e.g. mset-50keys) or path to a case file")
+    p.add_argument("--variant", action="append", default=[], metavar="NAME=SPEC",
+                   help="a variant (repeat; at least two unless --resume); grammar below")
+    p.add_argument("--reps", type=int, default=5, help="measured reps per variant (default 5)")
+    p.add_argument("--size", default="default", help="case size knob: small | default | large (default: default)")
+    found = plugins()
+    profilers = [x for pl in found for x in pl.PROFILERS] + ["off"]
+    p.add_argument("--profile", choices=profilers, default="perf",
+                   help="CPU profiler for the separate profile reps (default perf)")
+    p.add_argument("--profile-reps", type=int, default=3, metavar="N",
+                   help="profiled reps per variant, separate from throughput reps (default 3: "
+                        "the fewest that give function costs a confidence interval)")
+    p.add_argument("--frequency", type=int, default=999, metavar="HZ",
+                   help="perf sampling frequency in Hz (default 999)")
+    p.add_argument("--keep-perf-data", action="store_true", help="keep perf.data beside perf.folded")
+    p.add_argument("--paired", action="store_true",
+                   help="config-only variants: one server, CONFIG SET switched between short windows")
+    p.add_argument("--paired-window", type=float, default=2.0, metavar="SECONDS",
+                   help="length of one paired window in s (default 2)")
+    p.add_argument("--paired-windows", type=int, default=8, metavar="N",
+                   help="windows per paired rep, ABBA order (default 8)")
+    p.add_argument("--load-generator", choices=memtier.CHOICES, default="auto",
+                   help="auto (default): the case's workload.tool; memtier runs memtier_benchmark "
+                        "(PATH or MEMTIER=/path) and falls back to redis-benchmark, saying why")
+    p.add_argument("--resume", metavar="RUN_DIR", help="finish the reps of RUN_DIR that are not ok")
+    p.add_argument("--out", default=RUNS_DIR, help="where run directories go (default runs/)")
+    p.add_argument("--report", action="store_true", help="render the report at the end (analysis.compare)")
+    p.add_argument("--no-progress", action="store_true",
+                   help="no progress on stderr (neither the bar nor the per-rep lines)")
+    for pl in found:
+        pl.add_run_arguments(p)
+    return p
+
+
+KNOWN_DESTS = {"case", "variant", "reps", "size", "profile", "profile_reps", "frequency",
+               "keep_perf_data", "paired", "paired_window", "paired_windows", "resume", "out",
+               "report", "no_progress", "load_generator"}
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    args = parser().parse_args(argv)
+    log = (lambda msg: print(msg, file=sys.stderr))
+    # Now, not in Runner.run(): Ctrl-C during a build or apt-get source must end in the
+    # one-line message below, not a KeyboardInterrupt traceback.
+    procs.install_signal_handlers()
+    try:
+        if args.resume:
+            runner = Runner.resume(Path(args.resume), log, progress=not args.no_progress)
+        else:
+            runner = new_runner(args, argv, log)
+        rc = runner.run()
+    except (RunError, RunDirError, procs.ToolNotFound, ServerError, BenchError, ValueError,
+            memtier.MemtierError) as e:
+        print(f"stallscope run: error: {e}", file=sys.stderr)
+        return 2
+    except procs.Interrupted as e:
+        procs.kill_all()
+        print(f"stallscope run: {e} before the first rep (builds finished so far are cached)",
+              file=sys.stderr)
+        return 130
+    except Exception as e:
+        # Plugin/loader errors (CaseError, DatasetError, BuildError, ParcaError) carry their
+        # own file:line messages; a traceback adds nothing for the user.
+        if os.environ.get("STALLSCOPE_DEBUG"):
+            raise
+        print(f"stallscope run: error: {type(e).__name__}: {e}", file=sys.stderr)
+        return 2
+    print(str(runner.run_dir))
+    if (args.report or runner.m.options.get("report")) and rc in (0, 1):
+        compare_cli.main([str(runner.run_dir)])
+    return rc
+
+
+def options_from_args(args: argparse.Namespace) -> RunOptions:
+    extra = {k: v for k, v in vars(args).items() if k not in KNOWN_DESTS}
+    return RunOptions(reps=args.reps, profile=args.profile, profile_reps=args.profile_reps,
+                      freq_hz=args.frequency, keep_perf_data=args.keep_perf_data, paired=args.paired,
+                      paired_window_s=args.paired_window, paired_windows=args.paired_windows,
+                      size=args.size, load_generator=args.load_generator, extra=extra)
+
+
+def new_runner(args: argparse.Namespace, argv: list[str], log: Callable[[str], None]) -> Runner:
+    if not args.case:
+        raise RunError("name a case (e.g. mset-50keys) or give --resume RUN_DIR")
+    if len(args.variant) < 1:
+        raise RunError("give at least one --variant NAME=SPEC (two to compare)")
+    if args.reps < 1:
+        raise RunError("--reps must be at least 1")
+    case = load_case(args.case, args.size)
+    opts = options_from_args(args)
+    specs = parse_variants(args.variant)
+    if opts.load_generator == "memtier" or (opts.load_generator == "auto" and case.workload.tool == "memtier"):
+        memtier.find_memtier()  # a MEMTIER= that points nowhere stops the run before any build
+    host = machine.host_facts()
+    found = plugins()
+    # Plugins judge the run before anything is built (perf missing, no PMU, token file).
+    sections = [pl.manifest_sections(opts, host) or {} for pl in found]
+    variants = {s.name: build_variant(s, log=log) for s in specs}
+    if opts.paired:
+        paired_plan(variants, opts)  # validate before anything runs
+    tools = versions.tool_versions({n: v.benchmark_bin for n, v in variants.items()})
+    out = Path(args.out)
+    run_id = new_run_id(case.name, out)
+    command = [Path(sys.executable).name, "-m", "collectors", "run", *argv]
+    m = make_manifest(run_id, case, variants, opts, command, host, tools)
+    m.options["report"] = bool(args.report)
+    m.load_generator, memtier_bin = choose_load_generator(case, opts, variants, log)
+    for s in sections:
+        apply_sections(m, s)
+    run_dir = out / run_id
+    save_manifest(run_dir, m)
+    log(f"stallscope run: {run_dir}")
+    run = RunContext(run_dir, m, case, variants, opts,
+                     collector_factories=[pl.rep_collectors for pl in found], memtier_bin=memtier_bin)
+    return Runner(run, progress=not args.no_progress)
+
+
+def parse_variants(texts: list[str]) -> list[VariantSpec]:
+    """Every --variant parsed before the first is built: a typo fails in a second."""
+    specs: list[VariantSpec] = []
+    for t in texts:
+        s = parse_variant(t)
+        if s.name in {x.name for x in specs}:
+            raise RunError(f"variant name {s.name!r} given twice")
+        specs.append(s)
+    return specs
+
+
+def choose_load_generator(case: Case, opts: RunOptions, variants: dict[str, Variant],
+                          log: Callable[[str], None]) -> tuple[dict, str | None]:
+    """The manifest's load_generator entry (and memtier's path when memtier drives the load);
+    a fallback from memtier to redis-benchmark is said on stderr, not only in the manifest."""
+    paths: dict[str, str | None] = {}
+    for n, v in variants.items():
+        try:
+            paths[n] = bench_bin(v)
+        except procs.ToolNotFound:
+            paths[n] = None     # the rep that needs it fails with the full message
+    entry, binary = memtier.choose(case, opts.load_generator, paths, paired=opts.paired)
+    line = memtier.describe(entry)
+    if line:
+        log(f"stallscope run: {line}")
+    return entry, binary
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,27 @@
+"""What a run was asked to do: RunOptions (saved as the manifest's "options", so
+--resume runs the rest the same way) and RunError for a run that cannot start."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+RUNS_DIR = "runs"
+
+
+class RunError(Exception):
+    """A problem with the run as a whole (bad options, unusable variants); exit status 2."""
+
+
+@dataclass
+class RunOptions:
+    reps: int = 5                  # throughput reps per variant (paired reps with --paired)
+    profile: str = "perf"          # perf | off | a plugin's profiler
+    profile_reps: int = 3          # separate profiled reps per variant (3: fewest with a CI)
+    freq_hz: int = 999
+    keep_perf_data: bool = False
+    paired: bool = False
+    paired_window_s: float = 2.0   # length of one paired window (s)
+    paired_windows: int = 8        # windows per paired rep (ABBA...)
+    size: str = "default"
+    load_generator: str = "auto"   # auto (the case's workload.tool) | redis-benchmark | memtier
+    extra: dict[str, Any] = field(default_factory=dict)   # plugin options (argparse dests)

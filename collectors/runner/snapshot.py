@@ -1,0 +1,139 @@
+"""Before the first rep: the dataset, preloaded once and snapshotted to an RDB in the cache
+(every rep restarts the server from it), and redis-benchmark's -n, calibrated once per
+variant so a rep lasts the case's duration_s."""
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import shutil
+import time
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+from analysis.inputs.case import Case
+from analysis.inputs.manifest import Calibration, DatasetInfo, Variant
+from collectors.build.builder import cache_dir
+from collectors.load.redis_benchmark import calibrate
+from collectors.load.server import Server
+from collectors.runner.context import RunContext, bench_bin
+from collectors.workload import dataset
+
+
+def loader_sha256() -> str:
+    """The dataset loader's code: a changed loader must not reuse an old snapshot."""
+    return hashlib.sha256(Path(dataset.__file__).read_bytes()).hexdigest()
+
+
+def snapshot_key(case: Case, loader: str, server_version: str = "") -> str:
+    """The data, the server knobs that shape it, the loader's code, and the version of the
+    server that writes the RDB (an older server cannot read a newer RDB format)."""
+    blob = json.dumps({"dataset": asdict(case.dataset), "cluster": case.server.cluster,
+                       "config": case.server.config, "case": case.name, "size": case.size,
+                       "loader": loader, "server": server_version}, sort_keys=True)
+    return hashlib.sha256(blob.encode()).hexdigest()[:20]
+
+
+def _version_tuple(version: Any) -> tuple[int, ...]:
+    """'8.0.6' -> (8, 0, 6); unparsable versions sort last (they never write the snapshot
+    unless every variant is unparsable)."""
+    parts = re.findall(r"\d+", str(version or ""))
+    return tuple(int(p) for p in parts[:3]) if parts else (10**9,)
+
+
+def ensure_snapshot(run: RunContext) -> Path | None:
+    """The RDB every rep starts from (None for a case without data), made if not cached;
+    the manifest's "dataset" entry says which and whether it came from the cache."""
+    case = run.case
+    d = case.dataset
+    if d.kind == "none":
+        run.manifest.dataset = DatasetInfo(kind="none")
+        return None
+    # The oldest server writes the snapshot: RDB formats load forward, not backward.
+    first = min(run.variants.values(), key=lambda v: _version_tuple(v.version))
+    key = snapshot_key(case, loader_sha256(), str(first.version))
+    rdb = cache_dir() / "datasets" / f"{case.name.replace('/', '_')}-{case.size}-{key}.rdb"
+    ds_dir = run.run_dir / "dataset"
+    ds_dir.mkdir(parents=True, exist_ok=True)
+    info = DatasetInfo(kind=d.kind, keys=d.keys, snapshot=str(rdb), key=key)
+    cached_log = rdb.with_suffix(".preload.txt")
+    if not rdb.is_file():
+        run.note(f"dataset: preloading {d.keys:,} {d.kind} keys with {first.name}'s server, "
+                 f"then snapshot to {rdb}")
+        _preload(run, first, rdb, ds_dir, info)
+        if (ds_dir / "preload.txt").is_file():
+            shutil.copyfile(ds_dir / "preload.txt", cached_log)
+    else:
+        info.cached = True
+        run.note(f"dataset: from the cache ({rdb})")
+        # Keep the raw preload record with every run that uses the snapshot.
+        head = f"# restored from the dataset cache: {rdb}\n# original preload output follows\n"
+        body = cached_log.read_text() if cached_log.is_file() else "(not recorded)\n"
+        (ds_dir / "preload.txt").write_text(head + body)
+    info.snapshot_bytes = rdb.stat().st_size
+    # A "far larger than L3" case run at a size that fits in L3 measures no DRAM stalls:
+    # the report must say so next to its verdicts.
+    info.l3_warning = dataset.l3_warning(case)
+    if info.l3_warning:
+        run.note(f"note: {info.l3_warning}", always=True)
+    run.manifest.dataset = info
+    run.save()
+    return rdb
+
+
+def _preload(run: RunContext, first: Variant, rdb: Path, ds_dir: Path, info: DatasetInfo) -> None:
+    srv = Server(run.server_opts(first, "preload", ds_dir / "preload-server.log", None))
+    t0 = time.monotonic()
+    srv.start()
+    try:
+        pre = dataset.preload(run.case, srv.client, first, ds_dir)
+        ver = dataset.verify(run.case, srv.client)
+        (ds_dir / "verify.json").write_text(json.dumps(ver, indent=2, default=str) + "\n")
+        srv.snapshot(rdb)
+    finally:
+        srv.stop()
+    info.created_by, info.preload, info.cached = first.name, pre, False
+    info.preload_s = round(time.monotonic() - t0, 3)
+
+
+def verify_rep(run: RunContext, srv: Server) -> dict[str, Any] | None:
+    """The keyspace a rep is about to measure is the case's (raises DatasetError if not)."""
+    if run.case.dataset.kind == "none":
+        return None
+    ver = dataset.verify(run.case, srv.client)
+    vf = run.run_dir / "dataset" / "verify.json"
+    if not vf.is_file():
+        vf.write_text(json.dumps(ver, indent=2, default=str) + "\n")
+    return ver
+
+
+def ensure_calibration(run: RunContext, rdb: Path | None) -> None:
+    """manifest.calibration[variant] for every variant that has none yet (resume keeps them)."""
+    w = run.case.workload
+    cal = run.manifest.calibration
+    if w.tool == "rdb-load":
+        run.manifest.calibration = {}
+        return
+    for name, v in run.variants.items():
+        if name in cal:
+            continue
+        if run.memtier_bin:
+            cal[name] = Calibration(tool="memtier", requests=None, target_s=w.duration_s,
+                                    note="memtier_benchmark --test-time: no calibration run")
+        else:
+            cal[name] = _calibrate(run, v, rdb)
+            run.note(f"calibrated {name}: -n {cal[name].requests:,} for about {w.duration_s:g} s")
+        run.save()
+
+
+def _calibrate(run: RunContext, v: Variant, rdb: Path | None) -> Calibration:
+    w = run.case.workload
+    srv = Server(run.server_opts(v, f"calibrate-{v.name}", run.scratch / f"calibrate-{v.name}.log", rdb))
+    srv.start()
+    try:
+        srv.settle()  # calibrate on the keyspace the reps will measure
+        return calibrate(bench_bin(v), srv.port, w, target_s=w.duration_s,
+                         cpus=run.place.client_cpus, cluster=run.case.server.cluster)
+    finally:
+        srv.stop()

@@ -1,0 +1,89 @@
+"""`python -m collectors cases`: list cases, show one resolved, or import a
+redis-benchmarks-specification suite file as a case."""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+import yaml
+
+from collectors.workload.cases import CaseError, case_files, load_case, load_doc, variants_of
+from collectors.workload.suite import SuiteError, import_suite, write_case_yaml
+
+HELP = """\
+List cases, show one resolved (size knob and matrix applied), or import a
+redis-benchmarks-specification test-suite file as a case.
+
+examples:
+  python -m collectors cases list
+  python -m collectors cases show mset-50keys --size small
+  python -m collectors cases show 'mset-50keys@value=100,keys=1M' --json
+  python -m collectors cases import memtier_benchmark-5Mkeys-string-mget-100B-100keys.yml -o cases/mget-suite.yaml
+
+A case name may carry matrix values after '@' (axis=value, comma separated); axes not
+given keep the file's base values. Sizes: every case has `small` (CI, seconds to preload)
+and `default` (a keyspace far larger than L3). See docs/cases.md.
+"""
+
+
+def main(argv: list[str]) -> int:
+    ap = argparse.ArgumentParser(prog="python -m collectors cases", description=HELP,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    p_list = sub.add_parser("list", help="every case name (matrix variants included) with its description")
+    p_list.add_argument("--names", action="store_true", help="names only, one per line")
+    p_show = sub.add_parser("show", help="one case, resolved, as YAML (or --json)")
+    p_show.add_argument("name", help="case name, name@axis=value,..., or a path to a .yaml file")
+    p_show.add_argument("--size", default="default", help="size knob: small, default, large ... (default: default)")
+    p_show.add_argument("--json", action="store_true", help="print JSON instead of YAML")
+    p_imp = sub.add_parser("import", help="translate a redis-benchmarks-specification suite file into a case")
+    p_imp.add_argument("suite", help="a test-suite .yml file (memtier_benchmark arguments)")
+    p_imp.add_argument("-o", "--output", help="write the case YAML here (default: print it)")
+    args = ap.parse_args(argv)
+    try:
+        if args.cmd == "list":
+            for path in case_files().values():
+                doc = load_doc(path)
+                for name in variants_of(doc):
+                    print(name if args.names else f"{name:<44} {doc.data.get('description', '')[:70]}")
+        elif args.cmd == "show":
+            case = load_case(args.name, args.size)
+            d = case.to_json()
+            if args.json:
+                print(json.dumps(d, indent=2))
+            else:
+                d["workload"]["command"] = _abbreviate(d["workload"]["command"])
+                print(yaml.safe_dump(d, sort_keys=False, width=100), end="")
+        else:
+            try:
+                res = import_suite(Path(args.suite))
+            except SuiteError as e:
+                print(f"error: {e}", file=sys.stderr)
+                return 2
+            text = write_case_yaml(res)
+            if args.output:
+                Path(args.output).write_text(text)
+                load_case(args.output, "small")  # what we wrote must load
+                print(f"wrote {args.output} (case {res.case['name']})")
+            else:
+                print(text)
+            for note in res.notes:
+                print(f"note: {note}", file=sys.stderr)
+    except CaseError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    return 0
+
+
+def _abbreviate(words: list[str]) -> str:
+    """One readable line: long values shortened, a repeated tail folded, e.g.
+    'MSET (key:__rand_int__ <100 B value>) x50'. Use --json for the exact words."""
+    short = [w if len(w) <= 40 else f"<{len(w)} B value>" for w in words]
+    head, tail = short[:1], short[1:]
+    for unit in range(1, 5):
+        n = len(tail) // unit if unit <= len(tail) else 0
+        if n > 1 and len(tail) % unit == 0 and tail == tail[:unit] * n:
+            return " ".join(head + ["(" + " ".join(tail[:unit]) + f") x{n}"])
+    return " ".join(short)
