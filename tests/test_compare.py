@@ -6,6 +6,7 @@ from __future__ import annotations
 import csv
 import gzip
 import json
+import math
 import re
 import shutil
 import statistics
@@ -13,7 +14,9 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
+from scipy.stats import ttest_ind
 
 from analysis.compare import cli, engine as compare
 from analysis.inputs.manifest import Profiling
@@ -82,16 +85,25 @@ def test_throughput_medians_equal_the_bench_csv_files(report):
     assert row["cand"]["median"] == statistics.median(cand) == 4340.75
     assert row["base"]["values"] == base and row["base"]["reps"] == [1, 2, 3]
     assert "23,055 ops/s" in md and "4,341 ops/s" in md
-    rel = (statistics.median(cand) - statistics.median(base)) / statistics.median(base)
-    assert row["change"]["rel"] == pytest.approx(rel)
-    assert f"{rel * 100:+.1f}%".replace("-", "−") in md          # −81.2%
     # 3 reps per side: no rank interval reaches 95% (3+3 tops out at 90%), so the
-    # default falls back to Welch (docs/statistics.md). With the base reps this spread
-    # (CV 36%) its 95% interval reaches past 0: unstable, not a regression.
+    # default falls back to Welch (docs/statistics.md); its estimator is the difference
+    # of means, and the relative change is the same on log values: the ratio of the
+    # geometric means, with scipy's Welch interval of the logs.
     ch = row["change"]
     assert "Welch" in ch["method"] and ch["confidence"] == pytest.approx(0.95)
-    assert ch["ci_low"] < 0 < ch["ci_high"] and ch["verdict"] == "unstable"
-    assert "| ⚠️ unstable |" in md
+    assert ch["delta"] == pytest.approx(statistics.mean(cand) - statistics.mean(base))
+    rel = statistics.geometric_mean(cand) / statistics.geometric_mean(base) - 1
+    assert ch["rel"] == pytest.approx(rel)
+    assert f"{rel * 100:+.1f}%".replace("-", "−") in md          # −85.5%
+    want = ttest_ind(np.log(cand), np.log(base), equal_var=False).confidence_interval(0.95)
+    assert (ch["rel_ci_low"], ch["rel_ci_high"]) == (pytest.approx(math.expm1(want.low)),
+                                                     pytest.approx(math.expm1(want.high)))
+    # With the base reps this spread (CV 36%, one fast rep) the absolute interval reaches
+    # past 0, but every cand rep is 4-13x slower than every base rep: the printed, relative
+    # interval clears 0 and decides the verdict.
+    assert ch["ci_low"] < 0 < ch["ci_high"] and ch["rel_ci_high"] < 0
+    assert ch["verdict"] == "regression"
+    assert "| ❌ regression |" in md.split("### Throughput", 1)[1].split("\n\n", 2)[1]
 
 
 def test_focus_shares_equal_hand_parsed_perf_folded(report):
@@ -112,7 +124,9 @@ def test_focus_shares_equal_hand_parsed_perf_folded(report):
     line = (f"| dictFind | {statistics.median(bflat):.1f}% | {statistics.median(cflat):.1f}% | ")
     assert line in md                                  # | dictFind | 29.9% | 5.5% |
     assert d["flat_change"]["unit"] == "pp"
-    assert d["flat_change"]["delta"] == pytest.approx(statistics.median(cflat) - statistics.median(bflat))
+    # 3 profile reps a side: Welch, whose estimator is the difference of means
+    assert d["flat_change"]["delta"] == pytest.approx(statistics.mean(cflat) - statistics.mean(bflat))
+    assert d["flat_change"]["estimator"] == "difference of means"
     # the other (process-wide) view is in the details, computed over all threads
     allv = {r["name"]: r for r in p["focus_other_view"]}
     flat_all, _ = hand_shares("cand", "dictFind", "all")
@@ -406,7 +420,10 @@ def test_cpu_time_per_operation_equals_hand_computation(report):
     bflat, _ = hand_ns_per_op("base", "dictFind", "main")
     cflat, _ = hand_ns_per_op("cand", "dictFind", "main")
     assert f"{statistics.median(bflat) / 1000:.2f} µs" == "4.65 µs"
-    assert "| dictFind (flat) | 4.65 µs | 5.83 µs | +25% |" in md
+    rel = statistics.geometric_mean(cflat) / statistics.geometric_mean(bflat) - 1
+    assert f"| dictFind (flat) | 4.65 µs | 5.83 µs | {rel * 100:+.0f}% |" == \
+        "| dictFind (flat) | 4.65 µs | 5.83 µs | +28% |"
+    assert "| dictFind (flat) | 4.65 µs | 5.83 µs | +28% |" in md
     assert "CPU time per MSET (main thread):" in md
     # share falls (dilution by the io-thread's stolen CPU), cost per MSET rises: the
     # summary gives the per-op verdict and keeps the share verdict in sight

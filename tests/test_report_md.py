@@ -33,10 +33,11 @@ def test_summary_first_then_seed_tables(res):
     assert lines[0] == "## stallscope: mset-10keys-io-threads: cand vs base"
     summary = next(l for l in lines if l.startswith("**Summary:**"))
     assert lines.index(summary) < lines.index("### Throughput")
-    assert "Throughput MSET (10 × key:\\_\\_rand\\_int\\_\\_ vvvvvvvvvvv…) −81.2% \\[" in summary
-    assert "**unstable**" in summary
-    assert "dictFind flat (main thread) 29.9% → 5.5% (−24.4 pp \\[−26.3, −21.3\\] pp" in summary
-    assert "(+25% \\[+20.1, +34.7\\]%)" in summary          # every interval with its unit
+    assert ("Throughput MSET (10 × key:\\_\\_rand\\_int\\_\\_ vvvvvvvvvvv…) −85.5% "
+            "\\[−92.8, −70.7\\]% **regression**") in summary
+    # medians per side, the change and interval of the method (Welch: difference of means)
+    assert "dictFind flat (main thread) 29.9% → 5.5% (−23.8 pp \\[−26.3, −21.3\\] pp" in summary
+    assert "(+28% \\[+20.3, +35.1\\]%)" in summary          # every interval with its unit
     assert "TMA not collected (no hardware PMU" in summary
     assert "| Test | Baseline (base) | PR (cand) | Change | 95% CI | Verdict |" in lines
     assert "| Function | base (flat) | cand (flat) | Change | 95% CI | Verdict |" in lines
@@ -56,7 +57,7 @@ def test_summary_first_then_seed_tables(res):
 def test_units_everywhere(res):
     md = report_md.render(res)
     assert "23,055 ops/s" in md and "16.127 ms" in md
-    assert "−24.38 pp (−82%)" in md and "[−26.27, −21.31] pp" in md   # Welch 95% (3+3 reps)
+    assert "−23.79 pp (−81%)" in md and "[−26.27, −21.31] pp" in md   # Welch 95% (3+3 reps)
     assert "% of samples" in md
 
 

@@ -37,7 +37,7 @@ class Side:
 @dataclass
 class ChangeOut:
     """A change between two sides (from stats.Change), in the metric's unit."""
-    delta: float
+    delta: float             # the estimator of the interval's method (`estimator` names it)
     rel: float | None
     ci_low: float | None
     ci_high: float | None
@@ -48,11 +48,12 @@ class ChangeOut:
     verdict: str
     reason: str
     unit: str = ""
+    estimator: str = ""
 
     @classmethod
     def of(cls, c: Any, unit: str = "") -> "ChangeOut":
         return cls(c.delta, c.rel, c.ci_low, c.ci_high, c.rel_ci_low, c.rel_ci_high,
-                   c.confidence, c.method, c.verdict, c.reason, c.unit or unit)
+                   c.confidence, c.method, c.verdict, c.reason, c.unit or unit, c.estimator)
 
 
 @dataclass
