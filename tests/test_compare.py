@@ -18,8 +18,10 @@ import numpy as np
 import pytest
 from scipy.stats import ttest_ind
 
-from analysis.compare import cli, engine as compare
+from analysis.compare import cli, profile_reps
+from analysis.compare.options import DEFAULT_TOP
 from analysis.inputs.manifest import Profiling
+from analysis.inputs.rundir import read_rep_facts
 from analysis.profile.pprof import load_profile, read_pprof, sample_types
 from tests.conftest import REPO
 
@@ -172,7 +174,7 @@ def test_thread_groups_and_callers(report):
 def test_movers_listed_by_significance(report):
     md, res, _ = report
     movers = res["profile"]["movers"]
-    assert len(movers) == compare.DEFAULT_TOP
+    assert len(movers) == DEFAULT_TOP
     first = movers[0]
     # the main thread's busy-wait for io-threads is the biggest established move
     assert first["name"] == "handleClientsWithPendingReadsUsingThreads.part.0"
@@ -205,7 +207,8 @@ def test_tma_absent_says_why_from_the_manifest(report):
     assert res["tma"]["status"] == "absent"
     assert ("TMA not collected: no hardware PMU on this host (KVM guest; perf stat -e cycles: "
             "&lt;not supported&gt;).") in md
-    assert res["summary"][-1]["label"] == "TMA"
+    assert res["summary"][-1]["what"] == "tma absent"
+    assert res["summary"][-1]["note"] == "no hardware PMU on this host"
 
 
 def test_environment_and_reproduce(report):
@@ -224,7 +227,7 @@ def test_deterministic_twice_identical(tmp_path):
     run_compare(RUN, b)
     for name in ("report.md", "results.json"):
         assert (a / name).read_bytes() == (b / name).read_bytes(), name
-    assert json.loads((a / "results.json").read_text())["schema"] == 1
+    assert json.loads((a / "results.json").read_text())["schema"] == 2
 
 
 def _copy_run(tmp_path: Path) -> Path:
@@ -236,23 +239,25 @@ def _copy_run(tmp_path: Path) -> Path:
 def test_tma_replay_shows_the_funnel(tmp_path, fixtures_dir):
     run = _copy_run(tmp_path)
     top = fixtures_dir / "tma" / "toplev"
-    # REAL published SPR toplev outputs (veb = base, eytzinger = cand), one per side.
-    shutil.copy(top / "toplev_spr8488c_l2_veb_nomux_v.txt", run / "base" / "4" / "tma.txt")
-    shutil.copy(top / "toplev_spr8488c_l2_eytzinger_nomux_v.txt", run / "cand" / "4" / "tma.txt")
+    # REAL published SPR toplev outputs (veb = base, eytzinger = cand), one per side, under
+    # the name the toplev collector writes (the format is told by the content).
+    shutil.copy(top / "toplev_spr8488c_l2_veb_nomux_v.txt", run / "base" / "4" / "tma.csv")
+    shutil.copy(top / "toplev_spr8488c_l2_eytzinger_nomux_v.txt", run / "cand" / "4" / "tma.csv")
     mf = json.loads((run / "manifest.json").read_text())
     mf["tma"] = {"backend": "replay", "status": "replay",
                  "reason": "test replay of ../shared/fixtures/tma/toplev SPR veb vs eytzinger"}
     (run / "manifest.json").write_text(json.dumps(mf))
     md, res = run_compare(run, tmp_path / "out")
     assert res["tma"]["status"] == "replay"
-    assert res["tma"]["sources"] == {"base": ["base/4/tma.txt"], "cand": ["cand/4/tma.txt"]}
+    assert res["tma"]["sources"] == {"base": ["base/4/tma.csv"], "cand": ["cand/4/tma.csv"]}
     rows = {r["node"]: r for r in res["tma"]["funnel"]["rows"]}
     assert rows["Backend_Bound.Memory_Bound"]["base"]["median"] == 21.8
     assert rows["Backend_Bound.Memory_Bound"]["cand"]["median"] == 11.0
     assert "**Replay:**" in md and "| └ Memory_Bound | % Slots | 21.8% | 11.0% | −10.8 pp |" in md
     assert "TMA not collected" not in md
-    tma_item = [s for s in res["summary"] if s["label"] == "TMA"][0]
-    assert "REPLAY" in tma_item["text"]
+    tma_item = [s for s in res["summary"] if s["what"] == "tma"][0]
+    assert "REPLAY" in tma_item["note"] and "REPLAY" in md.split("**Summary:**", 1)[1]
+    assert "funnel_markdown" not in res["tma"]                   # data, not Markdown
     html = (tmp_path / "out" / "report.html").read_text()
     assert 'id="tma-replay"' in html and 'class="plot funnel-plot"' in html
     assert "Memory_Bound −10.8 pp: Memory_Bound fell" in html
@@ -338,7 +343,8 @@ def test_paired_windows_analysed_as_pairs(tmp_path):
     # paired, not Mann-Whitney; 4 pairs cannot reach 95% with signed ranks: paired t
     assert row["change"]["method"].startswith("paired t-interval")
     assert f"{statistics.median(a):,.0f} ops/s" in md
-    assert res["summary"][0]["label"] == "Paired throughput"
+    assert res["summary"][0]["what"] == "paired throughput"
+    assert "Paired throughput" in md.split("**Summary:**", 1)[1].split("\n", 1)[0]
     # b's profile rep failed in the recorded run: left out, and said
     assert res["profile"]["available"] is False
     assert "no profile reps (perf.folded or profile.pb.gz) for b" in md
@@ -363,10 +369,10 @@ def test_no_pmu_tma_output_and_unreadable_tma_file(tmp_path, fixtures_dir):
     # a truncated file: the report still comes out, and names the file
     (run / "base" / "4" / "tma.csv").unlink()
     (run / "base" / "4" / "tma.stderr").unlink()      # else the no-PMU evidence wins
-    (run / "base" / "4" / "tma.txt").write_text("garbage that is no TMA output\n")
+    (run / "base" / "4" / "tma.csv").write_text("garbage that is no TMA output\n")
     md, res = run_compare(run, tmp_path / "o2")
     assert "unreadable TMA output: " in res["tma"]["reason"]
-    assert str(run / "base" / "4" / "tma.txt") in res["tma"]["reason"]
+    assert str(run / "base" / "4" / "tma.csv") in res["tma"]["reason"]
 
 
 # ---- CPU time per operation (ns/op) -------------------------------------------------
@@ -429,9 +435,15 @@ def test_cpu_time_per_operation_equals_hand_computation(report):
     # summary gives the per-op verdict and keeps the share verdict in sight
     assert d["flat_change"]["verdict"] == "improvement"
     assert d["flat_ns_change"]["verdict"] == "regression"
-    item = next(i for i in res["summary"] if i["label"] == "dictFind flat (main thread)")
-    assert "share: improvement" in item["text"] and "4.65 µs → 5.83 µs per MSET" in item["text"]
+    item = next(i for i in res["summary"] if i["what"] == "focus" and i["subject"] == "dictFind")
+    share, cost = item["values"]
+    assert item["thread"] == "main" and share["verdict"] == "improvement"
+    assert (cost["base"], cost["cand"]) == (pytest.approx(statistics.median(bflat)),
+                                           pytest.approx(statistics.median(cflat)))
     assert item["verdict"] == "regression"
+    line = md.split("**Summary:**", 1)[1].split("\n", 1)[0]
+    assert "dictFind flat (main thread)" in line and "share: improvement" in line
+    assert "4.65 µs → 5.83 µs per MSET" in line
     html = (out / "report.html").read_text()
     assert 'id="per-op"' in html and "4.65 µs" in html
     # movers carry the per-op cost too (cheap: same weights)
@@ -445,11 +457,13 @@ def test_per_op_from_perf_attach_time_and_request_cap():
     d = PAIRED / "a" / "1"
     facts = json.loads((d / "rep.json").read_text())
     stacks = profile.read_folded(d / "perf.folded")
-    ops, ns_unit, basis = compare._profile_ops(d, stacks, Profiling(), [])
+    recorded = read_rep_facts(d)
+    w = profile_reps.window_ops(d, recorded, [])
     rps = float(next(csv.DictReader(open(d / "bench.csv")))["rps"])
     assert rps * facts["window"]["profile_window_s"] > facts["bench"]["requests"]   # 21440 > 20440
-    assert ops == facts["bench"]["requests"] == 20440 and "perf outlived the load" in basis
-    assert ns_unit == 1.0
+    assert w.ops == facts["bench"]["requests"] == 20440 and "perf outlived the load" in w.basis
+    # the weights are taken as ns: perf recorded cpu-clock
+    assert profile_reps.weights_not_ns(d, stacks, Profiling(), recorded) is None
     # 124 samples at 999 Hz cpu-clock: 1,001,001 ns each
     assert stacks.total == 124 * 1001001
 
@@ -464,9 +478,8 @@ def test_per_op_from_recorded_attach_time(tmp_path):
                                     "frequency_hz": 999, "window_s": 1.0}}
     facts["window"]["profile_window_s"] = 16.0
     (d / "rep.json").write_text(json.dumps(facts))
-    from analysis.profile import stacks as profile
-    ops, _, basis = compare._profile_ops(d, profile.read_folded(d / "perf.folded"), Profiling(), [])
-    assert ops == pytest.approx(30959.75 * 1.0) and "perf's recorded attach time" in basis
+    w = profile_reps.window_ops(d, read_rep_facts(d), [])
+    assert w.ops == pytest.approx(30959.75 * 1.0) and "perf's recorded attach time" in w.basis
 
 
 def test_no_operation_counts_omits_per_op_and_says_why(tmp_path):
@@ -479,7 +492,8 @@ def test_no_operation_counts_omits_per_op_and_says_why(tmp_path):
     assert "no load-generator output" in p["per_op_reason"]
     assert "No CPU time per operation: the profile reps hold no load-generator output" in md
     assert "CPU time per MSET" not in md
-    assert "share:" not in res["summary"][1]["text"]   # summary falls back to shares alone
+    assert len(res["summary"][1]["values"]) == 1       # summary falls back to shares alone
+    assert "share:" not in md.split("**Summary:**", 1)[1].split("\n", 1)[0]
     # weights that are not CPU time (an event other than cpu-clock) are refused, not divided
     mf = json.loads((run / "manifest.json").read_text())
     mf["profiling"]["event"] = "cycles"

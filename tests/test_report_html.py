@@ -107,7 +107,8 @@ def test_verdicts_and_values_visible(rendered):
     summary = dom.split('id="summary"', 1)[1].split("</ul>", 1)[0]
     assert '<span class="verdict v-regression">regression</span>' in summary
     tput = dom.split('id="throughput"', 1)[1].split("</table>", 1)[0]
-    assert "23,055 ops/s" in tput and "4,341 ops/s" in tput and "−81.2%" in tput
+    # medians per side; the change is the log-scale ratio (geometric means at 3 reps)
+    assert "23,055 ops/s" in tput and "4,341 ops/s" in tput and "−85.5%" in tput
     flat = dom.split('id="focus-flat"', 1)[1].split("</table>", 1)[0]
     assert '<td class="name">dictFind</td><td>29.9%</td><td>5.5%</td>' in flat
     assert "TMA not collected: no hardware PMU on this host" in dom

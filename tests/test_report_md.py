@@ -8,6 +8,7 @@ import re
 import pytest
 
 from analysis.compare import cli, engine as compare
+from analysis.compare.summary import summary as build_summary
 from analysis.report import markdown as report_md
 from analysis.inputs.rundir import load_run
 from tests.conftest import REPO
@@ -16,7 +17,7 @@ RUN = REPO / "tests" / "data" / "runs" / "io-threads-mset"
 
 
 def results(**over):
-    opts = cli.parser().parse_args([str(RUN)])
+    opts = cli.options(cli.parser().parse_args([str(RUN)]))
     for k, v in over.items():
         setattr(opts, k, v)
     return compare.analyse(load_run(RUN), opts)
@@ -64,7 +65,7 @@ def test_units_everywhere(res):
 def test_summary_text_is_inert_markdown(res):
     r = copy.deepcopy(res)
     r.tma.reason = "kernel.perf_event_paranoid <b>is</b> 3: fix it"
-    r.summary = compare._summary(r)
+    r.summary = build_summary(r)
     summary = next(l for l in report_md.render(r).splitlines() if l.startswith("**Summary:**"))
     assert "perf\\_event\\_paranoid &lt;b&gt;is&lt;/b&gt; 3" in summary
 
