@@ -153,3 +153,29 @@ def test_probe_would_catch_an_unescaped_script(rendered, tmp_path):
                    .replace("</body>", f"<p>{EVIL}</p></body>", 1))
     dom, _ = dump_dom(bad)
     assert ALERTED.search(dom)
+
+
+def test_variant_labels_and_run_id_are_text(tmp_path):
+    """Labels and the run id reach the page through autoescaping only (no browser needed):
+    in headers, the summary, the funnel and the reproduce block."""
+    from analysis.compare import engine
+    from analysis.compare.summary import summary
+    from analysis.inputs.rundir import load_run
+    from analysis.report import html as report_html
+    from analysis.tma.formats import parse_file
+    from analysis.tma.funnel import compare as funnel
+    from tests.conftest import FIXTURES
+    r = engine.analyse(load_run(RUN), cli.options(cli.parser().parse_args([str(RUN)])))
+    label = "b<img src=x onerror=alert(1)>"
+    r.base, r.run_id = label, f"id {EVIL}"
+    r.reproduce.run = f"run --variant '{label}'"
+    top = FIXTURES / "tma" / "toplev"
+    r.tma.status = "measured"
+    r.tma.funnel = funnel([parse_file(top / "toplev_spr8488c_l2_veb_nomux_v.txt")],
+                          [parse_file(top / "toplev_spr8488c_l2_eytzinger_nomux_v.txt")],
+                          base_label=label, cand_label="cand").to_json()
+    r.summary = summary(r)
+    page = report_html.render(r, tmp_path)
+    assert "<img" not in page and EVIL not in page
+    assert page.count("b&lt;img src=x onerror=alert(1)&gt;") >= 4
+    assert "id &lt;script&gt;alert(1)&lt;/script&gt;" in page
