@@ -13,6 +13,8 @@ import math
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from analysis import stats
+
 SCHEMA = 2
 
 
@@ -30,7 +32,7 @@ class Side:
     reps: list[int] = field(default_factory=list)   # rep number of each value, same order
 
     @classmethod
-    def of(cls, summary: Any, reps: list[int] | None = None) -> "Side":
+    def of(cls, summary: stats.Summary, reps: list[int] | None = None) -> "Side":
         return cls(summary.n, summary.median, summary.mean, summary.stdev, summary.cv,
                    summary.min, summary.max, list(summary.values), list(reps or []))
 
@@ -52,7 +54,7 @@ class ChangeOut:
     estimator: str = ""
 
     @classmethod
-    def of(cls, c: Any, unit: str = "") -> "ChangeOut":
+    def of(cls, c: stats.Change, unit: str = "") -> "ChangeOut":
         return cls(c.delta, c.rel, c.ci_low, c.ci_high, c.rel_ci_low, c.rel_ci_high,
                    c.confidence, c.method, c.verdict, c.reason, c.unit or unit, c.estimator)
 
