@@ -43,8 +43,9 @@ VARIANTS, REPS, SAMPLES_PER_REP = ("base", "cand"), 5, 30_000
 
 
 def build_run_dir(root: Path) -> tuple[Path, int]:
-    """A schema-1 run directory of real folded data; returns (path, total samples)."""
-    from analysis.inputs.rundir import Manifest, Rep, save_manifest
+    """A run directory of real folded data; returns (path, total samples)."""
+    from analysis.inputs.manifest import Manifest, Profiling, Rep, Variant
+    from analysis.inputs.rundir import save_manifest
     src = prof.merge([prof.read_folded(DATA / f, unit="nanoseconds") for f in FOLDED])
     period = 1001001       # ns per sample at 999 Hz: the recordings' cpu-clock period
     scale = SAMPLES_PER_REP / (src.total / period)
@@ -67,8 +68,8 @@ def build_run_dir(root: Path) -> tuple[Path, int]:
             schedule.append(Rep(variant=v, rep=rep, kind="profile", status="ok"))
     m = Manifest(run_id="bench-run", created="2026-11-21T00:00:00Z", command=["bench/run.py"],
                  case={"name": "bench"}, size="bench",
-                 variants={v: {"name": v, "spec": "bench"} for v in VARIANTS},
-                 profiling={"profiler": "perf", "mode": "separate"}, schedule=schedule)
+                 variants={v: Variant(name=v, spec="bench", kind="binary") for v in VARIANTS},
+                 profiling=Profiling(profiler="perf", mode="separate"), schedule=schedule)
     save_manifest(run, m)
     return run, total
 

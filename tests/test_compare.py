@@ -6,6 +6,7 @@ from __future__ import annotations
 import csv
 import gzip
 import json
+import math
 import re
 import shutil
 import statistics
@@ -13,10 +14,14 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
+from scipy.stats import ttest_ind
 
-from analysis.compare import cli, engine as compare
+from analysis.compare import cli, profile_reps
+from analysis.compare.options import DEFAULT_TOP
 from analysis.inputs.manifest import Profiling
+from analysis.inputs.rundir import read_rep_facts
 from analysis.profile.pprof import load_profile, read_pprof, sample_types
 from tests.conftest import REPO
 
@@ -82,16 +87,25 @@ def test_throughput_medians_equal_the_bench_csv_files(report):
     assert row["cand"]["median"] == statistics.median(cand) == 4340.75
     assert row["base"]["values"] == base and row["base"]["reps"] == [1, 2, 3]
     assert "23,055 ops/s" in md and "4,341 ops/s" in md
-    rel = (statistics.median(cand) - statistics.median(base)) / statistics.median(base)
-    assert row["change"]["rel"] == pytest.approx(rel)
-    assert f"{rel * 100:+.1f}%".replace("-", "−") in md          # −81.2%
     # 3 reps per side: no rank interval reaches 95% (3+3 tops out at 90%), so the
-    # default falls back to Welch (docs/statistics.md). With the base reps this spread
-    # (CV 36%) its 95% interval reaches past 0: unstable, not a regression.
+    # default falls back to Welch (docs/statistics.md); its estimator is the difference
+    # of means, and the relative change is the same on log values: the ratio of the
+    # geometric means, with scipy's Welch interval of the logs.
     ch = row["change"]
     assert "Welch" in ch["method"] and ch["confidence"] == pytest.approx(0.95)
-    assert ch["ci_low"] < 0 < ch["ci_high"] and ch["verdict"] == "unstable"
-    assert "| ⚠️ unstable |" in md
+    assert ch["delta"] == pytest.approx(statistics.mean(cand) - statistics.mean(base))
+    rel = statistics.geometric_mean(cand) / statistics.geometric_mean(base) - 1
+    assert ch["rel"] == pytest.approx(rel)
+    assert f"{rel * 100:+.1f}%".replace("-", "−") in md          # −85.5%
+    want = ttest_ind(np.log(cand), np.log(base), equal_var=False).confidence_interval(0.95)
+    assert (ch["rel_ci_low"], ch["rel_ci_high"]) == (pytest.approx(math.expm1(want.low)),
+                                                     pytest.approx(math.expm1(want.high)))
+    # With the base reps this spread (CV 36%, one fast rep) the absolute interval reaches
+    # past 0, but every cand rep is 4-13x slower than every base rep: the printed, relative
+    # interval clears 0 and decides the verdict.
+    assert ch["ci_low"] < 0 < ch["ci_high"] and ch["rel_ci_high"] < 0
+    assert ch["verdict"] == "regression"
+    assert "| ❌ regression |" in md.split("### Throughput", 1)[1].split("\n\n", 2)[1]
 
 
 def test_focus_shares_equal_hand_parsed_perf_folded(report):
@@ -112,7 +126,9 @@ def test_focus_shares_equal_hand_parsed_perf_folded(report):
     line = (f"| dictFind | {statistics.median(bflat):.1f}% | {statistics.median(cflat):.1f}% | ")
     assert line in md                                  # | dictFind | 29.9% | 5.5% |
     assert d["flat_change"]["unit"] == "pp"
-    assert d["flat_change"]["delta"] == pytest.approx(statistics.median(cflat) - statistics.median(bflat))
+    # 3 profile reps a side: Welch, whose estimator is the difference of means
+    assert d["flat_change"]["delta"] == pytest.approx(statistics.mean(cflat) - statistics.mean(bflat))
+    assert d["flat_change"]["estimator"] == "difference of means"
     # the other (process-wide) view is in the details, computed over all threads
     allv = {r["name"]: r for r in p["focus_other_view"]}
     flat_all, _ = hand_shares("cand", "dictFind", "all")
@@ -158,7 +174,7 @@ def test_thread_groups_and_callers(report):
 def test_movers_listed_by_significance(report):
     md, res, _ = report
     movers = res["profile"]["movers"]
-    assert len(movers) == compare.DEFAULT_TOP
+    assert len(movers) == DEFAULT_TOP
     first = movers[0]
     # the main thread's busy-wait for io-threads is the biggest established move
     assert first["name"] == "handleClientsWithPendingReadsUsingThreads.part.0"
@@ -191,7 +207,8 @@ def test_tma_absent_says_why_from_the_manifest(report):
     assert res["tma"]["status"] == "absent"
     assert ("TMA not collected: no hardware PMU on this host (KVM guest; perf stat -e cycles: "
             "&lt;not supported&gt;).") in md
-    assert res["summary"][-1]["label"] == "TMA"
+    assert res["summary"][-1]["what"] == "tma absent"
+    assert res["summary"][-1]["note"] == "no hardware PMU on this host"
 
 
 def test_environment_and_reproduce(report):
@@ -210,7 +227,7 @@ def test_deterministic_twice_identical(tmp_path):
     run_compare(RUN, b)
     for name in ("report.md", "results.json"):
         assert (a / name).read_bytes() == (b / name).read_bytes(), name
-    assert json.loads((a / "results.json").read_text())["schema"] == 1
+    assert json.loads((a / "results.json").read_text())["schema"] == 2
 
 
 def _copy_run(tmp_path: Path) -> Path:
@@ -222,23 +239,25 @@ def _copy_run(tmp_path: Path) -> Path:
 def test_tma_replay_shows_the_funnel(tmp_path, fixtures_dir):
     run = _copy_run(tmp_path)
     top = fixtures_dir / "tma" / "toplev"
-    # REAL published SPR toplev outputs (veb = base, eytzinger = cand), one per side.
-    shutil.copy(top / "toplev_spr8488c_l2_veb_nomux_v.txt", run / "base" / "4" / "tma.txt")
-    shutil.copy(top / "toplev_spr8488c_l2_eytzinger_nomux_v.txt", run / "cand" / "4" / "tma.txt")
+    # REAL published SPR toplev outputs (veb = base, eytzinger = cand), one per side, under
+    # the name the toplev collector writes (the format is told by the content).
+    shutil.copy(top / "toplev_spr8488c_l2_veb_nomux_v.txt", run / "base" / "4" / "tma.csv")
+    shutil.copy(top / "toplev_spr8488c_l2_eytzinger_nomux_v.txt", run / "cand" / "4" / "tma.csv")
     mf = json.loads((run / "manifest.json").read_text())
     mf["tma"] = {"backend": "replay", "status": "replay",
                  "reason": "test replay of ../shared/fixtures/tma/toplev SPR veb vs eytzinger"}
     (run / "manifest.json").write_text(json.dumps(mf))
     md, res = run_compare(run, tmp_path / "out")
     assert res["tma"]["status"] == "replay"
-    assert res["tma"]["sources"] == {"base": ["base/4/tma.txt"], "cand": ["cand/4/tma.txt"]}
+    assert res["tma"]["sources"] == {"base": ["base/4/tma.csv"], "cand": ["cand/4/tma.csv"]}
     rows = {r["node"]: r for r in res["tma"]["funnel"]["rows"]}
     assert rows["Backend_Bound.Memory_Bound"]["base"]["median"] == 21.8
     assert rows["Backend_Bound.Memory_Bound"]["cand"]["median"] == 11.0
     assert "**Replay:**" in md and "| └ Memory_Bound | % Slots | 21.8% | 11.0% | −10.8 pp |" in md
     assert "TMA not collected" not in md
-    tma_item = [s for s in res["summary"] if s["label"] == "TMA"][0]
-    assert "REPLAY" in tma_item["text"]
+    tma_item = [s for s in res["summary"] if s["what"] == "tma"][0]
+    assert "REPLAY" in tma_item["note"] and "REPLAY" in md.split("**Summary:**", 1)[1]
+    assert "funnel_markdown" not in res["tma"]                   # data, not Markdown
     html = (tmp_path / "out" / "report.html").read_text()
     assert 'id="tma-replay"' in html and 'class="plot funnel-plot"' in html
     assert "Memory_Bound −10.8 pp: Memory_Bound fell" in html
@@ -324,7 +343,8 @@ def test_paired_windows_analysed_as_pairs(tmp_path):
     # paired, not Mann-Whitney; 4 pairs cannot reach 95% with signed ranks: paired t
     assert row["change"]["method"].startswith("paired t-interval")
     assert f"{statistics.median(a):,.0f} ops/s" in md
-    assert res["summary"][0]["label"] == "Paired throughput"
+    assert res["summary"][0]["what"] == "paired throughput"
+    assert "Paired throughput" in md.split("**Summary:**", 1)[1].split("\n", 1)[0]
     # b's profile rep failed in the recorded run: left out, and said
     assert res["profile"]["available"] is False
     assert "no profile reps (perf.folded or profile.pb.gz) for b" in md
@@ -349,10 +369,10 @@ def test_no_pmu_tma_output_and_unreadable_tma_file(tmp_path, fixtures_dir):
     # a truncated file: the report still comes out, and names the file
     (run / "base" / "4" / "tma.csv").unlink()
     (run / "base" / "4" / "tma.stderr").unlink()      # else the no-PMU evidence wins
-    (run / "base" / "4" / "tma.txt").write_text("garbage that is no TMA output\n")
+    (run / "base" / "4" / "tma.csv").write_text("garbage that is no TMA output\n")
     md, res = run_compare(run, tmp_path / "o2")
     assert "unreadable TMA output: " in res["tma"]["reason"]
-    assert str(run / "base" / "4" / "tma.txt") in res["tma"]["reason"]
+    assert str(run / "base" / "4" / "tma.csv") in res["tma"]["reason"]
 
 
 # ---- CPU time per operation (ns/op) -------------------------------------------------
@@ -406,15 +426,24 @@ def test_cpu_time_per_operation_equals_hand_computation(report):
     bflat, _ = hand_ns_per_op("base", "dictFind", "main")
     cflat, _ = hand_ns_per_op("cand", "dictFind", "main")
     assert f"{statistics.median(bflat) / 1000:.2f} µs" == "4.65 µs"
-    assert "| dictFind (flat) | 4.65 µs | 5.83 µs | +25% |" in md
+    rel = statistics.geometric_mean(cflat) / statistics.geometric_mean(bflat) - 1
+    assert f"| dictFind (flat) | 4.65 µs | 5.83 µs | {rel * 100:+.0f}% |" == \
+        "| dictFind (flat) | 4.65 µs | 5.83 µs | +28% |"
+    assert "| dictFind (flat) | 4.65 µs | 5.83 µs | +28% |" in md
     assert "CPU time per MSET (main thread):" in md
     # share falls (dilution by the io-thread's stolen CPU), cost per MSET rises: the
     # summary gives the per-op verdict and keeps the share verdict in sight
     assert d["flat_change"]["verdict"] == "improvement"
     assert d["flat_ns_change"]["verdict"] == "regression"
-    item = next(i for i in res["summary"] if i["label"] == "dictFind flat (main thread)")
-    assert "share: improvement" in item["text"] and "4.65 µs → 5.83 µs per MSET" in item["text"]
+    item = next(i for i in res["summary"] if i["what"] == "focus" and i["subject"] == "dictFind")
+    share, cost = item["values"]
+    assert item["thread"] == "main" and share["verdict"] == "improvement"
+    assert (cost["base"], cost["cand"]) == (pytest.approx(statistics.median(bflat)),
+                                           pytest.approx(statistics.median(cflat)))
     assert item["verdict"] == "regression"
+    line = md.split("**Summary:**", 1)[1].split("\n", 1)[0]
+    assert "dictFind flat (main thread)" in line and "share: improvement" in line
+    assert "4.65 µs → 5.83 µs per MSET" in line
     html = (out / "report.html").read_text()
     assert 'id="per-op"' in html and "4.65 µs" in html
     # movers carry the per-op cost too (cheap: same weights)
@@ -428,11 +457,13 @@ def test_per_op_from_perf_attach_time_and_request_cap():
     d = PAIRED / "a" / "1"
     facts = json.loads((d / "rep.json").read_text())
     stacks = profile.read_folded(d / "perf.folded")
-    ops, ns_unit, basis = compare._profile_ops(d, stacks, Profiling(), [])
+    recorded = read_rep_facts(d)
+    w = profile_reps.window_ops(d, recorded, [])
     rps = float(next(csv.DictReader(open(d / "bench.csv")))["rps"])
     assert rps * facts["window"]["profile_window_s"] > facts["bench"]["requests"]   # 21440 > 20440
-    assert ops == facts["bench"]["requests"] == 20440 and "perf outlived the load" in basis
-    assert ns_unit == 1.0
+    assert w.ops == facts["bench"]["requests"] == 20440 and "perf outlived the load" in w.basis
+    # the weights are taken as ns: perf recorded cpu-clock
+    assert profile_reps.weights_not_ns(d, stacks, Profiling(), recorded) is None
     # 124 samples at 999 Hz cpu-clock: 1,001,001 ns each
     assert stacks.total == 124 * 1001001
 
@@ -447,9 +478,8 @@ def test_per_op_from_recorded_attach_time(tmp_path):
                                     "frequency_hz": 999, "window_s": 1.0}}
     facts["window"]["profile_window_s"] = 16.0
     (d / "rep.json").write_text(json.dumps(facts))
-    from analysis.profile import stacks as profile
-    ops, _, basis = compare._profile_ops(d, profile.read_folded(d / "perf.folded"), Profiling(), [])
-    assert ops == pytest.approx(30959.75 * 1.0) and "perf's recorded attach time" in basis
+    w = profile_reps.window_ops(d, read_rep_facts(d), [])
+    assert w.ops == pytest.approx(30959.75 * 1.0) and "perf's recorded attach time" in w.basis
 
 
 def test_no_operation_counts_omits_per_op_and_says_why(tmp_path):
@@ -462,7 +492,8 @@ def test_no_operation_counts_omits_per_op_and_says_why(tmp_path):
     assert "no load-generator output" in p["per_op_reason"]
     assert "No CPU time per operation: the profile reps hold no load-generator output" in md
     assert "CPU time per MSET" not in md
-    assert "share:" not in res["summary"][1]["text"]   # summary falls back to shares alone
+    assert len(res["summary"][1]["values"]) == 1       # summary falls back to shares alone
+    assert "share:" not in md.split("**Summary:**", 1)[1].split("\n", 1)[0]
     # weights that are not CPU time (an event other than cpu-clock) are refused, not divided
     mf = json.loads((run / "manifest.json").read_text())
     mf["profiling"]["event"] = "cycles"

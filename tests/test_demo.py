@@ -63,7 +63,7 @@ def test_demo_compares_the_debian_build_with_the_patched_one(demo):
 def test_demo_report_shows_throughput_and_lookup_cost_with_intervals(demo):
     out, run_dir, _ = demo
     res = json.loads((out / "results.json").read_text())
-    assert res["schema"] == 1 and (res["base"], res["cand"]) == ("base", "prefetch")
+    assert res["schema"] == 2 and (res["base"], res["cand"]) == ("base", "prefetch")
     t = res["throughput"][0]
     assert t["base"]["n"] == t["cand"]["n"] == 3
     assert t["change"]["ci_low"] is not None and t["change"]["verdict"] in (

@@ -7,6 +7,7 @@ import sys
 
 import pytest
 
+from analysis.report import funnel_md
 from analysis.tma.funnel import SCHEMA, compare
 from analysis.tma.formats import parse_file
 from tests.conftest import FIXTURES, REPO
@@ -28,6 +29,11 @@ def rows(f):
     return {r.name: r for r in f.all_rows}
 
 
+def md_of(f):
+    """The funnel as report.md and the funnel command print it: rendered from its data."""
+    return funnel_md.render(f.to_json())
+
+
 def test_one_run_per_side_spr_nomux_pair():
     f = compare([parse_file(VEB)], [parse_file(EYTZ)], base_label="vEB", cand_label="Eytzinger")
     r = rows(f)
@@ -35,7 +41,7 @@ def test_one_run_per_side_spr_nomux_pair():
     assert (be.base.median, be.cand.median) == (37.4, 28.9)
     assert round(be.delta, 1) == -8.5 and round(mem.delta, 1) == -10.8
     assert be.verdict == "n/a (1 run per side)" and be.ci is None
-    md = f.to_markdown()
+    md = md_of(f)
     assert "| TMA Metric | Domain | vEB (n=1) | Eytzinger (n=1) | Δ | Slots Δ |" in md
     assert "| Backend_Bound | % Slots | 37.4% | 28.9% | −8.5 pp |" in md
     assert "| └ Memory_Bound | % Slots | 21.8% | 11.0% | −10.8 pp |" in md
@@ -48,7 +54,7 @@ def test_one_run_per_side_spr_nomux_pair():
 
 def test_multiplexed_values_are_marked_as_estimates():
     f = compare([parse_file(SORTED_MUX)], [parse_file(EYTZ_MUX)])
-    md = f.to_markdown()
+    md = md_of(f)
     assert "| Backend_Bound | % Slots | ~15.0%† | ~22.0%† | +7.0 pp |" in md
     assert "† counters multiplexed: ran baseline as little as 33% and candidate as little as 33% of the time" in md
     j = f.to_json()
@@ -68,7 +74,7 @@ def test_three_vs_three_identical_runs_cometlake():
     assert r["Retiring.Heavy_Operations"].verdict == "changed (down)"
     # slot-normalised by hand: 73.4 * 47.0 / (1.4 + 10.1 + 47.0 + 0.3) = 58.67 slots
     assert dram.base.slots_median == pytest.approx(73.4 * 47.0 / 58.8)
-    md = f.to_markdown()
+    md = md_of(f)
     assert "| &nbsp;&nbsp;└ DRAM_Bound | % Stalls | 47.0% (47.0–47.0) | 34.0% (34.0–34.0) | −13.0 pp |" in md
     assert "58.7 → 30.6" in md
     assert "CI (95%)" in md and "Welch t-interval" in md
@@ -121,7 +127,7 @@ def test_implausible_values_excluded_with_warning():
     assert be.verdict == "n/a" and be.reason == "not measured in the baseline runs"
     assert rows(f)["Frontend_Bound"].delta == pytest.approx(61.7 - 53.9)
     assert any("outside the possible range" in w for w in f.warnings)
-    assert "**Warnings**" in f.to_markdown()
+    assert "**Warnings**" in md_of(f)
 
 
 def test_json_output():

@@ -243,14 +243,14 @@ def test_report_names_memtier_rows_by_the_command(fixtures_dir, tmp_path):
     """memtier's JSON calls its row "Totals"; compare names it by the case's command
     words (memtier ran them with its own key placeholder), as redis-benchmark names its rows."""
     import json
-    from analysis.compare import engine as compare
+    from analysis.compare import throughput
     case = _suite_case(fixtures_dir, tmp_path, "1Mkeys-hash-hgetall-50-fields-10B-values", "small")
     rep = tmp_path / "base" / "1"
     rep.mkdir(parents=True)
     # The documented --json-out-file shape (no real memtier output is recorded here).
     (rep / "bench.json").write_text(json.dumps({"ALL STATS": {"Totals": {"Ops/sec": 1234.5}}}))
-    assert [r.test for r in compare._bench_rows(rep, case.workload.command)] == ["HGETALL hash:__rand_int__"]
-    assert [r.test for r in compare._bench_rows(rep, [])] == ["Totals"]
+    assert [r.test for r in throughput.bench_rows(rep, case.workload.command)] == ["HGETALL hash:__rand_int__"]
+    assert [r.test for r in throughput.bench_rows(rep, [])] == ["Totals"]
 
 
 def test_memtier_reps_leave_the_request_cap_open(tmp_path):

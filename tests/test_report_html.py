@@ -107,7 +107,8 @@ def test_verdicts_and_values_visible(rendered):
     summary = dom.split('id="summary"', 1)[1].split("</ul>", 1)[0]
     assert '<span class="verdict v-regression">regression</span>' in summary
     tput = dom.split('id="throughput"', 1)[1].split("</table>", 1)[0]
-    assert "23,055 ops/s" in tput and "4,341 ops/s" in tput and "−81.2%" in tput
+    # medians per side; the change is the log-scale ratio (geometric means at 3 reps)
+    assert "23,055 ops/s" in tput and "4,341 ops/s" in tput and "−85.5%" in tput
     flat = dom.split('id="focus-flat"', 1)[1].split("</table>", 1)[0]
     assert '<td class="name">dictFind</td><td>29.9%</td><td>5.5%</td>' in flat
     assert "TMA not collected: no hardware PMU on this host" in dom
@@ -152,3 +153,29 @@ def test_probe_would_catch_an_unescaped_script(rendered, tmp_path):
                    .replace("</body>", f"<p>{EVIL}</p></body>", 1))
     dom, _ = dump_dom(bad)
     assert ALERTED.search(dom)
+
+
+def test_variant_labels_and_run_id_are_text(tmp_path):
+    """Labels and the run id reach the page through autoescaping only (no browser needed):
+    in headers, the summary, the funnel and the reproduce block."""
+    from analysis.compare import engine
+    from analysis.compare.summary import summary
+    from analysis.inputs.rundir import load_run
+    from analysis.report import html as report_html
+    from analysis.tma.formats import parse_file
+    from analysis.tma.funnel import compare as funnel
+    from tests.conftest import FIXTURES
+    r = engine.analyse(load_run(RUN), cli.options(cli.parser().parse_args([str(RUN)])))
+    label = "b<img src=x onerror=alert(1)>"
+    r.base, r.run_id = label, f"id {EVIL}"
+    r.reproduce.run = f"run --variant '{label}'"
+    top = FIXTURES / "tma" / "toplev"
+    r.tma.status = "measured"
+    r.tma.funnel = funnel([parse_file(top / "toplev_spr8488c_l2_veb_nomux_v.txt")],
+                          [parse_file(top / "toplev_spr8488c_l2_eytzinger_nomux_v.txt")],
+                          base_label=label, cand_label="cand").to_json()
+    r.summary = summary(r)
+    page = report_html.render(r, tmp_path)
+    assert "<img" not in page and EVIL not in page
+    assert page.count("b&lt;img src=x onerror=alert(1)&gt;") >= 4
+    assert "id &lt;script&gt;alert(1)&lt;/script&gt;" in page

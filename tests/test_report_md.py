@@ -8,15 +8,74 @@ import re
 import pytest
 
 from analysis.compare import cli, engine as compare
+from analysis.compare.summary import summary as build_summary
 from analysis.report import markdown as report_md
 from analysis.inputs.rundir import load_run
-from tests.conftest import REPO
+from tests.conftest import FIXTURES, REPO
 
 RUN = REPO / "tests" / "data" / "runs" / "io-threads-mset"
+TOPLEV = FIXTURES / "tma" / "toplev"
+
+
+# ---- what GitHub's Markdown would make of the text (the CommonMark rules we rely on) ----
+
+def unescaped_pipes(line: str) -> int:
+    return len(re.findall(r"(?<!\\)\|", line))
+
+
+def check_tables(md: str) -> None:
+    """Every row of every table has as many cell separators as its header."""
+    block: list[str] = []
+    for line in md.splitlines() + [""]:
+        if line.startswith("|"):
+            block.append(line)
+            continue
+        for row in block[1:]:
+            assert unescaped_pipes(row) == unescaped_pipes(block[0]), (block[0], row)
+        block = []
+
+
+def fenced_blocks(md: str) -> list[tuple[str, str]]:
+    """(info string, content) of each backtick code fence: a fence closes at the first line
+    of at least as many backticks and nothing else (CommonMark)."""
+    out, lines, i = [], md.splitlines(), 0
+    while i < len(lines):
+        m = re.fullmatch(r"(`{3,})([^`]*)", lines[i])
+        if m:
+            n, body, i = len(m.group(1)), [], i + 1
+            while i < len(lines) and not re.fullmatch(rf"`{{{n},}}\s*", lines[i]):
+                body.append(lines[i])
+                i += 1
+            out.append((m.group(2).strip(), "\n".join(body)))
+        i += 1
+    return out
+
+
+def code_spans(line: str) -> list[str]:
+    """The contents of the code spans of one line: a run of n backticks opens, the next
+    run of exactly n closes; one space each side is stripped (CommonMark)."""
+    spans, pos = [], 0
+    while (m := re.compile(r"`+").search(line, pos)):
+        close = next((c for c in re.finditer(r"`+", line[m.end():])
+                      if len(c.group()) == len(m.group())), None)
+        if close is None:
+            break
+        text = line[m.end(): m.end() + close.start()]
+        if len(text) > 2 and text.startswith(" ") and text.endswith(" "):
+            text = text[1:-1]
+        spans.append(text)
+        pos = m.end() + close.end()
+    return spans
+
+
+def check_ends_with_report_command(md: str, command: str) -> None:
+    blocks = fenced_blocks(md)
+    assert blocks and blocks[-1] == ("sh", command), blocks[-1:]
+    assert re.fullmatch(r"`{3,}", md.rstrip().splitlines()[-1]), "text after the last fence"
 
 
 def results(**over):
-    opts = cli.parser().parse_args([str(RUN)])
+    opts = cli.options(cli.parser().parse_args([str(RUN)]))
     for k, v in over.items():
         setattr(opts, k, v)
     return compare.analyse(load_run(RUN), opts)
@@ -33,10 +92,11 @@ def test_summary_first_then_seed_tables(res):
     assert lines[0] == "## stallscope: mset-10keys-io-threads: cand vs base"
     summary = next(l for l in lines if l.startswith("**Summary:**"))
     assert lines.index(summary) < lines.index("### Throughput")
-    assert "Throughput MSET (10 × key:\\_\\_rand\\_int\\_\\_ vvvvvvvvvvv…) −81.2% \\[" in summary
-    assert "**unstable**" in summary
-    assert "dictFind flat (main thread) 29.9% → 5.5% (−24.4 pp \\[−26.3, −21.3\\] pp" in summary
-    assert "(+25% \\[+20.1, +34.7\\]%)" in summary          # every interval with its unit
+    assert ("Throughput MSET (10 × key:\\_\\_rand\\_int\\_\\_ vvvvvvvvvvv…) −85.5% "
+            "\\[−92.8, −70.7\\]% **regression**") in summary
+    # medians per side, the change and interval of the method (Welch: difference of means)
+    assert "dictFind flat (main thread) 29.9% → 5.5% (−23.8 pp \\[−26.3, −21.3\\] pp" in summary
+    assert "(+28% \\[+20.3, +35.1\\]%)" in summary          # every interval with its unit
     assert "TMA not collected (no hardware PMU" in summary
     assert "| Test | Baseline (base) | PR (cand) | Change | 95% CI | Verdict |" in lines
     assert "| Function | base (flat) | cand (flat) | Change | 95% CI | Verdict |" in lines
@@ -50,20 +110,74 @@ def test_summary_first_then_seed_tables(res):
             for row in lines[i + 2: i + 6]:
                 assert len(re.findall(r"(?<!\\)\|", row)) == cells, row
     assert md.index("### Environment") > md.index("<details>")
-    assert md.rstrip().endswith("```") or "Beside this report" in md
+    # analysed without an output directory: no artifacts, so the comment ends with the
+    # command that rebuilds the report, fenced
+    assert "Beside this report" not in md
+    check_ends_with_report_command(md, f"python -m analysis compare {RUN}")
+
+
+def test_the_checks_fail_on_wrong_markdown(res):
+    """Each check above can fail: fed a wrong comment, it says so."""
+    md = report_md.render(res)
+    cmd = f"python -m analysis compare {RUN}"
+    for wrong in (md.replace(cmd, cmd + " --oops"), md + "\nBeside this report: x.svg\n",
+                  md.replace("```sh\n" + cmd, "```sh\n```\n" + cmd)):
+        with pytest.raises(AssertionError):
+            check_ends_with_report_command(wrong, cmd)
+    with pytest.raises(AssertionError):
+        check_tables("| a | b |\n|---|---|\n| x|y | z |\n")
+    assert code_spans("Run `a` and ``b`c``") == ["a", "b`c"]
+    assert code_spans("Run `a`b`") == ["a"]          # the span a raw backtick label breaks
+
+
+def test_labels_and_run_ids_cannot_break_out(res):
+    """Variant labels and run ids come from the run: in tables, code spans, code fences and
+    the funnel they stay text, however many pipes, tags and backticks they hold."""
+    r = copy.deepcopy(res)
+    base, cand = "b|a`se <img src=x onerror=alert(1)>", "c```and"
+    run_id = "run`id``x"
+    # a label with a line of backticks ends a naive fence early; what follows is Markdown
+    command = f"python -m collectors run mset --variant '{cand}\n```\n<script>alert(1)</script>'"
+    r.base, r.cand, r.run_id, r.reproduce.run = base, cand, run_id, command
+    for row in r.profile.focus:
+        row.name = row.name + "|x"
+    from analysis.tma.formats import parse_file
+    from analysis.tma.funnel import compare as funnel
+    f = funnel([parse_file(TOPLEV / "toplev_spr8488c_l2_veb_nomux_v.txt")],
+               [parse_file(TOPLEV / "toplev_spr8488c_l2_eytzinger_nomux_v.txt")],
+               base_label=base, cand_label=cand)
+    r.tma.status, r.tma.funnel = "measured", f.to_json()
+    r.summary = build_summary(r)
+    md = report_md.render(r)
+    check_tables(md)
+    # raw HTML nowhere; the command's <script> only as the content of its code block
+    outside = md
+    for _, content in fenced_blocks(md):
+        outside = outside.replace(content, "")
+    assert "<img" not in md and "<script>" not in outside
+    assert "&lt;img src=x onerror=alert(1)&gt;" in md
+    assert [s for s in code_spans(next(l for l in md.splitlines() if l.startswith("Run ")))] \
+        == [run_id]
+    blocks = fenced_blocks(md)
+    assert ("sh", command) in blocks and blocks[-1] == ("sh", r.reproduce.report)
+    funnel_head = next(l for l in md.splitlines() if l.startswith("| TMA Metric |"))
+    assert r"b\|a\`se &lt;img" in funnel_head and r"c\`\`\`and (n=1)" in funnel_head
+    # the same report rendered the old way (a fence of three backticks) loses the command
+    naive = md.replace("````sh", "```sh").replace("\n````\n", "\n```\n")
+    assert ("sh", command) not in fenced_blocks(naive)
 
 
 def test_units_everywhere(res):
     md = report_md.render(res)
     assert "23,055 ops/s" in md and "16.127 ms" in md
-    assert "−24.38 pp (−82%)" in md and "[−26.27, −21.31] pp" in md   # Welch 95% (3+3 reps)
+    assert "−23.79 pp (−81%)" in md and "[−26.27, −21.31] pp" in md   # Welch 95% (3+3 reps)
     assert "% of samples" in md
 
 
 def test_summary_text_is_inert_markdown(res):
     r = copy.deepcopy(res)
     r.tma.reason = "kernel.perf_event_paranoid <b>is</b> 3: fix it"
-    r.summary = compare._summary(r)
+    r.summary = build_summary(r)
     summary = next(l for l in report_md.render(r).splitlines() if l.startswith("**Summary:**"))
     assert "perf\\_event\\_paranoid &lt;b&gt;is&lt;/b&gt; 3" in summary
 

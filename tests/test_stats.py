@@ -1,9 +1,12 @@
 """Statistics: known answers (constructed numbers are fine here: this is math, not data)."""
 import math
+import statistics
 
+import numpy as np
 import pytest
+from scipy.stats import ttest_ind
 
-from analysis import stats
+from analysis import ranks
 from analysis.stats import compare, compare_shares, summarize
 
 
@@ -19,20 +22,20 @@ def test_summary_known_values():
 
 def test_mann_whitney_null_distribution_exact():
     # counts of U for m = n = 5 start 1, 1, 2, 3, 5 (of C(10,5) = 252 arrangements)
-    cdf = stats._mann_whitney_cdf(5, 5)
+    cdf = ranks.mann_whitney_cdf(5, 5)
     assert [round(c * 252) for c in cdf[:5]] == [1, 2, 4, 7, 12]
     assert cdf[-1] == pytest.approx(1.0)
     # Wilcoxon signed rank, n = 5: counts of T+ start 1, 1, 1, 2 (of 32)
-    assert [round(c * 32) for c in stats._signed_rank_cdf(5)[:4]] == [1, 2, 3, 5]
+    assert [round(c * 32) for c in ranks.signed_rank_cdf(5)[:4]] == [1, 2, 3, 5]
 
 
 def test_hodges_lehmann_by_hand():
     # differences cand - base: {1,2,3} - {0,1}... = 1,0,2,1,3,2 -> sorted 0,1,1,2,2,3 -> median 1.5
-    assert stats.hodges_lehmann([0, 1], [1, 2, 3]) == 1.5
+    assert ranks.hodges_lehmann([0, 1], [1, 2, 3]) == 1.5
     # 5 v 5: the 95% interval is [D(3), D(23)] of the 25 sorted differences (coverage 96.8%)
     base, cand = [10, 11, 12, 13, 14], [20, 21, 22, 23, 24]
     d = sorted(c - b for c in cand for b in base)
-    lo, hi, conf = stats.shift_interval(base, cand)
+    lo, hi, conf = ranks.shift_interval(base, cand)
     assert (lo, hi) == (d[2], d[22]) == (7.0, 13.0)
     assert conf == pytest.approx(1 - 8 / 252)
 
@@ -50,12 +53,75 @@ def test_clear_improvement_and_regression():
     up = [110, 111, 109, 110, 110]
     ch = compare(base, up)
     assert ch.verdict == "improvement"
-    assert (ch.delta, ch.rel) == (10.0, 0.1)
+    # the Hodges-Lehmann shift (median of the 25 differences) with its Mann-Whitney interval
+    assert ch.delta == 10.0 and ch.estimator == "Hodges-Lehmann shift"
     assert (ch.ci_low, ch.ci_high) == (9.0, 11.0)
-    assert (ch.rel_ci_low, ch.rel_ci_high) == (0.09, 0.11)
+    # relative: the same on log values, so the ratios cand_j / base_i by hand
+    ratios = sorted(c / b for c in up for b in base)
+    assert ch.rel == pytest.approx(ratios[12] - 1) == pytest.approx(0.1)
+    assert (ch.rel_ci_low, ch.rel_ci_high) == (pytest.approx(ratios[2] - 1),
+                                               pytest.approx(ratios[22] - 1))
     assert "96.8%" in ch.method
     # the same numbers for a lower-is-better metric (latency) are a regression
     assert compare(base, up, higher_is_better=False).verdict == "regression"
+
+
+def test_change_is_the_estimator_of_its_interval():
+    """pyperf's rule: the printed change lies inside its own interval. Paired windows whose
+    sides' medians move by +4 while every pair moved by 4..6: the old difference of
+    medians (+4) sat outside the signed-rank interval [4.5, 5.5]."""
+    base = [103, 94, 95, 100, 100, 100, 101, 94]
+    cand = [108, 99, 101, 105, 104, 104, 107, 99]
+    ch = compare(base, cand, paired=True)
+    assert statistics.median(cand) - statistics.median(base) == 4.0
+    assert (ch.ci_low, ch.ci_high) == (4.5, 5.5) and "signed-rank" in ch.method
+    diffs = [c - b for b, c in zip(base, cand)]
+    walsh = sorted((diffs[i] + diffs[j]) / 2 for i in range(8) for j in range(i, 8))
+    assert ch.delta == statistics.median(walsh) == 5.0
+    assert ch.estimator.startswith("Hodges-Lehmann pseudo-median")
+    assert ch.rel_ci_low <= ch.rel <= ch.rel_ci_high
+    # unpaired: the Hodges-Lehmann shift, not the difference of medians (10)
+    b, c = [10, 11, 12, 13, 14], [20, 21, 22, 30, 40]
+    u = compare(b, c)
+    assert u.delta == ranks.hodges_lehmann(b, c) == 11.0
+    assert u.ci_low <= u.delta <= u.ci_high
+    # Welch (3 reps): difference of means; bootstrap: difference of medians
+    w = compare([1.0, 1.01, 0.99], [2.0, 2.01, 2.5])
+    assert w.delta == pytest.approx(statistics.mean([2.0, 2.01, 2.5]) - 1.0)
+    assert w.estimator == "difference of means"
+    bs = compare(b, c, method="bootstrap")
+    assert bs.delta == 10.0 and bs.estimator == "difference of medians"
+
+
+def test_relative_interval_on_the_log_scale_never_passes_minus_100():
+    # a cost that almost vanishes: linear (ci / base median) reached -115%
+    base = [0.2, 0.22, 0.24, 0.2, 0.19]
+    cand = [0.01, 0.011, 0.009, 0.05, 0.01]
+    ch = compare(base, cand, higher_is_better=False)
+    assert ch.ci_low / statistics.median(base) < -1.0
+    assert -1.0 < ch.rel_ci_low <= ch.rel <= ch.rel_ci_high < 0
+    ratios = sorted(c / b for c in cand for b in base)
+    assert ch.rel == pytest.approx(ratios[12] - 1)
+    assert ch.verdict == "improvement"
+    # Welch on logs is scipy's Welch on logs (3 reps per side)
+    b3, c3 = [38647.34, 20314.88, 23054.75], [4340.75, 2871.50, 4455.34]
+    w = compare(b3, c3)
+    want = ttest_ind(np.log(c3), np.log(b3), equal_var=False).confidence_interval(0.95)
+    assert (w.rel_ci_low, w.rel_ci_high) == (pytest.approx(math.expm1(want.low)),
+                                             pytest.approx(math.expm1(want.high)))
+    assert w.rel == pytest.approx(math.expm1(np.log(c3).mean() - np.log(b3).mean()))
+    # the verdict follows the printed (relative) interval, which clears 0, even though
+    # the absolute Welch interval (one fast base rep) reaches past 0
+    assert w.ci_low < 0 < w.ci_high and w.rel_ci_high < 0 and w.verdict == "regression"
+
+
+def test_no_ratio_with_a_value_at_or_below_zero():
+    ch = compare([10, 11, 12, 10, 11], [0, 0, 0, 0, 0], higher_is_better=False)
+    assert ch.rel is None and ch.rel_ci_low is None and ch.rel_ci_high is None
+    assert ch.delta == -11.0 and ch.ci_high < 0          # the absolute change still stands
+    assert ch.verdict == "improvement" and "of the base median" in ch.reason
+    sh = compare_shares([1.0, 1.1, 0.9, 1.0], [0.0, 0.0, 0.1, 0.0])
+    assert sh.rel is None and sh.delta < 0 and sh.unit == "pp"
 
 
 def test_below_waterline_is_no_change():
@@ -107,6 +173,8 @@ def test_bootstrap_is_reproducible():
     b = compare([100, 101, 99, 100, 100], [110, 111, 109, 110, 110], method="bootstrap")
     assert (a.ci_low, a.ci_high) == (b.ci_low, b.ci_high) == (9.0, 11.0)
     assert "seed 0" in a.method
+    with pytest.raises(ValueError, match="unpaired only"):
+        compare([1, 2, 3], [1, 2, 3], paired=True, method="bootstrap")
 
 
 def test_shares_use_percentage_points():
@@ -115,4 +183,4 @@ def test_shares_use_percentage_points():
     assert ch.verdict == "improvement"                   # a cost share going down
     # 0.20% -> 0.30% is +50% relative but only 0.1 pp: no change
     small = compare_shares([0.2, 0.21, 0.19], [0.3, 0.31, 0.29])
-    assert small.rel == pytest.approx(0.5) and small.verdict == "no change"
+    assert small.rel == pytest.approx(0.5, abs=0.005) and small.verdict == "no change"

@@ -1,14 +1,21 @@
 """`stallscope compare RUN_DIR`: compare the variants of a run directory and write
-report.md, report.html and results.json (plus flame graphs and pprof files)."""
+report.md, report.html and results.json (plus flame graphs and pprof files).
+
+The command runs both stages, so it is the one module of analysis.compare that imports
+analysis.report: the engine computes Results, the report package renders them.
+"""
 from __future__ import annotations
 
 import argparse
 import sys
 from pathlib import Path
 
-from analysis.compare.engine import (DEFAULT_TOP, THREAD_VIEWS, CompareError, analyse,
-                                     write_reports)
+from analysis.compare.engine import analyse
+from analysis.compare.errors import CompareError
+from analysis.compare.options import DEFAULT_TOP, THREAD_VIEWS, CompareOptions
 from analysis.inputs.rundir import RunDirError, load_run
+from analysis.report.summary import lines as summary_lines
+from analysis.report.writer import write_reports
 
 
 def parser() -> argparse.ArgumentParser:
@@ -49,22 +56,28 @@ use percentage points (--noise-pp 0.5, --regression-pp 1.0).""")
     return p
 
 
+def options(args: argparse.Namespace) -> CompareOptions:
+    return CompareOptions(base=args.base, cand=args.cand, focus=args.focus, noise=args.noise,
+                          regression=args.regression, noise_pp=args.noise_pp,
+                          regression_pp=args.regression_pp, thread=args.thread, top=args.top)
+
+
 def main(argv: list[str] | None = None) -> int:
-    opts = parser().parse_args(argv)
+    args = parser().parse_args(argv)
     try:
-        run = load_run(opts.run_dir)
-        out = Path(opts.out) if opts.out else Path("reports") / run.manifest.run_id
-        out.mkdir(parents=True, exist_ok=True)
+        opts = options(args)
+        run = load_run(args.run_dir)
+        out = Path(args.out) if args.out else Path("reports") / run.manifest.run_id
         r = analyse(run, opts, out)
         paths = write_reports(r, out)
     except (RunDirError, CompareError) as e:
         print(f"analysis compare: error: {e}", file=sys.stderr)
         return 2
-    except ValueError as e:   # parser errors from throughput/profile name their file
+    except ValueError as e:   # bad options; parser errors from throughput/profile name their file
         print(f"analysis compare: error: {e}", file=sys.stderr)
         return 2
-    for item in r.summary:
-        print(f"{item.label}: {item.text}{' ' + item.verdict if item.verdict else ''}")
+    for label, text, verdict in summary_lines(r):
+        print(f"{label}: {text}{' ' + verdict if verdict else ''}")
     print(f"wrote {paths['md']}, {paths['html']}, {paths['json']}")
     return 0
 

@@ -1,9 +1,10 @@
 """The results model: what a comparison of one run directory found, as data classes.
 
-analysis/compare.py fills a `Results`; report_md.py and report_html.py render it;
-`Results.to_json()` is results.json ("schema": 1, documented in docs/results-json.md),
-which scripts and the history of scheduled jobs read. Everything a report table shows is
-in here, so a report can be checked against results.json and results.json against the run.
+analysis.compare.engine fills a `Results`; analysis.report renders it;
+`Results.to_json()` is results.json (`SCHEMA`, documented in docs/results-json.md), which
+scripts and the history of scheduled jobs read. Everything a report shows is in here as
+data (numbers, names, plain-text notes; never Markdown or formatted numbers), so a report
+can be checked against results.json and results.json against the run.
 """
 from __future__ import annotations
 
@@ -12,7 +13,9 @@ import math
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-SCHEMA = 1
+from analysis import stats
+
+SCHEMA = 2
 
 
 @dataclass
@@ -29,7 +32,7 @@ class Side:
     reps: list[int] = field(default_factory=list)   # rep number of each value, same order
 
     @classmethod
-    def of(cls, summary: Any, reps: list[int] | None = None) -> "Side":
+    def of(cls, summary: stats.Summary, reps: list[int] | None = None) -> "Side":
         return cls(summary.n, summary.median, summary.mean, summary.stdev, summary.cv,
                    summary.min, summary.max, list(summary.values), list(reps or []))
 
@@ -37,7 +40,7 @@ class Side:
 @dataclass
 class ChangeOut:
     """A change between two sides (from stats.Change), in the metric's unit."""
-    delta: float
+    delta: float             # the estimator of the interval's method (`estimator` names it)
     rel: float | None
     ci_low: float | None
     ci_high: float | None
@@ -48,11 +51,12 @@ class ChangeOut:
     verdict: str
     reason: str
     unit: str = ""
+    estimator: str = ""
 
     @classmethod
-    def of(cls, c: Any, unit: str = "") -> "ChangeOut":
+    def of(cls, c: stats.Change, unit: str = "") -> "ChangeOut":
         return cls(c.delta, c.rel, c.ci_low, c.ci_high, c.rel_ci_low, c.rel_ci_high,
-                   c.confidence, c.method, c.verdict, c.reason, c.unit or unit)
+                   c.confidence, c.method, c.verdict, c.reason, c.unit or unit, c.estimator)
 
 
 @dataclass
@@ -137,8 +141,9 @@ class ProfileSection:
 class TmaSection:
     status: str                      # "measured", "replay" or "absent"
     reason: str = ""                 # why absent, or what the replay is
-    funnel: dict[str, Any] | None = None       # analysis.funnel.Funnel.to_json()
-    funnel_markdown: str | None = None
+    # analysis.tma.funnel.Funnel.to_json(): the funnel as data (schema stallscope.tma-funnel/1,
+    # docs/tma.md); analysis.report.funnel_md renders it
+    funnel: dict[str, Any] | None = None
     sources: dict[str, list[str]] = field(default_factory=dict)  # variant -> tma files
 
 
@@ -153,27 +158,92 @@ class Artifacts:
 
 
 @dataclass
+class SummaryValue:
+    """One measured quantity of a summary item."""
+    measure: str             # "throughput", "flat share", "flat CPU time per operation", "TMA node"
+    base: float | None       # the side's median, in `unit`
+    cand: float | None
+    unit: str                # "ops/s", "%", "ns/op", "% of domain"
+    change: float | None     # the change printed: a fraction when change_unit is "rel"
+    change_unit: str         # "rel" (relative, log scale), "pp", or `unit` (no ratio: a value <= 0)
+    ci_low: float | None     # interval of the change, in change_unit
+    ci_high: float | None
+    verdict: str
+
+    @classmethod
+    def relative(cls, measure: str, unit: str, base: Side, cand: Side, c: ChangeOut
+                 ) -> "SummaryValue":
+        if c.rel is None:    # a value <= 0 leaves no ratio: the absolute change stands
+            return cls(measure, base.median, cand.median, unit, c.delta, unit, c.ci_low,
+                       c.ci_high, c.verdict)
+        return cls(measure, base.median, cand.median, unit, c.rel, "rel", c.rel_ci_low,
+                   c.rel_ci_high, c.verdict)
+
+    @classmethod
+    def points(cls, measure: str, base: Side, cand: Side, c: ChangeOut) -> "SummaryValue":
+        return cls(measure, base.median, cand.median, "%", c.delta, "pp", c.ci_low, c.ci_high,
+                   c.verdict)
+
+
+SUMMARY_KINDS = ("throughput", "paired throughput", "focus", "tma", "tma absent")
+
+
+@dataclass
 class SummaryItem:
-    label: str               # "Throughput MSET", "dictFind flat (main thread)", "TMA"
-    text: str                # the one-glance line, units included
-    verdict: str             # stats verdict, or "" for informational items
+    """One entry of the one-glance summary, as data; the renderers word it."""
+    what: str                # one of SUMMARY_KINDS
+    subject: str = ""        # the test, function or TMA node it is about
+    thread: str = ""         # thread view of a focus function
+    values: list[SummaryValue] = field(default_factory=list)   # the headline value first
+    verdict: str = ""        # the verdict that counts, or "" for informational items
+    note: str = ""           # plain text beside the numbers (why absent, not established, ...)
+
+
+@dataclass
+class CaseInfo:
+    name: str = ""
+    description: str = ""
+    size: str = ""
+    focus: list[str] = field(default_factory=list)     # functions tabulated
+    command: list[str] = field(default_factory=list)   # the workload's command words
+
+
+@dataclass
+class Settings:
+    """The options the comparison ran with (analysis.compare.options.CompareOptions)."""
+    noise: float
+    regression: float
+    noise_pp: float
+    regression_pp: float
+    thread: str              # the view asked for, or "auto"
+    top: int
+    confidence: float
+    max_cv: float
+    focus: list[str] = field(default_factory=list)
+
+
+@dataclass
+class Reproduce:
+    run: str = ""            # the command that collected the run
+    report: str = ""         # the command that rebuilds this report
 
 
 @dataclass
 class Results:
     run_id: str
     created: str
-    case: dict[str, Any]             # name, description, size, focus, workload command
+    case: CaseInfo
     base: str
     cand: str
-    settings: dict[str, Any]         # noise, regression, noise_pp, regression_pp, thread, ...
+    settings: Settings
     throughput: list[MetricRow] = field(default_factory=list)
     latency: list[MetricRow] = field(default_factory=list)
     paired: list[MetricRow] = field(default_factory=list)
     profile: ProfileSection = field(default_factory=lambda: ProfileSection(False))
     tma: TmaSection = field(default_factory=lambda: TmaSection("absent"))
+    # copied from the manifest: host, tools, placement, profiling, load_generator, variants
     environment: dict[str, Any] = field(default_factory=dict)
-    reproduce: dict[str, str] = field(default_factory=dict)
+    reproduce: Reproduce = field(default_factory=Reproduce)
     artifacts: Artifacts = field(default_factory=Artifacts)
     summary: list[SummaryItem] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)

@@ -3,7 +3,7 @@
 inferno-collapse-perf is the reference (tests check that both give the same total and
 the same per-function flat counts on a real recording). Doing it in Python as well lets
 analysis read a run directory that only kept `perf script` output, and keeps the tids
-(`thread_ids()`) that inferno folds away; bench/run.py compares the two rates.
+(`PerfScriptInfo.threads`) that inferno folds away; bench/run.py compares the two rates.
 
 The input is perf's default `perf script` layout:
 
@@ -140,10 +140,10 @@ def main(argv: list[str] | None = None) -> int:
     import argparse
     from analysis.profile.stacks import write_folded
     ap = argparse.ArgumentParser(
-        prog="python -m analysis.perfscript",
+        prog="python -m analysis.profile.perfscript",
         description="Collapse `perf script` text into folded stacks (first frame = thread name).",
-        epilog="examples:\n  perf script -i perf.data | python -m analysis.perfscript - -o perf.folded\n"
-               "  python -m analysis.perfscript perf.script.gz -o perf.folded --threads threads.tsv",
+        epilog="examples:\n  perf script -i perf.data | python -m analysis.profile.perfscript - -o perf.folded\n"
+               "  python -m analysis.profile.perfscript perf.script.gz -o perf.folded --threads threads.tsv",
         formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("input", help="perf script text file (.gz ok), or - for stdin")
     ap.add_argument("-o", "--output", required=True, help="folded stacks file to write")

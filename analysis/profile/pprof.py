@@ -2,7 +2,7 @@
 
 Parca's query API and `go tool pprof` speak this format; reading it lets a Parca
 capture be analysed like a perf recording, and writing it lets our perf recordings be
-opened in pprof or uploaded to Parca. analysis/profile_pb2.py is generated from
+opened in pprof or uploaded to Parca. analysis/profile/profile_pb2.py is generated from
 google/pprof's proto (see its header).
 
 Reading: a sample's locations are leaf first; each location's lines are innermost
@@ -148,8 +148,7 @@ def write_pprof(stacks: Stacks, path: str | Path, *, period_ns: int | None = Non
         prof.sample_type.add(type=sid("cpu"), unit=sid("nanoseconds"))
         prof.period_type.type, prof.period_type.unit = sid("cpu"), sid("nanoseconds")
         prof.period = int(period_ns)
-    m = prof.mapping.add(id=1, filename=sid(binary or "stallscope"), has_functions=True)
-    del m
+    prof.mapping.add(id=1, filename=sid(binary or "stallscope"), has_functions=True)
     fn_ids: dict[str, int] = {}
     for frames, w in sorted(stacks.weights.items()):
         if not w:

@@ -3,8 +3,9 @@
 Like pprof's profile.proto reduced to what the reports need: a multiset of call
 stacks (root first) with a weight each (samples, or nanoseconds for Parca/pprof
 input). Folded files (`perf script | inferno-collapse-perf`), our own perf-script
-ingestion (analysis/perfscript.py) and pprof files (analysis/pprof.py) all become a
-`Stacks`; flat / cumulative / caller / callee / per-thread views are computed here.
+ingestion (analysis/profile/perfscript.py) and pprof files (analysis/profile/pprof.py)
+all become a `Stacks`; flat / cumulative / caller / callee / per-thread views are
+computed here.
 
 Frame names are normalised so one function matches across two builds: inferno's
 annotation suffixes (`_[i]` inlined, `_[k]` kernel, `_[j]` jit) are removed, because
@@ -85,7 +86,11 @@ def normalize_stack(frames: Iterable[str], thread_frame: bool = True) -> tuple[s
 
 
 def parse_folded_lines(lines: Iterable[str], source: str = "<input>", *,
-                       thread_frame: bool = True, unit: str = "samples") -> Stacks:
+                       thread_frame: bool = True, unit: str = "samples",
+                       normalized: bool = False) -> Stacks:
+    """Folded lines -> Stacks. `normalized`: the frames were normalised already (a file
+    write_folded wrote), so they are kept as they are; normalising twice would cut a
+    thread named like `worker-2` down to `worker`."""
     st = Stacks(unit=unit, thread_frame=thread_frame)
     w = st.weights
     for lineno, raw in enumerate(lines, 1):
@@ -104,19 +109,21 @@ def parse_folded_lines(lines: Iterable[str], source: str = "<input>", *,
                 raise FoldedError(f"{source}:{lineno}: sample count {count!r} is not a number") from None
         if value < 0:
             raise FoldedError(f"{source}:{lineno}: negative sample count {value}")
-        frames = normalize_stack(stack.split(";"), thread_frame)
+        frames = tuple(stack.split(";")) if normalized else normalize_stack(stack.split(";"), thread_frame)
         if not frames or any(not f for f in frames):
             raise FoldedError(f"{source}:{lineno}: empty frame name in {stack[:80]!r}")
         w[frames] = w.get(frames, 0) + value
     return st
 
 
-def read_folded(path: str | Path, *, thread_frame: bool = True, unit: str = "samples") -> Stacks:
+def read_folded(path: str | Path, *, thread_frame: bool = True, unit: str = "samples",
+                normalized: bool = False) -> Stacks:
     """Read a folded-stacks file (`a;b;c 12` per line). Errors name file:line."""
     p = Path(path)
     try:
         with open(p, encoding="utf-8", errors="replace") as f:
-            return parse_folded_lines(f, str(p), thread_frame=thread_frame, unit=unit)
+            return parse_folded_lines(f, str(p), thread_frame=thread_frame, unit=unit,
+                                      normalized=normalized)
     except FileNotFoundError:
         raise FoldedError(f"{p}: no such folded-stacks file") from None
 
@@ -171,12 +178,13 @@ def thread_groups(stacks: Stacks, main_names: Iterable[str] = ()) -> dict[str, S
     return {g: out[g] for g in THREAD_GROUPS if g in out}
 
 
-def threads(stacks: Stacks) -> dict[str, float]:
-    """Weight per thread name, largest first."""
-    acc: dict[str, float] = defaultdict(float)
-    for frames, v in stacks.weights.items():
-        acc[frames[0] if stacks.thread_frame else "all"] += v
-    return dict(sorted(acc.items(), key=lambda kv: -kv[1]))
+def view(stacks: Stacks, name: str, main_names: Iterable[str] = ()) -> Stacks:
+    """The stacks of one thread view: "all", or one thread group ("main", "io-threads",
+    ...; empty when the group has no samples). Stacks without a thread frame have only
+    the "all" view, whatever is asked."""
+    if name == "all" or not stacks.thread_frame:
+        return stacks
+    return thread_groups(stacks, main_names).get(name, Stacks(unit=stacks.unit))
 
 
 # ------------------------------------------------------------------------- views
@@ -248,15 +256,4 @@ def merge(stacks_list: Iterable[Stacks]) -> Stacks:
                              f"to {unit}/thread_frame={tf}")
         for k, v in s.weights.items():
             out.add(k, v)
-    return out
-
-
-def without_threads(stacks: Stacks) -> Stacks:
-    """The same stacks with the thread frame removed (threads merged)."""
-    if not stacks.thread_frame:
-        return stacks
-    out = Stacks(unit=stacks.unit, thread_frame=False)
-    for k, v in stacks.weights.items():
-        if len(k) > 1:
-            out.add(k[1:], v)
     return out

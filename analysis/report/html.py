@@ -16,11 +16,12 @@ from pathlib import Path
 from jinja2 import Environment, FileSystemLoader, select_autoescape
 from markupsafe import Markup
 
-from analysis.report import plots
-from analysis.compare.engine import (THREAD_LABEL, fmt_ns, fmt_pct, fmt_signed, pp_ci, rel_ci,
-                                     short_test)
-from analysis.report.markdown import known, patches, per_op_note, share, value
 from analysis.compare.results import Results
+from analysis.report import plots
+from analysis.report.fmt import (THREAD_LABEL, change_cells, fmt_ns, fmt_pct, fmt_signed, known,
+                                 patches, pp_ci, share, short_test, value)
+from analysis.report.markdown_tables import per_op_note
+from analysis.report.summary import lines as summary_lines
 
 TEMPLATES = Path(__file__).with_name("templates")
 
@@ -40,7 +41,7 @@ def _env() -> Environment:
     env.filters.update(share=share, value=value, pct=fmt_pct, signed=fmt_signed,
                        short=short_test, code=code_spans, ns=fmt_ns, known=known,
                        patches=patches)
-    env.globals.update(rel_ci=rel_ci, pp_ci=pp_ci, thread_label=THREAD_LABEL,
+    env.globals.update(change_cells=change_cells, pp_ci=pp_ci, thread_label=THREAD_LABEL,
                        per_op_note=per_op_note)
     return env
 
@@ -71,5 +72,5 @@ def render(r: Results, out_dir: Path) -> str:
         fl["uri"] = _data_uri(out_dir / fl["file"])
     flames = [f for f in flames if f["uri"]]
     return _env().get_template("report.html.j2").render(
-        r=r, tput_plots=tput_plots, share_plots=share_plots, funnel_plot=funnel_plot,
-        flames=flames)
+        r=r, summary=summary_lines(r), tput_plots=tput_plots, share_plots=share_plots,
+        funnel_plot=funnel_plot, flames=flames)

@@ -239,67 +239,6 @@ class Funnel:
     sentences: list[str]
     warnings: list[str]
 
-    # ---------------------------------------------------------------- markdown
-    def _cell(self, s: SideStats) -> str:
-        if not s.n:
-            return "–"
-        txt = f"{s.median:.1f}%"
-        if s.n > 1:
-            txt += f" ({s.min:.1f}–{s.max:.1f})"
-        if s.multiplex is not None:
-            txt = "~" + txt + "†"
-        return txt
-
-    def to_markdown(self) -> str:
-        with_ci = any(r.ci is not None for r in self.rows)
-        nb, nc = len(self.base_sources), len(self.cand_sources)
-        head = ["TMA Metric", "Domain", f"{self.base_label} (n={nb})", f"{self.cand_label} (n={nc})", "Δ"]
-        if with_ci:
-            conf = min((r.confidence for r in self.rows if r.confidence), default=0.95)
-            head += [f"CI ({conf:.0%})", "Verdict"]
-        head += ["Slots Δ"]
-        lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
-        for r in self.rows:
-            depth = r.name.count(".")
-            label = ("&nbsp;&nbsp;" * (depth - 1) + "└ " if depth else "") + r.leaf
-            cells = [label, domain_label(r.domain), self._cell(r.base), self._cell(r.cand), _fmt_pp(r.delta)]
-            if with_ci:
-                ci = (f"[{_fmt_pp(r.ci[0])[:-3]}, {_fmt_pp(r.ci[1])[:-3]}] pp" if r.ci else "n/a")
-                cells += [ci, r.verdict]
-            sb, sc = r.base.slots_median, r.cand.slots_median
-            cells.append("–" if sb is None or sc is None else
-                         f"{sb:.1f} → {sc:.1f} ({_fmt_pp(sc - sb)})")
-            lines.append("| " + " | ".join(cells) + " |")
-        notes = []
-        muxed = [r for r in self.rows if r.base.multiplex is not None or r.cand.multiplex is not None]
-        if muxed:
-            bm = [r.base.multiplex for r in muxed if r.base.multiplex is not None]
-            cm = [r.cand.multiplex for r in muxed if r.cand.multiplex is not None]
-            parts = ([f"{self.base_label} as little as {min(bm):.0f}%"] if bm else []) + \
-                    ([f"{self.cand_label} as little as {min(cm):.0f}%"] if cm else [])
-            notes.append(f"† counters multiplexed: ran {' and '.join(parts)} of the time; "
-                         "values marked ~ are estimates.")
-        if not with_ci:
-            notes.append("No confidence can be given: "
-                         + ("1 run per side." if nb == 1 and nc == 1 else
-                            f"fewer than {stats.MIN_N} runs per side ({nb} vs {nc})."))
-        else:
-            notes.append(f"CI: {self.method}.")
-        domains = sorted({r.domain for r in self.rows if r.domain and r.domain != "Slots"})
-        notes.append("Domains: L1/L2 nodes are % of pipeline slots" +
-                     (f"; {', '.join('% ' + d for d in domains)} are fractions of cycles, not of the parent"
-                      if domains else "") +
-                     ". Slots Δ converts each node to pipeline slots (parent slots × node / sum "
-                     "of measured siblings, Intel's bottleneck-metric rule). Ranges in "
-                     "parentheses are min–max over runs; Δ is the change of medians in "
-                     "percentage points (pp).")
-        out = "\n".join(lines) + "\n\n" + "\n".join(f"{n}  " for n in notes).rstrip()
-        if self.sentences:
-            out += "\n\n**What moved**\n\n" + "\n".join(f"- {s}" for s in self.sentences)
-        if self.warnings:
-            out += "\n\n**Warnings**\n\n" + "\n".join(f"- {w}" for w in self.warnings)
-        return out + "\n"
-
     # ---------------------------------------------------------------- json
     def to_json(self) -> dict[str, Any]:
         def row(r: FunnelRow) -> dict[str, Any]:

@@ -6,6 +6,7 @@ import json
 import sys
 from pathlib import Path
 
+from analysis.report import funnel_md
 from analysis.tma.funnel import compare
 from analysis.tma.formats import FORMATS, parse_file
 from analysis.tma.model import TmaParseError
@@ -75,7 +76,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.format == "json":
         print(json.dumps(data, indent=2))
     else:
-        print(funnel.to_markdown(), end="")
+        print(funnel_md.render(data), end="")
     return 0
 
 

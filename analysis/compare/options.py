@@ -1,0 +1,55 @@
+"""What a comparison is asked for: the options of `stallscope compare`, as data.
+
+`analysis.compare.cli` builds a CompareOptions from the command line; scripts and tests
+build one directly. The statistics of every section go through `relative()` and
+`points()`, so all of them use the same waterlines and confidence.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Sequence
+
+from analysis import stats
+
+DEFAULT_TOP = 15
+THREAD_VIEWS = ("main", "all", "io-threads")
+
+
+@dataclass
+class CompareOptions:
+    base: str | None = None          # baseline variant (None: the manifest's first)
+    cand: str | None = None          # candidate (None: the first variant other than base)
+    focus: list[str] | None = None   # functions to tabulate (None: the case's focus list)
+    noise: float = 0.03              # relative waterlines: throughput, latency, ns/op
+    regression: float = 0.05
+    noise_pp: float = 0.5            # waterlines of shares, percentage points
+    regression_pp: float = 1.0
+    thread: str | None = None        # thread view (None: main when io-threads hold samples)
+    top: int = DEFAULT_TOP           # top movers listed
+    confidence: float = 0.95
+    max_cv: float = 0.10
+
+    def __post_init__(self) -> None:
+        if self.thread is not None and self.thread not in THREAD_VIEWS:
+            raise ValueError(f"thread view {self.thread!r}: choose one of {', '.join(THREAD_VIEWS)}")
+        if self.top < 0:
+            raise ValueError(f"top movers: {self.top} is negative; give 0 or more")
+        if not 0 < self.confidence < 1:
+            raise ValueError(f"confidence {self.confidence}: give a fraction, e.g. 0.95")
+        for name in ("noise", "regression", "noise_pp", "regression_pp", "max_cv"):
+            if getattr(self, name) < 0:
+                raise ValueError(f"{name} {getattr(self, name)} is negative")
+
+    def relative(self, base: Sequence[float], cand: Sequence[float], *,
+                 higher_is_better: bool, paired: bool = False) -> stats.Change:
+        """A metric with relative waterlines (ops/s, ms, ns/op)."""
+        return stats.compare(base, cand, higher_is_better=higher_is_better, noise=self.noise,
+                             regression=self.regression, max_cv=self.max_cv,
+                             confidence=self.confidence, paired=paired)
+
+    def points(self, base: Sequence[float], cand: Sequence[float], *,
+               higher_is_better: bool = False) -> stats.Change:
+        """A share (% of samples) with waterlines in percentage points."""
+        return stats.compare_shares(base, cand, higher_is_better=higher_is_better,
+                                    noise_pp=self.noise_pp, regression_pp=self.regression_pp,
+                                    max_cv=self.max_cv, confidence=self.confidence)

@@ -1,0 +1,178 @@
+"""The profile section: the focus functions' flat and cumulative shares (and their CPU
+time per operation), the top movers, the callers of the focus functions and the share of
+each thread group, all in one thread view.
+
+The view is the main thread when io-threads hold samples: busy-polling io-threads would
+dilute every process-wide share (docs/results-json.md, ProfileSection.thread).
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+from analysis.compare import profile_reps
+from analysis.compare.options import CompareOptions
+from analysis.compare.per_op import Factors, per_op
+from analysis.compare.profile_reps import ProfileRep
+from analysis.compare.results import CallerRow, ChangeOut, FunctionRow, ProfileSection, Side, ThreadRow
+from analysis.inputs.rundir import RunDir
+from analysis.profile.stacks import (THREAD_GROUPS, FunctionCost, Stacks, callers, function_costs,
+                                     merge, thread_groups, view)
+
+CALLERS_PER_FOCUS = 5
+MOVER_MIN_SHARE = 0.1       # % of the view's samples in some rep, to be a mover candidate
+
+# variant -> [(rep, function -> cost)] in one thread view
+Shares = dict[str, list[tuple[int, dict[str, FunctionCost]]]]
+
+_ASKED = {"main": "main thread only (% of the main thread's samples), as asked (--thread main).",
+          "all": "all threads (% of all samples), as asked (--thread all).",
+          "io-threads": "io-threads only (% of their samples), as asked (--thread io-threads)."}
+
+
+def _main_names(run: RunDir) -> tuple[str, ...]:
+    """Thread names of the main thread beside the known ones: the server binaries' names,
+    cut to the 15 characters of a comm."""
+    return tuple(sorted({Path(str(v.server_bin or "")).name[:15]
+                         for v in run.manifest.variants.values()} - {""}))
+
+
+def _io_share(s: Stacks, main_names: tuple[str, ...]) -> float:
+    io = thread_groups(s, main_names).get("io-threads")
+    return 100 * io.total / s.total if io else 0.0
+
+
+def _has_threads(reps: dict[str, list[ProfileRep]]) -> bool:
+    return all(r.stacks.thread_frame for v in reps for r in reps[v])
+
+
+def choose_thread(reps: dict[str, list[ProfileRep]], asked: str | None, base: str, cand: str,
+                  main_names: tuple[str, ...]) -> tuple[str, str]:
+    """(thread view, the sentence the report prints about it)."""
+    if not _has_threads(reps):
+        return "all", "the profiles carry no thread frame: shares are process-wide."
+    if asked is not None:
+        return asked, _ASKED[asked]
+    io = {v: max(_io_share(r.stacks, main_names) for r in reps[v]) for v in (base, cand)}
+    if max(io.values()) > 0:
+        return "main", ("main thread only (% of the main thread's samples): io-threads hold up "
+                        "to " + ", ".join(f"{io[v]:.1f}% ({v})" for v in (base, cand))
+                        + " of the samples, and busy-polling io-threads would dilute every "
+                          "process-wide share; `--thread all` for process-wide shares.")
+    return "all", "all threads (no io-threads in the profiles)."
+
+
+def _shares(reps: dict[str, list[ProfileRep]], thread: str, main_names: tuple[str, ...]) -> Shares:
+    return {v: [(r.rep, function_costs(view(r.stacks, thread, main_names))) for r in reps[v]]
+            for v in reps}
+
+
+def _side_change(b: list[tuple[int, float]], c: list[tuple[int, float]], ch, unit: str
+                 ) -> tuple[Side, Side, ChangeOut]:
+    return (Side.of(ch.base, [n for n, _ in b]), Side.of(ch.cand, [n for n, _ in c]),
+            ChangeOut.of(ch, unit))
+
+
+def _function_row(fn: str, sh: Shares, base: str, cand: str, thread: str, opts: CompareOptions,
+                  factors: Factors | None) -> FunctionRow:
+    """Flat and cumulative share of one function; with `factors` also its CPU time per
+    operation (weight in ns × 1 / operations of the rep's window)."""
+    def values(v: str, attr: str, scale: Factors | None = None) -> list[tuple[int, float]]:
+        return [(n, (getattr(costs[fn], attr) if fn in costs else 0.0)
+                 * (scale[v][n] if scale else 1.0)) for n, costs in sh[v]]
+
+    out = {}
+    for k in ("flat", "cum"):
+        b, c = values(base, f"{k}_share"), values(cand, f"{k}_share")
+        out[k] = _side_change(b, c, opts.points([x for _, x in b], [x for _, x in c]), "pp")
+    row = FunctionRow(fn, thread, *out["flat"], *out["cum"])
+    if factors:
+        ns = {}
+        for k in ("flat", "cum"):
+            b, c = values(base, k, factors), values(cand, k, factors)
+            # An absolute cost: relative waterlines like throughput's, lower is better.
+            ch = opts.relative([x for _, x in b], [x for _, x in c], higher_is_better=False)
+            ns[k] = _side_change(b, c, ch, "ns/op")
+        row.base_flat_ns, row.cand_flat_ns, row.flat_ns_change = ns["flat"]
+        row.base_cum_ns, row.cand_cum_ns, row.cum_ns_change = ns["cum"]
+    return row
+
+
+def _mover_key(r: FunctionRow) -> tuple:
+    c = r.flat_change
+    established = c.ci_low is not None and (c.ci_low > 0 or c.ci_high < 0)
+    return (not established, -abs(c.delta), r.name)
+
+
+def _movers(sh: Shares, base: str, cand: str, thread: str, opts: CompareOptions,
+            factors: Factors | None) -> list[FunctionRow]:
+    """Established moves (interval clear of 0) first, then by size; `opts.top` of them."""
+    names = sorted({fn for v in sh for _, c in sh[v] for fn, fc in c.items()
+                    if fc.flat_share >= MOVER_MIN_SHARE})
+    rows = [_function_row(fn, sh, base, cand, thread, opts, factors) for fn in names]
+    return sorted(rows, key=_mover_key)[: opts.top]
+
+
+def _callers(merged: dict[str, Stacks], focus: list[str], base: str, cand: str, thread: str,
+             main_names: tuple[str, ...]) -> list[CallerRow]:
+    out = []
+    for fn in focus:
+        per = {}
+        for v in (base, cand):
+            mv = view(merged[v], thread, main_names)
+            tot = mv.total or 1.0
+            per[v] = {k: 100.0 * w / tot for k, w in callers(mv, fn).items()}
+        names = sorted(set(per[base]) | set(per[cand]),
+                       key=lambda k: (-max(per[base].get(k, 0), per[cand].get(k, 0)), k))
+        out += [CallerRow(fn, k, per[base].get(k, 0.0), per[cand].get(k, 0.0))
+                for k in names[:CALLERS_PER_FOCUS]]
+    return out
+
+
+def _thread_rows(reps: dict[str, list[ProfileRep]], base: str, cand: str,
+                 main_names: tuple[str, ...], opts: CompareOptions) -> list[ThreadRow]:
+    groups = {v: [(r.rep, thread_groups(r.stacks, main_names), r.stacks.total) for r in reps[v]]
+              for v in (base, cand)}
+    present = {g for v in groups for _, gs, _ in groups[v] for g in gs}
+    rows = []
+    for g in sorted(present, key=THREAD_GROUPS.index):
+        b, c = ([(n, 100.0 * gs[g].total / tot if g in gs else 0.0) for n, gs, tot in groups[v]]
+                for v in (base, cand))
+        ch = opts.points([x for _, x in b], [x for _, x in c], higher_is_better=True)
+        rows.append(ThreadRow(g, *_side_change(b, c, ch, "pp")))
+    return rows
+
+
+def profiles(run: RunDir, base: str, cand: str, focus: list[str], opts: CompareOptions
+             ) -> tuple[ProfileSection, dict[str, Stacks]]:
+    """The section, and each variant's profile reps merged (for flame graphs and pprof)."""
+    reps = profile_reps.load(run, (base, cand))
+    merged = {v: merge([r.stacks for r in reps[v]]) for v in reps if reps[v]}
+    missing = [v for v in (base, cand) if not reps[v]]
+    if missing:
+        # the side that has profiles still gets its flame graph and pprof file
+        unit = next(iter(merged.values())).unit if merged else "samples"
+        return ProfileSection(False, reason=f"no profile reps (perf.folded or profile.pb.gz) "
+                                            f"for {', '.join(missing)}", weight_unit=unit), merged
+    names = _main_names(run)
+    thread, note = choose_thread(reps, opts.thread, base, cand, names)
+    sh = _shares(reps, thread, names)
+    known = {fn for v in sh for _, c in sh[v] for fn in c}
+    present = [f for f in focus if f in known]
+    ops = per_op(run, reps, base, cand, thread, names, opts)
+    sec = ProfileSection(
+        True, thread=thread, thread_note=note, weight_unit=reps[base][0].stacks.unit,
+        samples={v: [r.stacks.total for r in reps[v]] for v in (base, cand)},
+        reps={v: [r.rep for r in reps[v]] for v in (base, cand)},
+        missing_focus=[f for f in focus if f not in known],
+        per_op=ops.factors is not None, per_op_reason=ops.reason, per_op_command=ops.command,
+        per_op_basis=ops.basis, ops=ops.ops or {}, per_op_total=ops.total)
+    sec.focus = [_function_row(f, sh, base, cand, thread, opts, ops.factors) for f in present]
+    if thread != "all":
+        sh_all = _shares(reps, "all", names)
+        sec.focus_other_view = [_function_row(f, sh_all, base, cand, "all", opts, ops.factors)
+                                for f in present]
+    sec.movers = _movers(sh, base, cand, thread, opts, ops.factors)
+    sec.callers = _callers(merged, present, base, cand, thread, names)
+    if _has_threads(reps):
+        sec.threads = _thread_rows(reps, base, cand, names, opts)
+    return sec, merged

@@ -1,0 +1,59 @@
+"""The one-glance summary as data: one item per throughput row, paired row, focus
+function and the TMA funnel, each with its numbers and the verdict that counts.
+
+The renderers (analysis/report) word it; nothing here is formatted text.
+"""
+from __future__ import annotations
+
+import re
+
+from analysis.compare.results import (MetricRow, ProfileSection, Results, SummaryItem,
+                                      SummaryValue, TmaSection)
+
+
+def _metric(what: str, row: MetricRow) -> SummaryItem:
+    return SummaryItem(what, row.test, values=[SummaryValue.relative(
+        row.metric, row.unit, row.base, row.cand, row.change)], verdict=row.change.verdict)
+
+
+def _focus(p: ProfileSection) -> list[SummaryItem]:
+    out = []
+    for row in p.focus:
+        share = SummaryValue.points("flat share", row.base_flat, row.cand_flat, row.flat_change)
+        item = SummaryItem("focus", row.name, row.thread, [share], share.verdict)
+        if row.base_flat_ns and row.cand_flat_ns and row.flat_ns_change:
+            # The per-operation cost does not dilute, so it carries the verdict; the share
+            # stays beside it (a share can rise while the cost falls).
+            cost = SummaryValue.relative("flat CPU time per operation", "ns/op", row.base_flat_ns,
+                                         row.cand_flat_ns, row.flat_ns_change)
+            item.values.append(cost)
+            item.verdict = cost.verdict
+        out.append(item)
+    return out
+
+
+def _tma(t: TmaSection) -> SummaryItem:
+    if t.status == "absent":
+        # The full reason (with how to fix it) is in the TMA section; one glance needs its head.
+        return SummaryItem("tma absent", note=re.split(r"[:;(]", t.reason, maxsplit=1)[0].strip())
+    replay = ["REPLAY of recorded fixture files, not this run"] if t.status == "replay" else []
+    rows = (t.funnel or {}).get("rows", [])
+    sig = [x for x in rows if x.get("significant")]
+    moved = sig or [x for x in rows if x.get("notable")]
+    if not moved:
+        return SummaryItem("tma", verdict="no change",
+                           note="; ".join(["no node moved beyond noise"] + replay))
+    top = max(moved, key=lambda x: abs(x.get("delta_pp") or 0))
+    ci = top.get("ci_pp") or (None, None)
+    verdict = top.get("verdict", "") if sig else ""
+    value = SummaryValue("TMA node", top["base"].get("median"), top["cand"].get("median"),
+                         top.get("unit") or "%", top.get("delta_pp"), "pp", ci[0], ci[1], verdict)
+    moves = f"{len(moved)} node(s) moved" + ("" if sig else ", not established")
+    return SummaryItem("tma", top["node"], values=[value], verdict=verdict,
+                       note="; ".join([moves] + replay))
+
+
+def summary(r: Results) -> list[SummaryItem]:
+    return ([_metric("throughput", row) for row in r.throughput]
+            + [_metric("paired throughput", row) for row in r.paired]
+            + _focus(r.profile) + [_tma(r.tma)])

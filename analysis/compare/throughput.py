@@ -1,0 +1,112 @@
+"""Throughput and latency of the load generator, per test, and paired windows.
+
+Throughput reps: every bench.csv / bench.json / bench.txt of a variant's throughput reps,
+grouped by test (redis-benchmark -t set,get writes one row per test). Paired reps: the
+windows of paired.json (one server process, CONFIG SET between windows), the k-th base
+window paired with the k-th cand window of the same rep.
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from analysis.compare.errors import CompareError
+from analysis.compare.options import CompareOptions
+from analysis.compare.results import ChangeOut, MetricRow, Side
+from analysis.inputs import bench
+from analysis.inputs.bench import RepThroughput
+from analysis.inputs.rundir import BENCH_FILES, RunDir
+
+Values = list[tuple[int, float]]      # (rep number, value), in rep order
+
+
+def case_command(run: RunDir) -> list[str]:
+    """The case's command words (the workload's `command`), as the load generator ran them."""
+    return [str(x) for x in (run.manifest.case.get("workload") or {}).get("command") or []]
+
+
+def bench_rows(rep_dir: Path, command: list[str] | None = None) -> list[RepThroughput]:
+    """The load generator's rows of one rep (one per test)."""
+    csv = rep_dir / "bench.csv"
+    if csv.is_file():  # may hold several tests (redis-benchmark -t set,get)
+        return bench.parse_redis_benchmark_csv(csv)
+    row = bench.load_rep(rep_dir)
+    if Path(row.source).name == "bench.json" and row.test == "Totals" and command:
+        # memtier calls its one row "Totals"; the table should name the command, as
+        # redis-benchmark's rows do (the case's command words, as memtier ran them).
+        row.test = " ".join(command)
+    return [row]
+
+
+def metric_row(test: str, metric: str, unit: str, higher_is_better: bool, b: Values, c: Values,
+               opts: CompareOptions, paired: bool = False) -> MetricRow:
+    ch = opts.relative([v for _, v in b], [v for _, v in c], higher_is_better=higher_is_better,
+                       paired=paired)
+    return MetricRow(test, metric, unit, higher_is_better, Side.of(ch.base, [n for n, _ in b]),
+                     Side.of(ch.cand, [n for n, _ in c]), ChangeOut.of(ch, unit))
+
+
+def _rows_by_test(run: RunDir, variant: str) -> dict[str, list[tuple[int, RepThroughput]]]:
+    out: dict[str, list[tuple[int, RepThroughput]]] = {}
+    for rep in run.manifest.reps(variant, "throughput"):
+        d = run.rep_dir(rep)
+        if not any((d / f).is_file() for f in BENCH_FILES):
+            continue
+        for row in bench_rows(d, case_command(run)):
+            out.setdefault(row.test, []).append((rep.rep, row))
+    for rows in out.values():
+        rows.sort(key=lambda t: t[0])
+    return out
+
+
+def throughput(run: RunDir, base: str, cand: str, opts: CompareOptions
+               ) -> tuple[list[MetricRow], list[MetricRow]]:
+    """(throughput rows, latency rows): ops/s per test, and its p50/p99 latency in ms."""
+    per = {v: _rows_by_test(run, v) for v in (base, cand)}
+    tput, lat = [], []
+    for test in per[base]:
+        b, c = per[base][test], per[cand].get(test, [])
+        if not c:
+            continue
+        tput.append(metric_row(test, "throughput", "ops/s", True,
+                               [(n, r.ops_per_sec) for n, r in b],
+                               [(n, r.ops_per_sec) for n, r in c], opts))
+        for q in ("p50", "p99"):
+            bv = [(n, r.latency_ms[q]) for n, r in b if q in r.latency_ms]
+            cv = [(n, r.latency_ms[q]) for n, r in c if q in r.latency_ms]
+            if bv and cv:
+                lat.append(metric_row(test, f"{q} latency", "ms", False, bv, cv, opts))
+    return tput, lat
+
+
+def _window_rate(w: dict) -> float | None:
+    # calls/s of the case's command when the server counted them; ops/s also counts the
+    # INFO/CONFIG commands of the switching itself.
+    rate = w.get("calls_per_s")
+    return rate if rate is not None else w.get("ops_per_s")
+
+
+def paired(run: RunDir, base: str, cand: str, opts: CompareOptions) -> list[MetricRow]:
+    """Paired windows as pairs (so slow drift cancels): one row, or none without windows."""
+    b: Values = []
+    c: Values = []
+    for rep in run.manifest.reps(kind="paired"):
+        p = run.rep_dir(rep) / "paired.json"
+        if not p.is_file():
+            continue
+        try:
+            doc = json.loads(p.read_text())
+        except json.JSONDecodeError as e:
+            raise CompareError(f"{p}:{e.lineno}: malformed JSON: {e.msg}") from None
+        wins = doc.get("windows", [])
+        bw = [_window_rate(w) for w in wins if w.get("variant") == base]
+        cw = [_window_rate(w) for w in wins if w.get("variant") == cand]
+        for x, y in zip(bw, cw):
+            if x is not None and y is not None:
+                b.append((rep.rep, float(x)))
+                c.append((rep.rep, float(y)))
+    if not b:
+        return []
+    name = str(run.manifest.case.get("name") or "")
+    return [metric_row(f"{name} paired windows (one process)".strip(), "paired throughput",
+                       "ops/s", True, b, c, opts, paired=True)]

@@ -1,0 +1,52 @@
+"""The TMA section: the funnel of the reps' TMA outputs, or why there is none.
+
+A rep's TMA output is the file its collector wrote (collectors/profilers/tma.py):
+tma.csv (toplev -x,) or tma.json (perf stat -j); analysis.tma.formats reads either, with
+the tma.stderr beside it (where a missing PMU shows).
+"""
+from __future__ import annotations
+
+from analysis.compare.results import TmaSection
+from analysis.inputs.rundir import RunDir
+from analysis.tma import funnel, formats
+from analysis.tma.model import NoPmuError, TmaParseError, TmaResult
+
+TMA_FILES = ("tma.csv", "tma.json")
+FUNNEL_DEPTH = 4
+
+
+def tma(run: RunDir, base: str, cand: str) -> TmaSection:
+    plan = run.manifest.tma
+    res: dict[str, list[TmaResult]] = {base: [], cand: []}
+    srcs: dict[str, list[str]] = {base: [], cand: []}
+    no_pmu = None
+    bad: list[str] = []
+    for v in (base, cand):
+        for rep in run.manifest.reps(v):
+            name = next((n for n in TMA_FILES if (run.rep_dir(rep) / n).is_file()), None)
+            if name is None:
+                continue
+            try:
+                res[v].append(formats.parse_file(run.rep_dir(rep) / name))
+                srcs[v].append(f"{rep.dir}/{name}")
+            except NoPmuError as e:
+                no_pmu = e.evidence
+            except TmaParseError as e:
+                # One unreadable TMA file must not cost the whole report: the TMA
+                # section says which file and line instead.
+                bad.append(str(e))
+    replay = plan.backend == "replay" or plan.status == "replay"
+    if res[base] and res[cand]:
+        f = funnel.compare(res[base], res[cand], depth=FUNNEL_DEPTH, base_label=base,
+                           cand_label=cand)
+        return TmaSection("replay" if replay else "measured",
+                          reason=str(plan.reason or "") if replay else "",
+                          funnel=f.to_json(), sources=srcs)
+    if bad:
+        return TmaSection("absent", reason="unreadable TMA output: " + "; ".join(bad), sources=srcs)
+    reason = plan.reason or (f"no hardware PMU ({no_pmu})" if no_pmu else None)
+    if not reason:
+        reason = (f"no tma.csv or tma.json in the reps (TMA backend: {plan.backend or 'off'})"
+                  if not any(res.values())
+                  else f"TMA data for only one side ({', '.join(v for v in res if res[v])})")
+    return TmaSection("absent", reason=str(reason), sources=srcs)

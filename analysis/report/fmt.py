@@ -1,0 +1,130 @@
+"""Numbers with their units, as the reports print them (plain text: the Markdown and HTML
+renderers escape it their own way)."""
+from __future__ import annotations
+
+from typing import Any
+
+from analysis.compare.results import ChangeOut
+
+THREAD_LABEL = {"main": "main thread", "all": "all threads", "io-threads": "io-threads"}
+
+
+def _minus(s: str) -> str:
+    return s.replace("-", "−")       # the typographic minus, as in the seed PR comments
+
+
+def fmt_pct(x: float | None, digits: int = 1) -> str:
+    """A fraction as a signed percentage: 0.123 -> +12.3%."""
+    return "n/a" if x is None else _minus(f"{x * 100:+.{digits}f}%")
+
+
+def fmt_signed(x: float | None, digits: int = 1) -> str:
+    return "n/a" if x is None else _minus(f"{x:+.{digits}f}")
+
+
+def fmt_ns(x: float | None) -> str:
+    """CPU time per operation, 3 significant digits, in ns, µs or ms (a reader takes
+    "44.0 µs" in at a glance, "44012 ns" not)."""
+    if x is None:
+        return "n/a"
+    a, unit, scale = abs(x), "ns", 1.0
+    if a >= 1e6:
+        unit, scale = "ms", 1e6
+    elif a >= 1e3:
+        unit, scale = "µs", 1e3
+    v = x / scale
+    digits = 0 if abs(v) >= 100 or v == 0 else (1 if abs(v) >= 10 else 2)
+    return _minus(f"{v:.{digits}f} {unit}")
+
+
+def share(x: float) -> str:
+    """A share of samples (%), two decimals below 1%."""
+    return f"{x:.2f}%" if abs(x) < 1 else f"{x:.1f}%"
+
+
+def value(x: float, unit: str) -> str:
+    if unit == "ops/s":
+        return f"{x:,.0f} ops/s"
+    if unit == "ms":
+        return f"{x:.3f} ms"
+    if unit == "ns/op":
+        return fmt_ns(x)
+    return f"{x:.4g} {unit}"
+
+
+def signed_value(x: float | None, unit: str) -> str:
+    """A change in a metric's own unit: +1,234 ops/s, −25.0 ns."""
+    if x is None:
+        return "n/a"
+    return ("+" if x > 0 else "−" if x < 0 else "±") + value(abs(x), unit)
+
+
+def rel_ci(c: ChangeOut) -> str:
+    if c.rel_ci_low is None or c.rel_ci_high is None:
+        return "[n/a]"
+    return f"[{fmt_signed(c.rel_ci_low * 100)}, {fmt_signed(c.rel_ci_high * 100)}]"
+
+
+def pp_ci(c: ChangeOut, digits: int = 1) -> str:
+    if c.ci_low is None or c.ci_high is None:
+        return "[n/a]"
+    return f"[{fmt_signed(c.ci_low, digits)}, {fmt_signed(c.ci_high, digits)}]"
+
+
+def change_cells(c: ChangeOut, unit: str, digits: int = 1) -> tuple[str, str]:
+    """(change, interval) of a metric with relative waterlines: the log-scale ratio and its
+    interval, or the absolute change in the metric's unit when a value <= 0 leaves no ratio."""
+    if c.rel is not None:
+        return fmt_pct(c.rel, digits), f"{rel_ci(c)}%"
+    if c.ci_low is None or c.ci_high is None:
+        return signed_value(c.delta, unit), "[n/a]"
+    return (signed_value(c.delta, unit),
+            f"[{signed_value(c.ci_low, unit)}, {signed_value(c.ci_high, unit)}]")
+
+
+def summary_change(change: float | None, unit: str, lo: float | None, hi: float | None,
+                   digits: int = 1) -> tuple[str, str]:
+    """(change, interval) of a summary value; unit "rel", "pp" or the metric's."""
+    if unit == "rel":
+        ci = "[n/a]" if lo is None or hi is None else \
+            f"[{fmt_signed(lo * 100)}, {fmt_signed(hi * 100)}]%"
+        return fmt_pct(change, digits), ci
+    if unit == "pp":
+        ci = "[n/a]" if lo is None or hi is None else f"[{fmt_signed(lo)}, {fmt_signed(hi)}] pp"
+        return f"{fmt_signed(change, digits)} pp", ci
+    ci = "[n/a]" if lo is None or hi is None else \
+        f"[{signed_value(lo, unit)}, {signed_value(hi, unit)}]"
+    return signed_value(change, unit), ci
+
+
+def short_test(name: str, limit: int = 48) -> str:
+    """Long custom-command test names (MSET with 10 keys and 100-byte values) fit a table
+    cell: repeated arguments are counted, long ones cut."""
+    words = name.split()
+    if len(name) <= limit:
+        return name
+    head = words[0] if words else name
+    args = words[1:]
+    if args and len(set(args[0::2])) == 1 and len(args) % 2 == 0:
+        return f"{head} ({len(args) // 2} × {args[0]} {_cut(args[1], 12)})"
+    return _cut(name, limit)
+
+
+def _cut(s: str, n: int) -> str:
+    return s if len(s) <= n else s[: n - 1] + "…"
+
+
+def known(v: object) -> object:
+    """None in the environment means the host did not expose it (no cpufreq in a VM, a
+    tool not installed): say that rather than print 'None'."""
+    return "n/a" if v is None else v
+
+
+def patches(items: list[Any] | None) -> str:
+    out = []
+    for p in items or []:
+        if isinstance(p, dict):
+            out.append(f"{p.get('file')} (sha256 {str(p.get('sha256') or '')[:12]})")
+        else:
+            out.append(str(p))
+    return ", ".join(out) or "none"

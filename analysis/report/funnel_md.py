@@ -1,0 +1,97 @@
+"""The TMA funnel as a Markdown table, from its data (Funnel.to_json(), schema
+stallscope.tma-funnel/1; docs/tma.md): in report.md's TMA section and on the terminal of
+`python -m analysis funnel`.
+
+Labels, node names, verdicts, sentences and warnings are escaped here, at render time:
+variant labels and file names come from the run."""
+from __future__ import annotations
+
+from typing import Any
+
+from analysis.report.mdtext import esc_words
+from analysis.stats import MIN_N
+
+
+def _pp(v: float | None) -> str:
+    if v is None:
+        return "–"
+    s = f"{abs(v):.1f}"
+    return ("−" if v < 0 and s != "0.0" else "+" if v > 0 and s != "0.0" else "±") + s + " pp"
+
+
+def _cell(side: dict[str, Any]) -> str:
+    """Median (min–max over runs); ~ and † mark an estimate from multiplexed counters."""
+    if not side.get("n"):
+        return "–"
+    txt = f"{side['median']:.1f}%"
+    if side["n"] > 1:
+        txt += f" ({side['min']:.1f}–{side['max']:.1f})"
+    if side.get("multiplex") is not None:
+        txt = "~" + txt + "†"
+    return txt
+
+
+def _slots(row: dict[str, Any]) -> str:
+    sb, sc = row["base"].get("slots_median"), row["cand"].get("slots_median")
+    return "–" if sb is None or sc is None else f"{sb:.1f} → {sc:.1f} ({_pp(sc - sb)})"
+
+
+def _table(doc: dict[str, Any], with_ci: bool) -> list[str]:
+    rows = doc["rows"]
+    head = ["TMA Metric", "Domain", f"{esc_words(doc['base_label'])} (n={doc['runs']['base']})",
+            f"{esc_words(doc['cand_label'])} (n={doc['runs']['cand']})", "Δ"]
+    if with_ci:
+        conf = min((r["confidence"] for r in rows if r.get("confidence")), default=0.95)
+        head += [f"CI ({conf:.0%})", "Verdict"]
+    head += ["Slots Δ"]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for r in rows:
+        depth = r["node"].count(".")
+        label = ("&nbsp;&nbsp;" * (depth - 1) + "└ " if depth else "") + esc_words(r["leaf"])
+        cells = [label, esc_words(r["unit"]), _cell(r["base"]), _cell(r["cand"]), _pp(r["delta_pp"])]
+        if with_ci:
+            ci = r.get("ci_pp")
+            cells += [f"[{_pp(ci[0])[:-3]}, {_pp(ci[1])[:-3]}] pp" if ci else "n/a",
+                      esc_words(r["verdict"])]
+        cells.append(_slots(r))
+        lines.append("| " + " | ".join(cells) + " |")
+    return lines
+
+
+def _notes(doc: dict[str, Any], with_ci: bool) -> list[str]:
+    rows, nb, nc = doc["rows"], doc["runs"]["base"], doc["runs"]["cand"]
+    notes = []
+    bm = [r["base"]["multiplex"] for r in rows if r["base"].get("multiplex") is not None]
+    cm = [r["cand"]["multiplex"] for r in rows if r["cand"].get("multiplex") is not None]
+    if bm or cm:
+        parts = ([f"{esc_words(doc['base_label'])} as little as {min(bm):.0f}%"] if bm else []) + \
+                ([f"{esc_words(doc['cand_label'])} as little as {min(cm):.0f}%"] if cm else [])
+        notes.append(f"† counters multiplexed: ran {' and '.join(parts)} of the time; "
+                     "values marked ~ are estimates.")
+    if not with_ci:
+        notes.append("No confidence can be given: "
+                     + ("1 run per side." if nb == 1 and nc == 1 else
+                        f"fewer than {MIN_N} runs per side ({nb} vs {nc})."))
+    else:
+        notes.append(f"CI: {esc_words(doc['method'])}.")
+    domains = sorted({r["domain"] for r in rows if r.get("domain") and r["domain"] != "Slots"})
+    notes.append("Domains: L1/L2 nodes are % of pipeline slots" +
+                 (f"; {', '.join('% ' + esc_words(d) for d in domains)} are fractions of "
+                  "cycles, not of the parent" if domains else "") +
+                 ". Slots Δ converts each node to pipeline slots (parent slots × node / sum "
+                 "of measured siblings, Intel's bottleneck-metric rule). Ranges in "
+                 "parentheses are min–max over runs; Δ is the change of medians in "
+                 "percentage points (pp).")
+    return notes
+
+
+def render(doc: dict[str, Any]) -> str:
+    """The funnel table, its notes, what moved and the parsers' warnings."""
+    with_ci = any(r.get("ci_pp") is not None for r in doc["rows"])
+    out = "\n".join(_table(doc, with_ci)) + "\n\n"
+    out += "\n".join(f"{n}  " for n in _notes(doc, with_ci)).rstrip()
+    if doc.get("sentences"):
+        out += "\n\n**What moved**\n\n" + "\n".join(f"- {esc_words(s)}" for s in doc["sentences"])
+    if doc.get("warnings"):
+        out += "\n\n**Warnings**\n\n" + "\n".join(f"- {esc_words(w)}" for w in doc["warnings"])
+    return out + "\n"

@@ -1,0 +1,128 @@
+"""The folded <details> blocks of report.md: per-rep values, top movers, callers, the
+per-thread view and the reasons behind each verdict. They are what gives way first when
+the comment must fit GitHub's limit (markdown.render)."""
+from __future__ import annotations
+
+from analysis.compare.results import Results, Side
+from analysis.report.fmt import THREAD_LABEL, fmt_ns, fmt_signed, pp_ci, share, short_test, value
+from analysis.report.markdown_tables import fn_table
+from analysis.report.mdtext import esc
+
+
+def details(summary: str, body: list[str]) -> list[str]:
+    return ["<details>", f"<summary>{summary}</summary>", "", *body, "", "</details>", ""]
+
+
+def _rep_rows(r: Results, sides: tuple[tuple[Side, Side], tuple[Side, Side]], fmt) -> list[str]:
+    """| variant | reps | first values | second values | for base and cand."""
+    out = []
+    for v, (a, b) in zip((r.base, r.cand), sides):
+        out.append(f"| {esc(v)} | {', '.join(map(str, a.reps))} | "
+                   f"{', '.join(fmt(x) for x in a.values)} | {', '.join(fmt(x) for x in b.values)} |")
+    return out
+
+
+def _per_op_reps(r: Results) -> list[str]:
+    p = r.profile
+    body = [f"**{esc(p.per_op_command)} commands in each profile window (ops/s × seconds "
+            f"perf was attached, or the load's request count)**", "",
+            "| Variant | reps | operations | all samples per op |", "|---|---|---|---|"]
+    tot = p.per_op_total
+    for v in (r.base, r.cand):
+        side = (tot.base if v == r.base else tot.cand) if tot else None
+        body.append(f"| {esc(v)} | {', '.join(map(str, p.reps.get(v, [])))} | "
+                    + ", ".join(f"{x:,.0f}" for x in p.ops.get(v, [])) + " | "
+                    + (", ".join(fmt_ns(x) for x in side.values) if side else "n/a") + " |")
+    body.append("")
+    for fr in p.focus:
+        if fr.base_flat_ns is None:
+            continue
+        body += [f"**{esc(fr.name)} flat / cum, CPU time per {esc(p.per_op_command)} "
+                 f"({THREAD_LABEL[fr.thread]})**", "",
+                 "| Variant | reps | flat per rep | cum per rep |", "|---|---|---|---|"]
+        body += _rep_rows(r, ((fr.base_flat_ns, fr.base_cum_ns), (fr.cand_flat_ns, fr.cand_cum_ns)),
+                          fmt_ns)
+        body.append("")
+    return body
+
+
+def per_rep(r: Results) -> list[str]:
+    body = []
+    for row in r.throughput + r.paired + r.latency:
+        body += [f"**{esc(short_test(row.test))} · {esc(row.metric)} ({esc(row.unit)})**", "",
+                 "| Variant | reps | values |", "|---|---|---|"]
+        for v, side in ((r.base, row.base), (r.cand, row.cand)):
+            body.append(f"| {esc(v)} | {', '.join(map(str, side.reps))} | "
+                        + ", ".join(value(x, row.unit) for x in side.values) + " |")
+        body.append("")
+    for fr in r.profile.focus:
+        body += [f"**{esc(fr.name)} flat / cum, % of samples ({THREAD_LABEL[fr.thread]})**", "",
+                 "| Variant | reps | flat per rep | cum per rep |", "|---|---|---|---|"]
+        body += _rep_rows(r, ((fr.base_flat, fr.base_cum), (fr.cand_flat, fr.cand_cum)), share)
+        body.append("")
+    if r.profile.per_op:
+        body += _per_op_reps(r)
+    return details("Per-rep values", body) if body else []
+
+
+def movers(r: Results, n: int) -> list[str]:
+    p = r.profile
+    if not p.available or not p.movers:
+        return []
+    rows = p.movers[:n]
+    body = [f"Flat share change, {THREAD_LABEL[p.thread]}, established moves (interval clear "
+            f"of 0) first, then by size. {len(rows)} of {len(p.movers)} listed.", ""]
+    body += fn_table(rows, "flat", r.base, r.cand, p.per_op_command if p.per_op else "")
+    return details(f"Top movers ({THREAD_LABEL[p.thread]})", body)
+
+
+def callers(r: Results) -> list[str]:
+    p = r.profile
+    if not p.callers:
+        return []
+    body = [f"Samples of each focus function by caller, % of the {THREAD_LABEL[p.thread]}'s "
+            "samples, profile reps merged. A prefetch loop inlined into a caller moves cost "
+            "there; this is where to look.", "",
+            f"| Function | Caller | {esc(r.base)} | {esc(r.cand)} | Δ |", "|---|---|---|---|---|"]
+    for c in p.callers:
+        body.append(f"| {esc(c.function)} | {esc(c.caller)} | {share(c.base_share)} | "
+                    f"{share(c.cand_share)} | {fmt_signed(c.cand_share - c.base_share, 2)} pp |")
+    return details("Callers of the focus functions", body)
+
+
+def threads(r: Results) -> list[str]:
+    p = r.profile
+    if not p.threads and not p.focus_other_view:
+        return []
+    body = []
+    if p.threads:
+        body += ["Share of all samples per thread group (% of samples):", "",
+                 f"| Thread group | {esc(r.base)} | {esc(r.cand)} | Change | 95% CI |",
+                 "|---|---|---|---|---|"]
+        for t in p.threads:
+            body.append(f"| {esc(t.group)} | {share(t.base.median)} | {share(t.cand.median)} | "
+                        f"{fmt_signed(t.change.delta, 1)} pp | {pp_ci(t.change)} pp |")
+        body.append("")
+    if p.focus_other_view:
+        body += ["Focus functions over all threads (process-wide, % of all samples):", ""]
+        body += fn_table(p.focus_other_view, "flat", r.base, r.cand) + [""]
+        body += fn_table(p.focus_other_view, "cum", r.base, r.cand)
+    return details("Per thread", body)
+
+
+def methods(r: Results) -> list[str]:
+    body = []
+    for row in r.throughput + r.paired + r.latency:
+        c = row.change
+        body.append(f"- {esc(short_test(row.test))} · {esc(row.metric)}: {esc(c.verdict)}: "
+                    f"{esc(c.reason)} Change: {esc(c.estimator)}. Method: {esc(c.method)}.")
+    for fr in r.profile.focus:
+        c = fr.flat_change
+        body.append(f"- {esc(fr.name)} flat: {esc(c.verdict)}: {esc(c.reason)} "
+                    f"Change: {esc(c.estimator)}.")
+        n = fr.flat_ns_change
+        if n is not None:
+            body.append(f"- {esc(fr.name)} flat per {esc(r.profile.per_op_command)}: "
+                        f"{esc(n.verdict)}: {esc(n.reason)} Change: {esc(n.estimator)}. "
+                        f"Method: {esc(n.method)}.")
+    return details("How the verdicts were reached", body) if body else []

@@ -1,0 +1,83 @@
+"""The tables report.md shares between its sections: metric rows (throughput, latency,
+paired), function shares (focus, movers, per thread) and CPU time per operation."""
+from __future__ import annotations
+
+from analysis.compare.results import FunctionRow, MetricRow, ProfileSection, Results, Side
+from analysis.report.fmt import (THREAD_LABEL, change_cells, fmt_ns, fmt_pct, fmt_signed, pp_ci,
+                                 share, short_test, value)
+from analysis.report.mdtext import esc, esc_spans, verdict
+
+
+def side_cell(s: Side, unit: str) -> str:
+    return f"{value(s.median, unit)} (CV {s.cv * 100:.1f}%, n={s.n})" if s.cv is not None \
+        else f"{value(s.median, unit)} (n={s.n})"
+
+
+def metric_rows(rows: list[MetricRow], with_metric: bool) -> list[str]:
+    out = []
+    for r in rows:
+        change, ci = change_cells(r.change, r.unit)
+        name = esc(short_test(r.test)) + (f" · {esc(r.metric)}" if with_metric else "")
+        out.append(f"| {name} | {side_cell(r.base, r.unit)} | {side_cell(r.cand, r.unit)} | "
+                   f"{change} | {ci} | {verdict(r.change.verdict)} |")
+    return out
+
+
+def fn_table(rows: list[FunctionRow], kind: str, base: str, cand: str,
+             per_op: str = "") -> list[str]:
+    """Share table; with `per_op` (the command, e.g. "MSET") a column with the flat CPU
+    time per operation and its change (used by the top movers)."""
+    extra = f" {kind} per {esc(per_op)} |" if per_op else ""
+    out = [f"| Function | {esc(base)} ({kind}) | {esc(cand)} ({kind}) | Change | 95% CI | Verdict |"
+           + extra, "|---|---|---|---|---|---|" + ("---|" if per_op else "")]
+    for r in rows:
+        b, c, ch = ((r.base_flat, r.cand_flat, r.flat_change) if kind == "flat"
+                    else (r.base_cum, r.cand_cum, r.cum_change))
+        rel = f" ({fmt_pct(ch.rel, 0)})" if ch.rel is not None else ""
+        cell = ""
+        if per_op:
+            bn, cn, nch = ((r.base_flat_ns, r.cand_flat_ns, r.flat_ns_change) if kind == "flat"
+                           else (r.base_cum_ns, r.cand_cum_ns, r.cum_ns_change))
+            cell = (f" {fmt_ns(bn.median)} → {fmt_ns(cn.median)} ({change_cells(nch, 'ns/op', 0)[0]}) |"
+                    if bn is not None and cn is not None and nch is not None else " n/a |")
+        out.append(f"| {esc(r.name)} | {share(b.median)} | {share(c.median)} | "
+                   f"{fmt_signed(ch.delta, 2)} pp{rel} | {pp_ci(ch, 2)} pp | {verdict(ch.verdict)} |"
+                   + cell)
+    return out
+
+
+def per_op_note(p: ProfileSection) -> str:
+    """The sentence under the per-operation table: what an operation is and how the
+    operations of a profile window were counted (plain text)."""
+    return (f"CPU time per operation = the function's CPU time in the profile (perf "
+            f"cpu-clock sample periods, ns) / the {p.per_op_command} commands the load "
+            f"generator completed while perf was attached ({p.per_op_basis}); one operation "
+            f"is one {p.per_op_command} command, whatever its key count. Medians over profile "
+            f"reps; change (ratio on the log scale), 95% CI and verdict relative (waterlines "
+            f"as throughput), lower is better. Unlike shares, these do not rise when another "
+            f"function gets cheaper.")
+
+
+def per_op_table(r: Results) -> list[str]:
+    p = r.profile
+    if not p.per_op:
+        return ([f"No CPU time per operation: {esc_spans(p.per_op_reason)}.", ""]
+                if p.per_op_reason else [])
+    rows = []
+    t = p.per_op_total
+    if t is not None:
+        rows.append((f"all samples ({THREAD_LABEL[p.thread]})", t.base, t.cand, t.change))
+    for kind in ("flat", "cum"):
+        for f in p.focus:
+            rows.append((f"{esc(f.name)} ({kind})", *((f.base_flat_ns, f.cand_flat_ns, f.flat_ns_change)
+                         if kind == "flat" else (f.base_cum_ns, f.cand_cum_ns, f.cum_ns_change))))
+    out = [f"CPU time per {esc(p.per_op_command)} ({THREAD_LABEL[p.thread]}):", "",
+           f"| Function | {esc(r.base)} | {esc(r.cand)} | Change | 95% CI | Verdict |",
+           "|---|---|---|---|---|---|"]
+    for name, b, c, ch in rows:
+        if b is None or c is None or ch is None:
+            continue
+        change, ci = change_cells(ch, "ns/op", 0)
+        out.append(f"| {name} | {fmt_ns(b.median)} | {fmt_ns(c.median)} | {change} | "
+                   f"{ci} | {verdict(ch.verdict)} |")
+    return out + ["", esc(per_op_note(p)), ""]

@@ -1,0 +1,22 @@
+"""A report directory: report.md, report.html, results.json and the artifacts beside them."""
+from __future__ import annotations
+
+from pathlib import Path
+
+from analysis.compare.results import Results
+from analysis.report import html as report_html
+from analysis.report import markdown as report_md
+from analysis.report.artifacts import render_artifacts
+
+
+def write_reports(r: Results, out: Path, md_limit: int | None = None) -> dict[str, Path]:
+    """Render everything into `out`; returns the paths of report.md, report.html and
+    results.json. The artifacts come first: results.json and both reports name them."""
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    render_artifacts(r, out)
+    paths = {"md": out / "report.md", "html": out / "report.html", "json": out / "results.json"}
+    paths["md"].write_text(report_md.render(r, **({"limit": md_limit} if md_limit else {})))
+    paths["json"].write_text(r.dumps())
+    paths["html"].write_text(report_html.render(r, out))
+    return paths
