@@ -1,6 +1,7 @@
 # stallscope front door. `make help` lists the targets.
 SHELL := /bin/bash
 PY    := .venv/bin/python
+SS    := .venv/bin/stallscope
 export PATH := $(HOME)/.cargo/bin:$(PATH)
 export PYTHONPATH := $(CURDIR)
 
@@ -25,10 +26,10 @@ test: ## run the whole test suite (real servers, real perf, fixture replays)
 	$(PY) -m pytest
 
 demo: ## main job: Redis (Debian source) vs the same + cases/patches MSET prefetch -> reports/demo/
-	$(PY) -m collectors demo --out reports/demo
+	$(SS) demo --out reports/demo
 
 demo-small: ## the demo at CI size (a few minutes) -> reports/demo-small/
-	$(PY) -m collectors demo --size small --out reports/demo-small
+	$(SS) demo --size small --out reports/demo-small
 
 # Quoted: a variant spec or run directory may contain spaces (e.g. +patch=my fix.patch).
 RUN_ARGS = "$(CASE)" --variant "base=$(BASE)" --variant "cand=$(CAND)" --reps "$(REPS)" \
@@ -37,21 +38,21 @@ need_variants = @test -n "$(BASE)" -a -n "$(CAND)" || { echo "make $@: set BASE=
 
 compare: ## run CASE for BASE vs CAND (variant specs) and report: make compare CASE=mget-100keys BASE=debsrc:redis CAND=...
 	$(need_variants)
-	$(PY) -m collectors run $(RUN_ARGS) --report
+	$(SS) run $(RUN_ARGS) --report
 
 run: ## collect only: make run CASE=... BASE=... CAND=... (writes runs/<run-id>/)
 	$(need_variants)
-	$(PY) -m collectors run $(RUN_ARGS)
+	$(SS) run $(RUN_ARGS)
 
 report: ## (re)build reports from a run directory: make report RUN=runs/<run-id>
 	@test -n "$(RUN)" || { echo "make report: set RUN=runs/<run-id>" >&2; exit 2; }
-	$(PY) -m analysis compare "$(RUN)"
+	$(SS) compare "$(RUN)"
 
 funnel: ## TMA funnel from toplev/perf outputs: make funnel BASE="a1 a2 a3" CAND="b1 b2 b3"
-	$(PY) -m analysis funnel $(BASE) --vs $(CAND)
+	$(SS) funnel $(BASE) --vs $(CAND)
 
 doctor: ## which collectors work on this machine, and why not
-	$(PY) -m collectors doctor
+	$(SS) doctor
 
 bench: ## speed figures: analysis time, folded-stack ingestion rate, profiler overhead
 	$(PY) bench/run.py

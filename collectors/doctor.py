@@ -1,4 +1,4 @@
-"""`python -m collectors doctor`: which collectors work on this machine, and why not.
+"""`stallscope doctor`: which collectors work on this machine, and why not.
 
 Every check is real: it finds the binary, asks its version, and for perf really samples a
 0.1 s busy loop (cpu-clock, then with frame-pointer and DWARF call graphs). TMA checks
@@ -128,7 +128,7 @@ def check_benchmarks() -> Check:
         return Check("redis-benchmark/valkey-benchmark", True, "; ".join(where + on_path))
     return Check("redis-benchmark/valkey-benchmark", False,
                  f"none built yet (looked in {builds}) and none on PATH",
-                 "python -m collectors build debsrc:redis (the demo builds it too)")
+                 "stallscope build debsrc:redis (the demo builds it too)")
 
 
 def check_memtier() -> Check:
@@ -179,14 +179,14 @@ def render(checks: list[Check]) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(
-        prog="python -m collectors doctor",
+        prog="stallscope doctor",
         # No abbreviations: `--parca-token SECRET` must not pass as --parca-token-file.
         allow_abbrev=False,
         formatter_class=argparse.RawDescriptionHelpFormatter,
         description="List every stallscope collector with available / NOT available and why, "
                     "on this machine (real checks: perf really samples 0.1 s).",
-        epilog="examples:\n  python -m collectors doctor\n  python -m collectors doctor --json > doctor.json\n"
-               "  python -m collectors doctor --parca-url http://127.0.0.1:7070 --strict")
+        epilog="examples:\n  stallscope doctor\n  stallscope doctor --json > doctor.json\n"
+               "  stallscope doctor --parca-url http://127.0.0.1:7070 --strict")
     ap.add_argument("--json", action="store_true", help="print JSON instead of a table")
     ap.add_argument("--strict", action="store_true", help="exit 1 if any collector is not available")
     ap.add_argument("--parca-url", help="also check this Parca server (default $STALLSCOPE_PARCA_URL)")

@@ -70,14 +70,18 @@ if [ ! -x .venv/bin/python ]; then
   "$PY" -m venv .venv
 fi
 stamp=.venv/.requirements.sha256
-want=$(sha256sum requirements.txt | cut -d' ' -f1)
-if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
-  log "installing Python requirements into .venv"
+want=$(cat requirements.txt pyproject.toml | sha256sum | cut -d' ' -f1)
+if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ] || [ ! -x .venv/bin/stallscope ]; then
+  log "installing Python requirements and the stallscope command into .venv"
   .venv/bin/python -m pip install -q --upgrade pip
   .venv/bin/python -m pip install -q -r requirements.txt
+  # Editable: .venv/bin/stallscope runs this checkout. No build isolation: the pinned
+  # setuptools from requirements.txt builds it, nothing is fetched unpinned.
+  # (setuptools warns that an editable install is editable; PYTHONWARNINGS keeps it quiet.)
+  PYTHONWARNINGS=ignore .venv/bin/python -m pip install -q --no-deps --no-build-isolation -e .
   echo "$want" > "$stamp"
 else
-  log "Python requirements up to date"
+  log "Python requirements and the stallscope command up to date"
 fi
 
 log "done. Next: 'make demo' (main job) or 'make test'."

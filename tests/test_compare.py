@@ -217,7 +217,7 @@ def test_environment_and_reproduce(report):
     assert "L3 32 MiB" in md and "Kernel 6.18.44-fc-v657" in md
     assert mf["variants"]["base"]["binary_sha256"][:16] in md
     assert "io-threads=2 io-threads-do-reads=yes" in md
-    assert res["reproduce"]["report"] == f"python -m analysis compare {RUN}"
+    assert res["reproduce"]["report"] == f"stallscope compare {RUN}"
     assert "bash tests/data/runs/record.sh" in md
 
 

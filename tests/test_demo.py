@@ -79,7 +79,7 @@ def test_demo_report_shows_throughput_and_lookup_cost_with_intervals(demo):
     assert re.search(r"\| dictFindByHash \| [\d.]+% \| [\d.]+% \|", md)
     mf = json.loads((run_dir / "manifest.json").read_text())
     check_tma_section(md, mf["tma"], pmu.probe_cycles().counts is True)
-    assert "python -m collectors run mset-50keys" in md  # the command that reproduces it
+    assert "stallscope run mset-50keys" in md  # the command that reproduces it
     # the environment block names the candidate's patch and its hash
     sha = json.loads((run_dir / "manifest.json").read_text())["variants"]["prefetch"]["patches"][0]["sha256"]
     assert f"patches cases/patches/mset-bucket-prefetch.patch (sha256 {sha[:12]})" in md.replace("\\", "")

@@ -113,13 +113,13 @@ def test_summary_first_then_seed_tables(res):
     # analysed without an output directory: no artifacts, so the comment ends with the
     # command that rebuilds the report, fenced
     assert "Beside this report" not in md
-    check_ends_with_report_command(md, f"python -m analysis compare {RUN}")
+    check_ends_with_report_command(md, f"stallscope compare {RUN}")
 
 
 def test_the_checks_fail_on_wrong_markdown(res):
     """Each check above can fail: fed a wrong comment, it says so."""
     md = report_md.render(res)
-    cmd = f"python -m analysis compare {RUN}"
+    cmd = f"stallscope compare {RUN}"
     for wrong in (md.replace(cmd, cmd + " --oops"), md + "\nBeside this report: x.svg\n",
                   md.replace("```sh\n" + cmd, "```sh\n```\n" + cmd)):
         with pytest.raises(AssertionError):

@@ -20,15 +20,15 @@ from analysis.report.writer import write_reports
 
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
-        prog="python -m analysis compare",
+        prog="stallscope compare",
         formatter_class=argparse.RawDescriptionHelpFormatter,
         description="Compare the variants of a run directory (throughput, profiles, TMA) and "
                     "write report.md (for a PR comment), report.html (self-contained) and "
                     "results.json, plus flame graphs (SVG) and pprof files, into OUT.",
         epilog="""examples:
-  python -m analysis compare runs/20261121-234500-mset-50keys
-  python -m analysis compare runs/X --out /tmp/rep --focus dictFind,lookupKey
-  python -m analysis compare runs/X --thread all --noise 0.02 --regression 0.04
+  stallscope compare runs/20261121-234500-mset-50keys
+  stallscope compare runs/X --out /tmp/rep --focus dictFind,lookupKey
+  stallscope compare runs/X --thread all --noise 0.02 --regression 0.04
 
 verdicts: improvement / regression / no change / unstable / insufficient data, decided by
 the 95% confidence interval first, then the waterlines (docs/statistics.md).

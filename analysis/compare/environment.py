@@ -23,4 +23,4 @@ def environment(run: RunDir, base: str, cand: str) -> dict[str, Any]:
 def reproduce(run: RunDir) -> Reproduce:
     cmd = run.manifest.command
     return Reproduce(run=shlex.join(cmd) if cmd else "",
-                     report=shlex.join(["python", "-m", "analysis", "compare", str(run.path)]))
+                     report=shlex.join(["stallscope", "compare", str(run.path)]))

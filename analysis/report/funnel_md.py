@@ -1,6 +1,6 @@
 """The TMA funnel as a Markdown table, from its data (Funnel.to_json(), schema
 stallscope.tma-funnel/1; docs/tma.md): in report.md's TMA section and on the terminal of
-`python -m analysis funnel`.
+`stallscope funnel`.
 
 Labels, node names, verdicts, sentences and warnings are escaped here, at render time:
 variant labels and file names come from the run."""
@@ -80,8 +80,9 @@ def _notes(doc: dict[str, Any], with_ci: bool) -> list[str]:
                   "cycles, not of the parent" if domains else "") +
                  ". Slots Δ converts each node to pipeline slots (parent slots × node / sum "
                  "of measured siblings, Intel's bottleneck-metric rule). Ranges in "
-                 "parentheses are min–max over runs; Δ is the change of medians in "
-                 "percentage points (pp).")
+                 "parentheses are min–max over runs; Δ is the change in percentage points "
+                 "(pp): the estimator of the CI's method (see docs/statistics.md), or the "
+                 "change of medians where no CI can be given.")
     return notes
 
 

@@ -32,7 +32,7 @@ def esc(text: object) -> str:
 def esc_words(text: object) -> str:
     """Like esc(), but an underscore between two letters or digits stays as it is: GFM
     never reads an intraword `_` as emphasis, so TMA names (Backend_Bound) stay readable
-    where the same Markdown is printed to a terminal (`python -m analysis funnel`)."""
+    where the same Markdown is printed to a terminal (`stallscope funnel`)."""
     s = _SPECIAL_NOT_UNDERSCORE.sub(r"\\\1", _html(text)).replace("\n", " ")
     return _EDGE_UNDERSCORE.sub(r"\\_", s)
 

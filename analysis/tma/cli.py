@@ -1,4 +1,4 @@
-"""`python -m analysis tma FILE`: parse one toplev/perf TMA output and print the tree."""
+"""`stallscope tma FILE`: parse one toplev/perf TMA output and print the tree."""
 from __future__ import annotations
 
 import argparse
@@ -11,9 +11,9 @@ from analysis.tma.formats import FORMATS, parse_file
 from analysis.tma.model import TmaNode, TmaParseError, domain_label
 
 EPILOG = """examples:
-  python -m analysis tma runs/RUN/base/1/tma.csv
-  python -m analysis tma toplev.txt --scope S0-C0
-  python -m analysis tma perf-stat.json --format perf-json --json
+  stallscope tma runs/RUN/base/1/tma.csv
+  stallscope tma toplev.txt --scope S0-C0
+  stallscope tma perf-stat.json --format perf-json --json
 
 Values are percent of the node's count domain (Slots, Stalls, Clocks ...); children are
 not fractions of their parent. '~' marks multiplexed (estimated) values, '<' below
@@ -42,7 +42,7 @@ def _lines(nodes: list[TmaNode], depth: int = 0) -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m analysis tma", description=__doc__,
+    ap = argparse.ArgumentParser(prog="stallscope tma", description=__doc__,
                                  epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("file", help="toplev or perf stat output (stdout/-o file; sibling .stderr/.rc are read)")
     ap.add_argument("--format", choices=FORMATS, help="skip auto-detection")

@@ -123,7 +123,8 @@ class FunnelRow:
     domain: str | None
     base: SideStats
     cand: SideStats
-    delta: float | None            # cand median - base median (pp)
+    delta: float | None            # the change in pp: the estimator of `ci`'s method, or
+                                   # cand median - base median when there is no interval
     ci: tuple[float, float] | None # interval of delta (pp)
     confidence: float | None       # achieved coverage of ci
     verdict: str
@@ -211,6 +212,10 @@ def _row(name: str, domain: str | None, level: int, b: SideStats, c: SideStats,
                          False, notable, direction)
     ch = stats.compare_shares(b.values, c.values, higher_is_better=name in HIGHER_IS_BETTER,
                               method=method)
+    # The printed change is the estimator that belongs to the interval (pyperf's rule),
+    # and its sign says which way the node moved.
+    delta = ch.delta
+    direction = "up" if delta > 0 else "down" if delta < 0 else None
     verdict = ch.verdict
     if name.startswith(NEUTRAL_PREFIX) and name not in HIGHER_IS_BETTER and verdict in (
             "improvement", "regression"):

@@ -1,4 +1,4 @@
-"""`python -m analysis funnel A1 [A2 ...] --vs B1 [B2 ...]`: TMA funnel, baseline vs candidate."""
+"""`stallscope funnel A1 [A2 ...] --vs B1 [B2 ...]`: TMA funnel, baseline vs candidate."""
 from __future__ import annotations
 
 import argparse
@@ -12,10 +12,10 @@ from analysis.tma.formats import FORMATS, parse_file
 from analysis.tma.model import TmaParseError
 
 EPILOG = """examples:
-  python -m analysis funnel base.txt --vs cand.txt
-  python -m analysis funnel runs/R/base/*/tma.csv --vs runs/R/cand/*/tma.csv --labels unstable,PR
-  python -m analysis funnel a1.json a2.json a3.json --vs b1.json b2.json b3.json --depth 3 --json funnel.json
-  python -m analysis funnel a.txt --vs b.txt --nodes 'Backend_Bound*,Retiring' --format json
+  stallscope funnel base.txt --vs cand.txt
+  stallscope funnel runs/R/base/*/tma.csv --vs runs/R/cand/*/tma.csv --labels unstable,PR
+  stallscope funnel a1.json a2.json a3.json --vs b1.json b2.json b3.json --depth 3 --json funnel.json
+  stallscope funnel a.txt --vs b.txt --nodes 'Backend_Bound*,Retiring' --format json
   make funnel BASE="a1 a2 a3" CAND="b1 b2 b3"
 
 Inputs: toplev human or -x, CSV output, perf stat standard / -x, / -j output with tma_*
@@ -28,7 +28,7 @@ Default rows: L1, the memory path (Backend_Bound > Memory_Bound > L1/L2/L3/DRAM/
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m analysis funnel", description=__doc__,
+    ap = argparse.ArgumentParser(prog="stallscope funnel", description=__doc__,
                                  epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("base", nargs="+", help="baseline runs (one TMA output file per run)")
     ap.add_argument("--vs", nargs="+", required=True, metavar="CAND", help="candidate runs")

@@ -1,4 +1,4 @@
-"""`python -m collectors build NAME=SPEC`: build one variant (or take it from the build
+"""`stallscope build NAME=SPEC`: build one variant (or take it from the build
 cache) and print its manifest record as JSON."""
 from __future__ import annotations
 
@@ -28,15 +28,15 @@ Cache: ${STALLSCOPE_CACHE:-${XDG_CACHE_HOME:-~/.cache}/stallscope}/builds/<hash>
 (hash of source identity, patch contents and make flags).
 
 Examples:
-  python -m collectors build base=debsrc:redis
-  python -m collectors build cand=debsrc:redis+patch=cases/patches/mset-bucket-prefetch.patch
-  python -m collectors build v=debsrc:valkey@9.1 --cache /tmp/ss-cache
-  python -m collectors build sys=bin:/usr/bin/redis-server
+  stallscope build base=debsrc:redis
+  stallscope build cand=debsrc:redis+patch=cases/patches/mset-bucket-prefetch.patch
+  stallscope build v=debsrc:valkey@9.1 --cache /tmp/ss-cache
+  stallscope build sys=bin:/usr/bin/redis-server
 """
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m collectors build", description=DESCRIPTION,
+    ap = argparse.ArgumentParser(prog="stallscope build", description=DESCRIPTION,
                                  epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("variant", metavar="NAME=SPEC", help="the variant to build (grammar below)")
     ap.add_argument("--cache", type=Path, default=None,

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import re
+from typing import Callable
 from dataclasses import dataclass, field
 
 GRAMMAR = """\
@@ -60,6 +61,24 @@ class VariantSpec:
     suite: str | None = None        # debsrc only: Debian suite (None = default)
 
 
+def _apply_modifier(vs: VariantSpec, modifier: str, bad: Callable[[str], ValueError]) -> None:
+    """One `+patch=FILE`, `+make=VAR=VALUE` or `+config=NAME=VALUE` onto the spec."""
+    key, _, val = modifier.partition("=")
+    if not val:
+        raise bad(f"+{key}= needs a value")
+    if key == "patch":
+        vs.patches.append(val)
+    elif key == "make":
+        if not _MAKE_VAR_RE.match(val):
+            raise bad(f"+make={val!r}: expected VAR=VALUE, e.g. +make=OPTIMIZATION=-O3")
+        vs.make_flags.append(val)
+    elif key == "config":
+        cname, eq, cval = val.partition("=")
+        if not eq or not _CONFIG_NAME_RE.match(cname):
+            raise bad(f"+config={val!r}: expected NAME=VALUE, e.g. +config=prefetch-batch-max-size=0")
+        vs.config[cname] = cval
+
+
 def parse_variant(text: str) -> VariantSpec:
     """Parse NAME=SPEC. Raises ValueError saying what is wrong and what would be right."""
     def bad(msg: str) -> ValueError:
@@ -102,21 +121,7 @@ def parse_variant(text: str) -> VariantSpec:
         vs.source = os.path.expanduser(rest)   # '@' is a legal path character here
 
     for m in mods:
-        key, _, val = m.partition("=")
-        if not val:
-            raise bad(f"+{key}= needs a value")
-        if key == "patch":
-            vs.patches.append(val)
-        elif key == "make":
-            if not _MAKE_VAR_RE.match(val):
-                raise bad(f"+make={val!r}: expected VAR=VALUE, e.g. +make=OPTIMIZATION=-O3")
-            vs.make_flags.append(val)
-        elif key == "config":
-            cname, eq, cval = val.partition("=")
-            if not eq or not _CONFIG_NAME_RE.match(cname):
-                raise bad(f"+config={val!r}: expected NAME=VALUE, e.g. "
-                          f"+config=prefetch-batch-max-size=0")
-            vs.config[cname] = cval
+        _apply_modifier(vs, m, bad)
     if vs.kind == "binary" and (vs.patches or vs.make_flags):
         raise bad("a prebuilt binary (bin:) cannot take +patch= or +make=; "
                   "use debsrc: or git: to build a patched server")

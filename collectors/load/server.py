@@ -117,7 +117,7 @@ class Server:
         o = self.opts
         if not os.access(o.server_bin, os.X_OK):
             raise procs.ToolNotFound(f"server binary {o.server_bin} is missing or not executable; "
-                                     "build the variant first (python -m collectors build ...)")
+                                     "build the variant first (stallscope build ...)")
         Path(o.workdir).mkdir(parents=True, exist_ok=True)
         Path(o.logfile).parent.mkdir(parents=True, exist_ok=True)
         dump = Path(o.workdir) / "dump.rdb"

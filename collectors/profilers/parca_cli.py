@@ -1,4 +1,4 @@
-"""`python -m collectors parca`: fetch a merged CPU profile for a time window from a Parca
+"""`stallscope parca`: fetch a merged CPU profile for a time window from a Parca
 server (or Polar Signals Cloud), as pprof or as the top functions."""
 from __future__ import annotations
 
@@ -15,21 +15,21 @@ from collectors.profilers.parca_client import (DEFAULT_TYPE, DEFAULT_URL_ENV, RE
 
 EPILOG = """examples:
   # merged CPU profile of redis-server for a window, saved as pprof
-  python -m collectors parca --parca-url http://127.0.0.1:7070 \\
+  stallscope parca --parca-url http://127.0.0.1:7070 \\
       --start 2026-11-21T22:56:47Z --end 2026-11-21T22:57:17Z --out profile.pb.gz
 
   # the same window from a T0=/T1= file, by stallscope labels, top functions (ns)
   STALLSCOPE_PARCA_URL=https://parca.example STALLSCOPE_PARCA_TOKEN="$(cat token)" \\
-  python -m collectors parca --window-file window.txt --label stallscope_variant=base --report top
+  stallscope parca --window-file window.txt --label stallscope_variant=base --report top
 
   # what the server has
-  python -m collectors parca --parca-url http://127.0.0.1:7070 --list-types
+  stallscope parca --parca-url http://127.0.0.1:7070 --list-types
 """
 
 
 def parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(
-        prog="python -m collectors parca", epilog=EPILOG,
+        prog="stallscope parca", epilog=EPILOG,
         # No abbreviations: `--parca-token SECRET` must not pass as --parca-token-file.
         allow_abbrev=False,
         formatter_class=argparse.RawDescriptionHelpFormatter,

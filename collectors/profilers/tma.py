@@ -204,7 +204,7 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> None:
         "TMA (top-down) collection",
         "perf stat -M TopdownL1..L4 or toplev, attached to the server for the steady window; "
         "raw output in <variant>/<rep>/tma.*. Needs a hardware PMU and an Intel CPU: without "
-        "them the run goes on and the manifest says why (python -m collectors doctor).")
+        "them the run goes on and the manifest says why (stallscope doctor).")
     g.add_argument("--tma", choices=BACKENDS, default="auto",
                    help="back end: auto (toplev if $TOPLEV or on PATH, else perf), toplev, perf, off")
     g.add_argument("--tma-level", type=int, default=4, metavar="N",

@@ -1,4 +1,4 @@
-"""`python -m collectors run`: run a case for two or more variants into runs/<run-id>/.
+"""`stallscope run`: run a case for two or more variants into runs/<run-id>/.
 
 Order of work: check the inputs (case, variant specs, plugins: perf, TMA preflight,
 Parca token) before anything is built; build (or take from cache) every variant; write
@@ -33,20 +33,20 @@ from collectors.workload.cases import load_case
 HELP_EPILOG = """\
 Examples:
   # Redis from Debian source vs the same with the MSET prefetch patch, 5 reps each:
-  python -m collectors run mset-50keys --variant base=debsrc:redis \\
+  stallscope run mset-50keys --variant base=debsrc:redis \\
       --variant cand=debsrc:redis+patch=cases/patches/mset-bucket-prefetch.patch --reps 5
 
   # small size, no profile, then render the report:
-  python -m collectors run mset-10keys --size small --profile off --report \\
+  stallscope run mset-10keys --size small --profile off --report \\
       --variant base=debsrc:redis --variant cand=debsrc:redis+patch=cases/patches/mset-bucket-prefetch.patch
 
   # config-only variants of one binary, measured in one server process (CONFIG SET windows):
-  python -m collectors run mget-100keys --paired \\
+  stallscope run mget-100keys --paired \\
       --variant pf0=bin:/path/valkey-server+config=prefetch-batch-max-size=0 \\
       --variant pf16=bin:/path/valkey-server+config=prefetch-batch-max-size=16
 
   # finish a run that was interrupted (Ctrl-C, a crash, a reboot):
-  python -m collectors run --resume runs/20261121-234500-mset-50keys
+  stallscope run --resume runs/20261121-234500-mset-50keys
 
 What happens: every rep restarts the server (127.0.0.1, free port, CPU 0) from a cached RDB
 snapshot of the case's dataset, verifies the keyspace, warms up for the case's warmup_s,
@@ -65,7 +65,7 @@ docs/run-directory.md. Exit status: 0 all reps ok, 1 some rep failed, 2 bad inpu
 
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
-        prog="python -m collectors run",
+        prog="stallscope run",
         description="Run a case for two or more variants into runs/<run-id>/ (see docs/run-directory.md).",
         epilog=GRAMMAR + "\n" + HELP_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("case", nargs="?", help="case name (cases/*.yaml, e.g. mset-50keys) or path to a case file")
@@ -172,7 +172,7 @@ def new_runner(args: argparse.Namespace, argv: list[str], log: Callable[[str], N
     tools = versions.tool_versions({n: v.benchmark_bin for n, v in variants.items()})
     out = Path(args.out)
     run_id = new_run_id(case.name, out)
-    command = [Path(sys.executable).name, "-m", "collectors", "run", *argv]
+    command = ["stallscope", "run", *argv]
     m = make_manifest(run_id, case, variants, opts, command, host, tools)
     m.options["report"] = bool(args.report)
     m.load_generator, memtier_bin = choose_load_generator(case, opts, variants, log)

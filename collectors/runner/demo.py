@@ -40,14 +40,14 @@ SIZES = {
 
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
-        prog="python -m collectors demo",
+        prog="stallscope demo",
         formatter_class=argparse.RawDescriptionHelpFormatter,
         description=__doc__,
         epilog=(
             "examples:\n"
             "  make demo                                   # full size, ~20 min on 2 cores\n"
-            "  python -m collectors demo --size small      # CI size, a few minutes\n"
-            "  python -m collectors demo --reps 8 --out reports/demo8\n\n"
+            "  stallscope demo --size small      # CI size, a few minutes\n"
+            "  stallscope demo --reps 8 --out reports/demo8\n\n"
             "The same comparison for any case and variants: make compare CASE=... BASE=... CAND=..."
         ),
     )
@@ -81,7 +81,7 @@ def main(argv: list[str] | None = None) -> int:
     run_dir = new[-1] if new else None
     if rc not in (0, 1) or run_dir is None:
         print(f"stallscope demo: the run failed (exit {rc}); finished reps are kept, "
-              f"finish it with: python -m collectors run --resume {run_dir or 'runs/<run-id>'}",
+              f"finish it with: stallscope run --resume {run_dir or 'runs/<run-id>'}",
               file=sys.stderr)
         return rc or 1
 

@@ -62,7 +62,7 @@ class Runner:
         except procs.Interrupted as e:
             self._abort("interrupted", str(e), str(e))
             print(f"\nstallscope run: {e}; finished reps kept. Resume with:\n"
-                  f"  python -m collectors run --resume {self.run_dir}", file=sys.stderr)
+                  f"  stallscope run --resume {self.run_dir}", file=sys.stderr)
             return 130
         except BaseException as e:
             self._abort("failed", f"{type(e).__name__}: {e}", f"{type(e).__name__}: {e}")

@@ -148,7 +148,7 @@ def _find(name_or_path: str) -> tuple[Path, str]:
             return CASES_DIR / (base + ext), spec
     raise CaseError(f"no case named {base!r} in {_display_path(CASES_DIR)}/ "
                     f"(known: {', '.join(sorted(case_files())) or 'none'}); "
-                    "`python -m collectors cases list` shows them")
+                    "`stallscope cases list` shows them")
 
 
 def case_files() -> dict[str, Path]:

@@ -1,4 +1,4 @@
-"""`python -m collectors cases`: list cases, show one resolved, or import a
+"""`stallscope cases`: list cases, show one resolved, or import a
 redis-benchmarks-specification suite file as a case."""
 from __future__ import annotations
 
@@ -17,10 +17,10 @@ List cases, show one resolved (size knob and matrix applied), or import a
 redis-benchmarks-specification test-suite file as a case.
 
 examples:
-  python -m collectors cases list
-  python -m collectors cases show mset-50keys --size small
-  python -m collectors cases show 'mset-50keys@value=100,keys=1M' --json
-  python -m collectors cases import memtier_benchmark-5Mkeys-string-mget-100B-100keys.yml -o cases/mget-suite.yaml
+  stallscope cases list
+  stallscope cases show mset-50keys --size small
+  stallscope cases show 'mset-50keys@value=100,keys=1M' --json
+  stallscope cases import memtier_benchmark-5Mkeys-string-mget-100B-100keys.yml -o cases/mget-suite.yaml
 
 A case name may carry matrix values after '@' (axis=value, comma separated); axes not
 given keep the file's base values. Sizes: every case has `small` (CI, seconds to preload)
@@ -29,7 +29,7 @@ and `default` (a keyspace far larger than L3). See docs/cases.md.
 
 
 def main(argv: list[str]) -> int:
-    ap = argparse.ArgumentParser(prog="python -m collectors cases", description=HELP,
+    ap = argparse.ArgumentParser(prog="stallscope cases", description=HELP,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = ap.add_subparsers(dest="cmd", required=True)
     p_list = sub.add_parser("list", help="every case name (matrix variants included) with its description")

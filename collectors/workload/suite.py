@@ -359,7 +359,7 @@ def _small_size(ds: _Dataset, workload: dict[str, Any]) -> dict[str, Any]:
 def write_case_yaml(res: SuiteImport) -> str:
     """The imported case as a cases/*.yaml document (header says where it came from)."""
     head = (f"# Imported from redis-benchmarks-specification {res.source}\n"
-            "# by `python -m collectors cases import`; notes: says what did not map.\n")
+            "# by `stallscope cases import`; notes: says what did not map.\n")
     body = {k: v for k, v in res.case.items() if k != "notes"}
     text = head + yaml.safe_dump(body, sort_keys=False, width=100, default_flow_style=None)
     if res.case.get("notes"):

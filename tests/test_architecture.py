@@ -1,0 +1,146 @@
+"""The shape of the code: stages you can see in the tree, imports that point one way.
+
+docs/architecture.md describes the layering; this test holds the code to it. The import
+graph is read from the source (every `import` and `from ... import`, also inside
+functions), so a lazy import cannot hide a cycle.
+"""
+from __future__ import annotations
+
+import ast
+import graphlib
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import REPO
+
+PACKAGES = ("analysis", "collectors")
+MODULE_LINES = 400          # "no module over ~400 lines"
+FUNCTION_LINES = 60         # "no function over ~60 lines"
+GENERATED = {"analysis.profile.profile_pb2"}   # protoc output, not ours to shape
+
+
+def module_files() -> dict[str, Path]:
+    out = {}
+    for pkg in PACKAGES:
+        for p in sorted((REPO / pkg).rglob("*.py")):
+            parts = list(p.relative_to(REPO).with_suffix("").parts)
+            if parts[-1] == "__init__":
+                parts = parts[:-1]
+            out[".".join(parts)] = p
+    return out
+
+
+def imports_of(name: str, path: Path, known: set[str]) -> set[str]:
+    """Our modules that `name` imports (a `from pkg import mod` counts as pkg.mod)."""
+    tree = ast.parse(path.read_text(), str(path))
+    pkg = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    found: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found |= {a.name for a in node.names}
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                base = ".".join(pkg.split(".")[: len(pkg.split(".")) - node.level + 1] + ([base] if base else []))
+            found.add(base)
+            found |= {f"{base}.{a.name}" for a in node.names}
+    return {m for m in found if m in known and m != name}
+
+
+def import_graph() -> dict[str, set[str]]:
+    files = module_files()
+    known = set(files)
+    return {name: imports_of(name, path, known) for name, path in files.items()}
+
+
+def cycle_in(graph: dict[str, set[str]]) -> list[str] | None:
+    """A cycle of the graph (module -> modules it imports), or None."""
+    try:
+        tuple(graphlib.TopologicalSorter(graph).static_order())
+    except graphlib.CycleError as e:
+        return list(e.args[1])
+    return None
+
+
+def test_no_import_cycles():
+    graph = import_graph()
+    assert len(graph) > 80
+    assert cycle_in(graph) is None, f"import cycle: {' -> '.join(cycle_in(graph) or [])}"
+
+
+def test_the_cycle_check_finds_a_cycle():
+    """The check above can fail: a graph with a back edge is caught, and the cycle named."""
+    graph = import_graph()
+    graph["analysis.inputs.manifest"] = graph["analysis.inputs.manifest"] | {"analysis.compare.engine"}
+    cyc = cycle_in(graph)
+    assert cyc is not None and "analysis.inputs.manifest" in cyc and "analysis.compare.engine" in cyc
+
+
+def test_analysis_never_imports_collectors():
+    bad = {m: sorted(i for i in deps if i.startswith("collectors"))
+           for m, deps in import_graph().items() if m.startswith("analysis")}
+    assert not {m: d for m, d in bad.items() if d}
+
+
+def test_comparison_does_not_import_the_renderers():
+    """Formatting lives with the renderers; only the command (cli) runs both stages."""
+    bad = {m: sorted(i for i in deps if i.startswith("analysis.report"))
+           for m, deps in import_graph().items()
+           if m.startswith(("analysis.compare", "analysis.stats", "analysis.inputs", "analysis.tma.model",
+                            "analysis.tma.formats", "analysis.tma.funnel"))
+           and not m.rsplit(".", 1)[-1].endswith("cli")}
+    assert not {m: d for m, d in bad.items() if d}
+
+
+def test_no_collector_imports_the_runner():
+    bad = {m: sorted(i for i in deps if i.startswith("collectors.runner"))
+           for m, deps in import_graph().items()
+           if m.startswith(("collectors.profilers", "collectors.load", "collectors.host",
+                            "collectors.build", "collectors.workload", "collectors.collector"))}
+    assert not {m: d for m, d in bad.items() if d}
+
+
+def test_modules_and_functions_stay_small():
+    big, long_fns = [], []
+    for name, path in module_files().items():
+        if name in GENERATED:
+            continue
+        text = path.read_text()
+        if text.count("\n") > MODULE_LINES:
+            big.append(f"{name}: {text.count(chr(10))} lines")
+        for node in ast.walk(ast.parse(text)):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                n = node.end_lineno - node.lineno + 1
+                if n > FUNCTION_LINES:
+                    long_fns.append(f"{name}.{node.name}: {n} lines")
+    assert not big, f"modules over {MODULE_LINES} lines (split them by job): {big}"
+    assert not long_fns, f"functions over {FUNCTION_LINES} lines: {long_fns}"
+
+
+def test_architecture_doc_names_every_package():
+    doc = (REPO / "docs" / "architecture.md").read_text()
+    pkgs = sorted({".".join(p.relative_to(REPO).parts[:-1]) for pkg in PACKAGES
+                   for p in (REPO / pkg).rglob("__init__.py")} - set(PACKAGES))
+    missing = [p for p in pkgs if f"`{p.replace('.', '/')}/`" not in doc]
+    assert not missing, f"docs/architecture.md does not describe: {missing}"
+
+
+STAGES = ("run", "compare", "demo", "funnel", "tma", "doctor", "cases", "build", "parca")
+
+
+def test_stallscope_command_lists_every_stage():
+    exe = Path(sys.executable).with_name("stallscope")
+    if not exe.exists():
+        pytest.fail(f"{exe} missing: `make setup` installs the stallscope command into .venv")
+    out = subprocess.run([str(exe), "--help"], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    listed = {line.split()[0] for line in out.stdout.splitlines() if line.startswith("  ")}
+    assert set(STAGES) <= listed, set(STAGES) - listed
+    for stage in STAGES:
+        h = subprocess.run([str(exe), stage, "--help"], capture_output=True, text=True, timeout=60)
+        assert h.returncode == 0 and f"stallscope {stage}" in h.stdout, (stage, h.stdout[:200], h.stderr[-300:])
+    bad = subprocess.run([str(exe), "frobnicate"], capture_output=True, text=True, timeout=60)
+    assert bad.returncode == 2 and "unknown command 'frobnicate'" in bad.stderr
