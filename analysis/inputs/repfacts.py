@@ -64,6 +64,32 @@ class PerfFacts(Record):
 
 
 @dataclass
+class ThreadUse(Record):
+    """CPU time one server thread used during the measured window (/proc per-thread)."""
+    tid: int
+    name: str                            # comm: redis-server, io_thd_1, bio_lazy_free ...
+    cpu_s: float                         # utime + stime consumed in the window (s)
+    busy: float                          # cpu_s / window_s: 1.0 = busy all the time
+
+
+@dataclass
+class Saturation(Record):
+    """Who was busy during the window: was the server the bottleneck, or the client?
+    Written by the runner for every measured rep (docs/run-directory.md)."""
+    window_s: float
+    main_tid: int | None = None          # the server's pid: its main thread
+    server_threads: list[ThreadUse] = field(default_factory=list)
+    client_cpu_s: float | None = None    # the load generator process, all its threads (s)
+    client_busy: float | None = None     # client_cpu_s / window_s (CPU-seconds per second)
+    client_capacity: float | None = None  # CPUs the load generator could use (its threads, capped
+                                         #   by the CPUs it was pinned to)
+
+    def main_thread(self) -> ThreadUse | None:
+        """The main thread (tid == the server's pid)."""
+        return next((t for t in self.server_threads if t.tid == self.main_tid), None)
+
+
+@dataclass
 class RepCpus(Record):
     server: list[int] | None = None
     client: list[int] | None = None
@@ -89,6 +115,7 @@ class RepFacts(Record):
     rdb_load_result: dict[str, Any] | None = None  # rdb-load cases: the measurement
     dataset: dict[str, Any] | None = None          # verification of the keyspace
     settle: dict[str, Any] | None = None           # waiting for the rehash to finish
+    saturation: Saturation | None = None           # CPU use of server threads and client
     paired: dict[str, Any] | None = None
     server_stop: str | None = None                 # shutdown | sigterm | sigkill
     error: str | None = None
