@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from collectors.build.binary import DEPS_FP_PROBE_FUNCTIONS, has_frame_pointers
 from collectors.build.builder import BuildError, apply_patch, build_variant, cache_dir
 from collectors.build.spec import parse_variant
 
@@ -55,7 +56,9 @@ def test_debsrc_redis_builds_with_symbols_and_frame_pointers(base):
     assert bv.symbols is True and bv.frame_pointers is True and bv.callgraph == "fp"
     assert bv.kind == "debsrc" and "Debian source 5:8." in bv.source and "suite forky" in bv.source
     assert "OPTIMIZATION=-O2" in bv.make_flags
-    assert "REDIS_CFLAGS=-g -fno-omit-frame-pointer" in bv.make_flags
+    assert "CFLAGS=-g -fno-omit-frame-pointer" in bv.make_flags
+    # ... and the bundled jemalloc got them too (its samples keep their callers)
+    assert bv.deps_frame_pointers is True
     m = bv.to_json()
     assert m["patches"] == [] and len(m["binary_sha256"]) == 64
     json.dumps(m)  # the manifest object is plain JSON
@@ -279,3 +282,21 @@ def test_cli_prints_manifest_json_from_cache(base):
     d = json.loads(p.stdout)
     assert d["server_bin"] == base[0].server_bin and d["callgraph"] == "fp"
     assert "cache hit" in p.stderr
+
+
+@pytest.mark.slow
+def test_deps_frame_pointer_probe_tells_a_jemalloc_built_without_them(base, tmp_path):
+    """The probe can fail: the same jemalloc objects built the old way (no CFLAGS reaching
+    deps/: jemalloc's own -O3 omits the frame pointer) are reported as such."""
+    bv, _ = base
+    assert has_frame_pointers(bv.server_bin, DEPS_FP_PROBE_FUNCTIONS) is True
+    src = tmp_path / "je.c"
+    # One allocator-shaped function, compiled as jemalloc's configure does without our flags.
+    src.write_text("#include <stddef.h>\nextern size_t g(void *);\n"
+                   "size_t je_malloc_usable_size(void *p) { return p ? g(p) * 2 + 1 : 0; }\n")
+    obj = tmp_path / "je.o"
+    subprocess.run(["gcc", "-O3", "-funroll-loops", "-c", str(src), "-o", str(obj)], check=True)
+    assert has_frame_pointers(str(obj), DEPS_FP_PROBE_FUNCTIONS) is False
+    subprocess.run(["gcc", "-O3", "-fno-omit-frame-pointer", "-c", str(src), "-o", str(obj)], check=True)
+    assert has_frame_pointers(str(obj), DEPS_FP_PROBE_FUNCTIONS) is True
+

@@ -25,8 +25,51 @@ def test_record_argv_follows_the_callgraph_mode(tmp_path):
     fp = profile.record_argv("perf", 42, tmp_path / "perf.data", 999, "fp")
     assert fp == ["perf", "record", "-e", "cpu-clock", "-F", "999", "-g", "-p", "42",
                   "-o", str(tmp_path / "perf.data")]
-    dw = profile.record_argv("perf", 42, tmp_path / "p", 499, "dwarf")
-    assert dw[6:8] == ["--call-graph", "dwarf"] and "-g" not in dw
+    dw = profile.record_argv("perf", 42, tmp_path / "p", 499, "dwarf", mmap_pages=512)
+    assert dw[6:10] == ["--call-graph", "dwarf,16384", "-m", "512"] and "-g" not in dw
+
+
+def test_run_flags_choose_the_unwinder_and_buffer():
+    """--call-graph/--perf-mmap reach the profiler; auto keeps the variant's own mode."""
+    from collectors.runner.options import RunOptions
+    opts = RunOptions(extra={"call_graph": "dwarf", "perf_mmap": 256})
+    (p,) = profile.rep_collectors(opts, "profile")
+    assert (p.callgraph, p.mmap_pages) == ("dwarf", 256)
+    assert profile.rep_collectors(opts, "throughput") == []
+    (auto,) = profile.rep_collectors(RunOptions(), "profile")
+    assert (auto.callgraph, auto.mmap_pages) == ("auto", None)
+
+
+def test_dwarf_unwinding_gives_whole_stacks_through_code_without_frame_pointers(tmp_path):
+    """A real program whose hot leaf is compiled without frame pointers: perf's fp unwinder
+    loses the leaf's caller, --call-graph dwarf keeps the whole stack."""
+    src = tmp_path / "spin.c"
+    src.write_text(
+        "#include <stdint.h>\n"
+        "__attribute__((noinline)) uint64_t leaf(uint64_t x) {\n"
+        "  for (int i = 0; i < 1000; i++) x = x * 6364136223846793005ULL + 1; return x; }\n"
+        "__attribute__((noinline)) uint64_t middle(uint64_t x) { return leaf(x) ^ leaf(x + 1); }\n"
+        "int main(void) { volatile uint64_t s = 0;\n"
+        "  for (long i = 0; i < 400000; i++) s += middle(i); return (int)(s & 1); }\n")
+    exe = tmp_path / "spin"
+    # leaf and middle without frame pointers, main with: what a server with a -O3 dep looks like
+    import subprocess
+    subprocess.run(["gcc", "-O2", "-g", "-fomit-frame-pointer", "-o", str(exe), str(src)], check=True)
+    perf = shutil.which("perf")
+    stacks = {}
+    for mode in ("fp", "dwarf"):
+        data = tmp_path / f"{mode}.data"
+        argv = profile.record_argv(perf, 0, data, 499, mode)
+        argv = argv[:argv.index("-p")] + ["-o", str(data), "--", str(exe)]
+        subprocess.run(argv, check=True, capture_output=True, timeout=120)
+        out = subprocess.run([perf, "script", "-i", str(data), "-F", "ip,sym"], capture_output=True,
+                             text=True, timeout=120).stdout
+        blocks = [b.strip() for b in out.split("\n\n") if b.strip()]
+        stacks[mode] = [b for b in blocks if b.split("\n")[0].endswith(" leaf")]
+    whole = {m: sum("main" in blk for blk in st) / max(1, len(st)) for m, st in stacks.items()}
+    assert len(stacks["dwarf"]) > 50
+    assert whole["dwarf"] > 0.9, whole          # dwarf reaches main from the leaf
+    assert whole["fp"] < whole["dwarf"], whole  # fp loses callers through fp-less code
 
 
 def test_missing_tools_say_how_to_fix(monkeypatch, tmp_path):

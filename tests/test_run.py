@@ -113,6 +113,13 @@ def test_raw_outputs_and_keyspace_verified_every_rep(mset_run):
         assert f"process_id:{f['pid']}" in (d / "info.txt").read_text()
         assert f["server_stop"] == "shutdown"
         assert f["settle"]["rehashing_s"] is not None and f["settle"]["rehashing_s"] >= 0
+        # who was busy: the server's threads (main thread first by tid) and the load generator
+        sat = rd.facts(rep).saturation
+        assert sat.window_s == pytest.approx(f["window"]["t1"] - f["window"]["t0"], abs=0.5)
+        main = sat.main_thread()
+        assert main is not None and main.name == "redis-server" and main.tid == f["pid"]
+        assert 0.05 < main.busy <= 1.05 and sat.client_cpu_s > 0 and sat.client_capacity == 1.0
+        assert {t.name for t in sat.server_threads} >= {"redis-server", "bio_lazy_free"}
     assert not (rd.path / ".scratch").exists()
     # Whether 200k small strings fit in L3 depends on the host: the run says so when they do.
     case = load_case(CASE, "small")

@@ -70,6 +70,7 @@ class Variant(Record):
     version: str | None = None
     commit: str | None = None
     frame_pointers: bool | None = None
+    deps_frame_pointers: bool | None = None   # the bundled jemalloc too (None: not bundled)
     symbols: bool | None = None
     callgraph: str = "fp"            # fp | dwarf (dwarf when the binary lacks frame pointers)
 

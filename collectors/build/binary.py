@@ -18,6 +18,11 @@ from collectors.build.spec import VariantSpec
 # Functions present in every Redis/Valkey server; used to check for frame pointers.
 FP_PROBE_FUNCTIONS = ("dictFind", "processCommand", "aeProcessEvents", "call",
                       "hashtableFind", "lookupKey")
+# The bundled jemalloc (je_ prefix) is built by its own configure, with its own flags: a
+# server with frame pointers can still hold an allocator without them, whose samples then
+# lose every caller (a truncated stack under the thread's name).
+DEPS_FP_PROBE_FUNCTIONS = ("je_malloc_usable_size", "je_malloc_default", "je_free_default",
+                           "je_calloc", "je_realloc")
 
 
 def sha256_file(path: str | os.PathLike) -> str:
@@ -34,6 +39,7 @@ class BinaryFacts:
     commit: str
     symbols: bool
     frame_pointers: bool
+    deps_frame_pointers: bool | None = None   # bundled jemalloc; None: not bundled
 
     @property
     def callgraph(self) -> str:
@@ -71,19 +77,14 @@ def has_symbols(server_bin: str) -> bool:
     return " .symtab " in out
 
 
-def has_frame_pointers(server_bin: str) -> bool:
-    """Heuristic: probe functions (dictFind, processCommand, ...) set up %rbp as a frame
-    pointer (push %rbp; mov %rsp,%rbp) in their first instructions. A majority of the probes
-    found must do it. Without symbols there is nothing to probe: False."""
+def has_frame_pointers(server_bin: str, functions: tuple[str, ...] = FP_PROBE_FUNCTIONS
+                       ) -> bool | None:
+    """Heuristic: the probe functions set up %rbp as a frame pointer (push %rbp; mov
+    %rsp,%rbp) in their first instructions; a majority of those found must do it. None when
+    no probe function is in the binary (no symbols, or e.g. no bundled jemalloc)."""
     found = with_fp = 0
-    for fn in FP_PROBE_FUNCTIONS:
-        try:
-            out = subprocess.run(["objdump", "-d", "--no-show-raw-insn", f"--disassemble={fn}",
-                                  server_bin], capture_output=True, text=True, timeout=60).stdout
-        except FileNotFoundError:
-            raise BinaryError("objdump not found: apt-get install binutils") from None
-        insns = [ln.split(":", 1)[1].strip() for ln in out.splitlines()
-                 if re.match(r"^\s+[0-9a-f]+:\s", ln)][:12]
+    for fn in functions:
+        insns = _first_instructions(server_bin, fn)
         if not insns:
             continue
         found += 1
@@ -92,14 +93,25 @@ def has_frame_pointers(server_bin: str) -> bool:
             with_fp += 1
         if found >= 3:
             break
-    return found > 0 and with_fp * 2 > found
+    return None if not found else with_fp * 2 > found
+
+
+def _first_instructions(binary: str, function: str, n: int = 12) -> list[str]:
+    try:
+        out = subprocess.run(["objdump", "-d", "--no-show-raw-insn", f"--disassemble={function}",
+                              binary], capture_output=True, text=True, timeout=60).stdout
+    except FileNotFoundError:
+        raise BinaryError("objdump not found: apt-get install binutils") from None
+    return [ln.split(":", 1)[1].strip() for ln in out.splitlines()
+            if re.match(r"^\s+[0-9a-f]+:\s", ln)][:n]
 
 
 def inspect_binary(server_bin: str) -> BinaryFacts:
     version, sha = server_version(server_bin)
     syms = has_symbols(server_bin)
-    fp = has_frame_pointers(server_bin) if syms else False
-    return BinaryFacts(version, sha, syms, fp)
+    fp = bool(has_frame_pointers(server_bin)) if syms else False
+    deps_fp = has_frame_pointers(server_bin, DEPS_FP_PROBE_FUNCTIONS) if syms else None
+    return BinaryFacts(version, sha, syms, fp, deps_fp)
 
 
 def companion_tools(server_bin: str) -> tuple[str | None, str | None]:
@@ -140,7 +152,8 @@ def binary_variant(spec: VariantSpec, log: Callable[[str], None] = print) -> Var
         patches=[], make_flags=[], config=dict(spec.config),
         server_bin=server, benchmark_bin=bench, cli_bin=cli,
         binary_sha256=sha256_file(server), version=facts.version, commit=facts.commit,
-        frame_pointers=facts.frame_pointers, symbols=facts.symbols, callgraph=facts.callgraph)
+        frame_pointers=facts.frame_pointers, deps_frame_pointers=facts.deps_frame_pointers,
+        symbols=facts.symbols, callgraph=facts.callgraph)
 
 
 def note_missing_symbols(name: str, facts: BinaryFacts, log: Callable[[str], None]) -> None:

@@ -15,9 +15,9 @@ from collectors.build.spec import GRAMMAR, parse_variant
 DESCRIPTION = """\
 Build one variant (or take it from the build cache) and print it as JSON: the object
 that goes into a run's manifest.json under "variants.<name>" (binaries, sha256, version,
-frame pointers, symbols, callgraph mode).
+frame pointers of the server and of its bundled jemalloc, symbols, callgraph mode).
 
-Default build: make -j2 OPTIMIZATION=-O2 REDIS_CFLAGS='-g -fno-omit-frame-pointer'
+Default build: make -j2 OPTIMIZATION=-O2 CFLAGS='-g -fno-omit-frame-pointer'
 MALLOC=jemalloc BUILD_TLS=no USE_SYSTEMD=no BUILD_WITH_MODULES=no (nothing is downloaded
 by make). Debian sources are unpacked with their debian/patches applied, then built with
 upstream make (not dpkg-buildpackage).

@@ -42,12 +42,21 @@ def require_tools() -> tuple[str, str]:
     return perf, collapse
 
 
-def record_argv(perf: str, pid: int, out: Path, freq_hz: int, callgraph: str = "fp") -> list[str]:
-    cg = ["--call-graph", "dwarf"] if callgraph == "dwarf" else ["-g"]
+EVENT = "cpu-clock"        # a software clock: works without a hardware PMU; period = ns
+CALL_GRAPHS = ("auto", "fp", "dwarf")
+DWARF_STACK_BYTES = 16384   # user stack copied per sample with --call-graph dwarf
+
+
+def record_argv(perf: str, pid: int, out: Path, freq_hz: int, callgraph: str = "fp",
+                mmap_pages: int | None = None) -> list[str]:
+    # dwarf copies the user stack with every sample and unwinds it afterwards: whole stacks
+    # through code without frame pointers, at a much higher cost per sample.
+    cg = ["--call-graph", f"dwarf,{DWARF_STACK_BYTES}"] if callgraph == "dwarf" else ["-g"]
+    mm = ["-m", str(mmap_pages)] if mmap_pages else []
     # No `-- sleep W` workload: perf runs until stop() sends SIGINT, so there is no
     # grandchild that could outlive a SIGKILLed runner (PDEATHSIG reaches perf only).
     # -p follows every thread of the pid (main, io_thd_N, bio_*).
-    return [perf, "record", "-e", "cpu-clock", "-F", str(freq_hz), *cg, "-p", str(pid),
+    return [perf, "record", "-e", EVENT, "-F", str(freq_hz), *cg, *mm, "-p", str(pid),
             "-o", str(out)]
 
 
@@ -91,13 +100,17 @@ class PerfProfiler:
     stop() waits for it and folds the stacks."""
     freq_hz: int = 999
     keep_data: bool = False
+    callgraph: str = "auto"          # auto: the variant's (fp when it has frame pointers)
+    mmap_pages: int | None = None    # perf's ring buffer (-m), None: perf's default
     name: str = "perf"
     _proc: subprocess.Popen | None = field(default=None, repr=False)
     _argv: list[str] = field(default_factory=list, repr=False)
 
     def start(self, ctx: RepContext) -> None:
         perf, _ = require_tools()
-        self._argv = record_argv(perf, ctx.pid, ctx.rep_dir / "perf.data", self.freq_hz, ctx.callgraph)
+        self._callgraph = ctx.callgraph if self.callgraph == "auto" else self.callgraph
+        self._argv = record_argv(perf, ctx.pid, ctx.rep_dir / "perf.data", self.freq_hz,
+                                 self._callgraph, self.mmap_pages)
         self._err = open(ctx.rep_dir / "perf.stderr", "wb")
         # perf itself runs on the client CPUs so it does not steal the server's core.
         self._proc = procs.spawn(self._argv, stdout=self._err, stderr=self._err, cpus=ctx.client_cpus)
@@ -140,9 +153,9 @@ class PerfProfiler:
                                f"{ctx.pid}")
         if not self.keep_data:
             data.unlink()
-        return {"profiler": "perf", "command": self._argv, "frequency_hz": self.freq_hz,
-                "window_s": round(window, 3),
-                "callgraph": ctx.callgraph, **facts}
+        return {"profiler": "perf", "command": self._argv, "event": EVENT,
+                "frequency_hz": self.freq_hz, "window_s": round(window, 3),
+                "callgraph": self._callgraph, "mmap_pages": self.mmap_pages, **facts}
 
 
 # --------------------------------------------------------------------------------------
@@ -154,13 +167,23 @@ PROFILERS = ("perf",)
 
 
 def add_run_arguments(parser: argparse.ArgumentParser) -> None:
-    """No flags of its own."""
+    g = parser.add_argument_group("perf profile (--profile perf)")
+    g.add_argument("--call-graph", choices=CALL_GRAPHS, default="auto",
+                   help="stack unwinding: fp (frame pointers, cheap), dwarf (copies "
+                        f"{DWARF_STACK_BYTES // 1024} KiB of user stack per sample: whole stacks "
+                        "through code built without frame pointers, several times the cost), "
+                        "auto (fp when the binary has frame pointers; default)")
+    g.add_argument("--perf-mmap", type=int, default=None, metavar="PAGES",
+                   help="perf's ring buffer in pages (perf record -m; default: perf's own)")
 
 
 def rep_collectors(options: RunSettings, kind: str) -> list[PerfProfiler]:
     if options.profile != "perf" or kind != "profile":
         return []
-    return [PerfProfiler(freq_hz=options.freq_hz, keep_data=options.keep_perf_data)]
+    extra = options.extra or {}
+    return [PerfProfiler(freq_hz=options.freq_hz, keep_data=options.keep_perf_data,
+                         callgraph=extra.get("call_graph") or "auto",
+                         mmap_pages=extra.get("perf_mmap"))]
 
 
 def manifest_sections(options: RunSettings, host: dict[str, Any]) -> dict[str, Any]:

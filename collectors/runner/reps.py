@@ -21,6 +21,7 @@ from analysis.inputs.repfacts import BenchSummary, RepCpus, RepFacts, Window
 from analysis.inputs.rundir import write_json
 from collectors.collector import RepCollector, RepContext
 from collectors.host import procs
+from collectors.host.cputime import CpuWatch, client_capacity
 from collectors.load import memtier
 from collectors.load.redis_benchmark import redis_benchmark_argv, run_redis_benchmark, start_redis_benchmark
 from collectors.load.server import Server
@@ -47,7 +48,7 @@ def _name(c: RepCollector) -> str:
 
 
 def bracket(load: LoadProcess, collectors: list[RepCollector], ctx: RepContext, facts: RepFacts,
-            target_s: float) -> BenchSummary:
+            target_s: float, load_threads: int = 1) -> BenchSummary:
     """Bracket the running load generator with the rep's collectors; its result.
 
     Every collector that started is stopped, whatever failed before it: a stop() that
@@ -55,6 +56,7 @@ def bracket(load: LoadProcess, collectors: list[RepCollector], ctx: RepContext, 
     others still stop; then the rep fails naming every collector that did."""
     started: list[RepCollector] = []
     failed: list[str] = []
+    watch = CpuWatch(ctx.pid, client_capacity(load_threads, ctx.client_cpus)).start()
     try:
         # Let the clients connect before the steady window opens.
         time.sleep(min(0.2, 0.05 * target_s))
@@ -66,6 +68,7 @@ def bracket(load: LoadProcess, collectors: list[RepCollector], ctx: RepContext, 
                 raise
             started.append(c)
         result = load.finish(ctx.rep_dir, timeout_s=120 + 10 * target_s)
+        facts.saturation = watch.finish()
     except BaseException:
         procs.kill_group(load.proc)   # nothing measures any more: the load goes too
         raise
@@ -147,7 +150,8 @@ class LoadRep(RepKind):
         facts.requests = cal.requests
         collectors = run.rep_collectors(self.rep.kind)
         ctx = self.context(srv, max(0.5, 0.8 * cal.target_s))
-        facts.bench = bracket(start_redis_benchmark(argv, cpus), collectors, ctx, facts, cal.target_s)
+        facts.bench = bracket(start_redis_benchmark(argv, cpus), collectors, ctx, facts, cal.target_s,
+                              w.threads)
         facts.calibration = cal
 
 
@@ -168,7 +172,8 @@ class MemtierRep(RepKind):
         facts.commands["bench"] = argv
         collectors = run.rep_collectors(self.rep.kind)
         ctx = self.context(srv, max(0.5, 0.8 * w.duration_s))
-        facts.bench = bracket(memtier.start(argv, cpus), collectors, ctx, facts, w.duration_s)
+        facts.bench = bracket(memtier.start(argv, cpus), collectors, ctx, facts, w.duration_s,
+                              p.threads)
         facts.calibration = run.manifest.calibration.get(self.rep.variant)
 
 

@@ -1,0 +1,55 @@
+"""collectors/host/cputime.py on real processes: a thread that spins is busy ~100% of the
+window, one that sleeps ~0%; the load generator's CPU is the reaped child's rusage."""
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+
+import pytest
+
+from collectors.host.cputime import CpuWatch, client_capacity, thread_times
+
+SPIN_AND_SLEEP = """
+import threading, time
+def spin():
+    t = time.time()
+    while time.time() - t < 30: pass
+threading.Thread(target=spin, name="spinner", daemon=True).start()
+time.sleep(30)
+"""
+
+
+def test_busy_and_idle_threads_of_a_real_process():
+    p = subprocess.Popen([sys.executable, "-c", SPIN_AND_SLEEP])
+    try:
+        time.sleep(0.5)
+        watch = CpuWatch(p.pid, client_capacity(1, [1])).start()
+        time.sleep(1.5)
+        sat = watch.finish()
+    finally:
+        p.kill()
+        p.wait()
+    assert sat.window_s == pytest.approx(1.5, abs=0.3)
+    assert sat.main_tid == p.pid and len(sat.server_threads) == 2
+    main = sat.main_thread()
+    spinner = next(t for t in sat.server_threads if t.tid != p.pid)
+    assert main is not None and main.busy < 0.1            # the main thread sleeps
+    assert spinner.busy > 0.6                              # the other one spins (2 CPUs, shared)
+    assert spinner.cpu_s == pytest.approx(spinner.busy * sat.window_s, rel=0.05)
+
+
+def test_load_generator_cpu_is_the_reaped_child():
+    watch = CpuWatch(subprocess.Popen(["sleep", "5"]).pid, 1.0).start()
+    busy = subprocess.run([sys.executable, "-c", "import time\nt=time.time()\nwhile time.time()-t<0.8: pass"])
+    assert busy.returncode == 0
+    sat = watch.finish()
+    assert sat.client_cpu_s == pytest.approx(0.8, abs=0.25)
+    assert sat.client_busy == pytest.approx(sat.client_cpu_s / sat.window_s, rel=0.01)
+
+
+def test_gone_process_and_capacity():
+    assert thread_times(2 ** 22 + 12345) == {}
+    assert client_capacity(1, [1]) == 1.0
+    assert client_capacity(4, [1, 2]) == 2.0
+    assert client_capacity(2, None) >= 1.0
