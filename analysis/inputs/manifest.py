@@ -101,7 +101,10 @@ class RunStatus(Record):
 
 @dataclass
 class PairedPlan(Record):
-    """Config-only variants measured in one server process (CONFIG SET between windows)."""
+    """Paired windows: config-only variants in one server process (mode "config", CONFIG
+    SET between windows), or two builds loaded at once (mode "servers", the load switched
+    between the two servers)."""
+    mode: str = "config"
     setting: list[str] = field(default_factory=list)
     values: dict[str, dict[str, Any]] = field(default_factory=dict)   # variant -> key -> value
     window_s: float = 2.0

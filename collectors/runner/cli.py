@@ -168,7 +168,7 @@ def new_runner(args: argparse.Namespace, argv: list[str], log: Callable[[str], N
     sections = [pl.manifest_sections(opts, host) or {} for pl in found]
     variants = {s.name: build_variant(s, log=log) for s in specs}
     if opts.paired:
-        paired_plan(variants, opts)  # validate before anything runs
+        paired_plan(variants, opts, case, host.get("memory_bytes"))  # validate before anything runs
     tools = versions.tool_versions({n: v.benchmark_bin for n, v in variants.items()})
     out = Path(args.out)
     run_id = new_run_id(case.name, out)

@@ -12,6 +12,7 @@ from analysis.inputs.manifest import Manifest, PairedPlan, Profiling, Variant
 from collectors.runner.options import RunError, RunOptions
 from collectors.runner.placement import placement
 from collectors.runner.schedule import build_schedule
+from collectors.workload.dataset import keyspace_bytes_estimate
 
 
 def now_iso() -> str:
@@ -57,7 +58,7 @@ def make_manifest(run_id: str, case: Case, variants: dict[str, Variant], opts: R
     m.calibration = {}
     m.load_generator = {}
     if opts.paired:
-        m.paired = paired_plan(variants, opts)
+        m.paired = paired_plan(variants, opts, case, host.get("memory_bytes"))
     return m
 
 
@@ -69,21 +70,40 @@ def apply_sections(m: Manifest, sections: dict[str, Any]) -> None:
         setattr(m, k, type(current).from_json(v, k) if hasattr(current, "from_json") else v)
 
 
-def paired_plan(variants: dict[str, Variant], opts: RunOptions) -> PairedPlan:
-    """The settings --paired switches; RunError unless the variants differ only in config."""
+def paired_plan(variants: dict[str, Variant], opts: RunOptions, case: Case | None = None,
+                memory_bytes: int | None = None) -> PairedPlan:
+    """What --paired alternates between: the differing settings of one binary (mode
+    "config", one process), or two builds loaded at once (mode "servers"), memory permitting."""
     names = list(variants)
     if len(names) != 2:
         raise RunError(f"--paired needs exactly two variants (got {len(names)})")
     a, b = (variants[n] for n in names)
+    common = dict(window_s=opts.paired_window_s, windows=opts.paired_windows, variants=names,
+                  counter="INFO stats total_commands_processed")
     if a.binary_sha256 != b.binary_sha256:
-        raise RunError(f"--paired needs config-only variants: {names[0]} and {names[1]} have "
-                       f"different binaries (sha256 {a.binary_sha256[:12]} vs {b.binary_sha256[:12]}); "
-                       "give both the same build and differ only in +config=NAME=VALUE")
+        _check_room_for_two(case, memory_bytes)
+        return PairedPlan(mode="servers", values={n: dict(variants[n].config or {}) for n in names},
+                          **common)
     keys = sorted(set(a.config or {}) | set(b.config or {}))
     keys = [k for k in keys if (a.config or {}).get(k) != (b.config or {}).get(k)]
     if not keys:
-        raise RunError(f"--paired: {names[0]} and {names[1]} have the same config; nothing to switch")
-    return PairedPlan(setting=keys, values={n: {k: (variants[n].config or {}).get(k) for k in keys}
-                                            for n in names},
-                      window_s=opts.paired_window_s, windows=opts.paired_windows,
-                      variants=names, counter="INFO stats total_commands_processed")
+        raise RunError(f"--paired: {names[0]} and {names[1]} are the same build with the same "
+                       "config; nothing to compare")
+    return PairedPlan(mode="config", setting=keys,
+                      values={n: {k: (variants[n].config or {}).get(k) for k in keys} for n in names},
+                      **common)
+
+
+# Two servers each hold the dataset (about +-30% estimated), plus the allocator's slack.
+TWO_SERVER_HEADROOM = 1.5
+
+
+def _check_room_for_two(case: Case | None, memory_bytes: int | None) -> None:
+    if case is None or not memory_bytes:
+        return
+    need = 2 * TWO_SERVER_HEADROOM * keyspace_bytes_estimate(case)
+    if need > 0.8 * memory_bytes:
+        raise RunError(f"--paired with two builds keeps both servers loaded at once: about "
+                       f"{need / 2**30:.1f} GiB for case {case.name} (size {case.size}), more than "
+                       f"80% of this host's {memory_bytes / 2**30:.1f} GiB. Run without --paired "
+                       "(a server restart per rep, wider intervals) or at a smaller --size")

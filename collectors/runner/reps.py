@@ -8,6 +8,7 @@ schedule entry's status, writing rep.json, going on after a failure).
   MemtierRep   the same with memtier_benchmark (--test-time, no calibration)
   RdbLoadRep   rdb-load cases: the measurement is the server start itself
   PairedRep    config-only variants in one server, CONFIG SET between windows
+  PairedServersRep  two builds loaded at once, the load switched between them
 """
 from __future__ import annotations
 
@@ -27,6 +28,7 @@ from collectors.load.redis_benchmark import redis_benchmark_argv, run_redis_benc
 from collectors.load.server import Server
 from collectors.runner.context import RunContext, bench_bin
 from collectors.runner.paired import run_paired_windows
+from collectors.runner.paired_servers import run_server_windows
 from collectors.runner.snapshot import verify_rep
 
 
@@ -210,10 +212,43 @@ class PairedRep(RepKind):
         self.facts.paired = {k: res[k] for k in ("order", "setting", "counter")}
 
 
+class PairedServersRep(RepKind):
+    """Two builds, both servers loaded from the snapshot and warm; the load alternates."""
+
+    def execute(self) -> None:
+        run, facts = self.run, self.facts
+        servers: dict[str, Server] = {}
+        try:
+            for name, v in run.variants.items():
+                srv = Server(run.server_opts(v, f"paired-{self.rep.rep}-{name}",
+                                             self.rep_dir / f"server-{name}.log", self.rdb))
+                servers[name] = srv
+                try:
+                    srv.start()
+                finally:
+                    facts.commands[f"server:{name}"] = srv.argv
+                verify_rep(run, srv)
+                srv.settle()
+            facts.cpus = RepCpus(run.place.server_cpus, run.place.client_cpus)
+            res = run_server_windows(
+                servers, run.variants, run.case, dict(run.manifest.calibration),
+                {n: bench_bin(v) for n, v in run.variants.items()}, run.place.client_cpus,
+                self.rep_dir, window_s=run.opts.paired_window_s, windows=run.opts.paired_windows,
+                warmup_s=run.case.workload.warmup_s)
+            for n, argv in res["bench_commands"].items():
+                facts.commands[f"bench:{n}"] = argv
+            facts.paired = {k: res[k] for k in ("order", "setting", "counter")}
+            for n, srv in servers.items():
+                (self.rep_dir / f"info-{n}.txt").write_text(srv.info_all())
+        finally:
+            facts.server_stop = ", ".join(f"{n}: {srv.stop()}" for n, srv in servers.items())
+
+
 def rep_kind(run: RunContext, rep: Rep) -> type[RepKind]:
     """The class that runs `rep` in this run."""
     if rep.kind == "paired":
-        return PairedRep
+        plan = run.manifest.paired
+        return PairedServersRep if plan is not None and plan.mode == "servers" else PairedRep
     if run.case.workload.tool == "rdb-load":
         return RdbLoadRep
     return MemtierRep if run.memtier_bin else LoadRep

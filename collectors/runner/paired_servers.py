@@ -1,0 +1,108 @@
+"""Paired mode for variants that are different builds: both servers loaded and warm at
+once, the load alternating between them in short ABBA windows.
+
+Restarting a server and reloading millions of keys for every rep costs most of the
+precision of an A/B comparison on a noisy host (the demo's unpaired interval was ±20%).
+Here each server gets its own load generator, started once; the one whose window it is
+runs (SIGCONT), the other is stopped (SIGSTOP), so both servers see the same machine
+minutes apart by seconds, not by a restart. A window's throughput is the delta of the
+active server's own counters (INFO stats / commandstats), exactly as in the one-process
+config mode (collectors/runner/paired.py): the same paired.json, analysed as pairs.
+
+Both servers share the server CPUs (only one is busy at a time); the load generators
+share the client CPUs. The idle server keeps its keyspace in memory, so this mode needs
+room for two datasets (runner/manifest.py checks it before anything runs).
+"""
+from __future__ import annotations
+
+import os
+import signal
+import time
+from pathlib import Path
+from typing import Any
+
+from analysis.inputs.case import Case
+from analysis.inputs.manifest import Calibration, Variant
+from analysis.inputs.rundir import write_json
+from collectors.host import procs
+from collectors.load.redis_benchmark import BenchProcess, redis_benchmark_argv, start_redis_benchmark
+from collectors.load.server import Server
+from collectors.runner.paired import counters, window_order
+
+# After SIGCONT the clients resume with requests in flight and the server's caches hold the
+# other server's lines: let that wash out before counting.
+SETTLE_S = 0.5
+
+
+def _signal(bp: BenchProcess, sig: int) -> None:
+    try:
+        os.killpg(bp.proc.pid, sig)       # the group: redis-benchmark --threads has threads only
+    except ProcessLookupError:
+        raise RuntimeError(f"load generator {bp.argv[0]} is gone (status {bp.proc.poll()}); "
+                           "calibration too low for the windows?") from None
+
+
+def _requests(cal: Calibration, seconds: float) -> int:
+    rate = (cal.probe_requests or 1000) / max(cal.probe_wall_s or 1.0, 1e-3)
+    return int(rate * seconds * 3) + 1000   # far more than needed: stopped after the last window
+
+
+def run_server_windows(servers: dict[str, Server], variants: dict[str, Variant], case: Case,
+                       calibration: dict[str, Calibration], bench_bins: dict[str, str],
+                       client_cpus: list[int] | None, rep_dir: Path, window_s: float = 2.0,
+                       windows: int = 8, warmup_s: float = 2.0) -> dict[str, Any]:
+    """Warm each server for warmup_s, then `windows` ABBA windows; writes paired.json."""
+    names = list(servers)
+    order = window_order(names, windows)
+    w = case.workload
+    command = str(w.command[0]) if w.command else ""
+    total_s = warmup_s + windows * (window_s + SETTLE_S) + 10.0
+    loads: dict[str, BenchProcess] = {}
+    rows: list[dict[str, Any]] = []
+    try:
+        for n in names:     # start each, warm it up alone, then park it
+            argv = redis_benchmark_argv(bench_bins[n], servers[n].port, w,
+                                        _requests(calibration[n], total_s), case.server.cluster)
+            loads[n] = start_redis_benchmark(argv, client_cpus)
+            time.sleep(max(0.5, warmup_s))
+            _signal(loads[n], signal.SIGSTOP)
+        for i, n in enumerate(order):
+            _signal(loads[n], signal.SIGCONT)
+            time.sleep(SETTLE_S)
+            a = counters(servers[n], command)
+            time.sleep(window_s)
+            b = counters(servers[n], command)
+            _signal(loads[n], signal.SIGSTOP)
+            rows.append(_window_row(i, n, variants[n], a, b))
+    finally:
+        for n, bp in loads.items():
+            try:
+                os.killpg(bp.proc.pid, signal.SIGCONT)   # a stopped group would hold SIGTERM
+            except ProcessLookupError:
+                pass
+            procs.kill_group(bp.proc, 2.0)
+            _, err = bp.proc.communicate()
+            (rep_dir / f"bench-{n}.txt").write_bytes(err or b"")
+    doc = {"mode": "servers", "setting": [], "values": {n: dict(variants[n].config or {}) for n in names},
+           "servers": {n: {"port": servers[n].port, "pid": servers[n].pid,
+                           "binary_sha256": variants[n].binary_sha256} for n in names},
+           "window_s": window_s, "settle_s": SETTLE_S, "warmup_s": warmup_s, "order": order,
+           "command": command,
+           "counter": "INFO stats total_commands_processed; calls = INFO commandstats calls "
+                      "(each window: the active server's own counters)",
+           "windows": rows}
+    write_json(rep_dir / "paired.json", doc)
+    return {"order": order, "setting": [], "counter": doc["counter"],
+            "bench_commands": {n: bp.argv for n, bp in loads.items()}}
+
+
+def _window_row(i: int, name: str, variant: Variant, a: dict[str, Any], b: dict[str, Any]
+                ) -> dict[str, Any]:
+    secs = b["t"] - a["t"]
+    d_total = b["total_commands_processed"] - a["total_commands_processed"]
+    d_calls = (b["calls"] - a["calls"]) if a["calls"] is not None and b["calls"] is not None else None
+    return {"index": i + 1, "variant": name, "config": dict(variant.config or {}),
+            "t0": round(a["epoch"], 3), "t1": round(b["epoch"], 3), "seconds": round(secs, 6),
+            "total_commands": d_total, "calls": d_calls,
+            "ops_per_s": d_total / secs if secs > 0 else None,
+            "calls_per_s": d_calls / secs if d_calls is not None and secs > 0 else None}

@@ -1,0 +1,78 @@
+"""--paired for two different builds: both servers loaded at once, the load switched
+between them in ABBA windows (collectors/runner/paired_servers.py), analysed as pairs."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from analysis.compare.engine import analyse
+from analysis.compare.options import CompareOptions
+from analysis.inputs.rundir import load_run
+from collectors.runner.manifest import paired_plan
+from collectors.runner.options import RunError, RunOptions
+from collectors.workload.cases import load_case
+from tests.conftest import REPO
+from tests.conftest_run import BASE_SPEC, CAND_SPEC, built, cli_env
+from tests.test_resume import CASE_YAML
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope="module")
+def paired_run(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("paired-servers")
+    case = tmp / "resume-mset.yaml"
+    case.write_text(CASE_YAML)
+    built("base", BASE_SPEC), built("cand", CAND_SPEC)     # builds before the timed run
+    r = subprocess.run([sys.executable, "-m", "collectors", "run", str(case), "--paired",
+                        "--reps", "2", "--profile", "off", "--paired-window", "0.5",
+                        "--paired-windows", "4", "--variant", f"base={BASE_SPEC}",
+                        "--variant", f"cand={CAND_SPEC}", "--out", str(tmp / "runs"), "--no-progress"],
+                       cwd=REPO, env=cli_env(), capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stderr[-3000:]
+    return load_run(r.stdout.strip().splitlines()[-1])
+
+
+def test_two_builds_are_loaded_at_once_and_alternate(paired_run):
+    rd = paired_run
+    plan = rd.manifest.paired
+    assert plan.mode == "servers" and plan.variants == ["base", "cand"] and plan.setting == []
+    for rep in rd.manifest.schedule:
+        assert (rep.kind, rep.status) == ("paired", "ok")
+        d = rd.rep_dir(rep)
+        doc = json.loads((d / "paired.json").read_text())
+        assert doc["mode"] == "servers" and doc["order"] == ["base", "cand", "cand", "base"]
+        ports = {n: s["port"] for n, s in doc["servers"].items()}
+        assert len(set(ports.values())) == 2          # two servers ...
+        for n in ("base", "cand"):                      # ... each started once, from the snapshot
+            assert (d / f"server-{n}.log").read_text().count("Ready to accept connections") == 1
+            assert f"tcp_port:{ports[n]}" in (d / f"info-{n}.txt").read_text()
+        assert doc["servers"]["base"]["binary_sha256"] != doc["servers"]["cand"]["binary_sha256"]
+        for w in doc["windows"]:
+            # the active server's own counters: the case's command, nothing else running
+            assert 0.45 <= w["seconds"] <= 1.5 and w["calls"] > 100
+            assert w["calls_per_s"] == pytest.approx(w["calls"] / w["seconds"])
+        facts = rd.facts(rep)
+        assert set(facts.commands) >= {"server:base", "server:cand", "bench:base", "bench:cand"}
+        assert facts.server_stop == "base: shutdown, cand: shutdown"
+
+
+def test_pairs_are_compared(paired_run):
+    r = analyse(paired_run, CompareOptions())
+    (row,) = r.paired
+    assert row.base.n == row.cand.n == 4          # 2 reps x 2 pairs
+    assert row.change.ci_low is not None and "pair" in row.change.method
+
+
+def test_room_for_two_datasets_is_checked_before_anything_runs():
+    base, cand = built("base", BASE_SPEC), built("cand", CAND_SPEC)
+    case = load_case("mset-50keys", "default")                   # 10M keys: ~1 GB each
+    opts = RunOptions(paired=True)
+    plan = paired_plan({"base": base, "cand": cand}, opts, case, 24 * 2**30)
+    assert plan.mode == "servers"
+    with pytest.raises(RunError, match=r"keeps both servers loaded at once: about \d+\.\d GiB .* "
+                                       r"this host's 2\.0 GiB. Run without --paired"):
+        paired_plan({"base": base, "cand": cand}, opts, case, 2 * 2**30)
