@@ -29,7 +29,7 @@ def test_required_cases_exist():
     names = set(list_cases())
     for n in ["mset-50keys", "mset-10keys@value=1000,keys=10M", "mset-50keys@value=100,keys=1M",
               "mget-30keys@pipeline=1", "mget-100keys@pipeline=16", "hgetall@fields=500",
-              "hgetall-1key-1kfields", "get-iothreads@io=2", "set-iothreads",
+              "hgetall-1key-1kfields", "get-iothreads@io=2,pipeline=16", "set-iothreads",
               "rdb-load@value=10,keys=10M,cluster=on", "zrange-129members@sets=10K",
               "zrange-129members@sets=2M"]:
         assert n in names, n
