@@ -205,9 +205,12 @@ class PairedRep(RepKind):
     def measure(self, srv: Server) -> None:
         run, first = self.run, self.variant
         self.facts.settle = srv.settle()
+        # Who was busy over all windows (the load generator is reaped before it returns).
+        watch = CpuWatch(srv.pid, client_capacity(run.case.workload.threads, run.place.client_cpus)).start()
         res = run_paired_windows(srv, run.variants, run.case, run.manifest.calibration[first.name],
                                  bench_bin(first), run.place.client_cpus, self.rep_dir,
                                  window_s=run.opts.paired_window_s, windows=run.opts.paired_windows)
+        self.facts.saturation = watch.finish()
         self.facts.commands["bench"] = res["bench_command"]
         self.facts.paired = {k: res[k] for k in ("order", "setting", "counter")}
 
