@@ -135,3 +135,10 @@ def test_perf_failure_is_reported_with_the_reason(tmp_path):
     with pytest.raises(profile.ProfileError, match=r"perf record exited with status -?\d+; see .*perf.stderr"):
         prof.stop(ctx)
     assert "No such process" in (tmp_path / "perf.stderr").read_text()
+
+
+def test_window_schedule_is_abba():
+    from collectors.profilers.perf_windows import schedule
+    assert schedule(8) == [False, True, True, False, False, True, True, False]
+    assert schedule(4) == [False, True, True, False]
+    assert sum(schedule(10)) == 5

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from analysis.inputs.rundir import load_run
+from analysis.toolpaths import perf_binary
 from collectors.host.machine import cache_sizes
 from collectors.runner.cli import main as run_main
 from collectors.runner.options import RunOptions
@@ -167,9 +168,18 @@ def test_profile_reps_have_folded_stacks_with_lookup_functions(mset_run):
         assert f"{pid}\tredis-server\t" in "\n".join(tsv)
         assert not (d / "perf.data").exists()
         facts = json.loads((d / "rep.json").read_text())["collectors"]["perf"]
-        assert facts["command"][:4] == ["perf", "record", "-e", "cpu-clock"] or \
-            facts["command"][1:4] == ["record", "-e", "cpu-clock"]
-        assert "-g" in facts["command"] and str(pid) in facts["command"]
+        cmd = facts["command"]
+        assert cmd[:2] == [perf_binary(), "record"] and cmd[cmd.index("-e") + 1] == "cpu-clock"
+        assert "-g" in cmd and cmd[cmd.index("-p") + 1] == str(pid)
+        # profile windows: perf sampled every other window (ABBA) through its control FIFO
+        assert cmd[cmd.index("-D") + 1] == "-1" and cmd[cmd.index("--control") + 1].startswith("fifo:")
+        wins = facts["windows"]
+        assert [w["perf"] for w in wins] == [False, True, True, False, False, True, True, False]
+        assert facts["windows_error"] is None and all(w["commands"] > 0 for w in wins)
+        assert facts["sampled_commands"] == sum(w["commands"] for w in wins if w["perf"])
+        # the samples cover the "on" windows only: about sampled_s x 999 Hz, not the whole window
+        assert facts["samples"] == pytest.approx(facts["sampled_s"] * 999, rel=0.25)
+        assert facts["sampled_s"] < 0.7 * facts["window_s"]
     for rep in rd.manifest.reps(kind="throughput"):
         assert not (rd.rep_dir(rep) / "perf.folded").exists()   # throughput reps unprofiled
 

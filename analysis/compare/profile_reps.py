@@ -77,6 +77,12 @@ def window_ops(rep_dir: Path, facts: RepFacts, command: list[str]) -> WindowOps:
     perf may outlive the load. A rep whose window has neither (the hand-recorded layout of
     tests/data/runs/record.sh) had perf attached before the load started and stopped after
     it ended, so all -n requests fall inside the profile."""
+    perf = facts.perf
+    if perf is not None and perf.sampled_commands is not None:
+        # Profile windows: the server's own command count over exactly the windows perf
+        # sampled (collectors/profilers/perf_windows.py).
+        return WindowOps(float(perf.sampled_commands),
+                         "the server's commands in the windows perf sampled (INFO stats)")
     if not any((rep_dir / f).is_file() for f in BENCH_FILES):
         return WindowOps(None, "the profile reps hold no load-generator output (no operation count)")
     try:

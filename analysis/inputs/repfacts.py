@@ -56,6 +56,13 @@ class PerfFacts(Record):
     folded_lines: int | None = None
     samples: int | None = None
     threads: list[str] = field(default_factory=list)
+    mmap_pages: int | None = None
+    # Profile windows (off/on ABBA, perf's control FIFO): each {index, perf: bool, seconds,
+    # commands, ops_per_s}; the "on" windows' seconds and server commands add up below.
+    windows: list[dict[str, Any]] = field(default_factory=list)
+    sampled_s: float | None = None
+    sampled_commands: int | None = None
+    windows_error: str | None = None
 
     @property
     def weights_are_ns(self) -> bool:

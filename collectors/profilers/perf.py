@@ -24,6 +24,7 @@ from typing import Any
 from analysis.toolpaths import perf_binary, which_tool
 from collectors.collector import RepContext, RunSettings
 from collectors.host import procs
+from collectors.profilers.perf_windows import PerfControl, WindowRunner
 
 
 class ProfileError(Exception):
@@ -102,6 +103,7 @@ class PerfProfiler:
     keep_data: bool = False
     callgraph: str = "auto"          # auto: the variant's (fp when it has frame pointers)
     mmap_pages: int | None = None    # perf's ring buffer (-m), None: perf's default
+    windows: int = 8                 # ABBA off/on profile windows (0: sample the whole window)
     name: str = "perf"
     _proc: subprocess.Popen | None = field(default=None, repr=False)
     _argv: list[str] = field(default_factory=list, repr=False)
@@ -111,10 +113,17 @@ class PerfProfiler:
         self._callgraph = ctx.callgraph if self.callgraph == "auto" else self.callgraph
         self._argv = record_argv(perf, ctx.pid, ctx.rep_dir / "perf.data", self.freq_hz,
                                  self._callgraph, self.mmap_pages)
+        self._control = self._windows = None
+        if self.windows and ctx.port:      # windows count on the server: they need its port
+            self._control = PerfControl()
+            self._argv[2:2] = self._control.argv()
+            self._windows = WindowRunner(ctx.port, ctx.window_s, self.windows)
         self._err = open(ctx.rep_dir / "perf.stderr", "wb")
         # perf itself runs on the client CPUs so it does not steal the server's core.
         self._proc = procs.spawn(self._argv, stdout=self._err, stderr=self._err, cpus=ctx.client_cpus)
         self._t0 = time.monotonic()
+        if self._windows is not None:
+            self._windows.start(self._control)
         # Stop at the end of the window even if the caller's stop() comes later.
         self._timer = threading.Timer(ctx.window_s, self._interrupt)
         self._timer.daemon = True
@@ -131,6 +140,9 @@ class PerfProfiler:
     def stop(self, ctx: RepContext) -> dict[str, Any]:
         perf, collapse = require_tools()
         assert self._proc is not None, "stop() without start()"
+        if self._windows is not None:
+            self._windows.join(ctx.window_s + 15)   # it ends with the window; sooner when told
+            self._control.close()
         self._timer.cancel()
         self._t1 = getattr(self, "_t1", None) or time.monotonic()
         self._interrupt()
@@ -153,9 +165,18 @@ class PerfProfiler:
                                f"{ctx.pid}")
         if not self.keep_data:
             data.unlink()
-        return {"profiler": "perf", "command": self._argv, "event": EVENT,
-                "frequency_hz": self.freq_hz, "window_s": round(window, 3),
-                "callgraph": self._callgraph, "mmap_pages": self.mmap_pages, **facts}
+        out = {"profiler": "perf", "command": self._argv, "event": EVENT,
+               "frequency_hz": self.freq_hz, "window_s": round(window, 3),
+               "callgraph": self._callgraph, "mmap_pages": self.mmap_pages, **facts}
+        if self._windows is not None:
+            rows = self._windows.rows
+            out["windows"] = rows
+            out["windows_error"] = self._windows.error
+            if self._windows.error is None:
+                # After a failed switch the samples no longer match the windows: no counts then.
+                out["sampled_s"] = round(sum(r["seconds"] for r in rows if r["perf"]), 6)
+                out["sampled_commands"] = sum(r["commands"] for r in rows if r["perf"])
+        return out
 
 
 # --------------------------------------------------------------------------------------

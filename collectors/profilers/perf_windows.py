@@ -1,0 +1,128 @@
+"""Profile windows: perf stays attached for the whole steady window but samples only in
+every other short window (ABBA: off on on off ...), switched through its control FIFO
+(`perf record -D -1 --control fifo:CTL,ACK`).
+
+Each window's throughput is counted on the server itself (INFO stats
+total_commands_processed), so one profile rep measures what the profiler costs: the
+"on" windows against the "off" windows of the same server, same keyspace, seconds apart
+(the same pairing that makes --paired precise). The "on" windows' command counts are
+also the exact number of operations the profile covers (CPU time per operation).
+"""
+from __future__ import annotations
+
+import os
+import select
+import tempfile
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import redis
+
+HOST = "127.0.0.1"
+MIN_WINDOW_S = 0.25
+
+
+def schedule(windows: int) -> list[bool]:
+    """off on on off off on on off ...: each state takes each position equally often."""
+    out: list[bool] = []
+    for i in range(windows):
+        block, pos = divmod(i, 2)
+        out.append(bool((block + pos) % 2))
+    return out
+
+
+class PerfControl:
+    """The two FIFOs of `perf record --control fifo:CTL,ACK`: commands in, acks out."""
+
+    def __init__(self) -> None:
+        self.dir = Path(tempfile.mkdtemp(prefix="stallscope-perfctl-"))
+        self.ctl, self.ack = self.dir / "ctl", self.dir / "ack"
+        os.mkfifo(self.ctl)
+        os.mkfifo(self.ack)
+        self._w = self._r = None
+
+    def argv(self) -> list[str]:
+        """perf record flags: start with events disabled, listen on the FIFOs."""
+        return ["-D", "-1", "--control", f"fifo:{self.ctl},{self.ack}"]
+
+    def _open(self) -> None:
+        if self._w is None:
+            # O_RDWR: opening a FIFO this way never blocks (Linux), so a perf that died before
+            # opening its end cannot hang us; the ack read below has a timeout instead.
+            self._w = os.open(self.ctl, os.O_RDWR)
+            self._r = os.open(self.ack, os.O_RDWR)
+
+    def send(self, command: str, timeout_s: float = 10.0) -> None:
+        self._open()
+        os.write(self._w, (command + "\n").encode())
+        ready, _, _ = select.select([self._r], [], [], timeout_s)
+        # perf answers "ack\n" followed by a NUL byte.
+        reply = os.read(self._r, 64).decode(errors="replace").replace("\0", "").strip() if ready else ""
+        if reply != "ack":
+            raise RuntimeError(f"perf --control: no ack for {command!r} within {timeout_s:g} s "
+                               f"(got {reply!r}); see perf.stderr")
+
+    def close(self) -> None:
+        for fd in (self._w, self._r):
+            if fd is not None:
+                os.close(fd)
+        self._w = self._r = None
+        for p in (self.ctl, self.ack):
+            p.unlink(missing_ok=True)
+        self.dir.rmdir()
+
+
+@dataclass
+class WindowRunner:
+    """Runs the window schedule in a thread while the load generator runs."""
+    port: int
+    total_s: float
+    windows: int = 8
+    rows: list[dict[str, Any]] = field(default_factory=list)
+    error: str | None = None
+
+    def __post_init__(self) -> None:
+        self.windows = max(2, min(self.windows, int(self.total_s / MIN_WINDOW_S)))
+        self.window_s = self.total_s / self.windows
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def start(self, control: PerfControl) -> None:
+        self._thread = threading.Thread(target=self._run, args=(control,), daemon=True)
+        self._thread.start()
+
+    def join(self, timeout_s: float) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout_s)
+
+    def _run(self, control: PerfControl) -> None:
+        client = redis.Redis(host=HOST, port=self.port, socket_timeout=10)
+        try:
+            for i, on in enumerate(schedule(self.windows)):
+                if self._stop.is_set():
+                    break
+                # Counted from just before "enable" to just after "disable": the commands
+                # of an "on" window are the ones the samples cover (CPU time per operation).
+                a = _count(client)
+                if on:
+                    control.send("enable")
+                self._stop.wait(self.window_s)
+                if on:
+                    control.send("disable")
+                b = _count(client)
+                secs = b[0] - a[0]
+                cmds = b[1] - a[1] - 1          # minus our own INFO
+                self.rows.append({"index": i + 1, "perf": on, "seconds": round(secs, 6),
+                                  "commands": cmds, "ops_per_s": cmds / secs if secs > 0 else None})
+        except Exception as e:          # recorded in rep.json; the profile itself still counts
+            self.error = f"{type(e).__name__}: {e}"
+        finally:
+            client.close()
+
+
+def _count(client: redis.Redis) -> tuple[float, int]:
+    return time.monotonic(), int(client.info("stats")["total_commands_processed"])
