@@ -3,8 +3,11 @@
 Baseline: Redis built from its Debian source package. Candidate: the same source plus
 cases/patches/mset-bucket-prefetch.patch (batched dict-bucket prefetch in MSET, the
 technique of redis/redis#15043). Case: MSET with 50 keys per command over a keyspace
-many times larger than L3. Enough interleaved reps per side for a 95% interval, then
-the reports in reports/demo/ (report.md, report.html, results.json, flame graphs, pprof).
+many times larger than L3. Throughput is measured paired: both builds loaded at once and
+the load switched between them in short ABBA windows (--paired), which gives a far
+narrower interval on a noisy host than a server restart per rep (--unpaired, the old
+way); profile reps are separate, and each measures the profiler's own cost. Then the
+reports in reports/demo/ (report.md, report.html, results.json, flame graphs, pprof).
 """
 from __future__ import annotations
 
@@ -30,11 +33,11 @@ def cand_spec(cwd: Path | None = None) -> str:
         return CAND
     return f"prefetch=debsrc:redis+patch={REPO / PATCH}"
 
-# Per size: (case, throughput reps, profile reps). 5 vs 5 reps give a distribution-free
-# 95% interval; at 3 vs 3 (CI size) the statistics fall back to a Welch t-interval.
+# Per size: (case, paired reps (each: 8 ABBA windows, 4 pairs), profile reps per variant).
+# Unpaired (--unpaired), the first number is throughput reps per variant.
 SIZES = {
-    "default": ("mset-50keys", 5, 5),
-    "small": ("mset-50keys", 3, 3),
+    "default": ("mset-50keys", 5, 3),
+    "small": ("mset-50keys", 2, 3),
 }
 
 
@@ -53,8 +56,12 @@ def parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--size", choices=sorted(SIZES), default="default",
                    help="default: 10M keys (~1 GB, far beyond L3); small: 200k keys for CI")
-    p.add_argument("--reps", type=int, help="throughput reps per variant (default: 5, small: 3)")
-    p.add_argument("--profile-reps", type=int, help="perf profile reps per variant (default: 5, small: 3)")
+    p.add_argument("--reps", type=int, help="paired reps, 4 pairs each (default: 5, small: 2); "
+                                            "with --unpaired: throughput reps per variant")
+    p.add_argument("--profile-reps", type=int, help="perf profile reps per variant (default: 3)")
+    p.add_argument("--unpaired", action="store_true",
+                   help="restart the server for every throughput rep instead of pairing windows "
+                        "(needs no room for two datasets; wider intervals)")
     p.add_argument("--out", default="reports/demo", help="report directory (default reports/demo)")
     p.add_argument("--runs", default="runs", help="where the run directory goes (default runs/)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
@@ -69,11 +76,15 @@ def main(argv: list[str] | None = None) -> int:
     cand = cand_spec()
     run_argv = [case, "--variant", BASE, "--variant", cand, "--size", args.size,
                 "--reps", str(reps), "--profile-reps", str(profile_reps), "--out", args.runs]
+    if not args.unpaired:
+        run_argv.append("--paired")
     if args.no_progress:
         run_argv.append("--no-progress")
+    how = ("throughput reps per variant, interleaved" if args.unpaired
+           else "paired reps (both servers loaded, ABBA windows)")
     print(f"stallscope demo: {BASE}  vs  {cand}\n"
-          f"  case {case} (size {args.size}), {reps} throughput + {profile_reps} profile reps "
-          f"per variant, interleaved", file=sys.stderr)
+          f"  case {case} (size {args.size}), {reps} {how} + {profile_reps} profile reps "
+          f"per variant", file=sys.stderr)
 
     before = _run_dirs(args.runs)
     rc = run_cli.main(run_argv)
