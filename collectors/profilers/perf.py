@@ -99,11 +99,11 @@ def fold(perf: str, collapse: str, perf_data: Path, out_dir: Path) -> dict[str, 
 class PerfProfiler:
     """A RepCollector: start() attaches perf to the server for the steady window,
     stop() waits for it and folds the stacks."""
-    freq_hz: int = 999
+    freq_hz: int = 99
     keep_data: bool = False
     callgraph: str = "auto"          # auto: the variant's (fp when it has frame pointers)
     mmap_pages: int | None = None    # perf's ring buffer (-m), None: perf's default
-    windows: int = 8                 # ABBA off/on profile windows (0: sample the whole window)
+    windows: int = 16                # ABBA off/on profile windows (0: sample the whole window)
     name: str = "perf"
     _proc: subprocess.Popen | None = field(default=None, repr=False)
     _argv: list[str] = field(default_factory=list, repr=False)
@@ -196,6 +196,10 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> None:
                         "auto (fp when the binary has frame pointers; default)")
     g.add_argument("--perf-mmap", type=int, default=None, metavar="PAGES",
                    help="perf's ring buffer in pages (perf record -m; default: perf's own)")
+    g.add_argument("--profile-windows", type=int, default=16, metavar="N",
+                   help="split each profile rep into N windows, perf sampling every other one "
+                        "(ABBA), so the rep measures the profiler's own cost (default 16; 0: "
+                        "sample the whole window, no cost measured)")
 
 
 def rep_collectors(options: RunSettings, kind: str) -> list[PerfProfiler]:
@@ -204,7 +208,8 @@ def rep_collectors(options: RunSettings, kind: str) -> list[PerfProfiler]:
     extra = options.extra or {}
     return [PerfProfiler(freq_hz=options.freq_hz, keep_data=options.keep_perf_data,
                          callgraph=extra.get("call_graph") or "auto",
-                         mmap_pages=extra.get("perf_mmap"))]
+                         mmap_pages=extra.get("perf_mmap"),
+                         windows=int(extra.get("profile_windows", 16)))]
 
 
 def manifest_sections(options: RunSettings, host: dict[str, Any]) -> dict[str, Any]:
