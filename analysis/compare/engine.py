@@ -12,7 +12,9 @@ from pathlib import Path
 from analysis.compare.environment import environment, reproduce
 from analysis.compare.errors import CompareError
 from analysis.compare.options import CompareOptions
-from analysis.compare.profiles import profiles
+from analysis.compare.profiler_cost import profiler_cost
+from analysis.compare.profiles import main_names, profiles
+from analysis.compare.saturation import saturation
 from analysis.compare.results import Artifacts, CaseInfo, Results, Settings
 from analysis.compare.summary import summary
 from analysis.compare.throughput import paired, throughput
@@ -76,6 +78,8 @@ def analyse(run: RunDir, opts: CompareOptions, out: Path | None = None) -> Resul
     r.profile, merged = profiles(run, base, cand, focus, opts)
     if out is not None and merged:
         r.artifacts = _write_folded(merged, Path(out))
+    r.saturation = saturation(run, base, cand, merged, main_names(run))
+    r.profiler_cost = profiler_cost(run, base, cand, opts.confidence)
     r.tma = tma(run, base, cand)
     r.environment = environment(run, base, cand)
     r.reproduce = reproduce(run)

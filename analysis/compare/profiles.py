@@ -29,7 +29,7 @@ _ASKED = {"main": "main thread only (% of the main thread's samples), as asked (
           "io-threads": "io-threads only (% of their samples), as asked (--thread io-threads)."}
 
 
-def _main_names(run: RunDir) -> tuple[str, ...]:
+def main_names(run: RunDir) -> tuple[str, ...]:
     """Thread names of the main thread beside the known ones: the server binaries' names,
     cut to the 15 characters of a comm."""
     return tuple(sorted({Path(str(v.server_bin or "")).name[:15]
@@ -153,7 +153,7 @@ def profiles(run: RunDir, base: str, cand: str, focus: list[str], opts: CompareO
         unit = next(iter(merged.values())).unit if merged else "samples"
         return ProfileSection(False, reason=f"no profile reps (perf.folded or profile.pb.gz) "
                                             f"for {', '.join(missing)}", weight_unit=unit), merged
-    names = _main_names(run)
+    names = main_names(run)
     thread, note = choose_thread(reps, opts.thread, base, cand, names)
     sh = _shares(reps, thread, names)
     known = {fn for v in sh for _, c in sh[v] for fn in c}

@@ -148,6 +148,42 @@ class TmaSection:
 
 
 @dataclass
+class SaturationSide:
+    """Who was busy while one variant's throughput was measured (medians over its reps)."""
+    reps: int
+    main_busy: float | None          # share of the window the server's main thread was on CPU
+    main_polling: float | None       # share of its profile samples polling the event loop
+    main_working: float | None       # main_busy x (1 - main_polling)
+    other_threads: dict[str, float] = field(default_factory=dict)   # io_thd_1 -> busy, ...
+    client_busy: float | None = None     # load generator, CPU-seconds per second
+    client_capacity: float | None = None  # CPUs it could use
+    host_busy: float | None = None       # server threads + load generator / logical CPUs
+
+
+@dataclass
+class SaturationSection:
+    """Was the server the bottleneck (analysis/compare/saturation.py)?"""
+    available: bool
+    reason: str = ""
+    sides: dict[str, SaturationSide] = field(default_factory=dict)
+    bottleneck: str = ""             # server | client | host | latency
+    note: str = ""                   # the sentence beside the throughput verdict
+    suggestions: list[str] = field(default_factory=list)
+
+
+@dataclass
+class ProfilerCost:
+    """The profiler's cost to the server, from the profile reps' on/off windows
+    (analysis/compare/profiler_cost.py): the change of throughput when perf samples."""
+    available: bool
+    reason: str = ""
+    frequency_hz: int | None = None
+    pairs: dict[str, int] = field(default_factory=dict)            # variant -> window pairs
+    per_variant: dict[str, ChangeOut] = field(default_factory=dict)
+    pooled: ChangeOut | None = None
+
+
+@dataclass
 class Artifacts:
     """Files next to the report (paths relative to the report directory)."""
     flamegraphs: dict[str, str] = field(default_factory=dict)
@@ -185,7 +221,7 @@ class SummaryValue:
                    c.verdict)
 
 
-SUMMARY_KINDS = ("throughput", "paired throughput", "focus", "tma", "tma absent")
+SUMMARY_KINDS = ("throughput", "paired throughput", "focus", "tma", "tma absent", "profiler cost")
 
 
 @dataclass
@@ -241,6 +277,8 @@ class Results:
     paired: list[MetricRow] = field(default_factory=list)
     profile: ProfileSection = field(default_factory=lambda: ProfileSection(False))
     tma: TmaSection = field(default_factory=lambda: TmaSection("absent"))
+    saturation: SaturationSection = field(default_factory=lambda: SaturationSection(False))
+    profiler_cost: ProfilerCost = field(default_factory=lambda: ProfilerCost(False))
     # copied from the manifest: host, tools, placement, profiling, load_generator, variants
     environment: dict[str, Any] = field(default_factory=dict)
     reproduce: Reproduce = field(default_factory=Reproduce)

@@ -7,13 +7,28 @@ from __future__ import annotations
 
 import re
 
-from analysis.compare.results import (MetricRow, ProfileSection, Results, SummaryItem,
-                                      SummaryValue, TmaSection)
+from analysis.compare.results import (MetricRow, ProfileSection, ProfilerCost, Results,
+                                      SaturationSection, SummaryItem, SummaryValue, TmaSection)
 
 
-def _metric(what: str, row: MetricRow) -> SummaryItem:
+def _metric(what: str, row: MetricRow, sat: SaturationSection) -> SummaryItem:
+    # Beside the verdict: whether throughput could show a change in the server at all.
+    note = sat.note if sat.available and sat.bottleneck != "server" else ""
     return SummaryItem(what, row.test, values=[SummaryValue.relative(
-        row.metric, row.unit, row.base, row.cand, row.change)], verdict=row.change.verdict)
+        row.metric, row.unit, row.base, row.cand, row.change)], verdict=row.change.verdict,
+        note=note)
+
+
+def _profiler_cost(c: ProfilerCost) -> list[SummaryItem]:
+    if not c.available or c.pooled is None:
+        return []
+    p = c.pooled
+    # The cost is the fall of throughput while perf samples: a positive share.
+    value = SummaryValue("profiler overhead", None, None, "%", -p.rel if p.rel is not None else None,
+                         "rel", -p.rel_ci_high if p.rel_ci_high is not None else None,
+                         -p.rel_ci_low if p.rel_ci_low is not None else None, "")
+    return [SummaryItem("profiler cost", f"perf {c.frequency_hz} Hz", values=[value],
+                        note=f"{sum(c.pairs.values())} on/off window pairs")]
 
 
 def _focus(p: ProfileSection) -> list[SummaryItem]:
@@ -54,6 +69,6 @@ def _tma(t: TmaSection) -> SummaryItem:
 
 
 def summary(r: Results) -> list[SummaryItem]:
-    return ([_metric("throughput", row) for row in r.throughput]
-            + [_metric("paired throughput", row) for row in r.paired]
-            + _focus(r.profile) + [_tma(r.tma)])
+    return ([_metric("throughput", row, r.saturation) for row in r.throughput]
+            + [_metric("paired throughput", row, r.saturation) for row in r.paired]
+            + _focus(r.profile) + [_tma(r.tma)] + _profiler_cost(r.profiler_cost))

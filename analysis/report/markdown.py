@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from analysis.compare.results import Results
 from analysis.report import funnel_md, markdown_details as det
-from analysis.report.fmt import THREAD_LABEL, known, patches
+from analysis.report.fmt import THREAD_LABEL, fmt_pct, fmt_signed, known, patches
 from analysis.report.markdown_tables import fn_table, metric_rows, per_op_table
 from analysis.report.mdtext import code_fence, code_span, esc, esc_spans
 from analysis.report.summary import lines as summary_lines
@@ -46,7 +46,27 @@ def _throughput(r: Results) -> list[str]:
             f"log scale. Waterlines: noise {r.settings.noise * 100:g}%, regression "
             f"{r.settings.regression * 100:g}%, decided after the confidence interval "
             "(latency: lower is better).", ""]
-    return out
+    return out + _saturation(r)
+
+
+def _saturation(r: Results) -> list[str]:
+    """Whether the server was the bottleneck while throughput was measured."""
+    s = r.saturation
+    if not s.available:
+        return []
+    cells = []
+    for v, side in s.sides.items():
+        main = "n/a" if side.main_busy is None else f"{side.main_busy:.0%}"
+        poll = "" if side.main_polling is None else f" ({side.main_polling:.0%} polling)"
+        io = "".join(f", {esc(t)} {b:.0%}" for t, b in side.other_threads.items())
+        client = ("n/a" if side.client_busy is None
+                  else f"{side.client_busy / (side.client_capacity or 1):.0%} of {side.client_capacity:g} CPU")
+        cells.append(f"{esc(v)}: main thread {main}{poll}{io}; load generator {client}")
+    out = [f"**Was the server the bottleneck?** {'Yes' if s.bottleneck == 'server' else 'No'}: "
+           f"{esc_spans(s.note)}. Busy during the window: " + "; ".join(cells) + "."]
+    if s.suggestions:
+        out.append("To measure the server: " + "; ".join(esc_spans(x) for x in s.suggestions) + ".")
+    return out + [""]
 
 
 def _profile_main(r: Results) -> list[str]:
@@ -61,12 +81,28 @@ def _profile_main(r: Results) -> list[str]:
         out += ["Cumulative cost (self + callees; shows cost that moved into an inlining caller):",
                 ""] + fn_table(p.focus, "cum", r.base, r.cand) + [""]
         out += per_op_table(r)
+        out += _profiler_cost(r)
     else:
         out += ["No focus functions (the case lists none; `--focus f1,f2` to pick some).", ""]
     if p.missing_focus:
         out += ["Not in any profile: " + ", ".join(esc(f) for f in p.missing_focus)
                 + " (inlined, renamed, or never on CPU).", ""]
     return out
+
+
+def _profiler_cost(r: Results) -> list[str]:
+    c = r.profiler_cost
+    if not c.available:
+        return [f"Profiler overhead: not measured ({esc_spans(c.reason)}).", ""] if c.reason else []
+    parts = []
+    for v, ch in [("both variants", c.pooled)] + list(c.per_variant.items()):
+        if ch is None or ch.rel is None:
+            continue
+        parts.append(f"{esc(v)} {fmt_pct(-ch.rel)} [{fmt_signed(-ch.rel_ci_high * 100)}, "
+                     f"{fmt_signed(-ch.rel_ci_low * 100)}]%")
+    return [f"Profiler overhead (perf cpu-clock at {c.frequency_hz} Hz): " + "; ".join(parts)
+            + f". Throughput while perf sampled vs the windows beside it without perf (same "
+            f"server, ABBA), {sum(c.pairs.values())} window pairs, 95% CI.", ""]
 
 
 def _tma(r: Results) -> list[str]:

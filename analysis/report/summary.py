@@ -26,7 +26,13 @@ def phrase(item: SummaryItem, r: Results) -> tuple[str, str]:
         v = item.values[0]
         label = ("Paired throughput" if item.what == "paired throughput"
                  else f"Throughput {short_test(item.subject, 32)}")
-        return label, " ".join(summary_change(v.change, v.change_unit, v.ci_low, v.ci_high))
+        text = " ".join(summary_change(v.change, v.change_unit, v.ci_low, v.ci_high))
+        return label, text + (f" ({item.note})" if item.note else "")
+    if item.what == "profiler cost":
+        v = item.values[0]
+        return (f"Profiler overhead ({item.subject})",
+                " ".join(summary_change(v.change, v.change_unit, v.ci_low, v.ci_high))
+                + f" ({item.note})")
     if item.what == "focus":
         return (f"{item.subject} flat ({THREAD_LABEL.get(item.thread, item.thread)})",
                 _focus_text(item, r.profile.per_op_command))
