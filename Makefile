@@ -56,6 +56,7 @@ doctor: ## which collectors work on this machine, and why not
 
 bench: ## speed figures: analysis time, folded-stack ingestion rate, profiler overhead
 	$(PY) bench/run.py
+	$(PY) bench/precision.py
 
 clean: ## remove runs/ and rendered reports (keeps the build cache in ~/.cache/stallscope)
 	rm -rf runs reports/*/
