@@ -157,7 +157,10 @@ class SaturationSide:
     other_threads: dict[str, float] = field(default_factory=dict)   # io_thd_1 -> busy, ...
     client_busy: float | None = None     # load generator, CPU-seconds per second
     client_capacity: float | None = None  # CPUs it could use
-    host_busy: float | None = None       # server threads + load generator / logical CPUs
+    host_busy: float | None = None       # all CPUs' busy share (/proc/stat; older runs:
+                                         #   server threads + load generator / logical CPUs)
+    main_waiting: float | None = None    # main thread runnable but not on a CPU (share)
+    host_steal: float | None = None      # CPU taken by the hypervisor for other guests
 
 
 @dataclass
@@ -166,7 +169,7 @@ class SaturationSection:
     available: bool
     reason: str = ""
     sides: dict[str, SaturationSide] = field(default_factory=dict)
-    bottleneck: str = ""             # server | client | host | latency
+    bottleneck: str = ""             # server | contended | client | host | latency
     note: str = ""                   # the sentence beside the throughput verdict
     suggestions: list[str] = field(default_factory=list)
 

@@ -58,11 +58,14 @@ def _saturation(r: Results) -> list[str]:
     for v, side in s.sides.items():
         main = "n/a" if side.main_busy is None else f"{side.main_busy:.0%}"
         poll = "" if side.main_polling is None else f" ({side.main_polling:.0%} polling)"
+        if side.main_waiting:
+            poll += f", waiting for a CPU {side.main_waiting:.0%}"
         io = "".join(f", {esc(t)} {b:.0%}" for t, b in side.other_threads.items())
         client = ("n/a" if side.client_busy is None
                   else f"{side.client_busy / (side.client_capacity or 1):.0%} of {side.client_capacity:g} CPU")
         cells.append(f"{esc(v)}: main thread {main}{poll}{io}; load generator {client}")
-    out = [f"**Was the server the bottleneck?** {'Yes' if s.bottleneck == 'server' else 'No'}: "
+    answer = {"server": "Yes", "contended": "Yes, on a busy host"}.get(s.bottleneck, "No")
+    out = [f"**Was the server the bottleneck?** {answer}: "
            f"{esc_spans(s.note)}. Busy during the window: " + "; ".join(cells) + "."]
     if s.suggestions:
         out.append("To measure the server: " + "; ".join(esc_spans(x) for x in s.suggestions) + ".")
