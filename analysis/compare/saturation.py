@@ -93,11 +93,13 @@ def _verdict(s: SaturationSide, cpus: int) -> tuple[str, str, list[str]]:
     if working >= WORKING:
         return "server", f"server main thread {busy:.0%} busy{polling}: the server was the bottleneck", []
     waiting = s.main_waiting or 0.0
-    if busy + waiting >= WORKING and waiting >= CONTENDED:
+    # Polling is no work whether on a CPU or waiting for one: discount it from both.
+    wanted = (busy + waiting) * (1.0 - (s.main_polling or 0.0))
+    if wanted >= WORKING and waiting >= CONTENDED:
         # It always had work but had to wait for a CPU: the server is the bottleneck, on a
         # host where something else took its CPU. Its throughput is understated and noisy.
         steal = f", {s.host_steal:.0%} stolen by the hypervisor" if s.host_steal else ""
-        return ("contended", f"server main thread had work {busy + waiting:.0%} of the window but "
+        return ("contended", f"server main thread had work {wanted:.0%} of the window but "
                 f"was on a CPU only {busy:.0%}: other processes took the rest (host CPUs "
                 f"{s.host_busy or 0.0:.0%} busy{steal}); the server was the bottleneck, but its "
                 "throughput is understated and noisier than on a quiet host",
@@ -111,9 +113,12 @@ def _verdict(s: SaturationSide, cpus: int) -> tuple[str, str, list[str]]:
                 f"the client (load generator at {client_load:.0%} of its {s.client_capacity:g} "
                 "CPU); a change in the server cannot show here", more)
     if (s.host_busy or 0.0) >= SATURATED:
-        return ("host", f"server main thread {busy:.0%} busy{polling} while server threads and load "
-                f"generator used {s.host_busy:.0%} of this host's {cpus} CPUs: the host, not the "
-                "server's main thread, limited throughput; a change in the server may not show here",
+        server = (busy + sum(s.other_threads.values())) / cpus
+        client = (s.client_busy or 0.0) / cpus
+        return ("host", f"server main thread {busy:.0%} busy{polling} while this host's {cpus} CPUs "
+                f"were {s.host_busy:.0%} busy (server threads {server:.0%}, load generator "
+                f"{client:.0%}, other processes the rest): the host, not the server's main thread, "
+                "limited throughput; a change in the server may not show here",
                 more[:1] + ["fewer io-threads than CPUs, or a host with more cores"])
     return ("latency", f"neither the server main thread ({busy:.0%} busy{polling}) nor the load "
             f"generator ({client_load:.0%}) was saturated: too few requests in flight to load the "
