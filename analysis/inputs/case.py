@@ -59,6 +59,8 @@ class Case:
     source: str = ""               # file it came from
     notes: list[str] = field(default_factory=list)  # e.g. what a suite import could not map
     matrix: dict[str, str] = field(default_factory=dict)  # axis -> chosen value, e.g. {"value": "100"}
+    # --set FIELD=VALUE overrides applied last (after the size), e.g. {"workload.pipeline": 16}
+    overrides: dict[str, Any] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
