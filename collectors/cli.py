@@ -20,6 +20,8 @@ COMMANDS: list[Command] = [
             "which collectors work on this machine (perf, PMU, toplev, Parca ...) and how to fix the rest"),
     Command("collect", "run", "collectors.runner.cli",
             "run a case for two or more variants into runs/<run-id>/ (--resume finishes one)"),
+    Command("collect", "sweep", "collectors.sweep.cli",
+            "run a case over axes (key counts, value sizes ...) for two variants: table + crossover plot"),
     Command("collect", "demo", "collectors.runner.demo",
             "the main job: Redis vs Redis + the MSET bucket-prefetch patch, run and reported"),
     Command("collect", "parca", "collectors.profilers.parca_cli",
