@@ -38,8 +38,11 @@ def lookup(p: PointRow, name_in_cell: bool = False) -> str:
     if lc.change is None or lc.base is None or lc.cand is None:
         return f"n/a ({lc.reason})" if lc.reason else "n/a"
     ch, ci = change_cells(lc.change, "ns/op", digits=0)
+    if lc.change.rel_ci_low is None or lc.change.rel_ci_high is None:
+        # Too few profile reps for an interval: say so rather than print "[n/a]".
+        ci = f"no interval: {min(lc.base.n, lc.cand.n)} profile reps a side, 3 needed"
     head = f"{lc.function}: " if name_in_cell else ""
-    return f"{head}{fmt_ns(lc.base.median)} → {fmt_ns(lc.cand.median)} ({ch} {ci})"
+    return f"{head}{fmt_ns(lc.base.median)} → {fmt_ns(lc.cand.median)} ({ch} {ci}; {lc.change.verdict})"
 
 
 def lookup_header(res: SweepResults) -> tuple[str, bool]:

@@ -67,7 +67,10 @@ def parse_axis(text: str, matrix: dict[str, dict[str, Any]], case_name: str) -> 
             raise CaseError(f"{where}: a field axis needs its values: {name}=v1,v2,...")
         values = []
         for label in labels:
-            _, typed = parse_set(f"{name}={label}")
+            try:
+                _, typed = parse_set(f"{name}={label}")
+            except CaseError as e:     # the message names --set; the user wrote --axis
+                raise CaseError(str(e).replace(f"--set {name}={label}", where, 1)) from None
             values.append(AxisValue(label, sets={name: typed}, x=_number(typed, label)))
         return Axis(name, "field", values)
     if name not in matrix:

@@ -76,10 +76,10 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--reps", type=int, default=5, help="reps per point: per variant, or paired reps (default 5)")
     p.add_argument("--profile", default="perf", help="profiler of the profile reps: perf | off (default perf)")
     p.add_argument("--profile-reps", type=int, default=3, metavar="N", help="profile reps per variant (default 3)")
-    p.add_argument("--pairing", choices=PAIRINGS, default="auto",
-                   help="auto (default): config-only variants paired in one server process, builds "
-                        "interleaved; paired: two builds loaded at once too, where memory allows; "
-                        "interleaved: a server start per rep everywhere")
+    p.add_argument("--pairing", choices=PAIRINGS, default="paired",
+                   help="paired (default): config-only variants in one server process (CONFIG SET "
+                        "windows), two builds loaded at once (ABBA windows) where two datasets fit "
+                        "this host's memory, else interleaved; interleaved: a server start per rep")
     p.add_argument("--paired-window", type=float, default=2.0, metavar="SECONDS", help="paired window length (default 2)")
     p.add_argument("--paired-windows", type=int, default=8, metavar="N", help="windows per paired rep (default 8)")
     p.add_argument("--lookup", metavar="F1,F2", type=lambda s: [x for x in s.split(",") if x],

@@ -40,7 +40,7 @@ def pairing(case: Case, opts: SweepOptions, config_only: bool, memory_bytes: int
     """(paired mode or None, how the point is measured, as a sentence)."""
     if case.workload.tool == "rdb-load":
         return None, "interleaved reps, one RDB load per rep"
-    if opts.pairing == "interleaved" or (opts.pairing == "auto" and not config_only):
+    if opts.pairing == "interleaved":
         return None, "interleaved reps, a server start each"
     if config_only:
         return "config", "paired windows, one server process (CONFIG SET between windows)"
@@ -48,6 +48,8 @@ def pairing(case: Case, opts: SweepOptions, config_only: bool, memory_bytes: int
     if memory_bytes and need > TWO_SERVER_SHARE * memory_bytes:
         return None, (f"interleaved reps (two servers at once would need about {need / 2**30:.1f} GiB, "
                       f"more than {TWO_SERVER_SHARE:.0%} of this host's memory)")
+    # Two builds loaded at once, ABBA windows: the demo's default since it halves the
+    # interval for the same time on the machine (bench/precision.py).
     return "servers", "paired windows, two servers loaded at once"
 
 

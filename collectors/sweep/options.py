@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-PAIRINGS = ("auto", "paired", "interleaved")
+PAIRINGS = ("paired", "interleaved")
 
 
 @dataclass
@@ -12,10 +12,10 @@ class SweepOptions:
     reps: int = 5                    # throughput reps per variant (paired reps when paired)
     profile: str = "perf"            # perf | off | a plugin's profiler
     profile_reps: int = 3
-    frequency: int = 999
-    # auto: config-only variants paired in one process, different builds interleaved;
-    # paired: two builds loaded at once too, where two datasets fit; interleaved: never paired
-    pairing: str = "auto"
+    frequency: int = 0               # perf Hz; 0: the runner's default
+    # paired: config-only variants in one process, two builds loaded at once (where two
+    # datasets fit this host, else interleaved); interleaved: a server start per rep
+    pairing: str = "paired"
     paired_window_s: float = 2.0
     paired_windows: int = 8
     load_generator: str = "auto"

@@ -40,8 +40,10 @@ def point_argv(m: SweepManifest, p: SweepPoint, opts: SweepOptions, out: Path, p
     for v in m.variants:
         argv += ["--variant", v]
     argv += ["--size", m.size, "--reps", str(opts.reps), "--profile", opts.profile,
-             "--profile-reps", str(opts.profile_reps), "--frequency", str(opts.frequency),
+             "--profile-reps", str(opts.profile_reps),
              "--load-generator", opts.load_generator, "--out", str(out)]
+    if opts.frequency:
+        argv += ["--frequency", str(opts.frequency)]
     if p.estimate.paired:
         argv += ["--paired", "--paired-window", f"{opts.paired_window_s:g}",
                  "--paired-windows", str(opts.paired_windows)]
