@@ -119,6 +119,8 @@ def test_hgetall_14988_small(tmp_path):
     fields, onekey = res["parts"]
     assert [p["labels"]["fields"] for p in fields["sweep"]["points"]] == ["100", "500"]
     assert "+42.6% (10K hashes x 500 fields x 100 B, x86: 14,750 → 21,033 ops/s)" in md
+    # no profile reps at small size: no empty lookup column, a line that says why instead
+    assert "CPU per operation" not in md and "No lookup column: no profile reps" in md
     assert [s["seed"]["setup"] for s in onekey["seed_rows"]] == [
         "1key-hash-1K-fields-hgetall, x86", "1key-hash-1K-fields-hgetall-pipeline-10, x86"]
 

@@ -55,6 +55,20 @@ def lookup_header(res: SweepResults) -> tuple[str, bool]:
     return "lookup, CPU per operation (flat)", len(names) > 1
 
 
+def show_lookup(res: SweepResults) -> bool:
+    """The lookup column has something to show: a load-time sweep has no operations, and a
+    sweep without profile reps has no CPU time (lookup_note says why instead)."""
+    return not is_load_time(res) and any(p.lookup and p.lookup.function for p in res.points)
+
+
+def lookup_note(res: SweepResults) -> str:
+    """Why the table has no lookup column ("" when it has one or is a load-time sweep)."""
+    if show_lookup(res) or is_load_time(res):
+        return ""
+    reasons = sorted({p.lookup.reason for p in res.points if p.lookup and p.lookup.reason})
+    return "No lookup column: " + ("; ".join(reasons) if reasons else "no point has a profile") + "."
+
+
 def status(p: PointRow) -> str:
     if p.metric is not None:
         return ""

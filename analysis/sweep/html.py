@@ -53,6 +53,7 @@ def _part(p: Part) -> dict:
     return {"res": res, "heading": p.heading, "methods": methods(res),
             "turns": [sentence(c, res.x_axis) for c in crossovers(res)] if res.x_axis else [],
             "load": cells.is_load_time(res), "lookup_header": header, "lookup_named": named,
+            "lookup_shown": cells.show_lookup(res), "lookup_note": cells.lookup_note(res),
             "extra_heads": p.extra_heads, "extra": p.extra,
             "plot": Markup(p.plot if p.plot is not None else crossover_svg(res)),
             "command": shlex.join(res.command)}

@@ -26,16 +26,17 @@ def table(res: SweepResults) -> list[str]:
         head += [f"best {esc(res.base)}", f"best {esc(res.cand)}"]
     if many:
         head.append("Method")
-    if not load:
+    if cells.show_lookup(res):
         head.append(esc(lk_head))
     head.append("Report")
     out = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for p in res.points:
-        out.append("| " + " | ".join(_row(res, p, load, many, lk_named)) + " |")
+        out.append("| " + " | ".join(_row(res, p, load, many, lk_named, cells.show_lookup(res))) + " |")
     return out
 
 
-def _row(res: SweepResults, p: PointRow, load: bool, many: bool, lk_named: bool) -> list[str]:
+def _row(res: SweepResults, p: PointRow, load: bool, many: bool, lk_named: bool,
+         lookup: bool) -> list[str]:
     row = [esc(p.labels.get(a.name, "")) for a in res.axes]
     if p.metric is None:
         row += ["—", "—", "—", "", esc(cells.status(p))]
@@ -47,7 +48,7 @@ def _row(res: SweepResults, p: PointRow, load: bool, many: bool, lk_named: bool)
         row += [esc(cells.best(p, res.base)), esc(cells.best(p, res.cand))]
     if many:
         row.append(esc(p.method))
-    if not load:
+    if lookup:
         row.append(esc(cells.lookup(p, lk_named)))
     row.append(f"[{esc(p.id)}]({p.report}/report.md)" if p.report else "")
     return row
@@ -67,6 +68,8 @@ def render(res: SweepResults) -> str:
     for n in res.notes:
         out += [f"> Note: {esc_spans(n)}", ""]
     out += table(res) + [""]
+    if cells.lookup_note(res):
+        out += [esc(cells.lookup_note(res)), ""]
     m = methods(res)
     what = "load time per rep (lower is better)" if cells.is_load_time(res) else "throughput"
     out += [f"Medians of the {what}; CV = spread (stdev/mean); the change is a ratio on the log "
