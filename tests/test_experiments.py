@@ -159,3 +159,41 @@ def test_prefetch_batch_amortization_small(tmp_path):
         assert p["method"] == "paired windows, one server process (CONFIG SET between windows)"
     assert res["parts"][1]["sweep"]["sets"] == {"server.io_threads": 2}
     assert "+52.6% (SET 512 B, 3M keys, io-threads 9, 16-core Graviton 3: 780,000 → 1,190,000 SET/s)" in md
+
+
+@pytest.mark.slow
+def test_interrupted_experiment_resumes_to_the_same_report(tmp_path):
+    import os
+    import signal
+    import time
+    from tests.conftest_run import descendants, still_alive, wait_for
+    out, rep = tmp_path / "exp", tmp_path / "report"
+    proc = subprocess.Popen([sys.executable, "-m", "collectors", "experiment", "rdb-load-2311",
+                             "--size", "small", "--no-progress", "--out", str(out)],
+                            cwd=REPO, env=cli_env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            start_new_session=True)
+
+    def running():
+        for f in out.glob("*/load/sweep.json"):
+            pts = json.loads(f.read_text())["points"]
+            if pts[0]["status"] == "running" and pts[0].get("run_dir"):
+                return f.parent.parent
+        return None
+    exp_dir = wait_for(running, 300, "the first point to start", poll_s=0.2)
+    time.sleep(1)
+    kids = descendants(proc.pid)
+    os.killpg(proc.pid, signal.SIGINT)
+    log = proc.communicate(timeout=120)[0].decode()
+    assert proc.returncode == 130, log[-3000:]
+    assert f"stallscope experiment --resume {exp_dir}" in log
+    time.sleep(1)
+    assert still_alive(kids) == []
+    assert json.loads((exp_dir / "experiment.json").read_text())["status"] == "interrupted"
+    p = subprocess.run([sys.executable, "-m", "collectors", "experiment", "--resume", str(exp_dir),
+                        "--no-progress", "--report-out", str(rep)], cwd=REPO, env=cli_env(),
+                       capture_output=True, text=True, timeout=600)
+    assert p.returncode == 0, p.stderr[-3000:]
+    d = json.loads((exp_dir / "experiment.json").read_text())
+    assert d["status"] == "complete" and len(d["resumes"]) == 1
+    res = json.loads((rep / "results.json").read_text())
+    assert [pt["status"] for pt in res["parts"][0]["sweep"]["points"]] == ["complete", "complete"]

@@ -169,6 +169,10 @@ def main(argv: list[str] | None = None) -> int:
             return 0
         if args.resume:
             exp_dir = Path(args.resume)
+            d = load_experiment_json(exp_dir)
+            d.setdefault("resumes", []).append({"at": now_iso(), "command": ["stallscope", "experiment", *argv]})
+            write_json(exp_dir / "experiment.json", d)
+            log(f"{PREFIX} resuming {exp_dir}")
         elif not args.name:
             raise PlanError("name an experiment (`stallscope experiment list`), or give --resume/--report EXP_DIR")
         else:
