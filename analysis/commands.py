@@ -33,11 +33,12 @@ ALIASES = {"report": "compare"}
 def usage(commands: list[Command], prog: str, intro: list[str]) -> str:
     lines = [f"usage: {prog} COMMAND [ARGS]   ({prog} COMMAND --help for each command)", "", *intro]
     stage = None
+    width = max((len(c.name) for c in commands), default=8)
     for c in commands:
         if c.stage != stage:
             lines += ["", f"{c.stage}:"]
             stage = c.stage
-        lines.append(f"  {c.name:<8} {c.help}")
+        lines.append(f"  {c.name:<{width}} {c.help}")
     aliases = [f"{a} = {t}" for a, t in ALIASES.items() if any(c.name == t for c in commands)]
     if aliases:
         lines += ["", "aliases: " + ", ".join(aliases)]

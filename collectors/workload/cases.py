@@ -176,6 +176,12 @@ def _find(name_or_path: str) -> tuple[Path, str]:
                     "`stallscope cases list` shows them")
 
 
+def case_doc(name_or_path: str) -> tuple[CaseFile, str]:
+    """The checked case file of a case name or path, and the matrix choice after '@'."""
+    path, spec = _find(name_or_path)
+    return load_doc(path), spec
+
+
 def case_files() -> dict[str, Path]:
     return {p.stem: p for p in sorted(CASES_DIR.glob("*.y*ml"))}
 
