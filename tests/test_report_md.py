@@ -89,11 +89,14 @@ def res():
 def test_summary_first_then_seed_tables(res):
     md = report_md.render(res)
     lines = md.splitlines()
-    assert lines[0] == "## stallscope: mset-10keys-io-threads: cand vs base"
+    # the case in the seed tables' words (keyspace × value size, command shape, pipeline)
+    assert lines[0] == ("## stallscope: mset-10keys-io-threads (100K keys × 100 B, 10 keys per "
+                        "MSET, pipeline 4): cand vs base")
     summary = next(l for l in lines if l.startswith("**Summary:**"))
     assert lines.index(summary) < lines.index("### Throughput")
-    assert ("Throughput MSET (10 × key:\\_\\_rand\\_int\\_\\_ vvvvvvvvvvv…) −85.5% "
+    assert ("Throughput 100K keys × 100 B, 10 keys per MSET, pipeline 4 −85.5% "
             "\\[−92.8, −70.7\\]% **regression**") in summary
+    assert any(l.startswith("| 100K keys × 100 B, 10 keys per MSET, pipeline 4 | ") for l in lines)
     # medians per side, the change and interval of the method (Welch: difference of means)
     assert "dictFind flat (main thread) 29.9% → 5.5% (−23.8 pp \\[−26.3, −21.3\\] pp" in summary
     assert "(+28% \\[+20.3, +35.1\\]%)" in summary          # every interval with its unit

@@ -69,6 +69,9 @@ class MetricRow:
     base: Side
     cand: Side
     change: ChangeOut
+    # What the row measures in the seed tables' words, from the case ("10M keys × 10 B,
+    # 50 keys per MSET"); `test` keeps the load generator's own name.
+    label: str = ""
 
 
 @dataclass
@@ -233,6 +236,7 @@ class SummaryItem:
     values: list[SummaryValue] = field(default_factory=list)   # the headline value first
     verdict: str = ""        # the verdict that counts, or "" for informational items
     note: str = ""           # plain text beside the numbers (why absent, not established, ...)
+    label: str = ""          # a throughput row's label (MetricRow.label)
 
 
 @dataclass
@@ -242,6 +246,7 @@ class CaseInfo:
     size: str = ""
     focus: list[str] = field(default_factory=list)     # functions tabulated
     command: list[str] = field(default_factory=list)   # the workload's command words
+    label: str = ""          # analysis.inputs.case.Case.label(): "10M keys × 10 B, 50 keys per MSET"
 
 
 @dataclass

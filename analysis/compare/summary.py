@@ -16,7 +16,7 @@ def _metric(what: str, row: MetricRow, sat: SaturationSection) -> SummaryItem:
     note = sat.note if sat.available and sat.bottleneck != "server" else ""
     return SummaryItem(what, row.test, values=[SummaryValue.relative(
         row.metric, row.unit, row.base, row.cand, row.change)], verdict=row.change.verdict,
-        note=note)
+        note=note, label=row.label)
 
 
 def _profiler_cost(c: ProfilerCost) -> list[SummaryItem]:

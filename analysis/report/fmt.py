@@ -110,6 +110,11 @@ def short_test(name: str, limit: int = 48) -> str:
     return _cut(name, limit)
 
 
+def row_name(row: Any, limit: int = 48) -> str:
+    """A throughput or latency row's name: the case's label, else the test string cut."""
+    return getattr(row, "label", "") or short_test(row.test, limit)
+
+
 def _cut(s: str, n: int) -> str:
     return s if len(s) <= n else s[: n - 1] + "…"
 

@@ -22,7 +22,8 @@ GITHUB_COMMENT_LIMIT = 65536
 
 
 def _head(r: Results) -> list[str]:
-    out = [f"## stallscope: {esc(r.case.name)}: {esc(r.cand)} vs {esc(r.base)}", "",
+    label = f" ({esc(r.case.label)})" if r.case.label else ""
+    out = [f"## stallscope: {esc(r.case.name)}{label}: {esc(r.cand)} vs {esc(r.base)}", "",
            f"Run {code_span(r.run_id)} ({esc(r.case.size)} size, {esc(r.created)}). "
            f"{esc(r.case.description)}", ""]
     items = [f"{esc(label)} {esc(text)}" + (f" **{esc(v)}**" if v else "")

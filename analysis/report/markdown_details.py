@@ -4,7 +4,7 @@ the comment must fit GitHub's limit (markdown.render)."""
 from __future__ import annotations
 
 from analysis.compare.results import Results, Side
-from analysis.report.fmt import THREAD_LABEL, fmt_ns, fmt_signed, pp_ci, share, short_test, value
+from analysis.report.fmt import THREAD_LABEL, fmt_ns, fmt_signed, pp_ci, row_name, share, value
 from analysis.report.markdown_tables import fn_table
 from analysis.report.mdtext import esc
 
@@ -49,7 +49,7 @@ def _per_op_reps(r: Results) -> list[str]:
 def per_rep(r: Results) -> list[str]:
     body = []
     for row in r.throughput + r.paired + r.latency:
-        body += [f"**{esc(short_test(row.test))} · {esc(row.metric)} ({esc(row.unit)})**", "",
+        body += [f"**{esc(row_name(row))} · {esc(row.metric)} ({esc(row.unit)})**", "",
                  "| Variant | reps | values |", "|---|---|---|"]
         for v, side in ((r.base, row.base), (r.cand, row.cand)):
             body.append(f"| {esc(v)} | {', '.join(map(str, side.reps))} | "
@@ -114,7 +114,7 @@ def methods(r: Results) -> list[str]:
     body = []
     for row in r.throughput + r.paired + r.latency:
         c = row.change
-        body.append(f"- {esc(short_test(row.test))} · {esc(row.metric)}: {esc(c.verdict)}: "
+        body.append(f"- {esc(row_name(row))} · {esc(row.metric)}: {esc(c.verdict)}: "
                     f"{esc(c.reason)} Change: {esc(c.estimator)}. Method: {esc(c.method)}.")
     for fr in r.profile.focus:
         c = fr.flat_change

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from analysis.compare.results import FunctionRow, MetricRow, ProfileSection, Results, Side
 from analysis.report.fmt import (THREAD_LABEL, change_cells, fmt_ns, fmt_pct, fmt_signed, pp_ci,
-                                 share, short_test, value)
+                                 row_name, share, value)
 from analysis.report.mdtext import esc, esc_spans, verdict
 
 
@@ -17,7 +17,7 @@ def metric_rows(rows: list[MetricRow], with_metric: bool) -> list[str]:
     out = []
     for r in rows:
         change, ci = change_cells(r.change, r.unit)
-        name = esc(short_test(r.test)) + (f" · {esc(r.metric)}" if with_metric else "")
+        name = esc(row_name(r)) + (f" · {esc(r.metric)}" if with_metric else "")
         out.append(f"| {name} | {side_cell(r.base, r.unit)} | {side_cell(r.cand, r.unit)} | "
                    f"{change} | {ci} | {verdict(r.change.verdict)} |")
     return out

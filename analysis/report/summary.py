@@ -25,7 +25,7 @@ def phrase(item: SummaryItem, r: Results) -> tuple[str, str]:
     if item.what in ("throughput", "paired throughput"):
         v = item.values[0]
         label = ("Paired throughput" if item.what == "paired throughput"
-                 else f"Throughput {short_test(item.subject, 32)}")
+                 else f"Throughput {item.label or short_test(item.subject, 32)}")
         text = " ".join(summary_change(v.change, v.change_unit, v.ci_low, v.ci_high))
         return label, text + (f" ({item.note})" if item.note else "")
     if item.what == "profiler cost":
