@@ -39,7 +39,8 @@ def _variants(run: RunDir, opts: CompareOptions) -> tuple[str, str]:
 
 def _settings(opts: CompareOptions, focus: list[str]) -> Settings:
     return Settings(opts.noise, opts.regression, opts.noise_pp, opts.regression_pp,
-                    opts.thread or "auto", opts.top, opts.confidence, opts.max_cv, focus)
+                    opts.thread or "auto", opts.top, opts.confidence, opts.max_cv, focus,
+                    opts.min_share, opts.min_samples)
 
 
 def _notes(run: RunDir, r: Results) -> list[str]:

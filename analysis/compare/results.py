@@ -74,6 +74,22 @@ class MetricRow:
     label: str = ""
 
 
+FUNCTION_VERDICTS = ("negligible", "new in candidate", "gone", "too few samples")
+
+
+@dataclass
+class Judgement:
+    """The verdict of a function's flat or cumulative cost as the report gives it
+    (analysis/compare/materiality.py): the statistical verdict of the measure that counts,
+    or one of FUNCTION_VERDICTS when no statistic should speak."""
+    verdict: str
+    reason: str = ""
+    base_samples: float | None = None   # samples behind the side, summed over its reps
+    cand_samples: float | None = None
+    basis: str = ""          # "CPU time per operation" or "share": whose verdict it is
+    note: str = ""           # the share moved by dilution, ...
+
+
 @dataclass
 class FunctionRow:
     """One function's flat and cumulative share (% of the view's samples) per side."""
@@ -95,6 +111,14 @@ class FunctionRow:
     base_cum_ns: Side | None = None
     cand_cum_ns: Side | None = None
     cum_ns_change: ChangeOut | None = None
+    # Samples behind each rep's flat and cumulative weight (weight / one sample's weight);
+    # None when a rep's sample weight is unknown.
+    base_flat_samples: list[float] | None = None
+    cand_flat_samples: list[float] | None = None
+    base_cum_samples: list[float] | None = None
+    cand_cum_samples: list[float] | None = None
+    flat_verdict: Judgement | None = None    # what the report says of the flat cost
+    cum_verdict: Judgement | None = None
 
 
 @dataclass
@@ -219,12 +243,22 @@ class SummaryValue:
                    c.rel_ci_high, c.verdict)
 
     @classmethod
+    def share(cls, measure: str, base: Side, cand: Side, c: ChangeOut) -> "SummaryValue":
+        """A share as the seed PR comments give it: 8.5% → 1.0% (−88%), the ratio on the
+        log scale with its interval; in pp when a zero share leaves no ratio."""
+        if c.rel is None:
+            return cls.points(measure, base, cand, c)
+        return cls(measure, base.median, cand.median, "%", c.rel, "rel", c.rel_ci_low,
+                   c.rel_ci_high, c.verdict)
+
+    @classmethod
     def points(cls, measure: str, base: Side, cand: Side, c: ChangeOut) -> "SummaryValue":
         return cls(measure, base.median, cand.median, "%", c.delta, "pp", c.ci_low, c.ci_high,
                    c.verdict)
 
 
-SUMMARY_KINDS = ("throughput", "paired throughput", "focus", "tma", "tma absent", "profiler cost")
+SUMMARY_KINDS = ("throughput", "paired throughput", "focus", "new in candidate", "gone", "tma",
+                 "tma absent", "profiler cost")
 
 
 @dataclass
@@ -261,6 +295,8 @@ class Settings:
     confidence: float
     max_cv: float
     focus: list[str] = field(default_factory=list)
+    min_share: float = 0.5       # % of samples: under it on both sides, "negligible"
+    min_samples: float = 20      # samples behind the larger side: fewer, no verdict
 
 
 @dataclass

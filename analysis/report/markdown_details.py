@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from analysis.compare.results import Results, Side
 from analysis.report.fmt import THREAD_LABEL, fmt_ns, fmt_signed, pp_ci, row_name, share, value
-from analysis.report.markdown_tables import fn_table
+from analysis.report.markdown_tables import fn_table, notes_lines
 from analysis.report.mdtext import esc
 
 
@@ -73,6 +73,7 @@ def movers(r: Results, n: int) -> list[str]:
     body = [f"Flat share change, {THREAD_LABEL[p.thread]}, established moves (interval clear "
             f"of 0) first, then by size. {len(rows)} of {len(p.movers)} listed.", ""]
     body += fn_table(rows, "flat", r.base, r.cand, p.per_op_command if p.per_op else "")
+    body += [""] + notes_lines(rows, ("flat",))
     return details(f"Top movers ({THREAD_LABEL[p.thread]})", body)
 
 
