@@ -13,6 +13,7 @@ from analysis.compare import profile_reps
 from analysis.compare.options import CompareOptions
 from analysis.compare.materiality import Measure, judge
 from analysis.compare.per_op import Factors, per_op
+from analysis.compare.truncation import truncated_stacks
 from analysis.compare.profile_reps import ProfileRep
 from analysis.compare.results import CallerRow, ChangeOut, FunctionRow, ProfileSection, Side, ThreadRow
 from analysis.inputs.rundir import RunDir
@@ -202,6 +203,7 @@ def profiles(run: RunDir, base: str, cand: str, focus: list[str], opts: CompareO
         sec.focus_other_view = [_function_row(f, sh_all, base, cand, "all", opts, ops.factors, sw)
                                 for f in present]
     sec.movers = _movers(sh, base, cand, thread, opts, ops.factors, sw)
+    sec.truncated = truncated_stacks(reps, base, cand, thread, names)
     sec.callers = _callers(merged, present, base, cand, thread, names)
     if _has_threads(reps):
         sec.threads = _thread_rows(reps, base, cand, names, opts)

@@ -141,6 +141,22 @@ class ThreadRow:
 
 
 @dataclass
+class TruncationSection:
+    """Samples whose stack stops before the thread's entry (analysis/compare/truncation.py):
+    every cumulative share is understated by up to that much."""
+    available: bool
+    threshold: float = 2.0           # % of samples: above it (worst rep) the report says so
+    thread: str = "all"              # the thread view measured (the profile section's)
+    shares: dict[str, Side] = field(default_factory=dict)   # variant -> % of samples per rep
+    reps: dict[str, list[int]] = field(default_factory=dict)
+    worst: float = 0.0               # the largest share of any rep, %
+    roots: dict[str, float] = field(default_factory=dict)   # where they start -> % of all samples
+    callgraph: str = ""              # fp | dwarf, as perf recorded
+    exceeds: bool = False            # worst > threshold
+    note: str = ""                   # the sentence beside the cumulative tables
+
+
+@dataclass
 class ProfileSection:
     available: bool
     reason: str = ""                 # why not, when not available
@@ -162,6 +178,7 @@ class ProfileSection:
     per_op_basis: str = ""           # how the operations of the window were counted
     ops: dict[str, list[float]] = field(default_factory=dict)   # variant -> ops per profile rep
     per_op_total: "MetricRow | None" = None   # all samples of the view per operation, ns/op
+    truncated: TruncationSection = field(default_factory=lambda: TruncationSection(False))
 
 
 @dataclass

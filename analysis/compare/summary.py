@@ -66,8 +66,13 @@ def _focus(p: ProfileSection) -> list[SummaryItem]:
     out = []
     for row in p.focus:
         k = _measure(row)
-        if k is not None:
-            out.append(_function_item("focus", row, k))
+        if k is None:
+            continue
+        item = _function_item("focus", row, k)
+        if k == "cum" and p.truncated.exceeds:
+            item.note = "; ".join(x for x in (item.note, f"understated by up to "
+                                              f"{p.truncated.worst:.1f}% (truncated stacks)") if x)
+        out.append(item)
     return out
 
 

@@ -81,6 +81,8 @@ def _profile_main(r: Results) -> list[str]:
         out += ["Flat (self) cost:", ""] + fn_table(p.focus, "flat", r.base, r.cand) + [""]
         out += ["Cumulative cost (self + callees; shows cost that moved into an inlining caller):",
                 ""] + fn_table(p.focus, "cum", r.base, r.cand) + [""]
+        if p.truncated.exceeds:
+            out += [f"> ⚠️ Truncated stacks: {esc_spans(p.truncated.note)}", ""]
         out += notes_lines(p.focus, ("flat", "cum"))
         out += per_op_table(r)
         out += _profiler_cost(r)
