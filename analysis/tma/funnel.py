@@ -255,6 +255,27 @@ def _explain(rows: list[FunnelRow]) -> list[str]:
     return out
 
 
+def _scope_note(res: TmaResult) -> str:
+    """What scope "auto" did with a result that has no global rows and several CPU scopes:
+    averaged SMT threads or CPUs (say which), or took each node from its only scope."""
+    if res.default_scope() != "mean":
+        return ""
+    by_node: dict[str, set[str]] = {}
+    for v in res.values:
+        if v.in_tree:
+            by_node.setdefault(v.name, set()).add(str(v.scope))
+    multi = sorted({s for ss in by_node.values() if len(ss) > 1 for s in ss})
+    if multi:
+        return (f"rows averaged over CPU scopes {', '.join(multi)} (scope auto: no global rows; "
+                "--scope NAME picks one)")
+    per = {}
+    for name, ss in by_node.items():
+        per.setdefault(next(iter(ss)), []).append(name.count(".") + 1)
+    return "each node from its only CPU scope, nothing averaged: " + "; ".join(
+        f"{s} (L{min(lv)}{'' if min(lv) == max(lv) else '–L' + str(max(lv))})"
+        for s, lv in sorted(per.items()))
+
+
 def _skipped(view: SlotView, shown: set[str]) -> list[str]:
     """One line per reason a node has no slot share, naming the rows it concerns."""
     by: dict[str, list[str]] = {}
@@ -328,9 +349,8 @@ def compare(base: list[TmaResult], cand: list[TmaResult], *, depth: int = 4,
     warnings = _once([(res.source, w) for res in base + cand for w in res.warnings])
     notes = _once([(res.source, msg) for res, v in zip(base + cand, bview + cview)
                    for msg in _skipped(v, keep)])
-    notes += _once([(res.source, f"rows averaged over CPU scopes {', '.join(map(str, res.scopes()))} "
-                                 "(scope auto: no global rows; --scope NAME picks one)")
-                    for res in base + cand if scope == "auto" and res.default_scope() == "mean"])
+    notes += _once([(res.source, n) for res in base + cand
+                    if scope == "auto" and (n := _scope_note(res))])
     nb, nc = len(base), len(cand)
     if nb >= stats.MIN_N and nc >= stats.MIN_N:
         meth = next((r.ci_method for r in rows if r.ci_method), "none (no node measured on both sides)")
