@@ -244,7 +244,7 @@ def test_deterministic_twice_identical(tmp_path):
     run_compare(RUN, b)
     for name in ("report.md", "results.json"):
         assert (a / name).read_bytes() == (b / name).read_bytes(), name
-    assert json.loads((a / "results.json").read_text())["schema"] == 2
+    assert json.loads((a / "results.json").read_text())["schema"] == 3
 
 
 def _copy_run(tmp_path: Path) -> Path:

@@ -160,3 +160,68 @@ def test_results_json_carries_the_verdicts_and_settings(res):
     assert f["flat_verdict"]["verdict"] == "negligible"
     assert len(f["base_flat_samples"]) == 3
     assert d["settings"]["min_share"] == 0.5 and d["settings"]["min_samples"] == 20
+
+
+# ---- at the default 99 Hz in profile windows (tests/data/runs/mset-99hz-small) --------
+
+RUN99 = Path(__file__).parent / "data" / "runs" / "mset-99hz-small"
+
+
+def hand99(variant: str, fn: str) -> list[float]:
+    """Flat samples of `fn` per profile rep: its folded weight over one sample's weight
+    (the rep's total / perf's sample count)."""
+    m = json.loads((RUN99 / "manifest.json").read_text())
+    out = []
+    for r in (x for x in m["schedule"] if x["variant"] == variant and x["kind"] == "profile"):
+        d = RUN99 / r["dir"]
+        rows = [(l.rsplit(" ", 1)[0].split(";"), float(l.rsplit(" ", 1)[1]))
+                for l in (d / "perf.folded").read_text().splitlines()]
+        total = sum(w for _, w in rows)
+        n = json.loads((d / "rep.json").read_text())["collectors"]["perf"]["samples"]
+        out.append(sum(w for f, w in rows if f[-1] == fn) / (total / n))
+    return out
+
+
+@pytest.fixture(scope="module")
+def res99():
+    return analyse(load_run(RUN99), CompareOptions())
+
+
+def test_at_99_hz_the_floor_decides_which_functions_get_a_verdict(res99):
+    p = res99.profile
+    assert json.loads((RUN99 / "manifest.json").read_text())["profiling"]["frequency_hz"] == 99
+    # dictFind: 2 samples a side over 3 reps; its 1.3% share is material, its count is not
+    d = row(p.focus, "dictFind")
+    assert sum(hand99("base", "dictFind")) == pytest.approx(2)
+    assert d.flat_verdict.base_samples == pytest.approx(2)
+    assert d.flat_verdict.verdict == "too few samples"
+    assert d.flat_verdict.reason == "too few samples (2, fewer than 20) for a verdict"
+    # the key lookup has enough samples for its verdict
+    k = row(p.focus, "dictFindByHash")
+    assert (k.flat_verdict.base_samples, k.flat_verdict.cand_samples) == (
+        pytest.approx(sum(hand99("base", "dictFindByHash"))),
+        pytest.approx(sum(hand99("prefetch", "dictFindByHash"))))
+    assert min(k.flat_verdict.base_samples, k.flat_verdict.cand_samples) >= 20
+    assert k.flat_verdict.verdict == "improvement"
+    # a prefetch helper with 6 samples is not called new code on that little evidence
+    h = row(p.movers, "dictPrefetchBucket")
+    assert sum(hand99("prefetch", "dictPrefetchBucket")) == pytest.approx(h.flat_verdict.cand_samples)
+    assert h.flat_verdict.cand_samples < 20 and h.flat_verdict.base_samples == 0
+    assert h.flat_verdict.verdict == "too few samples"
+    assert not any(i.what in ("new in candidate", "gone") for i in res99.summary)
+    md = report_md.render(res99)
+    assert "dictFind (flat) 1.3% → 1.1% (too few samples (2, fewer than 20) for a verdict)" in md
+
+
+def test_bench_prints_the_reports_profiler_cost(res99, capsys):
+    import importlib.util
+    spec = importlib.util.spec_from_file_location("bench_run", Path(__file__).parents[1] / "bench" / "run.py")
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    bench.bench_overhead(str(RUN99))
+    out = capsys.readouterr().out
+    c = res99.profiler_cost
+    assert c.available and c.frequency_hz == 99
+    assert (f"both variants: perf at 99 Hz costs {-100 * c.pooled.rel:.1f}% of throughput "
+            f"(95% CI {-100 * c.pooled.rel_ci_high:.1f}% .. {-100 * c.pooled.rel_ci_low:.1f}%; "
+            f"{sum(c.pairs.values())} window pairs") in out

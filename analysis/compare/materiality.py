@@ -5,11 +5,11 @@ and which of its two measures (share, CPU time per operation) speaks.
 stats.compare_shares judges any two lists of shares; a report needs more than that:
 - a function under the share floor on both sides is `negligible` (0.05% → 0.00% is no
   news, whatever its interval says);
+- below `min_samples` samples (the larger side, summed over its profile reps) there is
+  `too few samples` for a verdict: at 99 Hz a 1% function gets ~10 samples a rep;
 - a function absent from every rep of one side is `new in candidate` or `gone`: its cost
   is the new code's own price (a prefetch helper), not a regression of something that
   was there;
-- below `min_samples` samples (the larger side, summed over its profile reps) there is
-  `too few samples` for a verdict: at 99 Hz a 1% function gets ~10 samples a rep;
 - with CPU time per operation the per-op verdict counts and the share never contradicts
   it: a share that moved while the cost per op did not is dilution, said as such.
 docs/statistics.md ("Reading a function's verdict") has the rules and the defaults.
@@ -47,15 +47,10 @@ def _cost(side: Side, ns: Side | None) -> str:
     return f"{side.median:.2f}% of samples{per_op}"
 
 
-def _one_sided(m: Measure, min_share: float) -> Judgement | None:
-    has_b, has_c = any(v > 0 for v in m.base.values), any(v > 0 for v in m.cand.values)
+def _one_sided(m: Measure, has_b: bool, has_c: bool) -> Judgement | None:
     if has_b and has_c:
         return None
-    if not has_b and not has_c:
-        return Judgement("negligible", "in no profile rep of either side")
     side, ns, word = (m.cand, m.cand_ns, "new in candidate") if has_c else (m.base, m.base_ns, "gone")
-    if side.median < min_share:
-        return Judgement("negligible", f"{word}, under {min_share:g}% of samples: {_cost(side, ns)}")
     where = "absent from every base rep" if has_c else "absent from every candidate rep"
     return Judgement(word, f"{where}: its own cost, {_cost(side, ns)}; not a change of "
                            "something that was there")
@@ -77,19 +72,23 @@ def _dilution(share: str, per_op: str) -> str:
 
 def judge(m: Measure, min_share: float = MIN_SHARE, min_samples: float = MIN_SAMPLES
           ) -> Judgement:
-    """The verdict of one measure (rules: module docstring)."""
+    """The verdict of one measure (rules: module docstring). Order: negligible (share
+    floor), too few samples (count floor), new/gone, then the statistic that counts."""
     tb, tc = _total(m.base_samples), _total(m.cand_samples)
     samples = (tb, tc)
-    one = _one_sided(m, min_share)
-    if one is not None:
-        one.base_samples, one.cand_samples = samples
-        return one
+    has_b, has_c = any(v > 0 for v in m.base.values), any(v > 0 for v in m.cand.values)
+    if not has_b and not has_c:
+        return Judgement("negligible", "in no profile rep of either side", *samples)
     if m.base.median < min_share and m.cand.median < min_share:
         return Judgement("negligible", f"under {min_share:g}% of samples on both sides "
                                        f"({m.base.median:.2f}% → {m.cand.median:.2f}%)", *samples)
     if tb is not None and tc is not None and max(tb, tc) < min_samples:
         return Judgement("too few samples", f"too few samples ({max(tb, tc):.0f}, fewer than "
                                             f"{min_samples:g}) for a verdict", *samples)
+    one = _one_sided(m, has_b, has_c)
+    if one is not None:
+        one.base_samples, one.cand_samples = samples
+        return one
     if m.ns_change is None:
         return Judgement(m.change.verdict, m.change.reason, *samples, basis="share")
     per_op, share = m.ns_change.verdict, m.change.verdict

@@ -15,7 +15,7 @@ from typing import Any
 
 from analysis import stats
 
-SCHEMA = 2
+SCHEMA = 3
 
 
 @dataclass
