@@ -225,3 +225,33 @@ def test_bench_prints_the_reports_profiler_cost(res99, capsys):
     assert (f"both variants: perf at 99 Hz costs {-100 * c.pooled.rel:.1f}% of throughput "
             f"(95% CI {-100 * c.pooled.rel_ci_high:.1f}% .. {-100 * c.pooled.rel_ci_low:.1f}%; "
             f"{sum(c.pairs.values())} window pairs") in out
+
+
+# ---- Valkey: the key lookup is inlined (tests/data/runs/valkey-mset-99hz-small) -------
+
+VALKEY = Path(__file__).parent / "data" / "runs" / "valkey-mset-99hz-small"
+
+
+def test_an_inlined_focus_function_is_summarised_by_its_cumulative_cost():
+    r = analyse(load_run(VALKEY), CompareOptions())
+    h = row(r.profile.focus, "hashtableFind")
+    # by hand: hashtableFind is never the leaf, and sits in ~30% of the stacks
+    for v, side in (("a", h.base_cum), ("b", h.cand_cum)):
+        m = json.loads((VALKEY / "manifest.json").read_text())
+        cum = []
+        for rep in (x for x in m["schedule"] if x["variant"] == v and x["kind"] == "profile"):
+            rows = [(l.rsplit(" ", 1)[0].split(";"), float(l.rsplit(" ", 1)[1]))
+                    for l in (VALKEY / rep["dir"] / "perf.folded").read_text().splitlines()]
+            assert not any(f[-1] == "hashtableFind" for f, _ in rows)     # never the leaf
+            total = sum(w for _, w in rows)       # all threads: no io-threads in this run
+            cum.append(100 * sum(w for f, w in rows if "hashtableFind" in f[1:]) / total)
+        assert side.values == pytest.approx(cum)
+    assert h.flat_verdict.verdict == "negligible"        # not "unstable" about a 0.0% share
+    item = next(i for i in r.summary if i.subject == "hashtableFind")
+    assert item.values[0].measure == "cumulative share"
+    assert (item.values[0].base, item.values[0].cand) == (pytest.approx(h.base_cum.median),
+                                                         pytest.approx(h.cand_cum.median))
+    assert item.verdict == h.cum_verdict.verdict
+    label, text, _ = next(x for x in summary_lines(r) if x[0].startswith("hashtableFind"))
+    assert r.profile.thread == "all" and label == "hashtableFind (cumulative)"
+    assert text.startswith(f"{h.base_cum.median:.1f}% → {h.cand_cum.median:.1f}%")
