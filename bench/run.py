@@ -6,9 +6,8 @@
    fresh process per run (median of 3, with min-max) with that process's peak RSS.
 2. Ingestion rate of raw `perf script` text: analysis.perfscript next to
    inferno-collapse-perf on the same input (a real recording, replicated to ~20 MB).
-3. The profiler's overhead on throughput at its sampling rate, from a run directory given
-   with --overhead-run: the same computation as the report's (the throughput of each
-   profile rep's windows with perf sampling against the windows beside them without).
+3. The profiler's overhead on throughput, from a run directory given with
+   --overhead-run (throughput reps vs profile reps of each variant, from their bench files).
 
 Examples:
   .venv/bin/python bench/run.py
@@ -186,9 +185,7 @@ def bench_ingest(target_mb: float) -> None:
         print(f"   inferno-collapse-perf {size_mb / in_s:8.1f} MB/s  {info.samples / in_s:12,.0f} samples/s  ({in_s:.2f} s)")
 
 
-def bench_overhead(run_dir: str | None) -> None:
-    """The profiler's cost at its sampling rate, as the report computes it
-    (analysis.compare.profiler_cost: throughput of the on/off profile windows, paired)."""
+def bench_overhead(run_dir: str | None, test: str | None) -> None:
     print("== 3. profiler overhead on throughput")
     if not run_dir:
         run_dir = _newest_demo_run()
@@ -196,26 +193,28 @@ def bench_overhead(run_dir: str | None) -> None:
             print(f"   from the newest demo run: {run_dir} (choose another with --overhead-run)")
     if not run_dir:
         print("   skipped: no demo run under runs/ (run `make demo` first, or give "
-              "--overhead-run RUN_DIR: a run whose profile reps sampled in windows)")
+              "--overhead-run RUN_DIR: a run with throughput and profile reps)")
         return
-    from analysis.compare.profiler_cost import profiler_cost
     from analysis.inputs.rundir import RunDirError, load_run
+    from analysis.inputs.bench import ThroughputError, load_rep
     try:
         rd = load_run(run_dir)
-    except RunDirError as e:
+        for v in rd.variant_names:
+            vals = {}
+            for kind in ("throughput", "profile"):
+                vals[kind] = [load_rep(rd.rep_dir(r), test=test).ops_per_sec
+                              for r in rd.manifest.reps(variant=v, kind=kind)]
+            if not vals["throughput"] or not vals["profile"]:
+                print(f"   {v}: skipped ({len(vals['throughput'])} throughput reps, "
+                      f"{len(vals['profile'])} profile reps: need both kinds)")
+                continue
+            ch = stats.compare(vals["throughput"], vals["profile"])
+            ci = (f"{100 * ch.confidence:.0f}% CI {-100 * ch.rel_ci_high:+.1f}% .. {-100 * ch.rel_ci_low:+.1f}%"
+                  if ch.rel_ci_low is not None else "no CI (n<3)")
+            print(f"   {v}: unprofiled {ch.base.median:,.0f} ops/s, profiled {ch.cand.median:,.0f} ops/s: "
+                  f"overhead {-100 * (ch.rel or 0):+.1f}% ({ci}; {ch.method})")
+    except (RunDirError, ThroughputError) as e:
         print(f"   failed: {e}")
-        return
-    names = rd.variant_names
-    c = profiler_cost(rd, names[0], names[1] if len(names) > 1 else names[0])
-    if not c.available:
-        print(f"   skipped: {c.reason}")
-        return
-    for v, ch in list(c.per_variant.items()) + [("both variants", c.pooled)]:
-        if ch is None or ch.rel is None:
-            continue
-        print(f"   {v}: perf at {c.frequency_hz} Hz costs {-100 * ch.rel:.1f}% of throughput "
-              f"({100 * (ch.confidence or 0):.0f}% CI {-100 * ch.rel_ci_high:.1f}% .. "
-              f"{-100 * ch.rel_ci_low:.1f}%; {c.pairs.get(v, sum(c.pairs.values()))} window pairs; {ch.method})")
 
 
 def _newest_demo_run() -> str | None:
@@ -229,6 +228,7 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="bench/run.py", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--overhead-run", metavar="RUN_DIR", help="run directory for figure 3")
+    ap.add_argument("--test", help="redis-benchmark test name for figure 3 when bench files hold several")
     ap.add_argument("--repeats", type=int, default=3, help="timed runs of figure 1 (default 3)")
     ap.add_argument("--ingest-mb", type=float, default=20.0, help="perf script size for figure 2 (MB, default 20)")
     ap.add_argument("--skip-analysis", action="store_true")
@@ -241,7 +241,7 @@ def main(argv: list[str] | None = None) -> int:
         bench_analysis(a.repeats)
     if not a.skip_ingest:
         bench_ingest(a.ingest_mb)
-    bench_overhead(a.overhead_run)
+    bench_overhead(a.overhead_run, a.test)
     return 0
 
 

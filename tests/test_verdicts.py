@@ -213,20 +213,6 @@ def test_at_99_hz_the_floor_decides_which_functions_get_a_verdict(res99):
     assert "dictFind (flat) 1.3% → 1.1% (too few samples (2, fewer than 20) for a verdict)" in md
 
 
-def test_bench_prints_the_reports_profiler_cost(res99, capsys):
-    import importlib.util
-    spec = importlib.util.spec_from_file_location("bench_run", Path(__file__).parents[1] / "bench" / "run.py")
-    bench = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(bench)
-    bench.bench_overhead(str(RUN99))
-    out = capsys.readouterr().out
-    c = res99.profiler_cost
-    assert c.available and c.frequency_hz == 99
-    assert (f"both variants: perf at 99 Hz costs {-100 * c.pooled.rel:.1f}% of throughput "
-            f"(95% CI {-100 * c.pooled.rel_ci_high:.1f}% .. {-100 * c.pooled.rel_ci_low:.1f}%; "
-            f"{sum(c.pairs.values())} window pairs") in out
-
-
 # ---- Valkey: the key lookup is inlined (tests/data/runs/valkey-mset-99hz-small) -------
 
 VALKEY = Path(__file__).parent / "data" / "runs" / "valkey-mset-99hz-small"
