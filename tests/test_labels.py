@@ -54,3 +54,16 @@ def test_numbers():
     assert [count(n) for n in (1, 129, 1000, 1500, 200_000, 10_000_000, 2_500_000)] == \
         ["1", "129", "1K", "1.5K", "200K", "10M", "2.5M"]
     assert [size(n) for n in (10, 1000, 4096, 1 << 20)] == ["10 B", "1000 B", "4 KiB", "1 MiB"]
+
+
+def test_paired_rows_and_summary_carry_the_label():
+    from analysis.compare.engine import analyse
+    from analysis.compare.options import CompareOptions
+    from analysis.inputs.rundir import load_run
+    from analysis.report import markdown as report_md
+    r = analyse(load_run(RUNS / "paired-hz"), CompareOptions())
+    (row,) = r.paired
+    assert row.label == "20K keys × 10 B, 2 keys per MSET" and row.test.startswith("mset-tiny")
+    md = report_md.render(r)
+    assert "**Summary:** Paired throughput 20K keys × 10 B, 2 keys per MSET " in md
+    assert "| 20K keys × 10 B, 2 keys per MSET · paired throughput |" in md

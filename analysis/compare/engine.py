@@ -76,6 +76,8 @@ def _label(run: RunDir, r: Results) -> None:
     r.case.label = case.label()
     for row in r.throughput + r.latency:
         row.label = case.label(None if _same_command(row.test, r.case.command) else row.test)
+    for row in r.paired:         # both variants under the case's own load
+        row.label = r.case.label
 
 
 def _same_command(test: str, command: list[str]) -> bool:

@@ -41,8 +41,9 @@ def phrase(item: SummaryItem, r: Results) -> tuple[str, str]:
     """(label, text) of one summary item."""
     if item.what in ("throughput", "paired throughput"):
         v = item.values[0]
-        label = ("Paired throughput" if item.what == "paired throughput"
-                 else f"Throughput {item.label or short_test(item.subject, 32)}")
+        name = item.label or short_test(item.subject, 32)
+        label = (f"Paired throughput {item.label}".strip() if item.what == "paired throughput"
+                 else f"Throughput {name}")
         text = " ".join(summary_change(v.change, v.change_unit, v.ci_low, v.ci_high))
         return label, text + (f" ({item.note})" if item.note else "")
     if item.what == "profiler cost":
