@@ -14,7 +14,7 @@ from __future__ import annotations
 from analysis.compare.results import Results
 from analysis.report import funnel_md, markdown_details as det
 from analysis.report.fmt import THREAD_LABEL, fmt_pct, fmt_signed, known, patches
-from analysis.report.markdown_tables import fn_table, metric_rows, per_op_table
+from analysis.report.markdown_tables import fn_table, metric_rows, notes_lines, per_op_table
 from analysis.report.mdtext import code_fence, code_span, esc, esc_spans
 from analysis.report.summary import lines as summary_lines
 
@@ -22,7 +22,8 @@ GITHUB_COMMENT_LIMIT = 65536
 
 
 def _head(r: Results) -> list[str]:
-    out = [f"## stallscope: {esc(r.case.name)}: {esc(r.cand)} vs {esc(r.base)}", "",
+    label = f" ({esc(r.case.label)})" if r.case.label else ""
+    out = [f"## stallscope: {esc(r.case.name)}{label}: {esc(r.cand)} vs {esc(r.base)}", "",
            f"Run {code_span(r.run_id)} ({esc(r.case.size)} size, {esc(r.created)}). "
            f"{esc(r.case.description)}", ""]
     items = [f"{esc(label)} {esc(text)}" + (f" **{esc(v)}**" if v else "")
@@ -83,6 +84,9 @@ def _profile_main(r: Results) -> list[str]:
         out += ["Flat (self) cost:", ""] + fn_table(p.focus, "flat", r.base, r.cand) + [""]
         out += ["Cumulative cost (self + callees; shows cost that moved into an inlining caller):",
                 ""] + fn_table(p.focus, "cum", r.base, r.cand) + [""]
+        if p.truncated.exceeds:
+            out += [f"> ⚠️ Truncated stacks: {esc_spans(p.truncated.note)}", ""]
+        out += notes_lines(p.focus, ("flat", "cum"))
         out += per_op_table(r)
         out += _profiler_cost(r)
     else:
