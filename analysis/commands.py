@@ -26,6 +26,8 @@ COMMANDS: list[Command] = [
     Command("analyse", "funnel", "analysis.tma.funnel_cli",
             "TMA top-down funnel of toplev/perf outputs: A1 A2 A3 --vs B1 B2 B3"),
     Command("analyse", "tma", "analysis.tma.cli", "parse one toplev/perf TMA output and print its tree"),
+    Command("keep", "history", "analysis.history.cli",
+            "history of runs (SQLite/PostgreSQL): ingest, change points, marks, compare, trend pages, alerts"),
 ]
 ALIASES = {"report": "compare"}
 
