@@ -59,6 +59,16 @@ def url_of(where: str | os.PathLike | None) -> str:
     return f"sqlite:///{Path(where).expanduser().resolve()}"
 
 
+def _sqlite_pragmas(dbapi_conn, _record) -> None:
+    # WAL: readers (trend pages) do not block the writer; NORMAL sync is durable across a
+    # crash of stallscope (not of the OS) and makes ingest ~10x faster than FULL.
+    cur = dbapi_conn.cursor()
+    cur.execute("PRAGMA journal_mode=WAL")
+    cur.execute("PRAGMA synchronous=NORMAL")
+    cur.execute("PRAGMA foreign_keys=ON")
+    cur.close()
+
+
 def _now() -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
 
@@ -101,6 +111,8 @@ class HistoryStore:
         u = url_of(url)
         try:
             engine = sa.create_engine(u, future=True, pool_pre_ping=True)
+            if engine.dialect.name == "sqlite":
+                sa.event.listen(engine, "connect", _sqlite_pragmas)
             return cls(engine)
         except sa.exc.OperationalError as e:
             raise HistoryError(f"cannot open the history store {sa.engine.make_url(u).render_as_string(hide_password=True)}: "
