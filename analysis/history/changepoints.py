@@ -31,7 +31,7 @@ MOVER_MIN = 0.03       # a mover's interval excludes 0 and its shift is at least
 HEADLINE = ("throughput:", "paired:", "cpu_per_op:", "cum_per_op:", "tma:", "p99 latency:")
 
 
-@dataclass
+@dataclass(frozen=True)
 class Mover:
     series: str
     shift: float                 # ratio - 1 after vs before (or cand vs base in-run)
@@ -110,12 +110,19 @@ def _movers(series: dict, name: str, split_run: int, lo: int, hi: int) -> list[M
     return sorted(out, key=lambda m: -abs(m.shift))[:8]
 
 
-def detect(store: HistoryStore, job: str, series_prefix: tuple[str, ...] = HEADLINE) -> list[ChangePoint]:
-    """Change points over every series of the job (candidate side), stored with their
-    movers; marks made earlier are attached again."""
+def detect(store: HistoryStore, job: str, series_prefix: tuple[str, ...] = HEADLINE,
+           with_in_run: bool = True) -> list[ChangePoint]:
+    """Every finding of the job, stored with their movers (marks made earlier attached
+    again): each run's in-run regressions (a), then the change points of every series of
+    the candidate's values (b)."""
     series = store.series(job, "cand")
     marks = store.marks(job)
     found: list[ChangePoint] = []
+    if with_in_run:
+        for run in store.runs(job):
+            for c in in_run(store, run):
+                c.mark, c.note = marks.get((c.series, run.id), (None, ""))
+                found.append(c)
     for name, pts in sorted(series.items()):
         if not name.startswith(series_prefix):
             continue

@@ -79,6 +79,7 @@ def _detection_tables(md: sa.MetaData) -> dict[str, sa.Table]:
         sa.Column("last_run_before", sa.Integer, sa.ForeignKey("runs.id", ondelete="CASCADE")),
         sa.Column("shift", sa.Float), sa.Column("shift_low", sa.Float), sa.Column("shift_high", sa.Float),
         sa.Column("direction", sa.String(20), nullable=False),
+        sa.Column("kind", sa.String(20), nullable=False, server_default="change point"),  # or in-run
         sa.Column("movers", sa.JSON, nullable=False),
         sa.Column("detected_at", sa.String(40), nullable=False),
         sa.UniqueConstraint("job", "series", "first_run"))

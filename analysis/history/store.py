@@ -240,12 +240,16 @@ class HistoryStore:
         cp = self.t["change_points"]
         with self.engine.begin() as conn:
             conn.execute(cp.delete().where(cp.c.job == job))
+            seen = set()
             for c in found:
+                if (c.series, c.first_run.id) in seen:      # in-run and change point at one run
+                    continue
+                seen.add((c.series, c.first_run.id))
                 c.id = conn.execute(cp.insert().values(
                     job=job, series=c.series, first_run=c.first_run.id,
                     last_run_before=c.last_before.id if c.last_before else None,
                     shift=c.shift, shift_low=c.shift_low, shift_high=c.shift_high,
-                    direction=c.direction, detected_at=_now(),
+                    direction=c.direction, kind=c.kind, detected_at=_now(),
                     movers=[m.__dict__ for m in c.movers])).inserted_primary_key[0]
 
     def stored_change_points(self, job: str | None = None) -> list[dict]:
