@@ -109,3 +109,17 @@ def test_recorded_busy_host_is_named(pipeline):
         assert side.host_busy > 0.95 and side.main_waiting > 0.5
     assert "other processes the rest" in s.note and "may not show here" in s.note
     assert any("pipeline" in x for x in s.suggestions)
+
+
+def test_localtime_stacks_without_callers_count_as_polling():
+    # Valkey's main thread refreshes its cached local time on every loop iteration; glibc
+    # has no frame pointers, so those samples are "valkey-server;__offtime" with no caller.
+    from analysis.compare.profile_reps import load_stacks
+    from analysis.compare.saturation import LOCALTIME, polling_share
+    d = RUNS / "valkey-busy-host-p1" / "a" / "1"
+    st = load_stacks(d)
+    lone = sum(w for fr, w in st.weights.items() if set(st.functions_of(fr)) <= LOCALTIME)
+    assert lone > 0                                   # the recorded profile has such stacks
+    share = polling_share(st, ("valkey-server",))
+    # those samples are the main thread's: at least their share of all samples is polling
+    assert share is not None and share >= lone / st.total

@@ -29,6 +29,11 @@ POLL_FRAMES = {"epoll_wait", "__x64_sys_epoll_wait", "do_epoll_wait", "aeApiPoll
 EVENT_LOOP = {"aeMain", "aeProcessEvents", "aeProcessEvents.part.0"}
 CLOCKS = {"getMonotonicUs", "getMonotonicUs_x86", "ustime", "mstime", "monotonicInit",
           "clock_gettime", "__clock_gettime", "__vdso_clock_gettime"}
+# glibc's local-time conversion (localtime_r: the loop refreshing its cached time on every
+# iteration). glibc has no frame pointers, so these samples lose their callers; a stack
+# made of nothing else is the event loop's clock refresh too.
+LOCALTIME = {"localtime_r", "__localtime_r", "__localtime64_r", "__offtime", "__tz_convert",
+             "__tzfile_compute", "__tzstring", "__tzstring_len", "__tz_compute", "[unknown]"}
 
 
 def polling_share(stacks: Stacks, main_names: tuple[str, ...] = ()) -> float | None:
@@ -40,7 +45,8 @@ def polling_share(stacks: Stacks, main_names: tuple[str, ...] = ()) -> float | N
     for frames, w in main.weights.items():
         fns = main.functions_of(frames)
         if POLL_FRAMES.intersection(fns) or (
-                len(fns) >= 2 and fns[-1] in CLOCKS and fns[-2] in EVENT_LOOP):
+                len(fns) >= 2 and fns[-1] in CLOCKS and fns[-2] in EVENT_LOOP) or (
+                fns and set(fns) <= LOCALTIME | CLOCKS and fns[-1] in LOCALTIME):
             waiting += w
     return waiting / main.total
 
