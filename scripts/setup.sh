@@ -21,7 +21,7 @@ if [ "$(id -u)" -ne 0 ]; then
 fi
 
 # --- Debian packages --------------------------------------------------------------
-apt_pkgs=(build-essential dpkg-dev git pkg-config linux-perf procps util-linux
+apt_pkgs=(build-essential ccache dpkg-dev git pkg-config linux-perf procps util-linux
           python3-venv chromium curl ca-certificates)
 CARGO_BIN=${CARGO_HOME:-$HOME/.cargo}/bin
 export PATH="$CARGO_BIN:$PATH"
