@@ -54,7 +54,7 @@ defaults: {{size: small, reps: 3, profile-reps: 3, runner-labels: [self-hosted, 
 jobs:
   lookup:
     cron: "0 3 * * *"
-    case: mget-100keys
+    case: mget-100keys@pipeline=16       # pipelined: the server is the bottleneck
     candidate: git:{repo}@unstable
     baseline: previous
     alerts:
