@@ -87,6 +87,11 @@ def _run(sched: Schedule, job: Job, case: str, variants: list[str],
     with contextlib.redirect_stdout(buf):
         rc = runner_cli.main(argv)
     lines = [ln for ln in buf.getvalue().splitlines() if ln.strip()]
+    if rc == 130:
+        # Ctrl-C reached the runner (it stopped its servers): stop the schedule too, not the
+        # next job. The unfinished run directory is kept for `stallscope run --resume`.
+        log(f"schedule: interrupted; {lines[-1] if lines else 'no run directory'} is kept")
+        raise KeyboardInterrupt
     # `stallscope run` prints the run directory as stdout's last line when a run exists.
     run_dir = Path(lines[-1]) if lines and rc in (0, 1) else None
     if run_dir is not None and not (run_dir / "manifest.json").exists():
