@@ -26,6 +26,8 @@ COMMANDS: list[Command] = [
     Command("analyse", "funnel", "analysis.tma.funnel_cli",
             "TMA top-down funnel of toplev/perf outputs: A1 A2 A3 --vs B1 B2 B3"),
     Command("analyse", "tma", "analysis.tma.cli", "parse one toplev/perf TMA output and print its tree"),
+    Command("keep", "history", "analysis.history.cli",
+            "history of runs (SQLite/PostgreSQL): ingest, change points, marks, compare, trend pages, alerts"),
 ]
 ALIASES = {"report": "compare"}
 
@@ -33,11 +35,12 @@ ALIASES = {"report": "compare"}
 def usage(commands: list[Command], prog: str, intro: list[str]) -> str:
     lines = [f"usage: {prog} COMMAND [ARGS]   ({prog} COMMAND --help for each command)", "", *intro]
     stage = None
+    width = max((len(c.name) for c in commands), default=8)
     for c in commands:
         if c.stage != stage:
             lines += ["", f"{c.stage}:"]
             stage = c.stage
-        lines.append(f"  {c.name:<8} {c.help}")
+        lines.append(f"  {c.name:<{width}} {c.help}")
     aliases = [f"{a} = {t}" for a, t in ALIASES.items() if any(c.name == t for c in commands)]
     if aliases:
         lines += ["", "aliases: " + ", ".join(aliases)]

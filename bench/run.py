@@ -6,8 +6,8 @@
    fresh process per run (median of 3, with min-max) with that process's peak RSS.
 2. Ingestion rate of raw `perf script` text: analysis.perfscript next to
    inferno-collapse-perf on the same input (a real recording, replicated to ~20 MB).
-3. The profiler's overhead on throughput, from a run directory given with
-   --overhead-run (throughput reps vs profile reps of each variant, from their bench files).
+3. The profiler's overhead on throughput, from a run directory given with --overhead-run
+   (default: the newest demo run): the profile reps' windows with perf off vs on, paired.
 
 Examples:
   .venv/bin/python bench/run.py
@@ -185,36 +185,41 @@ def bench_ingest(target_mb: float) -> None:
         print(f"   inferno-collapse-perf {size_mb / in_s:8.1f} MB/s  {info.samples / in_s:12,.0f} samples/s  ({in_s:.2f} s)")
 
 
-def bench_overhead(run_dir: str | None, test: str | None) -> None:
-    print("== 3. profiler overhead on throughput")
+def bench_overhead(run_dir: str | None) -> None:
+    """The same computation the report prints (analysis.compare.profiler_cost): the paired
+    change from each window without perf to the window beside it with perf."""
+    print("== 3. profiler overhead on throughput (profile windows: perf off/on, ABBA)")
     if not run_dir:
         run_dir = _newest_demo_run()
         if run_dir:
             print(f"   from the newest demo run: {run_dir} (choose another with --overhead-run)")
     if not run_dir:
         print("   skipped: no demo run under runs/ (run `make demo` first, or give "
-              "--overhead-run RUN_DIR: a run with throughput and profile reps)")
+              "--overhead-run RUN_DIR: a run with profile reps)")
         return
+    from analysis.compare.profiler_cost import profiler_cost
     from analysis.inputs.rundir import RunDirError, load_run
-    from analysis.inputs.bench import ThroughputError, load_rep
     try:
         rd = load_run(run_dir)
-        for v in rd.variant_names:
-            vals = {}
-            for kind in ("throughput", "profile"):
-                vals[kind] = [load_rep(rd.rep_dir(r), test=test).ops_per_sec
-                              for r in rd.manifest.reps(variant=v, kind=kind)]
-            if not vals["throughput"] or not vals["profile"]:
-                print(f"   {v}: skipped ({len(vals['throughput'])} throughput reps, "
-                      f"{len(vals['profile'])} profile reps: need both kinds)")
-                continue
-            ch = stats.compare(vals["throughput"], vals["profile"])
-            ci = (f"{100 * ch.confidence:.0f}% CI {-100 * ch.rel_ci_high:+.1f}% .. {-100 * ch.rel_ci_low:+.1f}%"
-                  if ch.rel_ci_low is not None else "no CI (n<3)")
-            print(f"   {v}: unprofiled {ch.base.median:,.0f} ops/s, profiled {ch.cand.median:,.0f} ops/s: "
-                  f"overhead {-100 * (ch.rel or 0):+.1f}% ({ci}; {ch.method})")
-    except (RunDirError, ThroughputError) as e:
+        names = rd.variant_names
+        cost = profiler_cost(rd, names[0], names[-1])
+    except RunDirError as e:
         print(f"   failed: {e}")
+        return
+    if not cost.available:
+        print(f"   not measured: {cost.reason}")
+        return
+    print(f"   perf cpu-clock at {cost.frequency_hz} Hz")
+    rows = list(cost.per_variant.items()) + ([("both", cost.pooled)] if cost.pooled else [])
+    for name, ch in rows:
+        n = sum(cost.pairs.values()) if name == "both" else cost.pairs.get(name, 0)
+        if ch.rel_ci_low is None:
+            print(f"   {name}: {n} window pairs, no interval")
+            continue
+        # A fall of throughput while perf samples is the cost: print it as a positive number.
+        print(f"   {name}: overhead {-100 * ch.rel:+.1f}% "
+              f"[{-100 * ch.rel_ci_high:+.1f}, {-100 * ch.rel_ci_low:+.1f}]% "
+              f"({100 * ch.confidence:.0f}% CI, {n} window pairs, {ch.method})")
 
 
 def _newest_demo_run() -> str | None:
@@ -228,7 +233,6 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="bench/run.py", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--overhead-run", metavar="RUN_DIR", help="run directory for figure 3")
-    ap.add_argument("--test", help="redis-benchmark test name for figure 3 when bench files hold several")
     ap.add_argument("--repeats", type=int, default=3, help="timed runs of figure 1 (default 3)")
     ap.add_argument("--ingest-mb", type=float, default=20.0, help="perf script size for figure 2 (MB, default 20)")
     ap.add_argument("--skip-analysis", action="store_true")
@@ -241,7 +245,7 @@ def main(argv: list[str] | None = None) -> int:
         bench_analysis(a.repeats)
     if not a.skip_ingest:
         bench_ingest(a.ingest_mb)
-    bench_overhead(a.overhead_run, a.test)
+    bench_overhead(a.overhead_run)
     return 0
 
 

@@ -22,7 +22,7 @@ fi
 
 # --- Debian packages --------------------------------------------------------------
 apt_pkgs=(build-essential ccache dpkg-dev git pkg-config linux-perf procps util-linux
-          python3-venv chromium curl ca-certificates)
+          python3-venv chromium curl ca-certificates postgresql-15)
 CARGO_BIN=${CARGO_HOME:-$HOME/.cargo}/bin
 export PATH="$CARGO_BIN:$PATH"
 # A Rust toolchain only when none is on the machine already (rustup or Debian's).
@@ -86,11 +86,12 @@ if [ ! -x .venv/bin/python ]; then
   "$PY" -m venv .venv
 fi
 stamp=.venv/.requirements.sha256
-want=$(cat requirements.txt pyproject.toml | sha256sum | cut -d' ' -f1)
+want=$(cat requirements.txt requirements-nodeps.txt pyproject.toml | sha256sum | cut -d' ' -f1)
 if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ] || [ ! -x .venv/bin/stallscope ]; then
   log "installing Python requirements and the stallscope command into .venv"
   .venv/bin/python -m pip install -q --upgrade pip
   .venv/bin/python -m pip install -q -r requirements.txt
+  .venv/bin/python -m pip install -q --no-deps -r requirements-nodeps.txt
   # Editable: .venv/bin/stallscope runs this checkout. No build isolation: the pinned
   # setuptools from requirements.txt builds it, nothing is fetched unpinned.
   # (setuptools warns that an editable install is editable; PYTHONWARNINGS keeps it quiet.)

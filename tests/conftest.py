@@ -39,3 +39,17 @@ def host_has_pmu() -> bool:
 HAS_PMU = host_has_pmu()
 no_pmu_only = pytest.mark.skipif(HAS_PMU, reason="this host has a hardware PMU; the no-PMU path "
                                  "is covered here by the recorded no_pmu_vm fixture replays")
+
+
+@pytest.fixture(scope="session")
+def postgres_url(tmp_path_factory):
+    """A real local PostgreSQL server with an empty database `stallscope` (tests/pg.py)."""
+    import shutil
+    import tempfile
+    from tests import pg
+    # Not under pytest's tmp dir: that is private to root, and the server runs as postgres.
+    tmp = Path(tempfile.mkdtemp(prefix="stallscope-pg-"))
+    try:
+        yield from pg.server(tmp)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)

@@ -128,7 +128,7 @@ def test_architecture_doc_names_every_package():
     assert not missing, f"docs/architecture.md does not describe: {missing}"
 
 
-STAGES = ("run", "compare", "demo", "funnel", "tma", "doctor", "cases", "build", "parca")
+STAGES = ("run", "compare", "demo", "funnel", "tma", "doctor", "cases", "build", "parca", "sweep", "experiment")
 
 
 def test_stallscope_command_lists_every_stage():

@@ -76,6 +76,17 @@ def hand_shares(variant: str, fn: str, thread: str) -> tuple[list[float], list[f
     return flat, cum
 
 
+def hand_samples(variant: str, fn: str) -> list[int]:
+    """Main-thread samples with `fn` as the leaf per profile rep: the folded weights are
+    cpu-clock periods of 1e9/999 ns."""
+    out = []
+    for rep in (4, 5, 6):
+        w = sum(w for frames, w in folded_lines(RUN / variant / str(rep) / "perf.folded")
+                if frames[0] == "redis-server" and frames[-1] == fn)
+        out.append(round(w / (1e9 / 999)))
+    return out
+
+
 # ---- tests -------------------------------------------------------------------------
 
 def test_throughput_medians_equal_the_bench_csv_files(report):
@@ -123,8 +134,14 @@ def test_focus_shares_equal_hand_parsed_perf_folded(report):
     d = p["focus"][0]
     bflat, _ = hand_shares("base", "dictFind", "main")
     cflat, _ = hand_shares("cand", "dictFind", "main")
-    line = (f"| dictFind | {statistics.median(bflat):.1f}% | {statistics.median(cflat):.1f}% | ")
-    assert line in md                                  # | dictFind | 29.9% | 5.5% |
+    # each side's share with the samples behind it: weight / the 999 Hz cpu-clock period
+    # (these rep.json files predate perf's sample count), summed over the profile reps
+    bn, cn = (sum(hand_samples(v, "dictFind")) for v in ("base", "cand"))
+    assert (bn, cn) == (556, 709)
+    assert sum(d["base_flat_samples"]) == pytest.approx(bn)
+    line = (f"| dictFind | {statistics.median(bflat):.1f}% ({bn:,} samples) | "
+            f"{statistics.median(cflat):.1f}% ({cn:,} samples) | ")
+    assert line in md                          # | dictFind | 29.9% (556 samples) | 5.5% ...
     assert d["flat_change"]["unit"] == "pp"
     # 3 profile reps a side: Welch, whose estimator is the difference of means
     assert d["flat_change"]["delta"] == pytest.approx(statistics.mean(cflat) - statistics.mean(bflat))
@@ -227,7 +244,7 @@ def test_deterministic_twice_identical(tmp_path):
     run_compare(RUN, b)
     for name in ("report.md", "results.json"):
         assert (a / name).read_bytes() == (b / name).read_bytes(), name
-    assert json.loads((a / "results.json").read_text())["schema"] == 2
+    assert json.loads((a / "results.json").read_text())["schema"] == 3
 
 
 def _copy_run(tmp_path: Path) -> Path:
@@ -442,7 +459,9 @@ def test_cpu_time_per_operation_equals_hand_computation(report):
                                            pytest.approx(statistics.median(cflat)))
     assert item["verdict"] == "regression"
     line = md.split("**Summary:**", 1)[1].split("\n", 1)[0]
-    assert "dictFind flat (main thread)" in line and "share: improvement" in line
+    # the share fell only because io-threads took CPU: dilution, said so beside the verdict
+    assert "dictFind (flat, main thread)" in line and "share down by dilution, cost per op up" in line
+    assert item["note"] == "share down by dilution, cost per op up"
     assert "4.65 µs → 5.83 µs per MSET" in line
     html = (out / "report.html").read_text()
     assert 'id="per-op"' in html and "4.65 µs" in html

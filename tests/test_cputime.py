@@ -53,3 +53,27 @@ def test_gone_process_and_capacity():
     assert client_capacity(1, [1]) == 1.0
     assert client_capacity(4, [1, 2]) == 2.0
     assert client_capacity(2, None) >= 1.0
+
+
+SPIN = "import time\nt = time.time()\nwhile time.time() - t < 30: pass\n"
+
+
+def test_a_thread_that_shares_its_cpu_waits_and_the_host_is_busy():
+    # Two spinners pinned to the same CPU: each is on it about half the window and
+    # runnable-but-waiting the other half (schedstat run_delay), and the host is busy.
+    procs = [subprocess.Popen(["taskset", "-c", "0", sys.executable, "-c", SPIN]) for _ in range(2)]
+    try:
+        time.sleep(0.5)
+        watch = CpuWatch(procs[0].pid, 1.0).start()
+        time.sleep(2.0)
+        sat = watch.finish()
+    finally:
+        for p in procs:
+            p.kill()
+            p.wait()
+    main = sat.main_thread()
+    assert main is not None and main.waiting is not None
+    assert 0.25 < main.busy < 0.75 and 0.25 < main.waiting < 0.75
+    assert main.busy + main.waiting == pytest.approx(1.0, abs=0.15)
+    assert sat.host_busy is not None and sat.host_busy >= 0.4     # one of 2 CPUs at least
+    assert sat.host_steal is not None and 0.0 <= sat.host_steal <= 1.0

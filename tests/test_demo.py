@@ -64,7 +64,7 @@ def test_demo_compares_the_debian_build_with_the_patched_one(demo):
 def test_demo_report_shows_throughput_and_lookup_cost_with_intervals(demo):
     out, run_dir, _ = demo
     res = json.loads((out / "results.json").read_text())
-    assert res["schema"] == 2 and (res["base"], res["cand"]) == ("base", "prefetch")
+    assert res["schema"] == 3 and (res["base"], res["cand"]) == ("base", "prefetch")
     (t,) = res["paired"]
     assert t["base"]["n"] == t["cand"]["n"] == 8       # 2 paired reps x 4 pairs
     # The prefetch patch is worth ~+30% even at CI size (200k keys), well past the noise.
@@ -77,7 +77,8 @@ def test_demo_report_shows_throughput_and_lookup_cost_with_intervals(demo):
     assert look["flat_change"]["ci_low"] is not None
     md = (out / "report.md").read_text()
     assert md.index("**Summary:**") < md.index("### Throughput") < md.index("### Focus functions")
-    assert re.search(r"\| dictFindByHash \| [\d.]+% \| [\d.]+% \|", md)
+    # each share with the samples behind it
+    assert re.search(r"\| dictFindByHash \| [\d.]+% \([\d,]+ samples\) \| [\d.]+% \([\d,]+ samples\) \|", md)
     mf = json.loads((run_dir / "manifest.json").read_text())
     check_tma_section(md, mf["tma"], pmu.probe_cycles().counts is True)
     assert "stallscope run mset-50keys" in md  # the command that reproduces it

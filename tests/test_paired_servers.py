@@ -58,6 +58,14 @@ def test_two_builds_are_loaded_at_once_and_alternate(paired_run):
         facts = rd.facts(rep)
         assert set(facts.commands) >= {"server:base", "server:cand", "bench:base", "bench:cand"}
         assert facts.server_stop == "base: shutdown, cand: shutdown"
+        # each server's CPU over its own windows: its main thread served MSETs, and the
+        # load generator's CPU is read from its threads (it is not reaped in a window)
+        for n in ("base", "cand"):
+            sat = facts.saturation_by_variant[n]
+            assert sat.window_s == pytest.approx(2 * 0.5, abs=0.3)   # 2 of the 4 windows
+            assert sat.main_tid == doc["servers"][n]["pid"]
+            assert sat.main_thread().busy > 0.05 and sat.client_busy > 0.05
+            assert sat.host_busy is not None and sat.host_busy > 0.05
 
 
 def test_pairs_are_compared(paired_run):
@@ -65,6 +73,9 @@ def test_pairs_are_compared(paired_run):
     (row,) = r.paired
     assert row.base.n == row.cand.n == 4          # 2 reps x 2 pairs
     assert row.change.ci_low is not None and "pair" in row.change.method
+    # saturation from each server's own windows, not the whole rep of both
+    assert r.saturation.available and set(r.saturation.sides) == {"base", "cand"}
+    assert r.saturation.sides["base"].main_busy != r.saturation.sides["cand"].main_busy
 
 
 def test_room_for_two_datasets_is_checked_before_anything_runs():

@@ -110,7 +110,10 @@ def test_verdicts_and_values_visible(rendered):
     # medians per side; the change is the log-scale ratio (geometric means at 3 reps)
     assert "23,055 ops/s" in tput and "4,341 ops/s" in tput and "−85.5%" in tput
     flat = dom.split('id="focus-flat"', 1)[1].split("</table>", 1)[0]
-    assert '<td class="name">dictFind</td><td>29.9%</td><td>5.5%</td>' in flat
+    # shares with the samples behind them; the verdict that counts (per MSET: regression)
+    assert ('<td class="name">dictFind</td><td>29.9% (556 samples)</td><td>5.5% (709 samples)</td>'
+            in flat)
+    assert "share down by dilution, cost per op up" in dom.split('id="focus-flat"', 1)[1]
     assert "TMA not collected: no hardware PMU on this host" in dom
     assert "L3 32 MiB" in dom
 

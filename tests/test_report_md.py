@@ -89,13 +89,17 @@ def res():
 def test_summary_first_then_seed_tables(res):
     md = report_md.render(res)
     lines = md.splitlines()
-    assert lines[0] == "## stallscope: mset-10keys-io-threads: cand vs base"
+    # the case in the seed tables' words (keyspace × value size, command shape, pipeline)
+    assert lines[0] == ("## stallscope: mset-10keys-io-threads (100K keys × 100 B, 10 keys per "
+                        "MSET, pipeline 4): cand vs base")
     summary = next(l for l in lines if l.startswith("**Summary:**"))
     assert lines.index(summary) < lines.index("### Throughput")
-    assert ("Throughput MSET (10 × key:\\_\\_rand\\_int\\_\\_ vvvvvvvvvvv…) −85.5% "
+    assert ("Throughput 100K keys × 100 B, 10 keys per MSET, pipeline 4 −85.5% "
             "\\[−92.8, −70.7\\]% **regression**") in summary
+    assert any(l.startswith("| 100K keys × 100 B, 10 keys per MSET, pipeline 4 | ") for l in lines)
     # medians per side, the change and interval of the method (Welch: difference of means)
-    assert "dictFind flat (main thread) 29.9% → 5.5% (−23.8 pp \\[−26.3, −21.3\\] pp" in summary
+    # the seed's shape: shares and their ratio (log scale) with its interval
+    assert "dictFind (flat, main thread) 29.9% → 5.5% (−81% \\[−83.2, −77.8\\]%)" in summary
     assert "(+28% \\[+20.3, +35.1\\]%)" in summary          # every interval with its unit
     assert "TMA not collected (no hardware PMU" in summary
     assert "| Test | Baseline (base) | PR (cand) | Change | 95% CI | Verdict |" in lines
@@ -201,12 +205,12 @@ def test_esc():
 
 def test_shortened_details_first_when_over_the_limit(res):
     full = report_md.render(res)
-    limit = len(full) - 2000
+    limit = len(full) - 3000        # more than halving the top movers saves
     short = report_md.render(res, limit=limit)
     assert len(short) <= limit
     assert "Shortened to fit a GitHub comment" in short
     # the main tables, environment and reproduce survive; details go first
-    for keep in ("**Summary:**", "### Throughput", "| dictFind | 29.9% | 5.5% |",
+    for keep in ("**Summary:**", "### Throughput", "| dictFind | 29.9% (556 samples) | 5.5% (709 samples) |",
                  "### Environment", "### Reproduce"):
         assert keep in short, keep
     assert "callers" in short.split("left out", 1)[1].split("\n", 1)[0]

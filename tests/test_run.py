@@ -180,7 +180,9 @@ def test_profile_reps_have_folded_stacks_with_lookup_functions(mset_run):
         assert facts["sampled_commands"] == sum(w["commands"] for w in wins if w["perf"])
         # the samples cover the "on" windows only: about sampled_s x the rate, not the whole window
         assert facts["frequency_hz"] == rd.manifest.profiling.frequency_hz == DEFAULT_FREQ_HZ
-        assert facts["samples"] == pytest.approx(facts["sampled_s"] * DEFAULT_FREQ_HZ, rel=0.25)
+        # (cpu-clock samples a thread while it is on a CPU: fewer when the host is busy)
+        assert 0.2 * facts["sampled_s"] * DEFAULT_FREQ_HZ <= facts["samples"] \
+            <= 1.25 * facts["sampled_s"] * DEFAULT_FREQ_HZ
         assert facts["sampled_s"] < 0.7 * facts["window_s"]
     for rep in rd.manifest.reps(kind="throughput"):
         assert not (rd.rep_dir(rep) / "perf.folded").exists()   # throughput reps unprofiled

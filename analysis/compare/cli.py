@@ -12,7 +12,7 @@ from pathlib import Path
 
 from analysis.compare.engine import analyse
 from analysis.compare.errors import CompareError
-from analysis.compare.options import DEFAULT_TOP, THREAD_VIEWS, CompareOptions
+from analysis.compare.options import DEFAULT_TOP, MIN_SAMPLES, MIN_SHARE, THREAD_VIEWS, CompareOptions
 from analysis.inputs.rundir import RunDirError, load_run
 from analysis.report.summary import lines as summary_lines
 from analysis.report.writer import write_reports
@@ -51,6 +51,12 @@ use percentage points (--noise-pp 0.5, --regression-pp 1.0).""")
                         "io-threads are present, else all)")
     p.add_argument("--top", type=int, default=DEFAULT_TOP, metavar="N",
                    help=f"top movers to list (default {DEFAULT_TOP})")
+    p.add_argument("--min-share", type=float, default=MIN_SHARE, metavar="PCT",
+                   help=f"a function under this %% of samples on both sides is 'negligible', "
+                        f"not judged (default {MIN_SHARE:g}%%)")
+    p.add_argument("--min-samples", type=float, default=MIN_SAMPLES, metavar="N",
+                   help=f"no verdict for a function with fewer samples than this behind its "
+                        f"larger side, summed over the profile reps (default {MIN_SAMPLES:g})")
     p.add_argument("--base", metavar="VARIANT", help="baseline variant (default: the first)")
     p.add_argument("--cand", metavar="VARIANT", help="candidate variant (default: the second)")
     return p
@@ -59,7 +65,8 @@ use percentage points (--noise-pp 0.5, --regression-pp 1.0).""")
 def options(args: argparse.Namespace) -> CompareOptions:
     return CompareOptions(base=args.base, cand=args.cand, focus=args.focus, noise=args.noise,
                           regression=args.regression, noise_pp=args.noise_pp,
-                          regression_pp=args.regression_pp, thread=args.thread, top=args.top)
+                          regression_pp=args.regression_pp, thread=args.thread, top=args.top,
+                          min_share=args.min_share, min_samples=args.min_samples)
 
 
 def main(argv: list[str] | None = None) -> int:

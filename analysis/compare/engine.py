@@ -19,6 +19,7 @@ from analysis.compare.results import Artifacts, CaseInfo, Results, Settings
 from analysis.compare.summary import summary
 from analysis.compare.throughput import paired, throughput
 from analysis.compare.tma import tma
+from analysis.inputs.case import Case
 from analysis.inputs.rundir import RunDir
 from analysis.profile.stacks import Stacks, write_folded
 
@@ -38,7 +39,8 @@ def _variants(run: RunDir, opts: CompareOptions) -> tuple[str, str]:
 
 def _settings(opts: CompareOptions, focus: list[str]) -> Settings:
     return Settings(opts.noise, opts.regression, opts.noise_pp, opts.regression_pp,
-                    opts.thread or "auto", opts.top, opts.confidence, opts.max_cv, focus)
+                    opts.thread or "auto", opts.top, opts.confidence, opts.max_cv, focus,
+                    opts.min_share, opts.min_samples)
 
 
 def _notes(run: RunDir, r: Results) -> list[str]:
@@ -64,6 +66,26 @@ def _write_folded(merged: dict[str, Stacks], out: Path) -> Artifacts:
     return art
 
 
+def _label(run: RunDir, r: Results) -> None:
+    """The case's words for the title and the throughput rows (the raw test stays in
+    `test`): one label per test the load generator named."""
+    try:
+        case = Case.from_json(dict(run.manifest.case))
+    except (TypeError, ValueError):
+        return          # a hand-made manifest without a resolvable case: raw names stay
+    r.case.label = case.label()
+    for row in r.throughput + r.latency:
+        row.label = case.label(None if _same_command(row.test, r.case.command) else row.test)
+    for row in r.paired:         # both variants under the case's own load
+        row.label = r.case.label
+
+
+def _same_command(test: str, command: list[str]) -> bool:
+    # memtier's row and redis-benchmark's custom-command row are the case's own command
+    words = test.split()
+    return not command or (bool(words) and words[0].upper() == str(command[0]).upper())
+
+
 def analyse(run: RunDir, opts: CompareOptions, out: Path | None = None) -> Results:
     m = run.manifest
     base, cand = _variants(run, opts)
@@ -75,6 +97,7 @@ def analyse(run: RunDir, opts: CompareOptions, out: Path | None = None) -> Resul
                 base=base, cand=cand, settings=_settings(opts, focus))
     r.throughput, r.latency = throughput(run, base, cand, opts)
     r.paired = paired(run, base, cand, opts)
+    _label(run, r)
     r.profile, merged = profiles(run, base, cand, focus, opts)
     if out is not None and merged:
         r.artifacts = _write_folded(merged, Path(out))

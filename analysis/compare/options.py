@@ -11,6 +11,11 @@ from typing import Sequence
 
 from analysis import stats
 
+# the materiality defaults live here (analysis.compare.materiality imports the results
+# model, which options must not)
+MIN_SHARE = 0.5      # % of the view's samples (a side's median)
+MIN_SAMPLES = 20     # samples behind the larger side, summed over its profile reps
+
 DEFAULT_TOP = 15
 THREAD_VIEWS = ("main", "all", "io-threads")
 
@@ -28,6 +33,9 @@ class CompareOptions:
     top: int = DEFAULT_TOP           # top movers listed
     confidence: float = 0.95
     max_cv: float = 0.10
+    # materiality of a function (analysis/compare/materiality.py)
+    min_share: float = MIN_SHARE     # % of samples: below on both sides, "negligible"
+    min_samples: float = MIN_SAMPLES  # samples behind the larger side: below, no verdict
 
     def __post_init__(self) -> None:
         if self.thread is not None and self.thread not in THREAD_VIEWS:
@@ -36,7 +44,8 @@ class CompareOptions:
             raise ValueError(f"top movers: {self.top} is negative; give 0 or more")
         if not 0 < self.confidence < 1:
             raise ValueError(f"confidence {self.confidence}: give a fraction, e.g. 0.95")
-        for name in ("noise", "regression", "noise_pp", "regression_pp", "max_cv"):
+        for name in ("noise", "regression", "noise_pp", "regression_pp", "max_cv", "min_share",
+                     "min_samples"):
             if getattr(self, name) < 0:
                 raise ValueError(f"{name} {getattr(self, name)} is negative")
 

@@ -33,6 +33,9 @@ class ProfileRep:
     stacks: Stacks
     ops: WindowOps
     ns: bool                 # the weights are nanoseconds of CPU time
+    # The weight of one sample (1 for sample counts, ~1e9/Hz ns for cpu-clock periods),
+    # so a function's weight says how many samples it rests on; None when unknown.
+    sample_weight: float | None = None
 
 
 def load_stacks(d: Path) -> Stacks | None:
@@ -107,11 +110,31 @@ def window_ops(rep_dir: Path, facts: RepFacts, command: list[str]) -> WindowOps:
     return WindowOps(None, f"{rep_dir.name}: no profile window or request count in rep.json")
 
 
+def sample_weight(stacks: Stacks, profiling: Profiling, facts: RepFacts) -> float | None:
+    """The weight one sample adds: perf's own sample count when rep.json has it (total
+    weight / samples), else the cpu-clock period 1e9/Hz for time-weighted folds, 1 for
+    folds of plain counts."""
+    perf = facts.perf
+    if perf is not None and perf.samples and stacks.total > 0:
+        return stacks.total / perf.samples
+    hz = (perf.frequency_hz if perf else None) or profiling.frequency_hz
+    ev = (perf.event if perf else None) or profiling.event
+    if stacks.unit == "nanoseconds" or (ev in TIME_EVENTS and _looks_like_periods(stacks)):
+        return 1e9 / hz if hz else None
+    return 1.0 if stacks.unit == "samples" and not _looks_like_periods(stacks) else None
+
+
+def _looks_like_periods(stacks: Stacks) -> bool:
+    # inferno folds cpu-clock sample periods (~1e6 ns at 999 Hz): no stack weighs < 1000
+    return bool(stacks.weights) and min(stacks.weights.values()) >= 1000
+
+
 def _rep(run: RunDir, rep_no: int, d: Path, stacks: Stacks) -> ProfileRep:
     facts = read_rep_facts(d)
     why_not = weights_not_ns(d, stacks, run.manifest.profiling, facts)
     ops = WindowOps(None, why_not) if why_not else window_ops(d, facts, case_command(run))
-    return ProfileRep(rep_no, d, stacks, ops, why_not is None)
+    return ProfileRep(rep_no, d, stacks, ops, why_not is None,
+                      sample_weight(stacks, run.manifest.profiling, facts))
 
 
 def load(run: RunDir, variants: tuple[str, ...]) -> dict[str, list[ProfileRep]]:

@@ -11,7 +11,9 @@ from pathlib import Path
 
 from analysis.compare import profile_reps
 from analysis.compare.options import CompareOptions
+from analysis.compare.materiality import Measure, judge
 from analysis.compare.per_op import Factors, per_op
+from analysis.compare.truncation import truncated_stacks
 from analysis.compare.profile_reps import ProfileRep
 from analysis.compare.results import CallerRow, ChangeOut, FunctionRow, ProfileSection, Side, ThreadRow
 from analysis.inputs.rundir import RunDir
@@ -23,6 +25,8 @@ MOVER_MIN_SHARE = 0.1       # % of the view's samples in some rep, to be a mover
 
 # variant -> [(rep, function -> cost)] in one thread view
 Shares = dict[str, list[tuple[int, dict[str, FunctionCost]]]]
+# variant -> rep -> the weight of one sample (None: unknown)
+SampleWeights = dict[str, dict[int, float | None]]
 
 _ASKED = {"main": "main thread only (% of the main thread's samples), as asked (--thread main).",
           "all": "all threads (% of all samples), as asked (--thread all).",
@@ -72,10 +76,33 @@ def _side_change(b: list[tuple[int, float]], c: list[tuple[int, float]], ch, uni
             ChangeOut.of(ch, unit))
 
 
+def _samples(fn: str, sh: Shares, sw: SampleWeights, v: str, attr: str) -> list[float] | None:
+    out = []
+    for n, costs in sh[v]:
+        w = sw.get(v, {}).get(n)
+        if not w:
+            return None
+        out.append(round((getattr(costs[fn], attr) if fn in costs else 0.0) / w, 3))
+    return out
+
+
+def _judge(row: FunctionRow, sh: Shares, sw: SampleWeights, base: str, cand: str,
+           opts: CompareOptions) -> None:
+    for k in ("flat", "cum"):
+        sb, sc = (_samples(row.name, sh, sw, v, k) for v in (base, cand))
+        setattr(row, f"base_{k}_samples", sb)
+        setattr(row, f"cand_{k}_samples", sc)
+        m = Measure(getattr(row, f"base_{k}"), getattr(row, f"cand_{k}"),
+                    getattr(row, f"{k}_change"), sb, sc, getattr(row, f"base_{k}_ns"),
+                    getattr(row, f"cand_{k}_ns"), getattr(row, f"{k}_ns_change"))
+        setattr(row, f"{k}_verdict", judge(m, opts.min_share, opts.min_samples))
+
+
 def _function_row(fn: str, sh: Shares, base: str, cand: str, thread: str, opts: CompareOptions,
-                  factors: Factors | None) -> FunctionRow:
+                  factors: Factors | None, sw: SampleWeights | None = None) -> FunctionRow:
     """Flat and cumulative share of one function; with `factors` also its CPU time per
-    operation (weight in ns × 1 / operations of the rep's window)."""
+    operation (weight in ns × 1 / operations of the rep's window); its verdicts after
+    the materiality rules (analysis/compare/materiality.py)."""
     def values(v: str, attr: str, scale: Factors | None = None) -> list[tuple[int, float]]:
         return [(n, (getattr(costs[fn], attr) if fn in costs else 0.0)
                  * (scale[v][n] if scale else 1.0)) for n, costs in sh[v]]
@@ -94,21 +121,24 @@ def _function_row(fn: str, sh: Shares, base: str, cand: str, thread: str, opts: 
             ns[k] = _side_change(b, c, ch, "ns/op")
         row.base_flat_ns, row.cand_flat_ns, row.flat_ns_change = ns["flat"]
         row.base_cum_ns, row.cand_cum_ns, row.cum_ns_change = ns["cum"]
+    _judge(row, sh, sw or {}, base, cand, opts)
     return row
 
 
 def _mover_key(r: FunctionRow) -> tuple:
     c = r.flat_change
     established = c.ci_low is not None and (c.ci_low > 0 or c.ci_high < 0)
-    return (not established, -abs(c.delta), r.name)
+    # new and gone functions are moves too (their interval may touch 0 with few reps)
+    one_sided = r.flat_verdict is not None and r.flat_verdict.verdict in ("new in candidate", "gone")
+    return (not (established or one_sided), -abs(c.delta), r.name)
 
 
 def _movers(sh: Shares, base: str, cand: str, thread: str, opts: CompareOptions,
-            factors: Factors | None) -> list[FunctionRow]:
+            factors: Factors | None, sw: SampleWeights) -> list[FunctionRow]:
     """Established moves (interval clear of 0) first, then by size; `opts.top` of them."""
     names = sorted({fn for v in sh for _, c in sh[v] for fn, fc in c.items()
                     if fc.flat_share >= MOVER_MIN_SHARE})
-    rows = [_function_row(fn, sh, base, cand, thread, opts, factors) for fn in names]
+    rows = [_function_row(fn, sh, base, cand, thread, opts, factors, sw) for fn in names]
     return sorted(rows, key=_mover_key)[: opts.top]
 
 
@@ -166,12 +196,14 @@ def profiles(run: RunDir, base: str, cand: str, focus: list[str], opts: CompareO
         missing_focus=[f for f in focus if f not in known],
         per_op=ops.factors is not None, per_op_reason=ops.reason, per_op_command=ops.command,
         per_op_basis=ops.basis, ops=ops.ops or {}, per_op_total=ops.total)
-    sec.focus = [_function_row(f, sh, base, cand, thread, opts, ops.factors) for f in present]
+    sw = {v: {r.rep: r.sample_weight for r in reps[v]} for v in (base, cand)}
+    sec.focus = [_function_row(f, sh, base, cand, thread, opts, ops.factors, sw) for f in present]
     if thread != "all":
         sh_all = _shares(reps, "all", names)
-        sec.focus_other_view = [_function_row(f, sh_all, base, cand, "all", opts, ops.factors)
+        sec.focus_other_view = [_function_row(f, sh_all, base, cand, "all", opts, ops.factors, sw)
                                 for f in present]
-    sec.movers = _movers(sh, base, cand, thread, opts, ops.factors)
+    sec.movers = _movers(sh, base, cand, thread, opts, ops.factors, sw)
+    sec.truncated = truncated_stacks(reps, base, cand, thread, names)
     sec.callers = _callers(merged, present, base, cand, thread, names)
     if _has_threads(reps):
         sec.threads = _thread_rows(reps, base, cand, names, opts)

@@ -15,7 +15,7 @@ from typing import Any
 
 from analysis import stats
 
-SCHEMA = 2
+SCHEMA = 3
 
 
 @dataclass
@@ -69,6 +69,25 @@ class MetricRow:
     base: Side
     cand: Side
     change: ChangeOut
+    # What the row measures in the seed tables' words, from the case ("10M keys × 10 B,
+    # 50 keys per MSET"); `test` keeps the load generator's own name.
+    label: str = ""
+
+
+FUNCTION_VERDICTS = ("negligible", "new in candidate", "gone", "too few samples")
+
+
+@dataclass
+class Judgement:
+    """The verdict of a function's flat or cumulative cost as the report gives it
+    (analysis/compare/materiality.py): the statistical verdict of the measure that counts,
+    or one of FUNCTION_VERDICTS when no statistic should speak."""
+    verdict: str
+    reason: str = ""
+    base_samples: float | None = None   # samples behind the side, summed over its reps
+    cand_samples: float | None = None
+    basis: str = ""          # "CPU time per operation" or "share": whose verdict it is
+    note: str = ""           # the share moved by dilution, ...
 
 
 @dataclass
@@ -92,6 +111,14 @@ class FunctionRow:
     base_cum_ns: Side | None = None
     cand_cum_ns: Side | None = None
     cum_ns_change: ChangeOut | None = None
+    # Samples behind each rep's flat and cumulative weight (weight / one sample's weight);
+    # None when a rep's sample weight is unknown.
+    base_flat_samples: list[float] | None = None
+    cand_flat_samples: list[float] | None = None
+    base_cum_samples: list[float] | None = None
+    cand_cum_samples: list[float] | None = None
+    flat_verdict: Judgement | None = None    # what the report says of the flat cost
+    cum_verdict: Judgement | None = None
 
 
 @dataclass
@@ -111,6 +138,22 @@ class ThreadRow:
     base: Side
     cand: Side
     change: ChangeOut
+
+
+@dataclass
+class TruncationSection:
+    """Samples whose stack stops before the thread's entry (analysis/compare/truncation.py):
+    every cumulative share is understated by up to that much."""
+    available: bool
+    threshold: float = 2.0           # % of samples: above it (worst rep) the report says so
+    thread: str = "all"              # the thread view measured (the profile section's)
+    shares: dict[str, Side] = field(default_factory=dict)   # variant -> % of samples per rep
+    reps: dict[str, list[int]] = field(default_factory=dict)
+    worst: float = 0.0               # the largest share of any rep, %
+    roots: dict[str, float] = field(default_factory=dict)   # where they start -> % of all samples
+    callgraph: str = ""              # fp | dwarf, as perf recorded
+    exceeds: bool = False            # worst > threshold
+    note: str = ""                   # the sentence beside the cumulative tables
 
 
 @dataclass
@@ -135,6 +178,7 @@ class ProfileSection:
     per_op_basis: str = ""           # how the operations of the window were counted
     ops: dict[str, list[float]] = field(default_factory=dict)   # variant -> ops per profile rep
     per_op_total: "MetricRow | None" = None   # all samples of the view per operation, ns/op
+    truncated: TruncationSection = field(default_factory=lambda: TruncationSection(False))
 
 
 @dataclass
@@ -157,7 +201,10 @@ class SaturationSide:
     other_threads: dict[str, float] = field(default_factory=dict)   # io_thd_1 -> busy, ...
     client_busy: float | None = None     # load generator, CPU-seconds per second
     client_capacity: float | None = None  # CPUs it could use
-    host_busy: float | None = None       # server threads + load generator / logical CPUs
+    host_busy: float | None = None       # all CPUs' busy share (/proc/stat; older runs:
+                                         #   server threads + load generator / logical CPUs)
+    main_waiting: float | None = None    # main thread runnable but not on a CPU (share)
+    host_steal: float | None = None      # CPU taken by the hypervisor for other guests
 
 
 @dataclass
@@ -166,7 +213,7 @@ class SaturationSection:
     available: bool
     reason: str = ""
     sides: dict[str, SaturationSide] = field(default_factory=dict)
-    bottleneck: str = ""             # server | client | host | latency
+    bottleneck: str = ""             # server | contended | client | host | latency
     note: str = ""                   # the sentence beside the throughput verdict
     suggestions: list[str] = field(default_factory=list)
 
@@ -216,12 +263,22 @@ class SummaryValue:
                    c.rel_ci_high, c.verdict)
 
     @classmethod
+    def share(cls, measure: str, base: Side, cand: Side, c: ChangeOut) -> "SummaryValue":
+        """A share as the seed PR comments give it: 8.5% → 1.0% (−88%), the ratio on the
+        log scale with its interval; in pp when a zero share leaves no ratio."""
+        if c.rel is None:
+            return cls.points(measure, base, cand, c)
+        return cls(measure, base.median, cand.median, "%", c.rel, "rel", c.rel_ci_low,
+                   c.rel_ci_high, c.verdict)
+
+    @classmethod
     def points(cls, measure: str, base: Side, cand: Side, c: ChangeOut) -> "SummaryValue":
         return cls(measure, base.median, cand.median, "%", c.delta, "pp", c.ci_low, c.ci_high,
                    c.verdict)
 
 
-SUMMARY_KINDS = ("throughput", "paired throughput", "focus", "tma", "tma absent", "profiler cost")
+SUMMARY_KINDS = ("throughput", "paired throughput", "focus", "new in candidate", "gone", "tma",
+                 "tma absent", "profiler cost")
 
 
 @dataclass
@@ -233,6 +290,7 @@ class SummaryItem:
     values: list[SummaryValue] = field(default_factory=list)   # the headline value first
     verdict: str = ""        # the verdict that counts, or "" for informational items
     note: str = ""           # plain text beside the numbers (why absent, not established, ...)
+    label: str = ""          # a throughput row's label (MetricRow.label)
 
 
 @dataclass
@@ -242,6 +300,7 @@ class CaseInfo:
     size: str = ""
     focus: list[str] = field(default_factory=list)     # functions tabulated
     command: list[str] = field(default_factory=list)   # the workload's command words
+    label: str = ""          # analysis.inputs.case.Case.label(): "10M keys × 10 B, 50 keys per MSET"
 
 
 @dataclass
@@ -256,6 +315,8 @@ class Settings:
     confidence: float
     max_cv: float
     focus: list[str] = field(default_factory=list)
+    min_share: float = 0.5       # % of samples: under it on both sides, "negligible"
+    min_samples: float = 20      # samples behind the larger side: fewer, no verdict
 
 
 @dataclass

@@ -21,6 +21,8 @@ from analysis.profile.stacks import Stacks, thread_groups
 WORKING = 0.80
 # The load generator (or the host) is saturated at this share of its CPUs.
 SATURATED = 0.85
+# The main thread was kept off its CPU (runnable, waiting) at least this share of the window.
+CONTENDED = 0.10
 # Where an event loop spends CPU without serving anyone: in epoll itself, or computing its
 # next timeout in a loop that does not block (Valkey's main thread while io-threads work).
 POLL_FRAMES = {"epoll_wait", "__x64_sys_epoll_wait", "do_epoll_wait", "aeApiPoll"}
@@ -58,12 +60,15 @@ def _side(facts: list[Saturation], polling: float | None, cpus: int) -> Saturati
                 others.setdefault(t.name, []).append(t.busy)
     client = _median(f.client_busy for f in facts)
     capacity = _median(f.client_capacity for f in facts)
-    host = _median((sum(t.busy for t in f.server_threads) + (f.client_busy or 0.0)) / cpus
+    host = _median(f.host_busy if f.host_busy is not None else
+                   (sum(t.busy for t in f.server_threads) + (f.client_busy or 0.0)) / cpus
                    for f in facts)
     working = None if main_busy is None else main_busy * (1.0 - (polling or 0.0))
     return SaturationSide(len(facts), main_busy, polling, working,
                           {k: statistics.median(v) for k, v in sorted(others.items())},
-                          client, capacity, host)
+                          client, capacity, host,
+                          main_waiting=_median(m.waiting for m in mains if m is not None),
+                          host_steal=_median(f.host_steal for f in facts))
 
 
 def _facts_of(run: RunDir, variant: str) -> list[Saturation]:
@@ -72,7 +77,9 @@ def _facts_of(run: RunDir, variant: str) -> list[Saturation]:
     m = run.manifest
     for kinds in (("throughput", "paired"), ("profile",)):
         reps = [r for r in m.reps() if r.kind in kinds and r.variant in (variant, "paired")]
-        facts = [f for f in (run.facts(r).saturation for r in reps) if f is not None]
+        # Paired servers: each server's own windows; one process: the rep's whole window.
+        facts = [f for f in (run.facts(r).saturation_by_variant.get(variant) or run.facts(r).saturation
+                             for r in reps) if f is not None]
         if facts:
             return facts
     return []
@@ -85,6 +92,19 @@ def _verdict(s: SaturationSide, cpus: int) -> tuple[str, str, list[str]]:
     client_load = (s.client_busy or 0.0) / (s.client_capacity or 1.0)
     if working >= WORKING:
         return "server", f"server main thread {busy:.0%} busy{polling}: the server was the bottleneck", []
+    waiting = s.main_waiting or 0.0
+    # Polling is no work whether on a CPU or waiting for one: discount it from both.
+    wanted = (busy + waiting) * (1.0 - (s.main_polling or 0.0))
+    if wanted >= WORKING and waiting >= CONTENDED:
+        # It always had work but had to wait for a CPU: the server is the bottleneck, on a
+        # host where something else took its CPU. Its throughput is understated and noisy.
+        steal = f", {s.host_steal:.0%} stolen by the hypervisor" if s.host_steal else ""
+        return ("contended", f"server main thread had work {wanted:.0%} of the window but "
+                f"was on a CPU only {busy:.0%}: other processes took the rest (host CPUs "
+                f"{s.host_busy or 0.0:.0%} busy{steal}); the server was the bottleneck, but its "
+                "throughput is understated and noisier than on a quiet host",
+                ["run on a quiet host (nothing else running; stallscope doctor shows the load)",
+                 "more reps or paired windows to narrow the interval"])
     more = ["pipeline the load (workload.pipeline, e.g. --set workload.pipeline=16 or a case's "
             "pipeline=16 point)", "more load-generator threads (workload.threads)",
             "the load generator on another host"]
@@ -93,9 +113,12 @@ def _verdict(s: SaturationSide, cpus: int) -> tuple[str, str, list[str]]:
                 f"the client (load generator at {client_load:.0%} of its {s.client_capacity:g} "
                 "CPU); a change in the server cannot show here", more)
     if (s.host_busy or 0.0) >= SATURATED:
-        return ("host", f"server main thread {busy:.0%} busy{polling} while server threads and load "
-                f"generator used {s.host_busy:.0%} of this host's {cpus} CPUs: the host, not the "
-                "server's main thread, limited throughput; a change in the server may not show here",
+        server = (busy + sum(s.other_threads.values())) / cpus
+        client = (s.client_busy or 0.0) / cpus
+        return ("host", f"server main thread {busy:.0%} busy{polling} while this host's {cpus} CPUs "
+                f"were {s.host_busy:.0%} busy (server threads {server:.0%}, load generator "
+                f"{client:.0%}, other processes the rest): the host, not the server's main thread, "
+                "limited throughput; a change in the server may not show here",
                 more[:1] + ["fewer io-threads than CPUs, or a host with more cores"])
     return ("latency", f"neither the server main thread ({busy:.0%} busy{polling}) nor the load "
             f"generator ({client_load:.0%}) was saturated: too few requests in flight to load the "
@@ -117,7 +140,7 @@ def saturation(run: RunDir, base: str, cand: str, merged: dict[str, Stacks],
     verdicts = {v: _verdict(s, cpus) for v, s in sides.items()}
     # The base decides: it is where the candidate's saving would have to show.
     kind, note, suggest = verdicts[base]
-    if kind == "server" and verdicts[cand][0] != "server":
+    if kind in ("server", "contended") and verdicts[cand][0] not in ("server", kind):
         kind, note, suggest = verdicts[cand]
         note = f"{cand}: {note}"
     return SaturationSection(True, sides=sides, bottleneck=kind, note=note, suggestions=suggest)

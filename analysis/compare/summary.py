@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import re
 
-from analysis.compare.results import (MetricRow, ProfileSection, ProfilerCost, Results,
+from analysis.compare.results import (FunctionRow, MetricRow, ProfileSection, ProfilerCost, Results,
                                       SaturationSection, SummaryItem, SummaryValue, TmaSection)
 
 
@@ -16,7 +16,7 @@ def _metric(what: str, row: MetricRow, sat: SaturationSection) -> SummaryItem:
     note = sat.note if sat.available and sat.bottleneck != "server" else ""
     return SummaryItem(what, row.test, values=[SummaryValue.relative(
         row.metric, row.unit, row.base, row.cand, row.change)], verdict=row.change.verdict,
-        note=note)
+        note=note, label=row.label)
 
 
 def _profiler_cost(c: ProfilerCost) -> list[SummaryItem]:
@@ -31,19 +31,60 @@ def _profiler_cost(c: ProfilerCost) -> list[SummaryItem]:
                         note=f"{sum(c.pairs.values())} on/off window pairs")]
 
 
+NEW_LISTED = 3      # new-in-candidate / gone functions the summary names, largest first
+
+
+def _measure(row: FunctionRow) -> str | None:
+    """Which cost of a focus function the summary shows: flat when it matters, else the
+    cumulative one (an inlined function has ~0 flat and all its cost in callers' frames),
+    None when both are negligible."""
+    for k in ("flat", "cum"):
+        j = getattr(row, f"{k}_verdict")
+        if j is not None and j.verdict != "negligible":
+            return k
+    return None
+
+
+def _function_item(what: str, row: FunctionRow, k: str) -> SummaryItem:
+    word = "flat" if k == "flat" else "cumulative"
+    j = getattr(row, f"{k}_verdict")
+    share = SummaryValue.share(f"{word} share", getattr(row, f"base_{k}"),
+                               getattr(row, f"cand_{k}"), getattr(row, f"{k}_change"))
+    item = SummaryItem(what, row.name, row.thread, [share], j.verdict,
+                       j.note or (j.reason if j.verdict in ("too few samples", "new in candidate",
+                                                            "gone") else ""))
+    b, c, ch = getattr(row, f"base_{k}_ns"), getattr(row, f"cand_{k}_ns"), getattr(row, f"{k}_ns_change")
+    if b and c and ch:
+        # The per-operation cost does not dilute, so it carries the verdict (materiality.py);
+        # the share stays beside it.
+        item.values.append(SummaryValue.relative(f"{word} CPU time per operation", "ns/op",
+                                                 b, c, ch))
+    return item
+
+
 def _focus(p: ProfileSection) -> list[SummaryItem]:
     out = []
     for row in p.focus:
-        share = SummaryValue.points("flat share", row.base_flat, row.cand_flat, row.flat_change)
-        item = SummaryItem("focus", row.name, row.thread, [share], share.verdict)
-        if row.base_flat_ns and row.cand_flat_ns and row.flat_ns_change:
-            # The per-operation cost does not dilute, so it carries the verdict; the share
-            # stays beside it (a share can rise while the cost falls).
-            cost = SummaryValue.relative("flat CPU time per operation", "ns/op", row.base_flat_ns,
-                                         row.cand_flat_ns, row.flat_ns_change)
-            item.values.append(cost)
-            item.verdict = cost.verdict
+        k = _measure(row)
+        if k is None:
+            continue
+        item = _function_item("focus", row, k)
+        if k == "cum" and p.truncated.exceeds:
+            item.note = "; ".join(x for x in (item.note, f"understated by up to "
+                                              f"{p.truncated.worst:.1f}% (truncated stacks)") if x)
         out.append(item)
+    return out
+
+
+def _one_sided(p: ProfileSection) -> list[SummaryItem]:
+    """The new code's own price (a prefetch helper absent in the base) and what is gone."""
+    focus = {r.name for r in p.focus}
+    out = []
+    for word in ("new in candidate", "gone"):
+        rows = [r for r in p.movers if r.name not in focus and r.flat_verdict is not None
+                and r.flat_verdict.verdict == word]
+        rows.sort(key=lambda r: -max(r.base_flat.median, r.cand_flat.median))
+        out += [_function_item(word, r, "flat") for r in rows[:NEW_LISTED]]
     return out
 
 
@@ -71,4 +112,5 @@ def _tma(t: TmaSection) -> SummaryItem:
 def summary(r: Results) -> list[SummaryItem]:
     return ([_metric("throughput", row, r.saturation) for row in r.throughput]
             + [_metric("paired throughput", row, r.saturation) for row in r.paired]
-            + _focus(r.profile) + [_tma(r.tma)] + _profiler_cost(r.profiler_cost))
+            + _focus(r.profile) + _one_sided(r.profile) + [_tma(r.tma)]
+            + _profiler_cost(r.profiler_cost))

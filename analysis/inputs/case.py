@@ -27,6 +27,21 @@ class DatasetSpec:
     # What must hold after preload; the runner refuses to measure otherwise.
     expect_encoding: str | None = None   # e.g. "hashtable", "skiplist", "embstr"/"raw"
 
+    def shape(self) -> str:
+        """Keyspace × element count × value size: "10M keys × 10 B"."""
+        if self.kind == "none" or not self.keys:
+            return ""
+        noun = {"hashes": "hash", "zsets": "zset"}.get(self.kind, "key")
+        noun += "" if self.keys == 1 else ("es" if noun == "hash" else "s")
+        out = [f"{count(self.keys)} {noun}"]
+        if self.kind == "hashes" and self.fields:
+            out.append(f"{count(self.fields)} fields")
+        if self.kind == "zsets" and self.members:
+            out.append(f"{count(self.members)} members")
+        if self.kind != "zsets" and self.value_size:
+            out.append(size(self.value_size))
+        return " × ".join(out)
+
     def key_name(self, i: int) -> str:
         """The i-th key, named exactly as redis-benchmark expands `__rand_int__` with -r:
         12 zero-padded digits. Preload and workload must agree on this, or the workload
@@ -47,6 +62,37 @@ class WorkloadSpec:
     warmup_s: float = 2.0
 
 
+    def shape(self, test: str | None = None) -> str:
+        """The command's shape: "50 keys per MSET", "HGETALL", "RDB load"."""
+        if self.tool == "rdb-load":
+            return "RDB load"
+        words = (test.split() if test else None) or [str(w) for w in self.command]
+        if not words:
+            return ""
+        cmd, args = words[0].upper(), words[1:]
+        if cmd in ("MSET", "MSETNX") and len(args) > 2:
+            return f"{len(args) // 2} keys per {cmd}"
+        if cmd in ("MGET", "DEL", "EXISTS", "UNLINK") and len(args) > 1:
+            return f"{len(args)} keys per {cmd}"
+        return cmd
+
+
+def count(n: int) -> str:
+    """10000000 -> "10M", 200000 -> "200K", 1500 -> "1.5K", 129 -> "129"."""
+    for div, suffix in ((1_000_000_000, "G"), (1_000_000, "M"), (1_000, "K")):
+        if n >= div:
+            v = n / div
+            return f"{v:.0f}{suffix}" if v == int(v) or v >= 100 else f"{v:.3g}{suffix}"
+    return str(n)
+
+
+def size(n: int) -> str:
+    """Value size as the seed tables write it: "10 B", "1000 B", "4 KiB"."""
+    if n >= 4096 and n % 1024 == 0:
+        return f"{n // 1024} KiB" if n < 1 << 20 or n % (1 << 20) else f"{n >> 20} MiB"
+    return f"{n} B"
+
+
 @dataclass
 class Case:
     name: str
@@ -59,9 +105,26 @@ class Case:
     source: str = ""               # file it came from
     notes: list[str] = field(default_factory=list)  # e.g. what a suite import could not map
     matrix: dict[str, str] = field(default_factory=dict)  # axis -> chosen value, e.g. {"value": "100"}
+    # --set FIELD=VALUE overrides applied last (after the size), e.g. {"workload.pipeline": 16}
+    overrides: dict[str, Any] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
+
+    def label(self, test: str | None = None) -> str:
+        """What the case measures, as the seed PR tables name it: keyspace × value size,
+        command shape, then what changes the server's work (pipeline, io-threads).
+
+        "10M keys × 10 B, 50 keys per MSET"; "10K hashes × 100 fields × 100 B, HGETALL";
+        "5M keys × 100 B, GET, pipeline 16, 2 io-threads". `test` names another command
+        of the same load (redis-benchmark -t set,get: one row per test) for its row."""
+        parts = [p for p in (self.dataset.shape(), self.workload.shape(test)) if p]
+        if self.workload.pipeline > 1:
+            parts.append(f"pipeline {self.workload.pipeline}")
+        if self.server.io_threads > 1:
+            # Redis counts the main thread in io-threads N
+            parts.append(f"io-threads {self.server.io_threads}")
+        return ", ".join(parts) or self.name
 
     @classmethod
     def from_json(cls, d: dict[str, Any]) -> "Case":

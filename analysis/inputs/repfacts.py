@@ -77,6 +77,8 @@ class ThreadUse(Record):
     name: str                            # comm: redis-server, io_thd_1, bio_lazy_free ...
     cpu_s: float                         # utime + stime consumed in the window (s)
     busy: float                          # cpu_s / window_s: 1.0 = busy all the time
+    waiting: float | None = None         # runnable but not on a CPU, share of the window
+                                         #   (schedstat run_delay): other work took its CPU
 
 
 @dataclass
@@ -90,6 +92,8 @@ class Saturation(Record):
     client_busy: float | None = None     # client_cpu_s / window_s (CPU-seconds per second)
     client_capacity: float | None = None  # CPUs the load generator could use (its threads, capped
                                          #   by the CPUs it was pinned to)
+    host_busy: float | None = None       # all processes, share of all CPUs (/proc/stat)
+    host_steal: float | None = None      # taken by the hypervisor for other guests, share
 
     def main_thread(self) -> ThreadUse | None:
         """The main thread (tid == the server's pid)."""
@@ -123,6 +127,8 @@ class RepFacts(Record):
     dataset: dict[str, Any] | None = None          # verification of the keyspace
     settle: dict[str, Any] | None = None           # waiting for the rehash to finish
     saturation: Saturation | None = None           # CPU use of server threads and client
+    saturation_by_variant: dict[str, Saturation] = field(default_factory=dict)  # paired servers:
+                                                   #   each server over its own windows
     paired: dict[str, Any] | None = None
     server_stop: str | None = None                 # shutdown | sigterm | sigkill
     error: str | None = None

@@ -110,6 +110,41 @@ def short_test(name: str, limit: int = 48) -> str:
     return _cut(name, limit)
 
 
+def samples(n: float | None) -> str:
+    """Samples behind a share, summed over the profile reps: "(2,824 samples)"."""
+    return "" if n is None else f" ({n:,.0f} sample{'' if n == 1 else 's'})"
+
+
+def fn_verdict(row: Any, kind: str) -> Any:
+    """The Judgement of a FunctionRow's flat or cumulative cost; rows of older results
+    without one get the statistical verdict."""
+    j = getattr(row, f"{kind}_verdict", None)
+    if j is not None:
+        return j
+    from analysis.compare.results import Judgement
+    ch = row.flat_change if kind == "flat" else row.cum_change
+    return Judgement(ch.verdict, ch.reason)
+
+
+def verdict_notes(rows: list[Any], kinds: tuple[str, ...]) -> list[str]:
+    """"name (kind): why" for every verdict the table cannot explain in a word: the
+    materiality verdicts and dilution (plain text)."""
+    out = []
+    for r in rows:
+        for k in kinds:
+            j = fn_verdict(r, k)
+            why = j.note or (j.reason if j.verdict in ("new in candidate", "gone",
+                                                       "too few samples") else "")
+            if why:
+                out.append(f"{r.name} ({k}): {why}")
+    return out
+
+
+def row_name(row: Any, limit: int = 48) -> str:
+    """A throughput or latency row's name: the case's label, else the test string cut."""
+    return getattr(row, "label", "") or short_test(row.test, limit)
+
+
 def _cut(s: str, n: int) -> str:
     return s if len(s) <= n else s[: n - 1] + "…"
 

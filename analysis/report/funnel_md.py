@@ -79,7 +79,8 @@ def _notes(doc: dict[str, Any], with_ci: bool) -> list[str]:
                  (f"; {', '.join('% ' + esc_words(d) for d in domains)} are fractions of "
                   "cycles, not of the parent" if domains else "") +
                  ". Slots Δ converts each node to pipeline slots (parent slots × node / sum "
-                 "of measured siblings, Intel's bottleneck-metric rule). Ranges in "
+                 "of its siblings, Intel's bottleneck-metric rule; only when every sibling "
+                 "was measured, else – and the reason below). Ranges in "
                  "parentheses are min–max over runs; Δ is the change in percentage points "
                  "(pp): the estimator of the CI's method (see docs/statistics.md), or the "
                  "change of medians where no CI can be given.")
@@ -93,6 +94,8 @@ def render(doc: dict[str, Any]) -> str:
     out += "\n".join(f"{n}  " for n in _notes(doc, with_ci)).rstrip()
     if doc.get("sentences"):
         out += "\n\n**What moved**\n\n" + "\n".join(f"- {esc_words(s)}" for s in doc["sentences"])
+    if doc.get("notes"):
+        out += "\n\n**Notes**\n\n" + "\n".join(f"- {esc_words(n)}" for n in doc["notes"])
     if doc.get("warnings"):
         out += "\n\n**Warnings**\n\n" + "\n".join(f"- {esc_words(w)}" for w in doc["warnings"])
     return out + "\n"

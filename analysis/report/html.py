@@ -18,8 +18,9 @@ from markupsafe import Markup
 
 from analysis.compare.results import Results
 from analysis.report import plots
-from analysis.report.fmt import (THREAD_LABEL, change_cells, fmt_ns, fmt_pct, fmt_signed, known,
-                                 patches, pp_ci, share, short_test, value)
+from analysis.report.fmt import (THREAD_LABEL, change_cells, fmt_ns, fmt_pct, fmt_signed,
+                                 fn_verdict, known, patches, pp_ci, row_name, samples, share,
+                                 short_test, value, verdict_notes)
 from analysis.report.markdown_tables import per_op_note
 from analysis.report.summary import lines as summary_lines
 
@@ -39,10 +40,10 @@ def _env() -> Environment:
                       autoescape=select_autoescape(["html", "j2"], default=True),
                       trim_blocks=True, lstrip_blocks=True)
     env.filters.update(share=share, value=value, pct=fmt_pct, signed=fmt_signed,
-                       short=short_test, code=code_spans, ns=fmt_ns, known=known,
-                       patches=patches)
+                       short=short_test, row_name=row_name, code=code_spans, ns=fmt_ns, known=known,
+                       patches=patches, samples=samples)
     env.globals.update(change_cells=change_cells, pp_ci=pp_ci, thread_label=THREAD_LABEL,
-                       per_op_note=per_op_note)
+                       per_op_note=per_op_note, fn_verdict=fn_verdict, verdict_notes=verdict_notes)
     return env
 
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 from analysis.compare.results import Results
 from analysis.report import funnel_md, markdown_details as det
 from analysis.report.fmt import THREAD_LABEL, fmt_pct, fmt_signed, known, patches
-from analysis.report.markdown_tables import fn_table, metric_rows, per_op_table
+from analysis.report.markdown_tables import fn_table, metric_rows, notes_lines, per_op_table
 from analysis.report.mdtext import code_fence, code_span, esc, esc_spans
 from analysis.report.summary import lines as summary_lines
 
@@ -22,7 +22,8 @@ GITHUB_COMMENT_LIMIT = 65536
 
 
 def _head(r: Results) -> list[str]:
-    out = [f"## stallscope: {esc(r.case.name)}: {esc(r.cand)} vs {esc(r.base)}", "",
+    label = f" ({esc(r.case.label)})" if r.case.label else ""
+    out = [f"## stallscope: {esc(r.case.name)}{label}: {esc(r.cand)} vs {esc(r.base)}", "",
            f"Run {code_span(r.run_id)} ({esc(r.case.size)} size, {esc(r.created)}). "
            f"{esc(r.case.description)}", ""]
     items = [f"{esc(label)} {esc(text)}" + (f" **{esc(v)}**" if v else "")
@@ -58,11 +59,14 @@ def _saturation(r: Results) -> list[str]:
     for v, side in s.sides.items():
         main = "n/a" if side.main_busy is None else f"{side.main_busy:.0%}"
         poll = "" if side.main_polling is None else f" ({side.main_polling:.0%} polling)"
+        if side.main_waiting:
+            poll += f", waiting for a CPU {side.main_waiting:.0%}"
         io = "".join(f", {esc(t)} {b:.0%}" for t, b in side.other_threads.items())
         client = ("n/a" if side.client_busy is None
                   else f"{side.client_busy / (side.client_capacity or 1):.0%} of {side.client_capacity:g} CPU")
         cells.append(f"{esc(v)}: main thread {main}{poll}{io}; load generator {client}")
-    out = [f"**Was the server the bottleneck?** {'Yes' if s.bottleneck == 'server' else 'No'}: "
+    answer = {"server": "Yes", "contended": "Yes, on a busy host"}.get(s.bottleneck, "No")
+    out = [f"**Was the server the bottleneck?** {answer}: "
            f"{esc_spans(s.note)}. Busy during the window: " + "; ".join(cells) + "."]
     if s.suggestions:
         out.append("To measure the server: " + "; ".join(esc_spans(x) for x in s.suggestions) + ".")
@@ -80,6 +84,9 @@ def _profile_main(r: Results) -> list[str]:
         out += ["Flat (self) cost:", ""] + fn_table(p.focus, "flat", r.base, r.cand) + [""]
         out += ["Cumulative cost (self + callees; shows cost that moved into an inlining caller):",
                 ""] + fn_table(p.focus, "cum", r.base, r.cand) + [""]
+        if p.truncated.exceeds:
+            out += [f"> ⚠️ Truncated stacks: {esc_spans(p.truncated.note)}", ""]
+        out += notes_lines(p.focus, ("flat", "cum"))
         out += per_op_table(r)
         out += _profiler_cost(r)
     else:

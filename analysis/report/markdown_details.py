@@ -4,8 +4,8 @@ the comment must fit GitHub's limit (markdown.render)."""
 from __future__ import annotations
 
 from analysis.compare.results import Results, Side
-from analysis.report.fmt import THREAD_LABEL, fmt_ns, fmt_signed, pp_ci, share, short_test, value
-from analysis.report.markdown_tables import fn_table
+from analysis.report.fmt import THREAD_LABEL, fmt_ns, fmt_signed, pp_ci, row_name, share, value
+from analysis.report.markdown_tables import fn_table, notes_lines
 from analysis.report.mdtext import esc
 
 
@@ -49,7 +49,7 @@ def _per_op_reps(r: Results) -> list[str]:
 def per_rep(r: Results) -> list[str]:
     body = []
     for row in r.throughput + r.paired + r.latency:
-        body += [f"**{esc(short_test(row.test))} · {esc(row.metric)} ({esc(row.unit)})**", "",
+        body += [f"**{esc(row_name(row))} · {esc(row.metric)} ({esc(row.unit)})**", "",
                  "| Variant | reps | values |", "|---|---|---|"]
         for v, side in ((r.base, row.base), (r.cand, row.cand)):
             body.append(f"| {esc(v)} | {', '.join(map(str, side.reps))} | "
@@ -73,6 +73,7 @@ def movers(r: Results, n: int) -> list[str]:
     body = [f"Flat share change, {THREAD_LABEL[p.thread]}, established moves (interval clear "
             f"of 0) first, then by size. {len(rows)} of {len(p.movers)} listed.", ""]
     body += fn_table(rows, "flat", r.base, r.cand, p.per_op_command if p.per_op else "")
+    body += [""] + notes_lines(rows, ("flat",))
     return details(f"Top movers ({THREAD_LABEL[p.thread]})", body)
 
 
@@ -114,7 +115,7 @@ def methods(r: Results) -> list[str]:
     body = []
     for row in r.throughput + r.paired + r.latency:
         c = row.change
-        body.append(f"- {esc(short_test(row.test))} · {esc(row.metric)}: {esc(c.verdict)}: "
+        body.append(f"- {esc(row_name(row))} · {esc(row.metric)}: {esc(c.verdict)}: "
                     f"{esc(c.reason)} Change: {esc(c.estimator)}. Method: {esc(c.method)}.")
     for fr in r.profile.focus:
         c = fr.flat_change

@@ -3,8 +3,9 @@ paired), function shares (focus, movers, per thread) and CPU time per operation.
 from __future__ import annotations
 
 from analysis.compare.results import FunctionRow, MetricRow, ProfileSection, Results, Side
-from analysis.report.fmt import (THREAD_LABEL, change_cells, fmt_ns, fmt_pct, fmt_signed, pp_ci,
-                                 share, short_test, value)
+from analysis.report.fmt import (THREAD_LABEL, change_cells, fmt_ns, fmt_pct, fmt_signed,
+                                 fn_verdict, pp_ci, row_name, samples, share, value,
+                                 verdict_notes)
 from analysis.report.mdtext import esc, esc_spans, verdict
 
 
@@ -17,7 +18,7 @@ def metric_rows(rows: list[MetricRow], with_metric: bool) -> list[str]:
     out = []
     for r in rows:
         change, ci = change_cells(r.change, r.unit)
-        name = esc(short_test(r.test)) + (f" · {esc(r.metric)}" if with_metric else "")
+        name = esc(row_name(r)) + (f" · {esc(r.metric)}" if with_metric else "")
         out.append(f"| {name} | {side_cell(r.base, r.unit)} | {side_cell(r.cand, r.unit)} | "
                    f"{change} | {ci} | {verdict(r.change.verdict)} |")
     return out
@@ -40,10 +41,18 @@ def fn_table(rows: list[FunctionRow], kind: str, base: str, cand: str,
                            else (r.base_cum_ns, r.cand_cum_ns, r.cum_ns_change))
             cell = (f" {fmt_ns(bn.median)} → {fmt_ns(cn.median)} ({change_cells(nch, 'ns/op', 0)[0]}) |"
                     if bn is not None and cn is not None and nch is not None else " n/a |")
-        out.append(f"| {esc(r.name)} | {share(b.median)} | {share(c.median)} | "
-                   f"{fmt_signed(ch.delta, 2)} pp{rel} | {pp_ci(ch, 2)} pp | {verdict(ch.verdict)} |"
+        j = fn_verdict(r, kind)
+        out.append(f"| {esc(r.name)} | {share(b.median)}{samples(j.base_samples)} | "
+                   f"{share(c.median)}{samples(j.cand_samples)} | "
+                   f"{fmt_signed(ch.delta, 2)} pp{rel} | {pp_ci(ch, 2)} pp | {verdict(j.verdict)} |"
                    + cell)
     return out
+
+
+def notes_lines(rows: list[FunctionRow], kinds: tuple[str, ...]) -> list[str]:
+    """The verdict notes under a function table (dilution, new/gone, too few samples)."""
+    notes = verdict_notes(rows, kinds)
+    return (["Verdict notes:", ""] + [f"- {esc(n)}" for n in notes] + [""]) if notes else []
 
 
 def per_op_note(p: ProfileSection) -> str:
@@ -67,17 +76,19 @@ def per_op_table(r: Results) -> list[str]:
     t = p.per_op_total
     if t is not None:
         rows.append((f"all samples ({THREAD_LABEL[p.thread]})", t.base, t.cand, t.change))
+        rows[-1] += (t.change.verdict,)
     for kind in ("flat", "cum"):
         for f in p.focus:
             rows.append((f"{esc(f.name)} ({kind})", *((f.base_flat_ns, f.cand_flat_ns, f.flat_ns_change)
-                         if kind == "flat" else (f.base_cum_ns, f.cand_cum_ns, f.cum_ns_change))))
+                         if kind == "flat" else (f.base_cum_ns, f.cand_cum_ns, f.cum_ns_change)),
+                         fn_verdict(f, kind).verdict))
     out = [f"CPU time per {esc(p.per_op_command)} ({THREAD_LABEL[p.thread]}):", "",
            f"| Function | {esc(r.base)} | {esc(r.cand)} | Change | 95% CI | Verdict |",
            "|---|---|---|---|---|---|"]
-    for name, b, c, ch in rows:
+    for name, b, c, ch, v in rows:
         if b is None or c is None or ch is None:
             continue
         change, ci = change_cells(ch, "ns/op", 0)
         out.append(f"| {name} | {fmt_ns(b.median)} | {fmt_ns(c.median)} | {change} | "
-                   f"{ci} | {verdict(ch.verdict)} |")
+                   f"{ci} | {verdict(v)} |")
     return out + ["", esc(per_op_note(p)), ""]

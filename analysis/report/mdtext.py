@@ -11,7 +11,10 @@ import re
 
 VERDICT_MARK = {"improvement": "✅ improvement", "regression": "❌ regression",
                 "no change": "➖ no change", "unstable": "⚠️ unstable",
-                "insufficient data": "❔ insufficient data"}
+                "insufficient data": "❔ insufficient data",
+                # a function's verdicts after the materiality rules (docs/statistics.md)
+                "negligible": "· negligible", "new in candidate": "🆕 new in candidate",
+                "gone": "🗑️ gone", "too few samples": "❔ too few samples"}
 
 _SPECIAL = re.compile(r"([\\`*_\[\]|#~])")
 _SPECIAL_NOT_UNDERSCORE = re.compile(r"([\\`*\[\]|#~])")

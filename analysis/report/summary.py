@@ -9,23 +9,41 @@ from analysis.report.fmt import THREAD_LABEL, fmt_ns, fmt_signed, short_test, su
 
 def _focus_text(item: SummaryItem, per_op_command: str) -> str:
     share, *cost = item.values
-    change, ci = summary_change(share.change, share.change_unit, share.ci_low, share.ci_high)
-    # a share verdict that disagrees with the per-operation one stays in sight
-    share_v = f", share: {share.verdict}" if cost and share.verdict != item.verdict else ""
-    text = f"{share.base:.1f}% → {share.cand:.1f}% ({change} {ci}{share_v})"
+    if item.what in ("new in candidate", "gone"):
+        # one side only: its cost is the number, there is no change to speak of
+        present = share.cand if item.what == "new in candidate" else share.base
+        text = f"{present:.2f}% of samples"
+        if cost:
+            c = cost[0]
+            text += f", {fmt_ns(c.cand if item.what == 'new in candidate' else c.base)} per {per_op_command}"
+        return text + " (its own cost)"
+    text = f"{share.base:.1f}% → {share.cand:.1f}%"
+    if item.verdict == "too few samples":
+        return f"{text} ({item.note})"
+    change, ci = summary_change(share.change, share.change_unit, share.ci_low, share.ci_high,
+                                digits=0 if share.change_unit == "rel" else 1)
+    text += f" ({change} {ci})"
     if cost:
         c = cost[0]
         change, ci = summary_change(c.change, c.change_unit, c.ci_low, c.ci_high, digits=0)
         text += f", {fmt_ns(c.base)} → {fmt_ns(c.cand)} per {per_op_command} ({change} {ci})"
-    return text
+    return text + (f"; {item.note}" if item.note else "")
+
+
+def _focus_label(item: SummaryItem) -> str:
+    word = item.values[0].measure.split()[0] if item.values else "flat"
+    view = f", {THREAD_LABEL.get(item.thread, item.thread)}" if item.thread not in ("all", "") else ""
+    head = {"new in candidate": "New in candidate: ", "gone": "Gone: "}.get(item.what, "")
+    return f"{head}{item.subject} ({word}{view})"
 
 
 def phrase(item: SummaryItem, r: Results) -> tuple[str, str]:
     """(label, text) of one summary item."""
     if item.what in ("throughput", "paired throughput"):
         v = item.values[0]
-        label = ("Paired throughput" if item.what == "paired throughput"
-                 else f"Throughput {short_test(item.subject, 32)}")
+        name = item.label or short_test(item.subject, 32)
+        label = (f"Paired throughput {item.label}".strip() if item.what == "paired throughput"
+                 else f"Throughput {name}")
         text = " ".join(summary_change(v.change, v.change_unit, v.ci_low, v.ci_high))
         return label, text + (f" ({item.note})" if item.note else "")
     if item.what == "profiler cost":
@@ -33,9 +51,8 @@ def phrase(item: SummaryItem, r: Results) -> tuple[str, str]:
         return (f"Profiler overhead ({item.subject})",
                 " ".join(summary_change(v.change, v.change_unit, v.ci_low, v.ci_high))
                 + f" ({item.note})")
-    if item.what == "focus":
-        return (f"{item.subject} flat ({THREAD_LABEL.get(item.thread, item.thread)})",
-                _focus_text(item, r.profile.per_op_command))
+    if item.what in ("focus", "new in candidate", "gone"):
+        return _focus_label(item), _focus_text(item, r.profile.per_op_command)
     if item.what == "tma absent":
         return "TMA", f"not collected ({item.note}; see the TMA section)"
     if item.values:

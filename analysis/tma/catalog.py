@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 
+
 CATALOG_DIR = Path(__file__).with_name("catalogs")
 # Used when a file names no CPU model (perf never does) or one without a catalogue: the
 # L1/L2 names are the same on every Intel core since Ice Lake, and deeper names mostly.
@@ -102,8 +103,10 @@ class Catalog:
 
 
 def is_tree_name(name: str) -> bool:
-    """A dotted name under one of the four L1 nodes (in a catalogue or not)."""
-    return name.split(".", 1)[0] in L1_NODES
+    """A dotted name under one of the four L1 nodes (in a catalogue or not), or under an
+    abbreviated one people paste (BE_Bound.Mem_Bound...; legacy_names.tsv)."""
+    head = name.split(".", 1)[0]
+    return head in L1_NODES or head in legacy_roots()
 
 
 def _optional(text: str) -> str | None:
@@ -184,3 +187,47 @@ def for_cpu(tag: str | None) -> Catalog:
         if key.strip() in have:
             return load(key.strip())
     return default()
+
+
+# ----------------------------------------------------------------- older names
+# toplev 3.x printed `Retiring.Base` and `Retiring.Microcode_Sequencer` where TMA 4.1+
+# has `Retiring.Light_Operations` and `Retiring.Heavy_Operations.Microcode_Sequencer`, and
+# people paste toplev output with abbreviations (`BE_Bound.Mem_Bound.DRAM_Bound`). A name
+# a catalogue does not know is rewritten prefix by prefix, longest first, until no row of
+# legacy_names.tsv applies (analysis.tma.formats places it; TmaValue.raw_name keeps the
+# printed one).
+
+LEGACY_TABLE = Path(__file__).with_name("legacy_names.tsv")
+
+
+@lru_cache(maxsize=None)
+def legacy_renames() -> tuple[tuple[str, str], ...]:
+    """(old prefix, current path), longest old prefix first."""
+    rows = []
+    for lineno, line in enumerate(LEGACY_TABLE.read_text(encoding="utf-8").splitlines(), 1):
+        if not line.strip() or line.startswith("#"):
+            continue
+        cols = line.split("\t")
+        if len(cols) != 3 or not cols[0] or not cols[1]:
+            raise CatalogError(f"{LEGACY_TABLE}:{lineno}: expected 'old<TAB>current<TAB>source', "
+                                   f"got {line[:60]!r}")
+        rows.append((cols[0], cols[1]))
+    return tuple(sorted(rows, key=lambda r: -len(r[0])))
+
+
+def legacy_roots() -> frozenset[str]:
+    """First segments older or abbreviated names start with (FE_Bound, BE_Bound)."""
+    return frozenset(old.split(".", 1)[0] for old, _ in legacy_renames() if "." not in old)
+
+
+def legacy_current(name: str) -> str | None:
+    """The current path of an older name, or None when no row applies."""
+    out = name
+    for _ in range(8):          # a chain of renames is short; never loop forever
+        for old, new in legacy_renames():
+            if out == old or out.startswith(old + "."):
+                out = new + out[len(old):]
+                break
+        else:
+            break
+    return out if out != name else None

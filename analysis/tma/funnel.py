@@ -16,6 +16,7 @@ from typing import Any
 from analysis import stats
 from analysis.tma.catalog import L1_NODES, Catalog
 from analysis.tma.model import TmaNode, TmaResult, domain_label
+from analysis.tma.slots import SlotView, slot_view
 
 SCHEMA = "stallscope.tma-funnel/1"
 # With fewer than stats.MIN_N runs a side, a move this large (pp) is still shown and
@@ -144,34 +145,6 @@ class FunnelRow:
         return None if b is None or c is None else c - b
 
 
-def _slot_shares(flat: dict[str, TmaNode], catalog: Catalog) -> dict[str, float]:
-    """Every node in pipeline slots. Slots-domain nodes are already slot shares; other
-    nodes get parent slots x node / sum of measured siblings (Intel's bottleneck rule)."""
-    out: dict[str, float] = {}
-
-    def parent_of(name: str) -> str | None:
-        p = name.rsplit(".", 1)[0] if "." in name else None
-        while p is not None and p not in flat:
-            p = p.rsplit(".", 1)[0] if "." in p else None
-        return p
-
-    for name in sorted(flat, key=catalog.tree_order):
-        node = flat[name]
-        if node.value is None or node.implausible:
-            continue
-        if node.domain == "Slots" or "." not in name:
-            out[name] = node.value
-            continue
-        parent = parent_of(name)
-        if parent is None or parent not in out:
-            continue
-        sibs = [flat[s].value for s in flat if parent_of(s) == parent and flat[s].value is not None
-                and not flat[s].implausible]
-        total = sum(max(0.0, v) for v in sibs)
-        out[name] = out[parent] * max(0.0, node.value) / total if total > 0 else 0.0
-    return out
-
-
 def _side(nodes: list[dict[str, TmaNode]], shares: list[dict[str, float]], name: str) -> SideStats:
     vals, slots, muxes, excluded = [], [], [], []
     for flat, sh in zip(nodes, shares):
@@ -242,7 +215,8 @@ class Funnel:
     cand_sources: list[str]
     method: str
     sentences: list[str]
-    warnings: list[str]
+    warnings: list[str]              # the parsers', each once (with the files it came from)
+    notes: list[str] = field(default_factory=list)   # nodes not slot-normalised and why, scopes
 
     # ---------------------------------------------------------------- json
     def to_json(self) -> dict[str, Any]:
@@ -260,7 +234,7 @@ class Funnel:
                 "runs": {"base": len(self.base_sources), "cand": len(self.cand_sources)},
                 "method": self.method, "rows": [row(r) for r in self.rows],
                 "all_rows": [row(r) for r in self.all_rows],
-                "sentences": self.sentences, "warnings": self.warnings}
+                "sentences": self.sentences, "warnings": self.warnings, "notes": self.notes}
 
 
 def _explain(rows: list[FunnelRow]) -> list[str]:
@@ -279,6 +253,48 @@ def _explain(rows: list[FunnelRow]) -> list[str]:
         caveat = "" if r.significant else " (not established: too few runs for a confidence interval)"
         out.append(f"{r.leaf} {_fmt_pp(r.delta)}: {sentence}{caveat}")
     return out
+
+
+def _scope_note(res: TmaResult) -> str:
+    """What scope "auto" did with a result that has no global rows and several CPU scopes:
+    averaged SMT threads or CPUs (say which), or took each node from its only scope."""
+    if res.default_scope() != "mean":
+        return ""
+    by_node: dict[str, set[str]] = {}
+    for v in res.values:
+        if v.in_tree:
+            by_node.setdefault(v.name, set()).add(str(v.scope))
+    multi = sorted({s for ss in by_node.values() if len(ss) > 1 for s in ss})
+    if multi:
+        return (f"rows averaged over CPU scopes {', '.join(multi)} (scope auto: no global rows; "
+                "--scope NAME picks one)")
+    per = {}
+    for name, ss in by_node.items():
+        per.setdefault(next(iter(ss)), []).append(name.count(".") + 1)
+    return "each node from its only CPU scope, nothing averaged: " + "; ".join(
+        f"{s} (L{min(lv)}{'' if min(lv) == max(lv) else '–L' + str(max(lv))})"
+        for s, lv in sorted(per.items()))
+
+
+def _skipped(view: SlotView, shown: set[str]) -> list[str]:
+    """One line per reason a node has no slot share, naming the rows it concerns."""
+    by: dict[str, list[str]] = {}
+    for name, why in view.skipped.items():
+        if name in shown:
+            by.setdefault(why, []).append(name.rsplit(".", 1)[-1])
+    return [f"{', '.join(leaves)} not slot-normalised: {why}" for why, leaves in by.items()]
+
+
+def _once(items: list[tuple[str, str]]) -> list[str]:
+    """Each message once, with the files that gave it (a warning of every run of a side
+    would otherwise be printed once per file)."""
+    where: dict[str, list[str]] = {}
+    for source, msg in items:
+        where.setdefault(msg, [])
+        if source not in where[msg]:
+            where[msg].append(source)
+    return [f"{msg} ({', '.join(src)})" if len(src) > 1 else f"{src[0]}: {msg}"
+            for msg, src in where.items()]
 
 
 def _selected(name: str, patterns: list[str], catalog: Catalog) -> bool:
@@ -309,8 +325,9 @@ def compare(base: list[TmaResult], cand: list[TmaResult], *, depth: int = 4,
     catalog = base[0].catalog
     bflat = [r.collapse(scope) for r in base]
     cflat = [r.collapse(scope) for r in cand]
-    bsh = [_slot_shares(f, catalog) for f in bflat]
-    csh = [_slot_shares(f, catalog) for f in cflat]
+    bview = [slot_view(f, catalog) for f in bflat]
+    cview = [slot_view(f, catalog) for f in cflat]
+    bsh, csh = [v.shares for v in bview], [v.shares for v in cview]
     names = sorted({n for f in bflat + cflat for n in f}, key=catalog.tree_order)
     rows = []
     for name in names:
@@ -329,11 +346,15 @@ def compare(base: list[TmaResult], cand: list[TmaResult], *, depth: int = 4,
         parts = name.split(".")
         keep |= {".".join(parts[:i]) for i in range(1, len(parts))} & present
     selected = [r for r in shown if r.name in keep]
-    warnings = [f"{res.source}: {w}" for res in base + cand for w in res.warnings]
+    warnings = _once([(res.source, w) for res in base + cand for w in res.warnings])
+    notes = _once([(res.source, msg) for res, v in zip(base + cand, bview + cview)
+                   for msg in _skipped(v, keep)])
+    notes += _once([(res.source, n) for res in base + cand
+                    if scope == "auto" and (n := _scope_note(res))])
     nb, nc = len(base), len(cand)
     if nb >= stats.MIN_N and nc >= stats.MIN_N:
         meth = next((r.ci_method for r in rows if r.ci_method), "none (no node measured on both sides)")
     else:
         meth = f"none (needs {stats.MIN_N} runs per side, has {nb} and {nc})"
     return Funnel(selected, rows, base_label, cand_label, [r.source for r in base],
-                  [r.source for r in cand], meth, _explain(selected), warnings)
+                  [r.source for r in cand], meth, _explain(selected), warnings, notes)

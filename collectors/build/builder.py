@@ -187,25 +187,25 @@ class _locked:
         self.f.close()
 
 
-CCACHE_WRAPPERS = Path("/usr/lib/ccache")   # Debian's ccache: gcc/cc names that call ccache
+CCACHE_LINKS = Path("/usr/lib/ccache")     # Debian's ccache: cc, gcc ... -> ccache
 
 
-def _make_env(tree: Path) -> dict[str, str]:
-    """make's environment. With ccache installed its wrappers come first on PATH: a commit
-    that changes one file (a scheduled job's next commit) recompiles that file only. The
-    build runs in a fresh temporary tree each time, so paths are made relative to it
-    (CCACHE_BASEDIR) and the directory is not hashed; the binaries are the same either way
-    (same compiler, same flags), and the build cache key does not change."""
+def compiler_env(tree: Path, cache: Path) -> dict[str, str]:
+    """The environment make runs in: through ccache when it is installed (Debian's
+    masquerade directory first on PATH), so a build that differs from a cached one by a
+    patch recompiles only the files the patch touched. Every build happens in its own
+    temporary directory: paths are hashed relative to it (CCACHE_BASEDIR) and the working
+    directory is left out of the hash (CCACHE_NOHASHDIR), else nothing would ever hit.
+    STALLSCOPE_NO_CCACHE=1 turns it off."""
     env = {**os.environ, "LC_ALL": "C"}
-    if CCACHE_WRAPPERS.is_dir() and not os.environ.get("STALLSCOPE_NO_CCACHE"):
-        env["PATH"] = f"{CCACHE_WRAPPERS}:{env.get('PATH', '')}"
-        env.setdefault("CCACHE_DIR", str(cache_dir() / "ccache"))
-        env["CCACHE_BASEDIR"] = str(tree)
-        env["CCACHE_NOHASHDIR"] = "1"
+    if CCACHE_LINKS.is_dir() and shutil.which("ccache") and not os.environ.get("STALLSCOPE_NO_CCACHE"):
+        env.update(PATH=f"{CCACHE_LINKS}:{env.get('PATH', '')}", CCACHE_DIR=str(cache / "ccache"),
+                   CCACHE_BASEDIR=str(tree.parent), CCACHE_NOHASHDIR="1",
+                   CCACHE_COMPILERCHECK="content", CCACHE_MAXSIZE="5G")
     return env
 
 
-def _run_make(tree: Path, flags: list[str], logfile: Path, say: Progress) -> None:
+def _run_make(tree: Path, flags: list[str], logfile: Path, say: Progress, cache: Path) -> None:
     cmd = ["make", f"-j{JOBS}"] + flags
     say(f"building: {shlex.join(cmd)} (log: {logfile})")
     t0 = time.monotonic()
@@ -219,8 +219,11 @@ def _run_make(tree: Path, flags: list[str], logfile: Path, say: Progress) -> Non
         with open(logfile, "w") as lf:
             lf.write(f"$ {shlex.join(cmd)}\n")
             lf.flush()
-            rc = subprocess.run(cmd, cwd=tree, stdout=lf, stderr=subprocess.STDOUT,
-                                env=_make_env(tree)).returncode
+            env = compiler_env(tree, cache)
+            if "CCACHE_DIR" in env:
+                lf.write(f"# through ccache ({env['CCACHE_DIR']})\n")
+                lf.flush()
+            rc = subprocess.run(cmd, cwd=tree, stdout=lf, stderr=subprocess.STDOUT, env=env).returncode
     except FileNotFoundError:
         raise BuildError("make not found: apt-get install build-essential") from None
     finally:
@@ -315,7 +318,7 @@ def _build_into(spec: VariantSpec, ident: dict, patches: list[dict[str, str]], c
             say(f"patching: {p['file']} (sha256 {p['sha256'][:12]})")
             apply_patch(Path(p["path"]), tree, p["file"])
         flags = merge_make_flags(default_make_flags(), spec.make_flags)
-        _run_make(tree, flags, tmp / "build.log", say)
+        _run_make(tree, flags, tmp / "build.log", say, cache)
         binaries = _find_binaries(tree)
         rec = {"recipe": BUILD_RECIPE, "source": ident, "patches": patches, "make_flags": flags,
                "binaries": binaries,

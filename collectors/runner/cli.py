@@ -29,6 +29,7 @@ from collectors.runner.manifest import apply_sections, make_manifest, new_run_id
 from collectors.runner.options import DEFAULT_FREQ_HZ, RUNS_DIR, RunError, RunOptions
 from collectors.runner.runner import Runner
 from collectors.workload.cases import load_case
+from collectors.workload.overrides import parse_sets
 
 HELP_EPILOG = """\
 Examples:
@@ -44,6 +45,11 @@ Examples:
   stallscope run mget-100keys --paired \\
       --variant pf0=bin:/path/valkey-server+config=prefetch-batch-max-size=0 \\
       --variant pf16=bin:/path/valkey-server+config=prefetch-batch-max-size=16
+
+  # one case field changed for this run (type-checked like the case file):
+  stallscope run get-iothreads --set workload.pipeline=16 --paired \
+      --variant pf0=debsrc:valkey+config=prefetch-batch-max-size=0 \
+      --variant pf16=debsrc:valkey+config=prefetch-batch-max-size=16
 
   # finish a run that was interrupted (Ctrl-C, a crash, a reboot):
   stallscope run --resume runs/20261121-234500-mset-50keys
@@ -73,6 +79,9 @@ def parser() -> argparse.ArgumentParser:
                    help="a variant (repeat; at least two unless --resume); grammar below")
     p.add_argument("--reps", type=int, default=5, help="measured reps per variant (default 5)")
     p.add_argument("--size", default="default", help="case size knob: small | default | large (default: default)")
+    p.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE",
+                   help="override one case field after the size, type-checked like a case file "
+                        "(repeat): workload.pipeline=16, dataset.keys=1M, server.config.NAME=VALUE")
     found = plugins()
     profilers = [x for pl in found for x in pl.PROFILERS] + ["off"]
     p.add_argument("--profile", choices=profilers, default="perf",
@@ -106,7 +115,7 @@ def parser() -> argparse.ArgumentParser:
 
 KNOWN_DESTS = {"case", "variant", "reps", "size", "profile", "profile_reps", "frequency",
                "keep_perf_data", "paired", "paired_window", "paired_windows", "resume", "out",
-               "report", "no_progress", "load_generator"}
+               "report", "no_progress", "load_generator", "set"}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -159,7 +168,7 @@ def new_runner(args: argparse.Namespace, argv: list[str], log: Callable[[str], N
         raise RunError("give at least one --variant NAME=SPEC (two to compare)")
     if args.reps < 1:
         raise RunError("--reps must be at least 1")
-    case = load_case(args.case, args.size)
+    case = load_case(args.case, args.size, parse_sets(args.set))
     opts = options_from_args(args)
     specs = parse_variants(args.variant)
     if opts.load_generator == "memtier" or (opts.load_generator == "auto" and case.workload.tool == "memtier"):

@@ -25,6 +25,7 @@ from analysis.inputs.case import Case
 from analysis.inputs.manifest import Calibration, Variant
 from analysis.inputs.rundir import write_json
 from collectors.host import procs
+from collectors.host.cputime import CpuWatch, client_capacity, merge_windows
 from collectors.load.redis_benchmark import BenchProcess, redis_benchmark_argv, start_redis_benchmark
 from collectors.load.server import Server
 from collectors.runner.paired import counters, window_order
@@ -59,6 +60,8 @@ def run_server_windows(servers: dict[str, Server], variants: dict[str, Variant],
     total_s = warmup_s + windows * (window_s + SETTLE_S) + 10.0
     loads: dict[str, BenchProcess] = {}
     rows: list[dict[str, Any]] = []
+    busy: dict[str, list] = {}       # variant -> Saturation of each of its windows
+    capacity = client_capacity(w.threads, client_cpus)
     try:
         for n in names:     # start each, warm it up alone, then park it
             argv = redis_benchmark_argv(bench_bins[n], servers[n].port, w,
@@ -70,8 +73,10 @@ def run_server_windows(servers: dict[str, Server], variants: dict[str, Variant],
             _signal(loads[n], signal.SIGCONT)
             time.sleep(SETTLE_S)
             a = counters(servers[n], command)
+            watch = CpuWatch(servers[n].pid, capacity, client_pid=loads[n].proc.pid).start()
             time.sleep(window_s)
             b = counters(servers[n], command)
+            busy.setdefault(n, []).append(watch.finish())
             _signal(loads[n], signal.SIGSTOP)
             rows.append(_window_row(i, n, variants[n], a, b))
     finally:
@@ -93,7 +98,8 @@ def run_server_windows(servers: dict[str, Server], variants: dict[str, Variant],
            "windows": rows}
     write_json(rep_dir / "paired.json", doc)
     return {"order": order, "setting": [], "counter": doc["counter"],
-            "bench_commands": {n: bp.argv for n, bp in loads.items()}}
+            "bench_commands": {n: bp.argv for n, bp in loads.items()},
+            "saturation": {n: merge_windows(s) for n, s in busy.items()}}
 
 
 def _window_row(i: int, name: str, variant: Variant, a: dict[str, Any], b: dict[str, Any]

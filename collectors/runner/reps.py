@@ -241,6 +241,7 @@ class PairedServersRep(RepKind):
             for n, argv in res["bench_commands"].items():
                 facts.commands[f"bench:{n}"] = argv
             facts.paired = {k: res[k] for k in ("order", "setting", "counter")}
+            facts.saturation_by_variant = {n: s for n, s in res["saturation"].items() if s}
             for n, srv in servers.items():
                 (self.rep_dir / f"info-{n}.txt").write_text(srv.info_all())
         finally:

@@ -139,7 +139,7 @@ def hints(cls: type) -> dict[str, Any]:
     return _HINTS[cls]
 
 
-def _field_type(dotted: str) -> Any | None:
+def field_type(dotted: str) -> Any | None:
     """Type of 'dataset.keys' / 'focus'; None when there is no such field."""
     if "." in dotted:
         section, name = dotted.split(".", 1)
@@ -222,7 +222,7 @@ def _check_overrides(doc: CaseFile, over: Any, path: Path_) -> None:
     if not isinstance(over, dict):
         raise CaseError(f"{doc.at(*path)}: {where}: expected a mapping like {{dataset.keys: 200000}}")
     for key, value in over.items():
-        t = _field_type(key)
+        t = field_type(key)
         if t is None:
             raise CaseError(f"{doc.at(*path, key)}: {where}: unknown field {key!r} "
                             f"(use section.field, e.g. dataset.keys, workload.duration_s)")

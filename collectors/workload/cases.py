@@ -13,6 +13,7 @@ from typing import Any
 
 from analysis.inputs.case import Case, DatasetSpec, ServerSpec, WorkloadSpec
 from collectors.workload.casefile import CaseError, CaseFile, coerce, hints, load_doc
+from collectors.workload.overrides import CONFIG_PREFIX, show
 
 CASES_DIR = Path(__file__).resolve().parents[2] / "cases"
 DATASET_KINDS = ("none", "strings", "hashes", "zsets")
@@ -64,7 +65,29 @@ def _matrix_choices(doc: CaseFile, spec: str) -> dict[str, str]:
     return chosen
 
 
-def _resolve(doc: CaseFile, size: str, spec: str) -> Case:
+def _apply_sets(d: dict[str, Any], sets: dict[str, Any], origin: dict[str, str]) -> list[str]:
+    """--set values, after the size; workload.keyspace follows a new dataset.keys when the
+    case had them equal (the workload spans the keyspace) and --set leaves it alone.
+    Returns the notes that say what followed."""
+    ds, wl = d.setdefault("dataset", {}), d.setdefault("workload", {})
+    spans = wl.get("keyspace", 0) == ds.get("keys", 0) and wl.get("tool") != "rdb-load"
+    notes = []
+    for key, value in sets.items():
+        origin[key] = f"--set {key}={show(value)}"
+        if key.startswith(CONFIG_PREFIX):
+            d.setdefault("server", {}).setdefault("config", {})[key[len(CONFIG_PREFIX):]] = value
+            origin["server.config"] = origin[key]
+        else:
+            _apply(d, {key: value})
+    if "dataset.keys" in sets and "workload.keyspace" not in sets and spans:
+        wl["keyspace"] = ds["keys"]
+        origin["workload.keyspace"] = origin["dataset.keys"]
+        notes.append(f"--set dataset.keys={show(ds['keys'])}: workload.keyspace follows it "
+                     "(the case's workload spans its whole keyspace)")
+    return notes
+
+
+def _resolve(doc: CaseFile, size: str, spec: str, sets: dict[str, Any] | None = None) -> Case:
     d = copy.deepcopy({k: v for k, v in doc.data.items() if k not in ("sizes", "matrix")})
     chosen = _matrix_choices(doc, spec)
     # Matrix first, size last: `small` must stay small whatever the matrix says.
@@ -78,6 +101,8 @@ def _resolve(doc: CaseFile, size: str, spec: str) -> Case:
         raise CaseError(f"{doc.at('sizes')}: {doc.data['name']} has no size {size!r} "
                         f"(sizes: {', '.join(sorted(set(sizes) | {'default'}))})")
     _apply(d, sizes.get(size), origin, lambda k: doc.at("sizes", size, k))
+    # Last, the command line: an explicit --set wins over the size knob.
+    set_notes = _apply_sets(d, sets or {}, origin)
 
     def at(*path: str) -> str:
         return origin.get(".".join(path)) or doc.at(*path)
@@ -94,8 +119,8 @@ def _resolve(doc: CaseFile, size: str, spec: str) -> Case:
     name = doc.data["name"] + (("@" + ",".join(f"{a}={v}" for a, v in chosen.items())) if chosen else "")
     case = Case(name=name, description=d.get("description", ""), server=ServerSpec(**server),
                 dataset=ds, workload=WorkloadSpec(**workload), focus=list(d.get("focus", [])),
-                size=size, source=_display_path(doc.path), notes=list(d.get("notes", [])),
-                matrix=chosen)
+                size=size, source=_display_path(doc.path),
+                notes=list(d.get("notes", [])) + set_notes, matrix=chosen, overrides=dict(sets or {}))
     _check_values(case, at)
     return case
 
@@ -151,15 +176,22 @@ def _find(name_or_path: str) -> tuple[Path, str]:
                     "`stallscope cases list` shows them")
 
 
+def case_doc(name_or_path: str) -> tuple[CaseFile, str]:
+    """The checked case file of a case name or path, and the matrix choice after '@'."""
+    path, spec = _find(name_or_path)
+    return load_doc(path), spec
+
+
 def case_files() -> dict[str, Path]:
     return {p.stem: p for p in sorted(CASES_DIR.glob("*.y*ml"))}
 
 
-def load_case(name_or_path: str, size: str = "default") -> Case:
+def load_case(name_or_path: str, size: str = "default", sets: dict[str, Any] | None = None) -> Case:
     """Load a case by name ('mset-50keys', 'mset-50keys@value=100,keys=1M') or path,
-    with the size knob (and matrix values) applied. Raises CaseError naming file:line."""
+    with the size knob (and matrix values) applied, then `sets` (--set FIELD=VALUE, parsed
+    by collectors.workload.overrides). Raises CaseError naming file:line (or the --set)."""
     path, spec = _find(name_or_path)
-    return _resolve(load_doc(path), size, spec)
+    return _resolve(load_doc(path), size, spec, sets)
 
 
 def variants_of(doc: CaseFile) -> list[str]:

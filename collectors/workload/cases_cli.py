@@ -10,6 +10,7 @@ from pathlib import Path
 import yaml
 
 from collectors.workload.cases import CaseError, case_files, load_case, load_doc, variants_of
+from collectors.workload.overrides import parse_sets
 from collectors.workload.suite import SuiteError, import_suite, write_case_yaml
 
 HELP = """\
@@ -20,6 +21,7 @@ examples:
   stallscope cases list
   stallscope cases show mset-50keys --size small
   stallscope cases show 'mset-50keys@value=100,keys=1M' --json
+  stallscope cases show get-iothreads --size small --set workload.pipeline=16
   stallscope cases import memtier_benchmark-5Mkeys-string-mget-100B-100keys.yml -o cases/mget-suite.yaml
 
 A case name may carry matrix values after '@' (axis=value, comma separated); axes not
@@ -38,6 +40,8 @@ def main(argv: list[str]) -> int:
     p_show.add_argument("name", help="case name, name@axis=value,..., or a path to a .yaml file")
     p_show.add_argument("--size", default="default", help="size knob: small, default, large ... (default: default)")
     p_show.add_argument("--json", action="store_true", help="print JSON instead of YAML")
+    p_show.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE",
+                        help="override a field after the size, as `stallscope run --set` does (repeat)")
     p_imp = sub.add_parser("import", help="translate a redis-benchmarks-specification suite file into a case")
     p_imp.add_argument("suite", help="a test-suite .yml file (memtier_benchmark arguments)")
     p_imp.add_argument("-o", "--output", help="write the case YAML here (default: print it)")
@@ -49,7 +53,7 @@ def main(argv: list[str]) -> int:
                 for name in variants_of(doc):
                     print(name if args.names else f"{name:<44} {doc.data.get('description', '')[:70]}")
         elif args.cmd == "show":
-            case = load_case(args.name, args.size)
+            case = load_case(args.name, args.size, parse_sets(args.set))
             d = case.to_json()
             if args.json:
                 print(json.dumps(d, indent=2))

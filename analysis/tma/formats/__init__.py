@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from analysis.tma.catalog import Catalog, CatalogError, for_cpu, load
+from analysis.tma.catalog import Catalog, CatalogError, for_cpu, legacy_current, load
 from analysis.tma.formats.format import Format
 from analysis.tma.formats.nopmu import check as check_no_pmu
 from analysis.tma.formats.perf_csv import FORMAT as PERF_CSV
@@ -59,8 +59,28 @@ def _catalog(fmt: Format, text: str, chosen: str | Catalog | None, source: str) 
         raise TmaParseError(source, None, str(e)) from None
 
 
+def _place_legacy(result: TmaResult) -> None:
+    """Older names (toplev 3.x Retiring.Base ...) onto the current tree, said once."""
+    cat, moved = result.catalog, {}
+    for v in result.values:
+        if v.known or not v.in_tree:
+            continue
+        new = legacy_current(v.name)
+        node = cat.get(new) if new else None
+        if node is None:
+            continue
+        moved[v.name] = new
+        v.name, v.known, v.level = new, True, node.level
+        v.domain = v.domain or node.domain
+    if moved:
+        result.warnings.append("older TMA names placed in the current tree: " + ", ".join(
+            f"{old} → {new}" for old, new in sorted(moved.items())))
+
+
 def _check(result: TmaResult) -> TmaResult:
-    """What every format shares: plausibility flags and unknown-name warnings."""
+    """What every format shares: older names placed, plausibility flags and
+    unknown-name warnings."""
+    _place_legacy(result)
     for v in result.values:
         v.implausible = v.implausible or check_plausible(v)
         if v.implausible:

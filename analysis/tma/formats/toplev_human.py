@@ -19,13 +19,24 @@ _AREA = r"(?:FE|BAD|BE|RET)(?:/\w+)?"
 _NODE_LINE = re.compile(
     rf"^(?:(?P<ts>\d+\.\d+|SUMMARY)\s+)?(?:(?P<cpu>{_CPU})\s+)?(?:(?P<area>{_AREA})\s+)?"
     rf"(?P<name>[A-Za-z_][\w.]*)\s+(?P<unit>%(?: [A-Za-z_]+)?)\s+(?P<value>\S+)(?P<rest>.*)$")
+# toplev 3.x and before: "S0-C0  Backend_Bound.Memory_Bound:  44.59 % Slots <==" (name
+# with a colon, the value before the unit, "+- sd" in repeat mode), as the perf-book
+# chapter on TMA pastes it (tests/data/tma/SOURCES.md).
+_OLD_LINE = re.compile(
+    rf"^(?:(?P<ts>\d+\.\d+|SUMMARY)\s+)?(?:(?P<cpu>{_CPU})\s+)?(?:(?P<area>{_AREA})\s+)?"
+    rf"(?P<name>[A-Za-z_][\w.]*):\s+(?P<value>\S+)(?P<sd>\s+\+-\s+\S+)?\s+"
+    rf"(?P<unit>%(?: [A-Za-z_]+)?)(?P<rest>.*)$")
 # The start of a node line, to tell a cut-off node line from an unrelated one.
 _LEAD = re.compile(rf"^(?:(?:\d+\.\d+|SUMMARY)\s+)?(?:{_CPU}\s+)?(?:{_AREA}\s+)?(?P<name>[A-Za-z_][\w.]*)")
 
 
+def _match(line: str) -> re.Match | None:
+    return _NODE_LINE.match(line) or _OLD_LINE.match(line)
+
+
 def detect(lines: list[str]) -> bool:
     return any(common.version_line(l) for l in lines) or any(
-        (m := _NODE_LINE.match(l)) and is_tree_name(m.group("name")) for l in lines)
+        (m := _match(l)) and is_tree_name(m.group("name")) for l in lines)
 
 
 def _marks(rest: str, source: str, lineno: int) -> tuple[bool, bool, float | None]:
@@ -38,8 +49,8 @@ def _marks(rest: str, source: str, lineno: int) -> tuple[bool, bool, float | Non
     bottleneck = "<==" in rest
     rest = rest.replace("<==", " ")
     rest = re.sub(r"\+-\s*\S+", " ", rest)  # stddev in interval/repeat mode
-    below = bool(re.search(r"(?:^|\s)[<?](?:\s|$)", rest))
-    rest = re.sub(r"(?:^|\s)[<?](?=\s|$)", " ", rest)
+    below = bool(re.search(r"(?:^|\s)(?:[<?]|below)(?:\s|$)", rest))   # toplev 3.x: "below"
+    rest = re.sub(r"(?:^|\s)(?:[<?]|below)(?=\s|$)", " ", rest)
     if rest.strip():
         raise TmaParseError(source, lineno, f"unexpected text after the value: {rest.strip()!r}")
     return below, bottleneck, mux
@@ -73,7 +84,10 @@ def parse(text: str, source: str, catalog: Catalog) -> TmaResult:
         if line.startswith("#"):
             _comment(res, lineno, line)
             continue
-        m = _NODE_LINE.match(line)
+        if line.startswith("$ ") and "toplev" in line:      # a pasted shell prompt
+            res.commands.append(line[2:].strip())
+            continue
+        m = _match(line)
         if m and m.group("name") == "MUX":
             if (mux := common.number(m.group("value"), source, lineno, "MUX")) is not None:
                 muxes.append(mux)

@@ -1,0 +1,97 @@
+"""The verdict of one function's flat or cumulative cost, after the statistics: whether it
+matters at all, whether it exists on both sides, whether enough samples stand behind it,
+and which of its two measures (share, CPU time per operation) speaks.
+
+stats.compare_shares judges any two lists of shares; a report needs more than that:
+- a function under the share floor on both sides is `negligible` (0.05% → 0.00% is no
+  news, whatever its interval says);
+- below `min_samples` samples (the larger side, summed over its profile reps) there is
+  `too few samples` for a verdict: at 99 Hz a 1% function gets ~10 samples a rep;
+- a function absent from every rep of one side is `new in candidate` or `gone`: its cost
+  is the new code's own price (a prefetch helper), not a regression of something that
+  was there;
+- with CPU time per operation the per-op verdict counts and the share never contradicts
+  it: a share that moved while the cost per op did not is dilution, said as such.
+docs/statistics.md ("Reading a function's verdict") has the rules and the defaults.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from analysis.compare.options import MIN_SAMPLES, MIN_SHARE
+from analysis.compare.results import ChangeOut, Judgement, Side
+
+_MOVE = ("improvement", "regression")
+
+
+@dataclass
+class Measure:
+    """One measure of one function: its shares per side, the samples behind them, the
+    share change, and (when the run has operation counts) its CPU time per operation."""
+    base: Side
+    cand: Side
+    change: ChangeOut                       # pp
+    base_samples: list[float] | None        # per profile rep; None when unknown
+    cand_samples: list[float] | None
+    base_ns: Side | None = None
+    cand_ns: Side | None = None
+    ns_change: ChangeOut | None = None
+
+
+def _total(x: list[float] | None) -> float | None:
+    return None if x is None else float(sum(x))
+
+
+def _cost(side: Side, ns: Side | None) -> str:
+    per_op = f", {ns.median:.4g} ns per operation" if ns is not None else ""
+    return f"{side.median:.2f}% of samples{per_op}"
+
+
+def _one_sided(m: Measure, has_b: bool, has_c: bool) -> Judgement | None:
+    if has_b and has_c:
+        return None
+    side, ns, word = (m.cand, m.cand_ns, "new in candidate") if has_c else (m.base, m.base_ns, "gone")
+    where = "absent from every base rep" if has_c else "absent from every candidate rep"
+    return Judgement(word, f"{where}: its own cost, {_cost(side, ns)}; not a change of "
+                           "something that was there")
+
+
+def _dilution(share: str, per_op: str) -> str:
+    """Why the share verdict differs from the per-op one, or "" when it does not (an
+    unstable side says nothing either way)."""
+    up = {"regression": "up", "improvement": "down"}
+    if share in _MOVE and per_op == "no change":
+        return f"share {up[share]} by dilution, cost per op unchanged"
+    if share == "no change" and per_op in _MOVE:
+        return (f"share unchanged, cost per op {up[per_op]}: the rest of the profile "
+                f"moved alike")
+    if share in _MOVE and per_op in _MOVE and share != per_op:
+        return f"share {up[share]} by dilution, cost per op {up[per_op]}"
+    return ""
+
+
+def judge(m: Measure, min_share: float = MIN_SHARE, min_samples: float = MIN_SAMPLES
+          ) -> Judgement:
+    """The verdict of one measure (rules: module docstring). Order: negligible (share
+    floor), too few samples (count floor), new/gone, then the statistic that counts."""
+    tb, tc = _total(m.base_samples), _total(m.cand_samples)
+    samples = (tb, tc)
+    has_b, has_c = any(v > 0 for v in m.base.values), any(v > 0 for v in m.cand.values)
+    if not has_b and not has_c:
+        return Judgement("negligible", "in no profile rep of either side", *samples)
+    if m.base.median < min_share and m.cand.median < min_share:
+        return Judgement("negligible", f"under {min_share:g}% of samples on both sides "
+                                       f"({m.base.median:.2f}% → {m.cand.median:.2f}%)", *samples)
+    if tb is not None and tc is not None and max(tb, tc) < min_samples:
+        return Judgement("too few samples", f"too few samples ({max(tb, tc):.0f}, fewer than "
+                                            f"{min_samples:g}) for a verdict", *samples)
+    one = _one_sided(m, has_b, has_c)
+    if one is not None:
+        one.base_samples, one.cand_samples = samples
+        return one
+    if m.ns_change is None:
+        return Judgement(m.change.verdict, m.change.reason, *samples, basis="share")
+    per_op, share = m.ns_change.verdict, m.change.verdict
+    note = _dilution(share, per_op)
+    return Judgement(per_op, m.ns_change.reason, *samples, basis="CPU time per operation",
+                     note=note)

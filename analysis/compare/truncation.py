@@ -1,0 +1,64 @@
+"""Truncated stacks per profile rep and per variant, and what the report says about them
+(analysis/profile/truncation.py has the rule). Above THRESHOLD % the cumulative tables
+carry a note: "cumulative shares understated by up to x%", with the fix (`--call-graph
+dwarf`, or frame pointers in the library the truncated stacks start in)."""
+from __future__ import annotations
+
+from analysis import stats
+from analysis.compare.profile_reps import ProfileRep
+from analysis.compare.results import Side, TruncationSection
+from analysis.inputs.rundir import read_rep_facts
+from analysis.profile.stacks import view
+from analysis.profile.truncation import truncation
+
+THRESHOLD = 2.0       # % of samples
+ROOTS_LISTED = 3
+ROOT_MIN = 0.1        # % of samples: smaller starting points are not named
+
+
+def _callgraph(reps: list[ProfileRep]) -> str:
+    for r in reps:
+        perf = read_rep_facts(r.dir).perf
+        if perf is not None and perf.callgraph:
+            return perf.callgraph
+    return ""
+
+
+def truncated_stacks(reps: dict[str, list[ProfileRep]], base: str, cand: str, thread: str,
+                     main_names: tuple[str, ...]) -> TruncationSection:
+    sec = TruncationSection(True, threshold=THRESHOLD, thread=thread)
+    roots: dict[str, float] = {}
+    total = 0.0
+    for v in (base, cand):
+        shares = []
+        for r in reps[v]:
+            t = truncation(view(r.stacks, thread, main_names))
+            shares.append((r.rep, t.share))
+            total += t.total
+            for k, w in t.roots.items():
+                roots[k] = roots.get(k, 0.0) + w
+        values = [s for _, s in shares]
+        sec.reps[v] = [n for n, _ in shares]
+        sec.shares[v] = Side.of(stats.summarize(values), sec.reps[v])
+    sec.worst = max((max(s.values) for s in sec.shares.values() if s.values), default=0.0)
+    top = sorted(roots.items(), key=lambda kv: (-kv[1], kv[0]))[:ROOTS_LISTED]
+    sec.roots = {k: 100.0 * w / total for k, w in top if total and 100.0 * w / total >= ROOT_MIN}
+    sec.callgraph = _callgraph(reps[base] + reps[cand])
+    sec.exceeds = sec.worst > THRESHOLD
+    if sec.exceeds:
+        sec.note = _note(sec, base, cand)
+    return sec
+
+
+def _note(sec: TruncationSection, base: str, cand: str) -> str:
+    med = ", ".join(f"{v} {sec.shares[v].median:.1f}% (reps {sec.shares[v].min:.1f}–"
+                    f"{sec.shares[v].max:.1f}%)" for v in (base, cand))
+    where = "; they start in " + ", ".join(f"{k} {w:.1f}%" for k, w in sec.roots.items()) \
+        if sec.roots else ""
+    fix = ("re-run with `stallscope run ... --call-graph dwarf`, or build the library they "
+           "start in with frame pointers" if sec.callgraph != "dwarf"
+           else "the DWARF unwinder also stopped short (stack copy too small?): "
+                "raise perf's --call-graph dwarf stack size")
+    return (f"cumulative shares understated by up to {sec.worst:.1f}%: {med} of samples have "
+            f"truncated stacks (they stop before the thread's entry{where}); "
+            f"{fix}.")

@@ -1,0 +1,290 @@
+"""The history store: runs, their metric points and in-run changes, change points and
+marks, in SQLite (a file, nothing to set up) or PostgreSQL (many runners), through one
+SQLAlchemy Core code path. Ingest is idempotent: a run is keyed by its run id, creation
+time and job, so ingesting it again returns the stored row and adds nothing.
+"""
+from __future__ import annotations
+
+import json
+import os
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import sqlalchemy as sa
+
+from analysis.history.extract import extract
+from analysis.history.schema import migrate, tables
+
+DEFAULT_PATH = "history.sqlite"
+RUN_MARKS = ("good", "bad", "")
+CHANGE_MARKS = ("acknowledged", "expected", "false-positive")
+
+
+class HistoryError(Exception):
+    """Bad input to the store (a path without results, an unknown run or mark)."""
+
+
+@dataclass
+class StoredRun:
+    id: int
+    job: str
+    run_id: str
+    started_at: str
+    commits: dict[str, str]           # role ("base"/"cand") and variant name -> commit
+    variants: dict[str, Any]
+    host: str = ""
+    case: str = ""
+    size: str = ""
+    base: str = ""
+    cand: str = ""
+    report: str = ""
+    mark: str | None = None
+    meta: dict[str, Any] = field(default_factory=dict)
+    verdicts: dict[str, str] = field(default_factory=dict)   # series -> in-run verdict
+
+    def commit(self, role: str = "cand") -> str:
+        return self.commits.get(role) or self.commits.get(getattr(self, role, ""), "") or ""
+
+
+def url_of(where: str | os.PathLike | None) -> str:
+    """None -> $STALLSCOPE_HISTORY or ./history.sqlite; a path -> sqlite; URLs as given
+    (postgresql://... uses psycopg 3)."""
+    where = str(where or os.environ.get("STALLSCOPE_HISTORY") or DEFAULT_PATH)
+    if where.startswith(("postgresql://", "postgres://")):
+        return "postgresql+psycopg://" + where.split("://", 1)[1]
+    if "://" in where:
+        return where
+    return f"sqlite:///{Path(where).expanduser().resolve()}"
+
+
+def _sqlite_pragmas(dbapi_conn, _record) -> None:
+    # WAL: readers (trend pages) do not block the writer; NORMAL sync is durable across a
+    # crash of stallscope (not of the OS) and makes ingest ~10x faster than FULL.
+    cur = dbapi_conn.cursor()
+    cur.execute("PRAGMA journal_mode=WAL")
+    cur.execute("PRAGMA synchronous=NORMAL")
+    cur.execute("PRAGMA foreign_keys=ON")
+    cur.close()
+
+
+def _now() -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+
+
+def load_results(path: Path) -> tuple[dict, str]:
+    """results.json of a report directory, a results.json file, or computed from a run
+    directory (manifest.json); also the report path to link."""
+    path = Path(path)
+    if path.is_file() and path.name.endswith(".json"):
+        return _read(path), str(path.parent / "report.html")
+    if (path / "results.json").is_file():
+        return _read(path / "results.json"), str(path / "report.html")
+    if (path / "manifest.json").is_file():
+        from analysis.compare.engine import analyse
+        from analysis.compare.options import CompareOptions
+        from analysis.inputs.rundir import load_run
+        return analyse(load_run(path), CompareOptions()).to_json(), ""
+    raise HistoryError(f"{path}: neither a run directory (manifest.json) nor a report "
+                       "(results.json): give what `stallscope run` or `stallscope compare` wrote")
+
+
+def _read(p: Path) -> dict:
+    try:
+        d = json.loads(p.read_text())
+    except json.JSONDecodeError as e:
+        raise HistoryError(f"{p}:{e.lineno}: not JSON ({e.msg})") from None
+    if not isinstance(d, dict) or "run_id" not in d:
+        raise HistoryError(f"{p}: not a stallscope results.json (no run_id)")
+    return d
+
+
+class HistoryStore:
+    def __init__(self, engine: sa.Engine):
+        self.engine = engine
+        self.t = tables(sa.MetaData())
+        self.migrations = migrate(engine)
+
+    @classmethod
+    def open(cls, url: str | os.PathLike | None = None) -> "HistoryStore":
+        u = url_of(url)
+        try:
+            engine = sa.create_engine(u, future=True, pool_pre_ping=True)
+            if engine.dialect.name == "sqlite":
+                sa.event.listen(engine, "connect", _sqlite_pragmas)
+            return cls(engine)
+        except sa.exc.OperationalError as e:
+            raise HistoryError(f"cannot open the history store {sa.engine.make_url(u).render_as_string(hide_password=True)}: "
+                               f"{str(e.orig).strip().splitlines()[0] if e.orig else e}") from None
+
+    # --- ingest -------------------------------------------------------------------------
+    def ingest(self, run_dir: Path, *, job: str | None = None, commits: dict[str, str] | None = None,
+               report_url: str | None = None, meta: dict | None = None) -> StoredRun:
+        results, report = load_results(Path(run_dir))
+        return self.ingest_results(results, job=job, commits=commits,
+                                   report_url=report_url or report, meta=meta)
+
+    def ingest_results(self, results: dict, *, job: str | None = None,
+                       commits: dict[str, str] | None = None, report_url: str = "",
+                       meta: dict | None = None) -> StoredRun:
+        job = job or (results.get("case") or {}).get("name") or "adhoc"
+        key = f"{job}|{results['run_id']}|{results.get('created', '')}"
+        env = results.get("environment") or {}
+        variants = env.get("variants") or {}
+        base, cand = results.get("base", ""), results.get("cand", "")
+        all_commits = {v: str(d.get("commit") or "") for v, d in variants.items() if d.get("commit")}
+        all_commits.update(commits or {})
+        for role, name in (("base", base), ("cand", cand)):
+            if name in all_commits and role not in all_commits:
+                all_commits[role] = all_commits[name]
+        points, changes = extract(results)
+        runs = self.t["runs"]
+        with self.engine.begin() as conn:
+            found = conn.execute(sa.select(runs.c.id).where(runs.c.run_key == key)).scalar()
+            if found is None:
+                row = dict(run_key=key, job=job, run_id=results["run_id"],
+                           started_at=results.get("created") or _now(),
+                           host=(meta or {}).get("host") or os.uname().nodename,
+                           case_name=(results.get("case") or {}).get("name", ""),
+                           size=(results.get("case") or {}).get("size", ""), base=base, cand=cand,
+                           commits=all_commits, variants=variants,
+                           environment={k: env.get(k) for k in ("host", "tools", "placement", "profiling")},
+                           report=report_url or "", meta=meta or {}, ingested_at=_now())
+                found = self._insert_run(conn, row)
+                if points:
+                    conn.execute(self.t["points"].insert(), [dict(run=found, **p.__dict__) for p in points])
+                if changes:
+                    conn.execute(self.t["changes"].insert(), [dict(run=found, **c.__dict__) for c in changes])
+        return self.run(found)
+
+    def _insert_run(self, conn: sa.Connection, row: dict) -> int:
+        runs = self.t["runs"]
+        if conn.dialect.name == "postgresql":
+            # Two writers ingesting the same run at once: the second one keeps the first row.
+            from sqlalchemy.dialects.postgresql import insert
+            stmt = insert(runs).values(**row).on_conflict_do_nothing(index_elements=["run_key"])
+            conn.execute(stmt)
+            return conn.execute(sa.select(runs.c.id).where(runs.c.run_key == row["run_key"])).scalar_one()
+        return conn.execute(runs.insert().values(**row)).inserted_primary_key[0]
+
+    # --- queries ------------------------------------------------------------------------
+    def _stored(self, r: Any, verdicts: dict[str, str] | None = None) -> StoredRun:
+        return StoredRun(id=r.id, job=r.job, run_id=r.run_id, started_at=r.started_at,
+                         commits=dict(r.commits or {}), variants=dict(r.variants or {}), host=r.host,
+                         case=r.case_name, size=r.size, base=r.base, cand=r.cand, report=r.report,
+                         mark=r.mark, meta=dict(r.meta or {}), verdicts=verdicts or {})
+
+    def run(self, run_id: int | str) -> StoredRun:
+        runs, ch = self.t["runs"], self.t["changes"]
+        with self.engine.connect() as conn:
+            q = sa.select(runs)
+            q = q.where(runs.c.id == int(run_id)) if str(run_id).isdigit() else q.where(runs.c.run_id == str(run_id))
+            r = conn.execute(q.order_by(runs.c.id.desc())).first()
+            if r is None:
+                raise HistoryError(f"no stored run {run_id!r} (stallscope history runs lists them)")
+            verdicts = {c.series: c.verdict for c in conn.execute(sa.select(ch).where(ch.c.run == r.id))}
+        return self._stored(r, verdicts)
+
+    def runs(self, job: str | None = None) -> list[StoredRun]:
+        """Oldest first (by start time, then id)."""
+        runs = self.t["runs"]
+        q = sa.select(runs).order_by(runs.c.started_at, runs.c.id)
+        if job is not None:
+            q = q.where(runs.c.job == job)
+        with self.engine.connect() as conn:
+            return [self._stored(r) for r in conn.execute(q)]
+
+    def jobs(self) -> list[str]:
+        runs = self.t["runs"]
+        with self.engine.connect() as conn:
+            return [r[0] for r in conn.execute(sa.select(runs.c.job).distinct().order_by(runs.c.job))]
+
+    def find_run(self, job: str, commits: dict[str, str]) -> StoredRun | None:
+        """The newest run of `job` that measured the same commits (skip what ran already)."""
+        for r in reversed(self.runs(job)):
+            if all(r.commits.get(k) == v for k, v in commits.items()):
+                return r
+        return None
+
+    def last_good(self, job: str) -> StoredRun | None:
+        return next((r for r in reversed(self.runs(job)) if r.mark == "good"), None)
+
+    def points(self, run: int) -> list[dict]:
+        p = self.t["points"]
+        with self.engine.connect() as conn:
+            return [dict(r._mapping) for r in conn.execute(sa.select(p).where(p.c.run == run).order_by(p.c.series, p.c.variant))]
+
+    def series(self, job: str, variant: str = "cand") -> dict[str, list[tuple[StoredRun, dict]]]:
+        """series -> [(run, point)] oldest first, for one variant role."""
+        runs, p = self.t["runs"], self.t["points"]
+        by_id = {r.id: r for r in self.runs(job)}
+        out: dict[str, list[tuple[StoredRun, dict]]] = {}
+        q = (sa.select(p).join(runs, runs.c.id == p.c.run)
+             .where(runs.c.job == job, p.c.variant == variant))
+        with self.engine.connect() as conn:
+            rows = [dict(r._mapping) for r in conn.execute(q)]
+        order = {rid: i for i, rid in enumerate(by_id)}
+        for row in sorted(rows, key=lambda r: order[r["run"]]):
+            out.setdefault(row["series"], []).append((by_id[row["run"]], row))
+        return out
+
+    def changes(self, run: int) -> list[dict]:
+        ch = self.t["changes"]
+        with self.engine.connect() as conn:
+            return [dict(r._mapping) for r in conn.execute(sa.select(ch).where(ch.c.run == run).order_by(ch.c.series))]
+
+    def save_change_points(self, job: str, found: list) -> None:
+        """Replace the job's detected change points (marks live in their own table and
+        stay); each found one gets its stored id."""
+        cp = self.t["change_points"]
+        with self.engine.begin() as conn:
+            conn.execute(cp.delete().where(cp.c.job == job))
+            seen = set()
+            for c in found:
+                if (c.series, c.first_run.id) in seen:      # in-run and change point at one run
+                    continue
+                seen.add((c.series, c.first_run.id))
+                c.id = conn.execute(cp.insert().values(
+                    job=job, series=c.series, first_run=c.first_run.id,
+                    last_run_before=c.last_before.id if c.last_before else None,
+                    shift=c.shift, shift_low=c.shift_low, shift_high=c.shift_high,
+                    direction=c.direction, kind=c.kind, detected_at=_now(),
+                    movers=[m.__dict__ for m in c.movers])).inserted_primary_key[0]
+
+    def stored_change_points(self, job: str | None = None) -> list[dict]:
+        cp, m = self.t["change_points"], self.t["marks"]
+        q = sa.select(cp, m.c.mark, m.c.note).select_from(cp.outerjoin(
+            m, sa.and_(m.c.job == cp.c.job, m.c.series == cp.c.series, m.c.first_run == cp.c.first_run)))
+        if job is not None:
+            q = q.where(cp.c.job == job)
+        with self.engine.connect() as conn:
+            return [dict(r._mapping) for r in conn.execute(q.order_by(cp.c.job, cp.c.first_run, cp.c.series))]
+
+    # --- marks --------------------------------------------------------------------------
+    def mark_run(self, run_id: int, mark: str) -> None:
+        if mark not in RUN_MARKS:
+            raise HistoryError(f"run mark {mark!r}: one of {', '.join(m or '(empty)' for m in RUN_MARKS)}")
+        runs = self.t["runs"]
+        with self.engine.begin() as conn:
+            if not conn.execute(runs.update().where(runs.c.id == run_id).values(mark=mark or None)).rowcount:
+                raise HistoryError(f"no stored run {run_id}")
+
+    def mark(self, change_id: int, mark: str, note: str = "") -> None:
+        """Mark a detected change point; kept by (job, series, first run) across re-detection."""
+        if mark not in CHANGE_MARKS:
+            raise HistoryError(f"change mark {mark!r}: one of {', '.join(CHANGE_MARKS)}")
+        cp, marks = self.t["change_points"], self.t["marks"]
+        with self.engine.begin() as conn:
+            c = conn.execute(sa.select(cp).where(cp.c.id == change_id)).first()
+            if c is None:
+                raise HistoryError(f"no change point {change_id} (stallscope history changes lists them)")
+            key = dict(job=c.job, series=c.series, first_run=c.first_run)
+            conn.execute(marks.delete().where(*(marks.c[k] == v for k, v in key.items())))
+            conn.execute(marks.insert().values(**key, mark=mark, note=note, marked_at=_now()))
+
+    def marks(self, job: str) -> dict[tuple[str, int], tuple[str, str]]:
+        m = self.t["marks"]
+        with self.engine.connect() as conn:
+            return {(r.series, r.first_run): (r.mark, r.note)
+                    for r in conn.execute(sa.select(m).where(m.c.job == job))}

@@ -1,0 +1,171 @@
+"""Sweep directory -> `SweepResults`: every point's run directory compared (the same
+analysis.compare.engine as `stallscope compare`), reduced to its table row.
+
+The headline of a point is what the case measures: the paired-window throughput when the
+point was run paired, the throughput of the interleaved reps otherwise, and the load time
+of an rdb-load case (with the best rep of each side beside it, the seeds' min-of-N).
+The lookup column is one focus function's flat CPU time per operation.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from analysis.compare.engine import analyse
+from analysis.compare.errors import CompareError
+from analysis.compare.options import CompareOptions
+from analysis.compare.results import FunctionRow, MetricRow, Results
+from analysis.compare.throughput import metric_row
+from analysis.inputs.rundir import RunDir, RunDirError, load_run
+from analysis.sweep.manifest import SweepManifest, SweepPoint, load_sweep
+from analysis.sweep.results import AxisOut, LookupCost, PointRow, SweepResults
+
+# States whose run directory holds reps worth reading.
+MEASURED = ("complete", "incomplete", "interrupted", "running")
+
+
+@dataclass
+class PointAnalysis:
+    """A point's row and, when it has a run, the full comparison behind it."""
+    row: PointRow
+    results: Results | None = None
+
+
+def _load_times(run: RunDir, variant: str) -> list[tuple[int, float]]:
+    out = []
+    for rep in run.manifest.reps(variant, "throughput"):
+        res = run.facts(rep).rdb_load_result or {}
+        secs = res.get("load_seconds_s")
+        if isinstance(secs, (int, float)) and secs > 0:
+            out.append((rep.rep, float(secs)))
+    return out
+
+
+def _method(run: RunDir) -> str:
+    p = run.manifest.paired
+    if p is not None:
+        return ("paired windows, two servers loaded at once" if p.mode == "servers"
+                else "paired windows, one server process (CONFIG SET between windows)")
+    return "interleaved reps, a server start each"
+
+
+def headline(run: RunDir, r: Results, opts: CompareOptions) -> tuple[MetricRow | None, str]:
+    """(the point's headline metric, how it was measured)."""
+    if (run.manifest.case.get("workload") or {}).get("tool") == "rdb-load":
+        b, c = _load_times(run, r.base), _load_times(run, r.cand)
+        if not b or not c:
+            return None, "RDB load at server start"
+        return (metric_row("RDB load", "load time", "s", False, b, c, opts),
+                "RDB load at server start, one load per rep")
+    if r.paired:
+        return r.paired[0], _method(run)
+    if r.throughput:
+        return r.throughput[0], _method(run)
+    return None, _method(run)
+
+
+def _lookup_row(r: Results, names: list[str] | None) -> FunctionRow | None:
+    rows = [f for f in r.profile.focus if f.base_flat_ns and f.cand_flat_ns and f.flat_ns_change]
+    if names:
+        for n in names:
+            for f in rows:
+                if f.name == n:
+                    return f
+        return None
+    # Without a name: the focus function that costs the baseline most per operation.
+    return max(rows, key=lambda f: f.base_flat_ns.median, default=None)
+
+
+def lookup_cost(r: Results, names: list[str] | None) -> LookupCost:
+    p = r.profile
+    if not p.available:
+        return LookupCost(reason=p.reason or "no profile reps")
+    if not p.per_op:
+        return LookupCost(reason=p.per_op_reason or "no operation counts in the profile reps")
+    f = _lookup_row(r, names)
+    if f is None:
+        asked = ", ".join(names) if names else "the focus functions"
+        return LookupCost(reason=f"{asked}: not in the profiles with a CPU time per operation",
+                          thread=p.thread, command=p.per_op_command)
+    return LookupCost(f.name, f.thread, p.per_op_command, f.base_flat_ns, f.cand_flat_ns,
+                      f.flat_ns_change)
+
+
+def _best(row: MetricRow | None, base: str, cand: str) -> dict[str, float]:
+    if row is None:
+        return {}
+    pick = max if row.higher_is_better else min
+    return {base: pick(row.base.values), cand: pick(row.cand.values)}
+
+
+def analyse_point(sweep_dir: Path, m: SweepManifest, p: SweepPoint, opts: CompareOptions,
+                  lookup: list[str] | None, out: Path | None) -> PointAnalysis:
+    est = p.estimate
+    row = PointRow(p.index, p.id, dict(p.labels), dict(p.x), p.status, p.case, est.keys,
+                   est.dataset_bytes, p.run_dir, reason=p.reason or "")
+    if p.status not in MEASURED or not p.run_dir:
+        row.reason = row.reason or {"pending": "not run yet", "skipped": "skipped"}.get(p.status, p.status)
+        return PointAnalysis(row)
+    try:
+        run = load_run(sweep_dir / p.run_dir)
+        r = analyse(run, opts, out)
+    except (RunDirError, CompareError, ValueError) as e:
+        row.reason = f"cannot compare: {e}"
+        return PointAnalysis(row)
+    row.metric, row.method = headline(run, r, opts)
+    row.best = _best(row.metric, r.base, r.cand)
+    row.lookup = lookup_cost(r, lookup)
+    row.notes = list(r.notes)
+    if row.metric is None:
+        row.reason = row.reason or "no measurement on both sides"
+    return PointAnalysis(row, r)
+
+
+def x_axis(m: SweepManifest) -> str | None:
+    """The axis the crossover plot runs along: a keyspace axis, else the first numeric one,
+    else the first axis."""
+    if not m.axes:
+        return None
+    numeric = [a.name for a in m.axes
+               if all(p.x.get(a.name) is not None for p in m.points)]
+    keyspace = [a.name for a in m.axes if a.keyspace and a.name in numeric]
+    return (keyspace or numeric or [m.axes[0].name])[0]
+
+
+def analyse_sweep(sweep_dir: str | Path, opts: CompareOptions | None = None,
+                  lookup: list[str] | None = None, out: Path | None = None
+                  ) -> tuple[SweepResults, list[PointAnalysis]]:
+    """The sweep's results; with `out`, each point's folded profiles go to out/<point id>/
+    (where its report is rendered)."""
+    sweep_dir = Path(sweep_dir)
+    opts = opts or CompareOptions()
+    m = load_sweep(sweep_dir)
+    names = m.variant_names
+    lookup = lookup if lookup is not None else (m.options.get("lookup") or None)
+    points = [analyse_point(sweep_dir, m, p, opts, lookup, (out / p.id) if out else None)
+              for p in m.points]
+    res = SweepResults(
+        sweep_id=m.sweep_id, created=m.created, case=m.case, size=m.size, base=names[0],
+        cand=names[1] if len(names) > 1 else names[0],
+        axes=[AxisOut(a.name, a.kind, list(a.values), a.keyspace) for a in m.axes],
+        points=[pa.row for pa in points], x_axis=x_axis(m), l3_bytes=m.host.get("l3_bytes"),
+        noise=opts.noise, regression=opts.regression, confidence=opts.confidence,
+        status=m.status, command=list(m.command), sets=dict(m.sets))
+    res.notes = _notes(m, res)
+    return res, points
+
+
+def _notes(m: SweepManifest, res: SweepResults) -> list[str]:
+    notes = []
+    left = [p.id for p in m.points if p.status in ("pending", "running", "interrupted")]
+    if left:
+        notes.append(f"sweep not finished ({m.status}): points not done: {', '.join(left)}; "
+                     "`stallscope sweep --resume` finishes it")
+    skipped = [f"{p.id} ({p.reason})" for p in m.points if p.status == "skipped"]
+    if skipped:
+        notes.append("points not run: " + "; ".join(skipped))
+    l3 = {n for pr in res.points for n in pr.notes if "not larger than this host's L3" in n}
+    if l3:
+        notes.append(f"{len(l3)} point(s) have a dataset that fits in L3: their lookups stay in "
+                     "cache (see each point's report)")
+    return notes

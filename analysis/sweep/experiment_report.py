@@ -1,0 +1,146 @@
+"""An experiment directory -> its report: every part's sweep table with the seed's number
+beside each row and whether the direction agrees, the crossover plot of each part, the
+points' own reports, and results.json ("stallscope.experiment-results/1").
+
+experiment.json (written by collectors.sweep.experiment_cli) names the parts, their sweep
+directories and the seed rows; this module reads it alone (docs/experiments.md)."""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from analysis.compare.options import CompareOptions
+from analysis.inputs.rundir import RunDirError, read_json
+from analysis.sweep import html as sweep_html
+from analysis.sweep import markdown as sweep_md
+from analysis.sweep.engine import analyse_sweep
+from analysis.sweep.manifest import SweepError
+from analysis.sweep.plot import crossover_svg
+from analysis.sweep.results import SweepResults, _clean
+from analysis.sweep.seeds import SeedRow, agree_cell, agreement, match, seed_cell
+from analysis.sweep.writer import write_point_reports
+from analysis.report.mdtext import esc
+
+SCHEMA = "stallscope.experiment-results/1"
+
+
+@dataclass
+class PartResult:
+    id: str
+    heading: str
+    res: SweepResults
+    seed_rows: list[SeedRow]
+    svg: str
+
+    def seeds(self) -> list[SeedRow | None]:
+        return [match(self.seed_rows, p.labels) for p in self.res.points]
+
+
+def load_experiment_json(exp_dir: Path) -> dict[str, Any]:
+    path = Path(exp_dir) / "experiment.json"
+    if not path.is_file():
+        raise SweepError(f"{path}: no experiment.json here; is {exp_dir} a stallscope experiment directory?")
+    try:
+        d = read_json(path)
+    except RunDirError as e:
+        raise SweepError(str(e)) from None
+    if not isinstance(d, dict) or not isinstance(d.get("parts"), list):
+        raise SweepError(f"{path}: not a stallscope experiment (no 'parts' list)")
+    return d
+
+
+def analyse_experiment(exp_dir: Path, out: Path, opts: CompareOptions | None = None) -> tuple[dict, list[PartResult]]:
+    """Every part that has a sweep directory, analysed; its points' reports written under
+    out/<part id>/<point id>/."""
+    d = load_experiment_json(exp_dir)
+    parts = []
+    for p in d["parts"]:
+        sweep_dir = Path(exp_dir) / p["sweep"]
+        if not (sweep_dir / "sweep.json").is_file():
+            continue
+        res, points = analyse_sweep(sweep_dir, opts, None, out / p["id"])
+        write_point_reports(points, out / p["id"])
+        for row in res.points:
+            if row.report:
+                row.report = f"{p['id']}/{row.report}"
+        rows = [SeedRow.from_json(r) for r in p.get("seed_rows", [])]
+        parts.append(PartResult(p["id"], p.get("heading", p["id"]), res, rows, crossover_svg(res)))
+    return d, parts
+
+
+def _md_part(pr: PartResult) -> list[str]:
+    lines = sweep_md.render(pr.res).splitlines()
+    # the sweep table with two more columns before "Report": the seed and the agreement
+    seeds = pr.seeds()
+    out, i = [], 0
+    for line in lines:
+        if line.startswith("| ") and "| Report |" in line:
+            line = line.replace("| Report |", "| Seed | Agrees | Report |")
+        elif line.startswith("|---"):
+            line += "---|---|"
+        elif line.startswith("| ") and i < len(seeds):
+            cells = line.rsplit(" | ", 1)
+            p = pr.res.points[i]
+            line = f"{cells[0]} | {esc(seed_cell(seeds[i]))} | {esc(agree_cell(p, seeds[i]))} | {cells[1]}"
+            i += 1
+        out.append(line.replace("## stallscope sweep:", "### Part " + pr.id + ":", 1))
+    return out
+
+
+def render_md(d: dict, parts: list[PartResult]) -> str:
+    out = [f"## stallscope experiment {esc(d['name'])}: {esc(d['title'])}", "",
+           f"Seed: {esc(d['seed'])}. {esc(d.get('technique', ''))}", "",
+           f"Size {esc(d['size'])}; started {esc(d.get('created', ''))}; status {esc(d.get('status', ''))}.", ""]
+    out += [f"> {esc(n)}" for n in d.get("notes", [])] + ([""] if d.get("notes") else [])
+    for pr in parts:
+        out += _md_part(pr) + [""]
+    missing = [p["id"] for p in d["parts"] if p["id"] not in {pr.id for pr in parts}]
+    if missing:
+        out.append(f"Parts not run yet: {', '.join(missing)}.")
+    out.append("Seed: the seed's own change and numbers for the same setup (its hardware, "
+               "its sizes); Agrees: whether our verdict has the seed's direction (gain, loss or "
+               "flat within 3%), undecided where our interval decided nothing.")
+    return "\n".join(out) + "\n"
+
+
+def render_html(d: dict, parts: list[PartResult]) -> str:
+    hparts = []
+    for pr in parts:
+        seeds = pr.seeds()
+        agree = [sweep_html.Cell(agree_cell(p, s), f"agree-{agreement(p, s)}")
+                 for p, s in zip(pr.res.points, seeds)]
+        hparts.append(sweep_html.Part(
+            pr.res, heading=f"Part {pr.id}: {pr.heading}", extra_heads=["Seed", "Agrees"],
+            extra=[[sweep_html.Cell(seed_cell(s)) for s in seeds], agree], plot=pr.svg))
+    intro = f"Seed: {d['seed']}. {d.get('technique', '')} Size {d['size']}; status {d.get('status', '')}."
+    return sweep_html.render_page(f"stallscope experiment {d['name']}: {d['title']}", hparts,
+                                  intro=intro, footnotes=list(d.get("notes", [])))
+
+
+def results_json(d: dict, parts: list[PartResult]) -> str:
+    doc = {"schema": SCHEMA, "name": d["name"], "title": d["title"], "seed": d["seed"],
+           "size": d["size"], "status": d.get("status"), "parts": []}
+    for pr in parts:
+        rows = []
+        for p, s in zip(pr.res.points, pr.seeds()):
+            rows.append({"point": p.id, "seed": s.to_json() if s else None,
+                         "agrees": agreement(p, s) or None})
+        doc["parts"].append({"id": pr.id, "heading": pr.heading, "sweep": pr.res.to_json(),
+                             "seed_rows": rows})
+    return json.dumps(_clean(doc), indent=2, ensure_ascii=False) + "\n"
+
+
+def report_experiment(exp_dir: Path, out: Path, opts: CompareOptions | None = None) -> dict[str, Path]:
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    d, parts = analyse_experiment(Path(exp_dir), out, opts)
+    paths = {"md": out / "report.md", "html": out / "report.html", "json": out / "results.json"}
+    paths["md"].write_text(render_md(d, parts))
+    paths["html"].write_text(render_html(d, parts))
+    paths["json"].write_text(results_json(d, parts))
+    for pr in parts:
+        (out / f"crossover-{pr.id}.svg").write_text(
+            '<?xml version="1.0" encoding="utf-8" standalone="no"?>\n' + pr.svg)
+    return paths

@@ -1,0 +1,69 @@
+"""The sweep's report.html: the same table as report.md with the crossover plot inline (one
+self-contained file, no script), and a link to each point's own report.html. Everything
+from the run goes through Jinja2 autoescaping; only the SVG we drew (matplotlib, which
+escapes its text) is marked safe. An experiment renders several sweeps (parts) in one page
+with extra columns (the seed's numbers)."""
+from __future__ import annotations
+
+import shlex
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from jinja2 import Environment, FileSystemLoader, select_autoescape
+from markupsafe import Markup
+
+from analysis.report.html import code_spans
+from analysis.sweep import cells
+from analysis.sweep.crossover import crossovers, sentence
+from analysis.sweep.markdown import methods
+from analysis.sweep.plot import crossover_svg
+from analysis.sweep.results import SweepResults
+
+TEMPLATES = Path(__file__).with_name("templates")
+
+
+@dataclass
+class Cell:
+    text: str
+    cls: str = ""
+
+
+@dataclass
+class Part:
+    """One sweep in a page: its results, and columns an experiment adds (the seed's)."""
+    res: SweepResults
+    heading: str = ""
+    extra_heads: list[str] = field(default_factory=list)
+    extra: list[list[Cell]] = field(default_factory=list)   # per column, a cell per point
+    plot: str | None = None          # the crossover SVG (drawn when None)
+
+
+def _env() -> Environment:
+    env = Environment(loader=FileSystemLoader(str(TEMPLATES)),
+                      autoescape=select_autoescape(["html", "j2"], default=True),
+                      trim_blocks=True, lstrip_blocks=True)
+    env.filters.update(code=code_spans)
+    env.globals.update(cells=cells)
+    return env
+
+
+def _part(p: Part) -> dict:
+    res = p.res
+    header, named = cells.lookup_header(res)
+    return {"res": res, "heading": p.heading, "methods": methods(res),
+            "turns": [sentence(c, res.x_axis) for c in crossovers(res)] if res.x_axis else [],
+            "load": cells.is_load_time(res), "lookup_header": header, "lookup_named": named,
+            "lookup_shown": cells.show_lookup(res), "lookup_note": cells.lookup_note(res),
+            "extra_heads": p.extra_heads, "extra": p.extra,
+            "plot": Markup(p.plot if p.plot is not None else crossover_svg(res)),
+            "command": shlex.join(res.command)}
+
+
+def render_page(title: str, parts: list[Part], intro: str = "", footnotes: list[str] | None = None) -> str:
+    return _env().get_template("sweep.html.j2").render(
+        title=title, intro=intro, parts=[_part(p) for p in parts], footnotes=footnotes or [])
+
+
+def render(res: SweepResults, plot: str | None = None) -> str:
+    title = f"stallscope sweep: {res.case}: {res.cand} vs {res.base}"
+    return render_page(title, [Part(res, plot=plot)])

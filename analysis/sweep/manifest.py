@@ -1,0 +1,117 @@
+"""sweep.json: what a sweep is (case, variants, axes, sweep-wide --set), its points and the
+state of each, written by collectors.sweep after every change of state and read here.
+
+A point is an ordinary run directory (docs/run-directory.md) inside the sweep directory;
+its manifest.json carries a "sweep" entry (sweep id, point id, labels) so anything that
+reads runs can group them. Unknown fields are kept (Record.extra), as in manifest.json.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from analysis.inputs.records import Record, RecordError
+from analysis.inputs.rundir import RunDirError, read_json, write_json
+
+SCHEMA = 1
+POINT_STATES = ("pending", "running", "complete", "incomplete", "failed", "interrupted", "skipped")
+
+
+class SweepError(Exception):
+    """A sweep directory that cannot be read or run; the message names the file."""
+
+
+@dataclass
+class SweepAxis(Record):
+    name: str                        # a matrix axis ("keys") or a case field ("dataset.keys")
+    kind: str                        # "matrix" | "field"
+    values: list[str] = field(default_factory=list)   # labels, in sweep order
+    keyspace: bool = False           # dataset.keys changes along it (L3 marked on plots)
+
+
+@dataclass
+class Estimate(Record):
+    """The plan's numbers for one point (collectors.sweep.estimate)."""
+    time_s: float = 0.0              # wall time, preload included when it is not shared
+    memory_bytes: int = 0            # peak resident memory of the server(s)
+    dataset_bytes: int = 0           # keyspace_bytes_estimate of the point's case
+    keys: int = 0
+    fits: bool = True
+    method: str = ""                 # "paired windows (one process)", "interleaved reps" ...
+    paired: bool = False
+    preload_shared_with: str | None = None   # a point before it with the same dataset
+
+
+@dataclass
+class SweepPoint(Record):
+    index: int
+    id: str                          # p01-keys-1M-value-10: the directory name part
+    labels: dict[str, str] = field(default_factory=dict)   # axis -> value label
+    x: dict[str, float | None] = field(default_factory=dict)  # axis -> number (None: categorical)
+    case: str = ""                   # the case as `stallscope run` takes it (name@axis=value)
+    sets: dict[str, Any] = field(default_factory=dict)     # every --set of this point
+    estimate: Estimate = field(default_factory=Estimate)
+    status: str = "pending"
+    reason: str | None = None
+    run_dir: str | None = None       # relative to the sweep directory
+    started: str | None = None
+    finished: str | None = None
+    took_s: float | None = None
+
+    def __post_init__(self) -> None:
+        if self.status not in POINT_STATES:
+            raise RecordError(f"point status {self.status!r} not one of {POINT_STATES}")
+
+
+@dataclass
+class SweepManifest(Record):
+    sweep_id: str
+    created: str
+    command: list[str]
+    case: str                        # as given (may fix matrix values: name@axis=value)
+    size: str
+    variants: list[str]              # NAME=SPEC, as given; the first is the baseline
+    axes: list[SweepAxis] = field(default_factory=list)
+    points: list[SweepPoint] = field(default_factory=list)
+    sets: dict[str, Any] = field(default_factory=dict)     # sweep-wide --set
+    options: dict[str, Any] = field(default_factory=dict)  # reps, profile, paired, lookup ...
+    host: dict[str, Any] = field(default_factory=dict)     # memory_bytes, l3_bytes, cpu_model
+    status: str = "planned"          # planned | running | complete | incomplete | interrupted
+    reason: str | None = None
+    resumes: list[dict[str, Any]] = field(default_factory=list)
+    schema: int = SCHEMA
+
+    @property
+    def variant_names(self) -> list[str]:
+        return [v.split("=", 1)[0] for v in self.variants]
+
+    def point(self, point_id: str) -> SweepPoint:
+        for p in self.points:
+            if p.id == point_id:
+                return p
+        raise KeyError(f"sweep {self.sweep_id} has no point {point_id}")
+
+
+def load_sweep(sweep_dir: str | Path) -> SweepManifest:
+    path = Path(sweep_dir) / "sweep.json"
+    if not path.is_file():
+        raise SweepError(f"{path}: no sweep.json here; is {sweep_dir} a stallscope sweep directory?")
+    try:
+        d = read_json(path)
+    except RunDirError as e:
+        raise SweepError(str(e)) from None
+    if not isinstance(d, dict) or "schema" not in d:
+        raise SweepError(f"{path}: not a stallscope sweep manifest (no 'schema' field)")
+    if not isinstance(d["schema"], int) or d["schema"] > SCHEMA:
+        raise SweepError(f"{path}: sweep schema {d['schema']!r} is newer than this stallscope "
+                         f"understands ({SCHEMA}); upgrade stallscope to read it")
+    try:
+        return SweepManifest.from_json(d)
+    except RecordError as e:
+        raise SweepError(f"{path}: invalid sweep manifest: {e}") from None
+
+
+def save_sweep(sweep_dir: str | Path, m: SweepManifest) -> None:
+    """sweep.json, replaced atomically (a killed sweep leaves the old or the new file)."""
+    write_json(Path(sweep_dir) / "sweep.json", m.to_json())

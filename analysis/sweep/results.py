@@ -1,0 +1,100 @@
+"""The sweep results model: one row per point (the seed-shaped table), as data.
+
+analysis.sweep.engine fills it from a sweep directory; analysis.sweep.markdown/html and
+the crossover plot render it; `SweepResults.to_json()` is the sweep's results.json
+(schema "stallscope.sweep-results/1", docs/sweeps.md). Numbers stay numbers here; the
+renderers format them.
+"""
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from analysis.compare.results import ChangeOut, MetricRow, Side
+
+SCHEMA = "stallscope.sweep-results/1"
+
+
+@dataclass
+class LookupCost:
+    """The lookup's flat CPU time per operation (ns/op) at one point, with its change."""
+    function: str = ""
+    thread: str = ""                 # the thread view of the point's profile section
+    command: str = ""                # what one operation is ("MSET")
+    base: Side | None = None
+    cand: Side | None = None
+    change: ChangeOut | None = None
+    reason: str = ""                 # why there is none
+
+
+@dataclass
+class PointRow:
+    index: int
+    id: str
+    labels: dict[str, str]
+    x: dict[str, float | None]
+    status: str                      # the point's state in sweep.json
+    case: str = ""
+    keys: int = 0
+    dataset_bytes: int = 0
+    run_dir: str | None = None       # relative to the sweep directory
+    report: str | None = None        # the point's report directory, relative to the sweep report
+    method: str = ""                 # how the headline was measured
+    metric: MetricRow | None = None  # the headline: throughput, paired throughput or load time
+    best: dict[str, float] = field(default_factory=dict)   # variant -> best rep (min load time)
+    lookup: LookupCost | None = None
+    reason: str = ""                 # why the row has no numbers (skipped, failed, not run)
+    notes: list[str] = field(default_factory=list)
+
+
+@dataclass
+class AxisOut:
+    name: str
+    kind: str
+    values: list[str]
+    keyspace: bool = False
+
+
+@dataclass
+class SweepResults:
+    sweep_id: str
+    created: str
+    case: str
+    size: str
+    base: str
+    cand: str
+    axes: list[AxisOut]
+    points: list[PointRow]
+    x_axis: str | None               # the axis the crossover plot runs along
+    l3_bytes: int | None = None
+    noise: float = 0.03              # the relative noise waterline of the verdicts
+    regression: float = 0.05
+    confidence: float = 0.95
+    status: str = ""
+    command: list[str] = field(default_factory=list)
+    sets: dict[str, Any] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+    schema: str = SCHEMA
+
+    def to_json(self) -> dict[str, Any]:
+        d = asdict(self)
+        return _clean({"schema": d.pop("schema"), **d})
+
+    def dumps(self) -> str:
+        return json.dumps(self.to_json(), indent=2, ensure_ascii=False) + "\n"
+
+    def axis(self, name: str) -> AxisOut:
+        return next(a for a in self.axes if a.name == name)
+
+
+def _clean(x: Any) -> Any:
+    """JSON-safe and stable, as results.json is: no inf/NaN, floats to 12 digits."""
+    if isinstance(x, float):
+        return float(f"{x:.12g}") if math.isfinite(x) else None
+    if isinstance(x, dict):
+        return {str(k): _clean(v) for k, v in x.items()}
+    if isinstance(x, (list, tuple)):
+        return [_clean(v) for v in x]
+    return x

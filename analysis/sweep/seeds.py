@@ -1,0 +1,88 @@
+"""An experiment's seed column: the published numbers of the seed (a PR or post), put beside
+our row of the same setup, and whether the direction of the change agrees.
+
+The seed rows come from the experiment file (cases/experiments/*.yaml) and are copied into
+experiment.json, so an experiment directory is read alone. A seed row names the labels of
+the point it stands beside (`at`); at a size where the labels differ (CI's small size has
+other key counts) it stands beside the points that match the most of its labels.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from analysis.inputs.records import Record
+from analysis.sweep.results import PointRow
+
+# A seed's change within this many % is "no gain" (the seeds' own 3% waterline).
+SEED_NOISE = 0.03
+OURS = {"improvement": "gain", "regression": "loss", "no change": "flat"}
+
+
+@dataclass
+class SeedRow(Record):
+    at: dict[str, str] = field(default_factory=dict)   # axis -> value label of our point
+    setup: str = ""                  # the seed's own setup, as it wrote it ("10M × 100 B")
+    base: float | None = None        # the seed's baseline and candidate, in `unit`
+    cand: float | None = None
+    gain: float = 0.0                # the seed's change as a gain: +0.043 = 4.3% better
+    unit: str = ""
+
+    @property
+    def direction(self) -> str:
+        if self.gain >= SEED_NOISE:
+            return "gain"
+        if self.gain <= -SEED_NOISE:
+            return "loss"
+        return "flat"
+
+
+def match(rows: list[SeedRow], labels: dict[str, str]) -> SeedRow | None:
+    """The seed row beside a point: every label of `at` that the point has must agree, and
+    the row agreeing on the most labels wins (the first on a tie)."""
+    best, score = None, -1
+    for r in rows:
+        shared = [k for k in r.at if k in labels]
+        if any(labels[k] != r.at[k] for k in shared):
+            continue
+        if len(shared) > score:
+            best, score = r, len(shared)
+    return best
+
+
+def agreement(p: PointRow, seed: SeedRow | None) -> str:
+    """yes | no | undecided (our interval did not decide) | "" (no seed row)."""
+    if seed is None:
+        return ""
+    if p.metric is None:
+        return "undecided"
+    ours = OURS.get(p.metric.change.verdict)
+    if ours is None:
+        return "undecided"
+    return "yes" if ours == seed.direction else "no"
+
+
+def _num(v: float | None, unit: str, show_unit: bool = True) -> str:
+    if v is None:
+        return ""
+    text = f"{v:,.3f}" if unit == "s" else f"{v:,.0f}"
+    return f"{text} {unit}" if show_unit and unit else text
+
+
+def seed_cell(seed: SeedRow | None) -> str:
+    """'+3.7% (10M × 100 B: 127,689 → 132,416 ops/s)'."""
+    if seed is None:
+        return "—"
+    sign = "+" if seed.gain >= 0 else "−"
+    nums = ""
+    if seed.base is not None and seed.cand is not None:
+        nums = f": {_num(seed.base, seed.unit, False)} → {_num(seed.cand, seed.unit)}"
+    return f"{sign}{abs(seed.gain) * 100:.1f}% ({seed.setup}{nums})"
+
+
+def agree_cell(p: PointRow, seed: SeedRow | None) -> str:
+    a = agreement(p, seed)
+    if not a:
+        return ""
+    if a == "undecided":
+        return f"undecided (ours: {p.metric.change.verdict if p.metric else 'no data'})"
+    return f"{a} (seed: {seed.direction})"

@@ -1,0 +1,205 @@
+"""`stallscope sweep`: run one case over the cartesian product of axes for two variants, one
+run directory per point, and report the table and the crossover plot (docs/sweeps.md)."""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from datetime import datetime
+from pathlib import Path
+
+from analysis.compare.options import CompareOptions
+from analysis.sweep.manifest import SweepError, SweepManifest, load_sweep, save_sweep
+from analysis.sweep.writer import report_sweep
+from collectors.build.builder import build_variant
+from collectors.build.spec import GRAMMAR
+from collectors.host import machine, procs
+from collectors.runner.manifest import now_iso
+from collectors.sweep.options import PAIRINGS, SweepOptions
+from collectors.sweep.plan import Plan, PlanError, check_fit, make_plan, parse_variants, plan_lines
+from collectors.sweep.sweeper import PREFIX, Sweeper, options_of
+from collectors.workload.casefile import CaseError
+from collectors.workload.overrides import parse_sets
+
+SWEEPS_DIR = "sweeps"
+
+EPILOG = """\
+Axes (repeat --axis; points are their cartesian product, the first axis varying slowest):
+  --axis keys                 a matrix axis of the case, all its values
+  --axis keys=1M,10M          a matrix axis, some values
+  --axis dataset.keys=100K,1M any case field, values typed like --set (K/M/G = 10^3/6/9)
+  --axis server.config.prefetch-batch-max-size=0,16   one server setting
+  no --axis: every matrix axis of the case (those not fixed by CASE@axis=value)
+
+Examples:
+  # MSET prefetch across key counts and value sizes, small size (CI):
+  stallscope sweep mset-50keys --size small --axis dataset.keys=50K,100K --axis value=10,100 \\
+      --variant base=debsrc:redis \\
+      --variant prefetch=debsrc:redis+patch=cases/patches/mset-bucket-prefetch.patch
+
+  # the plan only (points, reps, time and memory per point), nothing built or run:
+  stallscope sweep zrange-129members --plan --variant a=debsrc:valkey --variant b=...
+
+  # config-only variants are paired in one server process at every point:
+  stallscope sweep get-iothreads --axis pipeline --set server.io_threads=2 \\
+      --variant pf0=debsrc:valkey+config=prefetch-batch-max-size=0 \\
+      --variant pf16=debsrc:valkey+config=prefetch-batch-max-size=16
+
+  stallscope sweep --resume sweeps/20261123-010203-mset-50keys    # finish an interrupted sweep
+  stallscope sweep --report sweeps/20261123-010203-mset-50keys    # re-render its reports
+
+Output: sweeps/<sweep-id>/sweep.json and one run directory per point (<point-id>/<run-id>/,
+an ordinary run directory); reports/<sweep-id>/ with report.md, report.html (table and
+crossover plot), results.json, crossover.svg and every point's own report in <point-id>/.
+Exit status: 0 every point complete, 1 some point failed, 2 bad input or refused plan,
+130 interrupted (resume with --resume).
+"""
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="stallscope sweep", formatter_class=argparse.RawDescriptionHelpFormatter,
+        description="Run one case over the cartesian product of axes for two variants (one run "
+                    "directory per point) and report the change at every point: the table, the "
+                    "crossover plot and results.json. Prints the plan (points, reps, estimated "
+                    "time and peak memory per point) first and refuses points that do not fit "
+                    "this host's memory.",
+        epilog=EPILOG + "\n" + GRAMMAR)
+    p.add_argument("case", nargs="?", help="case name (cases/*.yaml), name@axis=value, or a case file")
+    p.add_argument("--variant", action="append", default=[], metavar="NAME=SPEC",
+                   help="give two: the baseline first, then the candidate (grammar below)")
+    p.add_argument("--axis", action="append", default=None, metavar="AXIS[=V1,V2,...]",
+                   help="an axis to sweep (repeat); see Axes below")
+    p.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE",
+                   help="override a case field at every point, after the size (repeat)")
+    p.add_argument("--size", default="default", help="case size knob: small | default | large")
+    p.add_argument("--reps", type=int, default=5, help="reps per point: per variant, or paired reps (default 5)")
+    p.add_argument("--profile", default="perf", help="profiler of the profile reps: perf | off (default perf)")
+    p.add_argument("--profile-reps", type=int, default=3, metavar="N", help="profile reps per variant (default 3)")
+    p.add_argument("--pairing", choices=PAIRINGS, default="paired",
+                   help="paired (default): config-only variants in one server process (CONFIG SET "
+                        "windows), two builds loaded at once (ABBA windows) where two datasets fit "
+                        "this host's memory, else interleaved; interleaved: a server start per rep")
+    p.add_argument("--paired-window", type=float, default=2.0, metavar="SECONDS", help="paired window length (default 2)")
+    p.add_argument("--paired-windows", type=int, default=8, metavar="N", help="windows per paired rep (default 8)")
+    p.add_argument("--lookup", metavar="F1,F2", type=lambda s: [x for x in s.split(",") if x],
+                   help="the function of the lookup column (first found); default: the focus "
+                        "function with the highest baseline CPU time per operation")
+    p.add_argument("--skip-unfit", action="store_true",
+                   help="run the points that fit this host's memory and list the others as not run")
+    p.add_argument("--plan", action="store_true", help="print the plan and exit (nothing built or run)")
+    p.add_argument("--resume", metavar="SWEEP_DIR", help="run the points of SWEEP_DIR that are not complete")
+    p.add_argument("--report", metavar="SWEEP_DIR", help="only (re)render the reports of SWEEP_DIR")
+    p.add_argument("--out", default=SWEEPS_DIR, help="where sweep directories go (default sweeps/)")
+    p.add_argument("--report-out", metavar="DIR", help="report directory (default reports/<sweep-id>/)")
+    p.add_argument("--no-report", action="store_true", help="do not render the reports at the end")
+    p.add_argument("--no-progress", action="store_true", help="no per-rep progress (point lines stay)")
+    return p
+
+
+def _options(args: argparse.Namespace) -> SweepOptions:
+    if args.reps < 1 or args.profile_reps < 0:
+        raise PlanError("--reps must be at least 1 and --profile-reps at least 0")
+    return SweepOptions(reps=args.reps, profile=args.profile, profile_reps=args.profile_reps,
+                        pairing=args.pairing, paired_window_s=args.paired_window,
+                        paired_windows=args.paired_windows, lookup=list(args.lookup or []),
+                        skip_unfit=args.skip_unfit)
+
+
+def host_summary() -> dict:
+    h = machine.host_facts()
+    return {k: h.get(k) for k in ("memory_bytes", "l3_bytes", "cpu_model", "cpus", "kernel")}
+
+
+def new_sweep_id(case: str, out: Path) -> str:
+    base = f"{datetime.now().strftime('%Y%m%d-%H%M%S')}-{case.replace('/', '_').replace('@', '_')}"
+    sid, i = base, 2
+    while (out / sid).exists():
+        sid, i = f"{base}-{i}", i + 1
+    return sid
+
+
+def create(plan: Plan, argv: list[str], out: Path, sweep_id: str | None = None,
+           extra: dict | None = None) -> Path:
+    """Make the sweep directory and its sweep.json (every point pending or skipped)."""
+    name = Path(plan.case.partition("@")[0]).stem
+    sid = sweep_id or new_sweep_id(name, out)
+    m = SweepManifest(sweep_id=sid, created=now_iso(), command=["stallscope", "sweep", *argv],
+                      case=plan.case, size=plan.size, variants=list(plan.variants),
+                      axes=plan.sweep_axes(), points=plan.sweep_points(), sets=dict(plan.sets),
+                      options=vars(plan.opts).copy(), host=dict(plan.host))
+    m.extra.update(extra or {})
+    d = out / sid
+    d.mkdir(parents=True, exist_ok=False)
+    save_sweep(d, m)
+    return d
+
+
+def build_all(variants: list[str], log) -> None:
+    """Every variant built (or found in the cache) before the first point."""
+    for s in parse_variants(variants):
+        build_variant(s, log=log)
+
+
+def report(sweep_dir: Path, out: Path | None, lookup: list[str] | None = None) -> int:
+    m = load_sweep(sweep_dir)
+    out = out or Path("reports") / m.sweep_id
+    res, paths = report_sweep(sweep_dir, out, CompareOptions(), lookup or None)
+    print(f"{PREFIX} report in {paths['md']}, {paths['html']}, {paths['json']}", file=sys.stderr)
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    args = parser().parse_args(argv)
+    log = (lambda msg: print(msg, file=sys.stderr, flush=True))
+    procs.install_signal_handlers()
+    try:
+        if args.report:
+            return report(Path(args.report), Path(args.report_out) if args.report_out else None, args.lookup)
+        if args.resume:
+            sweep_dir = Path(args.resume)
+            m = load_sweep(sweep_dir)
+            m.resumes.append({"at": now_iso(), "command": ["stallscope", "sweep", *argv]})
+            left = [p.id for p in m.points if p.status not in ("complete", "skipped")]
+            log(f"{PREFIX} resuming {sweep_dir}: {len(left)} of {len(m.points)} points to run "
+                f"({', '.join(left) or 'none'})")
+            sweeper = Sweeper(sweep_dir, m, options_of(m), progress=not args.no_progress, log=log)
+        else:
+            sweeper = _new(args, argv, log)
+            if sweeper is None:
+                return 0
+        rc = sweeper.run()
+    except (PlanError, CaseError, SweepError, ValueError, procs.ToolNotFound) as e:
+        print(f"stallscope sweep: error: {e}", file=sys.stderr)
+        return 2
+    except procs.Interrupted as e:
+        procs.kill_all()
+        print(f"stallscope sweep: {e} before the first point (builds finished so far are cached)",
+              file=sys.stderr)
+        return 130
+    except Exception as e:
+        if os.environ.get("STALLSCOPE_DEBUG"):
+            raise
+        print(f"stallscope sweep: error: {type(e).__name__}: {e}", file=sys.stderr)
+        return 2
+    print(str(sweeper.dir))
+    if rc in (0, 1) and not args.no_report:
+        report(sweeper.dir, Path(args.report_out) if args.report_out else None, args.lookup)
+    return rc
+
+
+def _new(args: argparse.Namespace, argv: list[str], log) -> Sweeper | None:
+    if not args.case:
+        raise PlanError("name a case (e.g. mset-50keys), or give --resume SWEEP_DIR or --report SWEEP_DIR")
+    opts = _options(args)
+    plan = make_plan(args.case, args.size, args.variant, args.axis, parse_sets(args.set), opts, host_summary())
+    for line in plan_lines(plan):
+        log(f"{PREFIX} {line}")
+    check_fit(plan)
+    if args.plan:
+        return None
+    build_all(plan.variants, log)
+    sweep_dir = create(plan, argv, Path(args.out))
+    log(f"{PREFIX} {sweep_dir}")
+    return Sweeper(sweep_dir, load_sweep(sweep_dir), opts, progress=not args.no_progress, log=log)

@@ -1,0 +1,200 @@
+"""`stallscope experiment`: one seed experiment (cases/experiments/NAME.yaml) run with one
+command: each part a sweep (collectors.sweep), all inside experiments/<id>/, reported
+with the seed's numbers beside ours (docs/experiments.md)."""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from datetime import datetime
+from pathlib import Path
+
+from analysis.inputs.rundir import write_json
+from analysis.sweep.experiment_report import load_experiment_json, report_experiment
+from analysis.sweep.manifest import SweepError, load_sweep
+from collectors.host import procs
+from collectors.runner.manifest import now_iso
+from collectors.runner.progress import duration
+from collectors.sweep.cli import build_all, create, host_summary
+from collectors.sweep.experiment import Experiment, Part, experiment_files, load_experiment
+from collectors.sweep.options import SweepOptions
+from collectors.sweep.plan import Plan, PlanError, check_fit, make_plan, plan_lines, total_s
+from collectors.sweep.sweeper import Sweeper, options_of
+from collectors.workload.casefile import CaseError
+from collectors.workload.overrides import parse_sets
+
+PREFIX = "stallscope experiment:"
+EPILOG = """\
+Examples:
+  stallscope experiment list                          # the experiments and their run times
+  stallscope experiment mset-15043 --plan             # points, time and memory; runs nothing
+  stallscope experiment mset-15043                    # default size: the seed's table shape
+  stallscope experiment mset-15043 --size small       # the few-minute CI version
+  stallscope experiment --resume experiments/20261123-010203-mset-15043
+  stallscope experiment --report experiments/20261123-010203-mset-15043
+
+Output: experiments/<id>/experiment.json and one sweep directory per part (each point an
+ordinary run directory); reports/<id>/ with report.md, report.html (a table and a
+crossover plot per part, the seed's numbers beside ours), results.json and every point's
+own report. Exit status: 0 complete, 1 some point failed, 2 bad input, 130 interrupted.
+"""
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="stallscope experiment", formatter_class=argparse.RawDescriptionHelpFormatter,
+        description="Run one seed experiment: the seed's table shape as sweeps of a case for two "
+                    "variants on this machine, with the seed's own numbers in a column beside ours "
+                    "and whether the direction agrees.", epilog=EPILOG)
+    p.add_argument("name", nargs="?", help="an experiment (cases/experiments/NAME.yaml), a file, or `list`")
+    p.add_argument("--size", default="default", help="small (CI, minutes) | default (the README's run time)")
+    p.add_argument("--plan", action="store_true", help="print every part's plan and exit")
+    p.add_argument("--skip-unfit", action="store_true", help="run the points that fit this host's memory")
+    p.add_argument("--resume", metavar="EXP_DIR", help="run what an interrupted experiment left")
+    p.add_argument("--report", metavar="EXP_DIR", help="only (re)render the report of EXP_DIR")
+    p.add_argument("--out", default="experiments", help="where experiment directories go (default experiments/)")
+    p.add_argument("--report-out", metavar="DIR", help="report directory (default reports/<id>/)")
+    p.add_argument("--no-progress", action="store_true", help="no per-rep progress (point lines stay)")
+    return p
+
+
+def sweep_options(exp: Experiment, size: str, skip_unfit: bool) -> SweepOptions:
+    known = set(SweepOptions.__dataclass_fields__)
+    return SweepOptions(**{k: v for k, v in exp.options_at(size).items() if k in known},
+                        skip_unfit=skip_unfit)
+
+
+def part_plan(exp: Experiment, part: Part, size: str, opts: SweepOptions, host: dict) -> Plan:
+    try:
+        return make_plan(part.case, size, exp.variants, part.axes_at(size),
+                         parse_sets(part.sets_at(size)), opts, host)
+    except (CaseError, PlanError) as e:
+        raise type(e)(f"{exp.path}: part {part.id}: {e}") from None
+
+
+def sweep_argv(exp: Experiment, part: Part, size: str, opts: SweepOptions) -> list[str]:
+    """The `stallscope sweep` arguments that run the same part (its sweep.json's command)."""
+    argv = [part.case, "--size", size, "--reps", str(opts.reps), "--profile", opts.profile,
+            "--profile-reps", str(opts.profile_reps),
+            "--pairing", opts.pairing, "--paired-window", f"{opts.paired_window_s:g}",
+            "--paired-windows", str(opts.paired_windows)]
+    for a in part.axes_at(size):
+        argv += ["--axis", a]
+    for s in part.sets_at(size):
+        argv += ["--set", s]
+    for v in exp.variants:
+        argv += ["--variant", v]
+    return argv
+
+
+def list_experiments() -> int:
+    for name, path in experiment_files().items():
+        exp = load_experiment(str(path))
+        print(f"{name:<24} {exp.seed:<22} {exp.title} (default size: {exp.default_run_time or 'see --plan'})")
+    return 0
+
+
+def _new(args: argparse.Namespace, argv: list[str], log) -> tuple[Path, Experiment] | None:
+    exp = load_experiment(args.name)
+    opts = sweep_options(exp, args.size, args.skip_unfit)
+    host = host_summary()
+    plans = [part_plan(exp, part, args.size, opts, host) for part in exp.parts]
+    for part, plan in zip(exp.parts, plans):
+        log(f"{PREFIX} part {part.id}: {part.heading}")
+        for line in plan_lines(plan):
+            log(f"{PREFIX} {line}")
+    log(f"{PREFIX} {exp.name} at size {args.size}: about {duration(sum(total_s(p) for p in plans))} "
+        "of measurement, plus builds not yet cached")
+    for plan in plans:
+        check_fit(plan)
+    if args.plan:
+        return None
+    build_all(exp.variants, log)
+    out = Path(args.out)
+    eid = f"{datetime.now().strftime('%Y%m%d-%H%M%S')}-{exp.name}"
+    exp_dir = out / eid
+    exp_dir.mkdir(parents=True, exist_ok=False)
+    parts = []
+    for part, plan in zip(exp.parts, plans):
+        create(plan, sweep_argv(exp, part, args.size, opts), exp_dir, sweep_id=part.id,
+               extra={"experiment": {"name": exp.name, "part": part.id}})
+        parts.append({"id": part.id, "heading": part.heading, "case": part.case, "sweep": part.id,
+                      "metric": part.metric, "seed_rows": [r.to_json() for r in part.seed_rows]})
+    write_json(exp_dir / "experiment.json", {
+        "schema": 1, "name": exp.name, "title": exp.title, "seed": exp.seed, "technique": exp.technique,
+        "file": str(exp.path), "size": args.size, "variants": exp.variants, "created": now_iso(),
+        "command": ["stallscope", "experiment", *argv], "notes": exp.notes, "parts": parts,
+        "status": "running"})
+    return exp_dir, exp
+
+
+def run_parts(exp_dir: Path, progress: bool, log) -> int:
+    d = load_experiment_json(exp_dir)
+    rcs = []
+    for i, p in enumerate(d["parts"]):
+        sweep_dir = exp_dir / p["sweep"]
+        m = load_sweep(sweep_dir)
+        if m.status == "complete":
+            continue
+        log(f"{PREFIX} part {i + 1}/{len(d['parts'])}: {p['id']} ({p.get('heading', '')})")
+        rc = Sweeper(sweep_dir, m, options_of(m), progress=progress, log=log).run()
+        if rc == 130:
+            d["status"] = "interrupted"
+            write_json(exp_dir / "experiment.json", d)
+            log(f"{PREFIX} resume with: stallscope experiment --resume {exp_dir}")
+            return 130
+        rcs.append(rc)
+    d["status"] = "complete" if not any(rcs) else "incomplete"
+    write_json(exp_dir / "experiment.json", d)
+    return 1 if any(rcs) else 0
+
+
+def report(exp_dir: Path, out: Path | None) -> None:
+    out = out or Path("reports") / exp_dir.name
+    paths = report_experiment(exp_dir, out)
+    print(f"{PREFIX} report in {paths['md']}, {paths['html']}, {paths['json']}", file=sys.stderr)
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    args = parser().parse_args(argv)
+    log = (lambda msg: print(msg, file=sys.stderr, flush=True))
+    procs.install_signal_handlers()
+    report_out = Path(args.report_out) if args.report_out else None
+    try:
+        if args.name == "list":
+            return list_experiments()
+        if args.report:
+            report(Path(args.report), report_out)
+            return 0
+        if args.resume:
+            exp_dir = Path(args.resume)
+            d = load_experiment_json(exp_dir)
+            d.setdefault("resumes", []).append({"at": now_iso(), "command": ["stallscope", "experiment", *argv]})
+            write_json(exp_dir / "experiment.json", d)
+            log(f"{PREFIX} resuming {exp_dir}")
+        elif not args.name:
+            raise PlanError("name an experiment (`stallscope experiment list`), or give --resume/--report EXP_DIR")
+        else:
+            made = _new(args, argv, log)
+            if made is None:
+                return 0
+            exp_dir = made[0]
+            log(f"{PREFIX} {exp_dir}")
+        rc = run_parts(exp_dir, not args.no_progress, log)
+    except (PlanError, CaseError, SweepError, ValueError, procs.ToolNotFound) as e:
+        print(f"stallscope experiment: error: {e}", file=sys.stderr)
+        return 2
+    except procs.Interrupted as e:
+        procs.kill_all()
+        print(f"stallscope experiment: {e} before the first point (builds so far are cached)", file=sys.stderr)
+        return 130
+    except Exception as e:
+        if os.environ.get("STALLSCOPE_DEBUG"):
+            raise
+        print(f"stallscope experiment: error: {type(e).__name__}: {e}", file=sys.stderr)
+        return 2
+    print(str(exp_dir))
+    if rc in (0, 1):
+        report(exp_dir, report_out)
+    return rc

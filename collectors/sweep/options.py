@@ -1,0 +1,23 @@
+"""What a sweep was asked to do (saved as sweep.json "options", so --resume runs the rest the
+same way)."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+PAIRINGS = ("paired", "interleaved")
+
+
+@dataclass
+class SweepOptions:
+    reps: int = 5                    # throughput reps per variant (paired reps when paired)
+    profile: str = "perf"            # perf | off | a plugin's profiler
+    profile_reps: int = 3
+    frequency: int = 0               # perf Hz; 0: the runner's default
+    # paired: config-only variants in one process, two builds loaded at once (where two
+    # datasets fit this host, else interleaved); interleaved: a server start per rep
+    pairing: str = "paired"
+    paired_window_s: float = 2.0
+    paired_windows: int = 8
+    load_generator: str = "auto"
+    lookup: list[str] = field(default_factory=list)   # the lookup column's function(s)
+    skip_unfit: bool = False         # run the points that fit, mark the others skipped

@@ -1,0 +1,137 @@
+"""The history store (analysis/history): real run directories ingested into SQLite and
+into a real local PostgreSQL, idempotently, by two writers at once; a store of the old
+schema migrated; change points found where synthetic history shifted (generator:
+analysis/history/synthetic.py, noise at the CVs measured here), with the function that
+moved; marks kept across re-detection; the CLI; the alert Markdown."""
+from __future__ import annotations
+
+import json
+import multiprocessing
+from pathlib import Path
+
+import pytest
+import sqlalchemy as sa
+
+from analysis.history.changepoints import detect, in_run
+from analysis.history.cli import main as history_main
+from analysis.history.schema import SCHEMA_VERSION, create_version, stored_version
+from analysis.history.store import HistoryError, HistoryStore, url_of
+from analysis.history.synthetic import Shift, make_job
+from analysis.report.alert_md import render_alert
+
+RUNS = Path(__file__).parent / "data" / "runs"
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def store_url(request, tmp_path):
+    if request.param == "sqlite":
+        return str(tmp_path / "history.sqlite")
+    url = request.getfixturevalue("postgres_url")
+    eng = sa.create_engine(url_of(url))          # each test starts from an empty database
+    with eng.begin() as c:
+        c.execute(sa.text("DROP SCHEMA public CASCADE; CREATE SCHEMA public"))
+    eng.dispose()
+    return url
+
+
+def test_a_recorded_run_is_stored_once(store_url):
+    st = HistoryStore.open(store_url)
+    a = st.ingest(RUNS / "mset-demo-small-v1", job="demo")
+    b = st.ingest(RUNS / "mset-demo-small-v1", job="demo")      # again: the same row
+    assert a.id == b.id and len(st.runs("demo")) == 1
+    pts = {(p["series"], p["variant"]): p for p in st.points(a.id)}
+    tput = next(k for k in pts if k[0].startswith("throughput:") and k[1] == "cand")
+    results = json.loads((RUNS / "mset-demo-small-v1" / "expected-results.json").read_text())
+    row = results["throughput"][0]
+    assert pts[tput]["value"] == pytest.approx(row["cand"]["median"])
+    assert pts[tput]["values"] == pytest.approx(row["cand"]["values"])
+    assert ("cpu_per_op:all", "base") in pts and any(k[0].startswith("cum_share:") for k in pts)
+    assert a.verdicts and a.base and a.cand
+
+
+def test_an_old_schema_is_migrated_and_keeps_its_runs(tmp_path):
+    url = url_of(tmp_path / "old.sqlite")
+    eng = sa.create_engine(url)
+    create_version(eng, 1)
+    with eng.begin() as c:
+        c.execute(sa.text("INSERT INTO runs (run_key, job, run_id, started_at, commits, variants, "
+                          "environment, meta, ingested_at) VALUES ('k', 'j', 'r1', '2026-01-01T00:00:00Z', "
+                          "'{}', '{}', '{}', '{}', '2026-01-01T00:00:00Z')"))
+    st = HistoryStore.open(tmp_path / "old.sqlite")
+    assert st.migrations == [f"migrated to schema version {SCHEMA_VERSION}"]
+    with st.engine.connect() as c:
+        assert stored_version(c) == SCHEMA_VERSION
+    (run,) = st.runs("j")
+    st.mark_run(run.id, "good")
+    assert st.last_good("j").run_id == "r1"
+
+
+def _write(url: str, job: str, seed: int) -> int:
+    st = HistoryStore.open(url)
+    for r in make_job(job, 8, [], seed=seed).runs:
+        st.ingest_results(r, job=job)
+        st.ingest_results(r, job=job)      # and the same run twice: still one row
+    return len(st.runs(job))
+
+
+def test_two_writers_at_once_on_postgresql(postgres_url):
+    with multiprocessing.get_context("spawn").Pool(2) as pool:
+        counts = pool.starmap(_write, [(postgres_url, "a", 1), (postgres_url, "b", 2)])
+    assert counts == [8, 8]
+    st = HistoryStore.open(postgres_url)
+    assert {j: len(st.runs(j)) for j in ("a", "b")} == {"a": 8, "b": 8}
+
+
+def test_a_shift_is_found_where_it_was_injected_with_its_cause(store_url):
+    st = HistoryStore.open(store_url)
+    h = make_job("nightly", 24, [Shift(15, -0.10, "lookupKey")], seed=7)
+    for r in h.runs:
+        st.ingest_results(r, job="nightly")
+    found = {c.series: c for c in detect(st, "nightly")}
+    tput = found["paired:nightly"]
+    assert tput.direction == "regression" and tput.first_run.run_id == h.runs[15]["run_id"]
+    assert tput.commit_range == (h.commits[14], h.commits[15])
+    assert -0.15 < tput.shift < -0.05 and tput.shift_low < tput.shift < tput.shift_high < 0
+    assert tput.movers and tput.movers[0].series == "cpu_per_op:lookupKey" and tput.movers[0].shift > 0
+    # marks survive detecting again
+    st.mark(tput.id, "acknowledged", "known: lookup refactor")
+    again = {c.series: c for c in detect(st, "nightly")}["paired:nightly"]
+    assert again.mark == "acknowledged" and again.note.startswith("known")
+    with pytest.raises(HistoryError, match="change mark"):
+        st.mark(again.id, "whatever")
+
+
+def test_no_shift_no_change_point(tmp_path):
+    st = HistoryStore.open(tmp_path / "h.sqlite")
+    for r in make_job("flat", 24, [], seed=11).runs:
+        st.ingest_results(r, job="flat")
+    assert [c.series for c in detect(st, "flat") if c.series.startswith("paired:")] == []
+
+
+def test_in_run_regression_and_the_alert(tmp_path):
+    st = HistoryStore.open(tmp_path / "h.sqlite")
+    run = st.ingest(RUNS / "mset-demo-small-v1", job="demo",
+                    commits={"base": "a" * 40, "cand": "b" * 40}, report_url="https://example.invalid/r")
+    found = in_run(st, run)
+    text = render_alert(found, run)
+    assert text.startswith("### stallscope: automated performance analysis summary")
+    assert "aaaaaaaaaaaa" in text and "bbbbbbbbbbbb" in text and "https://example.invalid/r" in text
+    if found:                                    # the recorded run's candidate regressed?
+        assert "| Regressions" not in text and "#### Regressions" in text
+    else:
+        assert "No regression" in text
+
+
+def test_cli(tmp_path, capsys):
+    db = str(tmp_path / "h.sqlite")
+    assert history_main(["--history", db, "ingest", str(RUNS / "mset-demo-small-v1"), "--job", "demo"]) == 0
+    assert "stored run 1: job demo" in capsys.readouterr().out
+    assert history_main(["--history", db, "ingest", str(tmp_path)]) == 2
+    assert "neither a run directory" in capsys.readouterr().err
+    assert history_main(["--history", db, "runs"]) == 0
+    assert "demo" in capsys.readouterr().out
+    assert history_main(["--history", db, "compare", "1", "1"]) == 0
+    out = capsys.readouterr().out
+    assert "throughput:" in out and "+0.0%" in out
+    assert history_main(["--history", db, "alert", "--job", "demo", "--out", str(tmp_path / "a.md")]) == 0
+    assert (tmp_path / "a.md").read_text().startswith("### stallscope")

@@ -1,0 +1,69 @@
+"""Case labels in the seed tables' words (keyspace × value size × command shape), from
+the project's own case files and from the cases recorded in run directories."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from analysis.inputs.case import Case, count, size
+from collectors.workload.cases import load_case
+
+RUNS = Path(__file__).parent / "data" / "runs"
+
+
+@pytest.mark.parametrize("name, size_, label", [
+    ("mset-50keys", "default", "10M keys × 10 B, 50 keys per MSET"),
+    ("mset-50keys", "small", "200K keys × 10 B, 50 keys per MSET"),
+    ("mset-10keys", "default", "10M keys × 10 B, 10 keys per MSET"),
+    ("hgetall", "default", "100K hashes × 100 fields × 100 B, HGETALL"),
+    ("hgetall-1key-1kfields", "default", "1 hash × 1K fields × 100 B, HGETALL"),
+    ("zrange-129members", "default", "100K zsets × 129 members, ZRANGE"),
+    ("mget-100keys", "default", "5M keys × 100 B, 100 keys per MGET"),
+    ("get-iothreads", "default", "5M keys × 100 B, GET, io-threads 2"),
+    ("rdb-load", "default", "1M keys × 100 B, RDB load"),
+])
+def test_case_files_have_seed_labels(name, size_, label):
+    assert load_case(name, size_).label() == label
+
+
+def test_pipeline_and_matrix_choices_show():
+    c = load_case("mget-30keys")
+    c.workload.pipeline = 16
+    assert c.label() == "5M keys × 100 B, 30 keys per MGET, pipeline 16"
+
+
+@pytest.mark.parametrize("run, label", [
+    ("mset-demo-small-v1", "200K keys × 10 B, 50 keys per MSET"),
+    ("io-threads-mset", "100K keys × 100 B, 10 keys per MSET, pipeline 4"),
+    ("paired-hz", "20K keys × 10 B, 2 keys per MSET"),
+])
+def test_recorded_cases_read_back_with_labels(run, label):
+    case = Case.from_json(json.loads((RUNS / run / "manifest.json").read_text())["case"])
+    assert case.label() == label
+
+
+def test_other_tests_of_one_load_keep_the_keyspace():
+    # redis-benchmark -t set,get: one row per test, each named by its own command
+    c = load_case("get-iothreads")
+    assert c.label("SET") == "5M keys × 100 B, SET, io-threads 2"
+
+
+def test_numbers():
+    assert [count(n) for n in (1, 129, 1000, 1500, 200_000, 10_000_000, 2_500_000)] == \
+        ["1", "129", "1K", "1.5K", "200K", "10M", "2.5M"]
+    assert [size(n) for n in (10, 1000, 4096, 1 << 20)] == ["10 B", "1000 B", "4 KiB", "1 MiB"]
+
+
+def test_paired_rows_and_summary_carry_the_label():
+    from analysis.compare.engine import analyse
+    from analysis.compare.options import CompareOptions
+    from analysis.inputs.rundir import load_run
+    from analysis.report import markdown as report_md
+    r = analyse(load_run(RUNS / "paired-hz"), CompareOptions())
+    (row,) = r.paired
+    assert row.label == "20K keys × 10 B, 2 keys per MSET" and row.test.startswith("mset-tiny")
+    md = report_md.render(r)
+    assert "**Summary:** Paired throughput 20K keys × 10 B, 2 keys per MSET " in md
+    assert "| 20K keys × 10 B, 2 keys per MSET · paired throughput |" in md

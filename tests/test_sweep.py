@@ -1,0 +1,255 @@
+"""`stallscope sweep` end to end at CI size: mset-50keys over two axes (dataset.keys × value,
+two values each) for Redis 8.0 with and without the MSET prefetch patch, real servers,
+real redis-benchmark and perf on 127.0.0.1. The sweep is interrupted (SIGINT) after its
+first point and finished with --resume, so the report the tests read is the one a resumed
+sweep writes; the HTML is laid out in a real Chromium. Plan, axes and refusal are checked
+on the shipped case files without running anything."""
+from __future__ import annotations
+
+import html
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from collectors.sweep.axes import parse_axis, points
+from collectors.sweep.options import SweepOptions
+from collectors.sweep.plan import PlanError, check_fit, make_plan, plan_lines
+from collectors.workload.casefile import CaseError
+from tests.conftest import REPO
+from tests.conftest_run import BASE_SPEC, CAND_SPEC, base_variant, built, cli_env, descendants, \
+    still_alive, wait_for
+from tests.test_report_html import CHROMIUM, PROBE, dump_dom
+
+VARIANTS = [f"base={BASE_SPEC}", f"prefetch={CAND_SPEC}"]
+HOST = {"memory_bytes": 24 * 2**30, "l3_bytes": 32 * 2**20}
+
+
+# ------------------------------------------------------------------ plan (nothing runs)
+def test_axes_matrix_and_field_make_the_cartesian_product():
+    import yaml
+    matrix = yaml.safe_load((REPO / "cases" / "mset-50keys.yaml").read_text())["matrix"]
+    keys = parse_axis("dataset.keys=20K,1M", matrix, "mset-50keys")
+    value = parse_axis("value=10,1000", matrix, "mset-50keys")
+    assert [v.sets for v in keys.values] == [{"dataset.keys": 20000}, {"dataset.keys": 1000000}]
+    pts = points("mset-50keys", [keys, value], {"workload.pipeline": 4})
+    assert [p.id for p in pts] == ["p01-keys-20K-value-10", "p02-keys-20K-value-1000",
+                                   "p03-keys-1M-value-10", "p04-keys-1M-value-1000"]
+    assert pts[3].case == "mset-50keys@value=1000"
+    assert pts[3].sets == {"workload.pipeline": 4, "dataset.keys": 1000000}
+    assert pts[3].x == {"dataset.keys": 1e6, "value": 1000.0}
+
+
+@pytest.mark.parametrize("text, message", [
+    ("value=10,42", "matrix.value of mset-50keys has no value '42' (values: 10, 100, 1000)"),
+    ("colour=red", "mset-50keys has no matrix axis 'colour'"),
+    ("dataset.keys=lots", "dataset.keys: expected an integer, got 'lots'"),
+    ("dataset.keys", "a field axis needs its values"),
+    ("value=10,10", "a value is given twice"),
+])
+def test_bad_axis_is_refused_naming_it(text, message):
+    import yaml
+    matrix = yaml.safe_load((REPO / "cases" / "mset-50keys.yaml").read_text())["matrix"]
+    with pytest.raises(CaseError) as e:
+        parse_axis(text, matrix, "mset-50keys")
+    assert message in str(e.value) and "--axis" in str(e.value)
+
+
+def test_plan_prints_points_time_memory_and_refuses_what_does_not_fit():
+    plan = make_plan("mset-50keys", "default", VARIANTS, ["keys", "value=10,1000"], {},
+                     SweepOptions(), HOST)
+    lines = "\n".join(plan_lines(plan))
+    assert "4 points over keys (2) × value (2)" in lines
+    assert "p04-keys-10M-value-1000" in lines and "10,000,000" in lines
+    big = plan.points[3]
+    # 10M × 1000 B: about 10 GiB of data; two servers at once would not fit 24 GiB, so that
+    # point falls back to interleaved reps while the others are paired.
+    assert big.estimate.dataset_bytes > 9 * 2**30 and not big.estimate.paired
+    assert plan.points[0].estimate.paired and plan.points[0].estimate.time_s > 60
+    assert plan.points[2].estimate.preload_shared_with is None
+    check_fit(plan)                        # fits 24 GiB
+    small_host = dict(HOST, memory_bytes=8 * 2**30)
+    plan = make_plan("mset-50keys", "default", VARIANTS, ["keys", "value=10,1000"], {},
+                     SweepOptions(), small_host)
+    with pytest.raises(PlanError) as e:
+        check_fit(plan)
+    msg = str(e.value)
+    assert "1 point(s) do not fit this host's memory" in msg and "p04-keys-10M-value-1000" in msg
+    assert "--skip-unfit" in msg and "8.0 GiB" in msg
+    check_fit(make_plan("mset-50keys", "default", VARIANTS, ["keys", "value=10,1000"], {},
+                        SweepOptions(skip_unfit=True), small_host))
+
+
+def test_points_that_share_a_dataset_share_its_preload():
+    plan = make_plan("get-iothreads", "small", [
+        "pf0=debsrc:valkey+config=prefetch-batch-max-size=0",
+        "pf16=debsrc:valkey+config=prefetch-batch-max-size=16"], ["workload.pipeline=1,16"], {},
+        SweepOptions(), HOST)
+    assert plan.config_only
+    a, b = plan.points
+    # the same dataset, server config and case name: the runner's snapshot key is the same
+    assert b.estimate.preload_shared_with == a.spec.id and a.estimate.preload_shared_with is None
+    assert b.estimate.time_s < a.estimate.time_s
+    assert "one server process" in a.estimate.method
+
+
+def test_cli_plan_only_and_refusal_exit_codes():
+    env = cli_env()
+    p = subprocess.run([sys.executable, "-m", "collectors", "sweep", "mset-50keys", "--plan",
+                        "--axis", "keys", "--variant", VARIANTS[0], "--variant", VARIANTS[1]],
+                       cwd=REPO, env=env, capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stderr
+    assert "plan: mset-50keys, size default: 2 points over keys (2)" in p.stderr
+    p = subprocess.run([sys.executable, "-m", "collectors", "sweep", "mset-50keys", "--plan",
+                        "--axis", "value=7", "--variant", VARIANTS[0], "--variant", VARIANTS[1]],
+                       cwd=REPO, env=env, capture_output=True, text=True, timeout=120)
+    assert p.returncode == 2 and "no value '7'" in p.stderr and "Traceback" not in p.stderr
+    p = subprocess.run([sys.executable, "-m", "collectors", "sweep", "mset-50keys", "--plan",
+                        "--variant", VARIANTS[0]], cwd=REPO, env=env, capture_output=True,
+                       text=True, timeout=120)
+    assert p.returncode == 2 and "give --variant NAME=SPEC twice" in p.stderr
+
+
+# ------------------------------------------------------------------ end to end
+
+
+def _points(sweep_dir):
+    return json.loads((sweep_dir / "sweep.json").read_text())["points"]
+
+
+@pytest.fixture(scope="module")
+def sweep(tmp_path_factory):
+    base_variant()
+    built("prefetch", CAND_SPEC)
+    tmp = tmp_path_factory.mktemp("sweep")
+    out, rep = tmp / "sweeps", tmp / "report"
+    args = [sys.executable, "-m", "collectors", "sweep", "mset-50keys", "--size", "small",
+            "--axis", "dataset.keys=20K,50K", "--axis", "value=10,100",
+            "--reps", "2", "--paired-windows", "4", "--paired-window", "1",
+            "--profile-reps", "2", "--no-progress", "--out", str(out), "--report-out", str(rep),
+            "--variant", VARIANTS[0], "--variant", VARIANTS[1]]
+    log1 = tmp / "first.log"
+    with open(log1, "wb") as f:
+        proc = subprocess.Popen(args, cwd=REPO, env=cli_env(), stdout=f, stderr=subprocess.STDOUT,
+                                start_new_session=True)
+    sweep_dir = wait_for(lambda: next(iter(out.glob("*/sweep.json")), None), 300, "sweep.json").parent
+    # Interrupt in the second point, once the first is complete and the second has started.
+    wait_for(lambda: [p["status"] for p in _points(sweep_dir)][:2] == ["complete", "running"]
+             and _points(sweep_dir)[1].get("run_dir"), 600, "the second point to start", poll_s=0.5)
+    time.sleep(3)
+    kids = descendants(proc.pid)
+    os.killpg(proc.pid, signal.SIGINT)
+    rc1 = proc.wait(timeout=120)
+    first = _points(sweep_dir)
+    time.sleep(1)
+    left = still_alive(kids)
+    t0 = time.monotonic()
+    p = subprocess.run([sys.executable, "-m", "collectors", "sweep", "--resume", str(sweep_dir),
+                        "--no-progress", "--report-out", str(rep)],
+                       cwd=REPO, env=cli_env(), capture_output=True, text=True, timeout=1500)
+    return {"dir": sweep_dir, "report": rep, "rc1": rc1, "log1": log1.read_text(), "first": first,
+            "left": left, "rc2": p.returncode, "stderr2": p.stderr, "resume_s": time.monotonic() - t0}
+
+
+@pytest.mark.slow
+def test_interrupted_sweep_keeps_its_work_and_leaves_no_process(sweep):
+    assert sweep["rc1"] == 130, sweep["log1"][-3000:]
+    assert "stallscope sweep --resume" in sweep["log1"]
+    assert [p["status"] for p in sweep["first"]] == ["complete", "interrupted", "pending", "pending"]
+    assert sweep["left"] == []
+
+
+@pytest.mark.slow
+def test_resume_finishes_only_what_was_left(sweep):
+    assert sweep["rc2"] == 0, sweep["stderr2"][-4000:]
+    assert "resuming" in sweep["stderr2"] and "3 of 4 points to run" in sweep["stderr2"]
+    m = json.loads((sweep["dir"] / "sweep.json").read_text())
+    assert m["status"] == "complete" and len(m["resumes"]) == 1
+    assert [p["status"] for p in m["points"]] == ["complete"] * 4
+    # the first point's run is the one from before the interruption; the second was resumed
+    # in its own run directory, not restarted
+    assert m["points"][0]["run_dir"] == sweep["first"][0]["run_dir"]
+    assert m["points"][1]["run_dir"] == sweep["first"][1]["run_dir"]
+    for p in m["points"]:
+        rm = json.loads((sweep["dir"] / p["run_dir"] / "manifest.json").read_text())
+        assert rm["status"]["state"] == "complete"
+        assert rm["sweep"] == {"sweep_id": m["sweep_id"], "point": p["id"], "index": p["index"],
+                               "labels": p["labels"]}
+        assert rm["case"]["dataset"]["keys"] == {"20K": 20000, "50K": 50000}[p["labels"]["dataset.keys"]]
+        assert rm["case"]["dataset"]["value_size"] == int(p["labels"]["value"])
+        assert rm["paired"]["mode"] == "servers"
+    # progress across the sweep: one line per point with the time left
+    assert sweep["stderr2"].count("left") >= 3 and "[3/3] point p04" in sweep["stderr2"]
+
+
+@pytest.mark.slow
+def test_results_json_has_a_row_per_point_with_change_interval_and_lookup(sweep):
+    res = json.loads((sweep["report"] / "results.json").read_text())
+    assert res["schema"] == "stallscope.sweep-results/1"
+    assert [a["name"] for a in res["axes"]] == ["dataset.keys", "value"]
+    assert res["x_axis"] == "dataset.keys" and res["axes"][0]["keyspace"]
+    assert len(res["points"]) == 4
+    for p in res["points"]:
+        m = p["metric"]
+        assert m["base"]["n"] == m["cand"]["n"] == 4       # 2 paired reps × 4 ABBA windows: 2 a side
+        assert m["base"]["median"] > 100 and m["cand"]["median"] > 100   # ops/s
+        c = m["change"]
+        assert c["rel_ci_low"] <= c["rel"] <= c["rel_ci_high"]
+        assert c["verdict"] in ("improvement", "regression", "no change", "unstable")
+        lk = p["lookup"]
+        assert lk["function"] == "dictFindByHash" and lk["command"] == "MSET"
+        # the patch takes most of the bucket misses out of dictFindByHash, even in L3
+        assert lk["cand"]["median"] < lk["base"]["median"]
+        assert (sweep["report"] / p["report"] / "report.html").is_file()
+    # MSET with the prefetch: an improvement in throughput at the majority of points
+    assert sum(p["metric"]["change"]["rel"] > 0 for p in res["points"]) >= 3
+
+
+@pytest.mark.slow
+def test_report_md_is_the_seed_shaped_table(sweep):
+    md = (sweep["report"] / "report.md").read_text()
+    head = ("| dataset.keys | value | Baseline (base) | PR (prefetch) | Change | 95% CI | Verdict "
+            "| dictFindByHash, CPU per MSET (flat) | Report |")
+    assert head in md
+    rows = [l for l in md.splitlines() if l.startswith("| 20K |") or l.startswith("| 50K |")]
+    assert len(rows) == 4
+    assert all("ops/s" in r and "µs" in r and "/report.md)" in r for r in rows)
+    assert "**Along dataset.keys:**" in md
+
+
+@pytest.mark.slow
+def test_report_html_table_and_crossover_plot_in_chromium(sweep):
+    if CHROMIUM is None:
+        pytest.fail("chromium not found: install it with `apt-get install -y chromium` (or `make setup`)")
+    page = (sweep["report"] / "report.html").read_text()
+    probe = sweep["report"] / "probe.html"
+    probe.write_text(page.replace("<head>", "<head>\n" + PROBE, 1))
+    dom, _ = dump_dom(probe)
+    data = json.loads(html.unescape(dom.split('<pre id="probe">', 1)[1].split("</pre>", 1)[0]))
+    assert data["errors"] == [] and data["scripts"] == 1
+    (w, h), = data["plots"]                 # the crossover plot, laid out at a real size
+    assert w > 400 and h > 200
+    plot = dom.split('id="crossover-1"', 1)[1].split("</div>", 1)[0]
+    # one series per value, the L3 line on the keyspace axis, the noise band
+    assert "value=10" in plot and "value=100" in plot and "L3 32 MiB" in plot
+    assert "noise waterline" in plot
+    table = dom.split('id="sweep-1"', 1)[1].split("</table>", 1)[0]
+    assert table.count('class="point"') == 4
+    for p in json.loads((sweep["report"] / "results.json").read_text())["points"]:
+        assert f'href="{p["id"]}/report.html"' in table
+    assert (sweep["report"] / "crossover.svg").read_text().count("<svg") == 1
+
+
+@pytest.mark.slow
+def test_report_only_rerenders_from_the_sweep_directory(sweep, tmp_path):
+    p = subprocess.run([sys.executable, "-m", "collectors", "sweep", "--report", str(sweep["dir"]),
+                        "--report-out", str(tmp_path)], cwd=REPO, env=cli_env(),
+                       capture_output=True, text=True, timeout=600)
+    assert p.returncode == 0, p.stderr
+    a = json.loads((tmp_path / "results.json").read_text())
+    b = json.loads((sweep["report"] / "results.json").read_text())
+    assert a["points"] == b["points"]
