@@ -52,4 +52,6 @@ def redis_repo(dest: Path) -> list[str]:
     dictc.write_text(text.replace(SLOW_LOOKUP_ANCHOR, SLOW_LOOKUP, 1))
     git(repo, "commit", "-q", "-am", "dict: slower lookup (injected regression)")
     commits.append(git(repo, "rev-parse", "HEAD"))
+    # Detached, so tests can move `unstable` (git refuses to move a checked-out branch).
+    git(repo, "checkout", "-q", "--detach")
     return commits

@@ -13,12 +13,14 @@ from collectors.schedule.model import Job, ScheduleError
 def payload(job: Job, changes: list[Any], run: Any) -> dict:
     return {"event": "stallscope.change_points", "job": getattr(run, "job", job.name),
             "run_id": getattr(run, "run_id", None), "commits": getattr(run, "commits", {}),
-            "report": getattr(run, "report_url", None) or getattr(run, "report", None),
+            "report": getattr(run, "report", None) or None,
             "changes": [_plain(c) for c in changes]}
 
 
 def _plain(change: Any) -> dict:
     d = asdict(change) if is_dataclass(change) else dict(vars(change))
+    if hasattr(change, "commit_range"):
+        d["commit_range"] = list(change.commit_range)
     first = getattr(change, "first_run", None)
     if first is not None:
         d["first_run"] = {"id": getattr(first, "id", None), "run_id": getattr(first, "run_id", None),
@@ -39,7 +41,7 @@ def _jsonable(v: Any) -> Any:
 def make_deliverer(log: Callable[[str], None]) -> Callable[[Job, list, Any], list[Delivered]]:
     def send(job: Job, changes: list, run: Any) -> list[Delivered]:
         from analysis.report.alert_md import render_alert
-        md = render_alert(changes, run)
+        md = render_alert(changes, run, report_url=getattr(run, "report", "") or "")
         out = []
         for alert in job.alerts:
             try:

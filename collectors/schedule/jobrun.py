@@ -44,7 +44,7 @@ def run_case(sched: Schedule, job: Job, case: str, store: Any, log: Callable[[st
     if key and store.find_run(sjob, key) is not None:
         log(f"schedule: {sjob}: skipped, {cand.commit[:12]} ({cand.ref}) was measured already")
         return CaseOutcome(sjob, case, "skipped", key, message="measured already")
-    choice = baseline.choose(job, store, sjob)
+    choice = baseline.choose(job, store, sjob, cand)
     log(f"schedule: {sjob}: candidate {cand.spec}; {choice.why}")
     commits = dict(key)
     variants = []

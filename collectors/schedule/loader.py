@@ -158,8 +158,8 @@ def _baseline(node: Node | None, where: str) -> Baseline:
         return Baseline("previous")
     if isinstance(node.value, str):
         if node.value not in BASELINE_POLICIES or node.value == "pinned":
-            raise ScheduleError(f"{where}:{node.line}: baseline {node.value!r}: use previous, last-good, "
-                                "none, or 'pinned: SPEC' (e.g. pinned: debsrc:redis@8.0.6)")
+            raise ScheduleError(f"{where}:{node.line}: baseline {node.value!r}: use previous, last-good "
+                                "or 'pinned: SPEC' (e.g. pinned: debsrc:redis@8.0.6)")
         return Baseline(node.value)
     body = _mapping(node, "baseline", {"pinned"}, where)
     if "pinned" not in body:

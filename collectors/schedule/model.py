@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-BASELINE_POLICIES = ("previous", "pinned", "last-good", "none")
+BASELINE_POLICIES = ("previous", "pinned", "last-good")
 
 
 class ScheduleError(Exception):
@@ -13,7 +13,7 @@ class ScheduleError(Exception):
 
 @dataclass(frozen=True)
 class Baseline:
-    policy: str                   # previous | pinned | last-good | none
+    policy: str                   # previous | pinned | last-good
     spec: str | None = None       # pinned only: a variant spec (debsrc:redis@8.0.6, git:...@v8.0.2)
 
 
