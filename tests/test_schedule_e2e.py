@@ -13,11 +13,11 @@ from pathlib import Path
 
 import pytest
 
+from analysis.history import store as store_mod
+from analysis.history.changepoints import detect
 from collectors.schedule import cli
 from tests.schedule_repo import LOOKUP_FUNCTIONS, git, redis_repo
 
-store_mod = pytest.importorskip(
-    "analysis.history.store", reason="analysis.history (branch issue-history) is not merged into this branch yet")
 
 
 class Hook(BaseHTTPRequestHandler):
@@ -52,19 +52,19 @@ runs-dir: {d}/runs
 reports-dir: {d}/reports
 defaults: {{size: small, reps: 3, profile-reps: 3, runner-labels: [self-hosted, bare-metal]}}
 jobs:
-  lookup:
+  sched-lookup:
     cron: "0 3 * * *"
     case: mget-100keys@pipeline=16       # pipelined: the server is the bottleneck
     candidate: git:{repo}@unstable
     baseline: previous
     alerts:
       - webhook: {hook}
-      - file: {d}/alerts/lookup.md
-  mset:
+      - file: {d}/alerts/sched-lookup.md
+  sched-mset:
     cron: "0 4 * * *"
     case: mset-10keys
     candidate: git:{repo}@unstable
-    baseline: none
+    baseline: previous
     reps: 2
     profile-reps: 0
 """
@@ -73,7 +73,8 @@ jobs:
 def _url(kind: str, tmp_path: Path, request) -> str:
     if kind == "sqlite":
         return f"sqlite:///{tmp_path / 'history.sqlite'}"
-    return request.getfixturevalue("postgres_url")   # history's fixture: a real local server
+    # a real local PostgreSQL server (tests/pg.py), shared by the session: job names are unique
+    return request.getfixturevalue("postgres_url")
 
 
 @pytest.mark.timeout(1800)
@@ -84,28 +85,27 @@ def test_scheduled_jobs_flag_the_injected_regression(kind, tmp_path, request, re
     sched = tmp_path / "nightly.yaml"
     sched.write_text(SCHEDULE.format(d=tmp_path, repo=path, hook=hook))
     Hook.got.clear()
-    git(path, "branch", "-f", "unstable", commits[0])
-    assert cli.main(["run", str(sched), "--once", "--history", url]) == 0       # both jobs: never ran
+    git(path, "branch", "-f", "unstable", commits[1])
+    # both jobs never ran: due; a first run compares the candidate with its parent
+    assert cli.main(["run", str(sched), "--once", "--history", url]) == 0
     store = store_mod.HistoryStore.open(url)
-    assert [r.commits["cand"] for r in store.runs("lookup")] == [commits[0]]
-    assert [r.commits["cand"] for r in store.runs("mset")] == [commits[0]]
+    assert [(r.commits["base"], r.commits["cand"]) for r in store.runs("sched-lookup")] == [tuple(commits[:2])]
+    assert [r.commits["cand"] for r in store.runs("sched-mset")] == [commits[1]]
     # the same commit again: skipped, nothing new recorded
     assert cli.main(["run", str(sched), "--once", "--force", "--history", url]) == 0
-    assert len(store.runs("lookup")) == 1 and len(store.runs("mset")) == 1
-    for c in commits[1:]:
-        git(path, "branch", "-f", "unstable", c)
-        assert cli.main(["run", str(sched), "--once", "--force", "--job", "lookup", "--history", url]) == 0
-    runs = store.runs("lookup")
-    assert [r.commits["cand"] for r in runs] == commits
-    assert runs[2].commits["base"] == commits[1]             # baseline policy previous
-    from analysis.history.changepoints import detect
-    flagged = [c for c in detect(store, "lookup") if c.direction == "regression" and c.first_run.id == runs[2].id]
+    assert len(store.runs("sched-lookup")) == 1 and len(store.runs("sched-mset")) == 1
+    git(path, "branch", "-f", "unstable", commits[2])
+    assert cli.main(["run", str(sched), "--once", "--force", "--job", "sched-lookup", "--history", url]) == 0
+    runs = store.runs("sched-lookup")
+    assert [r.commits["cand"] for r in runs] == commits[1:]
+    assert runs[1].commits["base"] == commits[1]             # baseline policy previous
+    flagged = [c for c in detect(store, "sched-lookup") if c.direction == "regression" and c.first_run.id == runs[1].id]
     assert flagged, "the slow-lookup commit was not flagged"
     assert any(tuple(c.commit_range) == (commits[1], commits[2]) for c in flagged)
     movers = {m for c in flagged for m in (c.movers or [])}
     assert any(f in str(m) for m in movers for f in LOOKUP_FUNCTIONS), movers
-    assert Hook.got and Hook.got[-1]["run_id"] == runs[2].run_id and commits[2][:12] in Hook.got[-1]["markdown"]
-    assert (tmp_path / "alerts" / "lookup.md").read_text() == Hook.got[-1]["markdown"]
+    assert Hook.got and Hook.got[-1]["run_id"] == runs[1].run_id and commits[2][:12] in Hook.got[-1]["markdown"]
+    assert (tmp_path / "alerts" / "sched-lookup.md").read_text() == Hook.got[-1]["markdown"]
 
 
 def test_git_repo_has_the_three_commits(repo):
