@@ -29,6 +29,8 @@ COMMANDS: list[Command] = [
     Command("collect", "parca", "collectors.profilers.parca_cli",
             "fetch a merged CPU profile of a time window from a Parca server"),
     *ANALYSIS_COMMANDS,
+    Command("keep", "schedule", "collectors.schedule.cli",
+            "scheduled profiling: run a schedule file's due jobs into the history; systemd / GitHub Actions"),
 ]
 
 INTRO = ["stallscope: did a change remove memory stalls, where, and what did it buy?",

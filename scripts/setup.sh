@@ -63,6 +63,22 @@ else
   cargo install --locked --quiet --version "$INFERNO_VERSION" inferno
 fi
 
+# --- actionlint (checks the GitHub Actions workflow `stallscope schedule github` writes) -------
+ACTIONLINT_VERSION=1.7.12
+GOBIN_DIR=${GOBIN:-${GOPATH:-$HOME/go}/bin}
+export PATH="$GOBIN_DIR:/usr/local/go/bin:$PATH"
+if command -v actionlint >/dev/null && [ "$(actionlint -version 2>/dev/null | head -1)" = "v$ACTIONLINT_VERSION" ]; then
+  log "actionlint $ACTIONLINT_VERSION present"
+else
+  if ! command -v go >/dev/null; then
+    dpkg-query -W -f='${Status}' golang-go 2>/dev/null | grep -q "ok installed" || {
+      $SUDO apt-get update -qq
+      $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends golang-go; }
+  fi
+  log "building actionlint $ACTIONLINT_VERSION with go (about 15 s)"
+  go install "github.com/rhysd/actionlint/cmd/actionlint@v$ACTIONLINT_VERSION"
+fi
+
 # --- Python virtual environment ------------------------------------------------------
 PY=${PYTHON:-python3}
 if [ ! -x .venv/bin/python ]; then

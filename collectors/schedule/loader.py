@@ -1,0 +1,196 @@
+"""Read and check a schedule file. The YAML is composed into PyYAML's node tree first so
+every error names the file and the line it comes from (docs/schedule.md, the format)."""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import yaml
+from croniter import croniter
+
+from collectors.build.spec import parse_variant
+from collectors.schedule.model import BASELINE_POLICIES, Alert, Baseline, Job, Schedule, ScheduleError
+
+TOP_KEYS = {"version", "history", "runs-dir", "reports-dir", "defaults", "jobs"}
+JOB_KEYS = {"cron", "case", "cases", "candidate", "baseline", "reps", "profile-reps", "size",
+            "runner-labels", "run-args", "alerts"}
+DEFAULT_KEYS = JOB_KEYS - {"case", "cases", "candidate"}
+
+
+class Node:
+    """A plain value with the line it was written on."""
+    def __init__(self, value: Any, line: int):
+        self.value, self.line = value, line
+        self.key_line = line      # a mapping's value: the line of its key (where a job starts)
+
+
+def _plain(node: yaml.Node, where: str) -> Node:
+    line = node.start_mark.line + 1
+    if isinstance(node, yaml.MappingNode):
+        out: dict[str, Node] = {}
+        for k, v in node.value:
+            key = _scalar(k) if isinstance(k, yaml.ScalarNode) else None
+            if not isinstance(key, (str, int)):
+                raise ScheduleError(f"{where}:{k.start_mark.line + 1}: mapping keys must be plain words")
+            if str(key) in out:
+                raise ScheduleError(f"{where}:{k.start_mark.line + 1}: duplicate key {key!r}")
+            out[str(key)] = _plain(v, where)
+            out[str(key)].key_line = k.start_mark.line + 1
+        return Node(out, line)
+    if isinstance(node, yaml.SequenceNode):
+        return Node([_plain(n, where) for n in node.value], line)
+    return Node(_scalar(node), line)
+
+
+def _scalar(node: yaml.Node) -> Any:
+    return yaml.SafeLoader("").construct_object(node, deep=True)
+
+
+def load_schedule(path: str | Path) -> Schedule:
+    where = str(path)
+    try:
+        text = Path(path).read_text()
+    except OSError as e:
+        raise ScheduleError(f"{where}: cannot read the schedule file: {e.strerror}") from None
+    try:
+        root = yaml.compose(text, Loader=yaml.SafeLoader)
+    except yaml.MarkedYAMLError as e:
+        mark = e.problem_mark or e.context_mark
+        raise ScheduleError(f"{where}:{mark.line + 1 if mark else '?'}: malformed YAML: {e.problem or e}") from None
+    if root is None:
+        raise ScheduleError(f"{where}:1: the schedule file is empty; it needs a 'jobs:' mapping")
+    doc = _plain(root, where)
+    top = _mapping(doc, "the file", TOP_KEYS, where)
+    if top.get("version") is not None and top["version"].value != 1:
+        raise ScheduleError(f"{where}:{top['version'].line}: version must be 1")
+    defaults = _mapping(top["defaults"], "defaults", DEFAULT_KEYS, where) if "defaults" in top else {}
+    if "jobs" not in top:
+        raise ScheduleError(f"{where}:{doc.line}: no 'jobs:' mapping (see docs/schedule.md)")
+    jobs = _mapping(top["jobs"], "jobs", None, where)
+    if not jobs:
+        raise ScheduleError(f"{where}:{top['jobs'].line}: 'jobs:' is empty")
+    sched = Schedule(path=where, history=_str(top.get("history"), "history", where, None),
+                     runs_dir=_str(top.get("runs-dir"), "runs-dir", where, "runs"),
+                     reports_dir=_str(top.get("reports-dir"), "reports-dir", where, "reports"))
+    for name, node in jobs.items():
+        sched.jobs.append(_job(name, node, defaults, where))
+    return sched
+
+
+def _mapping(node: Node, what: str, allowed: set[str] | None, where: str) -> dict[str, Node]:
+    if not isinstance(node.value, dict):
+        raise ScheduleError(f"{where}:{node.line}: {what} must be a mapping (key: value lines)")
+    if allowed is not None:
+        for k, v in node.value.items():
+            if k not in allowed:
+                raise ScheduleError(f"{where}:{v.line}: unknown key {k!r} in {what}; "
+                                    f"known: {', '.join(sorted(allowed))}")
+    return node.value
+
+
+def _str(node: Node | None, what: str, where: str, default: str | None) -> str | None:
+    if node is None:
+        return default
+    if not isinstance(node.value, (str, int)) or isinstance(node.value, bool) or node.value == "":
+        raise ScheduleError(f"{where}:{node.line}: {what} must be a non-empty string")
+    return str(node.value)
+
+
+def _int(node: Node | None, what: str, where: str, default: int, least: int) -> int:
+    if node is None:
+        return default
+    if not isinstance(node.value, int) or isinstance(node.value, bool) or node.value < least:
+        raise ScheduleError(f"{where}:{node.line}: {what} must be a whole number >= {least}, got {node.value!r}")
+    return node.value
+
+
+def _strs(node: Node | None, what: str, where: str, default: tuple[str, ...]) -> tuple[str, ...]:
+    if node is None:
+        return default
+    items = node.value if isinstance(node.value, list) else [node]
+    out = tuple(_str(n, what, where, None) for n in items)
+    if not out:
+        raise ScheduleError(f"{where}:{node.line}: {what} is empty")
+    return out  # type: ignore[return-value]
+
+
+def _job(name: str, node: Node, defaults: dict[str, Node], where: str) -> Job:
+    body = _mapping(node, f"job {name!r}", JOB_KEYS, where)
+    get = (lambda k: body.get(k, defaults.get(k)))
+    node = Node(body, node.key_line)
+    if not name.replace("-", "").replace("_", "").isalnum():
+        raise ScheduleError(f"{where}:{node.line}: job name {name!r}: use letters, digits, - and _")
+    cron = _str(get("cron"), "cron", where, None)
+    if cron is None:
+        raise ScheduleError(f"{where}:{node.line}: job {name!r} has no 'cron:' (e.g. cron: \"0 2 * * *\")")
+    if not croniter.is_valid(cron):
+        raise ScheduleError(f"{where}:{get('cron').line}: cron {cron!r} is not a cron expression "
+                            "(five fields: minute hour day-of-month month day-of-week)")
+    if "case" in body and "cases" in body:
+        raise ScheduleError(f"{where}:{body['cases'].line}: give 'case:' or 'cases:', not both")
+    cases = _strs(body.get("cases") or body.get("case"), "cases", where, ())
+    if not cases:
+        raise ScheduleError(f"{where}:{node.line}: job {name!r} names no case ('cases: [mset-50keys]')")
+    if "candidate" not in body:
+        raise ScheduleError(f"{where}:{node.line}: job {name!r} has no 'candidate:' variant spec")
+    candidate = _spec(body["candidate"], "candidate", where)
+    return Job(name=name, cron=cron, cases=cases, candidate=candidate,
+               baseline=_baseline(get("baseline"), where),
+               reps=_int(get("reps"), "reps", where, 5, 1),
+               profile_reps=_int(get("profile-reps"), "profile-reps", where, 3, 0),
+               size=_str(get("size"), "size", where, "default") or "default",
+               runner_labels=_strs(get("runner-labels"), "runner-labels", where, ("self-hosted",)),
+               run_args=_strs(get("run-args"), "run-args", where, ()) if get("run-args") else (),
+               alerts=_alerts(get("alerts"), where), line=node.line)
+
+
+def _spec(node: Node, what: str, where: str) -> str:
+    text = _str(node, what, where, None) or ""
+    try:
+        parse_variant(f"x={text}")
+    except ValueError as e:
+        raise ScheduleError(f"{where}:{node.line}: {what}: {str(e).splitlines()[0]}") from None
+    return text
+
+
+def _baseline(node: Node | None, where: str) -> Baseline:
+    if node is None:
+        return Baseline("previous")
+    if isinstance(node.value, str):
+        if node.value not in BASELINE_POLICIES or node.value == "pinned":
+            raise ScheduleError(f"{where}:{node.line}: baseline {node.value!r}: use previous, last-good "
+                                "or 'pinned: SPEC' (e.g. pinned: debsrc:redis@8.0.6)")
+        return Baseline(node.value)
+    body = _mapping(node, "baseline", {"pinned"}, where)
+    if "pinned" not in body:
+        raise ScheduleError(f"{where}:{node.line}: baseline mapping needs 'pinned: SPEC'")
+    return Baseline("pinned", _spec(body["pinned"], "baseline pinned", where))
+
+
+def _alerts(node: Node | None, where: str) -> tuple[Alert, ...]:
+    if node is None:
+        return ()
+    if not isinstance(node.value, list):
+        raise ScheduleError(f"{where}:{node.line}: alerts must be a list (- github: owner/repo#12)")
+    out = []
+    for item in node.value:
+        body = _mapping(item, "an alert", {"github", "webhook", "file", "token-env", "token-file", "api-url"}, where)
+        kinds = [k for k in ("github", "webhook", "file") if k in body]
+        if len(kinds) != 1:
+            raise ScheduleError(f"{where}:{item.line}: an alert names exactly one of github:, webhook:, file:")
+        kind = kinds[0]
+        target = _str(body[kind], kind, where, None) or ""
+        if kind == "github" and not _github_target_ok(target):
+            raise ScheduleError(f"{where}:{body[kind].line}: github: {target!r}: expected OWNER/REPO#NUMBER "
+                                "(an issue or pull request number)")
+        if kind == "webhook" and not target.startswith(("http://", "https://")):
+            raise ScheduleError(f"{where}:{body[kind].line}: webhook: {target!r} is not an http(s) URL")
+        out.append(Alert(kind, target, token_env=_str(body.get("token-env"), "token-env", where, "GITHUB_TOKEN"),
+                         token_file=_str(body.get("token-file"), "token-file", where, None),
+                         api_url=_str(body.get("api-url"), "api-url", where, "https://api.github.com")))
+    return tuple(out)
+
+
+def _github_target_ok(target: str) -> bool:
+    repo, hash_, num = target.partition("#")
+    return bool(hash_) and num.isdigit() and repo.count("/") == 1 and all(repo.split("/"))

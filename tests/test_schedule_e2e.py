@@ -1,0 +1,117 @@
+"""Issue 11's end-to-end at CI size: a schedule file with two jobs over a local Redis git
+repository (tests/schedule_repo.py: as shipped, a harmless commit, a commit that slows every
+key lookup), `stallscope schedule run FILE --once` into SQLite and into a real local
+PostgreSQL; the third commit is flagged with its commit range and the lookup function that
+moved, and the alert reaches a local HTTP endpoint (a webhook)."""
+from __future__ import annotations
+
+import json
+import subprocess
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import pytest
+
+from analysis.history import store as store_mod
+from analysis.history.changepoints import detect
+from collectors.schedule import cli
+from tests.schedule_repo import LOOKUP_FUNCTIONS, git, redis_repo
+
+
+
+class Hook(BaseHTTPRequestHandler):
+    got: list[dict] = []
+
+    def do_POST(self):
+        type(self).got.append(json.loads(self.rfile.read(int(self.headers["Content-Length"]))))
+        self.send_response(204)
+        self.end_headers()
+
+    def log_message(self, *a):
+        pass
+
+
+@pytest.fixture(scope="module")
+def hook():
+    srv = ThreadingHTTPServer(("127.0.0.1", 0), Hook)
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    yield f"http://127.0.0.1:{srv.server_address[1]}/hook"
+    srv.shutdown()
+    srv.server_close()
+
+
+@pytest.fixture(scope="module")
+def repo(tmp_path_factory):
+    base = tmp_path_factory.mktemp("sched-repo")
+    return base / "redis", redis_repo(base)
+
+
+SCHEDULE = """\
+runs-dir: {d}/runs
+reports-dir: {d}/reports
+defaults: {{size: small, reps: 3, profile-reps: 3, runner-labels: [self-hosted, bare-metal]}}
+jobs:
+  sched-lookup:
+    cron: "0 3 * * *"
+    case: mget-100keys@pipeline=16       # pipelined: the server is the bottleneck
+    candidate: git:{repo}@unstable
+    baseline: previous
+    alerts:
+      - webhook: {hook}
+      - file: {d}/alerts/sched-lookup.md
+  sched-mset:
+    cron: "0 4 * * *"
+    case: mset-10keys
+    candidate: git:{repo}@unstable
+    baseline: previous
+    reps: 2
+    profile-reps: 0
+"""
+
+
+def _url(kind: str, tmp_path: Path, request) -> str:
+    if kind == "sqlite":
+        return f"sqlite:///{tmp_path / 'history.sqlite'}"
+    # a real local PostgreSQL server (tests/pg.py), shared by the session: job names are unique
+    return request.getfixturevalue("postgres_url")
+
+
+@pytest.mark.timeout(1800)
+@pytest.mark.parametrize("kind", ["sqlite", "postgresql"])
+def test_scheduled_jobs_flag_the_injected_regression(kind, tmp_path, request, repo, hook):
+    path, commits = repo
+    url = _url(kind, tmp_path, request)
+    sched = tmp_path / "nightly.yaml"
+    sched.write_text(SCHEDULE.format(d=tmp_path, repo=path, hook=hook))
+    Hook.got.clear()
+    git(path, "branch", "-f", "unstable", commits[1])
+    # both jobs never ran: due; a first run compares the candidate with its parent
+    assert cli.main(["run", str(sched), "--once", "--history", url]) == 0
+    store = store_mod.HistoryStore.open(url)
+    assert [(r.commits["base"], r.commits["cand"]) for r in store.runs("sched-lookup")] == [tuple(commits[:2])]
+    assert [r.commits["cand"] for r in store.runs("sched-mset")] == [commits[1]]
+    # the same commit again: skipped, nothing new recorded
+    assert cli.main(["run", str(sched), "--once", "--force", "--history", url]) == 0
+    assert len(store.runs("sched-lookup")) == 1 and len(store.runs("sched-mset")) == 1
+    git(path, "branch", "-f", "unstable", commits[2])
+    assert cli.main(["run", str(sched), "--once", "--force", "--job", "sched-lookup", "--history", url]) == 0
+    runs = store.runs("sched-lookup")
+    assert [r.commits["cand"] for r in runs] == commits[1:]
+    assert runs[1].commits["base"] == commits[1]             # baseline policy previous
+    flagged = [c for c in detect(store, "sched-lookup") if c.direction == "regression" and c.first_run.id == runs[1].id]
+    assert flagged, "the slow-lookup commit was not flagged"
+    assert any(tuple(c.commit_range) == (commits[1], commits[2]) for c in flagged)
+    movers = {m for c in flagged for m in (c.movers or [])}
+    assert any(f in str(m) for m in movers for f in LOOKUP_FUNCTIONS), movers
+    assert Hook.got and Hook.got[-1]["run_id"] == runs[1].run_id and commits[2][:12] in Hook.got[-1]["markdown"]
+    assert (tmp_path / "alerts" / "sched-lookup.md").read_text() == Hook.got[-1]["markdown"]
+
+
+def test_git_repo_has_the_three_commits(repo):
+    path, commits = repo
+    log = git(path, "log", "--format=%H %s", "unstable").splitlines()
+    assert [ln.split()[0] for ln in log][::-1] == commits
+    diff = subprocess.run(["git", "-C", str(path), "diff", commits[1], commits[2], "--stat"],
+                          capture_output=True, text=True, check=True).stdout
+    assert "src/dict.c" in diff and "1 file changed" in diff

@@ -1,0 +1,80 @@
+"""What `stallscope schedule install` and `stallscope schedule github` write, checked by the
+tools that judge them: systemd-analyze verify for the units, actionlint (make setup installs
+it, pinned) for the workflow."""
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from collectors.schedule import cli
+
+DATA = Path(__file__).parent / "data" / "schedule"
+
+
+def _actionlint() -> str:
+    for d in (os.environ.get("GOBIN"), str(Path.home() / "go" / "bin")):
+        if d and (Path(d) / "actionlint").exists():
+            return str(Path(d) / "actionlint")
+    found = shutil.which("actionlint")
+    if not found:
+        pytest.fail("actionlint missing: `make setup` installs it (go install .../actionlint@v1.7.12)")
+    return found
+
+
+def test_github_workflow_passes_actionlint(tmp_path, capsys):
+    out = tmp_path / ".github" / "workflows" / "stallscope.yml"
+    assert cli.main(["github", str(DATA / "two-jobs.yaml"), "--out", str(out)]) == 0
+    doc = yaml.safe_load(out.read_text())
+    on = doc[True] if True in doc else doc["on"]   # YAML 1.1 reads a bare `on` as true
+    assert [s["cron"] for s in on["schedule"]] == ["0 2 * * *", "30 2 * * 1-5"]
+    assert "workflow_dispatch" in on
+    job = doc["jobs"]["profile"]
+    assert job["runs-on"] == "${{ matrix.labels }}"
+    assert job["strategy"]["matrix"]["include"] == [
+        {"job": "mset", "labels": ["self-hosted", "linux", "bare-metal"]},
+        {"job": "mget-vs-release", "labels": ["self-hosted", "x86-64"]}]
+    steps = job["steps"]
+    assert any("secrets.STALLSCOPE_HISTORY_URL" in str(s.get("env")) for s in steps)
+    assert any(s.get("uses", "").startswith("actions/upload-artifact@") for s in steps)
+    # the runner labels actionlint should accept as self-hosted ones
+    (tmp_path / ".github" / "actionlint.yaml").write_text(
+        "self-hosted-runner:\n  labels: [linux, bare-metal, x86-64]\n")
+    r = subprocess.run([_actionlint(), "-no-color", str(out)], cwd=tmp_path, capture_output=True,
+                       text=True, timeout=120)
+    assert r.returncode == 0, r.stdout + r.stderr
+
+
+def test_actionlint_would_catch_a_broken_workflow(tmp_path):
+    bad = tmp_path / "bad.yml"
+    bad.write_text("on: push\njobs:\n  a:\n    runs-on: ubuntu-latest\n    if: ${{ matrix.x }}\n"
+                   "    steps:\n      - run: echo ${{ nosuch.context }}\n")
+    r = subprocess.run([_actionlint(), "-no-color", str(bad)], capture_output=True, text=True, timeout=120)
+    assert r.returncode != 0 and "nosuch" in r.stdout
+
+
+def test_systemd_units_verify(tmp_path):
+    sched = tmp_path / "nightly.yaml"
+    sched.write_text((DATA / "two-jobs.yaml").read_text())
+    units = tmp_path / "units"
+    assert cli.main(["install", str(sched), "--out", str(units), "--name", "ss-nightly",
+                     "--history", "postgresql://bench@127.0.0.1/stallscope"]) == 0
+    service = (units / "ss-nightly.service").read_text()
+    timer = (units / "ss-nightly.timer").read_text()
+    exe = str(Path(sys.executable).with_name("stallscope"))
+    assert f"ExecStart={exe} schedule run {sched} --once --history postgresql://bench@127.0.0.1/stallscope" in service
+    assert "Type=oneshot" in service and "KillMode=control-group" in service
+    assert "OnCalendar=*:0/15" in timer and "Persistent=true" in timer and "Unit=ss-nightly.service" in timer
+    tool = shutil.which("systemd-analyze")
+    if tool is None:
+        pytest.skip("systemd-analyze not installed (Debian package systemd)")
+    r = subprocess.run([tool, "verify", "--man=no", str(units / "ss-nightly.service"),
+                        str(units / "ss-nightly.timer")], capture_output=True, text=True, timeout=120)
+    problems = [ln for ln in (r.stdout + r.stderr).splitlines()
+                if "ss-nightly" in ln or "Unknown" in ln or "Invalid" in ln]
+    assert r.returncode == 0 and not problems, r.stdout + r.stderr
