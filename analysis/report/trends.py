@@ -4,34 +4,17 @@ detected change points marked (with their mark, if any), and every point a link 
 run's report. matplotlib SVG inline (text stays escaped text), no scripts."""
 from __future__ import annotations
 
-import io
 import re
 from pathlib import Path
 
 import jinja2
-import matplotlib
+import matplotlib.pyplot as plt
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
+from analysis.history.changepoints import HEADLINE
+from analysis.history.store import HistoryStore
+from analysis.report.plots import _RC, _svg, _t   # the same SVG conventions as report.html
 
-from analysis.history.changepoints import HEADLINE  # noqa: E402
-from analysis.history.store import HistoryStore  # noqa: E402
-
-_RC = {"svg.fonttype": "none", "svg.hashsalt": "stallscope", "font.size": 9,
-       "axes.spines.top": False, "axes.spines.right": False}
 TEMPLATES = Path(__file__).parent / "templates"
-
-
-def _t(text: object) -> str:
-    return str(text).replace("$", r"\$")
-
-
-def _svg(fig) -> str:
-    buf = io.StringIO()
-    fig.savefig(buf, format="svg", bbox_inches="tight", metadata={"Date": None, "Creator": None})
-    plt.close(fig)
-    text = buf.getvalue()
-    return text[text.index("<svg"):]
 
 
 def series_svg(name: str, cand: list, base: list, changes: list[dict]) -> str:
