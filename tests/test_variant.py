@@ -260,7 +260,7 @@ def test_failed_make_keeps_its_log_and_says_where(tmp_path):
     (tree / "Makefile").write_text("all:\n\t@echo compiling dict.c\n\t@echo 'dict.c:1: error: boom' >&2; exit 3\n")
     lines: list[str] = []
     with pytest.raises(BuildError) as e:
-        _run_make(tree, ["OPTIMIZATION=-O2"], build / "build.log", Progress("x", lines.append))
+        _run_make(tree, ["OPTIMIZATION=-O2"], build / "build.log", Progress("x", lines.append), tmp_path)
     msg = str(e.value)
     kept = tmp_path / "builds" / "failed-abc123.log"
     assert f"full log: {kept}" in msg and "dict.c:1: error: boom" in msg
