@@ -211,3 +211,29 @@ def test_settle_waits_for_the_keyspace_rehash(variant, tmp_path):
         assert srv.settle() == {"rehashing_s": 0.0}
     finally:
         srv.stop()
+
+
+def test_snapshot_waits_for_a_background_save_the_server_started(variant, tmp_path):
+    # rdb-load runs with persistence on: the server's save rules can start a BGSAVE during
+    # a long preload, and a plain SAVE then fails ("Background save already in progress").
+    src = Server(_opts(variant, tmp_path, "p", persistence=True)).start()
+    try:
+        c = src.client
+        p = c.pipeline(transaction=False)
+        for i in range(2000):
+            p.set(f"key:{i:06d}", "v")
+        p.execute()
+        c.config_set("rdb-key-save-delay", 500)     # 2000 keys x 0.5 ms: a 1 s BGSAVE
+        c.bgsave()
+        c.config_set("rdb-key-save-delay", 0)       # the forked child keeps its delay
+        assert c.info("persistence")["rdb_bgsave_in_progress"] == 1
+        c.set("key:late", "after the BGSAVE started")
+        rdb = src.snapshot(tmp_path / "cache" / "p.rdb")
+    finally:
+        src.stop()
+    srv = Server(_opts(variant, tmp_path, "q", rdb=rdb)).start()
+    try:
+        assert srv.client.dbsize() == 2001
+        assert srv.client.get("key:late") == b"after the BGSAVE started"
+    finally:
+        srv.stop()

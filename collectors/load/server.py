@@ -255,7 +255,18 @@ class Server:
         # SAVE of 10M+ keys takes tens of seconds: no read timeout short enough to hit it.
         c = redis.Redis(host=HOST, port=self.port, socket_timeout=3600)
         try:
-            c.execute_command("SAVE")
+            # With persistence on (the rdb-load case), the server's own save rules may have
+            # started a BGSAVE during a long preload; SAVE then fails with "Background save
+            # already in progress". Wait for that child, then save what we loaded.
+            deadline = time.monotonic() + 3600
+            while True:
+                self._wait_bgsave(c, deadline)
+                try:
+                    c.execute_command("SAVE")
+                    break
+                except redis.ResponseError as e:
+                    if "in progress" not in str(e) or time.monotonic() > deadline:
+                        raise
         finally:
             c.close()
         src = Path(self.opts.workdir) / "dump.rdb"
@@ -265,6 +276,13 @@ class Server:
         os.replace(tmp, dest)
         src.unlink()  # the next start would otherwise load it
         return dest
+
+    @staticmethod
+    def _wait_bgsave(c: redis.Redis, deadline: float) -> None:
+        while int(c.info("persistence").get("rdb_bgsave_in_progress", 0)):
+            if time.monotonic() > deadline:
+                raise ServerError("a background save of the server did not finish within an hour")
+            time.sleep(0.2)
 
     def settle(self, timeout_s: float = 300.0) -> dict[str, Any]:
         """Wait until the keyspace dicts finish rehashing, and say how long that took.
