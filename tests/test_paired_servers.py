@@ -51,6 +51,10 @@ def test_two_builds_are_loaded_at_once_and_alternate(paired_run):
             assert (d / f"server-{n}.log").read_text().count("Ready to accept connections") == 1
             assert f"tcp_port:{ports[n]}" in (d / f"info-{n}.txt").read_text()
         assert doc["servers"]["base"]["binary_sha256"] != doc["servers"]["cand"]["binary_sha256"]
+        ws = doc["windows"]
+        # only a switch of server settles; the second window of an ABBA pair follows on
+        assert ws[0]["t1"] < ws[1]["t0"] and ws[2]["t1"] < ws[3]["t0"]
+        assert ws[1]["t1"] == ws[2]["t0"] and ws[1]["variant"] == ws[2]["variant"]
         for w in doc["windows"]:
             # the active server's own counters: the case's command, nothing else running
             assert 0.45 <= w["seconds"] <= 1.5 and w["calls"] > 100

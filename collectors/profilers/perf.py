@@ -95,6 +95,11 @@ def fold(perf: str, collapse: str, perf_data: Path, out_dir: Path) -> dict[str, 
             "threads": sorted({c for _, c in threads})}
 
 
+# Profile windows: ABBA off/on, each at least perf_windows.MIN_WINDOW_S. Short windows pair
+# better on a host whose noise drifts over seconds (docs/statistics.md): 64 windows of a
+# 16 s profile rep are 0.25 s each, 32 off/on pairs per rep.
+PROFILE_WINDOWS = 64
+
 @dataclass
 class PerfProfiler:
     """A RepCollector: start() attaches perf to the server for the steady window,
@@ -103,7 +108,7 @@ class PerfProfiler:
     keep_data: bool = False
     callgraph: str = "auto"          # auto: the variant's (fp when it has frame pointers)
     mmap_pages: int | None = None    # perf's ring buffer (-m), None: perf's default
-    windows: int = 16                # ABBA off/on profile windows (0: sample the whole window)
+    windows: int = PROFILE_WINDOWS   # ABBA off/on profile windows (0: sample the whole window)
     name: str = "perf"
     _proc: subprocess.Popen | None = field(default=None, repr=False)
     _argv: list[str] = field(default_factory=list, repr=False)
@@ -196,9 +201,10 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> None:
                         "auto (fp when the binary has frame pointers; default)")
     g.add_argument("--perf-mmap", type=int, default=None, metavar="PAGES",
                    help="perf's ring buffer in pages (perf record -m; default: perf's own)")
-    g.add_argument("--profile-windows", type=int, default=16, metavar="N",
+    g.add_argument("--profile-windows", type=int, default=PROFILE_WINDOWS, metavar="N",
                    help="split each profile rep into N windows, perf sampling every other one "
-                        "(ABBA), so the rep measures the profiler's own cost (default 16; 0: "
+                        "(ABBA), so the rep measures the profiler's own cost (default %(default)s, "
+                        "at least 0.25 s each; 0: "
                         "sample the whole window, no cost measured)")
 
 
@@ -209,7 +215,7 @@ def rep_collectors(options: RunSettings, kind: str) -> list[PerfProfiler]:
     return [PerfProfiler(freq_hz=options.freq_hz, keep_data=options.keep_perf_data,
                          callgraph=extra.get("call_graph") or "auto",
                          mmap_pages=extra.get("perf_mmap"),
-                         windows=int(extra.get("profile_windows", 16)))]
+                         windows=int(extra.get("profile_windows", PROFILE_WINDOWS)))]
 
 
 def manifest_sections(options: RunSettings, host: dict[str, Any]) -> dict[str, Any]:

@@ -26,7 +26,8 @@ from collectors.load.redis_benchmark import BenchError
 from collectors.load.server import ServerError
 from collectors.runner.context import RunContext, bench_bin
 from collectors.runner.manifest import apply_sections, make_manifest, new_run_id, paired_plan
-from collectors.runner.options import DEFAULT_FREQ_HZ, RUNS_DIR, RunError, RunOptions
+from collectors.runner.options import (DEFAULT_FREQ_HZ, PAIRED_WINDOW_S, PAIRED_WINDOWS, RUNS_DIR,
+                                       RunError, RunOptions)
 from collectors.runner.runner import Runner
 from collectors.workload.cases import load_case
 from collectors.workload.overrides import parse_sets
@@ -96,10 +97,11 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--keep-perf-data", action="store_true", help="keep perf.data beside perf.folded")
     p.add_argument("--paired", action="store_true",
                    help="config-only variants: one server, CONFIG SET switched between short windows")
-    p.add_argument("--paired-window", type=float, default=2.0, metavar="SECONDS",
-                   help="length of one paired window in s (default 2)")
-    p.add_argument("--paired-windows", type=int, default=8, metavar="N",
-                   help="windows per paired rep, ABBA order (default 8)")
+    p.add_argument("--paired-window", type=float, default=PAIRED_WINDOW_S, metavar="SECONDS",
+                   help=f"length of one paired window in s (default {PAIRED_WINDOW_S:g}: short "
+                        "windows pair better on a host whose noise drifts over seconds)")
+    p.add_argument("--paired-windows", type=int, default=PAIRED_WINDOWS, metavar="N",
+                   help=f"windows per paired rep, ABBA order (default {PAIRED_WINDOWS})")
     p.add_argument("--load-generator", choices=memtier.CHOICES, default="auto",
                    help="auto (default): the case's workload.tool; memtier runs memtier_benchmark "
                         "(PATH or MEMTIER=/path) and falls back to redis-benchmark, saying why")

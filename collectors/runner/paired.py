@@ -20,7 +20,9 @@ from collectors.load.server import Server
 from analysis.inputs.manifest import Calibration
 from collectors.load.redis_benchmark import redis_benchmark_argv, start_redis_benchmark
 
-SETTLE_S = 0.2   # after a CONFIG SET, let in-flight batches finish before counting
+# After a CONFIG SET, let in-flight batches finish before counting. Only a switch settles:
+# the second window of an ABBA pair follows on directly, counted from where the first ended.
+SETTLE_S = 0.1
 
 
 def counters(srv: Server, command: str) -> dict[str, Any]:
@@ -37,6 +39,11 @@ def window_order(names: Sequence[str], windows: int) -> list[str]:
     return order[:windows]
 
 
+def switches(order: Sequence[str]) -> int:
+    """How many times the active variant changes (the first window counts as one)."""
+    return sum(1 for i, n in enumerate(order) if i == 0 or order[i - 1] != n)
+
+
 def run_paired_windows(srv: Server, variants: dict[str, Any], case: Case, cal: Calibration,
                        bench_bin: str, client_cpus: list[int] | None, rep_dir: Path,
                        window_s: float = 2.0, windows: int = 8) -> dict[str, Any]:
@@ -47,7 +54,7 @@ def run_paired_windows(srv: Server, variants: dict[str, Any], case: Case, cal: C
     defaults = {k: srv.client.config_get(k).get(k) for k in keys}
     values = {n: {k: (variants[n].config or {}).get(k, defaults[k]) for k in keys} for n in names}
     order = window_order(names, windows)
-    total_s = windows * (window_s + SETTLE_S) + 5.0
+    total_s = windows * window_s + switches(order) * SETTLE_S + 5.0
     rate = cal.probe_requests / max(cal.probe_wall_s, 1e-3)
     n = int(rate * total_s * 3) + 1000   # more than enough; the load is stopped after the last window
     w = case.workload
@@ -57,11 +64,13 @@ def run_paired_windows(srv: Server, variants: dict[str, Any], case: Case, cal: C
     rows: list[dict[str, Any]] = []
     try:
         time.sleep(0.5)  # connections up and warm before the first window
+        a = None
         for i, name in enumerate(order):
-            for k, val in values[name].items():
-                srv.client.config_set(k, val)
-            time.sleep(SETTLE_S)
-            a = counters(srv, command)
+            if i == 0 or order[i - 1] != name:
+                for k, val in values[name].items():
+                    srv.client.config_set(k, val)
+                time.sleep(SETTLE_S)
+                a = counters(srv, command)
             time.sleep(window_s)
             b = counters(srv, command)
             secs = b["t"] - a["t"]
@@ -72,6 +81,7 @@ def run_paired_windows(srv: Server, variants: dict[str, Any], case: Case, cal: C
                          "total_commands": d_total, "calls": d_calls,
                          "ops_per_s": d_total / secs if secs > 0 else None,
                          "calls_per_s": d_calls / secs if d_calls is not None and secs > 0 else None})
+            a = b       # the next window of the same setting starts where this one ended
             if bp.proc.poll() is not None:
                 raise RuntimeError(f"load generator ended during paired window {i + 1} "
                                    f"(status {bp.proc.returncode}); calibration too low?")

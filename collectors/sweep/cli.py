@@ -15,6 +15,7 @@ from collectors.build.builder import build_variant
 from collectors.build.spec import GRAMMAR
 from collectors.host import machine, procs
 from collectors.runner.manifest import now_iso
+from collectors.runner.options import PAIRED_WINDOW_S, PAIRED_WINDOWS
 from collectors.sweep.options import PAIRINGS, SweepOptions
 from collectors.sweep.plan import Plan, PlanError, check_fit, make_plan, parse_variants, plan_lines
 from collectors.sweep.sweeper import PREFIX, Sweeper, options_of
@@ -80,8 +81,10 @@ def parser() -> argparse.ArgumentParser:
                    help="paired (default): config-only variants in one server process (CONFIG SET "
                         "windows), two builds loaded at once (ABBA windows) where two datasets fit "
                         "this host's memory, else interleaved; interleaved: a server start per rep")
-    p.add_argument("--paired-window", type=float, default=2.0, metavar="SECONDS", help="paired window length (default 2)")
-    p.add_argument("--paired-windows", type=int, default=8, metavar="N", help="windows per paired rep (default 8)")
+    p.add_argument("--paired-window", type=float, default=PAIRED_WINDOW_S, metavar="SECONDS",
+                   help=f"paired window length (default {PAIRED_WINDOW_S:g})")
+    p.add_argument("--paired-windows", type=int, default=PAIRED_WINDOWS, metavar="N",
+                   help=f"windows per paired rep (default {PAIRED_WINDOWS})")
     p.add_argument("--lookup", metavar="F1,F2", type=lambda s: [x for x in s.split(",") if x],
                    help="the function of the lookup column (first found); default: the focus "
                         "function with the highest baseline CPU time per operation")

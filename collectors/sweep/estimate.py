@@ -23,7 +23,7 @@ SERVER_START_S = 1.0             # process start, ready, verify, settle on a sma
 PERF_POST_S = 4.0                # perf script + folding after a profile rep
 CALIBRATE_S = 3.0                # redis-benchmark probes before the first rep
 REPORT_S = 8.0                   # compare + report (flame graphs) of the point
-PAIRED_SETTLE_S = {"config": 0.2, "servers": 0.5}
+PAIRED_SETTLE_S = {"config": 0.1, "servers": 0.15}   # per switch of the active variant
 MEMORY_FACTOR = 1.25             # allocator slack and the estimate's own error (about +-30%)
 SERVER_BASE_BYTES = 16 << 20     # an empty server
 HOST_SHARE = 0.85                # of MemTotal a point may plan to use (no swap on the CI VM)
@@ -67,7 +67,9 @@ def _reps_s(case: Case, opts: SweepOptions, mode: str | None, start: float, vari
     w = case.workload
     if w.tool == "rdb-load":
         return variants * opts.reps * (start + 1.0)
-    window = opts.paired_windows * (opts.paired_window_s + PAIRED_SETTLE_S.get(mode or "", 0.0))
+    # ABBA: the active variant changes every second window (plus the first).
+    window = (opts.paired_windows * opts.paired_window_s
+              + (opts.paired_windows // 2 + 1) * PAIRED_SETTLE_S.get(mode or "", 0.0))
     if mode == "config":
         total = start + CALIBRATE_S + opts.reps * (start + 0.5 + window + 1.0)
     elif mode == "servers":

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from collectors.runner.options import PAIRED_WINDOW_S, PAIRED_WINDOWS
+
 PAIRINGS = ("paired", "interleaved")
 
 
@@ -16,8 +18,8 @@ class SweepOptions:
     # paired: config-only variants in one process, two builds loaded at once (where two
     # datasets fit this host, else interleaved); interleaved: a server start per rep
     pairing: str = "paired"
-    paired_window_s: float = 2.0
-    paired_windows: int = 8
+    paired_window_s: float = PAIRED_WINDOW_S
+    paired_windows: int = PAIRED_WINDOWS
     load_generator: str = "auto"
     lookup: list[str] = field(default_factory=list)   # the lookup column's function(s)
     skip_unfit: bool = False         # run the points that fit, mark the others skipped
