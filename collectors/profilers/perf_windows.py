@@ -23,6 +23,8 @@ import redis
 
 HOST = "127.0.0.1"
 MIN_WINDOW_S = 0.25
+END_MARGIN_S = 0.3       # the last window ends this long before perf is stopped
+WINDOW_OVERHEAD = 0.04   # share of a window spent on INFO and the switch (~5-10 ms of 0.25 s)
 
 
 def schedule(windows: int) -> list[bool]:
@@ -86,7 +88,10 @@ class WindowRunner:
 
     def __post_init__(self) -> None:
         self.windows = max(2, min(self.windows, int(self.total_s / MIN_WINDOW_S)))
-        self.window_s = self.total_s / self.windows
+        # perf is stopped at total_s (PerfProfiler's timer): every window must end before
+        # that, or the last switch finds no perf to answer. Each window also spends a few ms
+        # on its two INFOs and the switch, so the windows share total_s minus a margin.
+        self.window_s = (self.total_s - END_MARGIN_S) * (1 - WINDOW_OVERHEAD) / self.windows
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 
@@ -102,9 +107,10 @@ class WindowRunner:
     def _run(self, control: PerfControl) -> None:
         client = redis.Redis(host=HOST, port=self.port, socket_timeout=10)
         try:
+            deadline = time.monotonic() + self.total_s - END_MARGIN_S
             for i, on in enumerate(schedule(self.windows)):
-                if self._stop.is_set():
-                    break
+                if self._stop.is_set() or time.monotonic() + self.window_s > deadline:
+                    break       # a window that would outlive perf is not started
                 # Counted from just before "enable" to just after "disable": the commands
                 # of an "on" window are the ones the samples cover (CPU time per operation).
                 a = _count(client)
