@@ -354,11 +354,15 @@ def test_paired_windows_analysed_as_pairs(tmp_path):
         a += wa
         b += wb
     row = res["paired"][0]
+    # 2 reps are too few for an interval over reps: the window pairs, and the method says
+    # what that interval leaves out (pair_clusters.py)
     assert row["base"]["values"] == pytest.approx(a) and row["cand"]["values"] == pytest.approx(b)
     assert row["base"]["reps"] == [1, 1, 2, 2]
     assert row["base"]["median"] == pytest.approx(statistics.median(a))
     # paired, not Mann-Whitney; 4 pairs cannot reach 95% with signed ranks: paired t
     assert row["change"]["method"].startswith("paired t-interval")
+    assert "over 4 window pairs of 2 rep(s)" in row["change"]["method"]
+    assert "leaves out the rep-to-rep variation" in row["change"]["method"]
     assert f"{statistics.median(a):,.0f} ops/s" in md
     assert res["summary"][0]["what"] == "paired throughput"
     assert "Paired throughput" in md.split("**Summary:**", 1)[1].split("\n", 1)[0]

@@ -241,3 +241,24 @@ def test_an_inlined_focus_function_is_summarised_by_its_cumulative_cost():
     label, text, _ = next(x for x in summary_lines(r) if x[0].startswith("hashtableFind"))
     assert r.profile.thread == "all" and label == "hashtableFind (cumulative)"
     assert text.startswith(f"{h.base_cum.median:.1f}% → {h.cand_cum.median:.1f}%")
+
+
+# ---- the demo at default size (tests/data/runs/mset-demo-paired) ---------------------
+
+DEMO = Path(__file__).parent / "data" / "runs" / "mset-demo-paired"
+
+
+def test_a_dispatcher_with_few_flat_samples_is_summarised_by_its_cumulative_cost():
+    r = analyse(load_run(DEMO), CompareOptions())
+    m = row(r.profile.focus, "msetGenericCommand")
+    # 12 flat samples in the base: too few for a verdict on its own cost ...
+    assert m.flat_verdict.verdict == "too few samples"
+    assert m.flat_verdict.base_samples < 20
+    # ... while everything below it is most of the profile: the summary shows that
+    assert m.cum_verdict.verdict not in ("too few samples", "negligible")
+    assert m.base_cum.median > 50
+    item = next(i for i in r.summary if i.subject == "msetGenericCommand")
+    assert item.values[0].measure == "cumulative share"
+    assert item.verdict == m.cum_verdict.verdict
+    md = report_md.render(r)
+    assert "msetGenericCommand (cumulative)" in md.split("**Summary:**", 1)[1].split("\n", 1)[0]

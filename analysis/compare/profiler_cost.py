@@ -3,13 +3,15 @@
 Profile reps sample in every other window (ABBA: off on on off ..., rep.json
 collectors.perf.windows), each window's throughput counted on the server. The cost is the
 paired change from an "off" window to the "on" window beside it, on the log scale (a
-ratio), with the interval of its method (analysis.stats), per variant and for both
-variants pooled. Profiles of runs made before profile windows existed have no such
-windows: the section says so.
+ratio), with the interval of its method (analysis.stats) over the profile reps, each
+its pairs' geometric means (pair_clusters.py: pairs of one rep are not independent), per
+variant and for both variants pooled. Profiles of runs made before profile windows existed
+have no such windows: the section says so.
 """
 from __future__ import annotations
 
 from analysis import stats
+from analysis.compare import pair_clusters
 from analysis.compare.results import ChangeOut, ProfilerCost
 from analysis.inputs.rundir import RunDir
 
@@ -26,32 +28,40 @@ def window_pairs(windows: list[dict]) -> list[tuple[float, float]]:
     return out
 
 
-def _pairs(run: RunDir, variant: str) -> list[tuple[float, float]]:
-    pairs = []
+def _pairs(run: RunDir, variant: str) -> dict[tuple[str, int], list[tuple[float, float]]]:
+    """(variant, rep) -> the rep's (off, on) window pairs."""
+    out = {}
     for rep in run.manifest.reps(variant, "profile"):
         perf = run.facts(rep).perf
         if perf is not None and perf.windows and perf.windows_error is None:
-            pairs += window_pairs(perf.windows)
-    return pairs
+            out[(variant, rep.rep)] = window_pairs(perf.windows)
+    return out
 
 
-def _cost(pairs: list[tuple[float, float]], confidence: float) -> ChangeOut:
+def _cost(pairs: dict[tuple[str, int], list[tuple[float, float]]], confidence: float
+          ) -> ChangeOut | None:
+    # Reps are the units when there are enough (pair_clusters.py); keys made sortable ints.
+    keyed = {i: ps for i, (_, ps) in enumerate(sorted(pairs.items()))}
+    units, how = pair_clusters.units(keyed)
+    if len(units) < stats.MIN_N:
+        return None
     # "on" against "off": a cost shows as a fall; lower on-throughput is the worse side.
-    ch = stats.compare([p[0] for p in pairs], [p[1] for p in pairs], paired=True,
+    ch = stats.compare([u.base for u in units], [u.cand for u in units], paired=True,
                        higher_is_better=True, confidence=confidence)
-    return ChangeOut.of(ch, "ops/s")
+    out = ChangeOut.of(ch, "ops/s")
+    out.method += "; " + how
+    return out
 
 
 def profiler_cost(run: RunDir, base: str, cand: str, confidence: float = 0.95) -> ProfilerCost:
     prof = run.manifest.profiling
     pairs = {v: _pairs(run, v) for v in (base, cand)}
-    if not any(pairs.values()):
+    counts = {v: sum(len(ps) for ps in p.values()) for v, p in pairs.items()}
+    if not any(counts.values()):
         return ProfilerCost(False, reason="the profile reps sampled without windows (made before "
                                           "stallscope measured the profiler's cost, or "
                                           "--profile-windows 0)",
                             frequency_hz=prof.frequency_hz)
-    per = {v: _cost(p, confidence) for v, p in pairs.items() if len(p) >= stats.MIN_N}
-    pooled = [x for p in pairs.values() for x in p]
-    return ProfilerCost(True, frequency_hz=prof.frequency_hz,
-                        pairs={v: len(p) for v, p in pairs.items()}, per_variant=per,
-                        pooled=_cost(pooled, confidence) if len(pooled) >= stats.MIN_N else None)
+    per = {v: c for v, p in pairs.items() if (c := _cost(p, confidence)) is not None}
+    return ProfilerCost(True, frequency_hz=prof.frequency_hz, pairs=counts, per_variant=per,
+                        pooled=_cost({**pairs[base], **pairs[cand]}, confidence))

@@ -36,12 +36,15 @@ NEW_LISTED = 3      # new-in-candidate / gone functions the summary names, large
 
 def _measure(row: FunctionRow) -> str | None:
     """Which cost of a focus function the summary shows: flat when it matters, else the
-    cumulative one (an inlined function has ~0 flat and all its cost in callers' frames),
-    None when both are negligible."""
-    for k in ("flat", "cum"):
-        j = getattr(row, f"{k}_verdict")
-        if j is not None and j.verdict != "negligible":
-            return k
+    cumulative one (an inlined function has ~0 flat and all its cost in callers' frames;
+    a dispatcher like msetGenericCommand has a few flat samples and all its cost below),
+    None when both are negligible. A measure with a statistical verdict beats one with
+    too few samples for any."""
+    verdicts = {k: getattr(row, f"{k}_verdict") for k in ("flat", "cum")}
+    for quiet in (("negligible", "too few samples"), ("negligible",)):
+        for k, j in verdicts.items():
+            if j is not None and j.verdict not in quiet:
+                return k
     return None
 
 

@@ -2,14 +2,16 @@
 
 Throughput reps: every bench.csv / bench.json / bench.txt of a variant's throughput reps,
 grouped by test (redis-benchmark -t set,get writes one row per test). Paired reps: the
-windows of paired.json (one server process, CONFIG SET between windows), the k-th base
-window paired with the k-th cand window of the same rep.
+windows of paired.json (one server process, CONFIG SET between windows, or two servers),
+the k-th base window paired with the k-th cand window of the same rep; the interval is
+over reps, each its pairs' geometric means (pair_clusters.py says why).
 """
 from __future__ import annotations
 
 import json
 from pathlib import Path
 
+from analysis.compare import pair_clusters
 from analysis.compare.errors import CompareError
 from analysis.compare.options import CompareOptions
 from analysis.compare.results import ChangeOut, MetricRow, Side
@@ -87,9 +89,9 @@ def _window_rate(w: dict) -> float | None:
 
 
 def paired(run: RunDir, base: str, cand: str, opts: CompareOptions) -> list[MetricRow]:
-    """Paired windows as pairs (so slow drift cancels): one row, or none without windows."""
-    b: Values = []
-    c: Values = []
+    """Paired windows as pairs (so slow drift cancels), the interval over reps
+    (analysis/compare/pair_clusters.py says why): one row, or none without windows."""
+    by_rep: dict[int, list[tuple[float, float]]] = {}
     for rep in run.manifest.reps(kind="paired"):
         p = run.rep_dir(rep) / "paired.json"
         if not p.is_file():
@@ -99,14 +101,18 @@ def paired(run: RunDir, base: str, cand: str, opts: CompareOptions) -> list[Metr
         except json.JSONDecodeError as e:
             raise CompareError(f"{p}:{e.lineno}: malformed JSON: {e.msg}") from None
         wins = doc.get("windows", [])
-        bw = [_window_rate(w) for w in wins if w.get("variant") == base]
-        cw = [_window_rate(w) for w in wins if w.get("variant") == cand]
+        bw = [w for w in wins if w.get("variant") == base]
+        cw = [w for w in wins if w.get("variant") == cand]
         for x, y in zip(bw, cw):
-            if x is not None and y is not None:
-                b.append((rep.rep, float(x)))
-                c.append((rep.rep, float(y)))
-    if not b:
+            rx, ry = _window_rate(x), _window_rate(y)
+            if rx is not None and ry is not None:
+                by_rep.setdefault(rep.rep, []).append((float(rx), float(ry)))
+    cl, how = pair_clusters.units(by_rep)
+    if not cl:
         return []
     name = str(run.manifest.case.get("name") or "")
-    return [metric_row(f"{name} paired windows (one process)".strip(), "paired throughput",
-                       "ops/s", True, b, c, opts, paired=True)]
+    row = metric_row(f"{name} paired windows (one process)".strip(), "paired throughput",
+                     "ops/s", True, [(c.rep, c.base) for c in cl], [(c.rep, c.cand) for c in cl],
+                     opts, paired=True)
+    row.change.method += "; " + how
+    return [row]

@@ -1,0 +1,57 @@
+"""Window pairs -> the unit a paired interval may treat as independent: the rep.
+
+Paired windows (--paired, and the profile reps' perf off/on windows) give many pairs per
+rep, but on the 2-core VM they are not independent draws. What a prefetch buys moves with
+the host's memory contention and with each server start, so reps differ by more than their
+windows do. Measured (MSET 50 keys over 10M keys, two builds paired, 0.25 s windows):
+
+- within one rep of 320 pairs (160 s of windows), the means of 16 s blocks of pairs had an
+  sd of 0.025 (log ratio), close to the 0.020 that independent pairs would give, and the
+  pairs' lag-1 autocorrelation was 0.2, ~0 beyond;
+- across the demo's 5 reps (a server start each), the reps' mean log ratios were 0.18 ...
+  0.35 (sd 0.06; Kruskal-Wallis across reps p = 0.005).
+
+A signed-rank interval over all pairs would count the 32 pairs of one rep as 32 independent
+facts about the change and come out 2-3x too narrow. So with at least MIN_REPS reps the
+interval is over the reps: each rep's pairs summarised by their geometric means (base,
+candidate), compared as pairs (analysis.stats: signed-rank, or a paired t-interval with
+few reps). With fewer reps there is no between-rep interval to give: the window pairs are
+used, and the method says that the interval leaves out rep-to-rep variation.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from analysis import stats
+
+MIN_REPS = stats.MIN_N      # fewest reps for an interval over reps
+
+
+@dataclass(frozen=True)
+class Unit:
+    """One value pair of the interval: a rep's geometric means, or a single window pair."""
+    rep: int
+    base: float
+    cand: float
+
+
+def units(pairs_by_rep: dict[int, list[tuple[float, float]]]) -> tuple[list[Unit], str]:
+    """pairs_by_rep: rep -> [(base, cand)] window pairs. Returns the units of the interval
+    and the sentence for its method. Pairs with a value <= 0 have no ratio: left out."""
+    clean = {r: [(b, c) for b, c in ps if b > 0 and c > 0] for r, ps in sorted(pairs_by_rep.items())}
+    clean = {r: ps for r, ps in clean.items() if ps}
+    npairs = sum(len(ps) for ps in clean.values())
+    if len(clean) >= MIN_REPS:
+        out = [Unit(r, _gmean([b for b, _ in ps]), _gmean([c for _, c in ps]))
+               for r, ps in clean.items()]
+        return out, (f"over {len(out)} reps, each the geometric mean of its window pairs "
+                     f"({npairs} pairs in all): pairs of one rep are not independent")
+    out = [Unit(r, b, c) for r, ps in clean.items() for b, c in ps]
+    return out, (f"over {npairs} window pairs of {len(clean)} rep(s): with fewer than "
+                 f"{MIN_REPS} reps this interval leaves out the rep-to-rep variation "
+                 "(on a shared host often the larger part)")
+
+
+def _gmean(xs: list[float]) -> float:
+    return math.exp(sum(math.log(x) for x in xs) / len(xs))

@@ -1,0 +1,94 @@
+"""The paired interval's unit is the rep (analysis/compare/pair_clusters.py), on the real
+windows of a demo run (tests/data/runs/mset-demo-paired, SOURCES.md there)."""
+from __future__ import annotations
+
+import json
+import math
+import statistics
+from pathlib import Path
+
+import pytest
+from scipy.stats import kruskal
+
+from analysis import stats
+from analysis.compare import pair_clusters
+
+DEMO = Path(__file__).parent / "data" / "runs" / "mset-demo-paired"
+
+
+def _pairs_by_rep() -> dict[int, list[tuple[float, float]]]:
+    out = {}
+    for i in range(1, 6):
+        w = json.loads((DEMO / "paired" / str(i) / "paired.json").read_text())["windows"]
+        b = [x["calls_per_s"] for x in w if x["variant"] == "base"]
+        c = [x["calls_per_s"] for x in w if x["variant"] == "prefetch"]
+        out[i] = list(zip(b, c))
+    return out
+
+
+def test_the_recorded_reps_disagree_beyond_their_windows():
+    # why the rep is the unit: the reps' log ratios are not one population
+    logs = [[math.log(c / b) for b, c in ps] for ps in _pairs_by_rep().values()]
+    assert all(len(x) == 32 for x in logs)
+    assert kruskal(*logs).pvalue < 0.01
+
+
+def test_enough_reps_each_rep_is_one_unit_of_geometric_means():
+    by_rep = _pairs_by_rep()
+    units, how = pair_clusters.units(by_rep)
+    assert [u.rep for u in units] == [1, 2, 3, 4, 5]
+    for u in units:
+        ps = by_rep[u.rep]
+        assert u.base == pytest.approx(statistics.geometric_mean([b for b, _ in ps]))
+        assert u.cand == pytest.approx(statistics.geometric_mean([c for _, c in ps]))
+    assert how.startswith("over 5 reps") and "160 pairs in all" in how
+
+
+def test_the_interval_over_reps_is_wider_than_over_pairs_and_both_see_the_gain():
+    by_rep = _pairs_by_rep()
+    units, _ = pair_clusters.units(by_rep)
+    over_reps = stats.compare([u.base for u in units], [u.cand for u in units], paired=True)
+    flat = [p for ps in by_rep.values() for p in ps]
+    over_pairs = stats.compare([b for b, _ in flat], [c for _, c in flat], paired=True)
+    width = lambda ch: ch.rel_ci_high - ch.rel_ci_low   # noqa: E731
+    assert width(over_reps) > 1.5 * width(over_pairs)
+    assert over_reps.rel_ci_low > 0 and over_pairs.rel_ci_low > 0       # a gain either way
+    assert over_reps.rel_ci_low <= over_reps.rel <= over_reps.rel_ci_high
+
+
+def test_too_few_reps_fall_back_to_window_pairs_and_say_what_is_left_out():
+    by_rep = {r: ps for r, ps in _pairs_by_rep().items() if r <= 2}
+    units, how = pair_clusters.units(by_rep)
+    assert len(units) == 64 and {u.rep for u in units} == {1, 2}
+    assert "over 64 window pairs of 2 rep(s)" in how and "rep-to-rep variation" in how
+
+
+def test_pairs_without_a_ratio_are_left_out():
+    units, how = pair_clusters.units({1: [(100.0, 120.0), (0.0, 50.0)], 2: [], 3: [(90.0, 99.0)]})
+    assert [(u.rep, u.base, u.cand) for u in units] == [(1, 100.0, 120.0), (3, 90.0, 99.0)]
+    assert "of 2 rep(s)" in how
+
+
+def test_profiler_cost_is_over_profile_reps_of_their_off_on_pairs():
+    from analysis.compare.profiler_cost import profiler_cost, window_pairs
+    from analysis.inputs.rundir import load_run
+    run = Path(__file__).parent / "data" / "runs" / "mset-99hz-small"   # real, 3 profile reps a side
+    rd = load_run(run)
+    cost = profiler_cost(rd, "base", "prefetch")
+    units, counts = [], {}
+    for v in ("base", "prefetch"):
+        for rep in rd.manifest.reps(v, "profile"):
+            w = json.loads((run / v / str(rep.rep) / "rep.json").read_text())["collectors"]["perf"]["windows"]
+            # by hand: neighbouring windows, one off and one on in each block of two
+            ps = [(a["ops_per_s"], b["ops_per_s"]) if not a["perf"] else (b["ops_per_s"], a["ops_per_s"])
+                  for a, b in zip(w[0::2], w[1::2])]
+            assert ps == window_pairs(w)
+            counts[v] = counts.get(v, 0) + len(ps)
+            units.append((statistics.geometric_mean([p[0] for p in ps]),
+                          statistics.geometric_mean([p[1] for p in ps])))
+    assert cost.available and cost.pairs == counts
+    want = stats.compare([u[0] for u in units], [u[1] for u in units], paired=True)
+    assert cost.pooled.rel == pytest.approx(want.rel)
+    assert (cost.pooled.rel_ci_low, cost.pooled.rel_ci_high) == pytest.approx((want.rel_ci_low, want.rel_ci_high))
+    assert "over 6 reps" in cost.pooled.method
+    assert set(cost.per_variant) == {"base", "prefetch"}     # 3 reps each: enough for an interval
