@@ -262,3 +262,31 @@ def test_a_dispatcher_with_few_flat_samples_is_summarised_by_its_cumulative_cost
     assert item.verdict == m.cum_verdict.verdict
     md = report_md.render(r)
     assert "msetGenericCommand (cumulative)" in md.split("**Summary:**", 1)[1].split("\n", 1)[0]
+
+
+# ---- Valkey GET, unpipelined, default size (tests/data/runs/valkey-get-p1-default) ------
+
+VALKEY_P1 = Path(__file__).parent / "data" / "runs" / "valkey-get-p1-default"
+
+
+def test_a_path_that_runs_only_in_the_candidate_is_its_own_cost_not_a_regression():
+    r = analyse(load_run(VALKEY_P1), CompareOptions())
+    b = next(f for f in r.profile.focus if f.name == "processClientsCommandsBatch")
+    # one stray sample in one base rep; the median base share is 0
+    assert sorted(b.base_cum.values)[:2] == [0.0, 0.0] and max(b.base_cum.values) > 0
+    assert b.cum_verdict.verdict == "new in candidate"
+    assert b.cum_verdict.reason.startswith("absent from most base reps (median 0% of samples)")
+    # a helper in no base rep at all keeps the stricter wording
+    h = next(f for f in r.profile.movers if f.name == "hashtableIncrementalFindStep")
+    assert h.flat_verdict.reason.startswith("absent from every base rep")
+    assert not any(i.verdict == "regression" for i in r.summary)
+
+
+def test_unpipelined_the_summary_says_the_server_could_not_show_the_change():
+    r = analyse(load_run(VALKEY_P1), CompareOptions())
+    top = r.summary[0]
+    assert top.what == "paired throughput"
+    assert "the host, not the server's main thread, limited throughput" in top.note
+    # and the lookup's cumulative drop is in the summary (hashtableFind is inlined here)
+    look = next(i for i in r.summary if i.subject == "hashtableFind")
+    assert look.values[0].measure == "cumulative share" and look.verdict == "improvement"

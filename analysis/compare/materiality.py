@@ -7,9 +7,10 @@ stats.compare_shares judges any two lists of shares; a report needs more than th
   news, whatever its interval says);
 - below `min_samples` samples (the larger side, summed over its profile reps) there is
   `too few samples` for a verdict: at 99 Hz a 1% function gets ~10 samples a rep;
-- a function absent from every rep of one side is `new in candidate` or `gone`: its cost
-  is the new code's own price (a prefetch helper), not a regression of something that
-  was there;
+- a function absent from one side (in no rep, or a stray sample in one rep: median share
+  0) is `new in candidate` or `gone`: its cost is the new code's own price (a prefetch
+  helper, or Valkey's batch path that only runs with prefetching on), not a regression of
+  something that was there;
 - with CPU time per operation the per-op verdict counts and the share never contradicts
   it: a share that moved while the cost per op did not is dilution, said as such.
 docs/statistics.md ("Reading a function's verdict") has the rules and the defaults.
@@ -51,7 +52,10 @@ def _one_sided(m: Measure, has_b: bool, has_c: bool) -> Judgement | None:
     if has_b and has_c:
         return None
     side, ns, word = (m.cand, m.cand_ns, "new in candidate") if has_c else (m.base, m.base_ns, "gone")
-    where = "absent from every base rep" if has_c else "absent from every candidate rep"
+    absent = m.base if has_c else m.cand
+    which = "base" if has_c else "candidate"
+    where = (f"absent from every {which} rep" if not any(v > 0 for v in absent.values)
+             else f"absent from most {which} reps (median 0% of samples)")
     return Judgement(word, f"{where}: its own cost, {_cost(side, ns)}; not a change of "
                            "something that was there")
 
@@ -85,7 +89,8 @@ def judge(m: Measure, min_share: float = MIN_SHARE, min_samples: float = MIN_SAM
     if tb is not None and tc is not None and max(tb, tc) < min_samples:
         return Judgement("too few samples", f"too few samples ({max(tb, tc):.0f}, fewer than "
                                             f"{min_samples:g}) for a verdict", *samples)
-    one = _one_sided(m, has_b, has_c)
+    # Present on a side = in most of its reps: one stray sample in one rep is not "there".
+    one = _one_sided(m, m.base.median > 0, m.cand.median > 0)
     if one is not None:
         one.base_samples, one.cand_samples = samples
         return one
