@@ -50,6 +50,9 @@ def test_two_builds_are_loaded_at_once_and_alternate(paired_run):
         for n in ("base", "cand"):                      # ... each started once, from the snapshot
             assert (d / f"server-{n}.log").read_text().count("Ready to accept connections") == 1
             assert f"tcp_port:{ports[n]}" in (d / f"info-{n}.txt").read_text()
+        # ... both loading at once: each started before the other was ready
+        starts = {n: _log_times(d / f"server-{n}.log") for n in ("base", "cand")}
+        assert starts["cand"][0] < starts["base"][1] and starts["base"][0] < starts["cand"][1]
         assert doc["servers"]["base"]["binary_sha256"] != doc["servers"]["cand"]["binary_sha256"]
         ws = doc["windows"]
         # only a switch of server settles; the second window of an ABBA pair follows on
@@ -91,3 +94,15 @@ def test_room_for_two_datasets_is_checked_before_anything_runs():
     with pytest.raises(RunError, match=r"keeps both servers loaded at once: about \d+\.\d GiB .* "
                                        r"this host's 2\.0 GiB. Run without --paired"):
         paired_plan({"base": base, "cand": cand}, opts, case, 2 * 2**30)
+
+
+def _log_times(log):
+    """(first line's time, "Ready to accept" time) of a server log, in s of the day."""
+    import re
+    stamps = []
+    for line in log.read_text().splitlines():
+        m = re.search(r" (\d\d):(\d\d):(\d\d\.\d+) ", line)
+        if m:
+            t = int(m[1]) * 3600 + int(m[2]) * 60 + float(m[3])
+            stamps.append((t, "Ready to accept connections" in line))
+    return stamps[0][0], next(t for t, ready in stamps if ready)

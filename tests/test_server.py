@@ -237,3 +237,36 @@ def test_snapshot_waits_for_a_background_save_the_server_started(variant, tmp_pa
         assert srv.client.get("key:late") == b"after the BGSAVE started"
     finally:
         srv.stop()
+
+
+def test_launch_then_wait_ready_loads_side_by_side_and_pinning_moves_every_thread(variant, tmp_path):
+    if len(os.sched_getaffinity(0)) < 2:
+        pytest.skip("needs 2 CPUs")
+    src = Server(_opts(variant, tmp_path, "src")).start()
+    try:
+        p = src.client.pipeline(transaction=False)
+        for i in range(20000):
+            p.set(f"key:{i:06d}", "v" * 100)
+        p.execute()
+        rdb = src.snapshot(tmp_path / "cache" / "l.rdb")
+    finally:
+        src.stop()
+    a = Server(_opts(variant, tmp_path, "la", rdb=rdb, cpus=[0, 1], io_threads=2))
+    b = Server(_opts(variant, tmp_path, "lb", rdb=rdb, cpus=[0, 1]))
+    try:
+        a.launch()
+        b.launch()                  # both spawned before either is waited for
+        assert a.proc.poll() is None and b.proc.poll() is None
+        a.wait_ready()
+        b.wait_ready()
+        assert a.client.dbsize() == b.client.dbsize() == 20000
+        assert a.timing.keys_loaded == 20000
+        tids = os.listdir(f"/proc/{a.pid}/task")
+        assert len(tids) > 1                                   # bio, jemalloc, io threads
+        assert all(os.sched_getaffinity(int(t)) == {0, 1} for t in tids)
+        procs.pin_threads(a.pid, [0])
+        assert all(os.sched_getaffinity(int(t)) == {0} for t in os.listdir(f"/proc/{a.pid}/task"))
+        assert a.client.get("key:019999") == b"v" * 100
+    finally:
+        a.stop()
+        b.stop()

@@ -67,6 +67,16 @@ def spawn(argv: Sequence[str], *, stdout: IO | int | None = subprocess.DEVNULL,
     return p
 
 
+def pin_threads(pid: int, cpus: Sequence[int]) -> None:
+    """Move every thread of a running process onto `cpus` (threads it starts later inherit
+    the mask of the thread that starts them)."""
+    for tid in os.listdir(f"/proc/{pid}/task"):
+        try:
+            os.sched_setaffinity(int(tid), set(cpus))
+        except ProcessLookupError:
+            pass        # a thread that just ended
+
+
 def _signal_group(p: subprocess.Popen, sig: int) -> None:
     try:
         os.killpg(p.pid, sig)

@@ -114,6 +114,41 @@ class Server:
         return argv
 
     def start(self, timeout_s: float = 300.0) -> "Server":
+        self._prepare()
+        for attempt in range(3):
+            self._spawn()
+            try:
+                self._wait_ready(self._t0, timeout_s)
+                break
+            except BaseException as e:
+                # Whatever went wrong, the caller gets no Server to stop(): reap it here.
+                self._reap()
+                if isinstance(e, ServerError) and "Address already in use" in str(e) \
+                        and self.opts.port is None and attempt < 2:
+                    continue
+                raise
+        return self._after_ready()
+
+    def launch(self) -> "Server":
+        """Spawn the server and return at once: two servers loading their datasets side by
+        side (collectors/runner/reps.py, paired servers), then wait_ready() on each."""
+        self._prepare()
+        self._spawn()
+        return self
+
+    def wait_ready(self, timeout_s: float = 300.0) -> "Server":
+        """After launch(): wait until it serves; a port taken meanwhile falls back to start()."""
+        try:
+            self._wait_ready(self._t0, timeout_s)
+        except BaseException as e:
+            self._reap()
+            if isinstance(e, ServerError) and "Address already in use" in str(e) \
+                    and self.opts.port is None:
+                return self.start(timeout_s)
+            raise
+        return self._after_ready()
+
+    def _prepare(self) -> None:
         o = self.opts
         if not os.access(o.server_bin, os.X_OK):
             raise procs.ToolNotFound(f"server binary {o.server_bin} is missing or not executable; "
@@ -128,26 +163,19 @@ class Server:
                 raise ServerError(f"dataset snapshot {o.rdb} is missing")
             # Read-only use: persistence is off, so the server never writes through the link.
             dump.symlink_to(Path(o.rdb).resolve())
-        for attempt in range(3):
-            port = o.port or free_port(o.cluster)
-            self.argv = self.build_argv(port)
-            t0 = time.monotonic()
-            # stderr to a file, not a pipe: a chatty server must never block on a full pipe.
-            with open(Path(o.workdir) / "stderr.txt", "wb") as err:
-                self.proc = procs.spawn(self.argv, cpus=o.cpus, env=o.env,
-                                        stdout=subprocess.DEVNULL, stderr=err)
-            self.port = port
-            try:
-                self._wait_ready(t0, timeout_s)
-                break
-            except BaseException as e:
-                # Whatever went wrong, the caller gets no Server to stop(): reap it here.
-                self._reap()
-                if isinstance(e, ServerError) and "Address already in use" in str(e) \
-                        and o.port is None and attempt < 2:
-                    continue
-                raise
-        if o.cluster:
+
+    def _spawn(self) -> None:
+        o = self.opts
+        self.port = o.port or free_port(o.cluster)
+        self.argv = self.build_argv(self.port)
+        self._t0 = time.monotonic()
+        # stderr to a file, not a pipe: a chatty server must never block on a full pipe.
+        with open(Path(o.workdir) / "stderr.txt", "wb") as err:
+            self.proc = procs.spawn(self.argv, cpus=o.cpus, env=o.env,
+                                    stdout=subprocess.DEVNULL, stderr=err)
+
+    def _after_ready(self) -> "Server":
+        if self.opts.cluster:
             try:
                 self._assign_all_slots()
             except BaseException:
