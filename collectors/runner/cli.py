@@ -8,7 +8,6 @@ calibrates, and runs the schedule. `--resume RUN_DIR` finishes an interrupted ru
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from pathlib import Path
 from typing import Callable
@@ -20,6 +19,7 @@ from analysis.inputs.rundir import RunDirError, save_manifest
 from collectors.build.builder import build_variant
 from collectors.build.spec import GRAMMAR, VariantSpec, parse_variant
 from collectors.collector import plugins
+from collectors.command import run_command
 from collectors.host import machine, procs, versions
 from collectors.load import memtier
 from collectors.load.redis_benchmark import BenchError
@@ -127,28 +127,18 @@ def main(argv: list[str] | None = None) -> int:
     # Now, not in Runner.run(): Ctrl-C during a build or apt-get source must end in the
     # one-line message below, not a KeyboardInterrupt traceback.
     procs.install_signal_handlers()
-    try:
-        if args.resume:
-            runner = Runner.resume(Path(args.resume), log, progress=not args.no_progress)
-        else:
-            runner = new_runner(args, argv, log)
-        rc = runner.run()
-    except (RunError, RunDirError, procs.ToolNotFound, ServerError, BenchError, ValueError,
-            memtier.MemtierError) as e:
-        print(f"stallscope run: error: {e}", file=sys.stderr)
-        return 2
-    except procs.Interrupted as e:
-        procs.kill_all()
-        print(f"stallscope run: {e} before the first rep (builds finished so far are cached)",
-              file=sys.stderr)
-        return 130
-    except Exception as e:
-        # Plugin/loader errors (CaseError, DatasetError, BuildError, ParcaError) carry their
-        # own file:line messages; a traceback adds nothing for the user.
-        if os.environ.get("STALLSCOPE_DEBUG"):
-            raise
-        print(f"stallscope run: error: {type(e).__name__}: {e}", file=sys.stderr)
-        return 2
+    known = (RunError, RunDirError, procs.ToolNotFound, ServerError, BenchError, ValueError,
+             memtier.MemtierError)
+    return run_command("stallscope run", lambda: _run(args, argv, log), known,
+                       "before the first rep (builds finished so far are cached)")
+
+
+def _run(args: argparse.Namespace, argv: list[str], log: Callable[[str], None]) -> int:
+    if args.resume:
+        runner = Runner.resume(Path(args.resume), log, progress=not args.no_progress)
+    else:
+        runner = new_runner(args, argv, log)
+    rc = runner.run()
     print(str(runner.run_dir))
     if (args.report or runner.m.options.get("report")) and rc in (0, 1):
         compare_cli.main([str(runner.run_dir)])

@@ -3,7 +3,6 @@ run directory per point, and report the table and the crossover plot (docs/sweep
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from datetime import datetime
 from pathlib import Path
@@ -14,6 +13,7 @@ from analysis.sweep.writer import report_sweep
 from collectors.build.builder import build_variant
 from collectors.build.spec import GRAMMAR
 from collectors.host import machine, procs
+from collectors.command import run_command
 from collectors.runner.manifest import now_iso
 from collectors.runner.options import PAIRED_WINDOW_S, PAIRED_WINDOWS
 from collectors.sweep.options import PAIRINGS, SweepOptions
@@ -157,35 +157,27 @@ def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
     log = (lambda msg: print(msg, file=sys.stderr, flush=True))
     procs.install_signal_handlers()
-    try:
-        if args.report:
-            return report(Path(args.report), Path(args.report_out) if args.report_out else None, args.lookup)
-        if args.resume:
-            sweep_dir = Path(args.resume)
-            m = load_sweep(sweep_dir)
-            m.resumes.append({"at": now_iso(), "command": ["stallscope", "sweep", *argv]})
-            left = [p.id for p in m.points if p.status not in ("complete", "skipped")]
-            log(f"{PREFIX} resuming {sweep_dir}: {len(left)} of {len(m.points)} points to run "
-                f"({', '.join(left) or 'none'})")
-            sweeper = Sweeper(sweep_dir, m, options_of(m), progress=not args.no_progress, log=log)
-        else:
-            sweeper = _new(args, argv, log)
-            if sweeper is None:
-                return 0
-        rc = sweeper.run()
-    except (PlanError, CaseError, SweepError, ValueError, procs.ToolNotFound) as e:
-        print(f"stallscope sweep: error: {e}", file=sys.stderr)
-        return 2
-    except procs.Interrupted as e:
-        procs.kill_all()
-        print(f"stallscope sweep: {e} before the first point (builds finished so far are cached)",
-              file=sys.stderr)
-        return 130
-    except Exception as e:
-        if os.environ.get("STALLSCOPE_DEBUG"):
-            raise
-        print(f"stallscope sweep: error: {type(e).__name__}: {e}", file=sys.stderr)
-        return 2
+    return run_command("stallscope sweep", lambda: _main(args, argv, log),
+                       (PlanError, CaseError, SweepError, ValueError, procs.ToolNotFound),
+                       "before the first point (builds finished so far are cached)")
+
+
+def _main(args: argparse.Namespace, argv: list[str], log) -> int:
+    if args.report:
+        return report(Path(args.report), Path(args.report_out) if args.report_out else None, args.lookup)
+    if args.resume:
+        sweep_dir = Path(args.resume)
+        m = load_sweep(sweep_dir)
+        m.resumes.append({"at": now_iso(), "command": ["stallscope", "sweep", *argv]})
+        left = [p.id for p in m.points if p.status not in ("complete", "skipped")]
+        log(f"{PREFIX} resuming {sweep_dir}: {len(left)} of {len(m.points)} points to run "
+            f"({', '.join(left) or 'none'})")
+        sweeper = Sweeper(sweep_dir, m, options_of(m), progress=not args.no_progress, log=log)
+    else:
+        sweeper = _new(args, argv, log)
+        if sweeper is None:
+            return 0
+    rc = sweeper.run()
     print(str(sweeper.dir))
     if rc in (0, 1) and not args.no_report:
         report(sweeper.dir, Path(args.report_out) if args.report_out else None, args.lookup)

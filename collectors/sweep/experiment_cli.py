@@ -4,7 +4,6 @@ with the seed's numbers beside ours (docs/experiments.md)."""
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from datetime import datetime
 from pathlib import Path
@@ -13,6 +12,7 @@ from analysis.inputs.rundir import write_json
 from analysis.sweep.experiment_report import load_experiment_json, report_experiment
 from analysis.sweep.manifest import SweepError, load_sweep
 from collectors.host import procs
+from collectors.command import run_command
 from collectors.runner.manifest import now_iso
 from collectors.runner.progress import duration
 from collectors.sweep.cli import build_all, create, host_summary
@@ -160,40 +160,33 @@ def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
     log = (lambda msg: print(msg, file=sys.stderr, flush=True))
     procs.install_signal_handlers()
+    return run_command("stallscope experiment", lambda: _main(args, argv, log),
+                       (PlanError, CaseError, SweepError, ValueError, procs.ToolNotFound),
+                       "before the first point (builds so far are cached)")
+
+
+def _main(args: argparse.Namespace, argv: list[str], log) -> int:
     report_out = Path(args.report_out) if args.report_out else None
-    try:
-        if args.name == "list":
-            return list_experiments()
-        if args.report:
-            report(Path(args.report), report_out)
+    if args.name == "list":
+        return list_experiments()
+    if args.report:
+        report(Path(args.report), report_out)
+        return 0
+    if args.resume:
+        exp_dir = Path(args.resume)
+        d = load_experiment_json(exp_dir)
+        d.setdefault("resumes", []).append({"at": now_iso(), "command": ["stallscope", "experiment", *argv]})
+        write_json(exp_dir / "experiment.json", d)
+        log(f"{PREFIX} resuming {exp_dir}")
+    elif not args.name:
+        raise PlanError("name an experiment (`stallscope experiment list`), or give --resume/--report EXP_DIR")
+    else:
+        made = _new(args, argv, log)
+        if made is None:
             return 0
-        if args.resume:
-            exp_dir = Path(args.resume)
-            d = load_experiment_json(exp_dir)
-            d.setdefault("resumes", []).append({"at": now_iso(), "command": ["stallscope", "experiment", *argv]})
-            write_json(exp_dir / "experiment.json", d)
-            log(f"{PREFIX} resuming {exp_dir}")
-        elif not args.name:
-            raise PlanError("name an experiment (`stallscope experiment list`), or give --resume/--report EXP_DIR")
-        else:
-            made = _new(args, argv, log)
-            if made is None:
-                return 0
-            exp_dir = made[0]
-            log(f"{PREFIX} {exp_dir}")
-        rc = run_parts(exp_dir, not args.no_progress, log)
-    except (PlanError, CaseError, SweepError, ValueError, procs.ToolNotFound) as e:
-        print(f"stallscope experiment: error: {e}", file=sys.stderr)
-        return 2
-    except procs.Interrupted as e:
-        procs.kill_all()
-        print(f"stallscope experiment: {e} before the first point (builds so far are cached)", file=sys.stderr)
-        return 130
-    except Exception as e:
-        if os.environ.get("STALLSCOPE_DEBUG"):
-            raise
-        print(f"stallscope experiment: error: {type(e).__name__}: {e}", file=sys.stderr)
-        return 2
+        exp_dir = made[0]
+        log(f"{PREFIX} {exp_dir}")
+    rc = run_parts(exp_dir, not args.no_progress, log)
     print(str(exp_dir))
     if rc in (0, 1):
         report(exp_dir, report_out)
