@@ -73,7 +73,8 @@ def _reps_s(case: Case, opts: SweepOptions, mode: str | None, start: float, vari
     if mode == "config":
         total = start + CALIBRATE_S + opts.reps * (start + 0.5 + window + 1.0)
     elif mode == "servers":
-        total = variants * (start + CALIBRATE_S) + opts.reps * (variants * start + w.warmup_s + window + 1.0)
+        # Each rep loads both servers side by side (collectors/runner/reps.py): one start's time.
+        total = variants * (start + CALIBRATE_S) + opts.reps * (start + variants * w.warmup_s + window + 1.0)
     else:
         total = variants * (start + CALIBRATE_S) + variants * opts.reps * (start + w.warmup_s + w.duration_s + 1.5)
     if opts.profile != "off":
