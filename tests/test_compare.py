@@ -524,3 +524,24 @@ def test_no_operation_counts_omits_per_op_and_says_why(tmp_path):
     _, res = run_compare(run, tmp_path / "out2")
     assert "not CPU time (perf event cycles" in res["profile"]["per_op_reason"]
     assert res["profile"]["weight_unit"] == "samples"
+
+
+RDB = Path(__file__).parent / "data" / "runs" / "valkey-rdb-load-1m"
+
+
+def test_an_rdb_load_run_reports_its_load_times(tmp_path):
+    md, res = run_compare(RDB, tmp_path)
+    want = {}
+    for v in ("base", "prefetch"):
+        want[v] = sorted(json.loads((RDB / v / str(i) / "rep.json").read_text())
+                         ["rdb_load_result"]["load_seconds_s"] for i in range(1, 6))
+    (row,) = res["throughput"]
+    assert (row["metric"], row["unit"], row["higher_is_better"]) == ("load time", "s", False)
+    assert sorted(row["base"]["values"]) == pytest.approx(want["base"])
+    assert sorted(row["cand"]["values"]) == pytest.approx(want["prefetch"])
+    assert row["base"]["median"] == pytest.approx(statistics.median(want["base"]))
+    assert row["change"]["rel_ci_low"] is not None
+    top = res["summary"][0]
+    assert top["what"] == "throughput" and top["values"][0]["measure"] == "load time"
+    assert md.split("**Summary:**", 1)[1].lstrip().startswith("RDB load time")
+    assert "no throughput reps" not in md

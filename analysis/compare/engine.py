@@ -17,7 +17,7 @@ from analysis.compare.profiles import main_names, profiles
 from analysis.compare.saturation import saturation
 from analysis.compare.results import Artifacts, CaseInfo, Results, Settings
 from analysis.compare.summary import summary
-from analysis.compare.throughput import paired, throughput
+from analysis.compare.throughput import load_time, paired, throughput
 from analysis.compare.tma import tma
 from analysis.inputs.case import Case
 from analysis.inputs.rundir import RunDir
@@ -47,7 +47,8 @@ def _notes(run: RunDir, r: Results) -> list[str]:
     m = run.manifest
     notes = [m.dataset.l3_warning] if m.dataset.l3_warning else []
     if not r.throughput and not r.paired:
-        notes.append("no throughput reps with bench.csv/bench.json/bench.txt on both sides")
+        notes.append("no throughput reps with bench.csv/bench.json/bench.txt (or RDB loads) on "
+                     "both sides")
     failed = [f"{x.dir} ({x.reason or 'failed'})" for x in m.schedule if x.status == "failed"]
     if failed:
         notes.append("failed reps left out: " + "; ".join(failed))
@@ -97,6 +98,7 @@ def analyse(run: RunDir, opts: CompareOptions, out: Path | None = None) -> Resul
                 base=base, cand=cand, settings=_settings(opts, focus))
     r.throughput, r.latency = throughput(run, base, cand, opts)
     r.paired = paired(run, base, cand, opts)
+    r.throughput += load_time(run, base, cand, opts)      # rdb-load cases
     _label(run, r)
     r.profile, merged = profiles(run, base, cand, focus, opts)
     if out is not None and merged:

@@ -116,3 +116,24 @@ def paired(run: RunDir, base: str, cand: str, opts: CompareOptions) -> list[Metr
                      opts, paired=True)
     row.change.method += "; " + how
     return [row]
+
+
+def load_time(run: RunDir, base: str, cand: str, opts: CompareOptions) -> list[MetricRow]:
+    """rdb-load cases: the RDB load time of each rep (rep.json rdb_load_result), lower is
+    better; one row, or none for other cases or without loads on both sides."""
+    if (run.manifest.case.get("workload") or {}).get("tool") != "rdb-load":
+        return []
+    b, c = _load_times(run, base), _load_times(run, cand)
+    if not b or not c:
+        return []
+    return [metric_row("RDB load", "load time", "s", False, b, c, opts)]
+
+
+def _load_times(run: RunDir, variant: str) -> Values:
+    out = []
+    for rep in run.manifest.reps(variant, "throughput"):
+        res = run.facts(rep).rdb_load_result or {}
+        secs = res.get("load_seconds_s")
+        if isinstance(secs, (int, float)) and secs > 0:
+            out.append((rep.rep, float(secs)))
+    return out

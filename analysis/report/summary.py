@@ -43,6 +43,7 @@ def phrase(item: SummaryItem, r: Results) -> tuple[str, str]:
         v = item.values[0]
         name = item.label or short_test(item.subject, 32)
         label = (f"Paired throughput {item.label}".strip() if item.what == "paired throughput"
+                 else f"RDB load time {item.label}".strip() if v.measure == "load time"
                  else f"Throughput {name}")
         text = " ".join(summary_change(v.change, v.change_unit, v.ci_low, v.ci_high))
         return label, text + (f" ({item.note})" if item.note else "")

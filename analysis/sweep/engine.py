@@ -15,7 +15,6 @@ from analysis.compare.engine import analyse
 from analysis.compare.errors import CompareError
 from analysis.compare.options import CompareOptions
 from analysis.compare.results import FunctionRow, MetricRow, Results
-from analysis.compare.throughput import metric_row
 from analysis.inputs.rundir import RunDir, RunDirError, load_run
 from analysis.sweep.manifest import SweepManifest, SweepPoint, load_sweep
 from analysis.sweep.results import AxisOut, LookupCost, PointRow, SweepResults
@@ -31,16 +30,6 @@ class PointAnalysis:
     results: Results | None = None
 
 
-def _load_times(run: RunDir, variant: str) -> list[tuple[int, float]]:
-    out = []
-    for rep in run.manifest.reps(variant, "throughput"):
-        res = run.facts(rep).rdb_load_result or {}
-        secs = res.get("load_seconds_s")
-        if isinstance(secs, (int, float)) and secs > 0:
-            out.append((rep.rep, float(secs)))
-    return out
-
-
 def _method(run: RunDir) -> str:
     p = run.manifest.paired
     if p is not None:
@@ -52,11 +41,9 @@ def _method(run: RunDir) -> str:
 def headline(run: RunDir, r: Results, opts: CompareOptions) -> tuple[MetricRow | None, str]:
     """(the point's headline metric, how it was measured)."""
     if (run.manifest.case.get("workload") or {}).get("tool") == "rdb-load":
-        b, c = _load_times(run, r.base), _load_times(run, r.cand)
-        if not b or not c:
-            return None, "RDB load at server start"
-        return (metric_row("RDB load", "load time", "s", False, b, c, opts),
-                "RDB load at server start, one load per rep")
+        rows = [t for t in r.throughput if t.metric == "load time"]
+        return (rows[0] if rows else None), ("RDB load at server start, one load per rep"
+                                              if rows else "RDB load at server start")
     if r.paired:
         return r.paired[0], _method(run)
     if r.throughput:
