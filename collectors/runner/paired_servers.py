@@ -73,8 +73,7 @@ def run_server_windows(servers: dict[str, Server], variants: dict[str, Variant],
             _signal(loads[n], signal.SIGSTOP)
         a = None
         for i, n in enumerate(order):
-            switch = i == 0 or order[i - 1] != n
-            if switch:
+            if i == 0 or order[i - 1] != n:      # a switch of server: stop one, wake the other
                 if i > 0:
                     _signal(loads[order[i - 1]], signal.SIGSTOP)
                 _signal(loads[n], signal.SIGCONT)
