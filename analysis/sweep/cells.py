@@ -40,19 +40,19 @@ def lookup(p: PointRow, name_in_cell: bool = False) -> str:
     ch, ci = change_cells(lc.change, "ns/op", digits=0)
     if lc.change.rel_ci_low is None or lc.change.rel_ci_high is None:
         # Too few profile reps for an interval: say so rather than print "[n/a]".
-        ci = f"no interval: {min(lc.base.n, lc.cand.n)} profile reps a side, 3 needed"
-    head = f"{lc.function}: " if name_in_cell else ""
+        ci = f"no interval: {min(lc.base.n, lc.cand.n)} profile reps with the function a side, 3 needed"
+    head = f"{lc.function} ({lc.measure}): " if name_in_cell else ""
     return f"{head}{fmt_ns(lc.base.median)} → {fmt_ns(lc.cand.median)} ({ch} {ci}; {lc.change.verdict})"
 
 
 def lookup_header(res: SweepResults) -> tuple[str, bool]:
     """(column header, whether cells must name the function: points differ in it)."""
     found = [p.lookup for p in res.points if p.lookup and p.lookup.function]
-    names = {lc.function for lc in found}
+    names = {(lc.function, lc.measure) for lc in found}
     if len(names) == 1:
         lc = found[0]
-        return f"{lc.function}, CPU per {lc.command or 'op'} (flat)", False
-    return "lookup, CPU per operation (flat)", len(names) > 1
+        return f"{lc.function}, CPU per {lc.command or 'op'} ({lc.measure})", False
+    return "lookup, CPU per operation", len(names) > 1
 
 
 def show_lookup(res: SweepResults) -> bool:

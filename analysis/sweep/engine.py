@@ -51,16 +51,38 @@ def headline(run: RunDir, r: Results, opts: CompareOptions) -> tuple[MetricRow |
     return None, _method(run)
 
 
-def _lookup_row(r: Results, names: list[str] | None) -> FunctionRow | None:
-    rows = [f for f in r.profile.focus if f.base_flat_ns and f.cand_flat_ns and f.flat_ns_change]
+# The key lookup of each server generation (Redis 8.0 dictFindByHash, later Redis
+# dictFindLinkInternal, Valkey 8+ hashtableFind), then the generic wrappers: the lookup
+# column's function when the sweep names none (--lookup) and the focus list holds one.
+LOOKUP_FUNCTIONS = ("dictFindLinkInternal", "dictFindByHash", "hashtableFind", "dictFind",
+                    "lookupKey", "lookupKeyRead", "lookupKeyWrite")
+QUIET = ("negligible", "too few samples", "new in candidate", "gone")
+
+
+def _measure(f: FunctionRow) -> str | None:
+    """flat when its CPU time per operation has a verdict, else cumulative (an inlined
+    lookup, Valkey's hashtableFind, has ~0 flat and all its cost below it), as the
+    report's summary chooses; None when neither is on both sides."""
+    for k in ("flat", "cum"):
+        j = getattr(f, f"{k}_verdict")
+        if getattr(f, f"{k}_ns_change") is not None and (j is None or j.verdict not in QUIET):
+            return k
+    return None
+
+
+def _lookup_row(r: Results, names: list[str] | None) -> tuple[FunctionRow, str] | None:
+    rows = {f.name: f for f in r.profile.focus}
+    for n in (names or LOOKUP_FUNCTIONS):
+        f = rows.get(n)
+        k = _measure(f) if f is not None else None
+        if k is not None:
+            return f, k
     if names:
-        for n in names:
-            for f in rows:
-                if f.name == n:
-                    return f
         return None
-    # Without a name: the focus function that costs the baseline most per operation.
-    return max(rows, key=lambda f: f.base_flat_ns.median, default=None)
+    # No lookup in the focus list: the focus function the baseline spends most on per op.
+    judged = [(f, _measure(f)) for f in r.profile.focus]
+    judged = [(f, k) for f, k in judged if k is not None]
+    return max(judged, key=lambda t: getattr(t[0], f"base_{t[1]}_ns").median, default=None)
 
 
 def lookup_cost(r: Results, names: list[str] | None) -> LookupCost:
@@ -69,13 +91,15 @@ def lookup_cost(r: Results, names: list[str] | None) -> LookupCost:
         return LookupCost(reason=p.reason or "no profile reps")
     if not p.per_op:
         return LookupCost(reason=p.per_op_reason or "no operation counts in the profile reps")
-    f = _lookup_row(r, names)
-    if f is None:
+    found = _lookup_row(r, names)
+    if found is None:
         asked = ", ".join(names) if names else "the focus functions"
         return LookupCost(reason=f"{asked}: not in the profiles with a CPU time per operation",
                           thread=p.thread, command=p.per_op_command)
-    return LookupCost(f.name, f.thread, p.per_op_command, f.base_flat_ns, f.cand_flat_ns,
-                      f.flat_ns_change)
+    f, k = found
+    return LookupCost(f.name, f.thread, p.per_op_command, getattr(f, f"base_{k}_ns"),
+                      getattr(f, f"cand_{k}_ns"), getattr(f, f"{k}_ns_change"),
+                      measure="flat" if k == "flat" else "cumulative")
 
 
 def _best(row: MetricRow | None, base: str, cand: str) -> dict[str, float]:

@@ -19,7 +19,8 @@ SCHEMA = "stallscope.sweep-results/1"
 
 @dataclass
 class LookupCost:
-    """The lookup's flat CPU time per operation (ns/op) at one point, with its change."""
+    """The lookup's CPU time per operation (ns/op) at one point, with its change: flat, or
+    cumulative when the lookup is inlined (analysis/sweep/engine.py chooses)."""
     function: str = ""
     thread: str = ""                 # the thread view of the point's profile section
     command: str = ""                # what one operation is ("MSET")
@@ -27,6 +28,7 @@ class LookupCost:
     cand: Side | None = None
     change: ChangeOut | None = None
     reason: str = ""                 # why there is none
+    measure: str = "flat"            # "flat" | "cumulative"
 
 
 @dataclass

@@ -15,7 +15,7 @@ EXPERIMENTS_DIR = CASES_DIR / "experiments"
 TOP = {"name": str, "title": str, "seed": str, "technique": str, "variants": list,
        "options": dict, "sizes": dict, "parts": list, "notes": list, "default_run_time": str}
 PART = {"id": str, "heading": str, "case": str, "axes": list, "set": list, "sizes": dict,
-        "metric": str, "seed_rows": list}
+        "metric": str, "seed_rows": list, "lookup": list}
 SEED_ROW = {"at": dict, "setup": str, "base": (int, float), "cand": (int, float),
             "gain": (int, float), "unit": str}
 # Sweep options an experiment may fix (per size too): the names of collectors.sweep.options.
@@ -33,6 +33,7 @@ class Part:
     metric: str = ""
     seed_rows: list[SeedRow] = field(default_factory=list)
     sizes: dict[str, dict[str, Any]] = field(default_factory=dict)   # size -> axes/set
+    lookup: list[str] = field(default_factory=list)   # the lookup column's function(s)
 
     def axes_at(self, size: str) -> list[str]:
         return list(self.sizes.get(size, {}).get("axes", self.axes))
@@ -121,7 +122,8 @@ def _part(c: _Check, d: Any, i: int) -> Part:
         c.mapping(s, {"axes": list, "set": list}, path + ("sizes", size), ())
         sizes[size] = {k: c.strings(v, path + ("sizes", size, k)) for k, v in s.items()}
     return Part(d["id"], d.get("heading", d["id"]), d["case"], c.strings(d["axes"], path + ("axes",)),
-                c.strings(d.get("set", []), path + ("set",)), d.get("metric", ""), rows, sizes)
+                c.strings(d.get("set", []), path + ("set",)), d.get("metric", ""), rows, sizes,
+                c.strings(d.get("lookup", []), path + ("lookup",)))
 
 
 def load_experiment(name_or_path: str) -> Experiment:

@@ -4,6 +4,7 @@ with the seed's numbers beside ours (docs/experiments.md)."""
 from __future__ import annotations
 
 import argparse
+from dataclasses import replace
 import sys
 from datetime import datetime
 from pathlib import Path
@@ -66,6 +67,8 @@ def sweep_options(exp: Experiment, size: str, skip_unfit: bool) -> SweepOptions:
 
 def part_plan(exp: Experiment, part: Part, size: str, opts: SweepOptions, host: dict) -> Plan:
     try:
+        # The part's lookup function lands in its sweep.json options (the report reads it).
+        opts = replace(opts, lookup=list(part.lookup)) if part.lookup else opts
         return make_plan(part.case, size, exp.variants, part.axes_at(size),
                          parse_sets(part.sets_at(size)), opts, host)
     except (CaseError, PlanError) as e:
@@ -84,6 +87,8 @@ def sweep_argv(exp: Experiment, part: Part, size: str, opts: SweepOptions) -> li
         argv += ["--set", s]
     for v in exp.variants:
         argv += ["--variant", v]
+    if part.lookup:
+        argv += ["--lookup", ",".join(part.lookup)]
     return argv
 
 

@@ -1,0 +1,37 @@
+"""The sweep's lookup column (analysis/sweep/engine.py): which function and which measure,
+on real recorded runs."""
+from __future__ import annotations
+
+from pathlib import Path
+
+from analysis.compare.engine import analyse
+from analysis.compare.options import CompareOptions
+from analysis.inputs.rundir import load_run
+from analysis.sweep.engine import lookup_cost
+
+RUNS = Path(__file__).parent / "data" / "runs"
+
+
+def _lookup(run: str, names=None):
+    return lookup_cost(analyse(load_run(RUNS / run), CompareOptions()), names)
+
+
+def test_redis_lookup_is_its_flat_cost():
+    lc = _lookup("mset-demo-paired")
+    assert (lc.function, lc.measure, lc.command) == ("dictFindByHash", "flat", "MSET")
+    assert lc.cand.median < lc.base.median and lc.change.verdict == "improvement"
+
+
+def test_an_inlined_valkey_lookup_is_its_cumulative_cost_and_new_paths_are_not_the_lookup():
+    # GET with io-threads: hashtableFind is inlined (flat ~0); processClientsCommandsBatch
+    # exists only with prefetching on and must not be taken for the lookup
+    lc = _lookup("valkey-get-p1-default")
+    assert (lc.function, lc.measure, lc.command) == ("hashtableFind", "cumulative", "GET")
+    assert lc.cand.median < lc.base.median
+
+
+def test_a_named_lookup_is_used_and_a_missing_one_says_so():
+    lc = _lookup("valkey-get-p1-default", ["lookupKey"])
+    assert lc.function == "lookupKey" and lc.measure == "cumulative"
+    lc = _lookup("valkey-get-p1-default", ["noSuchFunction"])
+    assert lc.function == "" and "noSuchFunction: not in the profiles" in lc.reason
