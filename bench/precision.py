@@ -28,8 +28,10 @@ from collectors.runner import cli as run_cli  # noqa: E402
 from collectors.runner.demo import BASE, cand_spec  # noqa: E402
 
 # Reps per mode so both take about the same time at default size on a 2-core VM: an
-# unpaired rep is one restart (~12 s) + 2 s warm-up + 20 s; a paired rep is two restarts,
-# two warm-ups and 8 windows of 2.5 s (~50 s) and gives 4 pairs.
+# unpaired rep is one restart (~16 s) + 2 s warm-up + 20 s; a paired rep loads both
+# servers side by side (~17 s), warms each for 2 s and runs 64 windows of 0.25 s (~21 s
+# with the switches). Both intervals are over reps (docs/statistics.md, "The rep is the
+# unit"): the paired one over 4 reps' ratios, the unpaired one over 6 + 6 reps.
 PLAN = {"default": {"unpaired": 6, "paired": 4}, "small": {"unpaired": 4, "paired": 2}}
 
 
