@@ -109,7 +109,8 @@ def _profiler_cost(r: Results) -> list[str]:
                      f"{fmt_signed(-ch.rel_ci_low * 100)}]%")
     return [f"Profiler overhead (perf cpu-clock at {c.frequency_hz} Hz): " + "; ".join(parts)
             + f". Throughput while perf sampled vs the windows beside it without perf (same "
-            f"server, ABBA), {sum(c.pairs.values())} window pairs, 95% CI.", ""]
+            f"server, ABBA), {sum(c.pairs.values())} window pairs; the 95% CI is over the "
+            f"profile reps, each rep's pairs one unit (docs/statistics.md).", ""]
 
 
 def _tma(r: Results) -> list[str]:
