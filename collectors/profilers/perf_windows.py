@@ -24,7 +24,7 @@ import redis
 HOST = "127.0.0.1"
 MIN_WINDOW_S = 0.25
 END_MARGIN_S = 0.3       # the last window ends this long before perf is stopped
-WINDOW_OVERHEAD = 0.04   # share of a window spent on INFO and the switch (~5-10 ms of 0.25 s)
+MIN_WAIT_S = 0.05        # a window shorter than this is not started
 
 
 def schedule(windows: int) -> list[bool]:
@@ -88,10 +88,9 @@ class WindowRunner:
 
     def __post_init__(self) -> None:
         self.windows = max(2, min(self.windows, int(self.total_s / MIN_WINDOW_S)))
-        # perf is stopped at total_s (PerfProfiler's timer): every window must end before
-        # that, or the last switch finds no perf to answer. Each window also spends a few ms
-        # on its two INFOs and the switch, so the windows share total_s minus a margin.
-        self.window_s = (self.total_s - END_MARGIN_S) * (1 - WINDOW_OVERHEAD) / self.windows
+        # The planned length; _run shortens the waits by what each window spends on its two
+        # INFOs and the switch, so that every window ends before perf is stopped.
+        self.window_s = (self.total_s - END_MARGIN_S) / self.windows
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 
@@ -107,19 +106,28 @@ class WindowRunner:
     def _run(self, control: PerfControl) -> None:
         client = redis.Redis(host=HOST, port=self.port, socket_timeout=10)
         try:
+            # perf is stopped at total_s (PerfProfiler's timer): every window must end before
+            # that, or the last switch finds no perf to answer. Each window waits its share of
+            # the time left, less what windows have spent around their waits so far, on
+            # average (INFO, the switch: a few ms on a quiet host, more on a busy one).
             deadline = time.monotonic() + self.total_s - END_MARGIN_S
+            spent, extra = 0.0, []
             for i, on in enumerate(schedule(self.windows)):
-                if self._stop.is_set() or time.monotonic() + self.window_s > deadline:
+                t0 = time.monotonic()
+                wait = (deadline - t0) / (self.windows - i) - spent
+                if self._stop.is_set() or wait < MIN_WAIT_S:
                     break       # a window that would outlive perf is not started
                 # Counted from just before "enable" to just after "disable": the commands
                 # of an "on" window are the ones the samples cover (CPU time per operation).
                 a = _count(client)
                 if on:
                     control.send("enable")
-                self._stop.wait(self.window_s)
+                self._stop.wait(wait)
                 if on:
                     control.send("disable")
                 b = _count(client)
+                extra.append(time.monotonic() - t0 - wait)
+                spent = sum(extra) / len(extra)
                 secs = b[0] - a[0]
                 cmds = b[1] - a[1] - 1          # minus our own INFO
                 self.rows.append({"index": i + 1, "perf": on, "seconds": round(secs, 6),
