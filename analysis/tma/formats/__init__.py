@@ -16,18 +16,23 @@ from analysis.tma.formats.nopmu import check as check_no_pmu
 from analysis.tma.formats.perf_csv import FORMAT as PERF_CSV
 from analysis.tma.formats.perf_json import FORMAT as PERF_JSON
 from analysis.tma.formats.perf_std import FORMAT as PERF_STD
+from analysis.tma.formats.perf_topdown import FORMAT as PERF_TOPDOWN
 from analysis.tma.formats.toplev_csv import FORMAT as TOPLEV_CSV
 from analysis.tma.formats.toplev_human import FORMAT as TOPLEV_HUMAN
 from analysis.tma.model import TmaParseError, TmaResult, check_plausible
 
 # Detection order, most specific first: any JSON object line is perf -j; a toplev CSV
 # row (a "% Domain" unit column) is told apart before perf's CSV rows, which would match
-# on their commas alone; perf's standard output ("Performance counter stats", "% tma_x")
+# on their commas alone; perf --topdown's column header ("%  tma_x %  tma_y" with no
+# value before the "%") before perf's standard output, whose banner it shares;
+# perf's standard output ("Performance counter stats", "% tma_x")
 # before toplev's human table, whose test (a line "Node  % Domain  value") is the loosest.
-DETECTION_ORDER: tuple[Format, ...] = (PERF_JSON, TOPLEV_CSV, PERF_CSV, PERF_STD, TOPLEV_HUMAN)
+DETECTION_ORDER: tuple[Format, ...] = (PERF_JSON, TOPLEV_CSV, PERF_CSV, PERF_TOPDOWN, PERF_STD,
+                                      TOPLEV_HUMAN)
 REGISTRY: dict[str, Format] = {f.name: f for f in DETECTION_ORDER}
 # The names fmt= / --format accept, toplev first (the order --help shows).
-FORMATS = tuple(f.name for f in (TOPLEV_HUMAN, TOPLEV_CSV, PERF_STD, PERF_CSV, PERF_JSON))
+FORMATS = tuple(f.name for f in (TOPLEV_HUMAN, TOPLEV_CSV, PERF_STD, PERF_CSV, PERF_JSON,
+                                 PERF_TOPDOWN))
 
 # `perf list` names the tma_* metrics too, but holds no measurement.
 _PERF_LIST = re.compile(r"\[(?:Software|Tool|Kernel PMU|Hardware) event\]|List of pre-defined events")
@@ -44,7 +49,7 @@ def detect_format(text: str, source: str = "<stdin>") -> str:
         if fmt.detect(lines):
             return fmt.name
     raise TmaParseError(source, None, "unrecognised format: expected toplev output (human or "
-                        "-x, CSV) or perf stat output with tma_* metrics (standard, -x, or -j); "
+                        "-x, CSV) or perf stat output with tma_* metrics (standard, -x, -j or --topdown); "
                         "pass fmt= / --format to force one")
 
 
