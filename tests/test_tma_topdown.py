@@ -99,3 +99,15 @@ def test_cli_accepts_the_format():
                           str(NINJA)], capture_output=True, text=True, env=env, cwd=REPO)
     assert out.returncode == 0, out.stderr
     assert "Backend_Bound" in out.stdout and "58.7" in out.stdout
+
+
+def test_nan_cell_is_kept_as_no_value():
+    # perf prints "nan" when a metric could not be computed; here one recorded cell is
+    # replaced by it, the rest of the file as published.
+    lines = KDOC.read_text().splitlines(keepends=True)
+    lines[2] = lines[2].replace("34.9", " nan")
+    res = parse_output("".join(lines))
+    row = {v.name: v.value for v in res.values if v.interval == 1.001141351}
+    assert row == {"Retiring": 11.5, "Backend_Bound": None, "Frontend_Bound": 46.9,
+                   "Bad_Speculation": 6.7}
+    assert res.collapse()["Backend_Bound"].value == pytest.approx((28.1 + 28.1 + 28.6 + 33.0 + 27.5) / 5)
