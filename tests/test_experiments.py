@@ -85,6 +85,13 @@ def run_small(name: str, tmp_path) -> tuple[dict, str, str]:
                     p["metric"]["change"]["verdict"])
                 gain = s["seed"]["gain"]
                 seed_dir = "gain" if gain >= 0.03 else "loss" if gain <= -0.03 else "flat"
+                # "no change" that cannot tell the seed's change from none is undecided
+                ch, sd = p["metric"]["change"], s["seed"]
+                seed_rel = (sd["cand"] / sd["base"] - 1 if sd.get("base") and sd.get("cand")
+                            else gain if p["metric"]["higher_is_better"] else -gain)
+                holds = ch["rel_ci_low"] is not None and ch["rel_ci_low"] <= seed_rel <= ch["rel_ci_high"]
+                if ours == "flat" and seed_dir != "flat" and holds:
+                    ours = None
                 assert s["agrees"] == ("undecided" if ours is None else "yes" if ours == seed_dir else "no")
             assert (rep / p["report"] / "report.html").is_file()
     assert "| Seed | Agrees | Report |" in md

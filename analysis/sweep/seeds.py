@@ -49,14 +49,34 @@ def match(rows: list[SeedRow], labels: dict[str, str]) -> SeedRow | None:
     return best
 
 
+def seed_change(p: PointRow, seed: SeedRow) -> float:
+    """The seed's change as our metric's relative change (cand / base - 1): a load time
+    that fell 10.9% is -0.109 here, a throughput that rose 4.3% is +0.043."""
+    if seed.base and seed.cand:
+        return seed.cand / seed.base - 1
+    higher = p.metric.higher_is_better if p.metric is not None else True
+    return seed.gain if higher else -seed.gain
+
+
+def _holds_seed(p: PointRow, seed: SeedRow) -> bool:
+    ch = p.metric.change if p.metric is not None else None
+    if ch is None or ch.rel_ci_low is None or ch.rel_ci_high is None:
+        return False
+    return ch.rel_ci_low <= seed_change(p, seed) <= ch.rel_ci_high
+
+
 def agreement(p: PointRow, seed: SeedRow | None) -> str:
-    """yes | no | undecided (our interval did not decide) | "" (no seed row)."""
+    """yes | no | undecided (our interval did not decide) | "" (no seed row). "No change"
+    whose interval also holds the seed's change is undecided, not a disagreement: it
+    could not tell the seed's change from none."""
     if seed is None:
         return ""
     if p.metric is None:
         return "undecided"
     ours = OURS.get(p.metric.change.verdict)
     if ours is None:
+        return "undecided"
+    if ours == "flat" and seed.direction != "flat" and _holds_seed(p, seed):
         return "undecided"
     return "yes" if ours == seed.direction else "no"
 
@@ -84,5 +104,9 @@ def agree_cell(p: PointRow, seed: SeedRow | None) -> str:
     if not a:
         return ""
     if a == "undecided":
-        return f"undecided (ours: {p.metric.change.verdict if p.metric else 'no data'})"
+        ours = p.metric.change.verdict if p.metric else "no data"
+        if ours == "no change":
+            return (f"undecided (ours: no change; our interval also holds the seed's "
+                    f"{seed_change(p, seed) * 100:+.1f}%)".replace("-", "−"))
+        return f"undecided (ours: {ours})"
     return f"{a} (seed: {seed.direction})"
