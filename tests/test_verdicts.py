@@ -290,3 +290,12 @@ def test_unpipelined_the_summary_says_the_server_could_not_show_the_change():
     # and the lookup's cumulative drop is in the summary (hashtableFind is inlined here)
     look = next(i for i in r.summary if i.subject == "hashtableFind")
     assert look.values[0].measure == "cumulative share" and look.verdict == "improvement"
+
+
+def test_the_demo_report_prints_its_truncated_share_even_when_fine():
+    r = analyse(load_run(DEMO), CompareOptions())
+    t = r.profile.truncated
+    assert t.available and not t.exceeds and t.worst < 1.0
+    md = report_md.render(r)
+    assert f"Truncated stacks: at most {t.worst:.2f}% of a rep's samples" in md
+    assert "call graph fp" in md

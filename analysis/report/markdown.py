@@ -86,6 +86,8 @@ def _profile_main(r: Results) -> list[str]:
                 ""] + fn_table(p.focus, "cum", r.base, r.cand) + [""]
         if p.truncated.exceeds:
             out += [f"> ⚠️ Truncated stacks: {esc_spans(p.truncated.note)}", ""]
+        elif p.truncated.available:
+            out += [truncated_line(p.truncated), ""]
         out += notes_lines(p.focus, ("flat", "cum"))
         out += per_op_table(r)
         out += _profiler_cost(r)
@@ -95,6 +97,15 @@ def _profile_main(r: Results) -> list[str]:
         out += ["Not in any profile: " + ", ".join(esc(f) for f in p.missing_focus)
                 + " (inlined, renamed, or never on CPU).", ""]
     return out
+
+
+def truncated_line(t) -> str:
+    """Whole stacks, said even when fine: the worst rep's share of samples whose stack stops
+    before the thread's entry, and each variant's median (docs/statistics.md)."""
+    per = "; ".join(f"{esc(v)} {side.median:.2f}%" for v, side in t.shares.items())
+    return (f"Truncated stacks: at most {t.worst:.2f}% of a rep's samples ({per}, median per "
+            f"rep; call graph {esc(t.callgraph or 'n/a')}): under the {t.threshold:g}% at "
+            "which cumulative shares would need a caveat.")
 
 
 def _profiler_cost(r: Results) -> list[str]:
