@@ -50,7 +50,7 @@ def parser() -> argparse.ArgumentParser:
         description=__doc__,
         epilog=(
             "examples:\n"
-            "  make demo                                   # full size, ~20 min on 2 cores\n"
+            "  make demo                                   # full size, ~14 min on 2 cores (builds cached)\n"
             "  stallscope demo --size small      # CI size, a few minutes\n"
             "  stallscope demo --reps 8 --out reports/demo8\n\n"
             "The same comparison for any case and variants: make compare CASE=... BASE=... CAND=..."
