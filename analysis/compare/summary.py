@@ -34,18 +34,23 @@ def _profiler_cost(c: ProfilerCost) -> list[SummaryItem]:
 NEW_LISTED = 3      # new-in-candidate / gone functions the summary names, largest first
 
 
-def _measure(row: FunctionRow) -> str | None:
-    """Which cost of a focus function the summary shows: flat when it matters, else the
-    cumulative one (an inlined function has ~0 flat and all its cost in callers' frames;
-    a dispatcher like msetGenericCommand has a few flat samples and all its cost below),
-    None when both are negligible. A measure with a statistical verdict beats one with
-    too few samples for any."""
-    verdicts = {k: getattr(row, f"{k}_verdict") for k in ("flat", "cum")}
-    for quiet in (("negligible", "too few samples"), ("negligible",)):
-        for k, j in verdicts.items():
-            if j is not None and j.verdict not in quiet:
-                return k
+def speaking_measure(row: FunctionRow, quiet: tuple[str, ...] = ("negligible", "too few samples")
+                     ) -> str | None:
+    """"flat" when the flat cost's verdict is not one of `quiet`, else "cum" when the
+    cumulative one's is not (an inlined function has ~0 flat and all its cost in callers'
+    frames; a dispatcher like msetGenericCommand has a few flat samples and all its cost
+    below), else None. Also the sweep's lookup column (analysis/sweep/engine.py)."""
+    for k in ("flat", "cum"):
+        j = getattr(row, f"{k}_verdict")
+        if j is not None and j.verdict not in quiet:
+            return k
     return None
+
+
+def _measure(row: FunctionRow) -> str | None:
+    """Which cost of a focus function the summary shows: one with a statistical verdict,
+    else one with too few samples for any (said so), None when both are negligible."""
+    return speaking_measure(row) or speaking_measure(row, ("negligible",))
 
 
 def _function_item(what: str, row: FunctionRow, k: str) -> SummaryItem:

@@ -111,7 +111,8 @@ def paired(run: RunDir, base: str, cand: str, opts: CompareOptions) -> list[Metr
     if not cl:
         return []
     name = str(run.manifest.case.get("name") or "")
-    row = metric_row(f"{name} paired windows (one process)".strip(), "paired throughput",
+    how_paired = "two servers" if getattr(run.manifest.paired, "mode", "") == "servers" else "one process"
+    row = metric_row(f"{name} paired windows ({how_paired})".strip(), "paired throughput",
                      "ops/s", True, [(c.rep, c.base) for c in cl], [(c.rep, c.cand) for c in cl],
                      opts, paired=True)
     row.change.method += "; " + how

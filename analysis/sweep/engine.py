@@ -15,6 +15,7 @@ from analysis.compare.engine import analyse
 from analysis.compare.errors import CompareError
 from analysis.compare.options import CompareOptions
 from analysis.compare.results import FunctionRow, MetricRow, Results
+from analysis.compare.summary import speaking_measure
 from analysis.inputs.rundir import RunDir, RunDirError, load_run
 from analysis.sweep.manifest import SweepManifest, SweepPoint, load_sweep
 from analysis.sweep.results import AxisOut, LookupCost, PointRow, SweepResults
@@ -56,18 +57,15 @@ def headline(run: RunDir, r: Results, opts: CompareOptions) -> tuple[MetricRow |
 # column's function when the sweep names none (--lookup) and the focus list holds one.
 LOOKUP_FUNCTIONS = ("dictFindLinkInternal", "dictFindByHash", "hashtableFind", "dictFind",
                     "lookupKey", "lookupKeyRead", "lookupKeyWrite")
+# A lookup must exist on both sides and have a verdict: never a path new in the candidate.
 QUIET = ("negligible", "too few samples", "new in candidate", "gone")
 
 
 def _measure(f: FunctionRow) -> str | None:
-    """flat when its CPU time per operation has a verdict, else cumulative (an inlined
-    lookup, Valkey's hashtableFind, has ~0 flat and all its cost below it), as the
-    report's summary chooses; None when neither is on both sides."""
-    for k in ("flat", "cum"):
-        j = getattr(f, f"{k}_verdict")
-        if getattr(f, f"{k}_ns_change") is not None and (j is None or j.verdict not in QUIET):
-            return k
-    return None
+    """The summary's choice (flat, or cumulative for an inlined lookup such as Valkey's
+    hashtableFind), when that measure has a CPU time per operation on both sides."""
+    k = speaking_measure(f, QUIET)
+    return k if k is not None and getattr(f, f"{k}_ns_change") is not None else None
 
 
 def _lookup_row(r: Results, names: list[str] | None) -> tuple[FunctionRow, str] | None:
