@@ -26,6 +26,19 @@ def _opts(variant, tmp_path, name="s", **kw) -> ServerOptions:
                          logfile=tmp_path / f"{name}.log", **kw)
 
 
+def _snapshot_of(variant, tmp_path, name, keys, key_fmt, value):
+    """A server of `keys` string keys, SAVEd to tmp_path/cache/<name>.rdb."""
+    src = Server(_opts(variant, tmp_path, name)).start()
+    try:
+        p = src.client.pipeline(transaction=False)
+        for i in range(keys):
+            p.set(key_fmt.format(i), value)
+        p.execute()
+        return src.snapshot(tmp_path / "cache" / f"{name}.rdb")
+    finally:
+        src.stop()
+
+
 def test_start_configures_and_stops_cleanly(variant, tmp_path):
     cpus = [0] if len(os.sched_getaffinity(0)) >= 2 else None
     srv = Server(_opts(variant, tmp_path, config={"hz": "15"}, cpus=cpus)).start()
@@ -53,15 +66,7 @@ def test_start_configures_and_stops_cleanly(variant, tmp_path):
 
 
 def test_snapshot_restore_measures_rdb_load(variant, tmp_path):
-    src = Server(_opts(variant, tmp_path, "a")).start()
-    try:
-        p = src.client.pipeline(transaction=False)
-        for i in range(5000):
-            p.set(f"key:{i:012d}", "x" * 10)
-        p.execute()
-        rdb = src.snapshot(tmp_path / "cache" / "d.rdb")
-    finally:
-        src.stop()
+    rdb = _snapshot_of(variant, tmp_path, "a", 5000, "key:{:012d}", "x" * 10)
     assert rdb.stat().st_size > 5000 * 10
     srv = Server(_opts(variant, tmp_path, "b", rdb=rdb)).start()
     try:
@@ -242,15 +247,7 @@ def test_snapshot_waits_for_a_background_save_the_server_started(variant, tmp_pa
 def test_launch_then_wait_ready_loads_side_by_side_and_pinning_moves_every_thread(variant, tmp_path):
     if len(os.sched_getaffinity(0)) < 2:
         pytest.skip("needs 2 CPUs")
-    src = Server(_opts(variant, tmp_path, "src")).start()
-    try:
-        p = src.client.pipeline(transaction=False)
-        for i in range(20000):
-            p.set(f"key:{i:06d}", "v" * 100)
-        p.execute()
-        rdb = src.snapshot(tmp_path / "cache" / "l.rdb")
-    finally:
-        src.stop()
+    rdb = _snapshot_of(variant, tmp_path, "src", 20000, "key:{:06d}", "v" * 100)
     a = Server(_opts(variant, tmp_path, "la", rdb=rdb, cpus=[0, 1], io_threads=2))
     b = Server(_opts(variant, tmp_path, "lb", rdb=rdb, cpus=[0, 1]))
     try:
