@@ -142,3 +142,56 @@ def test_window_schedule_is_abba():
     assert schedule(8) == [False, True, True, False, False, True, True, False]
     assert schedule(4) == [False, True, True, False]
     assert sum(schedule(10)) == 5
+
+
+# Busy for ~0.1-0.3 s per call (a script sees a frozen clock, so it counts instead): INFO from
+# another client waits behind it, as behind the queued pipelines of a saturated slow build.
+BUSY_LUA = "local x = 0 for i = 1, 25000000 do x = x + i end return 1"
+
+
+def test_windows_that_do_not_fit_still_leave_a_profile(tmp_path):
+    """A server that answers INFO only after 100s of ms: the runner plans fewer windows,
+    and if not even one "on" window fits, perf samples the rest of the rep (no cost
+    measured) rather than leaving the rep without a profile."""
+    import threading
+    import redis
+    v = base_variant()
+    srv = Server(ServerOptions(v.server_bin, tmp_path / "dir", tmp_path / "server.log")).start()
+    stop = threading.Event()
+
+    def busy():
+        c = redis.Redis(host="127.0.0.1", port=srv.port, socket_timeout=10)
+        while not stop.is_set():
+            c.eval(BUSY_LUA, 0)
+        c.close()
+
+    t = threading.Thread(target=busy, daemon=True)
+    try:
+        t.start()
+        time.sleep(0.3)
+        ctx = RepContext(rep_dir=tmp_path, window_s=2.0, pid=srv.pid, port=srv.port,
+                         callgraph=v.callgraph)
+        prof = profile.PerfProfiler(freq_hz=999, windows=8)
+        prof.start(ctx)
+        time.sleep(2.5)
+        facts = prof.stop(ctx)       # before the fix: ProfileError, perf saw no samples
+    finally:
+        stop.set()
+        t.join(5)
+        srv.stop()
+    assert facts["samples"] > 0 and facts["folded_lines"] > 0
+    wins = facts["windows"]
+    assert 1 <= len(wins) <= 4, wins        # 0.2 s INFOs: 8 windows of 2 s do not fit
+    if facts["windows_error"] is None:
+        assert any(w["perf"] for w in wins) and facts["sampled_commands"] >= 0
+    else:
+        assert "did not fit" in facts["windows_error"] and "sampled_s" not in facts
+
+
+def test_window_plan_makes_room_for_slow_info():
+    from collectors.profilers.perf_windows import WindowRunner
+    r = WindowRunner(port=0, total_s=16.0, windows=64)
+    assert r.windows == 64
+    assert r.plan(15.7, 0.001) == 62          # 0.25 s windows, an on for every off
+    assert r.plan(15.7, 0.2) == 12            # 1.2 s per window: 0.6 s of switching
+    assert r.plan(1.7, 0.2) == 2              # never fewer than one off and one on

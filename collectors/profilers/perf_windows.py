@@ -87,10 +87,9 @@ class WindowRunner:
     error: str | None = None
 
     def __post_init__(self) -> None:
+        # At most as many as fit at MIN_WINDOW_S; _run plans again once it knows how long an
+        # INFO takes on this server, and shortens each wait by what windows spend around it.
         self.windows = max(2, min(self.windows, int(self.total_s / MIN_WINDOW_S)))
-        # The planned length; _run shortens the waits by what each window spends on its two
-        # INFOs and the switch, so that every window ends before perf is stopped.
-        self.window_s = (self.total_s - END_MARGIN_S) / self.windows
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 
@@ -111,6 +110,12 @@ class WindowRunner:
             # the time left, less what windows have spent around their waits so far, on
             # average (INFO, the switch: a few ms on a quiet host, more on a busy one).
             deadline = time.monotonic() + self.total_s - END_MARGIN_S
+            # A saturated server answers INFO only after the queued pipelines ahead of it
+            # (a slow build: 100s of ms). Fewer, longer windows then, so the switching does
+            # not eat the windows; one INFO measures it.
+            t = time.monotonic()
+            _count(client)
+            self.windows = self.plan(deadline - time.monotonic(), time.monotonic() - t)
             spent, extra = 0.0, []
             for i, on in enumerate(schedule(self.windows)):
                 t0 = time.monotonic()
@@ -132,10 +137,29 @@ class WindowRunner:
                 cmds = b[1] - a[1] - 1          # minus our own INFO
                 self.rows.append({"index": i + 1, "perf": on, "seconds": round(secs, 6),
                                   "commands": cmds, "ops_per_s": cmds / secs if secs > 0 else None})
+            if not any(r["perf"] for r in self.rows) and not self._stop.is_set():
+                self._sample_the_rest(control, spent)
         except Exception as e:          # recorded in rep.json; the profile itself still counts
             self.error = f"{type(e).__name__}: {e}"
         finally:
             client.close()
+
+    def plan(self, left_s: float, info_s: float) -> int:
+        """Windows that fit in left_s: each spends about three INFO round trips around its
+        wait (two counts and the switch), should wait at least as long as that so that it
+        measures the load more than the switching, and lasts at least MIN_WINDOW_S. At most
+        the asked-for number, even (an on for every off), at least 2."""
+        fit = int(left_s / max(MIN_WINDOW_S, 6 * info_s))
+        return max(2, min(self.windows, fit - fit % 2))
+
+    def _sample_the_rest(self, control: PerfControl, spent: float) -> None:
+        """No "on" window fitted: without samples the rep would have no profile at all, so
+        perf samples the rest of the rep whole. The windows' counts then do not match the
+        samples: the error says so, and no cost is measured from this rep."""
+        control.send("enable")
+        self.error = (f"windows did not fit: switching took {spent * 1000:.0f} ms per window "
+                      "on this server (INFO waits behind the load's queued commands); perf "
+                      "sampled the rest of the rep whole, so its cost was not measured")
 
 
 def _count(client: redis.Redis) -> tuple[float, int]:
