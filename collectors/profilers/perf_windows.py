@@ -115,7 +115,8 @@ class WindowRunner:
             # not eat the windows; one INFO measures it.
             t = time.monotonic()
             _count(client)
-            self.windows = self.plan(deadline - time.monotonic(), time.monotonic() - t)
+            info_s = time.monotonic() - t
+            self.windows = self.plan(deadline - time.monotonic(), info_s)
             spent, extra = 0.0, []
             for i, on in enumerate(schedule(self.windows)):
                 t0 = time.monotonic()
@@ -138,7 +139,7 @@ class WindowRunner:
                 self.rows.append({"index": i + 1, "perf": on, "seconds": round(secs, 6),
                                   "commands": cmds, "ops_per_s": cmds / secs if secs > 0 else None})
             if not any(r["perf"] for r in self.rows) and not self._stop.is_set():
-                self._sample_the_rest(control, spent)
+                self._sample_the_rest(control, max(spent, 3 * info_s))
         except Exception as e:          # recorded in rep.json; the profile itself still counts
             self.error = f"{type(e).__name__}: {e}"
         finally:
@@ -152,12 +153,12 @@ class WindowRunner:
         fit = int(left_s / max(MIN_WINDOW_S, 6 * info_s))
         return max(2, min(self.windows, fit - fit % 2))
 
-    def _sample_the_rest(self, control: PerfControl, spent: float) -> None:
+    def _sample_the_rest(self, control: PerfControl, switch_s: float) -> None:
         """No "on" window fitted: without samples the rep would have no profile at all, so
         perf samples the rest of the rep whole. The windows' counts then do not match the
         samples: the error says so, and no cost is measured from this rep."""
         control.send("enable")
-        self.error = (f"windows did not fit: switching took {spent * 1000:.0f} ms per window "
+        self.error = (f"windows did not fit: switching took about {switch_s * 1000:.0f} ms per window "
                       "on this server (INFO waits behind the load's queued commands); perf "
                       "sampled the rest of the rep whole, so its cost was not measured")
 
