@@ -205,6 +205,10 @@ def test_results_json_has_a_row_per_point_with_change_interval_and_lookup(sweep)
         # the patch takes most of the bucket misses out of dictFindByHash, even in L3
         assert lk["cand"]["median"] < lk["base"]["median"]
         assert (sweep["report"] / p["report"] / "report.html").is_file()
+        # the point's own report says what the sweep set over the case file
+        keys = {"20K": 20000, "50K": 50000}[p["labels"]["dataset.keys"]]
+        md = (sweep["report"] / p["report"] / "report.md").read_text()
+        assert f"Set for this run (over the case file): `dataset.keys={keys}`." in md
     # MSET with the prefetch: an improvement in throughput at the majority of points
     assert sum(p["metric"]["change"]["rel"] > 0 for p in res["points"]) >= 3
 

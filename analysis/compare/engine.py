@@ -7,6 +7,7 @@ statistics are exact or seeded.
 """
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from analysis.compare.environment import environment, reproduce
@@ -75,10 +76,20 @@ def _label(run: RunDir, r: Results) -> None:
     except (TypeError, ValueError):
         return          # a hand-made manifest without a resolvable case: raw names stay
     r.case.label = case.label()
+    r.case.overrides = [f"{k}={_value(v)}" for k, v in case.overrides.items()]
     for row in r.throughput + r.latency:
         row.label = case.label(None if _same_command(row.test, r.case.command) else row.test)
     for row in r.paired:         # both variants under the case's own load
         row.label = r.case.label
+
+
+def _value(v: object) -> str:
+    # a command list reads as the command line it sends; other values as YAML would
+    if isinstance(v, list):
+        return " ".join(str(x) for x in v)
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    return json.dumps(v) if isinstance(v, dict) else str(v)
 
 
 def _same_command(test: str, command: list[str]) -> bool:

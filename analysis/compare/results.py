@@ -301,6 +301,9 @@ class CaseInfo:
     focus: list[str] = field(default_factory=list)     # functions tabulated
     command: list[str] = field(default_factory=list)   # the workload's command words
     label: str = ""          # analysis.inputs.case.Case.label(): "10M keys × 10 B, 50 keys per MSET"
+    # the run's --set overrides as "field=value" (a sweep point's axes and sets): the
+    # description is the case file's and says nothing of them
+    overrides: list[str] = field(default_factory=list)
 
 
 @dataclass

@@ -26,6 +26,9 @@ def _head(r: Results) -> list[str]:
     out = [f"## stallscope: {esc(r.case.name)}{label}: {esc(r.cand)} vs {esc(r.base)}", "",
            f"Run {code_span(r.run_id)} ({esc(r.case.size)} size, {esc(r.created)}). "
            f"{esc(r.case.description)}", ""]
+    if r.case.overrides:
+        out += ["Set for this run (over the case file): "
+                + ", ".join(code_span(o) for o in r.case.overrides) + ".", ""]
     items = [f"{esc(label)} {esc(text)}" + (f" **{esc(v)}**" if v else "")
              for label, text, v in summary_lines(r)]
     out += ["**Summary:** " + " · ".join(items), ""]
