@@ -10,10 +10,12 @@ import statistics
 from pathlib import Path
 
 import pytest
+from markupsafe import escape
 
 from analysis.compare.engine import analyse
 from analysis.compare.options import CompareOptions
 from analysis.inputs.rundir import load_run
+from analysis.report import html as report_html
 from analysis.report import markdown as report_md
 from analysis.report.summary import lines as summary_lines
 
@@ -292,10 +294,16 @@ def test_unpipelined_the_summary_says_the_server_could_not_show_the_change():
     assert look.values[0].measure == "cumulative share" and look.verdict == "improvement"
 
 
-def test_the_demo_report_prints_its_truncated_share_even_when_fine():
+def test_the_demo_report_prints_its_truncated_share_even_when_fine(tmp_path):
     r = analyse(load_run(DEMO), CompareOptions())
     t = r.profile.truncated
     assert t.available and not t.exceeds and t.worst < 1.0
     md = report_md.render(r)
-    assert f"Truncated stacks: at most {t.worst:.2f}% of a rep's samples" in md
-    assert "call graph fp" in md
+    line = next(l for l in md.splitlines() if l.startswith("Truncated stacks: "))
+    assert line.startswith(f"Truncated stacks: at most {t.worst:.2f}% of a rep's samples (")
+    assert "call graph fp" in line
+    for v, side in t.shares.items():
+        assert f"{v} {side.median:.2f}%" in line
+    # report.html says the same sentence, not a shorter one
+    page = report_html.render(r, tmp_path)
+    assert f'<p id="truncated-stacks">{escape(line)}</p>' in page

@@ -20,7 +20,7 @@ from analysis.compare.results import Results
 from analysis.report import plots
 from analysis.report.fmt import (THREAD_LABEL, change_cells, fmt_ns, fmt_pct, fmt_signed,
                                  fn_verdict, known, patches, pp_ci, row_name, samples, share,
-                                 short_test, value, verdict_notes)
+                                 short_test, truncated_text, value, verdict_notes)
 from analysis.report.markdown_tables import per_op_note
 from analysis.report.summary import lines as summary_lines
 
@@ -43,7 +43,8 @@ def _env() -> Environment:
                        short=short_test, row_name=row_name, code=code_spans, ns=fmt_ns, known=known,
                        patches=patches, samples=samples)
     env.globals.update(change_cells=change_cells, pp_ci=pp_ci, thread_label=THREAD_LABEL,
-                       per_op_note=per_op_note, fn_verdict=fn_verdict, verdict_notes=verdict_notes)
+                       per_op_note=per_op_note, fn_verdict=fn_verdict, verdict_notes=verdict_notes,
+                       truncated_text=truncated_text)
     return env
 
 

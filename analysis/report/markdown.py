@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from analysis.compare.results import Results
 from analysis.report import funnel_md, markdown_details as det
-from analysis.report.fmt import THREAD_LABEL, fmt_pct, fmt_signed, known, patches
+from analysis.report.fmt import THREAD_LABEL, fmt_pct, fmt_signed, known, patches, truncated_text
 from analysis.report.markdown_tables import fn_table, metric_rows, notes_lines, per_op_table
 from analysis.report.mdtext import code_fence, code_span, esc, esc_spans
 from analysis.report.summary import lines as summary_lines
@@ -90,7 +90,7 @@ def _profile_main(r: Results) -> list[str]:
         if p.truncated.exceeds:
             out += [f"> ⚠️ Truncated stacks: {esc_spans(p.truncated.note)}", ""]
         elif p.truncated.available:
-            out += [truncated_line(p.truncated), ""]
+            out += [esc(truncated_text(p.truncated)), ""]
         out += notes_lines(p.focus, ("flat", "cum"))
         out += per_op_table(r)
         out += _profiler_cost(r)
@@ -100,15 +100,6 @@ def _profile_main(r: Results) -> list[str]:
         out += ["Not in any profile: " + ", ".join(esc(f) for f in p.missing_focus)
                 + " (inlined, renamed, or never on CPU).", ""]
     return out
-
-
-def truncated_line(t) -> str:
-    """Whole stacks, said even when fine: the worst rep's share of samples whose stack stops
-    before the thread's entry, and each variant's median (docs/statistics.md)."""
-    per = "; ".join(f"{esc(v)} {side.median:.2f}%" for v, side in t.shares.items())
-    return (f"Truncated stacks: at most {t.worst:.2f}% of a rep's samples ({per}, median per "
-            f"rep; call graph {esc(t.callgraph or 'n/a')}): under the {t.threshold:g}% at "
-            "which cumulative shares would need a caveat.")
 
 
 def _profiler_cost(r: Results) -> list[str]:
