@@ -39,6 +39,20 @@ def test_every_seed_has_an_experiment_with_its_numbers_and_run_time():
         assert f"stallscope experiment {name}" in doc and name in readme
 
 
+def test_a_seed_row_stands_beside_points_that_share_an_axis():
+    from analysis.sweep.seeds import match
+    mset50 = load_experiment("mset-15043").parts[1].seed_rows
+    assert [r.setup for r in mset50][:2] == ["50 keys, 10M x 10 B", "50 keys, 10M x 100 B"]
+    # default size: both axes named; the closest row wins
+    assert match(mset50, {"value": "100", "keys": "10M"}).setup == "50 keys, 10M x 100 B"
+    assert match(mset50, {"value": "10", "keys": "1M"}).setup.startswith("1M x 10 B")
+    assert match(mset50, {"value": "1000", "keys": "10M"}) is None      # the seed has no such row
+    # small size: key counts differ, the value still places the row
+    assert match(mset50, {"value": "100"}).setup == "50 keys, 10M x 100 B"
+    # a point on an axis no row names has no seed beside it (it used to take the first row)
+    assert match(mset50, {"dataset.keys": "20K"}) is None
+
+
 def test_experiment_file_errors_name_file_and_line(tmp_path):
     bad = tmp_path / "bad.yaml"
     text = (REPO / "cases" / "experiments" / "zrange-2867.yaml").read_text()
@@ -80,6 +94,9 @@ def run_small(name: str, tmp_path) -> tuple[dict, str, str]:
             assert s["point"] == p["id"]
             if s["seed"] is not None:
                 assert s["agrees"] in AGREES
+                # the row beside the point names at least one of its axes, and agrees on all
+                shared = [k for k in s["seed"]["at"] if k in p["labels"]]
+                assert shared and all(p["labels"][k] == s["seed"]["at"][k] for k in shared)
                 # the agreement is our verdict against the seed's direction
                 ours = {"improvement": "gain", "regression": "loss", "no change": "flat"}.get(
                     p["metric"]["change"]["verdict"])
@@ -105,7 +122,10 @@ def test_mset_15043_small(tmp_path):
     # the seed's 10 keys x 100 B row stands beside our value=100 point, with its numbers
     assert "+3.7% (10 keys, 10M x 100 B: 127,689 → 132,416 ops/s)" in md
     mset50 = res["parts"][1]["sweep"]
-    assert [p["labels"] for p in mset50["points"]] == [{"dataset.keys": "20K"}, {"dataset.keys": "50K"}]
+    assert [p["labels"] for p in mset50["points"]] == [{"value": "10"}, {"value": "100"}]
+    # beside each, the seed's 50-keys row of its value size (10M keys: the seed's own size)
+    assert [s["seed"]["setup"] for s in res["parts"][1]["seed_rows"]] == \
+        ["50 keys, 10M x 10 B", "50 keys, 10M x 100 B"]
     assert all(p["method"] == "paired windows, two servers loaded at once" for p in mset50["points"])
     if CHROMIUM is None:
         pytest.fail("chromium not found: install it with `apt-get install -y chromium` (or `make setup`)")

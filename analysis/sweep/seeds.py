@@ -4,7 +4,8 @@ our row of the same setup, and whether the direction of the change agrees.
 The seed rows come from the experiment file (cases/experiments/*.yaml) and are copied into
 experiment.json, so an experiment directory is read alone. A seed row names the labels of
 the point it stands beside (`at`); at a size where the labels differ (CI's small size has
-other key counts) it stands beside the points that match the most of its labels.
+other key counts) it stands beside the points that match the most of its labels, and
+beside none that shares no label with it.
 """
 from __future__ import annotations
 
@@ -37,12 +38,14 @@ class SeedRow(Record):
 
 
 def match(rows: list[SeedRow], labels: dict[str, str]) -> SeedRow | None:
-    """The seed row beside a point: every label of `at` that the point has must agree, and
-    the row agreeing on the most labels wins (the first on a tie)."""
+    """The seed row beside a point: every label of `at` that the point has must agree, at
+    least one must be shared (a row that names none of the point's axes says nothing of it),
+    and the row agreeing on the most labels wins (the first on a tie). A row with an empty
+    `at` stands beside every point."""
     best, score = None, -1
     for r in rows:
         shared = [k for k in r.at if k in labels]
-        if any(labels[k] != r.at[k] for k in shared):
+        if any(labels[k] != r.at[k] for k in shared) or (r.at and not shared):
             continue
         if len(shared) > score:
             best, score = r, len(shared)
