@@ -5,7 +5,8 @@ Rates were measured on the 2-core dev VM (AMD EPYC, 23 GiB): the preload writes 
 0.6M elements/s (1M 10 B strings in 1.4 s on Redis 7; hash fields and zset members through
 the same Lua loop), a SAVE and an RDB load move about 150-250 MB/s and rebuild about 1.5M
 keys/s; each rep adds a server start, perf's post-processing a few seconds. Estimates are
-meant to be right within a factor of about 1.5: enough to plan a night, not a stopwatch.
+meant to be right within a factor of about 2 (docs/sweeps.md): enough to plan a night,
+not a stopwatch.
 """
 from __future__ import annotations
 
