@@ -87,6 +87,8 @@ def run_small(name: str, tmp_path) -> tuple[dict, str, str]:
                         "--no-progress", "--out", str(out), "--report-out", str(rep)],
                        cwd=REPO, env=cli_env(), capture_output=True, text=True, timeout=1500)
     assert p.returncode == 0, p.stderr[-4000:]
+    # progress across the whole experiment: each part starts with the time left in all
+    assert "part 1/" in p.stderr and "; the experiment about " in p.stderr
     res = json.loads((rep / "results.json").read_text())
     md = (rep / "report.md").read_text()
     assert res["schema"] == "stallscope.experiment-results/1" and res["status"] == "complete"

@@ -182,8 +182,13 @@ def test_resume_finishes_only_what_was_left(sweep):
         assert rm["case"]["dataset"]["keys"] == {"20K": 20000, "50K": 50000}[p["labels"]["dataset.keys"]]
         assert rm["case"]["dataset"]["value_size"] == int(p["labels"]["value"])
         assert rm["paired"]["mode"] == "servers"
-    # progress across the sweep: one line per point with the time left
-    assert sweep["stderr2"].count("left") >= 3 and "[3/3] point p04" in sweep["stderr2"]
+    # progress across the whole sweep: resumed at the second point, numbered out of all four,
+    # each start and each end but the last with the time left
+    for i in (2, 3, 4):
+        assert f"[{i}/4] point p0{i}" in sweep["stderr2"]
+    assert "[1/4]" not in sweep["stderr2"]
+    err = sweep["stderr2"]
+    assert err.count("; the sweep about ") == 3 and err.count(" left\n") >= 5 and "; last point" in err
 
 
 @pytest.mark.slow

@@ -133,6 +133,12 @@ def _new(args: argparse.Namespace, argv: list[str], log) -> tuple[Path, Experime
     return exp_dir, exp
 
 
+def _left_s(exp_dir: Path, d: dict) -> float:
+    """The plan's estimate of every point of every part not yet complete."""
+    return sum(q.estimate.time_s for p in d["parts"] for q in load_sweep(exp_dir / p["sweep"]).points
+               if q.status not in ("complete", "skipped"))
+
+
 def run_parts(exp_dir: Path, progress: bool, log) -> int:
     d = load_experiment_json(exp_dir)
     rcs = []
@@ -141,7 +147,8 @@ def run_parts(exp_dir: Path, progress: bool, log) -> int:
         m = load_sweep(sweep_dir)
         if m.status == "complete":
             continue
-        log(f"{PREFIX} part {i + 1}/{len(d['parts'])}: {p['id']} ({p.get('heading', '')})")
+        log(f"{PREFIX} part {i + 1}/{len(d['parts'])}: {p['id']} ({p.get('heading', '')}); "
+            f"the experiment about {duration(_left_s(exp_dir, d))} left (the plan's estimate)")
         rc = Sweeper(sweep_dir, m, options_of(m), progress=progress, log=log).run()
         if rc == 130:
             d["status"] = "interrupted"

@@ -144,7 +144,8 @@ class Sweeper:
 
     def _say_start(self, p: SweepPoint, i: int, todo: list[SweepPoint]) -> None:
         labels = ", ".join(f"{k}={v}" for k, v in p.labels.items()) or "the case as is"
-        self.log(f"{PREFIX} [{i + 1}/{len(todo)}] point {p.id} ({labels}): starting, about "
+        # numbered within the whole sweep, so a resumed sweep still says where it stands
+        self.log(f"{PREFIX} [{p.index}/{len(self.m.points)}] point {p.id} ({labels}): starting, about "
                  f"{duration(p.estimate.time_s)}; the sweep about {duration(self._left_s(todo[i:]))} left")
 
     def _say_done(self, p: SweepPoint, rest: list[SweepPoint]) -> None:
