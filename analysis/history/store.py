@@ -100,6 +100,15 @@ def _read(p: Path) -> dict:
     return d
 
 
+def default_job(results: dict) -> str:
+    """The case name, and the run's --set overrides when it has any: the points of a sweep
+    (dataset.keys=1M, =10M ...) are separate series, not one series over time."""
+    case = results.get("case") or {}
+    sets = [str(o) for o in case.get("overrides") or []]
+    name = str(case.get("name") or "adhoc")
+    return f"{name} [{', '.join(sets)}]" if sets else name
+
+
 class HistoryStore:
     def __init__(self, engine: sa.Engine):
         self.engine = engine
@@ -128,7 +137,7 @@ class HistoryStore:
     def ingest_results(self, results: dict, *, job: str | None = None,
                        commits: dict[str, str] | None = None, report_url: str = "",
                        meta: dict | None = None) -> StoredRun:
-        job = job or (results.get("case") or {}).get("name") or "adhoc"
+        job = job or default_job(results)
         key = f"{job}|{results['run_id']}|{results.get('created', '')}"
         env = results.get("environment") or {}
         variants = env.get("variants") or {}
