@@ -219,6 +219,20 @@ def test_results_json_has_a_row_per_point_with_change_interval_and_lookup(sweep)
 
 
 @pytest.mark.slow
+def test_history_keeps_each_point_as_its_own_series(sweep, tmp_path):
+    from analysis.history.store import HistoryStore
+    store = HistoryStore.open(tmp_path / "history.sqlite")
+    res = json.loads((sweep["report"] / "results.json").read_text())
+    for p in res["points"]:
+        store.ingest(sweep["report"] / p["report"])
+    jobs = store.jobs()
+    # the value axis is in the case name (matrix), dataset.keys in the overrides
+    assert sorted(jobs) == sorted(f"mset-50keys@value={v} [dataset.keys={k}]"
+                                  for k in (20000, 50000) for v in (10, 100))
+    assert all(len(store.runs(j)) == 1 for j in jobs)
+
+
+@pytest.mark.slow
 def test_report_md_is_the_seed_shaped_table(sweep):
     md = (sweep["report"] / "report.md").read_text()
     head = ("| dataset.keys | value | Baseline (base) | PR (prefetch) | Change | 95% CI | Verdict "
@@ -244,7 +258,8 @@ def test_report_html_table_and_crossover_plot_in_chromium(sweep):
     assert w > 400 and h > 200
     plot = dom.split('id="crossover-1"', 1)[1].split("</div>", 1)[0]
     # one series per value, the L3 line on the keyspace axis, the noise band
-    assert "value=10" in plot and "value=100" in plot and "L3 32 MiB" in plot
+    l3 = json.loads((sweep["report"] / "results.json").read_text())["l3_bytes"]   # this host's
+    assert l3 and "value=10" in plot and "value=100" in plot and f"L3 {l3 / 2**20:.0f} MiB" in plot
     assert "noise waterline" in plot
     table = dom.split('id="sweep-1"', 1)[1].split("</table>", 1)[0]
     assert table.count('class="point"') == 4
