@@ -108,3 +108,32 @@ def test_run_rejects_a_bad_set_before_building_anything(tmp_path):
     assert p.returncode == 2
     assert "--set dataset.keys=lots: dataset.keys: expected an integer, got 'lots'" in p.stderr
     assert "Traceback" not in p.stderr and list(tmp_path.iterdir()) == []
+
+
+def test_experiment_takes_set_after_each_parts_own(tmp_path):
+    def experiment(*args):
+        return subprocess.run([sys.executable, "-m", "collectors", "experiment", *args],
+                              cwd=REPO, env=cli_env(), capture_output=True, text=True, timeout=120)
+    p = experiment("zrange-2867", "--plan", "--set", "server.config.hz=100")
+    assert p.returncode == 0, p.stderr
+    # every point of the part: the part's own command override, then ours
+    line = next(l for l in p.stderr.splitlines() if "every point:" in l)
+    assert line.index("--set workload.command=") < line.index("--set server.config.hz=100")
+    p = experiment("zrange-2867", "--plan", "--set", "workload.clients=some")
+    assert p.returncode == 2 and "--set workload.clients=some: workload.clients: expected an integer" in p.stderr
+    # the part sweeps dataset.keys: a --set of it is refused, naming the file and the part
+    p = experiment("zrange-2867", "--plan", "--set", "dataset.keys=1M")
+    assert p.returncode == 2 and "part sets: --axis dataset.keys and --set dataset.keys" in p.stderr
+    assert "Traceback" not in p.stderr
+
+
+def test_demo_passes_set_to_the_run_and_stops_at_a_bad_one(tmp_path):
+    p = subprocess.run([sys.executable, "-m", "collectors", "demo", "--size", "small",
+                        "--set", "workload.pipeline=deep", "--runs", str(tmp_path / "runs"),
+                        "--out", str(tmp_path / "rep")],
+                       cwd=REPO, env=cli_env(), capture_output=True, text=True, timeout=120)
+    assert p.returncode == 2, p.stderr
+    assert "set: workload.pipeline=deep" in p.stderr          # the demo's own plan line
+    assert "--set workload.pipeline=deep: workload.pipeline: expected an integer" in p.stderr
+    assert "--resume" not in p.stderr and "Traceback" not in p.stderr
+    assert not (tmp_path / "rep").exists()

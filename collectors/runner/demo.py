@@ -64,6 +64,9 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--unpaired", action="store_true",
                    help="restart the server for every throughput rep instead of pairing windows "
                         "(needs no room for two datasets; wider intervals)")
+    p.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE",
+                   help="override one field of the case, type-checked like a case file (repeat): "
+                        "workload.pipeline=16, dataset.keys=1M")
     p.add_argument("--out", default="reports/demo", help="report directory (default reports/demo)")
     p.add_argument("--runs", default="runs", help="where the run directory goes (default runs/)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
@@ -78,6 +81,8 @@ def main(argv: list[str] | None = None) -> int:
     cand = cand_spec()
     run_argv = [case, "--variant", BASE, "--variant", cand, "--size", args.size,
                 "--reps", str(reps), "--profile-reps", str(profile_reps), "--out", args.runs]
+    for s in args.set:
+        run_argv += ["--set", s]
     if not args.unpaired:
         run_argv.append("--paired")
     if args.no_progress:
@@ -86,12 +91,14 @@ def main(argv: list[str] | None = None) -> int:
            else "paired reps (both servers loaded, ABBA windows)")
     print(f"stallscope demo: {BASE}  vs  {cand}\n"
           f"  case {case} (size {args.size}), {reps} {how} + {profile_reps} profile reps "
-          f"per variant", file=sys.stderr)
+          f"per variant" + (f"; set: {', '.join(args.set)}" if args.set else ""), file=sys.stderr)
 
     before = _run_dirs(args.runs)
     rc = run_cli.main(run_argv)
     new = sorted(_run_dirs(args.runs) - before)
     run_dir = new[-1] if new else None
+    if rc == 2 and run_dir is None:
+        return 2        # bad input (a --set, a missing tool): stallscope run said what and how
     if rc not in (0, 1) or run_dir is None:
         print(f"stallscope demo: the run failed (exit {rc}); finished reps are kept, "
               f"finish it with: stallscope run --resume {run_dir or 'runs/<run-id>'}",

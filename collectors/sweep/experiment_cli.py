@@ -31,6 +31,7 @@ Examples:
   stallscope experiment mset-15043 --plan             # points, time and memory; runs nothing
   stallscope experiment mset-15043                    # default size: the seed's table shape
   stallscope experiment mset-15043 --size small       # the few-minute CI version
+  stallscope experiment zrange-2867 --set server.config.hz=100 --plan   # one field changed
   stallscope experiment --resume experiments/20261123-010203-mset-15043
   stallscope experiment --report experiments/20261123-010203-mset-15043
 
@@ -51,6 +52,9 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--size", default="default", help="small (CI, minutes) | default (the README's run time)")
     p.add_argument("--plan", action="store_true", help="print every part's plan and exit")
     p.add_argument("--skip-unfit", action="store_true", help="run the points that fit this host's memory")
+    p.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE",
+                   help="override one case field at every point of every part, after the part's "
+                        "own settings, type-checked like a case file (repeat): server.config.hz=100")
     p.add_argument("--resume", metavar="EXP_DIR", help="run what an interrupted experiment left")
     p.add_argument("--report", metavar="EXP_DIR", help="only (re)render the report of EXP_DIR")
     p.add_argument("--out", default="experiments", help="where experiment directories go (default experiments/)")
@@ -65,17 +69,19 @@ def sweep_options(exp: Experiment, size: str, skip_unfit: bool) -> SweepOptions:
                         skip_unfit=skip_unfit)
 
 
-def part_plan(exp: Experiment, part: Part, size: str, opts: SweepOptions, host: dict) -> Plan:
+def part_plan(exp: Experiment, part: Part, size: str, opts: SweepOptions, host: dict,
+              extra: list[str] = ()) -> Plan:
     try:
         # The part's lookup function lands in its sweep.json options (the report reads it).
         opts = replace(opts, lookup=list(part.lookup)) if part.lookup else opts
         return make_plan(part.case, size, exp.variants, part.axes_at(size),
-                         parse_sets(part.sets_at(size)), opts, host)
+                         parse_sets(part.sets_at(size) + list(extra)), opts, host)
     except (CaseError, PlanError) as e:
         raise type(e)(f"{exp.path}: part {part.id}: {e}") from None
 
 
-def sweep_argv(exp: Experiment, part: Part, size: str, opts: SweepOptions) -> list[str]:
+def sweep_argv(exp: Experiment, part: Part, size: str, opts: SweepOptions,
+               extra: list[str] = ()) -> list[str]:
     """The `stallscope sweep` arguments that run the same part (its sweep.json's command)."""
     argv = [part.case, "--size", size, "--reps", str(opts.reps), "--profile", opts.profile,
             "--profile-reps", str(opts.profile_reps),
@@ -83,7 +89,7 @@ def sweep_argv(exp: Experiment, part: Part, size: str, opts: SweepOptions) -> li
             "--paired-windows", str(opts.paired_windows)]
     for a in part.axes_at(size):
         argv += ["--axis", a]
-    for s in part.sets_at(size):
+    for s in part.sets_at(size) + list(extra):
         argv += ["--set", s]
     for v in exp.variants:
         argv += ["--variant", v]
@@ -103,7 +109,7 @@ def _new(args: argparse.Namespace, argv: list[str], log) -> tuple[Path, Experime
     exp = load_experiment(args.name)
     opts = sweep_options(exp, args.size, args.skip_unfit)
     host = host_summary()
-    plans = [part_plan(exp, part, args.size, opts, host) for part in exp.parts]
+    plans = [part_plan(exp, part, args.size, opts, host, args.set) for part in exp.parts]
     for part, plan in zip(exp.parts, plans):
         log(f"{PREFIX} part {part.id}: {part.heading}")
         for line in plan_lines(plan):
@@ -121,7 +127,7 @@ def _new(args: argparse.Namespace, argv: list[str], log) -> tuple[Path, Experime
     exp_dir.mkdir(parents=True, exist_ok=False)
     parts = []
     for part, plan in zip(exp.parts, plans):
-        create(plan, sweep_argv(exp, part, args.size, opts), exp_dir, sweep_id=part.id,
+        create(plan, sweep_argv(exp, part, args.size, opts, args.set), exp_dir, sweep_id=part.id,
                extra={"experiment": {"name": exp.name, "part": part.id}})
         parts.append({"id": part.id, "heading": part.heading, "case": part.case, "sweep": part.id,
                       "metric": part.metric, "seed_rows": [r.to_json() for r in part.seed_rows]})
