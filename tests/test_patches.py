@@ -16,9 +16,9 @@ from tests.test_build import _Conn, _free_port
 
 pytestmark = pytest.mark.slow
 
-HGETALL = "debsrc:redis+patch=cases/patches/hgetall-batch-prefetch.patch"
-RDBLOAD = "debsrc:valkey+patch=cases/patches/rdb-load-bucket-prefetch.patch"
-UNEMBED = "debsrc:valkey+patch=cases/patches/zskiplist-header-unembed.patch"
+HGETALL = "debsrc:redis@8.0+patch=cases/patches/hgetall-batch-prefetch.patch"
+RDBLOAD = "debsrc:valkey@9.1+patch=cases/patches/rdb-load-bucket-prefetch.patch"
+UNEMBED = "debsrc:valkey@9.1+patch=cases/patches/zskiplist-header-unembed.patch"
 
 
 @contextmanager
@@ -57,6 +57,9 @@ def test_patch_applies_and_builds(spec, patch):
     base = built("b", spec.split("+", 1)[0])
     assert [Path(p["file"]).name for p in v.patches] == [patch]
     assert v.binary_sha256 != base.binary_sha256 and v.version == base.version
+    # the version the patch was written for (README), as the experiment files pin it
+    want = spec.split("@", 1)[1].split("+", 1)[0]
+    assert v.version.startswith(want + "."), (v.version, want)
     assert patch in (REPO / "cases" / "patches" / "README.md").read_text()
 
 
