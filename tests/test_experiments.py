@@ -68,6 +68,12 @@ def test_experiment_file_errors_name_file_and_line(tmp_path):
     bad.write_text(text.replace("name: zrange-2867", "name: bad").replace("  - id: sets", "  - id: sets\n    colour: red"))
     with pytest.raises(CaseError, match=r"bad.yaml:\d+: parts.0.colour: unknown key"):
         load_experiment(str(bad))
+    # a bool is not a count, and a count is not a bool
+    for was, now, msg in (("reps: 5", "reps: true", "options.reps: expected int, got True"),
+                          ("skip_unfit: true", "skip_unfit: 1", "options.skip_unfit: expected bool, got 1")):
+        bad.write_text(text.replace("name: zrange-2867", "name: bad").replace(was, now, 1))
+        with pytest.raises(CaseError, match=rf"bad.yaml:\d+: {msg}"):
+            load_experiment(str(bad))
 
 
 def test_cli_list_and_plan():
@@ -77,7 +83,13 @@ def test_cli_list_and_plan():
     p = subprocess.run([sys.executable, "-m", "collectors", "experiment", "zrange-2867", "--plan"],
                        cwd=REPO, env=cli_env(), capture_output=True, text=True, timeout=120)
     assert p.returncode == 0, p.stderr
-    assert "4 points over dataset.keys (4)" in p.stderr and "p04-keys-1M" in p.stderr
+    assert "5 points over dataset.keys (5)" in p.stderr and "p04-keys-1M" in p.stderr
+    # the seed's 2M sets (about 34 GiB with the server's overhead): listed as not run where
+    # they do not fit, and the plan is not refused (the file sets skip_unfit)
+    line = next(l for l in p.stderr.splitlines() if "p05-keys-2M" in l)
+    from collectors.sweep.cli import host_summary
+    if (host_summary().get("memory_bytes") or 0) < 32 * 2**30:
+        assert "NOT RUN: needs about" in line
     assert "zrange-2867 at size default: about" in p.stderr
 
 

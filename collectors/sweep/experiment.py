@@ -20,7 +20,7 @@ SEED_ROW = {"at": dict, "setup": str, "base": (int, float), "cand": (int, float)
             "gain": (int, float), "unit": str}
 # Sweep options an experiment may fix (per size too): the names of collectors.sweep.options.
 OPTIONS = {"reps": int, "profile_reps": int, "profile": str, "paired_window_s": (int, float),
-           "paired_windows": int, "pairing": str}
+           "paired_windows": int, "pairing": str, "skip_unfit": bool}
 
 
 @dataclass
@@ -90,7 +90,8 @@ class _Check:
             if k not in shape:
                 raise self.err(path + (k,), f"unknown key (known: {', '.join(shape)})")
             t = shape[k]
-            if isinstance(v, bool) or not isinstance(v, t):
+            # a bool is an int to isinstance: only a bool field takes one
+            if isinstance(v, bool) != (t is bool) or not isinstance(v, t):
                 raise self.err(path + (k,), f"expected {getattr(t, '__name__', 'a number')}, got {v!r}")
         for k in required:
             if k not in d:

@@ -65,8 +65,10 @@ def parser() -> argparse.ArgumentParser:
 
 def sweep_options(exp: Experiment, size: str, skip_unfit: bool) -> SweepOptions:
     known = set(SweepOptions.__dataclass_fields__)
-    return SweepOptions(**{k: v for k, v in exp.options_at(size).items() if k in known},
-                        skip_unfit=skip_unfit)
+    opts = {k: v for k, v in exp.options_at(size).items() if k in known}
+    # the file may list the seed's sizes that a smaller host cannot hold (reported as not run)
+    opts["skip_unfit"] = skip_unfit or bool(opts.get("skip_unfit"))
+    return SweepOptions(**opts)
 
 
 def part_plan(exp: Experiment, part: Part, size: str, opts: SweepOptions, host: dict,
