@@ -97,6 +97,21 @@ def test_points_that_share_a_dataset_share_its_preload():
     assert "one server process" in a.estimate.method
 
 
+def test_three_variants_run_interleaved_and_names_stay_distinct():
+    three = VARIANTS + [f"hz={BASE_SPEC}+config=hz=50"]
+    plan = make_plan("mset-50keys", "small", three, ["dataset.keys=20K"], {}, SweepOptions(), HOST)
+    (pt,) = plan.points
+    # ABBA windows switch between two servers or settings: three run in interleaved reps
+    assert not pt.estimate.paired and "3 variants" in pt.estimate.method
+    two = make_plan("mset-50keys", "small", VARIANTS, ["dataset.keys=20K"], {}, SweepOptions(), HOST)
+    assert two.points[0].estimate.paired
+    # three variants' reps take longer than two's
+    assert pt.estimate.time_s > make_plan("mset-50keys", "small", VARIANTS, ["dataset.keys=20K"], {},
+                                          SweepOptions(pairing="interleaved"), HOST).points[0].estimate.time_s
+    with pytest.raises(PlanError, match="variant name 'base' given twice"):
+        make_plan("mset-50keys", "small", VARIANTS + [f"base={BASE_SPEC}"], None, {}, SweepOptions(), HOST)
+
+
 def test_cli_plan_only_and_refusal_exit_codes():
     env = cli_env()
     p = subprocess.run([sys.executable, "-m", "collectors", "sweep", "mset-50keys", "--plan",
@@ -111,7 +126,7 @@ def test_cli_plan_only_and_refusal_exit_codes():
     p = subprocess.run([sys.executable, "-m", "collectors", "sweep", "mset-50keys", "--plan",
                         "--variant", VARIANTS[0]], cwd=REPO, env=env, capture_output=True,
                        text=True, timeout=120)
-    assert p.returncode == 2 and "give --variant NAME=SPEC twice" in p.stderr
+    assert p.returncode == 2 and "give --variant NAME=SPEC at least twice" in p.stderr
 
 
 # ------------------------------------------------------------------ end to end
@@ -230,6 +245,42 @@ def test_history_keeps_each_point_as_its_own_series(sweep, tmp_path):
     assert sorted(jobs) == sorted(f"mset-50keys@value={v} [dataset.keys={k}]"
                                   for k in (20000, 50000) for v in (10, 100))
     assert all(len(store.runs(j)) == 1 for j in jobs)
+
+
+@pytest.mark.slow
+def test_three_variants_each_candidate_against_the_baseline(tmp_path):
+    """base, the prefetch build and the base build with another hz: every point runs all
+    three (interleaved reps); the report compares prefetch with base, and vs-hz/ compares hz
+    with base, each linking the other."""
+    base_variant()
+    built("prefetch", CAND_SPEC)
+    out, rep = tmp_path / "sweeps", tmp_path / "report"
+    p = subprocess.run([sys.executable, "-m", "collectors", "sweep", "mset-50keys", "--size", "small",
+                        "--axis", "dataset.keys=20K,50K", "--reps", "2", "--profile", "off",
+                        "--no-progress", "--out", str(out), "--report-out", str(rep),
+                        *[a for v in VARIANTS + [f"hz={BASE_SPEC}+config=hz=50"] for a in ("--variant", v)]],
+                       cwd=REPO, env=cli_env(), capture_output=True, text=True, timeout=900)
+    assert p.returncode == 0, p.stderr[-4000:]
+    assert "3 variants: pairing takes two" in p.stderr
+    first = json.loads((rep / "results.json").read_text())
+    other = json.loads((rep / "vs-hz" / "results.json").read_text())
+    assert (first["base"], first["cand"], first["others"]) == ("base", "prefetch", {"hz": "vs-hz"})
+    assert (other["base"], other["cand"], other["others"]) == ("base", "hz", {"prefetch": ".."})
+    for res, where in ((first, rep), (other, rep / "vs-hz")):
+        assert len(res["points"]) == 2
+        for pt in res["points"]:
+            m = pt["metric"]
+            assert m["base"]["n"] == m["cand"]["n"] == 2 and m["base"]["median"] > 100
+            assert pt["method"] == "interleaved reps, a server start each"
+            # the point's own report compares the same two variants
+            md = (where / pt["report"] / "report.md").read_text()
+            assert f": {res['cand']} vs base" in md.splitlines()[0]
+    # one run per point, the same reps read by both reports
+    assert [pt["run_dir"] for pt in first["points"]] == [pt["run_dir"] for pt in other["points"]]
+    assert [pt["metric"]["base"]["values"] for pt in first["points"]] == \
+        [pt["metric"]["base"]["values"] for pt in other["points"]]
+    assert "Other candidates against base: [hz](vs-hz/report.md)." in (rep / "report.md").read_text()
+    assert 'href="../report.html">prefetch</a>' in (rep / "vs-hz" / "report.html").read_text()
 
 
 @pytest.mark.slow

@@ -154,8 +154,8 @@ def analyse_sweep(sweep_dir: str | Path, opts: CompareOptions | None = None,
     points = [analyse_point(sweep_dir, m, p, opts, lookup, (out / p.id) if out else None)
               for p in m.points]
     res = SweepResults(
-        sweep_id=m.sweep_id, created=m.created, case=m.case, size=m.size, base=names[0],
-        cand=names[1] if len(names) > 1 else names[0],
+        sweep_id=m.sweep_id, created=m.created, case=m.case, size=m.size,
+        base=opts.base or names[0], cand=opts.cand or (names[1] if len(names) > 1 else names[0]),
         axes=[AxisOut(a.name, a.kind, list(a.values), a.keyspace) for a in m.axes],
         points=[pa.row for pa in points], x_axis=x_axis(m), l3_bytes=m.host.get("l3_bytes"),
         noise=opts.noise, regression=opts.regression, confidence=opts.confidence,

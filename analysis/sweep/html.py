@@ -66,4 +66,9 @@ def render_page(title: str, parts: list[Part], intro: str = "", footnotes: list[
 
 def render(res: SweepResults, plot: str | None = None) -> str:
     title = f"stallscope sweep: {res.case}: {res.cand} vs {res.base}"
-    return render_page(title, [Part(res, plot=plot)])
+    intro = ""
+    if res.others:
+        links = Markup(", ").join(Markup('<a href="{}/report.html">{}</a>').format(d, c)
+                                  for c, d in res.others.items())
+        intro = Markup("Other candidates against {}: ").format(res.base) + links + "."
+    return render_page(title, [Part(res, plot=plot)], intro=intro)

@@ -59,6 +59,9 @@ def render(res: SweepResults) -> str:
     out = [f"## stallscope sweep: {esc(res.case)}: {esc(res.cand)} vs {esc(res.base)}", "",
            f"Sweep {code_span(res.sweep_id)} ({esc(res.size)} size, {esc(res.created)}): "
            f"{len(res.points)} points over {esc(axes)}; status {esc(res.status)}.", ""]
+    if res.others:
+        out += [f"Other candidates against {esc(res.base)}: " + ", ".join(
+            f"[{esc(c)}]({d}/report.md)" for c, d in res.others.items()) + ".", ""]
     if res.sets:
         out += ["Every point with " + ", ".join(code_span(f"--set {k}={v}") for k, v in res.sets.items())
                 + ".", ""]

@@ -78,6 +78,9 @@ class SweepResults:
     command: list[str] = field(default_factory=list)
     sets: dict[str, Any] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
+    # a sweep of more than two variants: the other candidates' reports, each against the
+    # same baseline (name -> report directory relative to this one, "vs-NAME")
+    others: dict[str, str] = field(default_factory=dict)
     schema: str = SCHEMA
 
     def to_json(self) -> dict[str, Any]:

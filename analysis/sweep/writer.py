@@ -2,6 +2,8 @@
 the sweep, and every point's own full report (the compare report) in <point id>/."""
 from __future__ import annotations
 
+import os
+from dataclasses import replace
 from pathlib import Path
 
 from analysis.compare.options import CompareOptions
@@ -9,6 +11,7 @@ from analysis.report.writer import write_reports
 from analysis.sweep import html as sweep_html
 from analysis.sweep import markdown as sweep_md
 from analysis.sweep.engine import PointAnalysis, analyse_sweep
+from analysis.sweep.manifest import load_sweep
 from analysis.sweep.plot import crossover_svg
 from analysis.sweep.results import SweepResults
 
@@ -34,8 +37,19 @@ def write_sweep_files(res: SweepResults, out: Path) -> dict[str, Path]:
 
 def report_sweep(sweep_dir: Path, out: Path, opts: CompareOptions | None = None,
                  lookup: list[str] | None = None) -> tuple[SweepResults, dict[str, Path]]:
-    """Analyse a sweep directory and write every report into `out`."""
+    """Analyse a sweep directory and write every report into `out`: the first candidate
+    against the baseline there, each further candidate (a sweep of more than two variants)
+    against the same baseline in out/vs-NAME/, linked from the first."""
     out = Path(out)
-    res, points = analyse_sweep(sweep_dir, opts, lookup, out)
-    write_point_reports(points, out)
-    return res, write_sweep_files(res, out)
+    opts = opts or CompareOptions()
+    names = load_sweep(sweep_dir).variant_names
+    base = opts.base or names[0]
+    cands = [opts.cand] if opts.cand else [n for n in names if n != base] or [base]
+    dirs = {c: "." if i == 0 else f"vs-{c}" for i, c in enumerate(cands)}
+    for c in reversed(cands):             # the first last: its results are returned
+        where = out / dirs[c]
+        res, points = analyse_sweep(sweep_dir, replace(opts, base=base, cand=c), lookup, where)
+        write_point_reports(points, where)
+        res.others = {o: os.path.relpath(d, dirs[c]) for o, d in dirs.items() if o != c}
+        paths = write_sweep_files(res, where)
+    return res, paths

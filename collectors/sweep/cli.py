@@ -1,5 +1,6 @@
-"""`stallscope sweep`: run one case over the cartesian product of axes for two variants, one
-run directory per point, and report the table and the crossover plot (docs/sweeps.md)."""
+"""`stallscope sweep`: run one case over the cartesian product of axes for two or more
+variants, one run directory per point, and report the table and the crossover plot
+(docs/sweeps.md)."""
 from __future__ import annotations
 
 import argparse
@@ -45,6 +46,9 @@ Examples:
   stallscope sweep get-iothreads --axis pipeline --set server.io_threads=2 \\
       --variant pf0=debsrc:valkey+config=prefetch-batch-max-size=0 \\
       --variant pf16=debsrc:valkey+config=prefetch-batch-max-size=16
+  # three variants: interleaved reps; pf8's report against pf0 in reports/<id>/vs-pf8/
+  stallscope sweep get-iothreads --axis dataset.keys=1M,5M --variant pf0=... \\
+      --variant pf16=... --variant pf8=debsrc:valkey+config=prefetch-batch-max-size=8
 
   stallscope sweep --resume sweeps/20261123-010203-mset-50keys    # finish an interrupted sweep
   stallscope sweep --report sweeps/20261123-010203-mset-50keys    # re-render its reports
@@ -60,7 +64,7 @@ Exit status: 0 every point complete, 1 some point failed, 2 bad input or refused
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="stallscope sweep", formatter_class=argparse.RawDescriptionHelpFormatter,
-        description="Run one case over the cartesian product of axes for two variants (one run "
+        description="Run one case over the cartesian product of axes for two or more variants (one run "
                     "directory per point) and report the change at every point: the table, the "
                     "crossover plot and results.json. Prints the plan (points, reps, estimated "
                     "time and peak memory per point) first and refuses points that do not fit "
@@ -68,7 +72,7 @@ def parser() -> argparse.ArgumentParser:
         epilog=EPILOG + "\n" + GRAMMAR)
     p.add_argument("case", nargs="?", help="case name (cases/*.yaml), name@axis=value, or a case file")
     p.add_argument("--variant", action="append", default=[], metavar="NAME=SPEC",
-                   help="give two: the baseline first, then the candidate (grammar below)")
+                   help="give two or more: the baseline first, then the candidate(s) (grammar below)")
     p.add_argument("--axis", action="append", default=None, metavar="AXIS[=V1,V2,...]",
                    help="an axis to sweep (repeat); see Axes below")
     p.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE",

@@ -36,13 +36,15 @@ def elements(case: Case) -> int:
     return ds.keys * max(1, ds.fields, ds.members)
 
 
-def pairing(case: Case, opts: SweepOptions, config_only: bool, memory_bytes: int | None
-            ) -> tuple[str | None, str]:
+def pairing(case: Case, opts: SweepOptions, config_only: bool, memory_bytes: int | None,
+            variants: int = 2) -> tuple[str | None, str]:
     """(paired mode or None, how the point is measured, as a sentence)."""
     if case.workload.tool == "rdb-load":
         return None, "interleaved reps, one RDB load per rep"
     if opts.pairing == "interleaved":
         return None, "interleaved reps, a server start each"
+    if variants > 2:        # ABBA windows switch between two
+        return None, f"interleaved reps, a server start each ({variants} variants: pairing takes two)"
     if config_only:
         return "config", "paired windows, one server process (CONFIG SET between windows)"
     need = 2 * TWO_SERVER_HEADROOM * keyspace_bytes_estimate(case)
@@ -87,7 +89,7 @@ def estimate(case: Case, opts: SweepOptions, config_only: bool, memory_bytes: in
              variants: int = 2, preload_shared_with: str | None = None) -> tuple[Estimate, str | None]:
     """The point's estimate, and why it does not fit this host (None when it does)."""
     ds_bytes = keyspace_bytes_estimate(case)
-    mode, method = pairing(case, opts, config_only, memory_bytes)
+    mode, method = pairing(case, opts, config_only, memory_bytes, variants)
     memory = int(ds_bytes * MEMORY_FACTOR) + SERVER_BASE_BYTES
     if mode == "servers":
         memory *= 2

@@ -76,14 +76,14 @@ def config_only(specs: list[VariantSpec]) -> bool:
 
 
 def parse_variants(texts: list[str]) -> list[VariantSpec]:
-    if len(texts) != 2:
-        raise PlanError(f"a sweep compares two variants: give --variant NAME=SPEC twice "
-                        f"(got {len(texts)}); the first is the baseline. For several "
-                        "candidates, one sweep each against the same baseline (builds and "
-                        "datasets are cached)")
+    if len(texts) < 2:
+        raise PlanError(f"a sweep compares variants: give --variant NAME=SPEC at least twice "
+                        f"(got {len(texts)}); the first is the baseline")
     specs = [parse_variant(t) for t in texts]
-    if specs[0].name == specs[1].name:
-        raise PlanError(f"variant name {specs[0].name!r} given twice")
+    names = [s.name for s in specs]
+    twice = next((n for n in names if names.count(n) > 1), None)
+    if twice is not None:
+        raise PlanError(f"variant name {twice!r} given twice")
     return specs
 
 
