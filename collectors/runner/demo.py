@@ -20,8 +20,9 @@ from collectors.runner import cli as run_cli
 
 REPO = Path(__file__).resolve().parents[2]
 PATCH = "cases/patches/mset-bucket-prefetch.patch"   # relative to REPO
-BASE = "base=debsrc:redis"
-CAND = f"prefetch=debsrc:redis+patch={PATCH}"
+# Pinned to the version the patch was written for (Debian testing will move past 8.0).
+BASE = "base=debsrc:redis@8.0"
+CAND = f"prefetch=debsrc:redis@8.0+patch={PATCH}"
 
 
 def cand_spec(cwd: Path | None = None) -> str:
@@ -31,7 +32,7 @@ def cand_spec(cwd: Path | None = None) -> str:
     cwd = Path.cwd() if cwd is None else cwd
     if (cwd / PATCH).resolve() == (REPO / PATCH).resolve():
         return CAND
-    return f"prefetch=debsrc:redis+patch={REPO / PATCH}"
+    return f"prefetch=debsrc:redis@8.0+patch={REPO / PATCH}"
 
 # Per size: (case, paired reps (each: 64 ABBA windows of 0.25 s, 32 pairs), profile reps per
 # variant). Unpaired (--unpaired), the first number is throughput reps per variant. The
