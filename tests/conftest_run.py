@@ -11,8 +11,8 @@ from pathlib import Path
 
 from tests.conftest import REPO
 
-BASE_SPEC = "debsrc:redis"
-CAND_SPEC = "debsrc:redis+patch=cases/patches/mset-bucket-prefetch.patch"
+BASE_SPEC = "debsrc:redis@8.0"
+CAND_SPEC = "debsrc:redis@8.0+patch=cases/patches/mset-bucket-prefetch.patch"
 
 
 @functools.lru_cache(maxsize=None)
