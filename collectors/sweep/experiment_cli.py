@@ -8,6 +8,7 @@ from dataclasses import replace
 import sys
 from datetime import datetime
 from pathlib import Path
+from typing import Sequence
 
 from analysis.inputs.rundir import write_json
 from analysis.sweep.experiment_report import load_experiment_json, report_experiment
@@ -72,7 +73,7 @@ def sweep_options(exp: Experiment, size: str, skip_unfit: bool) -> SweepOptions:
 
 
 def part_plan(exp: Experiment, part: Part, size: str, opts: SweepOptions, host: dict,
-              extra: list[str] = ()) -> Plan:
+              extra: Sequence[str] = ()) -> Plan:
     try:
         # The part's lookup function lands in its sweep.json options (the report reads it).
         opts = replace(opts, lookup=list(part.lookup)) if part.lookup else opts
@@ -83,7 +84,7 @@ def part_plan(exp: Experiment, part: Part, size: str, opts: SweepOptions, host: 
 
 
 def sweep_argv(exp: Experiment, part: Part, size: str, opts: SweepOptions,
-               extra: list[str] = ()) -> list[str]:
+               extra: Sequence[str] = ()) -> list[str]:
     """The `stallscope sweep` arguments that run the same part (its sweep.json's command)."""
     argv = [part.case, "--size", size, "--reps", str(opts.reps), "--profile", opts.profile,
             "--profile-reps", str(opts.profile_reps),
