@@ -112,9 +112,11 @@ def run_small(name: str, tmp_path) -> tuple[dict, str, str]:
             assert s["point"] == p["id"]
             if s["seed"] is not None:
                 assert s["agrees"] in AGREES
-                # the row beside the point names at least one of its axes, and agrees on all
-                shared = [k for k in s["seed"]["at"] if k in p["labels"]]
-                assert shared and all(p["labels"][k] == s["seed"]["at"][k] for k in shared)
+                # the row beside the point names at least one of its axes and agrees on all,
+                # or names none at all (a seed with one number for every point)
+                at = s["seed"]["at"]
+                shared = [k for k in at if k in p["labels"]]
+                assert (shared or not at) and all(p["labels"][k] == at[k] for k in shared)
                 # the agreement is our verdict against the seed's direction
                 ours = {"improvement": "gain", "regression": "loss", "no change": "flat"}.get(
                     p["metric"]["change"]["verdict"])
