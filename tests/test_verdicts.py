@@ -17,6 +17,8 @@ from analysis.compare.options import CompareOptions
 from analysis.inputs.rundir import load_run
 from analysis.report import html as report_html
 from analysis.report import markdown as report_md
+from analysis.report.fmt import truncated_text
+from analysis.report.mdtext import esc
 from analysis.report.summary import lines as summary_lines
 
 RUN = Path(__file__).parent / "data" / "runs" / "mset-demo-small-v1"
@@ -304,6 +306,8 @@ def test_the_demo_report_prints_its_truncated_share_even_when_fine(tmp_path):
     assert "call graph fp" in line
     for v, side in t.shares.items():
         assert f"{v} {side.median:.2f}%" in line
-    # report.html says the same sentence, not a shorter one
+    # report.html says the same sentence, not a shorter one: both render the one plain text
+    # (markdown-escaped there, HTML-escaped here), so no markdown escape leaks into the page
+    assert line == esc(truncated_text(t))
     page = report_html.render(r, tmp_path)
-    assert f'<p id="truncated-stacks">{escape(line)}</p>' in page
+    assert f'<p id="truncated-stacks">{escape(truncated_text(t))}</p>' in page
