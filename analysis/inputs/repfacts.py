@@ -126,6 +126,10 @@ class RepFacts(Record):
     rdb_load_result: dict[str, Any] | None = None  # rdb-load cases: the measurement
     dataset: dict[str, Any] | None = None          # verification of the keyspace
     settle: dict[str, Any] | None = None           # waiting for the rehash to finish
+    # Where the rep's wall time went, seconds per phase in order (paired servers: load,
+    # verify, settle, warmup, windows, stop): what a rep costs besides its windows, which
+    # the precision planner needs (docs/statistics.md, "Where a rep's time goes").
+    phases: dict[str, float] = field(default_factory=dict)
     saturation: Saturation | None = None           # CPU use of server threads and client
     saturation_by_variant: dict[str, Saturation] = field(default_factory=dict)  # paired servers:
                                                    #   each server over its own windows

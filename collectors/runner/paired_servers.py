@@ -25,10 +25,11 @@ from analysis.inputs.case import Case
 from analysis.inputs.manifest import Calibration, Variant
 from analysis.inputs.rundir import write_json
 from collectors.host import procs
-from collectors.host.cputime import CpuWatch, client_capacity, merge_windows
+from collectors.host.cputime import CpuWatch, client_capacity, exec_runtime_s, merge_windows
 from collectors.load.redis_benchmark import BenchProcess, redis_benchmark_argv, start_redis_benchmark
 from collectors.load.server import Server
 from collectors.runner.paired import counters, switches, window_order
+from collectors.runner.phases import PhaseClock
 
 # After SIGCONT the clients resume with requests in flight and the server's caches hold the
 # other server's lines: let that wash out before counting. Measured on the 2-core VM (MSET
@@ -53,8 +54,10 @@ def _requests(cal: Calibration, seconds: float) -> int:
 def run_server_windows(servers: dict[str, Server], variants: dict[str, Variant], case: Case,
                        calibration: dict[str, Calibration], bench_bins: dict[str, str],
                        client_cpus: list[int] | None, rep_dir: Path, window_s: float = 2.0,
-                       windows: int = 8, warmup_s: float = 2.0) -> dict[str, Any]:
-    """Warm each server for warmup_s, then `windows` ABBA windows; writes paired.json."""
+                       windows: int = 8, warmup_s: float = 2.0, clock: PhaseClock | None = None
+                       ) -> dict[str, Any]:
+    """Warm each server for warmup_s, then `windows` ABBA windows; writes paired.json.
+    With `clock`, the warm-up and the windows are booked as phases of the rep."""
     names = list(servers)
     order = window_order(names, windows)
     w = case.workload
@@ -71,6 +74,8 @@ def run_server_windows(servers: dict[str, Server], variants: dict[str, Variant],
             loads[n] = start_redis_benchmark(argv, client_cpus)
             time.sleep(max(0.5, warmup_s))
             _signal(loads[n], signal.SIGSTOP)
+        if clock:
+            clock.mark("warmup")
         a = None
         for i, n in enumerate(order):
             if i == 0 or order[i - 1] != n:      # a switch of server: stop one, wake the other
@@ -79,14 +84,18 @@ def run_server_windows(servers: dict[str, Server], variants: dict[str, Variant],
                 _signal(loads[n], signal.SIGCONT)
                 time.sleep(SETTLE_S)
                 a = counters(servers[n], command)
+                a["cpu_s"] = exec_runtime_s(servers[n].pid)
             watch = CpuWatch(servers[n].pid, capacity, client_pid=loads[n].proc.pid).start()
             time.sleep(window_s)
             b = counters(servers[n], command)
+            b["cpu_s"] = exec_runtime_s(servers[n].pid)
             busy.setdefault(n, []).append(watch.finish())
             rows.append(_window_row(i, n, variants[n], a, b))
             a = b       # the same server's next window starts where this one ended
         if order:
             _signal(loads[order[-1]], signal.SIGSTOP)
+        if clock:
+            clock.mark("windows")
     finally:
         for n, bp in loads.items():
             try:
@@ -113,10 +122,13 @@ def run_server_windows(servers: dict[str, Server], variants: dict[str, Variant],
 def _window_row(i: int, name: str, variant: Variant, a: dict[str, Any], b: dict[str, Any]
                 ) -> dict[str, Any]:
     secs = b["t"] - a["t"]
+    cpu = (b["cpu_s"] - a["cpu_s"]) if a.get("cpu_s") is not None and b.get("cpu_s") is not None else None
     d_total = b["total_commands_processed"] - a["total_commands_processed"]
     d_calls = (b["calls"] - a["calls"]) if a["calls"] is not None and b["calls"] is not None else None
     return {"index": i + 1, "variant": name, "config": dict(variant.config or {}),
             "t0": round(a["epoch"], 3), "t1": round(b["epoch"], 3), "seconds": round(secs, 6),
             "total_commands": d_total, "calls": d_calls,
             "ops_per_s": d_total / secs if secs > 0 else None,
-            "calls_per_s": d_calls / secs if d_calls is not None and secs > 0 else None}
+            "calls_per_s": d_calls / secs if d_calls is not None and secs > 0 else None,
+            # the main thread's CPU time in the window (schedstat, ns resolution)
+            "server_cpu_s": round(cpu, 6) if cpu is not None else None}

@@ -26,10 +26,11 @@ from collectors.host import procs
 from collectors.host.cputime import CpuWatch, client_capacity
 from collectors.load import memtier
 from collectors.load.redis_benchmark import redis_benchmark_argv, run_redis_benchmark, start_redis_benchmark
-from collectors.load.server import Server
+from collectors.load.server import Server, settle_together
 from collectors.runner.context import RunContext, bench_bin
 from collectors.runner.paired import run_paired_windows
 from collectors.runner.paired_servers import run_server_windows
+from collectors.runner.phases import PhaseClock
 from collectors.runner.snapshot import verify_rep
 
 
@@ -222,6 +223,7 @@ class PairedServersRep(RepKind):
     def execute(self) -> None:
         run, facts = self.run, self.facts
         servers: dict[str, Server] = {}
+        clock = PhaseClock(facts.phases)
         # Both servers load their datasets at once, on the server and client CPUs (nothing
         # else runs yet; a load is one thread each), then move onto the server CPUs: a rep
         # of the demo spent ~17 s of its ~80 s waiting for the second load.
@@ -241,14 +243,18 @@ class PairedServersRep(RepKind):
                 srv.wait_ready()
                 if place.server_cpus:
                     procs.pin_threads(srv.pid, place.server_cpus)
+            clock.mark("load")
+            for srv in servers.values():
                 verify_rep(run, srv)
-                srv.settle()
+            clock.mark("verify")
+            facts.settle = settle_together(servers)
+            clock.mark("settle")
             facts.cpus = RepCpus(run.place.server_cpus, run.place.client_cpus)
             res = run_server_windows(
                 servers, run.variants, run.case, dict(run.manifest.calibration),
                 {n: bench_bin(v) for n, v in run.variants.items()}, run.place.client_cpus,
                 self.rep_dir, window_s=run.opts.paired_window_s, windows=run.opts.paired_windows,
-                warmup_s=run.case.workload.warmup_s)
+                warmup_s=run.case.workload.warmup_s, clock=clock)
             for n, argv in res["bench_commands"].items():
                 facts.commands[f"bench:{n}"] = argv
             facts.paired = {k: res[k] for k in ("order", "setting", "counter")}
@@ -257,6 +263,7 @@ class PairedServersRep(RepKind):
                 (self.rep_dir / f"info-{n}.txt").write_text(srv.info_all())
         finally:
             facts.server_stop = ", ".join(f"{n}: {srv.stop()}" for n, srv in servers.items())
+            clock.mark("stop")
 
 
 def rep_kind(run: RunContext, rep: Rep) -> type[RepKind]:
