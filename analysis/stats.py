@@ -6,8 +6,13 @@ the change, a confidence interval of the change and a verdict. The rules are wri
 in docs/statistics.md.
 
 Estimator and interval agree (pyperf's rule): the change is the estimator that belongs to
-the interval's method (`METHODS`: the Hodges-Lehmann shift with the Mann-Whitney interval,
-and so on), so it always lies inside its own interval.
+the interval's method (analysis/intervals.py, `METHODS`: the Hodges-Lehmann shift with the
+Mann-Whitney interval, and so on), so it always lies inside its own interval.
+
+Every verdict that says "no change" or "unstable" also says how large a change the run
+could have seen (`detectable_size`: 95% confidence, 80% power, from the run's own spread),
+and every change carries the p-value of its own method, which a false-discovery-rate
+correction across many rows ranks.
 
 Why the rank methods by default: benchmark reps are few (3-10) and not normal (one noisy
 neighbour makes a long tail); their coverage is exact at any n. With 3 reps per side (or
@@ -22,19 +27,17 @@ None; the absolute change still stands.
 from __future__ import annotations
 
 import math
-import warnings
-from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Callable, Iterator, Sequence
+from typing import Callable, Sequence
 
 import numpy as np
 from scipy import stats as sps
 
-from analysis.ranks import hodges_lehmann, paired_interval, pseudo_median, shift_interval
+from analysis.intervals import METHODS, Estimate, method_text, p_value
 
 VERDICTS = ("improvement", "regression", "no change", "unstable", "insufficient data")
 MIN_N = 3
-BOOTSTRAP_RESAMPLES = 10000
+POWER = 0.80            # of the detectable size: the conventional 80%
 
 
 @dataclass
@@ -83,99 +86,43 @@ class Change:
     confidence: float | None = None   # achieved coverage of [ci_low, ci_high] (0..1)
     unit: str = ""               # "pp" for compare_shares(), else whatever the caller says
     estimator: str = ""          # what delta is: "Hodges-Lehmann shift", "difference of means", ...
+    # The smallest true change this comparison had an 80% chance to establish at its
+    # confidence, from its own spread (`detectable_size`): a fraction for relative metrics
+    # (0.041 = a change of 4.1% either way), pp for shares. None without an interval.
+    detectable: float | None = None
+    # Two-sided p-value of "no change" from the interval's own method, on the scale the
+    # verdict judges (log values for relative metrics): what a false-discovery-rate
+    # correction across many rows ranks (analysis/compare/multiplicity.py).
+    p_value: float | None = None
 
 
-@dataclass(frozen=True)
-class Estimate:
-    """One method's estimate of cand - base and its interval."""
-    value: float
-    low: float
-    high: float
-    confidence: float            # achieved coverage of [low, high]
+# ------------------------------------------------------------- the detectable size
 
-
-# ------------------------------------------------------------- estimators and intervals
-
-@contextmanager
-def _quiet_moments() -> Iterator[None]:
-    """scipy warns of precision loss when a side's reps agree to the last bits (a share
-    computed as 100 * w / total per rep); the interval is then just narrow, and the
-    warning would only reach the user's terminal."""
-    with warnings.catch_warnings():
-        warnings.filterwarnings("ignore", "Precision loss occurred", RuntimeWarning)
-        yield
-
-
-def welch_interval(base: Sequence[float], cand: Sequence[float],
-                   confidence: float = 0.95) -> tuple[float, float, float]:
-    """Welch t-interval of mean(cand) - mean(base) (unequal variances), from scipy."""
-    b, c = np.asarray(base, float), np.asarray(cand, float)
-    d = float(c.mean() - b.mean())
-    if b.var() == 0 and c.var() == 0:      # no spread: scipy's interval is NaN
-        return d, d, confidence
-    with _quiet_moments():
-        ci = sps.ttest_ind(c, b, equal_var=False).confidence_interval(confidence)
-    return float(ci.low), float(ci.high), confidence
-
-
-def paired_t_interval(diffs: Sequence[float], confidence: float = 0.95) -> tuple[float, float, float]:
-    """Student t-interval of the mean pair difference, from scipy."""
-    x = np.asarray(diffs, float)
-    if x.var() == 0:
-        return float(x.mean()), float(x.mean()), confidence
-    with _quiet_moments():
-        ci = sps.ttest_1samp(x, 0.0).confidence_interval(confidence)
-    return float(ci.low), float(ci.high), confidence
-
-
-def bootstrap_interval(base: Sequence[float], cand: Sequence[float], confidence: float = 0.95,
-                       resamples: int = BOOTSTRAP_RESAMPLES, seed: int = 0
-                       ) -> tuple[float, float, float]:
-    """Percentile bootstrap of the difference of medians, from scipy (fixed seed:
-    reproducible)."""
-    def stat(c, b, axis):
-        return np.median(c, axis=axis) - np.median(b, axis=axis)
-    res = sps.bootstrap((np.asarray(cand, float), np.asarray(base, float)), stat,
-                        vectorized=True, paired=False, n_resamples=resamples,
-                        confidence_level=confidence, method="percentile",
-                        random_state=np.random.default_rng(seed))
-    return float(res.confidence_interval.low), float(res.confidence_interval.high), confidence
-
-
-# method -> (what the change is, estimate + interval)
-METHODS: dict[str, tuple[str, Callable[[np.ndarray, np.ndarray, float], Estimate]]] = {
-    "mann-whitney": ("Hodges-Lehmann shift", lambda b, c, q: Estimate(
-        hodges_lehmann(b, c), *shift_interval(b, c, q))),
-    "signed-rank": ("Hodges-Lehmann pseudo-median of the pair differences", lambda b, c, q: Estimate(
-        pseudo_median(c - b), *paired_interval(c - b, q))),
-    "welch": ("difference of means", lambda b, c, q: Estimate(
-        float(c.mean() - b.mean()), *welch_interval(b, c, q))),
-    "paired-t": ("mean pair difference", lambda b, c, q: Estimate(
-        float((c - b).mean()), *paired_t_interval(c - b, q))),
-    "bootstrap": ("difference of medians", lambda b, c, q: Estimate(
-        float(np.median(c) - np.median(b)), *bootstrap_interval(b, c, q))),
-}
-
-
-def _method_text(key: str, nb: int, nc: int, achieved: float, confidence: float,
-                 fallback: bool) -> str:
-    few = f"a rank interval cannot reach {confidence:.0%} with so few"
-    text = {
-        "mann-whitney": f"Mann-Whitney (Hodges-Lehmann) shift interval, n={nb}+{nc}, "
-                        f"achieved confidence {achieved:.1%}",
-        "signed-rank": f"Wilcoxon signed-rank interval of the paired differences, n={nb} pairs, "
-                       f"achieved confidence {achieved:.1%}",
-        "welch": f"Welch t-interval of the difference of means, n={nb}+{nc}, {achieved:.0%}"
-                 + (f" ({few} reps; assumes roughly normal reps; 5 per side give the "
-                    f"distribution-free interval)" if fallback else ""),
-        "paired-t": f"paired t-interval of the mean difference, n={nb} pairs, {achieved:.0%}"
-                    + (f" ({few} pairs; assumes roughly normal differences)" if fallback else ""),
-        "bootstrap": f"percentile bootstrap of the median difference, {BOOTSTRAP_RESAMPLES} "
-                     f"resamples, seed 0, n={nb}+{nc}",
-    }[key]
-    if achieved + 1e-12 < confidence:
-        text += f" (asked {confidence:.0%}: not attainable with so few reps)"
-    return text
+def detectable_size(b: np.ndarray, c: np.ndarray, paired: bool, confidence: float = 0.95,
+                    power: float = POWER, pilot: int | None = None) -> float | None:
+    """The smallest true shift (in the values' unit) that a comparison with this spread
+    establishes with probability `power` at `confidence`: (q + t_power) x SE, where SE is
+    the standard error of the difference from the sides' own spread (paired: of the pair
+    differences; else Welch's), q the interval's multiplier (the t quantile) and t_power
+    the one-sided power quantile. The normal-theory
+    size, used beside the rank intervals too: it says what the run could have seen, not
+    what it saw. None with fewer than 3 values a side."""
+    if min(len(b), len(c)) < MIN_N:
+        return None
+    if paired:
+        d = c - b
+        # a two-stage run's spread and degrees of freedom are its pilot's
+        spread = d[:pilot] if pilot else d
+        se = float(spread.std(ddof=1)) / math.sqrt(len(d))
+        df = len(spread) - 1.0
+    else:
+        vb, vc = float(b.var(ddof=1)) / len(b), float(c.var(ddof=1)) / len(c)
+        se = math.sqrt(vb + vc)
+        den = (vb * vb / (len(b) - 1) if vb else 0.0) + (vc * vc / (len(c) - 1) if vc else 0.0)
+        df = (vb + vc) ** 2 / den if den > 0 else len(b) + len(c) - 2.0
+    if se == 0:
+        return 0.0
+    return (float(sps.t.ppf(1 - (1 - confidence) / 2, df)) + float(sps.t.ppf(power, df))) * se
 
 
 # ----------------------------------------------------------------------------- compare
@@ -191,7 +138,7 @@ def _fmt(v: float) -> str:
 def compare(base: Sequence[float] | Summary, cand: Sequence[float] | Summary, *,
             higher_is_better: bool = True, noise: float = 0.03, regression: float = 0.05,
             max_cv: float = 0.10, confidence: float = 0.95, paired: bool = False,
-            method: str = "auto") -> Change:
+            method: str = "auto", pilot: int | None = None) -> Change:
     """Compare two sides' reps of one metric and give a verdict.
 
     `noise` and `regression` are relative (0.03 = 3%), the Redis benchmark automation
@@ -200,14 +147,17 @@ def compare(base: Sequence[float] | Summary, cand: Sequence[float] | Summary, *,
     same interleaving slot). `method` is "auto" (default: the rank interval when it can
     reach `confidence`, else a Welch / paired t-interval), "hl" (Hodges-Lehmann / Wilcoxon
     exact interval, whatever coverage it reaches) or "bootstrap" (percentile bootstrap of
-    the median difference, 10000 resamples, seed 0; unpaired only).
+    the median difference, 10000 resamples, seed 0; unpaired only). `pilot` (paired only,
+    values in the order measured) makes the interval Stein's two-stage interval with that
+    many first-stage pairs: the interval of a run that added reps until it was narrow
+    enough (analysis/twostage.py).
 
     >>> compare([100, 101, 99, 100, 100], [110, 111, 109, 110, 110]).verdict
     'improvement'
     """
     return _compare(base, cand, higher_is_better=higher_is_better, noise=noise,
                     regression=regression, max_cv=max_cv, confidence=confidence,
-                    paired=paired, method=method, points=False)
+                    paired=paired, method=method, points=False, pilot=pilot)
 
 
 def compare_shares(base: Sequence[float] | Summary, cand: Sequence[float] | Summary, *,
@@ -221,32 +171,37 @@ def compare_shares(base: Sequence[float] | Summary, cand: Sequence[float] | Summ
     (a cost share)."""
     return _compare(base, cand, higher_is_better=higher_is_better, noise=noise_pp,
                     regression=regression_pp, max_cv=max_cv, confidence=confidence,
-                    paired=paired, method=method, points=True)
+                    paired=paired, method=method, points=True, pilot=None)
 
 
-def _choose(b: np.ndarray, c: np.ndarray, paired: bool, method: str, confidence: float
-            ) -> tuple[str, Estimate, bool]:
+def _choose(b: np.ndarray, c: np.ndarray, paired: bool, method: str, confidence: float,
+            pilot: int | None) -> tuple[str, Estimate, bool]:
     """(method key, its estimate of cand - base, whether it is the t fallback)."""
     if method not in ("auto", "hl", "bootstrap"):
         raise ValueError(f"unknown method {method!r} (use 'auto', 'hl' or 'bootstrap')")
+    if pilot is not None:
+        if not paired:
+            raise ValueError("a two-stage interval (pilot) is for paired reps only")
+        return "two-stage", METHODS["two-stage"][1](b, c, confidence, pilot), False
     if method == "bootstrap":
         if paired:
             raise ValueError("method='bootstrap' is unpaired only; pairs use 'auto' or 'hl'")
-        return "bootstrap", METHODS["bootstrap"][1](b, c, confidence), False
+        return "bootstrap", METHODS["bootstrap"][1](b, c, confidence, 0), False
     key = "signed-rank" if paired else "mann-whitney"
-    est = METHODS[key][1](b, c, confidence)
+    est = METHODS[key][1](b, c, confidence, 0)
     if method == "auto" and est.confidence + 1e-12 < confidence:
         key = "paired-t" if paired else "welch"
-        return key, METHODS[key][1](b, c, confidence), True
+        return key, METHODS[key][1](b, c, confidence, 0), True
     return key, est, False
 
 
-def _on_logs(key: str, b: np.ndarray, c: np.ndarray, confidence: float) -> Estimate | None:
+def _on_logs(key: str, b: np.ndarray, c: np.ndarray, confidence: float, pilot: int
+             ) -> Estimate | None:
     """The same method on log values, back as fractions (exp(x) - 1); None when a value
     is <= 0 (no logarithm)."""
     if min(b.min(), c.min()) <= 0:
         return None
-    e = METHODS[key][1](np.log(b), np.log(c), confidence)
+    e = METHODS[key][1](np.log(b), np.log(c), confidence, pilot)
     return Estimate(math.expm1(e.value), math.expm1(e.low), math.expm1(e.high), e.confidence)
 
 
@@ -301,8 +256,28 @@ def _verdict(j: _Judged, b: Summary, c: Summary, higher_is_better: bool, noise: 
                          f"{j.thr(regression)} regression threshold.")
 
 
+def _detectable(key: str, bv: np.ndarray, cv: np.ndarray, paired: bool, confidence: float,
+                pilot: int | None, judged_rel: bool, points: bool, base_median: float) -> float | None:
+    """The detectable size in the unit the verdict judges (see Change.detectable)."""
+    p = pilot if key == "two-stage" else None
+    if judged_rel:
+        d = detectable_size(np.log(bv), np.log(cv), paired, confidence, pilot=p)
+        return math.expm1(d) if d is not None else None
+    d = detectable_size(bv, cv, paired, confidence, pilot=p)
+    if d is None or points:
+        return d
+    return d / abs(base_median) if base_median else None
+
+
+def detectable_text(size: float | None, points: bool) -> str:
+    """"±4.1%" or "1.20 pp": a detectable size as the reports print it."""
+    if size is None:
+        return ""
+    return f"{size:.2f} pp" if points else f"±{size:.1%}"
+
+
 def _compare(base, cand, *, higher_is_better, noise, regression, max_cv, confidence,
-             paired, method, points) -> Change:
+             paired, method, points, pilot) -> Change:
     b, c = _as_summary(base), _as_summary(cand)
     unit = "pp" if points else ""
     if b.n < MIN_N or c.n < MIN_N:
@@ -314,11 +289,19 @@ def _compare(base, cand, *, higher_is_better, noise, regression, max_cv, confide
     if paired and b.n != c.n:
         raise ValueError(f"paired comparison needs equal counts, got {b.n} and {c.n}")
     bv, cv = np.asarray(b.values, float), np.asarray(c.values, float)
-    key, est, fallback = _choose(bv, cv, paired, method, confidence)
-    rel = _on_logs(key, bv, cv, confidence)
+    key, est, fallback = _choose(bv, cv, paired, method, confidence, pilot)
+    rel = _on_logs(key, bv, cv, confidence, pilot or 0)
+    judged_rel = rel is not None and not points
     verdict, reason = _verdict(_judged(est, rel, b, points), b, c, higher_is_better, noise,
                                regression, max_cv)
+    detectable = _detectable(key, bv, cv, paired, confidence, pilot, judged_rel, points, b.median)
+    if verdict in ("no change", "unstable") and detectable is not None:
+        reason += (f" This run could have established a change of "
+                   f"{detectable_text(detectable, points)} or more ({confidence:.0%} confidence, "
+                   f"{POWER:.0%} power).")
+    scale = (np.log(bv), np.log(cv)) if judged_rel else (bv, cv)
     return Change(b, c, est.value, rel.value if rel else None, est.low, est.high,
                   rel.low if rel else None, rel.high if rel else None,
-                  _method_text(key, b.n, c.n, est.confidence, confidence, fallback),
-                  verdict, reason, est.confidence, unit, METHODS[key][0])
+                  method_text(key, b.n, c.n, est.confidence, confidence, fallback),
+                  verdict, reason, est.confidence, unit, METHODS[key][0], detectable,
+                  p_value(key, *scale, pilot or 0))

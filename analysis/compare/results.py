@@ -52,11 +52,17 @@ class ChangeOut:
     reason: str
     unit: str = ""
     estimator: str = ""
+    # The smallest change this run could have established (95% confidence, 80% power,
+    # from its own spread): a fraction for relative metrics (0.041: a change of 4.1%
+    # either way), pp for shares; what a "no change" rules out (stats.detectable_size).
+    detectable: float | None = None
+    p_value: float | None = None     # of "no change", by the interval's own method
 
     @classmethod
     def of(cls, c: stats.Change, unit: str = "") -> "ChangeOut":
         return cls(c.delta, c.rel, c.ci_low, c.ci_high, c.rel_ci_low, c.rel_ci_high,
-                   c.confidence, c.method, c.verdict, c.reason, c.unit or unit, c.estimator)
+                   c.confidence, c.method, c.verdict, c.reason, c.unit or unit, c.estimator,
+                   c.detectable, c.p_value)
 
 
 @dataclass

@@ -88,9 +88,9 @@ def _window_rate(w: dict) -> float | None:
     return rate if rate is not None else w.get("ops_per_s")
 
 
-def paired(run: RunDir, base: str, cand: str, opts: CompareOptions) -> list[MetricRow]:
-    """Paired windows as pairs (so slow drift cancels), the interval over reps
-    (analysis/compare/pair_clusters.py says why): one row, or none without windows."""
+def paired_units(run: RunDir, base: str, cand: str) -> dict[int, list[tuple[float, float]]]:
+    """Each paired rep's window pairs (base rate, cand rate): the k-th base window with the
+    k-th cand window of the same rep, in rep order."""
     by_rep: dict[int, list[tuple[float, float]]] = {}
     for rep in run.manifest.reps(kind="paired"):
         p = run.rep_dir(rep) / "paired.json"
@@ -107,7 +107,13 @@ def paired(run: RunDir, base: str, cand: str, opts: CompareOptions) -> list[Metr
             rx, ry = _window_rate(x), _window_rate(y)
             if rx is not None and ry is not None:
                 by_rep.setdefault(rep.rep, []).append((float(rx), float(ry)))
-    cl, how = pair_clusters.units(by_rep)
+    return dict(sorted(by_rep.items()))
+
+
+def paired(run: RunDir, base: str, cand: str, opts: CompareOptions) -> list[MetricRow]:
+    """Paired windows as pairs (so slow drift cancels), the interval over reps
+    (analysis/compare/pair_clusters.py says why): one row, or none without windows."""
+    cl, how = pair_clusters.units(paired_units(run, base, cand))
     if not cl:
         return []
     name = str(run.manifest.case.get("name") or "")

@@ -19,6 +19,7 @@ from typing import Any
 import redis
 
 from collectors.host import procs
+from collectors.load.settle import SettleTimeout, settle_together
 
 HOST = "127.0.0.1"
 
@@ -324,7 +325,10 @@ class Server:
         Servers that do not report mem_overhead_db_hashtable_rehashing (before Redis 7.4)
         are not waited for, and the result says so.
         """
-        return settle_together({"": self}, timeout_s)[""]
+        try:
+            return settle_together({"": self.port}, HOST, timeout_s)[""]
+        except SettleTimeout as e:
+            raise ServerError(str(e)) from None
 
     def stop(self, timeout_s: float = 10.0) -> str:
         """SHUTDOWN NOSAVE, then SIGTERM, then SIGKILL. Returns how it ended."""
@@ -366,48 +370,3 @@ def _int_or_none(v: Any) -> int | None:
     except (TypeError, ValueError):
         return None
 
-
-REHASHING = "mem_overhead_db_hashtable_rehashing"
-SETTLE_HZ = 500
-
-
-def settle_together(servers: dict[str, "Server"], timeout_s: float = 300.0) -> dict[str, dict[str, Any]]:
-    """Server.settle for several servers at once: each one's cron rehashes in its own
-    process, so two servers loaded side by side settle in the time of the slower one, not
-    the sum (a paired rep of the demo spent ~10 s settling its second server after the
-    first). Returns each server's settle facts, by the names given."""
-    clients = {n: redis.Redis(host=HOST, port=s.port, socket_timeout=30) for n, s in servers.items()}
-    out: dict[str, dict[str, Any]] = {}
-    raised: dict[str, Any] = {}
-    t0 = time.monotonic()
-    try:
-        for n, c in clients.items():
-            mem = c.info("memory")
-            if REHASHING not in mem:
-                out[n] = {"rehashing_s": None, "note": f"server does not report {REHASHING}; not waited for"}
-            elif int(mem[REHASHING]) == 0:
-                out[n] = {"rehashing_s": 0.0}
-            else:
-                raised[n] = c.config_get("hz").get("hz")
-                c.config_set("hz", SETTLE_HZ)
-        waiting = set(raised)
-        while waiting:
-            for n in sorted(waiting):
-                if int(clients[n].info("memory")[REHASHING]) == 0:
-                    out[n] = {"rehashing_s": round(time.monotonic() - t0, 3), "hz_during_settle": SETTLE_HZ}
-                    waiting.discard(n)
-            if waiting and time.monotonic() - t0 > timeout_s:
-                n = sorted(waiting)[0]
-                raise ServerError(f"server on port {servers[n].port} still rehashing its keyspace "
-                                  f"after {timeout_s:.0f} s (INFO memory {REHASHING} > 0)")
-            if waiting:
-                time.sleep(0.1)
-    finally:
-        for n, hz in raised.items():
-            try:
-                clients[n].config_set("hz", hz)
-            except redis.RedisError:
-                pass        # the server is gone: its stop() will say so
-        for c in clients.values():
-            c.close()
-    return out

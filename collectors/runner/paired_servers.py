@@ -76,22 +76,7 @@ def run_server_windows(servers: dict[str, Server], variants: dict[str, Variant],
             _signal(loads[n], signal.SIGSTOP)
         if clock:
             clock.mark("warmup")
-        a = None
-        for i, n in enumerate(order):
-            if i == 0 or order[i - 1] != n:      # a switch of server: stop one, wake the other
-                if i > 0:
-                    _signal(loads[order[i - 1]], signal.SIGSTOP)
-                _signal(loads[n], signal.SIGCONT)
-                time.sleep(SETTLE_S)
-                a = counters(servers[n], command)
-                a["cpu_s"] = exec_runtime_s(servers[n].pid)
-            watch = CpuWatch(servers[n].pid, capacity, client_pid=loads[n].proc.pid).start()
-            time.sleep(window_s)
-            b = counters(servers[n], command)
-            b["cpu_s"] = exec_runtime_s(servers[n].pid)
-            busy.setdefault(n, []).append(watch.finish())
-            rows.append(_window_row(i, n, variants[n], a, b))
-            a = b       # the same server's next window starts where this one ended
+        _windows(servers, loads, variants, order, command, window_s, capacity, rows, busy)
         if order:
             _signal(loads[order[-1]], signal.SIGSTOP)
         if clock:
@@ -117,6 +102,29 @@ def run_server_windows(servers: dict[str, Server], variants: dict[str, Variant],
     return {"order": order, "setting": [], "counter": doc["counter"],
             "bench_commands": {n: bp.argv for n, bp in loads.items()},
             "saturation": {n: merge_windows(s) for n, s in busy.items()}}
+
+
+def _windows(servers: dict[str, Server], loads: dict[str, BenchProcess], variants: dict[str, Variant],
+             order: list[str], command: str, window_s: float, capacity: float,
+             rows: list[dict[str, Any]], busy: dict[str, list]) -> None:
+    """The ABBA windows: at a switch the other load generator is stopped and this one woken;
+    each window counted by the active server itself, with its main thread's CPU time."""
+    a: dict[str, Any] = {}
+    for i, n in enumerate(order):
+        if i == 0 or order[i - 1] != n:      # a switch of server: stop one, wake the other
+            if i > 0:
+                _signal(loads[order[i - 1]], signal.SIGSTOP)
+            _signal(loads[n], signal.SIGCONT)
+            time.sleep(SETTLE_S)
+            a = counters(servers[n], command)
+            a["cpu_s"] = exec_runtime_s(servers[n].pid)
+        watch = CpuWatch(servers[n].pid, capacity, client_pid=loads[n].proc.pid).start()
+        time.sleep(window_s)
+        b = counters(servers[n], command)
+        b["cpu_s"] = exec_runtime_s(servers[n].pid)
+        busy.setdefault(n, []).append(watch.finish())
+        rows.append(_window_row(i, n, variants[n], a, b))
+        a = b       # the same server's next window starts where this one ended
 
 
 def _window_row(i: int, name: str, variant: Variant, a: dict[str, Any], b: dict[str, Any]

@@ -26,7 +26,8 @@ from collectors.host import procs
 from collectors.host.cputime import CpuWatch, client_capacity
 from collectors.load import memtier
 from collectors.load.redis_benchmark import redis_benchmark_argv, run_redis_benchmark, start_redis_benchmark
-from collectors.load.server import Server, settle_together
+from collectors.load.server import Server
+from collectors.load.settle import settle_together
 from collectors.runner.context import RunContext, bench_bin
 from collectors.runner.paired import run_paired_windows
 from collectors.runner.paired_servers import run_server_windows
@@ -247,7 +248,7 @@ class PairedServersRep(RepKind):
             for srv in servers.values():
                 verify_rep(run, srv)
             clock.mark("verify")
-            facts.settle = settle_together(servers)
+            facts.settle = settle_together({n: s.port for n, s in servers.items()})
             clock.mark("settle")
             facts.cpus = RepCpus(run.place.server_cpus, run.place.client_cpus)
             res = run_server_windows(

@@ -1,0 +1,157 @@
+"""The interval methods of analysis.stats: each one's estimate of cand - base, its
+confidence interval and the p-value of "no change" that belongs to that interval (its
+interval at level 1 - p just reaches 0), with the sentence that names it in a report.
+
+docs/statistics.md explains when each is used: the rank intervals (exact at any n) by
+default, Welch / paired t when too few reps let no rank interval reach the asked
+confidence, the bootstrap on request, Stein's two-stage interval for runs that added reps
+until they were precise enough.
+"""
+from __future__ import annotations
+
+import warnings
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Callable, Iterator, Sequence
+
+import numpy as np
+from scipy import stats as sps
+
+from analysis import twostage
+from analysis.ranks import hodges_lehmann, paired_interval, pseudo_median, shift_interval
+
+BOOTSTRAP_RESAMPLES = 10000
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """One method's estimate of cand - base and its interval."""
+    value: float
+    low: float
+    high: float
+    confidence: float            # achieved coverage of [low, high]
+
+
+# ------------------------------------------------------------- estimators and intervals
+
+@contextmanager
+def _quiet_moments() -> Iterator[None]:
+    """scipy warns of precision loss when a side's reps agree to the last bits (a share
+    computed as 100 * w / total per rep); the interval is then just narrow, and the
+    warning would only reach the user's terminal."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", "Precision loss occurred", RuntimeWarning)
+        yield
+
+
+def welch_interval(base: Sequence[float], cand: Sequence[float],
+                   confidence: float = 0.95) -> tuple[float, float, float]:
+    """Welch t-interval of mean(cand) - mean(base) (unequal variances), from scipy."""
+    b, c = np.asarray(base, float), np.asarray(cand, float)
+    d = float(c.mean() - b.mean())
+    if b.var() == 0 and c.var() == 0:      # no spread: scipy's interval is NaN
+        return d, d, confidence
+    with _quiet_moments():
+        ci = sps.ttest_ind(c, b, equal_var=False).confidence_interval(confidence)
+    return float(ci.low), float(ci.high), confidence
+
+
+def paired_t_interval(diffs: Sequence[float], confidence: float = 0.95) -> tuple[float, float, float]:
+    """Student t-interval of the mean pair difference, from scipy."""
+    x = np.asarray(diffs, float)
+    if x.var() == 0:
+        return float(x.mean()), float(x.mean()), confidence
+    with _quiet_moments():
+        ci = sps.ttest_1samp(x, 0.0).confidence_interval(confidence)
+    return float(ci.low), float(ci.high), confidence
+
+
+def bootstrap_interval(base: Sequence[float], cand: Sequence[float], confidence: float = 0.95,
+                       resamples: int = BOOTSTRAP_RESAMPLES, seed: int = 0
+                       ) -> tuple[float, float, float]:
+    """Percentile bootstrap of the difference of medians, from scipy (fixed seed:
+    reproducible)."""
+    def stat(c, b, axis):
+        return np.median(c, axis=axis) - np.median(b, axis=axis)
+    res = sps.bootstrap((np.asarray(cand, float), np.asarray(base, float)), stat,
+                        vectorized=True, paired=False, n_resamples=resamples,
+                        confidence_level=confidence, method="percentile",
+                        random_state=np.random.default_rng(seed))
+    return float(res.confidence_interval.low), float(res.confidence_interval.high), confidence
+
+
+def two_stage_interval(diffs: np.ndarray, confidence: float, pilot: int) -> tuple[float, float, float]:
+    """Stein's two-stage interval of the mean pair difference (analysis/twostage.py): the
+    interval of a run that added reps until it was narrow enough."""
+    iv = twostage.interval(diffs, pilot, confidence)
+    return iv.low, iv.high, confidence
+
+
+# method -> (what the change is, estimate + interval); `pilot` is the first-stage size of
+# a two-stage run (only "two-stage" reads it)
+Method = Callable[[np.ndarray, np.ndarray, float, int], Estimate]
+METHODS: dict[str, tuple[str, Method]] = {
+    "mann-whitney": ("Hodges-Lehmann shift", lambda b, c, q, pilot: Estimate(
+        hodges_lehmann(b, c), *shift_interval(b, c, q))),
+    "signed-rank": ("Hodges-Lehmann pseudo-median of the pair differences", lambda b, c, q, pilot: Estimate(
+        pseudo_median(c - b), *paired_interval(c - b, q))),
+    "welch": ("difference of means", lambda b, c, q, pilot: Estimate(
+        float(c.mean() - b.mean()), *welch_interval(b, c, q))),
+    "paired-t": ("mean pair difference", lambda b, c, q, pilot: Estimate(
+        float((c - b).mean()), *paired_t_interval(c - b, q))),
+    "bootstrap": ("difference of medians", lambda b, c, q, pilot: Estimate(
+        float(np.median(c) - np.median(b)), *bootstrap_interval(b, c, q))),
+    "two-stage": ("mean pair difference", lambda b, c, q, pilot: Estimate(
+        float((c - b).mean()), *two_stage_interval(c - b, q, pilot))),
+}
+
+
+def method_text(key: str, nb: int, nc: int, achieved: float, confidence: float,
+                 fallback: bool) -> str:
+    few = f"a rank interval cannot reach {confidence:.0%} with so few"
+    text = {
+        "mann-whitney": f"Mann-Whitney (Hodges-Lehmann) shift interval, n={nb}+{nc}, "
+                        f"achieved confidence {achieved:.1%}",
+        "signed-rank": f"Wilcoxon signed-rank interval of the paired differences, n={nb} pairs, "
+                       f"achieved confidence {achieved:.1%}",
+        "welch": f"Welch t-interval of the difference of means, n={nb}+{nc}, {achieved:.0%}"
+                 + (f" ({few} reps; assumes roughly normal reps; 5 per side give the "
+                    f"distribution-free interval)" if fallback else ""),
+        "paired-t": f"paired t-interval of the mean difference, n={nb} pairs, {achieved:.0%}"
+                    + (f" ({few} pairs; assumes roughly normal differences)" if fallback else ""),
+        "bootstrap": f"percentile bootstrap of the median difference, {BOOTSTRAP_RESAMPLES} "
+                     f"resamples, seed 0, n={nb}+{nc}",
+        "two-stage": f"Stein two-stage interval of the mean pair difference, n={nb} pairs, "
+                     f"spread from the first-stage pairs, {achieved:.0%} (valid after adding "
+                     f"reps until it was narrow enough)",
+    }[key]
+    if achieved + 1e-12 < confidence:
+        text += f" (asked {confidence:.0%}: not attainable with so few reps)"
+    return text
+
+
+# ----------------------------------------------------------------------------- p-values
+
+def p_value(key: str, b: np.ndarray, c: np.ndarray, pilot: int) -> float | None:
+    """Two-sided p-value of "no change" by the test that belongs to the interval's method
+    (its interval at level 1 - p just reaches 0); None for the bootstrap."""
+    d = c - b
+    with _quiet_moments(), warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        if key == "mann-whitney":
+            return float(sps.mannwhitneyu(c, b, alternative="two-sided").pvalue)
+        if key == "signed-rank":
+            if not np.any(d):
+                return 1.0
+            return float(sps.wilcoxon(d, zero_method="zsplit").pvalue)
+        if key == "welch":
+            if b.var() == 0 and c.var() == 0:
+                return 1.0 if c.mean() == b.mean() else 0.0
+            return float(sps.ttest_ind(c, b, equal_var=False).pvalue)
+        if key == "paired-t":
+            if d.var() == 0:
+                return 1.0 if d.mean() == 0 else 0.0
+            return float(sps.ttest_1samp(d, 0.0).pvalue)
+        if key == "two-stage":
+            return twostage.p_value(d, pilot)
+    return None
