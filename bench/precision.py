@@ -38,8 +38,7 @@ PLAN = {"default": {"unpaired": 6, "paired": 4}, "small": {"unpaired": 4, "paire
 def one(mode: str, reps: int, size: str, runs: Path) -> tuple[float, dict]:
     argv = ["mset-50keys", "--variant", BASE, "--variant", cand_spec(REPO), "--size", size,
             "--reps", str(reps), "--profile", "off", "--out", str(runs), "--no-progress"]
-    if mode == "paired":
-        argv.append("--paired")
+    argv.append("--paired" if mode == "paired" else "--unpaired")
     before = set(runs.glob("*/manifest.json"))
     t0 = time.monotonic()
     rc = run_cli.main(argv)

@@ -11,7 +11,7 @@ import pytest
 from analysis.compare.engine import analyse
 from analysis.compare.options import CompareOptions
 from analysis.inputs.rundir import load_run
-from collectors.runner.manifest import paired_plan
+from collectors.runner import pairing
 from collectors.runner.options import RunError, RunOptions
 from collectors.workload.cases import load_case
 from tests.conftest import REPO
@@ -88,12 +88,12 @@ def test_pairs_are_compared(paired_run):
 def test_room_for_two_datasets_is_checked_before_anything_runs():
     base, cand = built("base", BASE_SPEC), built("cand", CAND_SPEC)
     case = load_case("mset-50keys", "default")                   # 10M keys: ~1 GB each
-    opts = RunOptions(paired=True)
-    plan = paired_plan({"base": base, "cand": cand}, opts, case, 24 * 2**30)
+    opts = RunOptions(pairing="paired")
+    plan, _ = pairing.choose({"base": base, "cand": cand}, opts, case, 24 * 2**30)
     assert plan.mode == "servers"
-    with pytest.raises(RunError, match=r"keeps both servers loaded at once: about \d+\.\d GiB .* "
-                                       r"this host's 2\.0 GiB. Run without --paired"):
-        paired_plan({"base": base, "cand": cand}, opts, case, 2 * 2**30)
+    with pytest.raises(RunError, match=r"--paired: two servers loaded at once would need about "
+                                       r"\d+\.\d GiB .* this host's 2\.0 GiB. Run without --paired"):
+        pairing.choose({"base": base, "cand": cand}, opts, case, 2 * 2**30)
 
 
 def _log_times(log):

@@ -50,11 +50,13 @@ class CompareOptions:
                 raise ValueError(f"{name} {getattr(self, name)} is negative")
 
     def relative(self, base: Sequence[float], cand: Sequence[float], *,
-                 higher_is_better: bool, paired: bool = False) -> stats.Change:
-        """A metric with relative waterlines (ops/s, ms, ns/op)."""
+                 higher_is_better: bool, paired: bool = False, pilot: int | None = None
+                 ) -> stats.Change:
+        """A metric with relative waterlines (ops/s, ms, ns/op); `pilot`: the two-stage
+        interval of a --precision run."""
         return stats.compare(base, cand, higher_is_better=higher_is_better, noise=self.noise,
                              regression=self.regression, max_cv=self.max_cv,
-                             confidence=self.confidence, paired=paired)
+                             confidence=self.confidence, paired=paired, pilot=pilot)
 
     def points(self, base: Sequence[float], cand: Sequence[float], *,
                higher_is_better: bool = False) -> stats.Change:

@@ -36,15 +36,25 @@ class Unit:
     cand: float
 
 
+def _clean(pairs_by_rep: dict[int, list[tuple[float, float]]]) -> dict[int, list[tuple[float, float]]]:
+    """Pairs with a value <= 0 have no ratio: left out (and reps left without pairs)."""
+    clean = {r: [(b, c) for b, c in ps if b > 0 and c > 0] for r, ps in sorted(pairs_by_rep.items())}
+    return {r: ps for r, ps in clean.items() if ps}
+
+
+def rep_units(pairs_by_rep: dict[int, list[tuple[float, float]]]) -> list[Unit]:
+    """One unit per rep: the geometric means of its base and its cand windows, in rep order."""
+    return [Unit(r, _gmean([b for b, _ in ps]), _gmean([c for _, c in ps]))
+            for r, ps in _clean(pairs_by_rep).items()]
+
+
 def units(pairs_by_rep: dict[int, list[tuple[float, float]]]) -> tuple[list[Unit], str]:
     """pairs_by_rep: rep -> [(base, cand)] window pairs. Returns the units of the interval
-    and the sentence for its method. Pairs with a value <= 0 have no ratio: left out."""
-    clean = {r: [(b, c) for b, c in ps if b > 0 and c > 0] for r, ps in sorted(pairs_by_rep.items())}
-    clean = {r: ps for r, ps in clean.items() if ps}
+    and the sentence for its method."""
+    clean = _clean(pairs_by_rep)
     npairs = sum(len(ps) for ps in clean.values())
     if len(clean) >= MIN_REPS:
-        out = [Unit(r, _gmean([b for b, _ in ps]), _gmean([c for _, c in ps]))
-               for r, ps in clean.items()]
+        out = rep_units(clean)
         return out, (f"over {len(out)} reps, each the geometric mean of its window pairs "
                      f"({npairs} pairs in all): pairs of one rep are not independent")
     out = [Unit(r, b, c) for r, ps in clean.items() for b, c in ps]

@@ -9,6 +9,7 @@ over reps, each its pairs' geometric means (pair_clusters.py says why).
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 
 from analysis.compare import pair_clusters
@@ -41,9 +42,15 @@ def bench_rows(rep_dir: Path, command: list[str] | None = None) -> list[RepThrou
 
 
 def metric_row(test: str, metric: str, unit: str, higher_is_better: bool, b: Values, c: Values,
-               opts: CompareOptions, paired: bool = False) -> MetricRow:
+               opts: CompareOptions, paired: bool = False, pilot: int | None = None) -> MetricRow:
+    """One metric's row. With `pilot` (a --precision run) the k-th base and cand values are
+    pairs and the interval is the two-stage one over them (analysis/twostage.py)."""
+    if pilot is not None:
+        k = min(len(b), len(c))
+        b, c, paired = b[:k], c[:k], True
+        pilot = pilot if k >= pilot else None     # a run cut before its pilot ended
     ch = opts.relative([v for _, v in b], [v for _, v in c], higher_is_better=higher_is_better,
-                       paired=paired)
+                       paired=paired, pilot=pilot)
     return MetricRow(test, metric, unit, higher_is_better, Side.of(ch.base, [n for n, _ in b]),
                      Side.of(ch.cand, [n for n, _ in c]), ChangeOut.of(ch, unit))
 
@@ -61,18 +68,27 @@ def _rows_by_test(run: RunDir, variant: str) -> dict[str, list[tuple[int, RepThr
     return out
 
 
+def pilot_of(run: RunDir) -> int | None:
+    """The first-stage reps of a --precision run (None for a run of fixed reps)."""
+    p = run.manifest.precision
+    return p.pilot if p is not None and p.pilot else None
+
+
 def throughput(run: RunDir, base: str, cand: str, opts: CompareOptions
                ) -> tuple[list[MetricRow], list[MetricRow]]:
-    """(throughput rows, latency rows): ops/s per test, and its p50/p99 latency in ms."""
+    """(throughput rows, latency rows): ops/s per test, and its p50/p99 latency in ms. In a
+    --precision run of separate reps the first test's throughput is the metric its reps
+    were added for: its k-th reps are pairs (the interleaved A/B of one block)."""
     per = {v: _rows_by_test(run, v) for v in (base, cand)}
     tput, lat = [], []
-    for test in per[base]:
+    for i, test in enumerate(per[base]):
         b, c = per[base][test], per[cand].get(test, [])
         if not c:
             continue
         tput.append(metric_row(test, "throughput", "ops/s", True,
                                [(n, r.ops_per_sec) for n, r in b],
-                               [(n, r.ops_per_sec) for n, r in c], opts))
+                               [(n, r.ops_per_sec) for n, r in c], opts,
+                               pilot=pilot_of(run) if i == 0 else None))
         for q in ("p50", "p99"):
             bv = [(n, r.latency_ms[q]) for n, r in b if q in r.latency_ms]
             cv = [(n, r.latency_ms[q]) for n, r in c if q in r.latency_ms]
@@ -118,9 +134,10 @@ def paired(run: RunDir, base: str, cand: str, opts: CompareOptions) -> list[Metr
         return []
     name = str(run.manifest.case.get("name") or "")
     how_paired = "two servers" if getattr(run.manifest.paired, "mode", "") == "servers" else "one process"
+    pilot = pilot_of(run) if len(cl) >= pair_clusters.MIN_REPS else None
     row = metric_row(f"{name} paired windows ({how_paired})".strip(), "paired throughput",
                      "ops/s", True, [(c.rep, c.base) for c in cl], [(c.rep, c.cand) for c in cl],
-                     opts, paired=True)
+                     opts, paired=True, pilot=pilot)
     row.change.method += "; " + how
     return [row]
 
@@ -133,7 +150,7 @@ def load_time(run: RunDir, base: str, cand: str, opts: CompareOptions) -> list[M
     b, c = _load_times(run, base), _load_times(run, cand)
     if not b or not c:
         return []
-    return [metric_row("RDB load", "load time", "s", False, b, c, opts)]
+    return [metric_row("RDB load", "load time", "s", False, b, c, opts, pilot=pilot_of(run))]
 
 
 def _load_times(run: RunDir, variant: str) -> Values:
@@ -144,3 +161,22 @@ def _load_times(run: RunDir, variant: str) -> Values:
         if isinstance(secs, (int, float)) and secs > 0:
             out.append((rep.rep, float(secs)))
     return out
+
+
+def main_log_ratios(run: RunDir, base: str, cand: str) -> list[float]:
+    """The log ratio cand/base of the run's main metric per unit, in the order measured:
+    each paired rep (its windows' geometric means), or else the k-th rep of each variant
+    (RDB load time in rdb-load cases, the first test's ops/s otherwise): the values a
+    --precision run plans its reps from (collectors/runner/precision.py)."""
+    if run.manifest.reps(kind="paired"):
+        return [math.log(u.cand / u.base)
+                for u in pair_clusters.rep_units(paired_units(run, base, cand))]
+    if (run.manifest.case.get("workload") or {}).get("tool") == "rdb-load":
+        b, c = _load_times(run, base), _load_times(run, cand)
+    else:
+        per = {v: _rows_by_test(run, v) for v in (base, cand)}
+        test = next(iter(per[base]), None)
+        b = [(n, r.ops_per_sec) for n, r in per[base].get(test, [])] if test else []
+        c = [(n, r.ops_per_sec) for n, r in per[cand].get(test, [])] if test else []
+    return [math.log(y / x) for (_, x), (_, y) in zip(b, c) if x > 0 and y > 0]
+

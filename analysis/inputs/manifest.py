@@ -114,6 +114,35 @@ class PairedPlan(Record):
 
 
 @dataclass
+class Pairing(Record):
+    """How throughput was measured and why (collectors/runner/pairing.py): "servers" or
+    "config" (paired windows, see PairedPlan) or "off" (separate reps, a server start
+    each); `asked` is the --pairing the run was given; `aa` marks an A/A run (both sides
+    the same binary and config: every difference is the host's noise)."""
+    mode: str = "off"
+    asked: str = "auto"
+    reason: str = ""
+    aa: bool = False
+
+
+@dataclass
+class PrecisionPlan(Record):
+    """--precision: paired reps added until the throughput interval is that narrow or the
+    budget is spent (Stein's two-stage design, docs/statistics.md). `target` is the
+    half-width asked, as a fraction of the ratio (0.02: cand/base known within a factor
+    1.02 either way); the first `pilot` reps set the spread `pilot_sd` (sd of their log
+    ratios) that decides `planned`, the total the run aims at."""
+    target: float = 0.0
+    budget_s: float | None = None
+    pilot: int = 0
+    pilot_sd: float | None = None
+    planned: int | None = None
+    ended_by: str | None = None      # precision | budget | None while running
+    note: str = ""
+    spent_s: float = 0.0             # wall time of the run so far (all its sessions)
+
+
+@dataclass
 class Calibration(Record):
     """redis-benchmark -n for a rep of target_s seconds (memtier: requests None)."""
     requests: int | None = None
@@ -162,6 +191,8 @@ class Manifest(Record):
     profiling: Profiling = field(default_factory=Profiling)
     tma: TmaPlan = field(default_factory=TmaPlan)
     paired: PairedPlan | None = None
+    pairing: Pairing | None = None   # None in runs made before pairing was chosen for them
+    precision: PrecisionPlan | None = None
     schedule: list[Rep] = field(default_factory=list)
     schema: int = SCHEMA
     status: RunStatus = field(default_factory=RunStatus)

@@ -84,8 +84,8 @@ def main(argv: list[str] | None = None) -> int:
                 "--reps", str(reps), "--profile-reps", str(profile_reps), "--out", args.runs]
     for s in args.set:
         run_argv += ["--set", s]
-    if not args.unpaired:
-        run_argv.append("--paired")
+    if args.unpaired:
+        run_argv.append("--unpaired")
     if args.no_progress:
         run_argv.append("--no-progress")
     how = ("throughput reps per variant, interleaved" if args.unpaired

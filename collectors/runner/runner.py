@@ -26,6 +26,7 @@ from collectors.load import memtier
 from collectors.runner.context import RunContext
 from collectors.runner.manifest import now_iso
 from collectors.runner.options import RunError, RunOptions
+from collectors.runner.precision import PrecisionRun
 from collectors.runner.progress import Progress
 from collectors.runner.reps import rep_kind
 from collectors.runner.snapshot import ensure_calibration, ensure_snapshot
@@ -50,16 +51,27 @@ class Runner:
         procs.install_signal_handlers()
         self.m.status = RunStatus("running", None, now_iso())
         run.save()
-        todo = [r for r in self.m.schedule if r.status != "ok"]
-        run.progress = Progress(len(todo), run.case.name, enabled=self.show_progress)
+        # Reps to run in this session: those not ok now, and those a --precision run adds.
+        self._todo = {id(r) for r in self.m.schedule if r.status != "ok"}
+        run.progress = Progress(len(self._todo), run.case.name, enabled=self.show_progress)
+        precision = PrecisionRun(run) if self.m.precision is not None else None
         try:
             rdb = ensure_snapshot(run)
             ensure_calibration(run, rdb)
-            for rep in todo:
+            while (rep := self._next()) is not None:
+                if precision is not None and not precision.may_start(rep):
+                    run.save()
+                    continue
                 run.progress.start(rep)
                 facts = self.run_one(rep, rdb)
                 run.progress.finish(rep, facts)
+                if precision is not None:
+                    precision.after(rep)
+                    self._todo |= {id(r) for r in self.m.schedule if r.status == "pending"}
+                    run.save()
         except procs.Interrupted as e:
+            if precision is not None:
+                precision.tick()
             self._abort("interrupted", str(e), str(e))
             print(f"\nstallscope run: {e}; finished reps kept. Resume with:\n"
                   f"  stallscope run --resume {self.run_dir}", file=sys.stderr)
@@ -75,6 +87,14 @@ class Runner:
                                   None if not failed else f"{len(failed)} rep(s) failed", now_iso())
         run.save()
         return 0 if not failed else 1
+
+    def _next(self) -> Rep | None:
+        """The first rep of the schedule still to run in this session (each runs once)."""
+        for r in self.m.schedule:
+            if id(r) in self._todo:
+                self._todo.discard(id(r))
+                return r
+        return None
 
     def _abort(self, state: str, reason: str, rep_reason: str) -> None:
         """Kill everything the run started; the rep that was running is failed."""

@@ -16,7 +16,8 @@ from collectors.build.spec import GRAMMAR
 from collectors.host import machine, procs
 from collectors.command import run_command
 from collectors.runner.manifest import now_iso
-from collectors.runner.options import PAIRED_WINDOW_S, PAIRED_WINDOWS
+from collectors.runner.options import (DEFAULT_BUDGET_S, PAIRED_WINDOW_S, PAIRED_WINDOWS,
+                                       duration_type, precision_type)
 from collectors.sweep.options import PAIRINGS, SweepOptions
 from collectors.sweep.plan import Plan, PlanError, check_fit, make_plan, parse_variants, plan_lines
 from collectors.sweep.sweeper import PREFIX, Sweeper, options_of
@@ -89,6 +90,7 @@ def parser() -> argparse.ArgumentParser:
                    help=f"paired window length (default {PAIRED_WINDOW_S:g})")
     p.add_argument("--paired-windows", type=int, default=PAIRED_WINDOWS, metavar="N",
                    help=f"windows per paired rep (default {PAIRED_WINDOWS})")
+    add_precision_arguments(p)
     p.add_argument("--lookup", metavar="F1,F2", type=lambda s: [x for x in s.split(",") if x],
                    help="the function of the lookup column (first found); default: the focus "
                         "function with the highest baseline CPU time per operation")
@@ -104,13 +106,34 @@ def parser() -> argparse.ArgumentParser:
     return p
 
 
+def add_precision_arguments(p: argparse.ArgumentParser) -> None:
+    """--precision and --budget, per point (sweep and experiment)."""
+    p.add_argument("--precision", type=precision_type, metavar="PCT",
+                   help="each paired point adds reps until its throughput interval is at most "
+                        "PCT of the ratio wide either way (e.g. 2%%), or its --budget is spent "
+                        "(`stallscope run --precision`); --reps is then each point's first stage")
+    p.add_argument("--budget", type=duration_type, metavar="TIME",
+                   help="with --precision: wall time per point (30m, 1h; default 30m)")
+
+
+def precision_options(args: argparse.Namespace) -> tuple[float | None, float | None]:
+    if args.budget is not None and args.precision is None:
+        raise PlanError("--budget goes with --precision (it bounds the reps each point adds)")
+    budget = args.budget if args.budget is not None else (DEFAULT_BUDGET_S if args.precision else None)
+    return args.precision, budget
+
+
+
 def _options(args: argparse.Namespace) -> SweepOptions:
     if args.reps < 1 or args.profile_reps < 0:
         raise PlanError("--reps must be at least 1 and --profile-reps at least 0")
+    precision, budget = precision_options(args)
+    if precision is not None and args.reps < 3:
+        raise PlanError("--precision needs a first stage of at least 3 paired reps (--reps)")
     return SweepOptions(reps=args.reps, profile=args.profile, profile_reps=args.profile_reps,
                         pairing=args.pairing, paired_window_s=args.paired_window,
                         paired_windows=args.paired_windows, lookup=list(args.lookup or []),
-                        skip_unfit=args.skip_unfit)
+                        skip_unfit=args.skip_unfit, precision=precision, budget_s=budget)
 
 
 def host_summary() -> dict:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from analysis.inputs.case import Case
 from analysis.sweep.manifest import Estimate
-from collectors.runner.manifest import TWO_SERVER_HEADROOM
+from collectors.runner.pairing import room_for_two
 from collectors.sweep.options import SweepOptions
 from collectors.workload.dataset import keyspace_bytes_estimate
 
@@ -28,7 +28,6 @@ PAIRED_SETTLE_S = {"config": 0.1, "servers": 0.15}   # per switch of the active 
 MEMORY_FACTOR = 1.25             # allocator slack and the estimate's own error (about +-30%)
 SERVER_BASE_BYTES = 16 << 20     # an empty server
 HOST_SHARE = 0.85                # of MemTotal a point may plan to use (no swap on the CI VM)
-TWO_SERVER_SHARE = 0.8           # the runner's rule for two servers loaded at once
 
 
 def elements(case: Case) -> int:
@@ -47,10 +46,9 @@ def pairing(case: Case, opts: SweepOptions, config_only: bool, memory_bytes: int
         return None, f"interleaved reps, a server start each ({variants} variants: pairing takes two)"
     if config_only:
         return "config", "paired windows, one server process (CONFIG SET between windows)"
-    need = 2 * TWO_SERVER_HEADROOM * keyspace_bytes_estimate(case)
-    if memory_bytes and need > TWO_SERVER_SHARE * memory_bytes:
-        return None, (f"interleaved reps (two servers at once would need about {need / 2**30:.1f} GiB, "
-                      f"more than {TWO_SERVER_SHARE:.0%} of this host's memory)")
+    room = room_for_two(case, memory_bytes)
+    if room:
+        return None, f"interleaved reps ({room})"
     # Two builds loaded at once, ABBA windows: the demo's default since it halves the
     # interval for the same time on the machine (bench/precision.py).
     return "servers", "paired windows, two servers loaded at once"

@@ -20,7 +20,8 @@ SEED_ROW = {"at": dict, "setup": str, "base": (int, float), "cand": (int, float)
             "gain": (int, float), "unit": str}
 # Sweep options an experiment may fix (per size too): the names of collectors.sweep.options.
 OPTIONS = {"reps": int, "profile_reps": int, "profile": str, "paired_window_s": (int, float),
-           "paired_windows": int, "pairing": str, "skip_unfit": bool}
+           "paired_windows": int, "pairing": str, "skip_unfit": bool,
+           "precision": (int, float), "budget_s": (int, float)}
 
 
 @dataclass

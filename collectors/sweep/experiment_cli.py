@@ -17,7 +17,9 @@ from collectors.host import procs
 from collectors.command import run_command
 from collectors.runner.manifest import now_iso
 from collectors.runner.progress import duration
-from collectors.sweep.cli import build_all, create, host_summary
+from collectors.runner.options import DEFAULT_BUDGET_S
+from collectors.sweep.cli import (add_precision_arguments, build_all, create, host_summary,
+                                  precision_options)
 from collectors.sweep.experiment import Experiment, Part, experiment_files, load_experiment
 from collectors.sweep.options import SweepOptions
 from collectors.sweep.plan import Plan, PlanError, check_fit, make_plan, plan_lines, total_s
@@ -56,6 +58,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE",
                    help="override one case field at every point of every part, after the part's "
                         "own settings, type-checked like a case file (repeat): server.config.hz=100")
+    add_precision_arguments(p)
     p.add_argument("--resume", metavar="EXP_DIR", help="run what an interrupted experiment left")
     p.add_argument("--report", metavar="EXP_DIR", help="only (re)render the report of EXP_DIR")
     p.add_argument("--out", default="experiments", help="where experiment directories go (default experiments/)")
@@ -64,11 +67,18 @@ def parser() -> argparse.ArgumentParser:
     return p
 
 
-def sweep_options(exp: Experiment, size: str, skip_unfit: bool) -> SweepOptions:
+def sweep_options(exp: Experiment, size: str, skip_unfit: bool,
+                  precision: tuple[float | None, float | None] = (None, None)) -> SweepOptions:
+    """The file's options at `size`, then the command line's (--skip-unfit, --precision and
+    --budget win over the file's)."""
     known = set(SweepOptions.__dataclass_fields__)
     opts = {k: v for k, v in exp.options_at(size).items() if k in known}
     # the file may list the seed's sizes that a smaller host cannot hold (reported as not run)
     opts["skip_unfit"] = skip_unfit or bool(opts.get("skip_unfit"))
+    if precision[0] is not None:
+        opts["precision"], opts["budget_s"] = precision
+    elif opts.get("precision") is not None and opts.get("budget_s") is None:
+        opts["budget_s"] = DEFAULT_BUDGET_S
     return SweepOptions(**opts)
 
 
@@ -90,6 +100,8 @@ def sweep_argv(exp: Experiment, part: Part, size: str, opts: SweepOptions,
             "--profile-reps", str(opts.profile_reps),
             "--pairing", opts.pairing, "--paired-window", f"{opts.paired_window_s:g}",
             "--paired-windows", str(opts.paired_windows)]
+    if opts.precision is not None:
+        argv += ["--precision", f"{opts.precision:g}", "--budget", f"{opts.budget_s:g}"]
     for a in part.axes_at(size):
         argv += ["--axis", a]
     for s in part.sets_at(size) + list(extra):
@@ -110,7 +122,7 @@ def list_experiments() -> int:
 
 def _new(args: argparse.Namespace, argv: list[str], log) -> tuple[Path, Experiment] | None:
     exp = load_experiment(args.name)
-    opts = sweep_options(exp, args.size, args.skip_unfit)
+    opts = sweep_options(exp, args.size, args.skip_unfit, precision_options(args))
     host = host_summary()
     plans = [part_plan(exp, part, args.size, opts, host, args.set) for part in exp.parts]
     for part, plan in zip(exp.parts, plans):

@@ -22,4 +22,8 @@ class SweepOptions:
     paired_windows: int = PAIRED_WINDOWS
     load_generator: str = "auto"
     lookup: list[str] = field(default_factory=list)   # the lookup column's function(s)
+    # every paired point adds reps until its throughput interval is this narrow (a fraction
+    # of the ratio) or budget_s is spent (`stallscope run --precision`); None: `reps` reps
+    precision: float | None = None
+    budget_s: float | None = None
     skip_unfit: bool = False         # run the points that fit, mark the others skipped

@@ -1,0 +1,170 @@
+"""--precision: add reps until the interval of the run's main change is as narrow as asked,
+or the budget is spent (Stein's two-stage design, analysis/twostage.py; docs/statistics.md).
+
+The unit is what the interval is computed over: a paired rep (both variants side by side),
+or, in a run that cannot pair (an rdb-load case, no room for two servers), a block of one
+rep per variant run back to back (A B, then B A ...), whose ratio cancels the drift the
+block shares. The run starts with `reps` units, the first stage (the pilot), then its
+profile reps. When the pilot is done, its spread s0 (sd of its units' log ratios) fixes the
+total N = max(pilot, ceil((t * s0 / h)^2)); the N - pilot further units go at the end of the
+schedule. Before each of their reps the clock is checked: it starts only if, at the pace
+of the units so far, it fits the budget. Neither decision looks at the change itself, so the
+two-stage interval keeps its 95% at whatever unit the run ends; manifest.json `precision`
+says which ended it (the planned precision, or the budget).
+
+A unit that failed is replaced (the plan counts units that measured), budget permitting.
+"""
+from __future__ import annotations
+
+import math
+import statistics
+import time
+from datetime import datetime
+
+from analysis import twostage
+from analysis.compare.throughput import main_log_ratios
+from analysis.inputs.manifest import PrecisionPlan, Rep
+from analysis.inputs.rundir import RunDir
+from collectors.runner.context import RunContext
+from collectors.runner.progress import duration
+
+MAX_UNITS = 200         # a plan past this is a sign of a broken host, not of a small change
+
+
+class PrecisionRun:
+    """Grows and trims the schedule of a --precision run as its units finish."""
+
+    def __init__(self, run: RunContext):
+        self.run = run
+        self.plan: PrecisionPlan = run.manifest.precision
+        self.names = list(run.variants)
+        self.kind = "paired" if run.opts.paired else "throughput"
+        self._t0 = time.monotonic()
+        self._spent0 = self.plan.spent_s or 0.0
+
+    # ------------------------------------------------------------------ the clock
+    def spent(self) -> float:
+        """Wall time of the run's sessions so far (a resumed run adds to the first's)."""
+        return self._spent0 + time.monotonic() - self._t0
+
+    def tick(self) -> None:
+        self.plan.spent_s = round(self.spent(), 1)
+
+    def _unit_seconds(self) -> float | None:
+        """Median wall time of one unit: a paired rep, or one rep per variant."""
+        secs = [s for r in self._reps() if r.status == "ok" and (s := _seconds(r)) is not None]
+        if not secs:
+            return None
+        return statistics.median(secs) * (1 if self.kind == "paired" else len(self.names))
+
+    # ------------------------------------------------------------- the decisions
+    def may_start(self, rep: Rep) -> bool:
+        """False when `rep` belongs to a unit past the pilot that the budget has no room
+        for: then every unit rep not run yet is dropped and the run says the budget ended it."""
+        if rep.kind != self.kind or self._units() < self.plan.pilot or self.plan.budget_s is None:
+            return True
+        need = self._unit_seconds() or 0.0
+        if self.spent() + need <= self.plan.budget_s:
+            return True
+        self.run.manifest.schedule = [r for r in self.run.manifest.schedule
+                                      if not (r.kind == self.kind and r.status == "pending")]
+        self.plan.ended_by = "budget"
+        self.plan.note = (f"budget of {duration(self.plan.budget_s)} spent after {self._units()} of "
+                          f"{self.plan.planned} planned {self._word()}s (one more takes about "
+                          f"{duration(need)})")
+        self.run.note(f"precision: {self.plan.note}", always=True)
+        return False
+
+    def after(self, rep: Rep) -> None:
+        """After a unit's rep: replace the unit if it failed; at the end of the pilot, plan
+        the rest; then say where the interval stands."""
+        if rep.kind != self.kind:
+            return
+        self.tick()
+        if rep.status != "ok":
+            self._append(1)
+        done = self._units()
+        if self.plan.planned is None and done >= self.plan.pilot:
+            self._plan(done)
+        if self.kind == "paired" or self._block_complete():
+            self.run.note(self._progress(done), always=True)
+        if self.plan.planned is not None and done >= self.plan.planned and self.plan.ended_by is None:
+            self.plan.ended_by = "precision"
+            self.plan.note = f"{done} {self._word()}s as planned for ±{self.plan.target:.1%} of the ratio"
+
+    def _plan(self, done: int) -> None:
+        x = self.log_ratios()[: self.plan.pilot]
+        sd0 = float(statistics.stdev(x))
+        self.plan.pilot_sd = round(sd0, 6)
+        want = twostage.planned_reps(sd0, self.plan.pilot, math.log1p(self.plan.target))
+        self.plan.planned = min(want, MAX_UNITS)
+        if want > MAX_UNITS:
+            self.plan.note = f"the first stage's spread asks for {want} {self._word()}s; capped at {MAX_UNITS}"
+        self._append(self.plan.planned - done)
+
+    def _append(self, n: int) -> None:
+        """n more units at the end of the schedule (after the profile reps)."""
+        sched = self.run.manifest.schedule
+        added = 0
+        for _ in range(max(n, 0)):
+            if self.kind == "paired":
+                top = max((r.rep for r in sched if r.kind == "paired"), default=0)
+                sched.append(Rep(variant="paired", rep=top + 1, kind="paired"))
+                added += 1
+                continue
+            # a block of one rep per variant, alternating which goes first (A B, B A, ...)
+            blocks = min(sum(1 for r in sched if r.variant == v and r.kind == self.kind)
+                         for v in self.names)
+            order = self.names[blocks % 2:] + self.names[:blocks % 2]
+            for v in order:
+                top = max((r.rep for r in sched if r.variant == v), default=0)
+                sched.append(Rep(variant=v, rep=top + 1, kind=self.kind))
+                added += 1
+        if added and self.run.progress is not None:
+            self.run.progress.total += added
+
+    # ------------------------------------------------------------------ reading
+    def _reps(self) -> list[Rep]:
+        return [r for r in self.run.manifest.schedule if r.kind == self.kind]
+
+    def _units(self) -> int:
+        """Units that measured: ok paired reps, or blocks with an ok rep of every variant."""
+        if self.kind == "paired":
+            return sum(1 for r in self._reps() if r.status == "ok")
+        return len(self.log_ratios())
+
+    def _block_complete(self) -> bool:
+        ok = [sum(1 for r in self._reps() if r.variant == v and r.status == "ok") for v in self.names]
+        return len(set(ok)) == 1
+
+    def _word(self) -> str:
+        return "paired rep" if self.kind == "paired" else "block"
+
+    def log_ratios(self) -> list[float]:
+        """Each measured unit's log ratio of the main metric, in order (the values of the
+        interval)."""
+        run = RunDir(self.run.run_dir, self.run.manifest)
+        return main_log_ratios(run, self.names[0], self.names[1])
+
+    def _progress(self, done: int) -> str:
+        p = self.plan
+        x = self.log_ratios()
+        if len(x) < max(p.pilot, twostage.MIN_PILOT):
+            return f"precision: first stage {len(x)} of {p.pilot} {self._word()}s done"
+        iv = twostage.interval(x, p.pilot)
+        left = max(0, (p.planned or 0) - done)
+        pace = self._unit_seconds()
+        eta = f", about {duration(left * pace)}" if left and pace else ""
+        budget = f"; {duration(self.spent())} of the {duration(p.budget_s)} budget spent" if p.budget_s else ""
+        return (f"precision: {done} {self._word()}s, change {math.expm1(iv.mean):+.1%} "
+                f"[{math.expm1(iv.low):+.1%}, {math.expm1(iv.high):+.1%}] (±{math.expm1(iv.half_width):.1%} "
+                f"of the ratio, target ±{p.target:.1%}); {left} more planned{eta}{budget}")
+
+
+def _seconds(r: Rep) -> float | None:
+    try:
+        a = datetime.strptime(r.started, "%Y-%m-%dT%H:%M:%SZ")
+        b = datetime.strptime(r.finished, "%Y-%m-%dT%H:%M:%SZ")
+    except (TypeError, ValueError):
+        return None
+    return (b - a).total_seconds()
