@@ -98,7 +98,7 @@ def test_inlined_or_caller_cost_goes_to_the_summary_as_cumulative(res):
     item = next(i for i in res.summary if i.subject == "msetGenericCommand")
     assert item.values[0].measure == "cumulative share" and item.verdict == "improvement"
     assert item.values[0].base == pytest.approx(r.base_cum.median)
-    label, text, verdict = next(x for x in summary_lines(res) if x[0].startswith("msetGenericCommand"))
+    label, text, verdict, _ = next(x for x in summary_lines(res) if x[0].startswith("msetGenericCommand"))
     assert label == "msetGenericCommand (cumulative)"
     assert text.startswith(f"{r.base_cum.median:.1f}% → {r.cand_cum.median:.1f}% (−22% [")
 
@@ -109,7 +109,8 @@ def test_new_in_candidate_is_the_new_codes_price_not_a_regression(res):
         c, _ = hand("prefetch", fn)
         assert b == [0.0, 0.0, 0.0] and min(c) > 1.0
         r = row(res.profile.movers, fn)
-        assert r.flat_change.verdict == "regression"            # the statistic alone
+        # the statistic alone (at the function family's level) calls a rise, or too noisy
+        assert r.flat_change.delta > 1.0 and r.flat_change.verdict in ("regression", "unstable")
         assert r.flat_verdict.verdict == "new in candidate"
         assert f"{statistics.median(c):.2f}% of samples" in r.flat_verdict.reason
         assert "ns per operation" in r.flat_verdict.reason
@@ -128,13 +129,18 @@ def test_swapped_the_helpers_are_gone():
 
 def test_share_verdict_never_contradicts_the_per_op_one(res):
     # lookupKey: share 14.6% -> 14.5% ("no change") while its CPU time per MSET fell 30%:
-    # every other function got cheaper too. The verdict is the per-op one, and says why.
+    # every other function got cheaper too. The verdict is the per-op one, and says why,
+    # with the whole profile's own move (its CPU time per MSET fell 32%).
     r = row(res.profile.focus, "lookupKey")
     assert r.flat_change.verdict == "no change" and r.flat_ns_change.verdict == "improvement"
     assert r.flat_verdict.verdict == "improvement"
     assert r.flat_verdict.basis == "CPU time per operation"
-    assert r.flat_verdict.note == ("share unchanged, cost per op down: the rest of the "
-                                   "profile moved alike")
+    t = res.profile.per_op_total.change
+    assert t.verdict == "improvement"
+    assert r.flat_verdict.note == ("share unchanged, cost per op down: the whole profile's CPU "
+                                   f"time per operation moved {t.rel:+.0%} [{t.rel_ci_low:+.0%}, "
+                                   f"{t.rel_ci_high:+.0%}] alike")
+    assert "-32% [" in r.flat_verdict.note
     item = next(i for i in res.summary if i.subject == "lookupKey")
     assert item.verdict == "improvement" and item.note == r.flat_verdict.note
     for f in res.profile.focus + res.profile.movers:
@@ -242,7 +248,7 @@ def test_an_inlined_focus_function_is_summarised_by_its_cumulative_cost():
     assert (item.values[0].base, item.values[0].cand) == (pytest.approx(h.base_cum.median),
                                                          pytest.approx(h.cand_cum.median))
     assert item.verdict == h.cum_verdict.verdict
-    label, text, _ = next(x for x in summary_lines(r) if x[0].startswith("hashtableFind"))
+    label, text, _, _ = next(x for x in summary_lines(r) if x[0].startswith("hashtableFind"))
     assert r.profile.thread == "all" and label == "hashtableFind (cumulative)"
     assert text.startswith(f"{h.base_cum.median:.1f}% → {h.cand_cum.median:.1f}%")
 
@@ -291,9 +297,17 @@ def test_unpipelined_the_summary_says_the_server_could_not_show_the_change():
     top = r.summary[0]
     assert top.what == "paired throughput"
     assert "the host, not the server's main thread, limited throughput" in top.note
-    # and the lookup's cumulative drop is in the summary (hashtableFind is inlined here)
+    # the lookup's cumulative cost is in the summary (hashtableFind is inlined here): about
+    # 70% cheaper per GET in 3 profile reps a side, but with reps this far apart (CV 31%) it
+    # is not established once 26 function verdicts are judged together (Benjamini-Hochberg,
+    # adjusted p ~0.1), and the row says how large a change it could have seen
     look = next(i for i in r.summary if i.subject == "hashtableFind")
-    assert look.values[0].measure == "cumulative share" and look.verdict == "improvement"
+    assert look.values[0].measure == "cumulative share"
+    assert look.values[1].change < -0.5 and look.verdict == "unstable"
+    fam = next(f for f in r.fdr if f.family == "function")
+    assert fam.comparisons == 26 and fam.discoveries == 0
+    row = next(f for f in r.profile.focus if f.name == "hashtableFind")
+    assert row.cum_verdict.detectable is not None and row.cum_verdict.detectable > 0.7
 
 
 def test_the_demo_report_prints_its_truncated_share_even_when_fine(tmp_path):

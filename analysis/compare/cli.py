@@ -83,8 +83,8 @@ def main(argv: list[str] | None = None) -> int:
     except ValueError as e:   # bad options; parser errors from throughput/profile name their file
         print(f"analysis compare: error: {e}", file=sys.stderr)
         return 2
-    for label, text, verdict in summary_lines(r):
-        print(f"{label}: {text}{' ' + verdict if verdict else ''}")
+    for x in summary_lines(r):
+        print(f"{x.label}: {x.text}{' ' + x.verdict if x.verdict else ''}")
     print(f"wrote {paths['md']}, {paths['html']}, {paths['json']}")
     return 0
 

@@ -12,6 +12,8 @@ from pathlib import Path
 
 from analysis.compare.environment import environment, reproduce
 from analysis.compare.errors import CompareError
+from analysis.compare.families import metric_fdr
+from analysis.compare.measurement import measurement
 from analysis.compare.options import CompareOptions
 from analysis.compare.profiler_cost import profiler_cost
 from analysis.compare.profiles import main_names, profiles
@@ -110,6 +112,8 @@ def analyse(run: RunDir, opts: CompareOptions, out: Path | None = None) -> Resul
     r.throughput, r.latency = throughput(run, base, cand, opts)
     r.paired = paired(run, base, cand, opts)
     r.throughput += load_time(run, base, cand, opts)      # rdb-load cases
+    # a --precision run's main row (two-stage) is the one comparison it was planned for
+    metrics = metric_fdr([x for x in r.throughput + r.latency if "two-stage" not in x.change.method], opts)
     _label(run, r)
     r.profile, merged = profiles(run, base, cand, focus, opts)
     if out is not None and merged:
@@ -119,6 +123,9 @@ def analyse(run: RunDir, opts: CompareOptions, out: Path | None = None) -> Resul
     r.tma = tma(run, base, cand)
     r.environment = environment(run, base, cand)
     r.reproduce = reproduce(run)
+    r.fdr = [f for f in (metrics, r.profile.fdr) if f is not None]
+    main = r.paired[0] if r.paired else (r.throughput[0] if r.throughput else None)
+    r.measurement = measurement(m, main)
     r.notes = _notes(run, r)
     r.summary = summary(r)
     return r

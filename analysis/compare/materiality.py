@@ -60,24 +60,31 @@ def _one_sided(m: Measure, has_b: bool, has_c: bool) -> Judgement | None:
                            "something that was there")
 
 
-def _dilution(share: str, per_op: str) -> str:
+def _dilution(share: str, per_op: str, total: ChangeOut | None = None) -> str:
     """Why the share verdict differs from the per-op one, or "" when it does not (an
-    unstable side says nothing either way)."""
+    unstable side says nothing either way). A cost per op that moved while the share did
+    not means the whole profile's cost per op moved alike: `total` (the view's all-samples
+    CPU time per operation) shows by how much."""
     up = {"regression": "up", "improvement": "down"}
     if share in _MOVE and per_op == "no change":
         return f"share {up[share]} by dilution, cost per op unchanged"
-    if share == "no change" and per_op in _MOVE:
-        return (f"share unchanged, cost per op {up[per_op]}: the rest of the profile "
-                f"moved alike")
+    if share in ("no change", "unstable") and per_op in _MOVE:
+        alike = "the rest of the profile moved alike"
+        if total is not None and total.rel is not None and total.rel_ci_low is not None:
+            alike = (f"the whole profile's CPU time per operation moved {total.rel:+.0%} "
+                     f"[{total.rel_ci_low:+.0%}, {total.rel_ci_high:+.0%}] alike")
+        return f"share {'unchanged' if share == 'no change' else 'too noisy to say'}, cost per op {up[per_op]}: {alike}"
     if share in _MOVE and per_op in _MOVE and share != per_op:
         return f"share {up[share]} by dilution, cost per op {up[per_op]}"
     return ""
 
 
-def judge(m: Measure, min_share: float = MIN_SHARE, min_samples: float = MIN_SAMPLES
-          ) -> Judgement:
+def judge(m: Measure, min_share: float = MIN_SHARE, min_samples: float = MIN_SAMPLES,
+          total: ChangeOut | None = None) -> Judgement:
     """The verdict of one measure (rules: module docstring). Order: negligible (share
-    floor), too few samples (count floor), new/gone, then the statistic that counts."""
+    floor), too few samples (count floor), new/gone, then the statistic that counts.
+    `total`: the whole profile's CPU time per operation, which the note quotes when a cost
+    per op moved and its share did not."""
     tb, tc = _total(m.base_samples), _total(m.cand_samples)
     samples = (tb, tc)
     has_b, has_c = any(v > 0 for v in m.base.values), any(v > 0 for v in m.cand.values)
@@ -85,7 +92,8 @@ def judge(m: Measure, min_share: float = MIN_SHARE, min_samples: float = MIN_SAM
         return Judgement("negligible", "in no profile rep of either side", *samples)
     if m.base.median < min_share and m.cand.median < min_share:
         return Judgement("negligible", f"under {min_share:g}% of samples on both sides "
-                                       f"({m.base.median:.2f}% → {m.cand.median:.2f}%)", *samples)
+                                       f"({m.base.median:.2f}% → {m.cand.median:.2f}%)", *samples,
+                         detectable=m.change.detectable, detectable_unit="pp")
     if tb is not None and tc is not None and max(tb, tc) < min_samples:
         return Judgement("too few samples", f"too few samples ({max(tb, tc):.0f}, fewer than "
                                             f"{min_samples:g}) for a verdict", *samples)
@@ -95,8 +103,9 @@ def judge(m: Measure, min_share: float = MIN_SHARE, min_samples: float = MIN_SAM
         one.base_samples, one.cand_samples = samples
         return one
     if m.ns_change is None:
-        return Judgement(m.change.verdict, m.change.reason, *samples, basis="share")
+        return Judgement(m.change.verdict, m.change.reason, *samples, basis="share",
+                         detectable=m.change.detectable, detectable_unit="pp")
     per_op, share = m.ns_change.verdict, m.change.verdict
-    note = _dilution(share, per_op)
     return Judgement(per_op, m.ns_change.reason, *samples, basis="CPU time per operation",
-                     note=note)
+                     note=_dilution(share, per_op, total), detectable=m.ns_change.detectable,
+                     detectable_unit="rel")

@@ -12,6 +12,7 @@ from pathlib import Path
 from analysis.compare import profile_reps
 from analysis.compare.options import CompareOptions
 from analysis.compare.materiality import Measure, judge
+from analysis.compare.families import function_fdr
 from analysis.compare.per_op import Factors, per_op
 from analysis.compare.truncation import truncated_stacks
 from analysis.compare.profile_reps import ProfileRep
@@ -87,7 +88,9 @@ def _samples(fn: str, sh: Shares, sw: SampleWeights, v: str, attr: str) -> list[
 
 
 def _judge(row: FunctionRow, sh: Shares, sw: SampleWeights, base: str, cand: str,
-           opts: CompareOptions) -> None:
+           opts: CompareOptions, total: ChangeOut | None = None) -> None:
+    """Both verdicts of a row (materiality.judge); `total`: the verdict of the view's whole
+    CPU time per operation."""
     for k in ("flat", "cum"):
         sb, sc = (_samples(row.name, sh, sw, v, k) for v in (base, cand))
         setattr(row, f"base_{k}_samples", sb)
@@ -95,11 +98,12 @@ def _judge(row: FunctionRow, sh: Shares, sw: SampleWeights, base: str, cand: str
         m = Measure(getattr(row, f"base_{k}"), getattr(row, f"cand_{k}"),
                     getattr(row, f"{k}_change"), sb, sc, getattr(row, f"base_{k}_ns"),
                     getattr(row, f"cand_{k}_ns"), getattr(row, f"{k}_ns_change"))
-        setattr(row, f"{k}_verdict", judge(m, opts.min_share, opts.min_samples))
+        setattr(row, f"{k}_verdict", judge(m, opts.min_share, opts.min_samples, total))
 
 
 def _function_row(fn: str, sh: Shares, base: str, cand: str, thread: str, opts: CompareOptions,
-                  factors: Factors | None, sw: SampleWeights | None = None) -> FunctionRow:
+                  factors: Factors | None, sw: SampleWeights | None = None,
+                  total: ChangeOut | None = None) -> FunctionRow:
     """Flat and cumulative share of one function; with `factors` also its CPU time per
     operation (weight in ns × 1 / operations of the rep's window); its verdicts after
     the materiality rules (analysis/compare/materiality.py)."""
@@ -121,7 +125,7 @@ def _function_row(fn: str, sh: Shares, base: str, cand: str, thread: str, opts: 
             ns[k] = _side_change(b, c, ch, "ns/op")
         row.base_flat_ns, row.cand_flat_ns, row.flat_ns_change = ns["flat"]
         row.base_cum_ns, row.cand_cum_ns, row.cum_ns_change = ns["cum"]
-    _judge(row, sh, sw or {}, base, cand, opts)
+    _judge(row, sh, sw or {}, base, cand, opts, total)
     return row
 
 
@@ -134,11 +138,11 @@ def _mover_key(r: FunctionRow) -> tuple:
 
 
 def _movers(sh: Shares, base: str, cand: str, thread: str, opts: CompareOptions,
-            factors: Factors | None, sw: SampleWeights) -> list[FunctionRow]:
+            factors: Factors | None, sw: SampleWeights, total: ChangeOut | None) -> list[FunctionRow]:
     """Established moves (interval clear of 0) first, then by size; `opts.top` of them."""
     names = sorted({fn for v in sh for _, c in sh[v] for fn, fc in c.items()
                     if fc.flat_share >= MOVER_MIN_SHARE})
-    rows = [_function_row(fn, sh, base, cand, thread, opts, factors, sw) for fn in names]
+    rows = [_function_row(fn, sh, base, cand, thread, opts, factors, sw, total) for fn in names]
     return sorted(rows, key=_mover_key)[: opts.top]
 
 
@@ -197,14 +201,21 @@ def profiles(run: RunDir, base: str, cand: str, focus: list[str], opts: CompareO
         per_op=ops.factors is not None, per_op_reason=ops.reason, per_op_command=ops.command,
         per_op_basis=ops.basis, ops=ops.ops or {}, per_op_total=ops.total)
     sw = {v: {r.rep: r.sample_weight for r in reps[v]} for v in (base, cand)}
-    sec.focus = [_function_row(f, sh, base, cand, thread, opts, ops.factors, sw) for f in present]
+    total = ops.total.change if ops.total is not None else None
+    sec.focus = [_function_row(f, sh, base, cand, thread, opts, ops.factors, sw, total) for f in present]
+    views = {thread: sh}
     if thread != "all":
-        sh_all = _shares(reps, "all", names)
-        sec.focus_other_view = [_function_row(f, sh_all, base, cand, "all", opts, ops.factors, sw)
+        views["all"] = _shares(reps, "all", names)
+        sec.focus_other_view = [_function_row(f, views["all"], base, cand, "all", opts, ops.factors, sw)
                                 for f in present]
-    sec.movers = _movers(sh, base, cand, thread, opts, ops.factors, sw)
+    sec.movers = _movers(sh, base, cand, thread, opts, ops.factors, sw, total)
     sec.truncated = truncated_stacks(reps, base, cand, thread, names)
     sec.callers = _callers(merged, present, base, cand, thread, names)
     if _has_threads(reps):
         sec.threads = _thread_rows(reps, base, cand, names, opts)
+    sec.fdr = function_fdr(sec, opts)
+    final = sec.per_op_total.change if sec.per_op_total is not None else None
+    for row in sec.focus + sec.movers + sec.focus_other_view:
+        # the verdicts again, from the intervals at the family's level
+        _judge(row, views[row.thread], sw, base, cand, opts, final if row.thread == thread else None)
     return sec, merged

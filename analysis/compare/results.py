@@ -13,56 +13,10 @@ import math
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from analysis import stats
+from analysis.compare.summary_items import SummaryItem
+from analysis.compare.values import ChangeOut, Side
 
-SCHEMA = 3
-
-
-@dataclass
-class Side:
-    """One variant's values of one metric (from stats.Summary)."""
-    n: int
-    median: float
-    mean: float
-    stdev: float
-    cv: float
-    min: float
-    max: float
-    values: list[float]
-    reps: list[int] = field(default_factory=list)   # rep number of each value, same order
-
-    @classmethod
-    def of(cls, summary: stats.Summary, reps: list[int] | None = None) -> "Side":
-        return cls(summary.n, summary.median, summary.mean, summary.stdev, summary.cv,
-                   summary.min, summary.max, list(summary.values), list(reps or []))
-
-
-@dataclass
-class ChangeOut:
-    """A change between two sides (from stats.Change), in the metric's unit."""
-    delta: float             # the estimator of the interval's method (`estimator` names it)
-    rel: float | None
-    ci_low: float | None
-    ci_high: float | None
-    rel_ci_low: float | None
-    rel_ci_high: float | None
-    confidence: float | None
-    method: str
-    verdict: str
-    reason: str
-    unit: str = ""
-    estimator: str = ""
-    # The smallest change this run could have established (95% confidence, 80% power,
-    # from its own spread): a fraction for relative metrics (0.041: a change of 4.1%
-    # either way), pp for shares; what a "no change" rules out (stats.detectable_size).
-    detectable: float | None = None
-    p_value: float | None = None     # of "no change", by the interval's own method
-
-    @classmethod
-    def of(cls, c: stats.Change, unit: str = "") -> "ChangeOut":
-        return cls(c.delta, c.rel, c.ci_low, c.ci_high, c.rel_ci_low, c.rel_ci_high,
-                   c.confidence, c.method, c.verdict, c.reason, c.unit or unit, c.estimator,
-                   c.detectable, c.p_value)
+SCHEMA = 4
 
 
 @dataclass
@@ -94,6 +48,10 @@ class Judgement:
     cand_samples: float | None = None
     basis: str = ""          # "CPU time per operation" or "share": whose verdict it is
     note: str = ""           # the share moved by dilution, ...
+    # the smallest change of the measure that speaks this run could have established
+    # (ChangeOut.detectable): a fraction when detectable_unit is "rel", else pp
+    detectable: float | None = None
+    detectable_unit: str = ""
 
 
 @dataclass
@@ -125,6 +83,19 @@ class FunctionRow:
     cand_cum_samples: list[float] | None = None
     flat_verdict: Judgement | None = None    # what the report says of the flat cost
     cum_verdict: Judgement | None = None
+
+
+@dataclass
+class FdrFamily:
+    """Verdicts judged together (analysis/compare/multiplicity.py): `comparisons` rows with
+    a p-value, `discoveries` of them called a change by Benjamini-Hochberg at `q`, every
+    row's interval re-computed at `level`."""
+    family: str              # "function" | "throughput and latency"
+    comparisons: int
+    discoveries: int
+    q: float
+    level: float
+    method: str = ""
 
 
 @dataclass
@@ -185,6 +156,7 @@ class ProfileSection:
     ops: dict[str, list[float]] = field(default_factory=dict)   # variant -> ops per profile rep
     per_op_total: "MetricRow | None" = None   # all samples of the view per operation, ns/op
     truncated: TruncationSection = field(default_factory=lambda: TruncationSection(False))
+    fdr: FdrFamily | None = None     # the verdicts above, judged together (None: fewer than 2)
 
 
 @dataclass
@@ -247,56 +219,21 @@ class Artifacts:
 
 
 @dataclass
-class SummaryValue:
-    """One measured quantity of a summary item."""
-    measure: str             # "throughput", "flat share", "flat CPU time per operation", "TMA node"
-    base: float | None       # the side's median, in `unit`
-    cand: float | None
-    unit: str                # "ops/s", "%", "ns/op", "% of domain"
-    change: float | None     # the change printed: a fraction when change_unit is "rel"
-    change_unit: str         # "rel" (relative, log scale), "pp", or `unit` (no ratio: a value <= 0)
-    ci_low: float | None     # interval of the change, in change_unit
-    ci_high: float | None
-    verdict: str
-
-    @classmethod
-    def relative(cls, measure: str, unit: str, base: Side, cand: Side, c: ChangeOut
-                 ) -> "SummaryValue":
-        if c.rel is None:    # a value <= 0 leaves no ratio: the absolute change stands
-            return cls(measure, base.median, cand.median, unit, c.delta, unit, c.ci_low,
-                       c.ci_high, c.verdict)
-        return cls(measure, base.median, cand.median, unit, c.rel, "rel", c.rel_ci_low,
-                   c.rel_ci_high, c.verdict)
-
-    @classmethod
-    def share(cls, measure: str, base: Side, cand: Side, c: ChangeOut) -> "SummaryValue":
-        """A share as the seed PR comments give it: 8.5% → 1.0% (−88%), the ratio on the
-        log scale with its interval; in pp when a zero share leaves no ratio."""
-        if c.rel is None:
-            return cls.points(measure, base, cand, c)
-        return cls(measure, base.median, cand.median, "%", c.rel, "rel", c.rel_ci_low,
-                   c.rel_ci_high, c.verdict)
-
-    @classmethod
-    def points(cls, measure: str, base: Side, cand: Side, c: ChangeOut) -> "SummaryValue":
-        return cls(measure, base.median, cand.median, "%", c.delta, "pp", c.ci_low, c.ci_high,
-                   c.verdict)
-
-
-SUMMARY_KINDS = ("throughput", "paired throughput", "focus", "new in candidate", "gone", "tma",
-                 "tma absent", "profiler cost")
-
-
-@dataclass
-class SummaryItem:
-    """One entry of the one-glance summary, as data; the renderers word it."""
-    what: str                # one of SUMMARY_KINDS
-    subject: str = ""        # the test, function or TMA node it is about
-    thread: str = ""         # thread view of a focus function
-    values: list[SummaryValue] = field(default_factory=list)   # the headline value first
-    verdict: str = ""        # the verdict that counts, or "" for informational items
-    note: str = ""           # plain text beside the numbers (why absent, not established, ...)
-    label: str = ""          # a throughput row's label (MetricRow.label)
+class Measurement:
+    """How the run measured throughput (manifest.json `pairing`, `precision`) as the report
+    says it: plain sentences, and the numbers behind them."""
+    mode: str = ""               # servers | config | off; "" for runs older than the choice
+    pairing: str = ""            # how and why: "two servers loaded at once, ..."
+    aa: str = ""                 # an A/A run: what that means for every number (else "")
+    precision: str = ""          # a --precision run: asked, what ended it, what it reached
+    target: float | None = None  # half-width asked, fraction of the ratio
+    budget_s: float | None = None
+    pilot: int | None = None
+    pilot_sd: float | None = None
+    planned: int | None = None
+    units: int | None = None     # paired reps (or A/B blocks) measured
+    ended_by: str | None = None  # precision | budget | None (cut short, or still running)
+    half_width: float | None = None   # reached, fraction of the ratio
 
 
 @dataclass
@@ -355,6 +292,9 @@ class Results:
     artifacts: Artifacts = field(default_factory=Artifacts)
     summary: list[SummaryItem] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    # families of verdicts controlled together for their false discovery rate
+    fdr: list[FdrFamily] = field(default_factory=list)
+    measurement: Measurement = field(default_factory=Measurement)
     schema: int = SCHEMA
 
     def to_json(self) -> dict[str, Any]:

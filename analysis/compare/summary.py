@@ -8,7 +8,8 @@ from __future__ import annotations
 import re
 
 from analysis.compare.results import (FunctionRow, MetricRow, ProfileSection, ProfilerCost, Results,
-                                      SaturationSection, SummaryItem, SummaryValue, TmaSection)
+                                      SaturationSection, TmaSection)
+from analysis.compare.summary_items import SummaryItem, SummaryValue
 
 
 def _metric(what: str, row: MetricRow, sat: SaturationSection) -> SummaryItem:
@@ -16,7 +17,8 @@ def _metric(what: str, row: MetricRow, sat: SaturationSection) -> SummaryItem:
     note = sat.note if sat.available and sat.bottleneck != "server" else ""
     return SummaryItem(what, row.test, values=[SummaryValue.relative(
         row.metric, row.unit, row.base, row.cand, row.change)], verdict=row.change.verdict,
-        note=note, label=row.label)
+        note=note, label=row.label, detectable=row.change.detectable,
+        detectable_unit="pp" if row.change.unit == "pp" else "rel")
 
 
 def _profiler_cost(c: ProfilerCost) -> list[SummaryItem]:
@@ -60,7 +62,8 @@ def _function_item(what: str, row: FunctionRow, k: str) -> SummaryItem:
                                getattr(row, f"cand_{k}"), getattr(row, f"{k}_change"))
     item = SummaryItem(what, row.name, row.thread, [share], j.verdict,
                        j.note or (j.reason if j.verdict in ("too few samples", "new in candidate",
-                                                            "gone") else ""))
+                                                            "gone") else ""),
+                       detectable=j.detectable, detectable_unit=j.detectable_unit)
     b, c, ch = getattr(row, f"base_{k}_ns"), getattr(row, f"cand_{k}_ns"), getattr(row, f"{k}_ns_change")
     if b and c and ch:
         # The per-operation cost does not dilute, so it carries the verdict (materiality.py);

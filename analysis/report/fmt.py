@@ -59,6 +59,35 @@ def signed_value(x: float | None, unit: str) -> str:
     return ("+" if x > 0 else "−" if x < 0 else "±") + value(abs(x), unit)
 
 
+def level(x: float) -> str:
+    """A confidence level as a table header prints it: 95%, 96.7%, 99.8%."""
+    return f"{x * 100:.1f}".rstrip("0").rstrip(".") + "%"
+
+
+QUIET = ("no change", "unstable", "negligible")     # verdicts that say what they could not see
+
+
+def detectable(size: float | None, unit: str) -> str:
+    """The smallest change a run could have established, as text: "±4.1%" (unit "rel"),
+    "0.80 pp"; sizes past ±100% read "more than ±100%" (a ratio that far says nothing)."""
+    if size is None:
+        return ""
+    if unit == "pp":
+        return f"{size:.2f} pp"
+    return "more than ±100%" if size > 1 else f"±{size * 100:.1f}%"
+
+
+def quiet_verdict(verdict: str, size: float | None, unit: str) -> str:
+    """"no change larger than ±4.1%", "unstable (could see ±12.0%)", "negligible (could see
+    0.80 pp)": a verdict that saw nothing, with the size it could have seen."""
+    d = detectable(size, unit)
+    if verdict not in QUIET or not d:
+        return verdict
+    if verdict == "no change":
+        return f"no change larger than {d}"
+    return f"{verdict} (could see {d})"
+
+
 def rel_ci(c: ChangeOut) -> str:
     if c.rel_ci_low is None or c.rel_ci_high is None:
         return "[n/a]"

@@ -19,9 +19,10 @@ from markupsafe import Markup
 from analysis.compare.results import Results
 from analysis.report import plots
 from analysis.report.fmt import (THREAD_LABEL, change_cells, fmt_ns, fmt_pct, fmt_signed,
-                                 fn_verdict, known, patches, pp_ci, row_name, samples, share,
-                                 short_test, truncated_text, value, verdict_notes)
-from analysis.report.markdown_tables import per_op_note
+                                 fn_verdict, known, level, patches, pp_ci, quiet_verdict,
+                                 row_name, samples, share, short_test, truncated_text, value,
+                                 verdict_notes)
+from analysis.report.markdown_tables import function_level, per_op_note
 from analysis.report.summary import lines as summary_lines
 
 TEMPLATES = Path(__file__).with_name("templates")
@@ -44,7 +45,7 @@ def _env() -> Environment:
                        patches=patches, samples=samples)
     env.globals.update(change_cells=change_cells, pp_ci=pp_ci, thread_label=THREAD_LABEL,
                        per_op_note=per_op_note, fn_verdict=fn_verdict, verdict_notes=verdict_notes,
-                       truncated_text=truncated_text)
+                       truncated_text=truncated_text, level=level, quiet=quiet_verdict)
     return env
 
 
@@ -73,6 +74,9 @@ def render(r: Results, out_dir: Path) -> str:
     for fl in flames:
         fl["uri"] = _data_uri(out_dir / fl["file"])
     flames = [f for f in flames if f["uri"]]
+    metric_fdr = next((f for f in r.fdr if f.family == "throughput and latency"), None)
     return _env().get_template("report.html.j2").render(
         r=r, summary=summary_lines(r), tput_plots=tput_plots, share_plots=share_plots,
-        funnel_plot=funnel_plot, flames=flames)
+        funnel_plot=funnel_plot, flames=flames, metric_fdr=metric_fdr,
+        metric_level=metric_fdr.level if metric_fdr else r.settings.confidence,
+        fn_level=function_level(r))

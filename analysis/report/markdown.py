@@ -13,8 +13,10 @@ from __future__ import annotations
 
 from analysis.compare.results import Results
 from analysis.report import funnel_md, markdown_details as det
-from analysis.report.fmt import THREAD_LABEL, fmt_pct, fmt_signed, known, patches, truncated_text
-from analysis.report.markdown_tables import fn_table, metric_rows, notes_lines, per_op_table
+from analysis.report.fmt import (THREAD_LABEL, fmt_pct, fmt_signed, known, level, patches,
+                                 truncated_text)
+from analysis.report.markdown_tables import (fdr_line, fn_table, function_level, metric_rows,
+                                             notes_lines, per_op_table)
 from analysis.report.mdtext import code_fence, code_span, esc, esc_spans
 from analysis.report.summary import lines as summary_lines
 
@@ -29,9 +31,11 @@ def _head(r: Results) -> list[str]:
     if r.case.overrides:
         out += ["Set for this run (over the case file): "
                 + ", ".join(code_span(o) for o in r.case.overrides) + ".", ""]
-    items = [f"{esc(label)} {esc(text)}" + (f" **{esc(v)}**" if v else "")
-             for label, text, v in summary_lines(r)]
+    items = [f"{esc(x.label)} {esc(x.text)}" + (f" **{esc(x.verdict)}**" if x.verdict else "")
+             for x in summary_lines(r)]
     out += ["**Summary:** " + " · ".join(items), ""]
+    if r.measurement.aa:
+        out += [f"> A/A run: {esc_spans(r.measurement.aa)}", ""]
     for n in r.notes:
         out += [f"> Note: {esc_spans(n)}", ""]
     return out
@@ -40,8 +44,10 @@ def _head(r: Results) -> list[str]:
 def _throughput(r: Results) -> list[str]:
     if not r.throughput and not r.paired:
         return []
+    fam = next((f for f in r.fdr if f.family == "throughput and latency"), None)
+    conf = fam.level if fam is not None else r.settings.confidence
     out = ["### Throughput", "",
-           f"| Test | Baseline ({esc(r.base)}) | PR ({esc(r.cand)}) | Change | 95% CI | Verdict |",
+           f"| Test | Baseline ({esc(r.base)}) | PR ({esc(r.cand)}) | Change | {level(conf)} CI | Verdict |",
            "|---|---|---|---|---|---|"]
     out += metric_rows(r.throughput, False)
     out += metric_rows(r.paired, True)
@@ -49,8 +55,21 @@ def _throughput(r: Results) -> list[str]:
     out += ["", "Medians over reps; CV = spread (stdev/mean); the change is a ratio on the "
             f"log scale. Waterlines: noise {r.settings.noise * 100:g}%, regression "
             f"{r.settings.regression * 100:g}%, decided after the confidence interval "
-            "(latency: lower is better).", ""]
+            "(latency: lower is better). A verdict that saw no change says how large a change "
+            "the run could have seen (95% confidence, 80% power, from its own spread).", ""]
+    out += fdr_line(fam) + _pairing(r)
     return out + _saturation(r)
+
+
+def _pairing(r: Results) -> list[str]:
+    """How throughput was measured, and what ended a --precision run."""
+    out = []
+    p = r.measurement
+    if p.pairing:
+        out.append(f"Measured: {esc_spans(p.pairing)}.")
+    if p.precision:
+        out.append(f"Precision: {esc_spans(p.precision)}.")
+    return out + [""] if out else []
 
 
 def _saturation(r: Results) -> list[str]:
@@ -84,9 +103,11 @@ def _profile_main(r: Results) -> list[str]:
            f"Shares are % of samples; view: {esc_spans(p.thread_note)} Profile reps: "
            + ", ".join(f"{esc(v)} {len(n)}" for v, n in p.reps.items()) + ".", ""]
     if p.focus:
-        out += ["Flat (self) cost:", ""] + fn_table(p.focus, "flat", r.base, r.cand) + [""]
+        conf = function_level(r)
+        out += ["Flat (self) cost:", ""] + fn_table(p.focus, "flat", r.base, r.cand, confidence=conf) + [""]
         out += ["Cumulative cost (self + callees; shows cost that moved into an inlining caller):",
-                ""] + fn_table(p.focus, "cum", r.base, r.cand) + [""]
+                ""] + fn_table(p.focus, "cum", r.base, r.cand, confidence=conf) + [""]
+        out += fdr_line(p.fdr)
         if p.truncated.exceeds:
             out += [f"> ⚠️ Truncated stacks: {esc_spans(p.truncated.note)}", ""]
         elif p.truncated.available:

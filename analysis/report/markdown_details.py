@@ -4,8 +4,8 @@ the comment must fit GitHub's limit (markdown.render)."""
 from __future__ import annotations
 
 from analysis.compare.results import Results, Side
-from analysis.report.fmt import THREAD_LABEL, fmt_ns, fmt_signed, pp_ci, row_name, share, value
-from analysis.report.markdown_tables import fn_table, notes_lines
+from analysis.report.fmt import THREAD_LABEL, fmt_ns, fmt_signed, level, pp_ci, row_name, share, value
+from analysis.report.markdown_tables import fn_table, function_level, notes_lines
 from analysis.report.mdtext import esc
 
 
@@ -72,7 +72,8 @@ def movers(r: Results, n: int) -> list[str]:
     rows = p.movers[:n]
     body = [f"Flat share change, {THREAD_LABEL[p.thread]}, established moves (interval clear "
             f"of 0) first, then by size. {len(rows)} of {len(p.movers)} listed.", ""]
-    body += fn_table(rows, "flat", r.base, r.cand, p.per_op_command if p.per_op else "")
+    body += fn_table(rows, "flat", r.base, r.cand, p.per_op_command if p.per_op else "",
+                     function_level(r))
     body += [""] + notes_lines(rows, ("flat",))
     return details(f"Top movers ({THREAD_LABEL[p.thread]})", body)
 
@@ -98,7 +99,7 @@ def threads(r: Results) -> list[str]:
     body = []
     if p.threads:
         body += ["Share of all samples per thread group (% of samples):", "",
-                 f"| Thread group | {esc(r.base)} | {esc(r.cand)} | Change | 95% CI |",
+                 f"| Thread group | {esc(r.base)} | {esc(r.cand)} | Change | {level(function_level(r))} CI |",
                  "|---|---|---|---|---|"]
         for t in p.threads:
             body.append(f"| {esc(t.group)} | {share(t.base.median)} | {share(t.cand.median)} | "
@@ -106,8 +107,8 @@ def threads(r: Results) -> list[str]:
         body.append("")
     if p.focus_other_view:
         body += ["Focus functions over all threads (process-wide, % of all samples):", ""]
-        body += fn_table(p.focus_other_view, "flat", r.base, r.cand) + [""]
-        body += fn_table(p.focus_other_view, "cum", r.base, r.cand)
+        body += fn_table(p.focus_other_view, "flat", r.base, r.cand, confidence=function_level(r)) + [""]
+        body += fn_table(p.focus_other_view, "cum", r.base, r.cand, confidence=function_level(r))
     return details("Per thread", body)
 
 

@@ -2,10 +2,11 @@
 paired), function shares (focus, movers, per thread) and CPU time per operation."""
 from __future__ import annotations
 
-from analysis.compare.results import FunctionRow, MetricRow, ProfileSection, Results, Side
+from analysis.compare.results import (ChangeOut, FdrFamily, FunctionRow, Judgement, MetricRow,
+                                      ProfileSection, Results, Side)
 from analysis.report.fmt import (THREAD_LABEL, change_cells, fmt_ns, fmt_pct, fmt_signed,
-                                 fn_verdict, pp_ci, row_name, samples, share, value,
-                                 verdict_notes)
+                                 fn_verdict, level, pp_ci, quiet_verdict, row_name, samples,
+                                 share, value, verdict_notes)
 from analysis.report.mdtext import esc, esc_spans, verdict
 
 
@@ -14,22 +15,48 @@ def side_cell(s: Side, unit: str) -> str:
         else f"{value(s.median, unit)} (n={s.n})"
 
 
+def change_verdict(c: ChangeOut) -> str:
+    """A metric's verdict cell: the mark, and for a verdict that saw nothing the size the
+    run could have seen."""
+    return verdict(c.verdict, quiet_verdict(c.verdict, c.detectable, "pp" if c.unit == "pp" else "rel"))
+
+
+def judgement_verdict(j: Judgement) -> str:
+    return verdict(j.verdict, quiet_verdict(j.verdict, j.detectable, j.detectable_unit or "rel"))
+
+
 def metric_rows(rows: list[MetricRow], with_metric: bool) -> list[str]:
     out = []
     for r in rows:
         change, ci = change_cells(r.change, r.unit)
         name = esc(row_name(r)) + (f" · {esc(r.metric)}" if with_metric else "")
         out.append(f"| {name} | {side_cell(r.base, r.unit)} | {side_cell(r.cand, r.unit)} | "
-                   f"{change} | {ci} | {verdict(r.change.verdict)} |")
+                   f"{change} | {ci} | {change_verdict(r.change)} |")
     return out
 
 
+def function_level(r: Results) -> float:
+    """The confidence of every interval in the function tables (the family's, when its
+    verdicts are judged together)."""
+    return r.profile.fdr.level if r.profile.fdr is not None else r.settings.confidence
+
+
+def fdr_line(fam: FdrFamily | None) -> list[str]:
+    """The sentence under a table whose verdicts were judged together."""
+    if fam is None:
+        return []
+    return [f"These {fam.comparisons} {esc(fam.family)} verdicts are judged together so that "
+            f"chance does not make verdicts (Benjamini-Hochberg, false discovery rate "
+            f"{fam.q * 100:g}%): {fam.discoveries} moved; every interval is at {level(fam.level)} "
+            f"(docs/statistics.md).", ""]
+
+
 def fn_table(rows: list[FunctionRow], kind: str, base: str, cand: str,
-             per_op: str = "") -> list[str]:
+             per_op: str = "", confidence: float = 0.95) -> list[str]:
     """Share table; with `per_op` (the command, e.g. "MSET") a column with the flat CPU
     time per operation and its change (used by the top movers)."""
     extra = f" {kind} per {esc(per_op)} |" if per_op else ""
-    out = [f"| Function | {esc(base)} ({kind}) | {esc(cand)} ({kind}) | Change | 95% CI | Verdict |"
+    out = [f"| Function | {esc(base)} ({kind}) | {esc(cand)} ({kind}) | Change | {level(confidence)} CI | Verdict |"
            + extra, "|---|---|---|---|---|---|" + ("---|" if per_op else "")]
     for r in rows:
         b, c, ch = ((r.base_flat, r.cand_flat, r.flat_change) if kind == "flat"
@@ -44,7 +71,7 @@ def fn_table(rows: list[FunctionRow], kind: str, base: str, cand: str,
         j = fn_verdict(r, kind)
         out.append(f"| {esc(r.name)} | {share(b.median)}{samples(j.base_samples)} | "
                    f"{share(c.median)}{samples(j.cand_samples)} | "
-                   f"{fmt_signed(ch.delta, 2)} pp{rel} | {pp_ci(ch, 2)} pp | {verdict(j.verdict)} |"
+                   f"{fmt_signed(ch.delta, 2)} pp{rel} | {pp_ci(ch, 2)} pp | {judgement_verdict(j)} |"
                    + cell)
     return out
 
@@ -75,20 +102,21 @@ def per_op_table(r: Results) -> list[str]:
     rows = []
     t = p.per_op_total
     if t is not None:
-        rows.append((f"all samples ({THREAD_LABEL[p.thread]})", t.base, t.cand, t.change))
-        rows[-1] += (t.change.verdict,)
+        rows.append((f"all samples ({THREAD_LABEL[p.thread]})", t.base, t.cand, t.change,
+                     change_verdict(t.change)))
     for kind in ("flat", "cum"):
         for f in p.focus:
             rows.append((f"{esc(f.name)} ({kind})", *((f.base_flat_ns, f.cand_flat_ns, f.flat_ns_change)
                          if kind == "flat" else (f.base_cum_ns, f.cand_cum_ns, f.cum_ns_change)),
-                         fn_verdict(f, kind).verdict))
+                         judgement_verdict(fn_verdict(f, kind))))
+    conf = p.fdr.level if p.fdr is not None else r.settings.confidence
     out = [f"CPU time per {esc(p.per_op_command)} ({THREAD_LABEL[p.thread]}):", "",
-           f"| Function | {esc(r.base)} | {esc(r.cand)} | Change | 95% CI | Verdict |",
+           f"| Function | {esc(r.base)} | {esc(r.cand)} | Change | {level(conf)} CI | Verdict |",
            "|---|---|---|---|---|---|"]
     for name, b, c, ch, v in rows:
         if b is None or c is None or ch is None:
             continue
         change, ci = change_cells(ch, "ns/op", 0)
         out.append(f"| {name} | {fmt_ns(b.median)} | {fmt_ns(c.median)} | {change} | "
-                   f"{ci} | {verdict(v)} |")
+                   f"{ci} | {v} |")
     return out + ["", esc(per_op_note(p)), ""]

@@ -69,5 +69,10 @@ def esc_spans(text: object) -> str:
     return "".join(code_span(p) if i % 2 else esc(p) for i, p in enumerate(parts))
 
 
-def verdict(v: str) -> str:
-    return VERDICT_MARK.get(v, esc(v or ""))
+def verdict(v: str, text: str = "") -> str:
+    """The verdict's mark; `text` (fmt.quiet_verdict) replaces its words when it carries
+    more: "➖ no change larger than ±4.1%"."""
+    mark = VERDICT_MARK.get(v, esc(v or ""))
+    if not text or text == v or v not in VERDICT_MARK:
+        return mark
+    return f"{mark.split(' ', 1)[0]} {esc(text)}"

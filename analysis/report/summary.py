@@ -3,8 +3,10 @@ plain text, which report.md escapes, report.html autoescapes and the compare com
 prints as is."""
 from __future__ import annotations
 
+from typing import NamedTuple
+
 from analysis.compare.results import Results, SummaryItem
-from analysis.report.fmt import THREAD_LABEL, fmt_ns, fmt_signed, short_test, summary_change
+from analysis.report.fmt import THREAD_LABEL, fmt_ns, fmt_signed, quiet_verdict, short_test, summary_change
 
 
 def _focus_text(item: SummaryItem, per_op_command: str) -> str:
@@ -61,6 +63,15 @@ def phrase(item: SummaryItem, r: Results) -> tuple[str, str]:
     return "TMA", item.note
 
 
-def lines(r: Results) -> list[tuple[str, str, str]]:
-    """(label, text, verdict) of every summary item, in order."""
-    return [(*phrase(i, r), i.verdict) for i in r.summary]
+class Line(NamedTuple):
+    label: str
+    text: str
+    verdict: str             # as printed: a verdict that saw nothing says how large a change
+                             #   it could have seen ("no change larger than ±4.1%")
+    kind: str                # the verdict itself ("no change"), for marks and styles
+
+
+def lines(r: Results) -> list[Line]:
+    """Every summary item worded, in order."""
+    return [Line(*phrase(i, r), quiet_verdict(i.verdict, i.detectable, i.detectable_unit or "rel"),
+                 i.verdict) for i in r.summary]

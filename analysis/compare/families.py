@@ -1,0 +1,96 @@
+"""Which verdicts of a report are judged together for their false discovery rate
+(analysis/compare/multiplicity.py):
+
+- "function": every statistical verdict of the profile section: each function's flat and
+  cumulative cost (the measure that speaks: CPU time per operation when the run has it,
+  else the share) in the focus table, the other thread view and the top movers, each thread
+  group's share, and the whole profile's CPU time per operation. A function in both the
+  focus table and the movers is one comparison.
+- "throughput and latency": the load generator's rows (several tests, p50/p99 latency)
+  when a run has more than one; a paired run's one throughput row stands alone.
+"""
+from __future__ import annotations
+
+from typing import Callable
+
+from analysis.compare.multiplicity import Member, control
+from analysis.compare.options import CompareOptions
+from analysis.compare.results import ChangeOut, FdrFamily, FunctionRow, MetricRow, ProfileSection
+
+
+def _setter(objs: list[object], attr: str) -> Callable[[ChangeOut], None]:
+    def store(ch: ChangeOut) -> None:
+        for o in objs:
+            setattr(o, attr, ch)
+    return store
+
+
+def _function_members(rows: list[FunctionRow]) -> list[Member]:
+    groups: dict[tuple[str, str], list[FunctionRow]] = {}
+    for r in rows:
+        groups.setdefault((r.thread, r.name), []).append(r)
+    out = []
+    for (thread, name), same in groups.items():
+        r = same[0]
+        for k in ("flat", "cum"):
+            j = getattr(r, f"{k}_verdict")
+            if j is None or j.basis == "":
+                continue        # negligible, too few samples, new or gone: no statistic speaks
+            if getattr(r, f"{k}_ns_change") is not None:
+                b, c, attr = getattr(r, f"base_{k}_ns"), getattr(r, f"cand_{k}_ns"), f"{k}_ns_change"
+                fn = (lambda o, b=b, c=c: ChangeOut.of(o.relative(b.values, c.values,
+                                                                  higher_is_better=False), "ns/op"))
+            else:
+                b, c, attr = getattr(r, f"base_{k}"), getattr(r, f"cand_{k}"), f"{k}_change"
+                fn = (lambda o, b=b, c=c: ChangeOut.of(o.points(b.values, c.values), "pp"))
+            out.append(Member(f"{name} ({k}, {thread})", getattr(r, attr), fn, _setter(same, attr)))
+    return out
+
+
+def _metric_member(row: MetricRow, paired: bool = False) -> Member:
+    def again(o: CompareOptions) -> ChangeOut:
+        return ChangeOut.of(o.relative(row.base.values, row.cand.values,
+                                       higher_is_better=row.higher_is_better, paired=paired), row.unit)
+    return Member(f"{row.test} {row.metric}", row.change, again, _setter([row], "change"))
+
+
+def _display_members(rows: list[FunctionRow]) -> list[Member]:
+    """Every interval the function tables print that is not a verdict of its own (a share
+    beside the CPU time per operation that speaks, a negligible function's): re-computed
+    at the family's level too, so one table prints one confidence."""
+    out = []
+    for r in rows:
+        for k in ("flat", "cum"):
+            j = getattr(r, f"{k}_verdict")
+            speaks_ns = j is not None and j.basis == "CPU time per operation"
+            speaks_share = j is not None and j.basis == "share"
+            b, c = getattr(r, f"base_{k}"), getattr(r, f"cand_{k}")
+            if not speaks_share:
+                out.append(Member("", getattr(r, f"{k}_change"),
+                                  lambda o, b=b, c=c: ChangeOut.of(o.points(b.values, c.values), "pp"),
+                                  _setter([r], f"{k}_change")))
+            bn, cn = getattr(r, f"base_{k}_ns"), getattr(r, f"cand_{k}_ns")
+            if bn is not None and cn is not None and not speaks_ns:
+                out.append(Member("", getattr(r, f"{k}_ns_change"),
+                                  lambda o, b=bn, c=cn: ChangeOut.of(
+                                      o.relative(b.values, c.values, higher_is_better=False), "ns/op"),
+                                  _setter([r], f"{k}_ns_change")))
+    return out
+
+
+def function_fdr(sec: ProfileSection, opts: CompareOptions) -> FdrFamily | None:
+    rows = sec.focus + sec.focus_other_view + sec.movers
+    members = _function_members(rows)
+    for t in sec.threads:
+        members.append(Member(
+            f"thread group {t.group}", t.change,
+            lambda o, t=t: ChangeOut.of(o.points(t.base.values, t.cand.values, higher_is_better=True), "pp"),
+            _setter([t], "change")))
+    if sec.per_op_total is not None:
+        members.append(_metric_member(sec.per_op_total))
+    return control("function", members, opts, _display_members(rows))
+
+
+def metric_fdr(rows: list[MetricRow], opts: CompareOptions) -> FdrFamily | None:
+    """The load generator's throughput and latency rows of a run of separate reps."""
+    return control("throughput and latency", [_metric_member(r) for r in rows], opts)

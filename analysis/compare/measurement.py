@@ -1,0 +1,63 @@
+"""How the run measured throughput, in the report's words: paired or not and why
+(manifest.json `pairing`), whether it is an A/A run, and what ended a --precision run."""
+from __future__ import annotations
+
+import math
+
+from analysis.compare.results import Measurement, MetricRow
+from analysis.inputs.manifest import Manifest
+
+
+def _duration(s: float | None) -> str:
+    if s is None:
+        return "no limit"
+    m = int(round(s / 60))
+    return f"{m // 60} h {m % 60:02d} min" if m >= 60 else f"{m} min"
+
+
+def _half_width(row: MetricRow | None) -> float | None:
+    """The reached half-width as a fraction of the ratio (the log-scale half-width)."""
+    c = row.change if row is not None else None
+    if c is None or c.rel_ci_low is None or c.rel_ci_high is None or c.rel_ci_low <= -1:
+        return None
+    return math.expm1((math.log1p(c.rel_ci_high) - math.log1p(c.rel_ci_low)) / 2)
+
+
+def _pairing_sentence(m: Manifest) -> tuple[str, str]:
+    if m.pairing is not None:
+        return m.pairing.mode, m.pairing.reason
+    if m.paired is not None:        # runs from before the choice was recorded
+        return m.paired.mode, ("paired windows, two servers loaded at once" if m.paired.mode == "servers"
+                               else "paired windows in one server process (CONFIG SET)")
+    return "off", "separate reps, a server start each"
+
+
+def measurement(m: Manifest, main: MetricRow | None) -> Measurement:
+    """`main`: the row a --precision run added reps for (the paired row, else the first
+    throughput or load-time row)."""
+    mode, how = _pairing_sentence(m)
+    out = Measurement(mode=mode, pairing=how)
+    if m.pairing is not None and m.pairing.aa:
+        out.aa = ("both sides run the same binary with the same config, so every difference in "
+                  "this report is this host's noise: what a comparison on it can and cannot see")
+    p = m.precision
+    if p is None:
+        return out
+    unit = "paired rep" if m.paired is not None else "A/B block"
+    units = main.base.n if main is not None else 0
+    out.target, out.budget_s, out.pilot, out.pilot_sd = p.target, p.budget_s, p.pilot, p.pilot_sd
+    out.planned, out.units, out.ended_by = p.planned, units, p.ended_by
+    out.half_width = _half_width(main)
+    reached = (f"the interval is ±{out.half_width:.1%} of the ratio" if out.half_width is not None
+               else "no interval yet")
+    asked = f"±{p.target:.1%} of the ratio asked within {_duration(p.budget_s)}"
+    spread = (f" from the first {p.pilot} {unit}s' spread (sd {p.pilot_sd:.3f} of the log ratio)"
+              if p.pilot_sd is not None else "")
+    if p.ended_by == "precision":
+        out.precision = f"{asked}; reached with {units} {unit}s as planned{spread}: {reached}"
+    elif p.ended_by == "budget":
+        out.precision = (f"{asked}; the budget ended the run after {units} of {p.planned} planned "
+                         f"{unit}s{spread}: {reached}")
+    else:
+        out.precision = f"{asked}; the run stopped after {units} {unit}s before its plan ended: {reached}"
+    return out

@@ -1,0 +1,70 @@
+"""Many comparisons at once: the false discovery rate of a table's verdicts.
+
+A report judges dozens of functions (focus functions flat and cumulative, top movers, CPU
+time per operation, thread groups). At 95% each, an A/A run's table of 15 movers shows about
+one "regression" by chance (docs/statistics.md measured it). So the verdicts of one family
+of rows are controlled together with the Benjamini-Hochberg procedure at q = 1 - confidence
+(5%): the expected share of false verdicts among the rows the report calls a change stays
+at most 5%, and with no real change anywhere the chance of any false verdict is at most 5%.
+
+The verdict still comes from an interval, the one printed (pyperf's rule: estimator and
+interval agree): every row of the family is re-computed at the false-coverage-rate level
+of Benjamini and Yekutieli (2005), 1 - q * R / m, with R the rows BH calls changed out of m
+(1 - q / m when R = 0). By the duality of each method's test and interval, a row's interval
+at that level excludes 0 exactly when BH calls it changed, so the verdict rules of
+analysis/stats.py apply to it unchanged, waterlines included.
+
+BH's p-values are those of each row's own method (analysis/intervals.py, p_value); scipy's
+`false_discovery_control` does the procedure.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Callable
+
+import numpy as np
+from scipy.stats import false_discovery_control
+
+from analysis.compare.options import CompareOptions
+from analysis.compare.results import ChangeOut, FdrFamily
+
+STATISTICAL = ("improvement", "regression", "no change", "unstable")
+
+
+@dataclass
+class Member:
+    """One verdict of the family: its current change, and how to compute it again at
+    another confidence (and where to put the result)."""
+    name: str
+    change: ChangeOut
+    recompute: Callable[[CompareOptions], ChangeOut]
+    store: Callable[[ChangeOut], None]
+
+
+def control(family: str, members: list[Member], opts: CompareOptions,
+            display: list[Member] = ()) -> FdrFamily | None:
+    """Re-compute every member at the family's false-coverage-rate level (module docstring).
+    Members without a p-value (too few reps for any interval) are left as they are and
+    do not count. `display`: intervals printed beside the family's verdicts that are not
+    verdicts themselves, re-computed at the same level. None when fewer than two members:
+    one comparison needs no correction."""
+    tested = [m for m in members if m.change.p_value is not None and m.change.verdict in STATISTICAL]
+    if len(tested) < 2:
+        return None
+    q = 1 - opts.confidence
+    p = np.array([m.change.p_value for m in tested], dtype=float)
+    adjusted = false_discovery_control(np.clip(p, 0.0, 1.0), method="bh")
+    found = int((adjusted <= q).sum())
+    level = 1 - q * max(found, 1) / len(tested)
+    at_level = replace(opts, confidence=level)
+    for m, adj in zip(tested, adjusted):
+        ch = m.recompute(at_level)
+        ch.reason = (f"{ch.reason} (Benjamini-Hochberg over {len(tested)} {family} comparisons, "
+                     f"q = {q:.0%}: adjusted p = {adj:.3g}; interval at {level:.2%})")
+        m.store(ch)
+    for d in display:
+        if d.change.p_value is not None:
+            d.store(d.recompute(at_level))
+    return FdrFamily(family=family, comparisons=len(tested), discoveries=found, q=q,
+                     level=level, method="Benjamini-Hochberg; intervals at the false coverage "
+                                         "rate level 1 - q·R/m (Benjamini-Yekutieli 2005)")

@@ -1,0 +1,55 @@
+"""The value types every section of results.json is made of: one side's values of a metric
+(`Side`, from stats.Summary) and the change between two sides (`ChangeOut`, from
+stats.Change). analysis/compare/results.py builds the sections out of them."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from analysis import stats
+
+
+@dataclass
+class Side:
+    """One variant's values of one metric (from stats.Summary)."""
+    n: int
+    median: float
+    mean: float
+    stdev: float
+    cv: float
+    min: float
+    max: float
+    values: list[float]
+    reps: list[int] = field(default_factory=list)   # rep number of each value, same order
+
+    @classmethod
+    def of(cls, summary: stats.Summary, reps: list[int] | None = None) -> "Side":
+        return cls(summary.n, summary.median, summary.mean, summary.stdev, summary.cv,
+                   summary.min, summary.max, list(summary.values), list(reps or []))
+
+
+@dataclass
+class ChangeOut:
+    """A change between two sides (from stats.Change), in the metric's unit."""
+    delta: float             # the estimator of the interval's method (`estimator` names it)
+    rel: float | None
+    ci_low: float | None
+    ci_high: float | None
+    rel_ci_low: float | None
+    rel_ci_high: float | None
+    confidence: float | None
+    method: str
+    verdict: str
+    reason: str
+    unit: str = ""
+    estimator: str = ""
+    # The smallest change this run could have established (95% confidence, 80% power,
+    # from its own spread): a fraction for relative metrics (0.041: a change of 4.1%
+    # either way), pp for shares; what a "no change" rules out (stats.detectable_size).
+    detectable: float | None = None
+    p_value: float | None = None     # of "no change", by the interval's own method
+
+    @classmethod
+    def of(cls, c: stats.Change, unit: str = "") -> "ChangeOut":
+        return cls(c.delta, c.rel, c.ci_low, c.ci_high, c.rel_ci_low, c.rel_ci_high,
+                   c.confidence, c.method, c.verdict, c.reason, c.unit or unit, c.estimator,
+                   c.detectable, c.p_value)
