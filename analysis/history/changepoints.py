@@ -1,20 +1,27 @@
-"""Regressions in a job's history, two ways:
+"""Regressions in a job's history, found by three signals (docs/history.md, "Regressions"):
 
-(a) in-run: each run compares its candidate with its baseline in the same run (the
-    verdicts results.json already carries); a regression there names the commit range
-    baseline..candidate at once;
-(b) change points: E-Divisive means (signal-processing-algorithms, MongoDB's detector;
-    permutation test at p < 0.05) over every series of the candidate's values across
-    runs: where the series shifted, not whether one run crossed a line.
+- "change point": E-Divisive means (signal-processing-algorithms, MongoDB's detector;
+  permutation test at p < 0.05) over every series of the candidate's values across runs:
+  where a series shifted, not whether one run crossed a line;
+- "paired": the run's own paired change (paired_signal.py): a one-sided test of each run
+  against its reference, and, over the runs that share one baseline build, E-Divisive over
+  the series of their in-run changes (every run compares with the same build, so that
+  series is as steady as the pairs, not as the absolute level);
+- "in-run": the run's own regression verdict on a series without pairs (throughput, p99
+  latency): the verdicts results.json already carries.
 
-Each finding carries the shift with its interval (analysis.stats on the runs before vs
-after, log-scale ratio), the commit range, and the movers: the other series (functions'
-CPU per operation, TMA nodes, throughput) whose values moved at the same point - the
-answer to "what caused it".
+Findings of one series in the same direction within MERGE_RUNS runs of each other are one
+shift: one finding, placed where the most exact signal put it (a paired test knows the
+run, E-Divisive's place is uncertain by a run), that names every signal that found it.
+
+Each finding carries the shift with its interval, the commit range, and the movers: the
+other series (functions' CPU per operation, TMA nodes, throughput) whose values moved at
+the same point - the answer to "what caused it".
 """
 from __future__ import annotations
 
 import contextlib
+import math
 from dataclasses import dataclass, field
 from typing import Iterator
 
@@ -22,13 +29,18 @@ import numpy as np
 from signal_processing_algorithms.energy_statistics.energy_statistics import e_divisive
 
 from analysis import stats
+from analysis.history import paired_signal
 from analysis.history.store import HistoryStore, StoredRun
 
 PVALUE = 0.05
 PERMUTATIONS = 100
 MIN_RUNS = 6           # fewer runs than this: no change-point detection, in-run verdicts only
 MOVER_MIN = 0.03       # a mover's interval excludes 0 and its shift is at least this (3%)
+MERGE_RUNS = 1         # findings this close (in runs) are one shift
 HEADLINE = ("throughput:", "paired:", "cpu_per_op:", "cum_per_op:", "tma:", "p99 latency:")
+IN_RUN = ("throughput:", "p99 latency:")      # series whose in-run verdict is a signal
+# Which finding places a merged one: the paired test knows its run and commit range.
+PRIORITY = {"paired test": 0, "in-run": 1, "paired change point": 2, "change point": 3}
 
 
 @dataclass(frozen=True)
@@ -44,24 +56,36 @@ class Mover:
 class ChangePoint:
     job: str
     series: str
-    kind: str                    # "change point" | "in-run"
+    signal: str                  # "change point" | "paired" | "in-run"
     first_run: StoredRun         # the first run after the shift (in-run: the run itself)
-    last_before: StoredRun | None
+    last_before: StoredRun | None   # None: the shift is the run's change vs its own baseline
     shift: float | None
     shift_low: float | None
     shift_high: float | None
     direction: str               # regression | improvement
     unit: str = ""
     movers: list[Mover] = field(default_factory=list)
+    how: str = ""                # the rule that found it, in words
+    p_value: float | None = None     # the paired test's one-sided p-value
+    also: list["ChangePoint"] = field(default_factory=list)   # other signals' findings of it
     mark: str | None = None
     note: str = ""
     id: int | None = None
 
     @property
+    def signals(self) -> tuple[str, ...]:
+        return tuple(dict.fromkeys([self.signal, *(a.signal for a in self.also)]))
+
+    @property
+    def kind(self) -> str:
+        """What the store keeps: the signals that found it, joined by '+'."""
+        return "+".join(self.signals)
+
+    @property
     def commit_range(self) -> tuple[str, str]:
-        if self.kind == "in-run":
+        if self.last_before is None:
             return (self.first_run.commit("base"), self.first_run.commit("cand"))
-        return (self.last_before.commit("cand") if self.last_before else "", self.first_run.commit("cand"))
+        return (self.last_before.commit("cand"), self.first_run.commit("cand"))
 
 
 @contextlib.contextmanager
@@ -110,55 +134,132 @@ def _movers(series: dict, name: str, split_run: int, lo: int, hi: int) -> list[M
     return sorted(out, key=lambda m: -abs(m.shift))[:8]
 
 
-def detect(store: HistoryStore, job: str, series_prefix: tuple[str, ...] = HEADLINE,
-           with_in_run: bool = True) -> list[ChangePoint]:
-    """Every finding of the job, stored with their movers (marks made earlier attached
-    again): each run's in-run regressions (a), then the change points of every series of
-    the candidate's values (b)."""
-    series = store.series(job, "cand")
-    marks = store.marks(job)
-    found: list[ChangePoint] = []
-    if with_in_run:
-        for run in store.runs(job):
-            for c in in_run(store, run):
-                c.mark, c.note = marks.get((c.series, run.id), (None, ""))
-                found.append(c)
-    for name, pts in sorted(series.items()):
-        if not name.startswith(series_prefix):
+def _cuts(job: str, name: str, pts: list, values: list[float], hib: bool, signal: str,
+          how: str, series: dict) -> list[ChangePoint]:
+    """E-Divisive's change points of one sequence of values (one per run of pts), each with
+    its shift (runs after vs before, up to the neighbouring change points) and movers."""
+    cuts = change_indices(values)
+    bounds = [0] + cuts + [len(values)]
+    found = []
+    for j, i in enumerate(cuts):
+        rel, low, high, _ = _shift(values[bounds[j]:i], values[i:bounds[j + 2]], hib)
+        if rel is None:
             continue
-        values = [p["value"] for _, p in pts]
-        cuts = change_indices(values)
-        bounds = [0] + cuts + [len(values)]
-        for j, i in enumerate(cuts):
-            before, after = values[bounds[j]:i], values[i:bounds[j + 2]]
-            hib = bool(pts[0][1]["higher_is_better"])
-            rel, low, high, _ = _shift(before, after, hib)
-            if rel is None:
-                continue
-            worse = (rel < 0) == hib
-            first, prev = pts[i][0], pts[i - 1][0]
-            hi_id = pts[bounds[j + 2] - 1][0].id + 1
-            cp = ChangePoint(job, name, "change point", first, prev, rel, low, high,
-                             "regression" if worse else "improvement", pts[0][1]["unit"],
-                             _movers(series, name, first.id, pts[bounds[j]][0].id, hi_id))
-            cp.mark, cp.note = marks.get((name, first.id), (None, ""))
-            found.append(cp)
-    store.save_change_points(job, found)
+        first, prev = pts[i][0], pts[i - 1][0]
+        hi_id = pts[bounds[j + 2] - 1][0].id + 1
+        found.append(ChangePoint(job, name, signal, first, prev, rel, low, high,
+                                 "regression" if (rel < 0) == hib else "improvement",
+                                 pts[0][1]["unit"], _movers(series, name, first.id, pts[bounds[j]][0].id, hi_id),
+                                 how))
     return found
 
 
-def in_run(store: HistoryStore, run: StoredRun) -> list[ChangePoint]:
-    """The run's own regressions (candidate vs baseline in the same run), with the focus
-    functions' in-run CPU-per-operation moves as movers."""
-    changes = store.changes(run.id)
+def _in_run_movers(store: HistoryStore, run: StoredRun) -> list[Mover]:
+    """The run's own decided changes of functions' CPU per operation and TMA nodes."""
     movers = [Mover(c["series"], c["rel"], c["rel_low"], c["rel_high"], c["verdict"])
-              for c in changes if c["series"].startswith(("cpu_per_op:", "cum_per_op:", "tma:"))
+              for c in store.changes(run.id) if c["series"].startswith(("cpu_per_op:", "cum_per_op:", "tma:"))
               and c["verdict"] in ("regression", "improvement") and c["rel"] is not None]
-    movers.sort(key=lambda m: -abs(m.shift))
-    out = []
-    for c in changes:
-        if c["verdict"] != "regression" or not c["series"].startswith(("throughput:", "paired:", "p99 latency:")):
+    return sorted(movers, key=lambda m: -abs(m.shift))[:8]
+
+
+def in_run(store: HistoryStore, run: StoredRun) -> list[ChangePoint]:
+    """The run's own regression verdicts on series without pairs (candidate vs baseline in
+    the same run), with the focus functions' in-run CPU-per-operation moves as movers."""
+    movers = _in_run_movers(store, run)
+    return [ChangePoint(run.job, c["series"], "in-run", run, None, c["rel"], c["rel_low"], c["rel_high"],
+                        "regression", movers=movers, how="the run's regression verdict vs its baseline")
+            for c in store.changes(run.id)
+            if c["verdict"] == "regression" and c["series"].startswith(IN_RUN)]
+
+
+def _paired_tests(store: HistoryStore, job: str, name: str, ratios: list, hib: bool, unit: str) -> list[ChangePoint]:
+    """Each run whose paired test says regression, with the functions that moved with it."""
+    found = []
+    for t in paired_signal.regressions(ratios, hib):
+        # with the previous run's candidate as baseline, both ranges are the same commits
+        prev = t.previous
+        before = t.reference or (prev if prev and prev.commit("cand") == t.run.commit("base") else None)
+        movers = _in_run_movers(store, t.run)
+        if t.reference is not None:       # a pinned baseline: what moved at this run, not before
+            old = {(m.series, m.verdict) for m in _in_run_movers(store, t.reference)}
+            movers = [m for m in movers if (m.series, m.verdict) not in old]
+        ref = "its baseline" if t.reference is None else "the run before it (same baseline)"
+        found.append(ChangePoint(job, name, "paired", t.run, before, t.shift, t.low, t.high, "regression",
+                                 unit, movers, f"paired test vs {ref}, one-sided p = {t.p_value:.2g}",
+                                 t.p_value))
+    return found
+
+
+def _paired_cuts(job: str, name: str, ratios: list, hib: bool, unit: str, series: dict) -> list[ChangePoint]:
+    """E-Divisive over the in-run changes of every stretch of at least MIN_RUNS runs in a row
+    against one baseline build (runs of unknown baseline commit are no stretch)."""
+    found, start = [], 0
+    for k in range(1, len(ratios) + 1):
+        if k < len(ratios) and ratios[k].run.commit("base") == ratios[start].run.commit("base"):
             continue
-        out.append(ChangePoint(run.job, c["series"], "in-run", run, None, c["rel"], c["rel_low"],
-                               c["rel_high"], "regression", movers=movers[:8]))
-    return out
+        stretch = ratios[start:k]
+        if len(stretch) >= MIN_RUNS and stretch[0].run.commit("base"):
+            found += _cuts(job, name, [(r.run, {"unit": unit}) for r in stretch],
+                           [math.exp(r.mean) for r in stretch], hib, "paired",
+                           "E-Divisive over the in-run changes, runs after vs before", series)
+        start = k
+    return found
+
+
+def _paired(store: HistoryStore, job: str, name: str, cand: list, base: list, series: dict) -> list[ChangePoint]:
+    """The paired signal on one paired series (paired_signal.py): each run's test, and
+    E-Divisive over the in-run changes against one baseline build."""
+    ratios = paired_signal.run_ratios(cand, base)
+    if not ratios:
+        return []
+    hib, unit = bool(cand[0][1]["higher_is_better"]), cand[0][1]["unit"]
+    return _paired_tests(store, job, name, ratios, hib, unit) + _paired_cuts(job, name, ratios, hib, unit, series)
+
+
+def _rank(c: ChangePoint) -> int:
+    return PRIORITY["paired test" if c.p_value is not None else
+                    "paired change point" if c.signal == "paired" else c.signal]
+
+
+def merge(found: list[ChangePoint], positions: dict[int, int]) -> list[ChangePoint]:
+    """One finding per shift: findings of a series in the same direction within MERGE_RUNS
+    runs (positions: run id -> index among the job's runs) join the most exact one."""
+    out: list[ChangePoint] = []
+    for c in sorted(found, key=lambda c: (_rank(c), positions[c.first_run.id])):
+        home = next((m for m in out if m.series == c.series and m.direction == c.direction
+                     and abs(positions[m.first_run.id] - positions[c.first_run.id]) <= MERGE_RUNS), None)
+        if home is None:
+            out.append(c)
+            continue
+        home.also.append(c)
+        have = {m.series for m in home.movers}
+        home.movers = sorted(home.movers + [m for m in c.movers if m.series not in have],
+                             key=lambda m: -abs(m.shift))[:8]
+    return sorted(out, key=lambda c: (positions[c.first_run.id], c.series))
+
+
+def detect(store: HistoryStore, job: str, series_prefix: tuple[str, ...] = HEADLINE) -> list[ChangePoint]:
+    """Every finding of the job (each signal's, merged per shift), stored with their movers
+    and the marks made earlier attached again."""
+    series, base = store.series(job, "cand"), store.series(job, "base")
+    runs = store.runs(job)
+    found = [c for run in runs for c in in_run(store, run) if c.series.startswith(series_prefix)]
+    for name, pts in sorted(series.items()):
+        if not name.startswith(series_prefix):
+            continue
+        found += _cuts(job, name, pts, [p["value"] for _, p in pts], bool(pts[0][1]["higher_is_better"]),
+                       "change point", "the candidate's values, runs after vs before", series)
+        if name.startswith("paired:"):
+            found += _paired(store, job, name, pts, base.get(name, []), series)
+    merged = merge(found, {r.id: i for i, r in enumerate(runs)})
+    marks = store.marks(job)
+    for c in merged:
+        c.mark, c.note = marks.get((c.series, c.first_run.id), (None, ""))
+    store.save_change_points(job, merged)
+    return merged
+
+
+def at_run(store: HistoryStore, job: str, run: StoredRun) -> list[ChangePoint]:
+    """The findings whose shift is placed at `run` (detected over the job's whole stored
+    history, so a shift placed at an earlier run is not alerted again)."""
+    return [c for c in detect(store, job) if c.first_run.id == run.id]

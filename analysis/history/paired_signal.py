@@ -1,0 +1,164 @@
+"""The in-run paired signal: does this run's paired change say the candidate got slower?
+
+A job with `--paired` measures candidate and baseline side by side in every run, so each
+run carries its own paired change: per paired rep, the log of the ratio of the two sides'
+geometric-mean window rates (analysis/compare/pair_clusters.py). Those per-rep log ratios
+are stored with the run (points.values of the `paired:` series, base and cand, in rep
+order); this module tests them, one run at a time, in the order the runs were made:
+
+- the run's baseline is not the build the run before it used as baseline (policy
+  `previous`, a first run, its parent commit): the run's own change is the shift, tested
+  against 0 (baseline..candidate is the commit range);
+- the run's baseline is the same build as the run before it (`pinned`, `last-good`):
+  every run after a shift would differ from the baseline, so the shift is the step of the
+  in-run change from the run before to this one (their difference, both variances).
+
+The test is one-sided (regressions), at ALPHA per run and series, with the moderated t of
+limma (Smyth 2004): each run's variance of its per-rep log ratios is shrunk towards the
+job's typical one, estimated from the PRIOR_RUNS runs before it (their within-run
+variances, which shifts of the mean do not touch), by as many degrees of freedom as those
+runs agree. Five reps give a t with 4 degrees of freedom, whose 99.5% quantile is 4.6 where
+the normal's is 2.6: pooling is what makes 5 reps worth testing. Pooling blindly would be
+wrong on a noisier night (the recorded per-rep sd was 0.026 on one evening and 0.062 on
+another day): the prior's degrees of freedom fall as the runs' variances disagree, and the
+test falls back to the run's own t (fewer than MIN_PRIOR earlier runs: the run's own t).
+Only runs before the tested one are used, so a run's finding does not change when later
+runs arrive. docs/history.md ("The in-run paired signal") gives the false-alert rate.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from scipy import special
+from scipy import stats as sps
+
+ALPHA = 0.005          # one-sided, per run and series: half the 1-in-100 budget (docs/history.md)
+PRIOR_RUNS = 30        # the runs before the tested one whose variances form the prior
+MIN_PRIOR = 5          # fewer earlier runs than this: the run's own variance alone
+MIN_REPS = 3           # as analysis.stats: fewer reps give no spread to test with
+
+
+@dataclass(frozen=True)
+class RunRatios:
+    """One run's per-rep log ratios (cand / base) of a paired series."""
+    run: Any                     # StoredRun
+    logs: tuple[float, ...]
+
+    @property
+    def n(self) -> int:
+        return len(self.logs)
+
+    @property
+    def mean(self) -> float:
+        return float(np.mean(self.logs))
+
+    @property
+    def var(self) -> float:
+        return float(np.var(self.logs, ddof=1))
+
+
+def run_ratios(cand: list[tuple[Any, dict]], base: list[tuple[Any, dict]]) -> list[RunRatios]:
+    """The runs of a paired series (oldest first) whose stored reps can be paired: the same
+    number of positive values on both sides, at least MIN_REPS."""
+    base_values = {r.id: p.get("values") or [] for r, p in base}
+    out = []
+    for run, p in cand:
+        c, b = p.get("values") or [], base_values.get(run.id, [])
+        if len(c) == len(b) >= MIN_REPS and min(c + b) > 0:
+            out.append(RunRatios(run, tuple(math.log(y / x) for x, y in zip(b, c))))
+    return out
+
+
+def trigamma_inverse(y: float) -> float:
+    """x with trigamma(x) = y (limma's Newton iteration; trigamma is decreasing)."""
+    if y > 1e7:
+        return 1 / math.sqrt(y)
+    if y < 1e-6:
+        return 1 / y
+    x = 0.5 + 1 / y
+    for _ in range(50):
+        tri = float(special.polygamma(1, x))
+        step = tri * (1 - tri / y) / float(special.polygamma(2, x))
+        x += step
+        if -step / x < 1e-8:
+            break
+    return x
+
+
+@dataclass(frozen=True)
+class Prior:
+    """The job's typical per-rep variance s0^2, worth d0 degrees of freedom (0: none)."""
+    d0: float
+    s02: float
+
+
+def prior(past: list[RunRatios]) -> Prior:
+    """limma's fitFDist: the scaled inverse chi-square that the runs' variances fit, by
+    the moments of their logs (each run's own degrees of freedom, n - 1)."""
+    usable = [r for r in past if r.var > 0]
+    if len(usable) < MIN_PRIOR:
+        return Prior(0.0, 0.0)
+    d = np.array([r.n - 1.0 for r in usable])
+    e = np.log([r.var for r in usable]) - special.digamma(d / 2) + np.log(d / 2)
+    evar = float(np.var(e, ddof=1) - np.mean(special.polygamma(1, d / 2)))
+    if evar <= 0:                 # the variances agree as well as chance allows: one variance
+        return Prior(math.inf, float(np.exp(e.mean())))
+    d0 = 2 * trigamma_inverse(evar)
+    return Prior(d0, float(np.exp(e.mean() + special.digamma(d0 / 2) - np.log(d0 / 2))))
+
+
+def moderated(r: RunRatios, pr: Prior) -> tuple[float, float]:
+    """(variance of one rep's log ratio, its degrees of freedom) for run r under prior pr."""
+    df = r.n - 1.0
+    if pr.d0 == 0:
+        return r.var, df
+    if math.isinf(pr.d0):
+        return pr.s02, math.inf
+    return (pr.d0 * pr.s02 + df * r.var) / (pr.d0 + df), pr.d0 + df
+
+
+@dataclass(frozen=True)
+class PairedTest:
+    run: Any                     # StoredRun: the tested run
+    reference: Any               # None: the run's own baseline; else the run before it
+    previous: Any                # the run before it in the series (None for the first)
+    shift: float                 # ratio - 1 (log scale): the candidate vs the reference
+    low: float                   # its 95% interval
+    high: float
+    p_value: float               # one-sided, towards worse
+
+
+def _test(r: RunRatios, prev: RunRatios | None, ref: RunRatios | None, pr: Prior,
+          hib: bool) -> PairedTest | None:
+    parts = []                    # (variance of a mean, its degrees of freedom) per run
+    for x in [r] if ref is None else [r, ref]:
+        v, df = moderated(x, pr)
+        parts.append((v / x.n, df))
+    se = math.sqrt(sum(a for a, _ in parts))
+    if se == 0:
+        return None               # reps that agree to the last bit: nothing to test with
+    # Welch-Satterthwaite degrees of freedom of the sum (infinite when every part is)
+    den = sum(a * a / df for a, df in parts if not math.isinf(df))
+    df = sum(a for a, _ in parts) ** 2 / den if den > 0 else math.inf
+    est = r.mean - (ref.mean if ref is not None else 0.0)
+    t = est / se
+    p = float(sps.t.cdf(t, df) if hib else sps.t.sf(t, df))
+    q = float(sps.t.ppf(0.975, df)) * se
+    return PairedTest(r.run, ref.run if ref is not None else None, prev.run if prev else None,
+                      math.expm1(est), math.expm1(est - q), math.expm1(est + q), p)
+
+
+def regressions(ratios: list[RunRatios], hib: bool = True, alpha: float = ALPHA) -> list[PairedTest]:
+    """The runs whose paired change is worse than their reference at one-sided `alpha`."""
+    out = []
+    for k, r in enumerate(ratios):
+        prev = ratios[k - 1] if k else None
+        base = r.run.commit("base")
+        same_baseline = prev is not None and base and prev.run.commit("base") == base
+        t = _test(r, prev, prev if same_baseline else None, prior(ratios[max(0, k - PRIOR_RUNS):k]), hib)
+        if t is not None and t.p_value <= alpha:
+            out.append(t)
+    return out
