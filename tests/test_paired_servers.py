@@ -27,17 +27,21 @@ def paired_run(tmp_path_factory):
     case = tmp / "resume-mset.yaml"
     case.write_text(CASE_YAML)
     built("base", BASE_SPEC), built("cand", CAND_SPEC)     # builds before the timed run
-    r = subprocess.run([sys.executable, "-m", "collectors", "run", str(case), "--paired",
+    # no --paired: pairing is the default wherever two datasets fit
+    r = subprocess.run([sys.executable, "-m", "collectors", "run", str(case),
                         "--reps", "2", "--profile", "off", "--paired-window", "0.5",
                         "--paired-windows", "4", "--variant", f"base={BASE_SPEC}",
                         "--variant", f"cand={CAND_SPEC}", "--out", str(tmp / "runs"), "--no-progress"],
                        cwd=REPO, env=cli_env(), capture_output=True, text=True, timeout=600)
     assert r.returncode == 0, r.stderr[-3000:]
+    assert "stallscope run: paired: two servers loaded at once" in r.stderr
     return load_run(r.stdout.strip().splitlines()[-1])
 
 
 def test_two_builds_are_loaded_at_once_and_alternate(paired_run):
     rd = paired_run
+    assert rd.manifest.pairing.mode == "servers" and rd.manifest.pairing.asked == "auto"
+    assert not rd.manifest.pairing.aa
     plan = rd.manifest.paired
     assert plan.mode == "servers" and plan.variants == ["base", "cand"] and plan.setting == []
     for rep in rd.manifest.schedule:

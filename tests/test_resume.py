@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from analysis.compare import cli as compare_cli
 from analysis.inputs.rundir import load_run
 from tests.conftest import REPO
 from tests.conftest_run import (BASE_SPEC, base_variant, cli_env, descendants, mentioning, start_cli,
@@ -52,7 +53,8 @@ def _start(tmp_path: Path, name: str, reps: str, profile: str) -> tuple[subproce
     case.write_text(CASE_YAML)
     out = tmp_path / name
     out.mkdir()
-    p = start_cli([str(case), "--variant", f"a={BASE_SPEC}", "--variant", f"b={BASE_SPEC}+config=hz=20",
+    # separate reps (--unpaired): their resume is what these tests follow rep by rep
+    p = start_cli([str(case), "--unpaired", "--variant", f"a={BASE_SPEC}", "--variant", f"b={BASE_SPEC}+config=hz=20",
                    "--reps", reps, "--profile", profile, "--profile-reps", "1", "--out", str(out)],
                   tmp_path / f"{name}.log")
     run_dir = wait_for(lambda: _run_dir(out), 120, "the run directory")
@@ -183,8 +185,17 @@ def test_paired_mode_switches_config_in_one_server(tmp_path):
     log = (rd.path / "paired" / "1" / "server.log").read_text()
     assert log.count("Ready to accept connections") == 1 and facts["pid"] > 0
 
-    bad = subprocess.run([sys.executable, "-m", "collectors", "run", str(case), "--paired",
-                          "--variant", f"a={BASE_SPEC}", "--variant", f"b={BASE_SPEC}",
-                          "--out", str(out)], cwd=REPO, env=cli_env(), capture_output=True, text=True,
-                         timeout=600)
-    assert bad.returncode == 2 and "same build with the same config; nothing to compare" in bad.stderr
+    # the same spec on both sides is an A/A run: accepted, two servers of that build
+    aa = subprocess.run([sys.executable, "-m", "collectors", "run", str(case), "--paired",
+                         "--reps", "1", "--profile", "off", "--paired-window", "0.5",
+                         "--paired-windows", "4", "--variant", f"a={BASE_SPEC}",
+                         "--variant", f"b={BASE_SPEC}", "--out", str(out), "--no-progress"],
+                        cwd=REPO, env=cli_env(), capture_output=True, text=True, timeout=600)
+    assert aa.returncode == 0, aa.stderr[-3000:]
+    assert "stallscope run: paired: A/A run: two servers of the same build loaded at once" in aa.stderr
+    run_dir = Path(aa.stdout.strip().splitlines()[-1])
+    m = load_run(run_dir).manifest
+    assert m.pairing.aa and m.paired.mode == "servers" and m.schedule[0].status == "ok"
+    assert compare_cli.main([str(run_dir), "--out", str(tmp_path / "aa-report")]) == 0
+    report = (tmp_path / "aa-report" / "report.md").read_text()
+    assert "> A/A run: both sides run the same binary with the same config" in report

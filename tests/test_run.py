@@ -40,8 +40,10 @@ def mset_run(tmp_path_factory):
     built("cand", CAND_SPEC)
     out = tmp_path_factory.mktemp("runs")
     # Progress on: stderr is a pipe here, so the run reports one line per finished rep.
+    # separate reps (the fallback where pairing cannot work), asked for: what every rep of
+    # that mode records; paired runs are tested in test_paired_servers.py
     args = [CASE, "--size", "small", "--variant", f"base={BASE_SPEC}", "--variant", f"cand={CAND_SPEC}",
-            "--reps", "2", "--profile-reps", "1", "--out", str(out)]
+            "--reps", "2", "--profile-reps", "1", "--unpaired", "--out", str(out)]
     r = subprocess.run([sys.executable, "-m", "collectors", "run", *args], cwd=REPO, env=cli_env(),
                        capture_output=True, text=True, timeout=600)
     assert r.returncode == 0, r.stderr[-3000:]
