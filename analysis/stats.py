@@ -125,6 +125,21 @@ def detectable_size(b: np.ndarray, c: np.ndarray, paired: bool, confidence: floa
     return (float(sps.t.ppf(1 - (1 - confidence) / 2, df)) + float(sps.t.ppf(power, df))) * se
 
 
+def units_to_detect(change: float, sd: float, confidence: float = 0.95, power: float = POWER,
+                    limit: int = 1000) -> int | None:
+    """Fewest paired units (reps, or A/B blocks) whose interval of a relative change would
+    establish `change` (a fraction: 0.043) with probability `power`, when one unit's log
+    ratio has sd `sd`: the detectable size above, solved for n. None past `limit`."""
+    target = abs(math.log1p(change))
+    if target == 0:
+        return None
+    for n in range(MIN_N, limit + 1):
+        q = float(sps.t.ppf(1 - (1 - confidence) / 2, n - 1)) + float(sps.t.ppf(power, n - 1))
+        if q * sd / math.sqrt(n) <= target:
+            return n
+    return None
+
+
 # ----------------------------------------------------------------------------- compare
 
 def _as_summary(x: Sequence[float] | Summary) -> Summary:

@@ -68,19 +68,25 @@ def _holds_seed(p: PointRow, seed: SeedRow) -> bool:
     return ch.rel_ci_low <= seed_change(p, seed) <= ch.rel_ci_high
 
 
+def _below(p: PointRow, seed: SeedRow) -> bool:
+    """The seed's change is smaller than the smallest change our run could establish."""
+    d = p.metric.change.detectable if p.metric is not None else None
+    return d is not None and abs(seed_change(p, seed)) < d
+
+
 def agreement(p: PointRow, seed: SeedRow | None) -> str:
-    """yes | no | undecided (our interval did not decide) | "" (no seed row). "No change"
-    whose interval also holds the seed's change is undecided, not a disagreement: it
-    could not tell the seed's change from none."""
+    """yes | no | below (the seed's change is smaller than what our run could see) |
+    undecided (our interval did not decide) | "" (no seed row). "No change" whose interval
+    also holds the seed's change is not a disagreement: below what the run could see when
+    the seed's change is smaller than our detectable size, else undecided."""
     if seed is None:
         return ""
     if p.metric is None:
         return "undecided"
     ours = OURS.get(p.metric.change.verdict)
-    if ours is None:
-        return "undecided"
-    if ours == "flat" and seed.direction != "flat" and _holds_seed(p, seed):
-        return "undecided"
+    quiet = ours is None or (ours == "flat" and seed.direction != "flat" and _holds_seed(p, seed))
+    if quiet:
+        return "below" if _below(p, seed) else "undecided"
     return "yes" if ours == seed.direction else "no"
 
 
@@ -106,6 +112,9 @@ def agree_cell(p: PointRow, seed: SeedRow | None) -> str:
     a = agreement(p, seed)
     if not a:
         return ""
+    if a == "below":
+        return (f"below what this run could see (the seed's {seed_change(p, seed) * 100:+.1f}%; "
+                f"ours could see ±{p.metric.change.detectable * 100:.1f}%)").replace("-", "−")
     if a == "undecided":
         ours = p.metric.change.verdict if p.metric else "no data"
         if ours == "no change":

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from analysis.inputs.case import Case
-from analysis.inputs.manifest import Manifest, PairedPlan, Pairing, PrecisionPlan, Profiling, Variant
+from analysis.inputs.manifest import Manifest, PairedPlan, Pairing, PrecisionPlan, Profiling, Rep, Variant
 from collectors.runner.options import RunOptions
 from collectors.runner.placement import placement
 from collectors.runner.schedule import build_schedule
@@ -16,6 +16,16 @@ from collectors.runner.schedule import build_schedule
 
 def now_iso() -> str:
     return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def rep_seconds(r: Rep) -> float | None:
+    """Wall seconds a finished rep took (from its started/finished times, 1 s resolution)."""
+    try:
+        a = datetime.strptime(r.started, "%Y-%m-%dT%H:%M:%SZ")
+        b = datetime.strptime(r.finished, "%Y-%m-%dT%H:%M:%SZ")
+    except (TypeError, ValueError):
+        return None
+    return (b - a).total_seconds()
 
 
 def new_run_id(case_name: str, out: Path) -> str:

@@ -19,13 +19,13 @@ from __future__ import annotations
 import math
 import statistics
 import time
-from datetime import datetime
 
 from analysis import twostage
 from analysis.compare.throughput import main_log_ratios
 from analysis.inputs.manifest import PrecisionPlan, Rep
 from analysis.inputs.rundir import RunDir
 from collectors.runner.context import RunContext
+from collectors.runner.manifest import rep_seconds
 from collectors.runner.progress import duration
 
 MAX_UNITS = 200         # a plan past this is a sign of a broken host, not of a small change
@@ -52,7 +52,7 @@ class PrecisionRun:
 
     def _unit_seconds(self) -> float | None:
         """Median wall time of one unit: a paired rep, or one rep per variant."""
-        secs = [s for r in self._reps() if r.status == "ok" and (s := _seconds(r)) is not None]
+        secs = [s for r in self._reps() if r.status == "ok" and (s := rep_seconds(r)) is not None]
         if not secs:
             return None
         return statistics.median(secs) * (1 if self.kind == "paired" else len(self.names))
@@ -160,11 +160,3 @@ class PrecisionRun:
                 f"[{math.expm1(iv.low):+.1%}, {math.expm1(iv.high):+.1%}] (±{math.expm1(iv.half_width):.1%} "
                 f"of the ratio, target ±{p.target:.1%}); {left} more planned{eta}{budget}")
 
-
-def _seconds(r: Rep) -> float | None:
-    try:
-        a = datetime.strptime(r.started, "%Y-%m-%dT%H:%M:%SZ")
-        b = datetime.strptime(r.finished, "%Y-%m-%dT%H:%M:%SZ")
-    except (TypeError, ValueError):
-        return None
-    return (b - a).total_seconds()

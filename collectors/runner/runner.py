@@ -25,6 +25,7 @@ from collectors.host import procs
 from collectors.load import memtier
 from collectors.runner.context import RunContext
 from collectors.runner.manifest import now_iso
+from collectors.runner import noise_log
 from collectors.runner.options import RunError, RunOptions
 from collectors.runner.precision import PrecisionRun
 from collectors.runner.progress import Progress
@@ -86,6 +87,7 @@ class Runner:
         self.m.status = RunStatus("complete" if not failed else "incomplete",
                                   None if not failed else f"{len(failed)} rep(s) failed", now_iso())
         run.save()
+        noise_log.keep(run)      # this host's noise, for the plans of later runs
         return 0 if not failed else 1
 
     def _next(self) -> Rep | None:

@@ -19,6 +19,7 @@ from collectors.runner.manifest import now_iso
 from collectors.runner.options import (DEFAULT_BUDGET_S, PAIRED_WINDOW_S, PAIRED_WINDOWS,
                                        duration_type, precision_type)
 from collectors.sweep.options import PAIRINGS, SweepOptions
+from collectors.sweep.noise_plan import noise_lines
 from collectors.sweep.plan import Plan, PlanError, check_fit, make_plan, parse_variants, plan_lines
 from collectors.sweep.sweeper import PREFIX, Sweeper, options_of
 from collectors.workload.casefile import CaseError
@@ -138,7 +139,7 @@ def _options(args: argparse.Namespace) -> SweepOptions:
 
 def host_summary() -> dict:
     h = machine.host_facts()
-    return {k: h.get(k) for k in ("memory_bytes", "l3_bytes", "cpu_model", "cpus", "kernel")}
+    return {k: h.get(k) for k in ("memory_bytes", "l3_bytes", "cpu_model", "cores", "logical_cpus", "kernel")}
 
 
 def new_sweep_id(case: str, out: Path) -> str:
@@ -216,7 +217,7 @@ def _new(args: argparse.Namespace, argv: list[str], log) -> Sweeper | None:
         raise PlanError("name a case (e.g. mset-50keys), or give --resume SWEEP_DIR or --report SWEEP_DIR")
     opts = _options(args)
     plan = make_plan(args.case, args.size, args.variant, args.axis, parse_sets(args.set), opts, host_summary())
-    for line in plan_lines(plan):
+    for line in plan_lines(plan) + noise_lines(plan):
         log(f"{PREFIX} {line}")
     check_fit(plan)
     if args.plan:

@@ -13,6 +13,7 @@ from typing import Sequence
 from analysis.inputs.rundir import write_json
 from analysis.sweep.experiment_report import load_experiment_json, report_experiment
 from analysis.sweep.manifest import SweepError, load_sweep
+from analysis.sweep.seeds import match
 from collectors.host import procs
 from collectors.command import run_command
 from collectors.runner.manifest import now_iso
@@ -22,6 +23,7 @@ from collectors.sweep.cli import (add_precision_arguments, build_all, create, ho
                                   precision_options)
 from collectors.sweep.experiment import Experiment, Part, experiment_files, load_experiment
 from collectors.sweep.options import SweepOptions
+from collectors.sweep.noise_plan import noise_lines
 from collectors.sweep.plan import Plan, PlanError, check_fit, make_plan, plan_lines, total_s
 from collectors.sweep.sweeper import Sweeper, options_of
 from collectors.workload.casefile import CaseError
@@ -127,7 +129,7 @@ def _new(args: argparse.Namespace, argv: list[str], log) -> tuple[Path, Experime
     plans = [part_plan(exp, part, args.size, opts, host, args.set) for part in exp.parts]
     for part, plan in zip(exp.parts, plans):
         log(f"{PREFIX} part {part.id}: {part.heading}")
-        for line in plan_lines(plan):
+        for line in plan_lines(plan) + noise_lines(plan, _seed_of(part)):
             log(f"{PREFIX} {line}")
     log(f"{PREFIX} {exp.name} at size {args.size}: about {duration(sum(total_s(p) for p in plans))} "
         "of measurement, plus builds not yet cached")
@@ -152,6 +154,16 @@ def _new(args: argparse.Namespace, argv: list[str], log) -> tuple[Path, Experime
         "command": ["stallscope", "experiment", *argv], "notes": exp.notes, "parts": parts,
         "status": "running"})
     return exp_dir, exp
+
+
+def _seed_of(part: Part):
+    """A planned point's seed change (a fraction), for the plan's reps per point."""
+    def change(p) -> float | None:
+        row = match(part.seed_rows, p.spec.labels)
+        if row is None:
+            return None
+        return row.cand / row.base - 1 if row.base and row.cand else row.gain
+    return change
 
 
 def _left_s(exp_dir: Path, d: dict) -> float:

@@ -1,0 +1,114 @@
+"""This host's measured noise: the spread of every finished paired run (and A/A run), kept so
+that plans can say how many reps a change of a given size needs here (`stallscope sweep|
+experiment --plan`, docs/statistics.md).
+
+One JSON file in the build cache, `noise.json`: per host (CPU model, CPUs, memory), per case
+and size, the runs measured, newest last:
+
+    {"schema": 1, "hosts": {"<host key>": {"<case>@<size>": [
+        {"run": RUN_ID, "at": ISO time, "mode": "servers"|"config"|"off", "aa": bool,
+         "units": n, "sd": sd of the units' log ratios, "unit_s": median seconds a unit,
+         "change": mean log ratio}, ...]}}}
+
+A unit is what an interval is over: a paired rep, or an A/B block of separate reps. Runs
+with fewer than 3 units say nothing about spread and are not kept; a host keeps its newest
+MAX_KEPT runs per case and size. A run's spread includes what its change itself varied by
+(a prefetch's gain moves with the host's memory contention), which is what a plan for a real
+change needs; an A/A run's spread is the host alone.
+"""
+from __future__ import annotations
+
+import json
+import math
+import os
+import statistics
+import tempfile
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from collectors.build.builder import cache_dir
+
+SCHEMA = 1
+MAX_KEPT = 20
+
+
+def store_path() -> Path:
+    """noise.json in the build cache (collectors.build.builder.cache_dir)."""
+    return cache_dir() / "noise.json"
+
+
+def host_key(host: dict[str, Any]) -> str:
+    """Runs compare only on the same kind of machine."""
+    mem = host.get("memory_bytes")
+    cpus = host.get("logical_cpus") or host.get("cores") or host.get("cpus")
+    return f"{host.get('cpu_model') or 'unknown CPU'} | {cpus} CPUs | {round(mem / 2**30) if mem else '?'} GiB"
+
+
+@dataclass(frozen=True)
+class Noise:
+    """What a plan needs: the spread of one unit and what a unit costs."""
+    sd: float                 # of a unit's log ratio
+    unit_s: float             # median wall seconds of one unit
+    runs: int                 # runs it comes from
+    source: str               # "this case" | "other cases on this host"
+    latest: str               # when the newest of them ran
+
+
+def _load(path: Path) -> dict[str, Any]:
+    try:
+        doc = json.loads(path.read_text())
+    except (OSError, json.JSONDecodeError):
+        return {"schema": SCHEMA, "hosts": {}}
+    return doc if isinstance(doc, dict) and doc.get("schema") == SCHEMA else {"schema": SCHEMA, "hosts": {}}
+
+
+def record(host: dict[str, Any], case: str, size: str, entry: dict[str, Any],
+           path: Path | None = None) -> bool:
+    """Keep one finished run's spread (False when it has too few units to say anything)."""
+    if entry.get("units", 0) < 3 or entry.get("sd") is None:
+        return False
+    path = path or store_path()
+    doc = _load(path)
+    runs = doc["hosts"].setdefault(host_key(host), {}).setdefault(f"{case}@{size}", [])
+    runs[:] = [r for r in runs if r.get("run") != entry.get("run")] + [entry]
+    del runs[:-MAX_KEPT]
+    path.parent.mkdir(parents=True, exist_ok=True)
+    # atomic: a plan reading the file meanwhile sees the old or the new one, never half
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".noise-")
+    with os.fdopen(fd, "w") as f:
+        json.dump(doc, f, indent=1)
+    os.replace(tmp, path)
+    return True
+
+
+def entry(run_id: str, mode: str, aa: bool, log_ratios: list[float], unit_seconds: list[float],
+          at: str | None = None) -> dict[str, Any]:
+    """One run's line of the store; `at`: when it ran (the manifest's created time)."""
+    return {"run": run_id, "at": at or datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+            "mode": mode, "aa": aa, "units": len(log_ratios),
+            "sd": round(statistics.stdev(log_ratios), 6) if len(log_ratios) > 1 else None,
+            "unit_s": round(statistics.median(unit_seconds), 1) if unit_seconds else None,
+            "change": round(statistics.fmean(log_ratios), 6) if log_ratios else None}
+
+
+def lookup(host: dict[str, Any], case: str, size: str, paired: bool = True,
+           path: Path | None = None) -> Noise | None:
+    """The spread to plan with: this case's runs on this host when there are any, else
+    every case's on this host (pooled variances); None when this host measured nothing."""
+    cases = _load(path or store_path())["hosts"].get(host_key(host), {})
+    want = [r for r in cases.get(f"{case}@{size}", []) if (r.get("mode") != "off") == paired]
+    source = "this case"
+    if not want:
+        want = [r for rs in cases.values() for r in rs if (r.get("mode") != "off") == paired]
+        source = "other cases on this host"
+    want = [r for r in want if r.get("sd") is not None and r.get("units", 0) >= 3]
+    if not want:
+        return None
+    # pooled: each run's variance weighted by its degrees of freedom
+    dof = sum(r["units"] - 1 for r in want)
+    sd = math.sqrt(sum((r["units"] - 1) * r["sd"] ** 2 for r in want) / dof)
+    secs = [r["unit_s"] for r in want if r.get("unit_s")]
+    return Noise(sd=sd, unit_s=statistics.median(secs) if secs else 0.0, runs=len(want),
+                 source=source, latest=max(r.get("at", "") for r in want))
