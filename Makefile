@@ -54,10 +54,11 @@ funnel: ## TMA funnel from toplev/perf outputs: make funnel BASE="a1 a2 a3" CAND
 doctor: ## which collectors work on this machine, and why not
 	$(SS) doctor
 
-bench: ## speed figures: analysis time, ingestion rate, profiler overhead, paired precision, history store and detector
+bench: ## figures: analysis time, ingestion rate, profiler overhead, precision per minute of each method, history store and detector, stopping rules
 	$(PY) bench/run.py
 	$(PY) bench/precision.py
 	$(PY) bench/history.py
+	$(PY) bench/stopping.py
 
 clean: ## remove runs/ and rendered reports (keeps the build cache in ~/.cache/stallscope)
 	rm -rf runs reports/*/

@@ -1,19 +1,27 @@
-"""`make bench` figure 4: how precise is each way of measuring throughput, for the same
-time on the machine?
+"""`make bench` figure 4: how precise is each way of measuring throughput, per minute of
+machine time?
 
 Runs the demo comparison (Redis vs Redis + the MSET bucket-prefetch patch, case
-mset-50keys) twice with no profile reps: unpaired (a server restart and dataset reload per
-throughput rep, reps interleaved ABBA) and paired (both builds loaded at once, the load
-switched between them in ABBA windows), each given about the same wall-clock budget, and
-prints the half-width of each one's 95% interval of the throughput change, with the time
-each took. Both run directories stay under --runs for a closer look.
+mset-50keys) once per method with no profile reps, each given about the same wall-clock
+time, and prints the half-width of each one's 95% interval of the throughput change (as a
+fraction of the ratio, the width `--precision` asks for), the minutes it took, and what
+that means per minute: half-width × √minutes (lower is better: a method twice as precise
+needs a quarter of the time) and the minutes the method would need for ±2%. The methods:
 
-  .venv/bin/python bench/precision.py                    # default size: ~2 x 6 min on 2 cores
+- unpaired: a server start and dataset reload per throughput rep, reps interleaved ABBA;
+- paired, 16 pairs a rep: both builds loaded at once, 32 ABBA windows of 0.25 s a rep;
+- paired, 32 pairs a rep (the default): 64 windows a rep.
+
+Every run directory stays under --runs for a closer look. docs/statistics.md ("Where the
+noise comes from") reads the choice of defaults off these figures.
+
+  .venv/bin/python bench/precision.py                    # default size: ~3 x 7 min on 2 cores
   .venv/bin/python bench/precision.py --size small       # a few minutes, plumbing only
 """
 from __future__ import annotations
 
 import argparse
+import math
 import sys
 import time
 from pathlib import Path
@@ -27,25 +35,30 @@ from analysis.inputs.rundir import load_run  # noqa: E402
 from collectors.runner import cli as run_cli  # noqa: E402
 from collectors.runner.demo import BASE, cand_spec  # noqa: E402
 
-# Reps per mode so both take about the same time at default size on a 2-core VM: an
-# unpaired rep is one restart (~16 s) + 2 s warm-up + 20 s; a paired rep loads both
-# servers side by side (~17 s), warms each for 2 s and runs 64 windows of 0.25 s (~21 s
-# with the switches). Both intervals are over reps (docs/statistics.md, "The rep is the
-# unit"): the paired one over 4 reps' ratios, the unpaired one over 6 + 6 reps.
-PLAN = {"default": {"unpaired": 6, "paired": 4}, "small": {"unpaired": 4, "paired": 2}}
+# (label, reps, extra run arguments) per size, reps chosen so each method takes about the
+# same time at default size on the 2-core VM: an unpaired rep is one restart and reload
+# (~35 s) + 2 s warm-up + 20 s; a paired rep loads and settles both servers side by side
+# (~46 s) and then runs 0.69 s per window pair.
+PLAN = {
+    "default": [("unpaired", 6, ["--unpaired"]),
+                ("paired, 16 pairs a rep", 7, ["--paired", "--paired-windows", "32"]),
+                ("paired, 32 pairs a rep (default)", 6, ["--paired"])],
+    "small": [("unpaired", 3, ["--unpaired"]),
+              ("paired, 16 pairs a rep", 3, ["--paired", "--paired-windows", "32"]),
+              ("paired, 32 pairs a rep (default)", 3, ["--paired"])],
+}
 
 
-def one(mode: str, reps: int, size: str, runs: Path) -> tuple[float, dict]:
+def one(extra: list[str], reps: int, size: str, runs: Path) -> tuple[float, dict]:
     argv = ["mset-50keys", "--variant", BASE, "--variant", cand_spec(REPO), "--size", size,
-            "--reps", str(reps), "--profile", "off", "--out", str(runs), "--no-progress"]
-    argv.append("--paired" if mode == "paired" else "--unpaired")
+            "--reps", str(reps), "--profile", "off", "--out", str(runs), "--no-progress", *extra]
     before = set(runs.glob("*/manifest.json"))
     t0 = time.monotonic()
     rc = run_cli.main(argv)
     wall = time.monotonic() - t0
     new = sorted(set(runs.glob("*/manifest.json")) - before)
     if rc != 0 or not new:
-        raise SystemExit(f"bench/precision: the {mode} run failed (exit {rc})")
+        raise SystemExit(f"bench/precision: the run {' '.join(extra)} failed (exit {rc})")
     r = analyse(load_run(new[-1].parent), CompareOptions())
     row = (r.paired or r.throughput)[0]
     c = row.change
@@ -53,20 +66,30 @@ def one(mode: str, reps: int, size: str, runs: Path) -> tuple[float, dict]:
                   "change": c.rel, "lo": c.rel_ci_low, "hi": c.rel_ci_high, "method": c.method}
 
 
+def half_width(lo: float, hi: float) -> float:
+    """Half-width of an interval of the ratio, as a fraction of the ratio (log scale)."""
+    return math.expm1((math.log1p(hi) - math.log1p(lo)) / 2)
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--size", choices=sorted(PLAN), default="default")
-    ap.add_argument("--runs", default="runs/bench-precision", help="where the two runs go")
+    ap.add_argument("--runs", default="runs/bench-precision", help="where the runs go")
     a = ap.parse_args(argv)
     runs = Path(a.runs)
     runs.mkdir(parents=True, exist_ok=True)
-    print(f"== 4. precision of the throughput change, unpaired vs paired (size {a.size})")
-    for mode, reps in PLAN[a.size].items():
-        wall, res = one(mode, reps, a.size, runs)
-        half = (res["hi"] - res["lo"]) / 2 * 100 if res["lo"] is not None else float("nan")
-        print(f"   {mode:<9} {reps} reps, {wall / 60:5.1f} min: change {res['change'] * 100:+.1f}% "
-              f"[{res['lo'] * 100:+.1f}, {res['hi'] * 100:+.1f}]%  half-width {half:.1f} pp "
-              f"(n={res['n']}; {res['method']}) -> {res['run']}")
+    print(f"== 4. precision of the throughput change per minute of machine time (size {a.size})")
+    for label, reps, extra in PLAN[a.size]:
+        wall, res = one(extra, reps, a.size, runs)
+        minutes = wall / 60
+        if res["lo"] is None:
+            print(f"   {label:<34} {reps} reps, {minutes:4.1f} min: no interval ({res['method']})")
+            continue
+        hw = half_width(res["lo"], res["hi"])
+        print(f"   {label:<34} {reps} reps, {minutes:4.1f} min: change {res['change'] * 100:+.1f}% "
+              f"[{res['lo'] * 100:+.1f}, {res['hi'] * 100:+.1f}]%, half-width ±{hw:.1%} of the ratio; "
+              f"{hw * 100 * math.sqrt(minutes):.1f} %·√min, ±2% would take {minutes * (hw / 0.02) ** 2:.0f} min "
+              f"(n={res['n']}) -> {res['run']}")
     return 0
 
 
