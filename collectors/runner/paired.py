@@ -39,12 +39,25 @@ def window_order(names: Sequence[str], windows: int) -> list[str]:
     return order[:windows]
 
 
+UNCALIBRATED = 2_000_000_000   # -n without a rate: the load is stopped after the last window
+
+
+def requests_for(cal: Calibration | None, seconds: float) -> int:
+    """-n for a load generator that must outlast `seconds` of windows: three times what the
+    calibrated rate needs, or as many as redis-benchmark takes before the run has a rate
+    (a paired run calibrates from its own windows: snapshot.ensure_calibration)."""
+    if cal is None or not cal.probe_requests:
+        return UNCALIBRATED
+    rate = cal.probe_requests / max(cal.probe_wall_s or 1.0, 1e-3)
+    return int(rate * seconds * 3) + 1000
+
+
 def switches(order: Sequence[str]) -> int:
     """How many times the active variant changes (the first window counts as one)."""
     return sum(1 for i, n in enumerate(order) if i == 0 or order[i - 1] != n)
 
 
-def run_paired_windows(srv: Server, variants: dict[str, Any], case: Case, cal: Calibration,
+def run_paired_windows(srv: Server, variants: dict[str, Any], case: Case, cal: Calibration | None,
                        bench_bin: str, client_cpus: list[int] | None, rep_dir: Path,
                        window_s: float = 2.0, windows: int = 8) -> dict[str, Any]:
     names = list(variants)
@@ -55,8 +68,7 @@ def run_paired_windows(srv: Server, variants: dict[str, Any], case: Case, cal: C
     values = {n: {k: (variants[n].config or {}).get(k, defaults[k]) for k in keys} for n in names}
     order = window_order(names, windows)
     total_s = windows * window_s + switches(order) * SETTLE_S + 5.0
-    rate = cal.probe_requests / max(cal.probe_wall_s, 1e-3)
-    n = int(rate * total_s * 3) + 1000   # more than enough; the load is stopped after the last window
+    n = requests_for(cal, total_s)
     w = case.workload
     argv = redis_benchmark_argv(bench_bin, srv.port, w, n, case.server.cluster)
     command = str(w.command[0]) if w.command else ""

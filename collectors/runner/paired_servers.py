@@ -28,7 +28,7 @@ from collectors.host import procs
 from collectors.host.cputime import CpuWatch, client_capacity, exec_runtime_s, merge_windows
 from collectors.load.redis_benchmark import BenchProcess, redis_benchmark_argv, start_redis_benchmark
 from collectors.load.server import Server
-from collectors.runner.paired import counters, switches, window_order
+from collectors.runner.paired import counters, requests_for, switches, window_order
 from collectors.runner.phases import PhaseClock
 
 # After SIGCONT the clients resume with requests in flight and the server's caches hold the
@@ -46,13 +46,8 @@ def _signal(bp: BenchProcess, sig: int) -> None:
                            "calibration too low for the windows?") from None
 
 
-def _requests(cal: Calibration, seconds: float) -> int:
-    rate = (cal.probe_requests or 1000) / max(cal.probe_wall_s or 1.0, 1e-3)
-    return int(rate * seconds * 3) + 1000   # far more than needed: stopped after the last window
-
-
 def run_server_windows(servers: dict[str, Server], variants: dict[str, Variant], case: Case,
-                       calibration: dict[str, Calibration], bench_bins: dict[str, str],
+                       calibration: dict[str, Calibration | None], bench_bins: dict[str, str],
                        client_cpus: list[int] | None, rep_dir: Path, window_s: float = 2.0,
                        windows: int = 8, warmup_s: float = 2.0, clock: PhaseClock | None = None
                        ) -> dict[str, Any]:
@@ -70,7 +65,7 @@ def run_server_windows(servers: dict[str, Server], variants: dict[str, Variant],
     try:
         for n in names:     # start each, warm it up alone, then park it
             argv = redis_benchmark_argv(bench_bins[n], servers[n].port, w,
-                                        _requests(calibration[n], total_s), case.server.cluster)
+                                        requests_for(calibration.get(n), total_s), case.server.cluster)
             loads[n] = start_redis_benchmark(argv, client_cpus)
             time.sleep(max(0.5, warmup_s))
             _signal(loads[n], signal.SIGSTOP)

@@ -210,7 +210,7 @@ class PairedRep(RepKind):
         self.facts.settle = srv.settle()
         # Who was busy over all windows (the load generator is reaped before it returns).
         watch = CpuWatch(srv.pid, client_capacity(run.case.workload.threads, run.place.client_cpus)).start()
-        res = run_paired_windows(srv, run.variants, run.case, run.manifest.calibration[first.name],
+        res = run_paired_windows(srv, run.variants, run.case, run.manifest.calibration.get(first.name),
                                  bench_bin(first), run.place.client_cpus, self.rep_dir,
                                  window_s=run.opts.paired_window_s, windows=run.opts.paired_windows)
         self.facts.saturation = watch.finish()

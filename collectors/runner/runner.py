@@ -58,11 +58,14 @@ class Runner:
         precision = PrecisionRun(run) if self.m.precision is not None else None
         try:
             rdb = ensure_snapshot(run)
-            ensure_calibration(run, rdb)
             while (rep := self._next()) is not None:
                 if precision is not None and not precision.may_start(rep):
                     run.save()
                     continue
+                if rep.kind != "paired":
+                    # paired reps need no calibration; a paired run's later reps take theirs
+                    # from its windows (snapshot.ensure_calibration)
+                    ensure_calibration(run, rdb)
                 run.progress.start(rep)
                 facts = self.run_one(rep, rdb)
                 run.progress.finish(rep, facts)

@@ -7,6 +7,7 @@ import hashlib
 import json
 import re
 import shutil
+import statistics
 import time
 from dataclasses import asdict
 from pathlib import Path
@@ -109,22 +110,51 @@ def verify_rep(run: RunContext, srv: Server) -> dict[str, Any] | None:
 
 
 def ensure_calibration(run: RunContext, rdb: Path | None) -> None:
-    """manifest.calibration[variant] for every variant that has none yet (resume keeps them)."""
+    """manifest.calibration[variant] for every variant that has none yet (resume keeps them).
+    A paired run takes its rates from its own paired windows when it has some: the probe
+    would start and settle each server once more (~40 s a variant at 10M keys) only to
+    measure what the windows measured already."""
     w = run.case.workload
     cal = run.manifest.calibration
     if w.tool == "rdb-load":
         run.manifest.calibration = {}
         return
+    rates = window_rates(run) if run.opts.paired else {}
     for name, v in run.variants.items():
         if name in cal:
             continue
         if run.memtier_bin:
             cal[name] = Calibration(tool="memtier", requests=None, target_s=w.duration_s,
                                     note="memtier_benchmark --test-time: no calibration run")
+        elif name in rates:
+            rate = rates[name]
+            cal[name] = Calibration(requests=max(w.clients, int(rate * w.duration_s)),
+                                    target_s=w.duration_s, probe_requests=int(rate), probe_wall_s=1.0,
+                                    probe_rps=round(rate, 2),
+                                    note="the median rate of this variant's paired windows")
+            run.note(f"calibrated {name} from its paired windows: -n {cal[name].requests:,} for "
+                     f"about {w.duration_s:g} s")
         else:
             cal[name] = _calibrate(run, v, rdb)
             run.note(f"calibrated {name}: -n {cal[name].requests:,} for about {w.duration_s:g} s")
         run.save()
+
+
+def window_rates(run: RunContext) -> dict[str, float]:
+    """Each variant's median window rate (the case's command per second) over the paired
+    reps that finished."""
+    rates: dict[str, list[float]] = {}
+    for rep in run.manifest.reps(kind="paired"):
+        p = run.run_dir / rep.dir / "paired.json"
+        try:
+            windows = json.loads(p.read_text()).get("windows", [])
+        except (OSError, json.JSONDecodeError):
+            continue
+        for w in windows:
+            r = w.get("calls_per_s") or w.get("ops_per_s")
+            if r:
+                rates.setdefault(w.get("variant"), []).append(float(r))
+    return {n: statistics.median(v) for n, v in rates.items() if v}
 
 
 def _calibrate(run: RunContext, v: Variant, rdb: Path | None) -> Calibration:
