@@ -40,7 +40,7 @@ def parser() -> argparse.ArgumentParser:
     s = sub.add_parser("compare", help="compare two stored runs' candidate values, no re-run")
     s.add_argument("run_a")
     s.add_argument("run_b")
-    sub.add_parser("changes", help="detect change points (E-Divisive) and list them").add_argument("--job")
+    sub.add_parser("changes", help="detect regressions (in-run paired test, E-Divisive) and list them").add_argument("--job")
     s = sub.add_parser("mark", help="mark a change point: acknowledged | expected | false-positive")
     s.add_argument("change_id", type=int)
     s.add_argument("mark")
@@ -110,7 +110,7 @@ def _changes(store: HistoryStore, a) -> int:
             lo, hi = c.commit_range
             ci = "" if c.shift_low is None else f" [{100 * c.shift_low:+.1f}, {100 * c.shift_high:+.1f}]%"
             print(f"{c.id:>4}  {job:<20} {c.series:<44} {c.direction:<11} {100 * c.shift:+.1f}%{ci}  "
-                  f"{lo[:12]}..{hi[:12]}  at {c.first_run.run_id}  {c.mark or ''}")
+                  f"{lo[:12]}..{hi[:12]}  at {c.first_run.run_id}  by {c.kind}  {c.mark or ''}")
             for m in c.movers[:3]:
                 print(f"        moved with it: {m.series} {100 * m.shift:+.1f}%")
     return 0
@@ -133,14 +133,12 @@ def _trends(store: HistoryStore, a) -> int:
 
 
 def _alert(store: HistoryStore, a) -> int:
-    from analysis.history.changepoints import detect, in_run
+    from analysis.history.changepoints import at_run
     from analysis.report.alert_md import render_alert
     runs = store.runs(a.job)
     if not runs:
         raise HistoryError(f"no stored run of job {a.job!r}")
-    last = runs[-1]
-    found = in_run(store, last) + [c for c in detect(store, a.job) if c.first_run.id == last.id]
-    text = render_alert(found, last)
+    text = render_alert(at_run(store, a.job, runs[-1]), runs[-1])
     if a.out:
         a.out.write_text(text)
     else:

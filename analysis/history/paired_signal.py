@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
 import numpy as np
@@ -51,13 +52,14 @@ class RunRatios:
     def n(self) -> int:
         return len(self.logs)
 
-    @property
+    # cached: a run's are read again by the prior of each of the PRIOR_RUNS runs after it
+    @cached_property
     def mean(self) -> float:
-        return float(np.mean(self.logs))
+        return sum(self.logs) / len(self.logs)
 
-    @property
+    @cached_property
     def var(self) -> float:
-        return float(np.var(self.logs, ddof=1))
+        return sum((x - self.mean) ** 2 for x in self.logs) / (len(self.logs) - 1)
 
 
 def run_ratios(cand: list[tuple[Any, dict]], base: list[tuple[Any, dict]]) -> list[RunRatios]:

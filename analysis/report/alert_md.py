@@ -1,10 +1,13 @@
 """The alert a scheduled job posts: in the shape of the Redis benchmark automation's
 "Automated performance analysis summary", but every change with its 95% interval, the
-commit range where it happened, and the functions (CPU per operation) and TMA nodes that
-moved at the same point. Plain Markdown; names from runs are escaped."""
+commit range where it happened, which signal found it (the in-run paired test, E-Divisive
+on the series, the run's own verdict; a shift two of them found is one row that names
+both), and the functions (CPU per operation) and TMA nodes that moved at the same point.
+Plain Markdown; names from runs are escaped."""
 from __future__ import annotations
 
-from analysis.history.changepoints import ChangePoint
+from analysis.history.changepoints import PVALUE, ChangePoint
+from analysis.history.paired_signal import ALPHA
 from analysis.history.store import StoredRun
 from analysis.report.mdtext import esc
 
@@ -22,6 +25,21 @@ def _range(c: ChangePoint) -> str:
     if not a and not b:
         return "unknown commits"
     return f"`{(a or '?')[:12]}..{(b or '?')[:12]}`"
+
+
+SIGNAL_NAMES = {"paired": "in-run paired", "change point": "E-Divisive on the series",
+                "in-run": "in-run verdict"}
+
+
+def _found(c: ChangePoint) -> str:
+    """Each signal that found the shift, how, and where when it placed it at another run."""
+    parts = []
+    for x in (c, *c.also):
+        where = "" if x.first_run.id == c.first_run.id else f" at run `{esc(x.first_run.run_id)}`"
+        shift = "" if x is c else f" ({_pct(x.shift)}{_ci(x.shift_low, x.shift_high)})"
+        parts.append(f"{SIGNAL_NAMES.get(x.signal, x.signal)}: {esc(x.how)}{where}{shift}")
+    both = f"found by {len(c.signals)} signals: " if len(c.signals) > 1 else ""
+    return both + "; ".join(parts)
 
 
 def _movers(c: ChangePoint) -> str:
@@ -47,11 +65,12 @@ def render_alert(changes: list[ChangePoint], run: StoredRun, *, report_url: str 
                   "| series | how found | change (95% CI) | commits | moved at the same point |",
                   "|---|---|---|---|---|"]
         for c in items:
-            how = "in this run (vs its baseline)" if c.kind == "in-run" else f"change point at run `{esc(c.first_run.run_id)}`"
-            lines.append(f"| {esc(c.series)} | {how} | {_pct(c.shift)}{_ci(c.shift_low, c.shift_high)} "
+            lines.append(f"| {esc(c.series)} | {_found(c)} | {_pct(c.shift)}{_ci(c.shift_low, c.shift_high)} "
                          f"| {_range(c)} | {_movers(c)} |")
         lines.append("")
-    lines += ["Change points: E-Divisive means over each series (p < 0.05); in-run: the run's "
-              "candidate vs its baseline, interleaved. Intervals are 95%, ratios on the log scale. "
+    lines += [f"In-run paired: a one-sided test of the run's paired change against its baseline "
+              f"(or, with the same baseline as the run before, against that run's change) at p < {ALPHA}; "
+              f"E-Divisive on the series: E-Divisive means over each series (p < {PVALUE}); in-run "
+              "verdict: the run's candidate vs its baseline. Intervals are 95%, ratios on the log scale. "
               "Mark a change: `stallscope history mark ID acknowledged|expected|false-positive`."]
     return "\n".join(lines) + "\n"

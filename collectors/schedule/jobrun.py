@@ -109,10 +109,11 @@ def _quiet(fn: Callable[[list[str]], int], argv: list[str], log: Callable[[str],
 
 
 def _changes_at(store: Any, sjob: str, stored: Any) -> list[Any]:
-    """Change points whose first run after the shift is this run (detected over the job's
-    whole stored series, so an earlier shift is not alerted twice)."""
-    from analysis.history.changepoints import detect
-    return [c for c in detect(store, sjob) if getattr(c.first_run, "id", None) == stored.id]
+    """The findings placed at this run by any signal (the run's paired test, its in-run
+    verdicts, E-Divisive over the job's stored series): detected over the whole history,
+    so a shift placed at an earlier run is not alerted twice."""
+    from analysis.history.changepoints import at_run
+    return at_run(store, sjob, stored)
 
 
 def stderr_log(msg: str) -> None:
