@@ -2,6 +2,7 @@
 folded by the real inferno-collapse-perf; thread names kept as first frames."""
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import time
@@ -72,6 +73,44 @@ def test_dwarf_unwinding_gives_whole_stacks_through_code_without_frame_pointers(
     assert whole["fp"] < whole["dwarf"], whole  # fp loses callers through fp-less code
 
 
+def test_record_argv_targets_a_process_or_its_threads(tmp_path):
+    assert profile.record_argv("perf", 42, tmp_path / "p", 99)[-4:-2] == ["-p", "42"]
+    dw = profile.record_argv("perf", [42, 45], tmp_path / "p", 99, "dwarf")
+    assert dw[-4:-2] == ["-t", "42,45"] and "dwarf,16384" in dw
+
+
+def test_an_earlier_probe_decides_for_the_whole_run(tmp_path):
+    """--call-graph auto: the probe a profile rep of this run recorded in rep.json decides
+    for every later rep (resumed runs too): DWARF for each thread with enough probe samples
+    and more than SWITCH_PCT % of them truncated; a thread with too few is not judged."""
+    from collectors.profilers import perf_unwind as pu
+    run = tmp_path / "run"
+    (run / "a" / "1").mkdir(parents=True)
+    (run / "b" / "1").mkdir(parents=True)
+    (run / "manifest.json").write_text("{}")
+    threads = {"valkey-server": {"samples": 900, "truncated_pct": 11.3, "roots": {"__offtime": 5.1}},
+               "io_thd_1": {"samples": 850, "truncated_pct": 0.0, "roots": {}},
+               "bio_lazy_free": {"samples": pu.MIN_SAMPLES - 1, "truncated_pct": 100.0, "roots": {}}}
+    probe = {"at": 2.0, "rep": "a/1", "seconds": 1.0, "frequency_hz": 999, "switch_pct": 1.0,
+             "threads": threads}
+    later = {**probe, "at": 5.0, "threads": {"valkey-server": {"samples": 900, "truncated_pct": 0.0}}}
+    (run / "a" / "1" / "rep.json").write_text(json.dumps({"collectors": {"perf": {"unwind_probe": probe}}}))
+    (run / "b" / "1" / "rep.json").write_text(json.dumps({"collectors": {"perf": {"unwind_probe": later}}}))
+    rep = run / "a" / "2"
+    rep.mkdir()
+    u = pu.choose("auto", "fp", 0, rep, 16.0, None)       # pid 0: a probe would fail
+    assert (u.callgraph, u.dwarf_threads, u.probe) == ("fp+dwarf", ["valkey-server"], probe)
+    assert not (rep / "perf.probe.folded").exists()
+    threads["valkey-server"]["truncated_pct"] = pu.SWITCH_PCT      # not over the line
+    (run / "a" / "1" / "rep.json").write_text(json.dumps({"collectors": {"perf": {"unwind_probe": probe}}}))
+    assert pu.choose("auto", "fp", 0, rep, 16.0, None).callgraph == "fp"
+    # asked for, or a binary without frame pointers: no probe, one mode for every thread
+    assert pu.choose("fp", "fp", 0, rep, 16.0, None) == pu.Unwinding("fp")
+    assert pu.choose("auto", "dwarf", 0, rep, 16.0, None) == pu.Unwinding("dwarf")
+    # outside a run directory (no manifest.json two levels up) nothing is shared
+    assert pu.earlier_probe(tmp_path / "x" / "y" / "z") is None
+
+
 def test_missing_tools_say_how_to_fix(monkeypatch, tmp_path):
     monkeypatch.setenv("PERF", str(tmp_path / "no-such-perf"))
     with pytest.raises(procs.ToolNotFound, match=r"perf: not found \(nor \$PERF\); install it .*--profile off"):
@@ -101,10 +140,10 @@ def test_profile_of_io_threaded_server_keeps_thread_names(tmp_path):
         ctx = RepContext(rep_dir=tmp_path, window_s=1.5, pid=srv.pid, cpus=cpus, client_cpus=client,
                          callgraph=v.callgraph)
         bp = start_redis_benchmark(redis_benchmark_argv(v.benchmark_bin, srv.port, w, 10_000_000), client)
-        prof = profile.PerfProfiler(freq_hz=999)
+        prof = profile.PerfProfiler(freq_hz=999, callgraph="fp")   # the probe: test_valkey.py
         prof.start(ctx)
         time.sleep(3)            # the profiler ends its window itself after window_s
-        assert prof._proc.poll() is not None
+        assert all(p.poll() is not None for p in prof._procs)
         facts = prof.stop(ctx)
         procs.kill_group(bp.proc, 2.0)
     finally:
@@ -129,11 +168,18 @@ def test_profile_of_io_threaded_server_keeps_thread_names(tmp_path):
 
 def test_perf_failure_is_reported_with_the_reason(tmp_path):
     ctx = RepContext(rep_dir=tmp_path, window_s=3.0, pid=2**22 + 7)   # no such pid
-    prof = profile.PerfProfiler()
+    prof = profile.PerfProfiler(callgraph="fp")
     prof.start(ctx)
-    prof._proc.wait(10)      # perf gives up on its own, long before the window ends
+    prof._procs[0].wait(10)  # perf gives up on its own, long before the window ends
     with pytest.raises(profile.ProfileError, match=r"perf record exited with status -?\d+; see .*perf.stderr"):
         prof.stop(ctx)
+    assert "No such process" in (tmp_path / "perf.stderr").read_text()
+    # auto: the unwinding probe meets the same perf first, and says so at once
+    t = time.monotonic()
+    with pytest.raises(profile.ProfileError,
+                       match=r"perf record \(unwinding probe\) exited with status -?\d+; see .*perf.stderr"):
+        profile.PerfProfiler().start(ctx)
+    assert time.monotonic() - t < 5
     assert "No such process" in (tmp_path / "perf.stderr").read_text()
 
 
@@ -171,7 +217,8 @@ def test_windows_that_do_not_fit_still_leave_a_profile(tmp_path):
         time.sleep(0.3)
         ctx = RepContext(rep_dir=tmp_path, window_s=2.0, pid=srv.pid, port=srv.port,
                          callgraph=v.callgraph)
-        prof = profile.PerfProfiler(freq_hz=999, windows=8)
+        # fp: no unwinding probe, which would take a share of this short window
+        prof = profile.PerfProfiler(freq_hz=999, windows=8, callgraph="fp")
         prof.start(ctx)
         time.sleep(2.5)
         facts = prof.stop(ctx)       # before the fix: ProfileError, perf saw no samples

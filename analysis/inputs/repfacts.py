@@ -52,7 +52,14 @@ class PerfFacts(Record):
     event: str | None = None             # cpu-clock
     frequency_hz: int | None = None
     window_s: float | None = None        # seconds perf was attached
-    callgraph: str | None = None         # fp | dwarf
+    callgraph: str | None = None         # fp | dwarf | fp+dwarf (dwarf for dwarf_threads)
+    dwarf_threads: list[str] = field(default_factory=list)   # fp+dwarf: threads (comm) unwound
+                                         #   with DWARF, the others with frame pointers
+    dwarf_stack_bytes: int | None = None  # user stack copied per DWARF sample
+    commands: list[list[str]] = field(default_factory=list)  # fp+dwarf: both perf record
+    # --call-graph auto: the frame-pointer probe that chose the unwinding (perf_unwind.py):
+    # {rep, seconds, frequency_hz, switch_pct, threads: {comm: {samples, truncated_pct, roots}}}
+    unwind_probe: dict[str, Any] | None = None
     folded_lines: int | None = None
     samples: int | None = None
     threads: list[str] = field(default_factory=list)

@@ -7,7 +7,10 @@ collector runs everywhere perf is allowed. Output in the rep directory:
                     of sample periods (for cpu-clock: nanoseconds of CPU time)
   perf.threads.tsv  tid <TAB> comm <TAB> samples, as perf saw them
   perf.stderr       perf's own messages (lost samples, permission problems)
-perf.data is deleted after folding unless keep_data (it is large).
+  perf.probe.folded the first profile rep of a run: the frame-pointer probe that chose
+                    which threads perf unwinds with DWARF (collectors/profilers/perf_unwind.py)
+perf.data (and perf.fp.data when two perf record share the threads) is deleted after
+folding unless keep_data (it is large).
 """
 from __future__ import annotations
 
@@ -16,84 +19,17 @@ import signal
 import subprocess
 import threading
 import time
-from collections import Counter
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
-from analysis.toolpaths import perf_binary, which_tool
 from collectors.collector import RepContext, RunSettings
 from collectors.host import procs
-from collectors.profilers.perf_windows import PerfControl, WindowRunner
+from collectors.profilers import perf_unwind
+from collectors.profilers.perf_record import (DWARF_STACK_BYTES, EVENT, ProfileError, fold,
+                                              record_argv, require_tools)
+from collectors.profilers.perf_windows import Controls, WindowRunner
 
-
-class ProfileError(Exception):
-    """perf recorded nothing usable; the message names the file with perf's own words."""
-
-
-def require_tools() -> tuple[str, str]:
-    perf = perf_binary()
-    if not perf:
-        raise procs.ToolNotFound("perf: not found (nor $PERF); install it (Debian: apt-get install "
-                                 "linux-perf) or use --profile off")
-    collapse = which_tool("inferno-collapse-perf")   # PATH, then $CARGO_HOME/bin
-    if not collapse:
-        raise procs.ToolNotFound("inferno-collapse-perf: not found on PATH or in ~/.cargo/bin; "
-                                 "run `make setup` (cargo install inferno) or use --profile off")
-    return perf, collapse
-
-
-EVENT = "cpu-clock"        # a software clock: works without a hardware PMU; period = ns
 CALL_GRAPHS = ("auto", "fp", "dwarf")
-DWARF_STACK_BYTES = 16384   # user stack copied per sample with --call-graph dwarf
-
-
-def record_argv(perf: str, pid: int, out: Path, freq_hz: int, callgraph: str = "fp",
-                mmap_pages: int | None = None) -> list[str]:
-    # dwarf copies the user stack with every sample and unwinds it afterwards: whole stacks
-    # through code without frame pointers, at a much higher cost per sample.
-    cg = ["--call-graph", f"dwarf,{DWARF_STACK_BYTES}"] if callgraph == "dwarf" else ["-g"]
-    mm = ["-m", str(mmap_pages)] if mmap_pages else []
-    # No `-- sleep W` workload: perf runs until stop() sends SIGINT, so there is no
-    # grandchild that could outlive a SIGKILLed runner (PDEATHSIG reaches perf only).
-    # -p follows every thread of the pid (main, io_thd_N, bio_*).
-    return [perf, "record", "-e", EVENT, "-F", str(freq_hz), *cg, *mm, "-p", str(pid),
-            "-o", str(out)]
-
-
-def fold(perf: str, collapse: str, perf_data: Path, out_dir: Path) -> dict[str, Any]:
-    """perf script | inferno-collapse-perf > perf.folded; tids/comms > perf.threads.tsv."""
-    folded = out_dir / "perf.folded"
-    err = open(out_dir / "perf.stderr", "ab")
-    try:
-        with open(folded, "wb") as fout:
-            ps = procs.spawn([perf, "script", "-i", str(perf_data)], stdout=subprocess.PIPE, stderr=err)
-            # Default collapse options keep the comm as first frame and add no pid/tid suffix.
-            col = procs.spawn([collapse], stdin=ps.stdout, stdout=fout, stderr=err)
-            ps.stdout.close()
-            rc_col = col.wait(600)
-            rc_ps = ps.wait(600)
-            procs.forget(ps)
-            procs.forget(col)
-        if rc_ps != 0 or rc_col != 0:
-            raise ProfileError(f"perf script (status {rc_ps}) | inferno-collapse-perf (status {rc_col}) "
-                               f"failed; see {out_dir / 'perf.stderr'}")
-        r = procs.run_capture([perf, "script", "-i", str(perf_data), "-F", "tid,comm"], timeout_s=600)
-    finally:
-        err.close()
-    threads: Counter = Counter()
-    for line in r.stdout.splitlines():
-        parts = line.split()
-        if len(parts) >= 2 and parts[-1].isdigit():
-            threads[(int(parts[-1]), " ".join(parts[:-1]))] += 1
-    with open(out_dir / "perf.threads.tsv", "w") as f:
-        f.write("tid\tcomm\tsamples\n")
-        for (tid, comm), n in sorted(threads.items()):
-            f.write(f"{tid}\t{comm}\t{n}\n")
-    lines = folded.read_text(errors="replace").splitlines()
-    return {"folded_lines": len(lines), "samples": sum(threads.values()),
-            "threads": sorted({c for _, c in threads})}
-
 
 # Profile windows: ABBA off/on, each at least perf_windows.MIN_WINDOW_S. Short windows pair
 # better on a host whose noise drifts over seconds (docs/statistics.md): 64 windows of a
@@ -106,81 +42,130 @@ class PerfProfiler:
     stop() waits for it and folds the stacks."""
     freq_hz: int = 99
     keep_data: bool = False
-    callgraph: str = "auto"          # auto: the variant's (fp when it has frame pointers)
+    callgraph: str = "auto"          # auto: measured per run (perf_unwind), fp, or dwarf
     mmap_pages: int | None = None    # perf's ring buffer (-m), None: perf's default
     windows: int = PROFILE_WINDOWS   # ABBA off/on profile windows (0: sample the whole window)
     name: str = "perf"
-    _proc: subprocess.Popen | None = field(default=None, repr=False)
-    _argv: list[str] = field(default_factory=list, repr=False)
+    _procs: list[subprocess.Popen] = field(default_factory=list, repr=False)
+    _argvs: list[list[str]] = field(default_factory=list, repr=False)
 
     def start(self, ctx: RepContext) -> None:
         perf, _ = require_tools()
-        self._callgraph = ctx.callgraph if self.callgraph == "auto" else self.callgraph
-        self._argv = record_argv(perf, ctx.pid, ctx.rep_dir / "perf.data", self.freq_hz,
-                                 self._callgraph, self.mmap_pages)
+        opened = time.monotonic()
+        (ctx.rep_dir / "perf.stderr").write_bytes(b"")     # this rep's perf messages only
+        self._unwind = perf_unwind.choose(self.callgraph, ctx.callgraph, ctx.pid, ctx.rep_dir,
+                                          ctx.window_s, ctx.client_cpus)
+        left_s = max(0.5, ctx.window_s - (time.monotonic() - opened))   # after a probe
+        self._data = []
+        self._modes = []
+        for mode, target in self._recordings(ctx.pid):
+            self._modes.append(mode)
+            self._data.append(ctx.rep_dir / ("perf.data" if not self._data else f"perf.{mode}.data"))
+            self._argvs.append(record_argv(perf, target, self._data[-1], self.freq_hz, mode,
+                                           self.mmap_pages))
         self._control = self._windows = None
         if self.windows and ctx.port:      # windows count on the server: they need its port
-            self._control = PerfControl()
-            self._argv[2:2] = self._control.argv()
-            self._windows = WindowRunner(ctx.port, ctx.window_s, self.windows)
-        self._err = open(ctx.rep_dir / "perf.stderr", "wb")
+            self._control = Controls(len(self._argvs))
+            for argv, c in zip(self._argvs, self._control.each):
+                argv[2:2] = c.argv()
+            self._windows = WindowRunner(ctx.port, left_s, self.windows)
+        self._err = open(ctx.rep_dir / "perf.stderr", "ab")
         # perf itself runs on the client CPUs so it does not steal the server's core.
-        self._proc = procs.spawn(self._argv, stdout=self._err, stderr=self._err, cpus=ctx.client_cpus)
+        self._procs = [procs.spawn(a, stdout=self._err, stderr=self._err, cpus=ctx.client_cpus)
+                       for a in self._argvs]
         self._t0 = time.monotonic()
         if self._windows is not None:
             self._windows.start(self._control)
         # Stop at the end of the window even if the caller's stop() comes later.
-        self._timer = threading.Timer(ctx.window_s, self._interrupt)
+        self._timer = threading.Timer(left_s, self._interrupt)
         self._timer.daemon = True
         self._timer.start()
 
+    def _recordings(self, pid: int) -> list[tuple[str, int | list[int]]]:
+        """(mode, pid or tids) per perf record: one for the whole process, or with
+        fp+dwarf one with DWARF for the threads that need it and one with frame pointers
+        for the others (each thread's tids as they are now; threads started later are
+        followed by the perf of the thread that starts them)."""
+        u = self._unwind
+        if u.callgraph != "fp+dwarf":
+            return [(u.callgraph, pid)]
+        dwarf, other = perf_unwind.thread_ids(pid, u.dwarf_threads)
+        if dwarf and other:
+            return [("dwarf", dwarf), ("fp", other)]
+        return [("dwarf" if dwarf else "fp", pid)]
+
     def _interrupt(self) -> None:
-        if self._proc is not None and self._proc.poll() is None:
-            try:
-                self._proc.send_signal(signal.SIGINT)   # perf writes its data and exits
-            except ProcessLookupError:
-                pass
-            self._t1 = time.monotonic()
+        for p in self._procs:
+            if p.poll() is None:
+                try:
+                    p.send_signal(signal.SIGINT)   # perf writes its data and exits
+                except ProcessLookupError:
+                    pass
+        self._t1 = getattr(self, "_t1", None) or time.monotonic()
 
     def stop(self, ctx: RepContext) -> dict[str, Any]:
         perf, collapse = require_tools()
-        assert self._proc is not None, "stop() without start()"
+        assert self._procs, "stop() without start()"
         if self._windows is not None:
             self._windows.join(ctx.window_s + 15)   # it ends with the window; sooner when told
             self._control.close()
         self._timer.cancel()
-        self._t1 = getattr(self, "_t1", None) or time.monotonic()
         self._interrupt()
-        try:
-            rc = self._proc.wait(60)
-        except subprocess.TimeoutExpired:
-            rc = procs.kill_group(self._proc, 5.0)
-        procs.forget(self._proc)
+        rcs = [self._wait(p) for p in self._procs]
         window = self._t1 - self._t0
         self._err.close()
-        data = ctx.rep_dir / "perf.data"
         # perf exits 0 or -SIGINT/130 after SIGINT, depending on when it arrives.
-        if rc not in (0, -signal.SIGINT, 128 + signal.SIGINT) or not data.is_file():
-            raise ProfileError(f"perf record exited with status {rc}; see {ctx.rep_dir / 'perf.stderr'} "
+        bad = [rc for rc, d in zip(rcs, self._data)
+               if rc not in (0, -signal.SIGINT, 128 + signal.SIGINT) or not d.is_file()]
+        if bad:
+            raise ProfileError(f"perf record exited with status {bad[0]}; see {ctx.rep_dir / 'perf.stderr'} "
                                "(perf_event_paranoid too high? run as root or "
                                "sysctl kernel.perf_event_paranoid=1)")
-        facts = fold(perf, collapse, data, ctx.rep_dir)
+        facts = fold(perf, collapse, self._data, ctx.rep_dir / "perf.folded",
+                     ctx.rep_dir / "perf.stderr", ctx.rep_dir / "perf.threads.tsv")
         if facts["folded_lines"] == 0:
             raise ProfileError(f"{ctx.rep_dir / 'perf.folded'} is empty: perf saw no samples of pid "
                                f"{ctx.pid}")
         if not self.keep_data:
-            data.unlink()
-        out = {"profiler": "perf", "command": self._argv, "event": EVENT,
-               "frequency_hz": self.freq_hz, "window_s": round(window, 3),
-               "callgraph": self._callgraph, "mmap_pages": self.mmap_pages, **facts}
-        if self._windows is not None:
-            rows = self._windows.rows
-            out["windows"] = rows
-            out["windows_error"] = self._windows.error
-            if self._windows.error is None:
-                # After a failed switch the samples no longer match the windows: no counts then.
-                out["sampled_s"] = round(sum(r["seconds"] for r in rows if r["perf"]), 6)
-                out["sampled_commands"] = sum(r["commands"] for r in rows if r["perf"])
+            for d in self._data:
+                d.unlink()
+        return {"profiler": "perf", "command": self._argvs[0], "event": EVENT,
+                "frequency_hz": self.freq_hz, "window_s": round(window, 3),
+                "mmap_pages": self.mmap_pages, **self._unwind_facts(), **facts,
+                **self._window_facts()}
+
+    @staticmethod
+    def _wait(p: subprocess.Popen) -> int | None:
+        try:
+            rc = p.wait(60)
+        except subprocess.TimeoutExpired:
+            rc = procs.kill_group(p, 5.0)
+        procs.forget(p)
+        return rc
+
+    def _unwind_facts(self) -> dict[str, Any]:
+        """What was recorded (a thread the probe named may be absent from this rep)."""
+        mode = "+".join(sorted(set(self._modes), key=("fp", "dwarf").index))
+        out: dict[str, Any] = {"callgraph": mode}
+        if len(self._argvs) > 1:
+            out["commands"] = self._argvs
+        if "dwarf" in self._modes:
+            out["dwarf_stack_bytes"] = DWARF_STACK_BYTES
+        if mode == "fp+dwarf":
+            out["dwarf_threads"] = self._unwind.dwarf_threads
+        if self._unwind.probe is not None:
+            out["unwind_probe"] = self._unwind.probe
+        return out
+
+    def _window_facts(self) -> dict[str, Any]:
+        if self._windows is None:
+            return {}
+        rows = self._windows.rows
+        out: dict[str, Any] = {"windows": rows, "windows_error": self._windows.error}
+        if self._windows.error is None:
+            # After a failed switch the samples no longer match the windows: no counts then.
+            out["sampled_s"] = round(sum(r["seconds"] for r in rows if r["perf"]), 6)
+            out["sampled_commands"] = sum(r["commands"] for r in rows if r["perf"])
         return out
 
 
@@ -197,8 +182,11 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> None:
     g.add_argument("--call-graph", choices=CALL_GRAPHS, default="auto",
                    help="stack unwinding: fp (frame pointers, cheap), dwarf (copies "
                         f"{DWARF_STACK_BYTES // 1024} KiB of user stack per sample: whole stacks "
-                        "through code built without frame pointers, several times the cost), "
-                        "auto (fp when the binary has frame pointers; default)")
+                        "through code built without frame pointers, e.g. glibc, at a larger "
+                        "perf.data), auto (default: fp, and dwarf for each thread whose stacks "
+                        f"a {perf_unwind.PROBE_MAX_S:g} s frame-pointer probe at the start of "
+                        f"the run's first profile rep finds over {perf_unwind.SWITCH_PCT:g}%% "
+                        "truncated; dwarf throughout for a binary without frame pointers)")
     g.add_argument("--perf-mmap", type=int, default=None, metavar="PAGES",
                    help="perf's ring buffer in pages (perf record -m; default: perf's own)")
     g.add_argument("--profile-windows", type=int, default=PROFILE_WINDOWS, metavar="N",

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import select
+import subprocess
 import tempfile
 import threading
 import time
@@ -57,10 +58,15 @@ class PerfControl:
             self._w = os.open(self.ctl, os.O_RDWR)
             self._r = os.open(self.ack, os.O_RDWR)
 
-    def send(self, command: str, timeout_s: float = 10.0) -> None:
+    def send(self, command: str, timeout_s: float = 10.0,
+             perf: subprocess.Popen | None = None) -> None:
+        """Send and wait for perf's ack; given the perf process, stop waiting once it exited."""
         self._open()
         os.write(self._w, (command + "\n").encode())
-        ready, _, _ = select.select([self._r], [], [], timeout_s)
+        end = time.monotonic() + timeout_s
+        ready: list[int] = []
+        while not ready and time.monotonic() < end and (perf is None or perf.poll() is None):
+            ready, _, _ = select.select([self._r], [], [], min(0.05, max(0.0, end - time.monotonic())))
         # perf answers "ack\n" followed by a NUL byte.
         reply = os.read(self._r, 64).decode(errors="replace").replace("\0", "").strip() if ready else ""
         if reply != "ack":
@@ -75,6 +81,22 @@ class PerfControl:
         for p in (self.ctl, self.ack):
             p.unlink(missing_ok=True)
         self.dir.rmdir()
+
+
+class Controls:
+    """The control FIFOs of several perf processes (one per unwinding mode, perf.py),
+    switched together: each window enables or disables all of them."""
+
+    def __init__(self, n: int) -> None:
+        self.each = [PerfControl() for _ in range(n)]
+
+    def send(self, command: str) -> None:
+        for c in self.each:
+            c.send(command)
+
+    def close(self) -> None:
+        for c in self.each:
+            c.close()
 
 
 @dataclass
@@ -93,7 +115,7 @@ class WindowRunner:
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 
-    def start(self, control: PerfControl) -> None:
+    def start(self, control: Controls) -> None:
         self._thread = threading.Thread(target=self._run, args=(control,), daemon=True)
         self._thread.start()
 
@@ -102,7 +124,7 @@ class WindowRunner:
         if self._thread is not None:
             self._thread.join(timeout_s)
 
-    def _run(self, control: PerfControl) -> None:
+    def _run(self, control: Controls) -> None:
         client = redis.Redis(host=HOST, port=self.port, socket_timeout=10)
         try:
             # perf is stopped at total_s (PerfProfiler's timer): every window must end before
@@ -153,7 +175,7 @@ class WindowRunner:
         fit = int(left_s / max(MIN_WINDOW_S, 6 * info_s))
         return max(2, min(self.windows, fit - fit % 2))
 
-    def _sample_the_rest(self, control: PerfControl, switch_s: float) -> None:
+    def _sample_the_rest(self, control: Controls, switch_s: float) -> None:
         """No "on" window fitted: without samples the rep would have no profile at all, so
         perf samples the rest of the rep whole. The windows' counts then do not match the
         samples: the error says so, and no cost is measured from this rep."""

@@ -1,0 +1,148 @@
+"""Which threads perf unwinds with DWARF: chosen once per run, from a measurement.
+
+Frame-pointer call graphs (-g) are cheap (the kernel follows %rbp) but end at any frame
+that uses %rbp for something else. Debian's glibc has no frame pointers, and its
+localtime_r keeps an argument in %rbp (__tz_convert): Valkey calls it in afterSleep() on
+every event-loop iteration, and in the README's pipelined Valkey run 8-16% of the main
+thread's samples (__offtime, __tz_convert, __tzfile_compute ... under localtime_r) lost
+every caller. DWARF call graphs copy the user stack with each sample and unwind it
+afterwards from .eh_frame, through glibc too, but cost more per sample, make perf.data
+~80 times larger, and do worse where a stack is deeper than the copy: Valkey's
+io-threads under jemalloc's tcache flush lost 3% of their stacks with DWARF at 16 KiB,
+none with frame pointers.
+
+So `--call-graph auto` measures before it chooses: the first profile rep of a run starts
+with a short frame-pointer probe (PROBE_HZ for a tenth of its window, at most
+PROBE_MAX_S), and every thread (by name) with more than SWITCH_PCT % of its probe stacks
+truncated is unwound with DWARF in every profile rep of the run, the other threads with
+frame pointers. The probe is outside the rep's profile windows (it measures neither the
+profile nor perf's cost); its facts go into every profile rep's rep.json
+(collectors.perf.unwind_probe), so a resumed run keeps the choice and the report says
+what was chosen and why.
+"""
+from __future__ import annotations
+
+import json
+import signal
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from analysis.profile.stacks import Stacks, read_folded
+from analysis.profile.truncation import truncation
+from collectors.host import procs
+from collectors.profilers.perf_record import ProfileError, fold, record_argv, require_tools
+from collectors.profilers.perf_windows import PerfControl
+
+PROBE_HZ = 999           # ~1000 samples per busy thread in a 1 s probe: a 1% share is ±0.3
+PROBE_MAX_S = 1.0
+PROBE_SHARE = 0.1        # of the rep's window (--size small: 0.24 s of a 2.4 s window);
+                         # perf's start and the folding add ~0.5 s (more on a busy host)
+SWITCH_PCT = 1.0         # % of a thread's probe samples with a truncated stack
+MIN_SAMPLES = 30         # a thread with fewer probe samples is not judged (keeps fp)
+ROOTS_KEPT = 5
+
+
+@dataclass
+class Unwinding:
+    """How perf unwinds in a rep: one mode for all threads, or DWARF for some."""
+    callgraph: str                                    # fp | dwarf | fp+dwarf
+    dwarf_threads: list[str] = field(default_factory=list)   # with fp+dwarf: thread names
+    probe: dict[str, Any] | None = None               # the measurement that chose it
+
+
+def choose(asked: str, binary_mode: str, pid: int, rep_dir: Path, window_s: float,
+           cpus: list[int] | None) -> Unwinding:
+    """`asked`: fp | dwarf | auto (--call-graph); `binary_mode`: dwarf when the server has
+    no frame pointers at all (collectors/build/binary.py), then every thread needs it."""
+    if asked in ("fp", "dwarf"):
+        return Unwinding(asked)
+    if binary_mode == "dwarf":
+        return Unwinding("dwarf")
+    probe = earlier_probe(rep_dir) or run_probe(pid, rep_dir, min(PROBE_MAX_S, PROBE_SHARE * window_s),
+                                                cpus)
+    names = sorted(n for n, t in probe["threads"].items()
+                   if t.get("samples", 0) >= MIN_SAMPLES and t.get("truncated_pct", 0) > SWITCH_PCT)
+    return Unwinding("fp+dwarf" if names else "fp", names, probe)
+
+
+def earlier_probe(rep_dir: Path) -> dict[str, Any] | None:
+    """The probe an earlier profile rep of this run made (the first, by its time), read
+    from the run directory's rep.json files; None outside a run directory."""
+    run_dir = rep_dir.parent.parent
+    if not (run_dir / "manifest.json").is_file():
+        return None
+    found = []
+    for f in run_dir.glob("*/*/rep.json"):
+        try:
+            p = json.loads(f.read_text()).get("collectors", {}).get("perf", {}).get("unwind_probe")
+        except (OSError, ValueError, AttributeError):
+            continue
+        if isinstance(p, dict) and isinstance(p.get("threads"), dict):
+            found.append(p)
+    return min(found, key=lambda p: p.get("at", 0.0)) if found else None
+
+
+def run_probe(pid: int, rep_dir: Path, seconds: float, cpus: list[int] | None) -> dict[str, Any]:
+    """Frame-pointer samples of every thread for `seconds`; per thread name, the share of
+    stacks that do not reach the thread's entry and where they start. The folded probe is
+    kept as perf.probe.folded."""
+    perf, collapse = require_tools()
+    data, err_path = rep_dir / "perf.probe.data", rep_dir / "perf.stderr"
+    t0 = time.time()
+    argv = record_argv(perf, pid, data, PROBE_HZ, "fp")
+    control = PerfControl()
+    # Sampling starts at "enable", once perf is attached (~0.2 s): the probe lasts `seconds`.
+    # --no-bpf-event: without it perf's BPF side-band thread holds its exit up to 1 s.
+    argv[2:2] = [*control.argv(), "--no-bpf-event"]
+    with open(err_path, "ab") as err:
+        p = procs.spawn(argv, stdout=err, stderr=err, cpus=cpus)
+        try:
+            control.send("enable", perf=p)
+            time.sleep(seconds)
+        except RuntimeError:
+            pass                  # perf exited or never answered: its status says why, below
+        finally:
+            control.close()
+            if p.poll() is None:
+                p.send_signal(signal.SIGINT)
+            rc = p.wait(30)
+            procs.forget(p)
+    if rc not in (0, -signal.SIGINT, 128 + signal.SIGINT) or not data.is_file():
+        raise ProfileError(f"perf record (unwinding probe) exited with status {rc}; see {err_path}")
+    folded = rep_dir / "perf.probe.folded"
+    fold(perf, collapse, [data], folded, err_path)
+    data.unlink()
+    threads = {name: _thread_facts(st) for name, st in by_thread_name(read_folded(folded)).items()}
+    return {"at": round(t0, 3), "rep": f"{rep_dir.parent.name}/{rep_dir.name}",
+            "seconds": round(seconds, 3), "wall_s": round(time.time() - t0, 3),
+            "frequency_hz": PROBE_HZ, "callgraph": "fp",
+            "switch_pct": SWITCH_PCT, "min_samples": MIN_SAMPLES, "threads": threads}
+
+
+def by_thread_name(stacks: Stacks) -> dict[str, Stacks]:
+    out: dict[str, Stacks] = {}
+    for frames, w in stacks.weights.items():
+        out.setdefault(frames[0], Stacks(unit=stacks.unit)).add(frames, w)
+    return out
+
+
+def _thread_facts(st: Stacks) -> dict[str, Any]:
+    t = truncation(st)
+    period_ns = 1e9 / PROBE_HZ          # cpu-clock at -F: a fixed period per sample
+    roots = {k: round(100 * w / t.total, 2) for k, w in list(t.roots.items())[:ROOTS_KEPT]}
+    return {"samples": round(t.total / period_ns), "truncated_pct": round(t.share, 2),
+            "roots": roots}
+
+
+def thread_ids(pid: int, dwarf_threads: list[str]) -> tuple[list[int], list[int]]:
+    """(tids whose name is in dwarf_threads, the other tids) of a running process."""
+    dwarf, other = [], []
+    for task in sorted(Path(f"/proc/{pid}/task").iterdir(), key=lambda p: int(p.name)):
+        try:
+            name = (task / "comm").read_text().strip()
+        except OSError:
+            continue                      # a thread that just ended
+        (dwarf if name in dwarf_threads else other).append(int(task.name))
+    return dwarf, other
