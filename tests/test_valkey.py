@@ -11,6 +11,9 @@ import sys
 
 import pytest
 
+from analysis.profile.stacks import read_folded
+from analysis.profile.truncation import truncation
+from collectors.profilers.perf_unwind import by_thread_name
 from tests.conftest import REPO
 
 pytestmark = pytest.mark.slow
@@ -71,6 +74,48 @@ def test_profiles_show_hashtable_lookup_and_io_thread(valkey_run):
         threads = {line.split(";", 1)[0] for line in folded.splitlines()}
         assert "valkey-server" in threads and "io_thd_1" in threads
         assert ";hashtableFind" in folded and ";lookupKey" in folded
+
+
+# Where Valkey's frame-pointer stacks stop: glibc's localtime_r (Debian builds glibc
+# without frame pointers, and __tz_convert keeps an argument in %rbp), which Valkey's
+# afterSleep() calls on every event-loop iteration.
+GLIBC_TIME = {"__offtime", "__tz_convert", "__tzfile_compute", "__tzstring", "__tzstring_len"}
+
+
+def test_the_probe_gives_dwarf_to_the_thread_glibc_cuts(valkey_run):
+    """--call-graph auto: the first profile rep probes with frame pointers, the main
+    thread's stacks under localtime_r are cut, so every profile rep unwinds the main thread
+    with DWARF and the io-thread with frame pointers; the report says what and why."""
+    run_dir, m, out = valkey_run
+    prof = [r for r in m["schedule"] if r["kind"] == "profile"]
+    facts = [json.loads((run_dir / r["dir"] / "rep.json").read_text())["collectors"]["perf"]
+             for r in prof]
+    probe = facts[0]["unwind_probe"]
+    assert probe["rep"] == prof[0]["dir"] and probe["callgraph"] == "fp"
+    # its numbers are its own folded stacks', thread by thread
+    stacks = by_thread_name(read_folded(run_dir / prof[0]["dir"] / "perf.probe.folded"))
+    assert set(stacks) == set(probe["threads"])
+    for name, st in stacks.items():
+        assert probe["threads"][name]["truncated_pct"] == pytest.approx(truncation(st).share, abs=0.01)
+    main = probe["threads"]["valkey-server"]
+    assert main["samples"] >= 30 and main["truncated_pct"] > 1.0
+    assert GLIBC_TIME & set(main["roots"]), main["roots"]
+    assert probe["threads"]["io_thd_1"]["truncated_pct"] <= 1.0
+    for r, f in zip(prof, facts):
+        assert f["unwind_probe"] == probe           # one choice for the whole run
+        assert f["callgraph"] == "fp+dwarf" and f["dwarf_threads"] == ["valkey-server"]
+        dwarf, fp = f["commands"]
+        assert "dwarf,16384" in dwarf and "-g" in fp and "-t" in dwarf and "-t" in fp
+        assert {"valkey-server", "io_thd_1"} <= set(f["threads"])   # both perf.data folded
+        if f["windows_error"] is None:              # the windows switched both perf record
+            assert f["sampled_s"] > 0 and f["sampled_commands"] > 0
+    assert not any((run_dir / r["dir"] / "perf.probe.folded").exists() for r in prof[1:])
+    # DWARF reaches main through glibc: the profile reps' main-thread share is far below
+    t = json.loads((out / "results.json").read_text())["profile"]["truncated"]
+    assert t["thread"] == "main" and t["callgraph"] == "fp+dwarf"
+    assert t["worst"] < main["truncated_pct"] / 2, (t["worst"], main)
+    md = (out / "report.md").read_text()
+    assert "DWARF for valkey-server, frame pointers for the other threads, because a " in md
 
 
 def test_report_analyses_the_pairs(valkey_run):

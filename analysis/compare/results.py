@@ -128,7 +128,11 @@ class TruncationSection:
     reps: dict[str, list[int]] = field(default_factory=dict)
     worst: float = 0.0               # the largest share of any rep, %
     roots: dict[str, float] = field(default_factory=dict)   # where they start -> % of all samples
-    callgraph: str = ""              # fp | dwarf, as perf recorded
+    callgraph: str = ""              # fp | dwarf | fp+dwarf, as perf recorded (", " if reps differ)
+    dwarf_threads: list[str] = field(default_factory=list)   # fp+dwarf: unwound with DWARF
+    probe: dict[str, Any] | None = None   # the frame-pointer probe that chose (rep.json
+                                          #   collectors.perf.unwind_probe), if any
+    unwind: str = ""                 # the sentence: how stacks were unwound, and why
     exceeds: bool = False            # worst > threshold
     note: str = ""                   # the sentence beside the cumulative tables
 

@@ -1,7 +1,9 @@
 """Truncated stacks per profile rep and per variant, and what the report says about them
-(analysis/profile/truncation.py has the rule). Above THRESHOLD % the cumulative tables
-carry a note: "cumulative shares understated by up to x%", with the fix (`--call-graph
-dwarf`, or frame pointers in the library the truncated stacks start in)."""
+(analysis/profile/truncation.py has the rule): always how perf unwound the stacks and, with
+`--call-graph auto`, which probe measurement chose that (collectors/profilers/perf_unwind.py);
+above THRESHOLD % the cumulative tables carry a note: "cumulative shares understated by up
+to x%", with the fix (`--call-graph dwarf`, or frame pointers in the library the truncated
+stacks start in)."""
 from __future__ import annotations
 
 from analysis import stats
@@ -16,12 +18,38 @@ ROOTS_LISTED = 3
 ROOT_MIN = 0.1        # % of samples: smaller starting points are not named
 
 
-def _callgraph(reps: list[ProfileRep]) -> str:
+def _unwinding(sec: TruncationSection, reps: list[ProfileRep]) -> None:
+    """callgraph (each mode the reps recorded), dwarf_threads, the probe, and the sentence."""
+    modes: list[str] = []
     for r in reps:
         perf = read_rep_facts(r.dir).perf
-        if perf is not None and perf.callgraph:
-            return perf.callgraph
-    return ""
+        if perf is None:
+            continue
+        if perf.callgraph and perf.callgraph not in modes:
+            modes.append(perf.callgraph)
+        sec.dwarf_threads += [t for t in perf.dwarf_threads if t not in sec.dwarf_threads]
+        sec.probe = sec.probe or perf.unwind_probe
+    sec.callgraph = ", ".join(modes)
+    sec.unwind = _unwind_text(sec)
+
+
+def _unwind_text(sec: TruncationSection) -> str:
+    text = f"call graph {sec.callgraph or 'n/a'}"
+    p = sec.probe
+    if not p or not isinstance(p.get("threads"), dict):
+        return text
+    probe = (f"a {p.get('seconds', 0):g} s frame-pointer probe at {p.get('frequency_hz')} Hz "
+             f"in {p.get('rep')}")
+    over = f"over {p.get('switch_pct', 0):g}%"
+    if not sec.dwarf_threads:
+        return f"{text}: {probe} found no thread's stacks {over} truncated"
+    why = []
+    for name in sec.dwarf_threads:
+        t = p["threads"].get(name) or {}
+        roots = ", ".join(list(t.get("roots") or {})[:ROOTS_LISTED])
+        why.append(f"{name} {t.get('truncated_pct', 0):.1f}%" + (f", starting in {roots}" if roots else ""))
+    return (f"{text}: DWARF for {', '.join(sec.dwarf_threads)}, frame pointers for the other "
+            f"threads, because {probe} found stacks truncated {over} ({'; '.join(why)})")
 
 
 def truncated_stacks(reps: dict[str, list[ProfileRep]], base: str, cand: str, thread: str,
@@ -43,7 +71,7 @@ def truncated_stacks(reps: dict[str, list[ProfileRep]], base: str, cand: str, th
     sec.worst = max((max(s.values) for s in sec.shares.values() if s.values), default=0.0)
     top = sorted(roots.items(), key=lambda kv: (-kv[1], kv[0]))[:ROOTS_LISTED]
     sec.roots = {k: 100.0 * w / total for k, w in top if total and 100.0 * w / total >= ROOT_MIN}
-    sec.callgraph = _callgraph(reps[base] + reps[cand])
+    _unwinding(sec, reps[base] + reps[cand])
     sec.exceeds = sec.worst > THRESHOLD
     if sec.exceeds:
         sec.note = _note(sec, base, cand)
@@ -55,10 +83,16 @@ def _note(sec: TruncationSection, base: str, cand: str) -> str:
                     f"{sec.shares[v].max:.1f}%)" for v in (base, cand))
     where = "; they start in " + ", ".join(f"{k} {w:.1f}%" for k, w in sec.roots.items()) \
         if sec.roots else ""
-    fix = ("re-run with `stallscope run ... --call-graph dwarf`, or build the library they "
-           "start in with frame pointers" if sec.callgraph != "dwarf"
-           else "the DWARF unwinder also stopped short (stack copy too small?): "
-                "raise perf's --call-graph dwarf stack size")
+    if "dwarf" not in sec.callgraph:
+        fix = ("re-run with `stallscope run ... --call-graph dwarf`, or build the library they "
+               "start in with frame pointers")
+    elif sec.dwarf_threads:
+        fix = (f"in {', '.join(sec.dwarf_threads)} the DWARF unwinder stopped short too (stack "
+               "copy too small?), in the other threads frame pointers did: re-run with "
+               "`stallscope run ... --call-graph dwarf` for DWARF in every thread")
+    else:
+        fix = ("the DWARF unwinder also stopped short (stack copy too small?): "
+               "raise perf's --call-graph dwarf stack size")
     return (f"cumulative shares understated by up to {sec.worst:.1f}%: {med} of samples have "
-            f"truncated stacks (they stop before the thread's entry{where}); "
+            f"truncated stacks (they stop before the thread's entry{where}; {sec.unwind}); "
             f"{fix}.")

@@ -196,9 +196,10 @@ def patches(items: list[Any] | None) -> str:
 
 def truncated_text(t: Any) -> str:
     """Whole stacks, said even when fine (plain text; markdown escapes it, HTML autoescapes):
-    the worst rep's share of samples whose stack stops before the thread's entry, and each
-    variant's median (docs/statistics.md)."""
+    the worst rep's share of samples whose stack stops before the thread's entry, each
+    variant's median, and how perf unwound them and why (docs/statistics.md)."""
     per = "; ".join(f"{v} {side.median:.2f}%" for v, side in t.shares.items())
+    how = t.unwind or f"call graph {t.callgraph or 'n/a'}"
     return (f"Truncated stacks: at most {t.worst:.2f}% of a rep's samples ({per}, median per "
-            f"rep; call graph {t.callgraph or 'n/a'}): under the {t.threshold:g}% at "
+            f"rep; {how}): under the {t.threshold:g}% at "
             "which cumulative shares would need a caveat.")
