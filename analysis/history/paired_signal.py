@@ -19,8 +19,8 @@ job's typical one, estimated from the PRIOR_RUNS runs before it (their within-ru
 variances, which shifts of the mean do not touch), by as many degrees of freedom as those
 runs agree. Five reps give a t with 4 degrees of freedom, whose 99.5% quantile is 4.6 where
 the normal's is 2.6: pooling is what makes 5 reps worth testing. Pooling blindly would be
-wrong on a noisier night (the recorded per-rep sd was 0.026 on one evening and 0.062 on
-another day): the prior's degrees of freedom fall as the runs' variances disagree, and the
+wrong on a noisier night (at 32 pairs a rep the per-rep sd was 0.027 on one recorded
+evening and 0.062 on another day): the prior's degrees of freedom fall as the runs' variances disagree, and the
 test falls back to the run's own t (fewer than MIN_PRIOR earlier runs: the run's own t).
 Only runs before the tested one are used, so a run's finding does not change when later
 runs arrive. docs/history.md ("The in-run paired signal") gives the false-alert rate.

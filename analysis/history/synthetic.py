@@ -22,10 +22,11 @@ and analysis.compare.pair_clusters, MSET of 50 keys over 10M keys, 0.25 s window
 - rep_sd = sqrt(start_sd^2 + pair_sd^2 / pairs), the sd of one rep's log ratio:
   noise-paired-12reps-16pairs has 0.0345, noise-paired-8reps-48pairs 0.0232 (the same
   evening); the sd of one window pair's log ratio within a rep is 0.128 and 0.137 there
-  (pooled: PAIR_SD 0.134), which leaves 0.0103 between server starts (START_SD, pooled
-  over both runs' 18 df). A scheduled rep has 32 pairs (64 windows, the runner's default):
-  rep_sd 0.0258 on that evening (QUIET). mset-demo-paired, another day, 5 reps of 32
-  pairs: rep_sd 0.0621, pair sd 0.155, so 0.0558 between starts (NOISY).
+  (pooled: PAIR_SD 0.134), which leaves 0.0127 and 0.0122 between server starts (each
+  run's rep_sd^2 less its own pairs' share; 0.0125 their mean, as docs/statistics.md
+  "Where the noise comes from" has them). A scheduled rep has 32 pairs (64 windows, the
+  runner's default): rep_sd 0.0268 on that evening (QUIET). mset-demo-paired, another day,
+  5 reps of 32 pairs: rep_sd 0.0621, pair sd 0.155, so 0.0558 between starts (NOISY).
 - rep_level_sd 0.061: the sd of a rep's log base rate within a run, pooled over those
   three runs (0.073, 0.046, 0.049; 22 df): each server start lands at its own level.
 - run_level_sd 0.047: the three runs of that evening (noise-paired-1rep-640pairs too)
@@ -72,7 +73,7 @@ class Noise:
         return math.sqrt(self.start_sd ** 2 + self.pair_sd ** 2 / pairs)
 
 
-QUIET = Noise("quiet evening (noise-paired-*)", start_sd=0.0103, pair_sd=PAIR_SD)
+QUIET = Noise("quiet evening (noise-paired-*)", start_sd=0.0125, pair_sd=PAIR_SD)
 NOISY = Noise("noisier day (mset-demo-paired)", start_sd=0.0558, pair_sd=0.155)
 
 
