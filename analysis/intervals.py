@@ -135,7 +135,7 @@ def method_text(key: str, nb: int, nc: int, achieved: float, confidence: float,
 def p_value(key: str, b: np.ndarray, c: np.ndarray, pilot: int) -> float | None:
     """Two-sided p-value of "no change" by the test that belongs to the interval's method
     (its interval at level 1 - p just reaches 0); None for the bootstrap."""
-    d = c - b
+    d = c - b if key in ("signed-rank", "paired-t", "two-stage") else None   # pairs only
     with _quiet_moments(), warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
         if key == "mann-whitney":

@@ -64,7 +64,7 @@ def test_demo_compares_the_debian_build_with_the_patched_one(demo):
 def test_demo_report_shows_throughput_and_lookup_cost_with_intervals(demo):
     out, run_dir, _ = demo
     res = json.loads((out / "results.json").read_text())
-    assert res["schema"] == 3 and (res["base"], res["cand"]) == ("base", "prefetch")
+    assert res["schema"] == 4 and (res["base"], res["cand"]) == ("base", "prefetch")
     (t,) = res["paired"]
     # 2 paired reps x 32 pairs: too few reps for an interval over reps, so the pairs
     assert t["base"]["n"] == t["cand"]["n"] == 64

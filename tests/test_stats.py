@@ -184,3 +184,10 @@ def test_shares_use_percentage_points():
     # 0.20% -> 0.30% is +50% relative but only 0.1 pp: no change
     small = compare_shares([0.2, 0.21, 0.19], [0.3, 0.31, 0.29])
     assert small.rel == pytest.approx(0.5, abs=0.005) and small.verdict == "no change"
+
+
+def test_unpaired_sides_of_different_lengths_get_a_p_value():
+    # 4 reps against 3 (a failed rep): no pair differences exist, and none are taken
+    ch = compare([100, 102, 98, 101], [110, 111, 109])
+    assert ch.p_value is not None and 0 < ch.p_value < 0.1
+    assert compare([1.0, 2.0, 3.0], [1.5, 2.5, 3.5, 4.5], method="hl").p_value is not None
