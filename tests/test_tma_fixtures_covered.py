@@ -81,8 +81,24 @@ COVERED = {
 }
 
 
+# Fixture directories recorded for an open issue and not read by any parser yet: AMD Zen
+# pipeline utilization, Arm Neoverse top-down and their metric definitions (issue #17,
+# "Top-down on AMD and Arm"). They are exempt from the coverage checks above until that
+# issue's parsers read them; test_awaiting_fixtures_are_still_awaited keeps the list honest.
+AWAITING = {"amd": "#17", "arm": "#17", "definitions": "#17"}
+
+
 def _fixture_files() -> list[str]:
-    return sorted(str(p.relative_to(TMA)) for p in TMA.rglob("*") if p.is_file())
+    return sorted(str(p.relative_to(TMA)) for p in TMA.rglob("*")
+                  if p.is_file() and p.relative_to(TMA).parts[0] not in AWAITING)
+
+
+def test_awaiting_fixtures_are_still_awaited(fixtures_dir):
+    """Each exempt directory exists with its SOURCES.md, and no parser in COVERED reads it
+    yet: once one does, its files belong in COVERED and the directory leaves AWAITING."""
+    for d in AWAITING:
+        assert (TMA / d / "SOURCES.md").is_file(), d
+        assert not [f for f in COVERED if f.split("/", 1)[0] == d], f"{d} is covered now: drop it from AWAITING"
 
 
 def _missing_tests(covered: dict[str, list[str]]) -> list[str]:
