@@ -25,6 +25,7 @@ from analysis.report import markdown as report_md
 DATA = Path(__file__).parent / "data"
 DEMO = DATA / "runs" / "mset-demo-small-v1"
 IO = DATA / "runs" / "io-threads-mset"
+UNWIND = DATA / "runs" / "valkey-p16-unwind-small"
 WHOLE = {"redis-server": "__libc_start_call_main", "io_thd_1": "start_thread"}
 
 
@@ -100,3 +101,49 @@ def test_below_the_threshold_no_note():
     want = [hand_share(IO / "cand" / str(rep) / "perf.folded", ("io_thd_1",)) for rep in (4, 5, 6)]
     assert t.shares["cand"].values == pytest.approx(want)
     assert t.worst < 2.0 and not t.exceeds and t.note == ""
+
+
+def folded_share(path: Path, thread: str, entries: set[str]) -> float:
+    """% of one thread's weight in a folded file whose first function is not an entry."""
+    total = bad = 0.0
+    for line in path.read_text().splitlines():
+        stack, w = line.rsplit(" ", 1)
+        frames = [f for f in stack.split(";") if f != "[unknown]"]
+        if frames[0] != thread:
+            continue
+        total += float(w)
+        bad += float(w) * (len(frames) < 2 or frames[1] not in entries)
+    return 100 * bad / total
+
+
+def test_the_section_says_how_perf_unwound_and_why():
+    """A recorded --call-graph auto run of the README's Valkey command: a/1's frame-pointer
+    probe found the main thread's stacks cut (glibc's localtime_r), every profile rep
+    unwound that thread with DWARF, and the section, the note and the report line say so
+    with the probe's numbers (recomputed here from perf.probe.folded)."""
+    r = analyse(load_run(UNWIND), CompareOptions())
+    t = r.profile.truncated
+    assert t.thread == "main" and t.callgraph == "fp+dwarf" and t.dwarf_threads == ["valkey-server"]
+    assert t.probe["rep"] == "a/1"
+    probe = UNWIND / "a" / "1" / "perf.probe.folded"
+    main = folded_share(probe, "valkey-server", {"__libc_start_call_main"})
+    io = folded_share(probe, "io_thd_1", {"start_thread"})
+    assert t.probe["threads"]["valkey-server"]["truncated_pct"] == pytest.approx(main, abs=0.01)
+    assert t.probe["threads"]["io_thd_1"]["truncated_pct"] == pytest.approx(io, abs=0.01)
+    assert main > 1.0 >= io
+    assert t.unwind == ("call graph fp+dwarf: DWARF for valkey-server, frame pointers for the "
+                        "other threads, because a 0.24 s frame-pointer probe at 999 Hz in a/1 "
+                        f"found stacks truncated over 1% (valkey-server {main:.1f}%, starting in "
+                        "__offtime, __tz_convert, __tzfile_compute)")
+    # the profile reps' main thread, by hand: DWARF stacks start at _start, fp ones lower
+    for v in ("a", "b"):
+        want = [folded_share(UNWIND / v / str(n) / "perf.folded", "valkey-server",
+                             {"_start", "__libc_start_call_main"}) for n in (1, 2, 3)]
+        assert t.shares[v].values == pytest.approx(want)
+    # one DWARF stack of a/1's 23 main-thread samples stopped short: over the 2% line, and
+    # the fix names the DWARF thread instead of suggesting the DWARF it already had
+    assert t.exceeds and t.worst == pytest.approx(100 / 23)
+    assert "in valkey-server the DWARF unwinder stopped short too" in t.note
+    assert t.unwind in t.note
+    md = report_md.render(r)
+    assert "call graph fp+dwarf: DWARF for valkey-server" in md
