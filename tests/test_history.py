@@ -137,3 +137,25 @@ def test_cli(tmp_path, capsys):
     assert "throughput:" in out and "+0.0%" in out
     assert history_main(["--history", db, "alert", "--job", "demo", "--out", str(tmp_path / "a.md")]) == 0
     assert (tmp_path / "a.md").read_text().startswith("### stallscope")
+
+
+def test_new_code_is_a_mover_of_the_run_that_brought_it(tmp_path):
+    """A top mover the run calls new in the candidate (the demo's prefetch helpers) is kept as
+    an in-run change, priced against the baseline's whole CPU time per operation, and named
+    among the movers of that run's findings."""
+    from analysis.compare.engine import analyse
+    from analysis.compare.options import CompareOptions
+    from analysis.history.changepoints import _in_run_movers
+    from analysis.history.extract import one_sided
+    from analysis.inputs.rundir import load_run
+    res = analyse(load_run(Path(__file__).parent / "data" / "runs" / "mset-demo-paired"),
+                  CompareOptions()).to_json()
+    new = {c.series: c for c in one_sided(res)}
+    assert {"new:dictPrefetchBucket", "new:dictPrefetchBucketEntry"} <= set(new)
+    row = next(f for f in res["profile"]["movers"] if f["name"] == "dictPrefetchBucket")
+    total = res["profile"]["per_op_total"]["base"]["median"]
+    assert new["new:dictPrefetchBucket"].rel == pytest.approx(row["cand_flat_ns"]["median"] / total)
+    assert new["new:dictPrefetchBucket"].verdict == "new in candidate"
+    st = HistoryStore.open(tmp_path / "h.sqlite")
+    run = st.ingest_results(res, job="demo")
+    assert "new:dictPrefetchBucket" in {m.series for m in _in_run_movers(st, run)}

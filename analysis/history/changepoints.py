@@ -155,10 +155,13 @@ def _cuts(job: str, name: str, pts: list, values: list[float], hib: bool, signal
 
 
 def _in_run_movers(store: HistoryStore, run: StoredRun) -> list[Mover]:
-    """The run's own decided changes of functions' CPU per operation and TMA nodes."""
+    """The run's own decided changes of functions' CPU per operation and TMA nodes, and the
+    functions it calls new in the candidate or gone (extract.one_sided)."""
     movers = [Mover(c["series"], c["rel"], c["rel_low"], c["rel_high"], c["verdict"])
-              for c in store.changes(run.id) if c["series"].startswith(("cpu_per_op:", "cum_per_op:", "tma:"))
-              and c["verdict"] in ("regression", "improvement") and c["rel"] is not None]
+              for c in store.changes(run.id)
+              if (c["series"].startswith(("cpu_per_op:", "cum_per_op:", "tma:"))
+                  and c["verdict"] in ("regression", "improvement")
+                  or c["series"].startswith(("new:", "gone:"))) and c["rel"] is not None]
     return sorted(movers, key=lambda m: -abs(m.shift))[:8]
 
 

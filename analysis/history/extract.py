@@ -10,6 +10,9 @@ of each series. Series keys (docs/history.md):
   cum_per_op:<function>       its cumulative CPU time per operation (ns/op)
   flat_share:<function>       % of samples, flat; cum_share:<function> cumulative
   tma:<node>                  a TMA node (% of its domain)
+  new:<function>, gone:<function>   in-run changes only: a top mover the run calls new in
+                              the candidate (or gone from it), its own CPU time per operation
+                              as a share of the baseline's whole (rel), no interval
 
 Values are the side's median; low/high the spread of its reps (min, max). Fields a newer
 results.json adds are ignored, fields an older one lacks leave their series out.
@@ -89,6 +92,28 @@ def _rows(results: dict) -> Iterator[tuple[str, dict, dict, Any, str, bool]]:
                row.get("unit") or "%", bool(row.get("higher_is_better")))
 
 
+def one_sided(results: dict) -> list[InRunChange]:
+    """The top movers the run calls new in the candidate or gone: new code's own price is
+    what moved when, say, a commit swaps in a slower hash function; a relative change of a
+    cost that was 0 has no ratio, so it is given against the baseline's whole CPU time per
+    operation (+0.47: the new function costs 47% of what every operation cost before)."""
+    prof = results.get("profile") or {}
+    total = ((prof.get("per_op_total") or {}).get("base") or {}).get("median")
+    out = []
+    for f in prof.get("movers") or []:
+        verdict = (f.get("flat_verdict") or {}).get("verdict")
+        if verdict not in ("new in candidate", "gone") or not total:
+            continue
+        side = f.get("cand_flat_ns" if verdict == "new in candidate" else "base_flat_ns") or {}
+        if side.get("median") is None:
+            continue
+        sign = 1 if verdict == "new in candidate" else -1
+        prefix = "new" if sign > 0 else "gone"
+        out.append(InRunChange(f"{prefix}:{f.get('name', '')}", sign * float(side["median"]) / float(total),
+                               None, None, verdict))
+    return out
+
+
 def extract(results: dict) -> tuple[list[Point], list[InRunChange]]:
     points, changes = [], []
     for series, base, cand, ch, unit, hib in _rows(results):
@@ -99,4 +124,4 @@ def extract(results: dict) -> tuple[list[Point], list[InRunChange]]:
         c = _change(series, ch)
         if c is not None and (base or cand):
             changes.append(c)
-    return points, changes
+    return points, changes + one_sided(results)
