@@ -161,7 +161,8 @@ class PerfProfiler:
         if self._windows is None:
             return {}
         rows = self._windows.rows
-        out: dict[str, Any] = {"windows": rows, "windows_error": self._windows.error}
+        out: dict[str, Any] = {"windows": rows, "windows_error": self._windows.error,
+                               "window_plan": self._windows.plan_facts}
         if self._windows.error is None:
             # After a failed switch the samples no longer match the windows: no counts then.
             out["sampled_s"] = round(sum(r["seconds"] for r in rows if r["perf"]), 6)

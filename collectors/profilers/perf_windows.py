@@ -107,10 +107,15 @@ class WindowRunner:
     windows: int = 8
     rows: list[dict[str, Any]] = field(default_factory=list)
     error: str | None = None
+    # What the plan saw: the windows asked for, the seconds perf had left (less after the
+    # first rep's unwind probe), one INFO's round trip, the windows that fit (rep.json, so
+    # a rep with fewer windows than asked says why: a short rep or a saturated server).
+    plan_facts: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         # At most as many as fit at MIN_WINDOW_S; _run plans again once it knows how long an
         # INFO takes on this server, and shortens each wait by what windows spend around it.
+        self.plan_facts = {"asked": self.windows, "left_s": round(self.total_s, 3)}
         self.windows = max(2, min(self.windows, int(self.total_s / MIN_WINDOW_S)))
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -139,6 +144,7 @@ class WindowRunner:
             _count(client)
             info_s = time.monotonic() - t
             self.windows = self.plan(deadline - time.monotonic(), info_s)
+            self.plan_facts.update(info_ms=round(info_s * 1000, 3), planned=self.windows)
             spent, extra = 0.0, []
             for i, on in enumerate(schedule(self.windows)):
                 t0 = time.monotonic()
