@@ -54,11 +54,12 @@ funnel: ## TMA funnel from toplev/perf outputs: make funnel BASE="a1 a2 a3" CAND
 doctor: ## which collectors work on this machine, and why not
 	$(SS) doctor
 
-bench: ## figures: analysis time, ingestion rate, profiler overhead, precision per minute of each method, history store and detector, stopping rules
+bench: ## figures: analysis time, ingestion rate, profiler overhead, precision per minute of each method, history store and detector, stopping rules, false verdicts per table
 	$(PY) bench/run.py
 	$(PY) bench/precision.py
 	$(PY) bench/history.py
 	$(PY) bench/stopping.py
+	$(PY) bench/fdr.py
 
 clean: ## remove runs/ and rendered reports (keeps the build cache in ~/.cache/stallscope)
 	rm -rf runs reports/*/

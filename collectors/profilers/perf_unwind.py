@@ -13,7 +13,8 @@ none with frame pointers.
 
 So `--call-graph auto` measures before it chooses: the first profile rep of a run starts
 with a short frame-pointer probe (PROBE_HZ for a tenth of its window, at most
-PROBE_MAX_S), and every thread (by name) with more than SWITCH_PCT % of its probe stacks
+PROBE_MAX_S; none in a window under MIN_PROBE_WINDOW_S, which keeps frame pointers), and
+every thread (by name) with more than SWITCH_PCT % of its probe stacks
 truncated is unwound with DWARF in every profile rep of the run, the other threads with
 frame pointers. The probe is outside the rep's profile windows (it measures neither the
 profile nor perf's cost); its facts go into every profile rep's rep.json
@@ -41,6 +42,7 @@ PROBE_SHARE = 0.1        # of the rep's window (--size small: 0.24 s of a 2.4 s 
                          # perf's start and the folding add ~0.5 s (more on a busy host)
 SWITCH_PCT = 1.0         # % of a thread's probe samples with a truncated stack
 MIN_SAMPLES = 30         # a thread with fewer probe samples is not judged (keeps fp)
+MIN_PROBE_WINDOW_S = 2.0  # a shorter profile window gets no probe (frame pointers)
 ROOTS_KEPT = 5
 
 
@@ -60,8 +62,15 @@ def choose(asked: str, binary_mode: str, pid: int, rep_dir: Path, window_s: floa
         return Unwinding(asked)
     if binary_mode == "dwarf":
         return Unwinding("dwarf")
-    probe = earlier_probe(rep_dir) or run_probe(pid, rep_dir, min(PROBE_MAX_S, PROBE_SHARE * window_s),
-                                                cpus)
+    probe = earlier_probe(rep_dir)
+    if probe is None and window_s < MIN_PROBE_WINDOW_S:
+        # The probe costs about a second of wall time whatever its length (perf's start,
+        # the folding): in a window this short it would leave almost nothing to profile
+        # (a 1.2 s window kept 0.3 s and 9 samples). Frame pointers then; the report still
+        # counts truncated stacks in the profile itself (analysis/profile/truncation.py).
+        return Unwinding("fp")
+    if probe is None:
+        probe = run_probe(pid, rep_dir, min(PROBE_MAX_S, PROBE_SHARE * window_s), cpus)
     names = sorted(n for n, t in probe["threads"].items()
                    if t.get("samples", 0) >= MIN_SAMPLES and t.get("truncated_pct", 0) > SWITCH_PCT)
     return Unwinding("fp+dwarf" if names else "fp", names, probe)

@@ -1,0 +1,77 @@
+"""A/A runs: the same build on both sides, so every difference is the host's noise. The
+report must say it is an A/A run and must not call anything a change: with the function
+verdicts judged together (docs/statistics.md, "Many comparisons at once") an A/A report of
+the demo case has no ✅ or ❌ anywhere.
+
+Two runs: one recorded at the demo's default size on this project's VM
+(tests/data/runs/mset-aa-default, its SOURCES.md says how), read as it is: no mark in its
+report; and one live at CI size. A live A/A run calls its throughput a change 5% of the
+time and any function row at most 5% (that is what the levels mean), so the live test
+checks what must hold every time: the run knows it is A/A, says so, and every verdict
+follows from its interval; the rate of false verdicts is checked on recorded data
+(tests/test_twostage.py, tests/test_multiplicity.py)."""
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from analysis.compare.engine import analyse
+from analysis.compare.options import CompareOptions
+from analysis.inputs.rundir import load_run
+from analysis.report import markdown
+from tests.conftest import REPO
+from tests.conftest_run import BASE_SPEC, built, cli_env
+
+RECORDED = Path(__file__).parent / "data" / "runs" / "mset-aa-default"
+MARKS = ("✅", "❌")
+
+
+def check_aa(run_dir: Path, calls_nothing: bool) -> tuple[str, object]:
+    r = analyse(load_run(run_dir), CompareOptions())
+    md = markdown.render(r)
+    assert r.measurement.aa and "> A/A run: both sides run the same binary with the same config" in md
+    c = r.paired[0].change
+    assert c.rel_ci_low <= c.rel <= c.rel_ci_high and c.detectable is not None
+    if c.verdict == "improvement":
+        assert c.rel_ci_low > 0
+    elif c.verdict == "regression":
+        assert c.rel_ci_high < 0
+    if calls_nothing:
+        found = [line for line in md.splitlines() if any(m in line for m in MARKS)]
+        assert not found, f"an A/A report called something a change: {found[:3]}"
+        assert c.verdict in ("no change", "unstable")
+    return md, r
+
+
+def test_the_recorded_aa_run_of_the_demo_case_calls_nothing_a_change():
+    md, r = check_aa(RECORDED, calls_nothing=True)
+    m = load_run(RECORDED).manifest
+    assert m.case["name"] == "mset-50keys" and m.size == "default"
+    assert m.variants["a"].binary_sha256 == m.variants["b"].binary_sha256
+    # the interval holds 0, and the report says how large a change it could have seen
+    c = r.paired[0].change
+    assert c.rel_ci_low <= 0 <= c.rel_ci_high and c.detectable is not None
+    assert "no change larger than ±" in md
+    # many function rows were judged, together
+    fam = r.profile.fdr
+    assert fam.comparisons >= 10 and fam.discoveries == 0
+
+
+@pytest.mark.slow
+def test_a_live_aa_run_at_ci_size(tmp_path):
+    built("a", BASE_SPEC)
+    p = subprocess.run([sys.executable, "-m", "collectors", "run", "mset-50keys", "--size", "small",
+                        "--variant", f"a={BASE_SPEC}", "--variant", f"b={BASE_SPEC}",
+                        "--reps", "3", "--profile-reps", "3", "--out", str(tmp_path), "--no-progress"],
+                       cwd=REPO, env=cli_env(), capture_output=True, text=True, timeout=900)
+    assert p.returncode == 0, p.stderr[-3000:]
+    assert "stallscope run: paired: A/A run: two servers of the same build loaded at once" in p.stderr
+    run_dir = Path(p.stdout.strip().splitlines()[-1])
+    assert load_run(run_dir).manifest.pairing.aa
+    md, r = check_aa(run_dir, calls_nothing=False)
+    # the function rows are judged together, at the level the table prints
+    fam = r.profile.fdr
+    assert fam is not None and f"These {fam.comparisons} function verdicts are judged together" in md

@@ -1,0 +1,30 @@
+"""The false discovery rate control of the function tables, proved on recorded profiles.
+
+tests/data/runs/mset-aa-default holds 16 profile reps of one build (an A/A run of the demo
+case, eight a side): no function changed between any two groups of them. bench/fdr.py
+draws 3 + 3 of them (the default --profile-reps), calls them variants a and b and builds
+the report's profile section as `stallscope compare` does; any row it calls an improvement
+or a regression is a false verdict. Judged alone at 95%, the rows of one table give a
+false verdict in a large share of such runs (the naive rule failing); judged together
+(Benjamini-Hochberg, analysis/compare/multiplicity.py) at most about 5%. `make bench`
+figure 7 runs more splits."""
+from __future__ import annotations
+
+from pathlib import Path
+
+from analysis.inputs.rundir import load_run
+from bench import fdr
+
+RUN = Path(__file__).parent / "data" / "runs" / "mset-aa-default"
+SPLITS = 40
+
+
+def test_judged_together_the_function_tables_of_aa_splits_rarely_call_a_change():
+    run = load_run(RUN)
+    assert run.manifest.variants["a"].binary_sha256 == run.manifest.variants["b"].binary_sha256
+    naive, ctrl, example = fdr.simulate(run, SPLITS, seed=3)
+    assert naive.runs == ctrl.runs == SPLITS and naive.rows > 10      # many rows a table
+    # the naive rule: false verdicts in a large share of runs, as ~20 tests at 5% predict
+    assert naive.rate >= 0.25 and example, (naive, example)
+    # the rule stallscope ships: at most about 5% (2 of 40 is 5%; 4 would be 10%)
+    assert ctrl.rate <= 0.1 and ctrl.with_false < naive.with_false / 3, (ctrl, naive)
