@@ -38,8 +38,8 @@ def cand_spec(cwd: Path | None = None) -> str:
 # variant). Unpaired (--unpaired), the first number is throughput reps per variant. The
 # paired interval is over reps (docs/statistics.md, "The rep is the unit"): the per-rep log
 # ratios of the demo spread by sd ~0.03 on this project's VM (2026-11-23/24), so 8 reps gave
-# a half-width of 3.2 points (t 2.36/sqrt 8) and 10 give about 2.6 (t 2.26/sqrt 10) for 1.6
-# more minutes: under the 3 points issue #20 asks of the demo.
+# a half-width of 3.2 points (t 2.36/sqrt 8) and 10 gave 2.7 (t 2.26/sqrt 10) for 2 more
+# minutes: under the 3 points issue #20 asks of the demo.
 SIZES = {
     "default": ("mset-50keys", 10, 3),
     "small": ("mset-50keys", 2, 3),
@@ -53,7 +53,7 @@ def parser() -> argparse.ArgumentParser:
         description=__doc__,
         epilog=(
             "examples:\n"
-            "  make demo                                   # full size, ~17 min on 2 cores (builds cached)\n"
+            "  make demo                                   # full size, ~13 min on 2 cores (builds cached)\n"
             "  stallscope demo --size small      # CI size, a few minutes\n"
             "  stallscope demo --reps 16 --out reports/demo16   # a narrower interval\n\n"
             "The same comparison for any case and variants: make compare CASE=... BASE=... CAND=..."
