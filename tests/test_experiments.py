@@ -248,3 +248,57 @@ def test_interrupted_experiment_resumes_to_the_same_report(tmp_path):
     assert d["status"] == "complete" and len(d["resumes"]) == 1
     res = json.loads((rep / "results.json").read_text())
     assert [pt["status"] for pt in res["parts"][0]["sweep"]["points"]] == ["complete", "complete"]
+
+
+def test_only_narrows_the_plan_to_named_rows():
+    """--only PART[:AXIS=VALUE,...]: the plan (and so the run) holds just those points; a part
+    or value that does not exist is refused with what does."""
+    def plan(*only):
+        args = [a for o in only for a in ("--only", o)]
+        return subprocess.run([sys.executable, "-m", "collectors", "experiment", "mset-15043",
+                               "--plan", *args], cwd=REPO, env=cli_env(), capture_output=True,
+                              text=True, timeout=120)
+    p = plan("mset10:value=1000,keys=10M", "mset50:value=10")
+    assert p.returncode == 0, p.stderr
+    import re
+    # the plan's point lines: id, then the key count
+    points = re.findall(r"experiment:\s+(p\d\d-\S+)\s+[\d,]+\s", p.stderr)
+    assert points == ["p06-value-1000-keys-10M", "p01-value-10-keys-1M", "p02-value-10-keys-10M"]
+    assert "(only mset10:value=1000,keys=10M, mset50:value=10)" in p.stderr
+    p = plan("mset10:value=10,keys=10M")
+    assert p.returncode == 0 and "part mset50" not in p.stderr and "part mset10" in p.stderr
+    bad = plan("nope")
+    assert bad.returncode == 2 and "no part 'nope' (parts: mset10, mset50)" in bad.stderr
+    bad = plan("mset10:value=7")
+    assert bad.returncode == 2 and "no point of part 'mset10' has those values" in bad.stderr
+    assert "value=1000,keys=10M" in bad.stderr
+    bad = plan("mset10:value")
+    assert bad.returncode == 2 and "'value' is not AXIS=VALUE" in bad.stderr
+
+
+@pytest.mark.slow
+def test_one_row_again_until_its_interval_is_narrow(tmp_path):
+    """What docs/experiments.md's re-runs do: one row of an experiment with --precision; the
+    report holds that row only, with its seed row, and the run records why it ended."""
+    out, rep = tmp_path / "exp", tmp_path / "report"
+    p = subprocess.run([sys.executable, "-m", "collectors", "experiment", "rdb-load-2311",
+                        "--size", "small", "--only", "load:value=100", "--precision", "5%",
+                        "--budget", "2m", "--no-progress", "--out", str(out), "--report-out",
+                        str(rep)], cwd=REPO, env=cli_env(), capture_output=True, text=True,
+                       timeout=900)
+    assert p.returncode == 0, p.stderr[-4000:]
+    res = json.loads((rep / "results.json").read_text())
+    (part,) = res["parts"]
+    (point,) = part["sweep"]["points"]
+    assert point["labels"]["value"] == "100" and point["status"] == "complete"
+    (row,) = part["seed_rows"]
+    assert row["seed"]["setup"] == "32 B x 33,554,432 = 1 GB, min of 5"
+    exp_dir = next(out.glob("*/experiment.json")).parent
+    assert json.loads((exp_dir / "experiment.json").read_text())["only"] == ["load:value=100"]
+    run = json.loads((exp_dir / "load" / point["run_dir"] / "manifest.json").read_text())
+    prec = run["precision"]
+    assert prec["target"] == 0.05 and prec["ended_by"] in ("precision", "budget")
+    ch = point["metric"]["change"]
+    # with 3 loads per side a run either decides or says what it could have seen
+    if ch["verdict"] not in ("improvement", "regression"):
+        assert ch["detectable"] is not None and ch["detectable"] > 0

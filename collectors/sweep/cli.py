@@ -110,8 +110,9 @@ def parser() -> argparse.ArgumentParser:
 def add_precision_arguments(p: argparse.ArgumentParser) -> None:
     """--precision and --budget, per point (sweep and experiment)."""
     p.add_argument("--precision", type=precision_type, metavar="PCT",
-                   help="each paired point adds reps until its throughput interval is at most "
-                        "PCT of the ratio wide either way (e.g. 2%%), or its --budget is spent "
+                   help="each point adds reps (paired reps, or one rep per variant where it "
+                        "cannot pair) until the interval of its main change is at most PCT of the "
+                        "ratio wide either way (e.g. 2%%), or its --budget is spent "
                         "(`stallscope run --precision`); --reps is then each point's first stage")
     p.add_argument("--budget", type=duration_type, metavar="TIME",
                    help="with --precision: wall time per point (30m, 1h; default 30m)")

@@ -25,6 +25,7 @@ from collectors.sweep.experiment import Experiment, Part, experiment_files, load
 from collectors.sweep.options import SweepOptions
 from collectors.sweep.noise_plan import noise_lines
 from collectors.sweep.plan import Plan, PlanError, check_fit, make_plan, plan_lines, total_s
+from collectors.sweep.selection import select
 from collectors.sweep.sweeper import Sweeper, options_of
 from collectors.workload.casefile import CaseError
 from collectors.workload.overrides import parse_sets
@@ -37,6 +38,8 @@ Examples:
   stallscope experiment mset-15043                    # default size: the seed's table shape
   stallscope experiment mset-15043 --size small       # the few-minute CI version
   stallscope experiment zrange-2867 --set server.config.hz=100 --plan   # one field changed
+  stallscope experiment rdb-load-2311 --only load:value=10,keys=10M --precision 3% --budget 20m
+                                                      # one row again, until its interval is ±3%
   stallscope experiment --resume experiments/20261123-010203-mset-15043
   stallscope experiment --report experiments/20261123-010203-mset-15043
 
@@ -60,6 +63,10 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE",
                    help="override one case field at every point of every part, after the part's "
                         "own settings, type-checked like a case file (repeat): server.config.hz=100")
+    p.add_argument("--only", action="append", default=[], metavar="PART[:AXIS=VALUE,...]",
+                   help="run only these rows (repeat; --plan shows the parts and their points): "
+                        "`load` is a whole part, `load:value=10,keys=10M` one row; the report "
+                        "holds the selected rows, each beside its seed row")
     add_precision_arguments(p)
     p.add_argument("--resume", metavar="EXP_DIR", help="run what an interrupted experiment left")
     p.add_argument("--report", metavar="EXP_DIR", help="only (re)render the report of EXP_DIR")
@@ -127,13 +134,16 @@ def _new(args: argparse.Namespace, argv: list[str], log) -> tuple[Path, Experime
     opts = sweep_options(exp, args.size, args.skip_unfit, precision_options(args))
     host = host_summary()
     plans = [part_plan(exp, part, args.size, opts, host, args.set) for part in exp.parts]
-    for part, plan in zip(exp.parts, plans):
+    kept = select([p.id for p in exp.parts], plans, args.only)
+    parts_plans = [(exp.parts[i], plans[i]) for i in kept]
+    for part, plan in parts_plans:
         log(f"{PREFIX} part {part.id}: {part.heading}")
         for line in plan_lines(plan) + noise_lines(plan, _seed_of(part)):
             log(f"{PREFIX} {line}")
-    log(f"{PREFIX} {exp.name} at size {args.size}: about {duration(sum(total_s(p) for p in plans))} "
-        "of measurement, plus builds not yet cached")
-    for plan in plans:
+    log(f"{PREFIX} {exp.name} at size {args.size}: about "
+        f"{duration(sum(total_s(p) for _, p in parts_plans))} of measurement, plus builds not yet cached"
+        + (f" (only {', '.join(args.only)})" if args.only else ""))
+    for _, plan in parts_plans:
         check_fit(plan)
     if args.plan:
         return None
@@ -143,7 +153,7 @@ def _new(args: argparse.Namespace, argv: list[str], log) -> tuple[Path, Experime
     exp_dir = out / eid
     exp_dir.mkdir(parents=True, exist_ok=False)
     parts = []
-    for part, plan in zip(exp.parts, plans):
+    for part, plan in parts_plans:
         create(plan, sweep_argv(exp, part, args.size, opts, args.set), exp_dir, sweep_id=part.id,
                extra={"experiment": {"name": exp.name, "part": part.id}})
         parts.append({"id": part.id, "heading": part.heading, "case": part.case, "sweep": part.id,
@@ -152,7 +162,7 @@ def _new(args: argparse.Namespace, argv: list[str], log) -> tuple[Path, Experime
         "schema": 1, "name": exp.name, "title": exp.title, "seed": exp.seed, "technique": exp.technique,
         "file": str(exp.path), "size": args.size, "variants": exp.variants, "created": now_iso(),
         "command": ["stallscope", "experiment", *argv], "notes": exp.notes, "parts": parts,
-        "status": "running"})
+        "only": list(args.only), "status": "running"})
     return exp_dir, exp
 
 

@@ -47,10 +47,11 @@ def point_argv(m: SweepManifest, p: SweepPoint, opts: SweepOptions, out: Path, p
     if p.estimate.paired:
         argv += ["--paired", "--paired-window", f"{opts.paired_window_s:g}",
                  "--paired-windows", str(opts.paired_windows)]
-        if opts.precision is not None:
-            argv += ["--precision", f"{opts.precision:g}", "--budget", f"{opts.budget_s:g}"]
     else:
         argv.append("--unpaired")     # the plan chose separate reps for this point
+    if opts.precision is not None:
+        # unpaired, the run's unit is a block of one rep per variant (collectors/runner/precision.py)
+        argv += ["--precision", f"{opts.precision:g}", "--budget", f"{opts.budget_s:g}"]
     for k, v in p.sets.items():
         argv += ["--set", f"{k}={show(v)}"]
     if not progress:
