@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import html
 import json
+import re
 import subprocess
 import sys
 
@@ -260,7 +261,6 @@ def test_only_narrows_the_plan_to_named_rows():
                               text=True, timeout=120)
     p = plan("mset10:value=1000,keys=10M", "mset50:value=10")
     assert p.returncode == 0, p.stderr
-    import re
     # the plan's point lines: id, then the key count
     points = re.findall(r"experiment:\s+(p\d\d-\S+)\s+[\d,]+\s", p.stderr)
     assert points == ["p06-value-1000-keys-10M", "p01-value-10-keys-1M", "p02-value-10-keys-10M"]

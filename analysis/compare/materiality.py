@@ -104,8 +104,9 @@ def judge(m: Measure, min_share: float = MIN_SHARE, min_samples: float = MIN_SAM
         return one
     if m.ns_change is None:
         return Judgement(m.change.verdict, m.change.reason, *samples, basis="share",
-                         detectable=m.change.detectable, detectable_unit="pp")
+                         detectable=m.change.detectable, detectable_unit="pp",
+                         real=m.change.clears_zero)
     per_op, share = m.ns_change.verdict, m.change.verdict
     return Judgement(per_op, m.ns_change.reason, *samples, basis="CPU time per operation",
                      note=_dilution(share, per_op, total), detectable=m.ns_change.detectable,
-                     detectable_unit="rel")
+                     detectable_unit="rel", real=m.ns_change.clears_zero)

@@ -64,3 +64,4 @@ class SummaryItem:
     # detectable_unit is "rel", else pp (ChangeOut.detectable / Judgement.detectable)
     detectable: float | None = None
     detectable_unit: str = ""
+    real: bool = False       # a "no change" whose interval excludes none: under the waterline

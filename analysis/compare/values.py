@@ -48,6 +48,13 @@ class ChangeOut:
     detectable: float | None = None
     p_value: float | None = None     # of "no change", by the interval's own method
 
+    @property
+    def clears_zero(self) -> bool:
+        """The interval excludes no change: a "no change" verdict then means a real change
+        under the waterline (docs/statistics.md, "The verdict", steps 4-5)."""
+        return (self.ci_low is not None and self.ci_high is not None
+                and (self.ci_low > 0 or self.ci_high < 0))
+
     @classmethod
     def of(cls, c: stats.Change, unit: str = "") -> "ChangeOut":
         return cls(c.delta, c.rel, c.ci_low, c.ci_high, c.rel_ci_low, c.rel_ci_high,

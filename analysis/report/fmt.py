@@ -77,12 +77,16 @@ def detectable(size: float | None, unit: str) -> str:
     return "more than ±100%" if size > 1 else f"±{size * 100:.1f}%"
 
 
-def quiet_verdict(verdict: str, size: float | None, unit: str) -> str:
+def quiet_verdict(verdict: str, size: float | None, unit: str, real: bool = False) -> str:
     """"no change larger than ±4.1%", "unstable (could see ±12.0%)", "negligible (could see
-    0.80 pp)": a verdict that saw nothing, with the size it could have seen."""
+    0.80 pp)": a verdict that saw nothing, with the size it could have seen. `real`: the
+    interval excludes no change, so the change is there but under the waterline, and "no
+    change larger than ±X" would contradict the change printed beside it."""
     d = detectable(size, unit)
     if verdict not in QUIET or not d:
         return verdict
+    if verdict == "no change" and real:
+        return f"no change (real, under the waterline; could see {d})"
     if verdict == "no change":
         return f"no change larger than {d}"
     return f"{verdict} (could see {d})"

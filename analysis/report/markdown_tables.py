@@ -18,11 +18,12 @@ def side_cell(s: Side, unit: str) -> str:
 def change_verdict(c: ChangeOut) -> str:
     """A metric's verdict cell: the mark, and for a verdict that saw nothing the size the
     run could have seen."""
-    return verdict(c.verdict, quiet_verdict(c.verdict, c.detectable, "pp" if c.unit == "pp" else "rel"))
+    return verdict(c.verdict, quiet_verdict(c.verdict, c.detectable, "pp" if c.unit == "pp" else "rel",
+                                            c.clears_zero))
 
 
 def judgement_verdict(j: Judgement) -> str:
-    return verdict(j.verdict, quiet_verdict(j.verdict, j.detectable, j.detectable_unit or "rel"))
+    return verdict(j.verdict, quiet_verdict(j.verdict, j.detectable, j.detectable_unit or "rel", j.real))
 
 
 def metric_rows(rows: list[MetricRow], with_metric: bool) -> list[str]:

@@ -2,7 +2,7 @@
 autoescapes them): one function per column, shared by both renderers."""
 from __future__ import annotations
 
-from analysis.report.fmt import change_cells, fmt_ns, value
+from analysis.report.fmt import change_cells, fmt_ns, quiet_verdict, value
 from analysis.sweep.results import PointRow, SweepResults
 
 
@@ -25,6 +25,15 @@ def verdict(p: PointRow) -> str:
     return p.metric.change.verdict if p.metric is not None else ""
 
 
+def verdict_text(p: PointRow) -> str:
+    """The verdict as printed: one that saw nothing says how large a change the point could
+    have seen ("no change larger than ±2.2%")."""
+    if p.metric is None:
+        return ""
+    c = p.metric.change
+    return quiet_verdict(c.verdict, c.detectable, "pp" if c.unit == "pp" else "rel", c.clears_zero)
+
+
 def best(p: PointRow, variant: str) -> str:
     if p.metric is None or variant not in p.best:
         return "—"
@@ -42,7 +51,8 @@ def lookup(p: PointRow, name_in_cell: bool = False) -> str:
         # Too few profile reps for an interval: say so rather than print "[n/a]".
         ci = f"no interval: {min(lc.base.n, lc.cand.n)} profile reps with the function a side, 3 needed"
     head = f"{lc.function} ({lc.measure}): " if name_in_cell else ""
-    return f"{head}{fmt_ns(lc.base.median)} → {fmt_ns(lc.cand.median)} ({ch} {ci}; {lc.change.verdict})"
+    said = quiet_verdict(lc.change.verdict, lc.change.detectable, "rel", lc.change.clears_zero)
+    return f"{head}{fmt_ns(lc.base.median)} → {fmt_ns(lc.cand.median)} ({ch} {ci}; {said})"
 
 
 def lookup_header(res: SweepResults) -> tuple[str, bool]:

@@ -43,7 +43,7 @@ def _row(res: SweepResults, p: PointRow, load: bool, many: bool, lk_named: bool,
     else:
         ch, ci = cells.change(p)
         row += [esc(cells.side(p, "base")), esc(cells.side(p, "cand")), esc(ch), esc(ci),
-                verdict(cells.verdict(p))]
+                verdict(cells.verdict(p), cells.verdict_text(p))]
     if load:
         row += [esc(cells.best(p, res.base)), esc(cells.best(p, res.cand))]
     if many:
