@@ -274,6 +274,14 @@ def test_only_narrows_the_plan_to_named_rows():
     assert "value=1000,keys=10M" in bad.stderr
     bad = plan("mset10:value")
     assert bad.returncode == 2 and "'value' is not AXIS=VALUE" in bad.stderr
+    # a kept point whose dataset a left-out point would have written writes it itself
+    both, one = (subprocess.run([sys.executable, "-m", "collectors", "experiment", "hgetall-14988",
+                                 "--plan", "--only", sel], cwd=REPO, env=cli_env(),
+                                capture_output=True, text=True, timeout=120)
+                 for sel in ("onekey", "onekey:workload.pipeline=10"))
+    assert both.returncode == one.returncode == 0, one.stderr
+    line = lambda p: next(l for l in p.stderr.splitlines() if "p02-pipeline-10 " in l and "B " in l)
+    assert "(data of p01-pipeline-1)" in line(both) and "(data of" not in line(one)
 
 
 @pytest.mark.slow

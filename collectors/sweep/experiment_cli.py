@@ -25,7 +25,7 @@ from collectors.sweep.experiment import Experiment, Part, experiment_files, load
 from collectors.sweep.options import SweepOptions
 from collectors.sweep.noise_plan import noise_lines
 from collectors.sweep.plan import Plan, PlanError, check_fit, make_plan, plan_lines, total_s
-from collectors.sweep.selection import select
+from collectors.sweep.selection import Keep, select
 from collectors.sweep.sweeper import Sweeper, options_of
 from collectors.workload.casefile import CaseError
 from collectors.workload.overrides import parse_sets
@@ -92,12 +92,12 @@ def sweep_options(exp: Experiment, size: str, skip_unfit: bool,
 
 
 def part_plan(exp: Experiment, part: Part, size: str, opts: SweepOptions, host: dict,
-              extra: Sequence[str] = ()) -> Plan:
+              extra: Sequence[str] = (), keep: Keep | None = None) -> Plan:
     try:
         # The part's lookup function lands in its sweep.json options (the report reads it).
         opts = replace(opts, lookup=list(part.lookup)) if part.lookup else opts
         return make_plan(part.case, size, exp.variants, part.axes_at(size),
-                         parse_sets(part.sets_at(size) + list(extra)), opts, host)
+                         parse_sets(part.sets_at(size) + list(extra)), opts, host, keep)
     except (CaseError, PlanError) as e:
         raise type(e)(f"{exp.path}: part {part.id}: {e}") from None
 
@@ -135,7 +135,9 @@ def _new(args: argparse.Namespace, argv: list[str], log) -> tuple[Path, Experime
     host = host_summary()
     plans = [part_plan(exp, part, args.size, opts, host, args.set) for part in exp.parts]
     kept = select([p.id for p in exp.parts], plans, args.only)
-    parts_plans = [(exp.parts[i], plans[i]) for i in kept]
+    parts_plans = [(exp.parts[i], plans[i] if keep is None else
+                    part_plan(exp, exp.parts[i], args.size, opts, host, args.set, keep))
+                   for i, keep in kept.items()]
     for part, plan in parts_plans:
         log(f"{PREFIX} part {part.id}: {part.heading}")
         for line in plan_lines(plan) + noise_lines(plan, _seed_of(part)):

@@ -5,7 +5,7 @@ before it starts; points that do not fit are refused unless --skip-unfit."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Callable
 
 from analysis.inputs.case import Case
 from analysis.sweep.manifest import Estimate, SweepAxis, SweepPoint
@@ -97,8 +97,11 @@ def _axes(case: str, axis_texts: list[str] | None) -> list[Axis]:
 
 
 def make_plan(case: str, size: str, variants: list[str], axis_texts: list[str] | None,
-              sets: dict[str, Any], opts: SweepOptions, host: dict[str, Any]) -> Plan:
-    """Resolve every point (CaseError on a bad value), estimate it and judge its memory."""
+              sets: dict[str, Any], opts: SweepOptions, host: dict[str, Any],
+              keep: Callable[[dict[str, str]], bool] | None = None) -> Plan:
+    """Resolve every point (CaseError on a bad value), estimate it and judge its memory.
+    `keep(labels)`: only the points it accepts (experiment --only), estimated as the only
+    ones (a dataset is written by the first kept point that needs it)."""
     specs = parse_variants(variants)
     axes = _axes(case, axis_texts)
     plan = Plan(case, size, variants, axes, dict(sets), opts, host, config_only=config_only(specs))
@@ -106,6 +109,8 @@ def make_plan(case: str, size: str, variants: list[str], axis_texts: list[str] |
     seen: dict[str, str] = {}
     loader = loader_sha256()
     for ps in points(case, axes, sets):
+        if keep is not None and not keep(ps.labels):
+            continue
         try:
             c = load_case(ps.case, size, ps.sets)
         except CaseError as e:

@@ -9,7 +9,7 @@ A selector names a part by its id and, optionally, the axis values its points mu
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Sequence
+from typing import Callable, Sequence
 
 from collectors.sweep.plan import Plan, PlanError
 
@@ -38,11 +38,16 @@ def parse_selector(text: str) -> Selector:
     return Selector(part.strip(), labels, text)
 
 
-def select(parts: Sequence[str], plans: Sequence[Plan], texts: Sequence[str]) -> list[int]:
-    """Narrow each plan to the selected points (in place); the indexes of the parts that keep
-    any. PlanError when a selector names no part or matches no point, listing what exists."""
+Keep = Callable[[dict[str, str]], bool]
+
+
+def select(parts: Sequence[str], plans: Sequence[Plan], texts: Sequence[str]) -> dict[int, Keep | None]:
+    """The parts to run, by index, each with the test its points must pass (None: all of
+    them), for make_plan's `keep`: a part is planned again with only those points, so
+    its estimates (which point writes a shared dataset) are those of the points that run.
+    PlanError when a selector names no part or matches no point, listing what exists."""
     if not texts:
-        return list(range(len(plans)))
+        return {i: None for i in range(len(plans))}
     sels = [parse_selector(t) for t in texts]
     for s in sels:
         if s.part not in parts:
@@ -53,10 +58,9 @@ def select(parts: Sequence[str], plans: Sequence[Plan], texts: Sequence[str]) ->
                              for p in plan.points)
             raise PlanError(f"--only {s.text!r}: no point of part {s.part!r} has those values "
                             f"(its points: {have})")
-    kept = []
-    for i, (part, plan) in enumerate(zip(parts, plans)):
+    kept: dict[int, Keep | None] = {}
+    for i, part in enumerate(parts):
         mine = [s for s in sels if s.part == part]
-        plan.points = [p for p in plan.points if any(s.matches(p.spec.labels) for s in mine)]
-        if plan.points:
-            kept.append(i)
+        if mine:
+            kept[i] = lambda labels, mine=mine: any(s.matches(labels) for s in mine)
     return kept
