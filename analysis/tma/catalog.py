@@ -6,6 +6,17 @@ domain, area and toplev threshold of every node and which perf names map onto it
 catalogue is a data file, catalogs/<model>.tsv, named after the model key toplev prints
 in its version line ("[spr/sapphire_rapids]"), so another CPU model is one more file.
 
+Three vendors publish top-down trees and they are not the same tree: Intel's TMA (four
+level-1 nodes, deeper levels in stall cycles or clocks), AMD Zen 4/5 pipeline utilization
+(five level-1 buckets incl. smt_contention; level 2 absolute shares of all slots, no
+level 3) and Arm Neoverse top-down (four level-1 nodes in slots, or two stalled-cycle
+nodes on N1; deeper V3 nodes % of cycles relative to the parent) with "Stage 2" metric
+groups (MPKI, miss ratios) that are not a tree at all. A catalogue file says which with
+`@key<TAB>value` lines before its header (Intel's defaults when absent): vendor, roots,
+perf_prefix, slots, memory, detect, generic. Rows outside the roots whose area starts
+with "stage2" are such group metrics (CatalogNode.stage2). analysis/tma/catalog_build.py
+writes the AMD and Arm files from the published definitions.
+
 This module is the bottom of analysis.tma: it imports nothing from the package.
 """
 from __future__ import annotations
@@ -20,7 +31,20 @@ CATALOG_DIR = Path(__file__).with_name("catalogs")
 # L1/L2 names are the same on every Intel core since Ice Lake, and deeper names mostly.
 DEFAULT_MODEL = "spr"
 COLUMNS = ("node", "domain", "area", "threshold", "perf_aliases")
+# Intel's level 1 (the default roots of a catalogue that names none).
 L1_NODES = ("Frontend_Bound", "Bad_Speculation", "Backend_Bound", "Retiring")
+VENDORS = ("intel", "amd", "arm")
+# Directives a catalogue may set before its header (`@key<TAB>value`).
+DIRECTIVES = ("vendor", "roots", "perf_prefix", "slots", "memory", "detect", "generic", "title")
+# Units that are no percentage (Arm's Stage-2 groups): never checked against 0..100 %,
+# never slot-normalised, changes in the unit itself rather than in points.
+RATIO_UNITS = ("MPKI", "PKI")
+
+
+def is_ratio(domain: str | None) -> bool:
+    """True for a unit such as MPKI or 'per cache access'; False for % of a domain."""
+    return bool(domain) and (domain in RATIO_UNITS or domain.startswith("per ")
+                             or " per " in domain)
 
 
 class CatalogError(Exception):
@@ -36,6 +60,7 @@ class CatalogNode:
     threshold: float | None   # toplev's own threshold (fraction of the domain)
     order: int                # row number in the file: toplev's depth-first print order
     perf_aliases: tuple[str, ...] = ()   # perf names besides perf_name (other perf tables)
+    perf_prefix: str = "tma_"            # Intel's perf names are tma_<leaf>; AMD/Arm: <leaf>
 
     @property
     def leaf(self) -> str:
@@ -47,7 +72,17 @@ class CatalogNode:
 
     @property
     def perf_name(self) -> str:
-        return "tma_" + self.leaf.lower()
+        return self.perf_prefix + self.leaf.lower()
+
+    @property
+    def stage2(self) -> bool:
+        """A metric of Arm's "Stage 2" groups (MPKI, miss ratios ...): not a tree node,
+        never summed or normalised like slots."""
+        return self.area.startswith("stage2")
+
+    @property
+    def ratio(self) -> bool:
+        return is_ratio(self.domain)
 
 
 @dataclass(eq=False)
@@ -56,6 +91,13 @@ class Catalog:
     model: str                               # file stem: spr
     source: str                              # the file it was read from
     nodes: dict[str, CatalogNode]
+    vendor: str = "intel"                    # intel | amd | arm
+    roots: tuple[str, ...] = L1_NODES        # the level-1 nodes, in print order
+    slots: int | None = None                 # pipeline slots per cycle, when published
+    memory: tuple[str, ...] = ()             # the "memory stalls" headline nodes
+    detect: str | None = None                # regex of events only this vendor's output holds
+    generic: bool = False                    # a vendor-wide tree (no CPU model named)
+    title: str = ""                          # "AMD Zen 4 pipeline utilization"
     by_perf: dict[str, CatalogNode] = field(init=False, repr=False)   # index of `nodes`
 
     def __post_init__(self) -> None:
@@ -85,7 +127,7 @@ class Catalog:
         anything else comes back unchanged."""
         if name in self.nodes:
             return name
-        node = self.by_perf_name(name) if name.lower().startswith("tma_") else None
+        node = self.by_perf_name(name)
         if node:
             return node.path
         leaves = [p for p, n in self.nodes.items() if n.leaf.lower() == name.lower()]
@@ -102,6 +144,26 @@ class Catalog:
         return tuple(key)
 
 
+    def tree_roots(self) -> list[str]:
+        """The level-1 nodes this catalogue has rows for, in print order."""
+        return [r for r in self.roots if r in self.nodes]
+
+    def compatible(self, other: "Catalog") -> str | None:
+        """Why results placed in `other` cannot be compared with results placed in this
+        one (None when they can): the vendors' trees measure different things, and two
+        CPU models of one vendor differ in slots and names."""
+        if self.vendor != other.vendor:
+            return (f"{self.title or self.model} ({self.vendor}) and {other.title or other.model} "
+                    f"({other.vendor}) are different top-down methods: their nodes count "
+                    "different pipeline events, so no node of one is a node of the other; "
+                    "compare runs of one vendor and CPU model")
+        if self.model != other.model and not (self.generic or other.generic):
+            return (f"CPU models {self.model} and {other.model} differ (slots per cycle "
+                    f"{self.slots or '?'} vs {other.slots or '?'}, node names and events): a "
+                    "change between them is the CPU, not the code; compare runs of one model")
+        return None
+
+
 def is_tree_name(name: str) -> bool:
     """A dotted name under one of the four L1 nodes (in a catalogue or not), or under an
     abbreviated one people paste (BE_Bound.Mem_Bound...; legacy_names.tsv)."""
@@ -113,7 +175,8 @@ def _optional(text: str) -> str | None:
     return None if text in ("", "-") else text
 
 
-def _row(fields: list[str], order: int, nodes: dict[str, CatalogNode], where: str) -> CatalogNode:
+def _row(fields: list[str], order: int, nodes: dict[str, CatalogNode], where: str,
+         roots: tuple[str, ...] = L1_NODES, prefix: str = "tma_") -> CatalogNode:
     fields += [""] * (len(COLUMNS) - len(fields))
     path, domain, area, threshold, aliases = fields
     if not path or " " in path:
@@ -122,8 +185,9 @@ def _row(fields: list[str], order: int, nodes: dict[str, CatalogNode], where: st
     if path in nodes:
         raise CatalogError(f"{where}: {path} is listed twice; keep one row")
     parent = path.rsplit(".", 1)[0] if "." in path else None
-    if parent is None and path not in L1_NODES:
-        raise CatalogError(f"{where}: {path} is not under an L1 node ({', '.join(L1_NODES)})")
+    if parent is None and path not in roots and not area.startswith("stage2"):
+        raise CatalogError(f"{where}: {path} is not under an L1 node ({', '.join(roots)}) "
+                           "and not a Stage-2 group metric (area 'stage2:<groups>')")
     if parent is not None and parent not in nodes:
         raise CatalogError(f"{where}: the parent {parent} of {path} has no row above it; "
                            "list every parent before its children")
@@ -132,32 +196,67 @@ def _row(fields: list[str], order: int, nodes: dict[str, CatalogNode], where: st
     except ValueError:
         raise CatalogError(f"{where}: threshold {threshold!r} is not a number or '-'") from None
     return CatalogNode(path, path.count(".") + 1, _optional(domain), area, thr, order,
-                       tuple(a.strip().lower() for a in aliases.split(",") if a.strip()))
+                       tuple(a.strip().lower() for a in aliases.split(",") if a.strip()), prefix)
+
+
+def _directive(line: str, where: str, meta: dict[str, str]) -> None:
+    key, _, value = line[1:].partition("\t")
+    key, value = key.strip(), value.strip()
+    if key not in DIRECTIVES:
+        raise CatalogError(f"{where}: unknown directive @{key} (known: "
+                           f"{', '.join('@' + d for d in DIRECTIVES)})")
+    if key in meta:
+        raise CatalogError(f"{where}: @{key} given twice")
+    if key == "vendor" and value not in VENDORS:
+        raise CatalogError(f"{where}: @vendor {value!r}: choose one of {', '.join(VENDORS)}")
+    if key == "slots" and not value.isdigit():
+        raise CatalogError(f"{where}: @slots {value!r} is not a whole number of slots per cycle")
+    meta[key] = value
+
+
+def _split(value: str | None) -> tuple[str, ...]:
+    return tuple(v.strip() for v in (value or "").split(",") if v.strip())
 
 
 def parse_catalog(text: str, model: str, source: str) -> Catalog:
-    """Read a catalogue: '#' comment lines, a header row naming COLUMNS, one row per node."""
+    """Read a catalogue: '#' comment lines, `@key<TAB>value` directives, a header row
+    naming COLUMNS, one row per node."""
     nodes: dict[str, CatalogNode] = {}
+    meta: dict[str, str] = {}
     header_seen = False
     for lineno, line in enumerate(text.splitlines(), 1):
         if not line.strip() or line.startswith("#"):
             continue
-        fields = [f.strip() for f in line.split("\t")]
         where = f"{source}:{lineno}"
+        if line.startswith("@"):
+            if header_seen:
+                raise CatalogError(f"{where}: directives go before the header row")
+            _directive(line, where, meta)
+            continue
+        fields = [f.strip() for f in line.split("\t")]
         if not header_seen:
             if tuple(fields) != COLUMNS:
                 raise CatalogError(f"{where}: expected the tab-separated header "
                                    f"{' '.join(COLUMNS)!r}, found {line!r}")
             header_seen = True
+            roots = _split(meta.get("roots")) or L1_NODES
             continue
         if len(fields) > len(COLUMNS):
             raise CatalogError(f"{where}: {len(fields)} tab-separated fields, at most "
                                f"{len(COLUMNS)} ({', '.join(COLUMNS)})")
-        node = _row(fields, len(nodes), nodes, where)
+        node = _row(fields, len(nodes), nodes, where, roots, meta.get("perf_prefix", "tma_"))
         nodes[node.path] = node
     if not nodes:
         raise CatalogError(f"{source}: no node rows (expected the header, then one row per node)")
-    return Catalog(model, source, nodes)
+    memory = _split(meta.get("memory"))
+    for name in memory:
+        if name not in nodes:
+            raise CatalogError(f"{source}: @memory names {name}, which has no row")
+    return Catalog(model, source, nodes, vendor=meta.get("vendor", "intel"),
+                   roots=_split(meta.get("roots")) or L1_NODES,
+                   slots=int(meta["slots"]) if meta.get("slots") else None, memory=memory,
+                   detect=meta.get("detect") or None, generic=meta.get("generic") == "yes",
+                   title=meta.get("title", ""))
 
 
 def models() -> list[str]:
