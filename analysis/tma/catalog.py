@@ -21,6 +21,7 @@ This module is the bottom of analysis.tma: it imports nothing from the package.
 """
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
@@ -143,6 +144,11 @@ class Catalog:
             key.append((0, node.order, "") if node else (1, 0, parts[i - 1]))
         return tuple(key)
 
+
+    @property
+    def children_sum_to_parent(self) -> bool:
+        """AMD's level 2 are absolute shares of all slots that sum to their parent."""
+        return self.vendor == "amd"
 
     def tree_roots(self) -> list[str]:
         """The level-1 nodes this catalogue has rows for, in print order."""
@@ -276,6 +282,46 @@ def load(model: str) -> Catalog:
 
 def default() -> Catalog:
     return load(DEFAULT_MODEL)
+
+
+def _words(text: str) -> set[str]:
+    """Every name the text could hold, lower case: perf's flat names as printed and
+    topdown-tool's titles with their spaces as '_' ("Backend Bound" -> backend_bound)."""
+    low = text.lower()
+    joined = re.sub(r"(?<=[a-z0-9]) (?=[a-z0-9])", "_", low)
+    return set(re.findall(r"[a-z][\w]*", low)) | set(re.findall(r"[a-z][\w]*", joined))
+
+
+def guess(text: str) -> tuple[Catalog, str | None]:
+    """The catalogue of an output that names no CPU model (perf never does), from the
+    names it prints, with a note saying so; Intel's default when no AMD or Arm catalogue
+    claims it.
+
+    A non-Intel catalogue is a candidate only when its @detect events are in the text
+    (AMD's and Arm's level-1 names are the same words, and toplev's Backend_Bound reads
+    as backend_bound); among candidates the most names printed wins, then the most
+    level-1 roots printed, then the vendor-wide (generic) tree, then the smallest tree.
+    """
+    words = _words(text)
+    best, best_key = None, None
+    for model in models():
+        cat = load(model)
+        if cat.vendor == "intel" or not cat.detect or not re.search(cat.detect, text):
+            continue
+        names = {n for n in cat.by_perf if n in words}
+        roots = sum(1 for r in cat.roots if r.lower() in words)
+        key = (len(names), roots, cat.generic, -len(cat.nodes))
+        if names and (best_key is None or key > best_key):
+            best, best_key = cat, key
+    if best is None:
+        return default(), None
+    tied = [m for m in models() if m != best.model and load(m).vendor == best.vendor
+            and {n for n in load(m).by_perf if n in words} >= {n for n in best.by_perf if n in words}
+            and not load(m).generic]
+    note = (f"the output names no CPU model: catalogue {best.model} ({best.title}) chosen from "
+            f"the names it prints" + (f"; {', '.join(tied)} would fit too (--catalog MODEL "
+                                      "to choose)" if tied else ""))
+    return best, note
 
 
 def for_cpu(tag: str | None) -> Catalog:

@@ -44,7 +44,9 @@ ARM_UNITS = {"percent of slots": "Slots", "percent of cycles": "Cycles",
              "per TLB access": "per TLB access", "per cycle": "per cycle",
              "operations per cycle": "operations per cycle"}
 ARM_ROOT_AREAS = {"frontend": "FE", "backend": "BE", "retiring": "RET", "bad": "BAD"}
-ARM_DETECT = r"\b(?:cpu_cycles|stall_slot|STALL_SLOT|op_spec|topdown-tool)\b|Stage 1 \(Topdown"
+# Arm's perf events, topdown-tool's command, stage headings, group tags and CSV header.
+ARM_DETECT = (r"\b(?:cpu_cycles|stall_slot|STALL_SLOT|op_spec|topdown-tool)\b|Stage [12] \("
+              r"|\[(?:uarch|Topdown) group\]|(?m:^time,group,stage,level,metric,value,units)")
 AMD_DETECT = r"\b(?:ls_not_halted_cyc|de_no_dispatch_per_slot|de_src_op_disp|ex_ret_ops)\b"
 
 

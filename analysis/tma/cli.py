@@ -8,7 +8,7 @@ from dataclasses import asdict
 
 from analysis.tma.catalog import DEFAULT_MODEL, models
 from analysis.tma.formats import FORMATS, parse_file
-from analysis.tma.model import TmaNode, TmaParseError, domain_label
+from analysis.tma.model import TmaNode, TmaParseError, domain_label, value_text
 
 EPILOG = """examples:
   stallscope tma runs/RUN/base/1/tma.csv
@@ -24,8 +24,10 @@ toplev's threshold, '<==' the bottleneck. Exit code 2 on unreadable input.
 def _lines(nodes: list[TmaNode], depth: int = 0) -> list[str]:
     out = []
     for n in nodes:
-        val = "n/a" if n.value is None else f"{n.value:.1f}%"
+        val = value_text(n.value, n.domain)
         marks = []
+        if n.derived:
+            marks.append(f"[derived: {n.derived}]")
         if n.multiplexed:
             val = "~" + val
             marks.append(f"[ran {n.multiplex:.1f}% of the time]")
@@ -34,7 +36,9 @@ def _lines(nodes: list[TmaNode], depth: int = 0) -> list[str]:
         if n.bottleneck:
             marks.append("<==")
         if n.implausible:
-            marks.append("IMPLAUSIBLE")
+            # Out of range (broken counters) or computed from a group that never ran.
+            marks.append("INVALID" if "0.00% of the time" in n.implausible
+                         or "sum of is invalid" in n.implausible else "IMPLAUSIBLE")
         label = "  " * depth + n.leaf
         out.append(f"{label:<40} {domain_label(n.domain):<20} {val:>9}  {' '.join(marks)}".rstrip())
         out += _lines(n.children, depth + 1)

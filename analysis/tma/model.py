@@ -12,7 +12,7 @@ import math
 from dataclasses import dataclass, field
 from statistics import mean
 
-from analysis.tma.catalog import Catalog, default
+from analysis.tma.catalog import Catalog, default, is_ratio
 
 # Any TMA node is a fraction of something in [0, 1]; toplev/perf print small negative or
 # >100 values from rounding and counter skew, but far outside means broken counters
@@ -45,8 +45,18 @@ class NoPmuError(TmaParseError):
 
 
 def domain_label(domain: str | None) -> str:
-    """How a domain is printed in tables: '% Slots', or '%' when it is unknown."""
+    """How a domain is printed in tables: '% Slots', '%' when it is unknown, and a
+    ratio unit (Arm's MPKI, 'per cache access') as it is."""
+    if is_ratio(domain):
+        return str(domain)
     return f"% {domain}" if domain else "%"
+
+
+def value_text(value: float | None, domain: str | None) -> str:
+    """A value with its unit sign: '18.0%' for a share, '0.372' for a ratio unit."""
+    if value is None:
+        return "n/a"
+    return f"{value:.3g}" if is_ratio(domain) else f"{value:.1f}%"
 
 
 @dataclass
@@ -67,6 +77,7 @@ class TmaValue:
     in_tree: bool = True           # has a tree position (False: unknown flat perf name)
     line: int = 0                  # 1-based line in the source
     implausible: str | None = None # why the value cannot be right, if it cannot
+    derived: str | None = None     # how a value the tool did not print was computed
 
     @property
     def multiplexed(self) -> bool:
@@ -84,6 +95,7 @@ class TmaNode:
     below_threshold: bool | None = None
     bottleneck: bool = False
     implausible: str | None = None
+    derived: str | None = None     # "sum of its children" when the tool printed no value
     samples: int = 1               # how many values were averaged (intervals/CPUs)
     children: list["TmaNode"] = field(default_factory=list)
 
@@ -110,6 +122,7 @@ def _merge(name: str, vs: list[TmaValue]) -> TmaNode:
                          if all(v.below_threshold is not None for v in vs) else None),
         bottleneck=any(v.bottleneck for v in vs),
         implausible="; ".join(sorted({v.implausible for v in vs if v.implausible})) or None,
+        derived=next((v.derived for v in vs if v.derived), None),
         samples=len(usable),
     )
 
@@ -126,6 +139,7 @@ class TmaResult:
     notes: list[str] = field(default_factory=list)      # stray lines kept, "line N: text"
     warnings: list[str] = field(default_factory=list)   # implausible values, duplicates ...
     overall_multiplex: float | None = None              # toplev MUX row
+    catalog_note: str | None = None                     # how the catalogue was chosen, if guessed
     # The tree the names were placed in (analysis.tma.catalog; chosen by the parser).
     catalog: Catalog = field(default_factory=default, repr=False, compare=False)
 
@@ -203,9 +217,21 @@ class TmaResult:
         return node.value if node else None
 
 
+def check_stale(v: TmaValue) -> str | None:
+    """A message when the value's counter group never ran (perf printed "(0.00%)" on the
+    group's last line): perf computes the metric from stale counts anyway, so the printed
+    number is no measurement."""
+    if v.multiplex is None or v.multiplex > 0.0:
+        return None
+    shown = "" if v.value is None else f" (perf printed {v.value:g})"
+    return (f"{v.raw_name or v.name}: its counter group ran 0.00% of the time, so the value"
+            f"{shown} comes from stale counts; invalid, left out (fewer events per run or "
+            "--tma-split make every group run)")
+
+
 def check_plausible(v: TmaValue) -> str | None:
     """A message when a percent value cannot be a TMA fraction (broken counters)."""
-    if v.value is None or math.isnan(v.value):
+    if v.value is None or math.isnan(v.value) or is_ratio(v.domain):
         return None
     lo, hi = PLAUSIBLE_RANGE
     if lo <= v.value <= hi:

@@ -10,7 +10,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from analysis.tma.catalog import Catalog, CatalogError, for_cpu, legacy_current, load
+from analysis.tma.catalog import Catalog, CatalogError, for_cpu, guess, legacy_current, load, models
+from analysis.tma.derive import derive_parents
 from analysis.tma.formats.format import Format
 from analysis.tma.formats.nopmu import check as check_no_pmu
 from analysis.tma.formats.perf_csv import FORMAT as PERF_CSV
@@ -19,7 +20,7 @@ from analysis.tma.formats.perf_std import FORMAT as PERF_STD
 from analysis.tma.formats.perf_topdown import FORMAT as PERF_TOPDOWN
 from analysis.tma.formats.toplev_csv import FORMAT as TOPLEV_CSV
 from analysis.tma.formats.toplev_human import FORMAT as TOPLEV_HUMAN
-from analysis.tma.model import TmaParseError, TmaResult, check_plausible
+from analysis.tma.model import TmaParseError, TmaResult, check_plausible, check_stale
 
 # Detection order, most specific first: any JSON object line is perf -j; a toplev CSV
 # row (a "% Domain" unit column) is told apart before perf's CSV rows, which would match
@@ -36,7 +37,12 @@ FORMATS = tuple(f.name for f in (TOPLEV_HUMAN, TOPLEV_CSV, PERF_STD, PERF_CSV, P
 
 # `perf list` names the tma_* metrics too, but holds no measurement.
 _PERF_LIST = re.compile(r"\[(?:Software|Tool|Kernel PMU|Hardware) event\]|List of pre-defined events")
-_TMA_WORDS = re.compile(r"tma_|_Bound|Retiring|Bad_Speculation")
+# Intel's, AMD's and Arm's top-down words (perf's names, topdown-tool's titles).
+_TMA_WORDS = re.compile(r"tma_|_Bound|Retiring|Bad_Speculation|frontend_bound|backend_bound|"
+                        r"retiring|bad_speculation|Frontend Bound|Backend Bound|Stalled Cycles|"
+                        r"stalled_cycles|MPKI|_mpki")
+_NOT_COUNTED = re.compile(r"<not counted>")
+_NMI_HINT = re.compile(r"Try disabling the NMI watchdog")
 
 
 def detect_format(text: str, source: str = "<stdin>") -> str:
@@ -49,17 +55,25 @@ def detect_format(text: str, source: str = "<stdin>") -> str:
         if fmt.detect(lines):
             return fmt.name
     raise TmaParseError(source, None, "unrecognised format: expected toplev output (human or "
-                        "-x, CSV) or perf stat output with tma_* metrics (standard, -x, -j or --topdown); "
-                        "pass fmt= / --format to force one")
+                        "-x, CSV), perf stat output with top-down metrics (Intel tma_*, AMD "
+                        "PipelineL1/L2, Arm TopdownL1; standard, -x, -j or --topdown) or Arm "
+                        "topdown-tool output; pass fmt= / --format to force one")
 
 
-def _catalog(fmt: Format, text: str, chosen: str | Catalog | None, source: str) -> Catalog:
+def _catalog(fmt: Format, text: str, chosen: str | Catalog | None, source: str
+             ) -> tuple[Catalog, str | None]:
     """The catalogue asked for, else the one of the CPU model the output names, else the
-    default."""
+    one whose names the output prints (analysis.tma.catalog.guess), else the default;
+    with a note when it was guessed."""
     if isinstance(chosen, Catalog):
-        return chosen
+        return chosen, None
     try:
-        return load(chosen) if chosen else for_cpu(fmt.cpu_model(text.splitlines()))
+        if chosen:
+            return load(chosen), None
+        tag = fmt.cpu_model(text.splitlines())
+        if tag and any(k.strip() in models() for k in tag.lower().split("/")):
+            return for_cpu(tag), None
+        return guess(text)
     except CatalogError as e:
         raise TmaParseError(source, None, str(e)) from None
 
@@ -87,8 +101,12 @@ def _check(result: TmaResult) -> TmaResult:
     unknown-name warnings."""
     _place_legacy(result)
     for v in result.values:
+        if (stale := check_stale(v)) and not v.implausible:
+            v.implausible, v.value = stale, None
+    derive_parents(result)
+    for v in result.values:
         v.implausible = v.implausible or check_plausible(v)
-        if v.implausible:
+        if v.implausible and not v.derived:   # a derived value's cause is its child's warning
             result.warnings.append(f"line {v.line}: {v.implausible}")
     unknown = sorted({v.raw_name for v in result.values if not v.known})
     if unknown:
@@ -119,12 +137,25 @@ def parse_output(stdout: str, stderr: str = "", rc: int | None = 0, source: str 
     if fmt not in REGISTRY:
         raise TmaParseError(source, None, f"unknown format {fmt!r}; choose one of {', '.join(FORMATS)}")
     parser = REGISTRY[fmt]
-    result = parser.parse(text, source, _catalog(parser, text, catalog, source))
+    cat, cat_note = _catalog(parser, text, catalog, source)
+    result = parser.parse(text, source, cat)
+    result.catalog_note = cat_note
     if not result.values:
         # perf printed counters but no TMA metric: the no-PMU fallback, or a wrong -M.
         check_no_pmu(stdout, stderr, rc, source)
-        raise TmaParseError(source, None, "no TMA node found in this output (expected toplev "
-                            "nodes or perf tma_* metrics, e.g. `perf stat -M TopdownL1`)")
+        both = stdout + "\n" + stderr
+        if _NOT_COUNTED.search(both):
+            hint = (" perf's hint: the NMI watchdog holds a counter; run `echo 0 > "
+                    "/proc/sys/kernel/nmi_watchdog` (as root) for the measurement and set it "
+                    "back to 1 afterwards" if _NMI_HINT.search(both) else "")
+            raise TmaParseError(source, None, "perf counted none of the events of any metric "
+                                "group ('<not counted>' for every event), so no top-down value "
+                                "exists: the process was idle in the window, or the groups "
+                                "could not be scheduled." + hint)
+        raise TmaParseError(source, None, "no top-down node found in this output (expected "
+                            "toplev nodes, perf tma_* metrics (`perf stat -M TopdownL1`), AMD "
+                            "pipeline utilization (`-M PipelineL1,PipelineL2`) or Arm top-down "
+                            "(`-M TopdownL1`, topdown-tool)")
     if rc not in (0, None):
         result.warnings.append(f"the tool exited with code {rc}")
     return _check(result)

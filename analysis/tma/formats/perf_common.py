@@ -1,5 +1,9 @@
-"""What perf stat's standard, CSV and JSON outputs share: flat tma_* names placed in the
-tree through the catalogue (perf prints no domain), CPU scopes, numbers, kept lines."""
+"""What perf stat's standard, CSV and JSON outputs share: flat metric names placed in the
+tree through the catalogue (perf prints no domain), CPU scopes, numbers, kept lines.
+
+Intel's names are tma_*; AMD's (backend_bound_memory) and Arm's (frontend_bound) are bare,
+so a metric is a top-down value when it is tma_* or a name the result's catalogue knows.
+"""
 from __future__ import annotations
 
 import re
@@ -12,6 +16,13 @@ AGG = r"(?:CPU\d+|S\d+(?:-D\d+)?(?:-[CLN]\d+)?(?:-T\d+)?)"  # -A / --per-* aggre
 GROUP_NAME = re.compile(r"^(?P<group>[A-Za-z][\w-]*)(?:\s*\((?P<pmu>cpu_\w+)\))?$")
 _HYBRID = re.compile(r"^(cpu_core|cpu_atom)/")
 _NUMBER = re.compile(r"[-+]?[\d,]*\.?\d+(?:[eE][-+]?\d+)?|[-+]?inf")
+_DECIMAL_COMMA = re.compile(r"[-+]?\d+,\d+")
+METRIC_NAME = r"[A-Za-z][\w.]*"
+
+
+def is_tma_name(name: str, catalog: Catalog) -> bool:
+    """A perf metric name that is a top-down value: tma_* or one the catalogue knows."""
+    return name.lower().startswith("tma_") or catalog.by_perf_name(name) is not None
 
 
 class PerfValues:
@@ -21,6 +32,7 @@ class PerfValues:
     def __init__(self, res: TmaResult, catalog: Catalog):
         self.res, self.catalog = res, catalog
         self.index: dict[tuple, int] = {}
+        self.fraction_warned = False
 
     def add(self, name: str, value: float | None, lineno: int, scope: str | None,
             interval: float | None, multiplex: float | None = None,
@@ -64,6 +76,15 @@ def number(text: object, source: str, lineno: int, what: str) -> float | None:
     return float(t.replace(",", ""))
 
 
+def metric_number(text: str, source: str, lineno: int, what: str) -> float | None:
+    """A metric value as perf prints it after '#': printf's %f, never grouped, so a comma
+    is the locale's decimal separator (LC_NUMERIC=de_DE prints "18,0 %")."""
+    t = text.strip()
+    if _DECIMAL_COMMA.fullmatch(t):
+        t = t.replace(",", ".")
+    return number(t, source, lineno, what)
+
+
 def scope(agg: str | None, event: str | None) -> str | None:
     """CPU scope of a value: the aggregation prefix and/or the hybrid PMU of its event."""
     m = _HYBRID.match(event or "")
@@ -81,5 +102,6 @@ def group_pmu(group: str) -> str | None:
 def note(res: TmaResult, lineno: int, line: str) -> None:
     """Keep a line that holds no value; a `perf stat` command line is also a command."""
     res.notes.append(f"line {lineno}: {line.strip()}")
-    if re.search(r"\bperf stat\b", line):
+    # perf's own hints quote "perf stat ..." (the NMI-watchdog one); that is no command.
+    if re.search(r"\bperf stat\b", line) and not re.fullmatch(r"\s*perf stat \.\.\.\s*", line):
         res.commands.append(line.strip().lstrip("$ ").strip())

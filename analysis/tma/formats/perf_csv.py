@@ -1,4 +1,6 @@
-"""perf stat -x, CSV output with tma_* metrics -> TmaResult.
+"""perf stat -x, CSV output with top-down metrics -> TmaResult.
+
+Intel's tma_*, AMD's PipelineL1/L2 and Arm's TopdownL1 names (perf_common.is_tma_name).
 
 The last seven fields of a row are value, unit, event, runtime, pcnt-running,
 metric-value, metric-unit; interval (-I) and aggregation (-A, --per-*) fields come before
@@ -20,8 +22,9 @@ def detect(lines: list[str]) -> bool:
     for l in lines:
         if l.lstrip().startswith("#"):
             continue
-        if l.count(",") >= 6 and ("tma_" in l or "<not supported>" in l
-                                  or re.search(r",(?:task|cpu)-clock,", l)):
+        if l.count(",") >= 6 and ("tma_" in l or "<not supported>" in l or "<not counted>" in l
+                                  or re.search(r",(?:task|cpu)-clock,", l)
+                                  or re.search(r",%\s+[a-z]\w*_bound\w*\s*$", l)):
             return True
     return False
 
@@ -59,7 +62,8 @@ def parse(text: str, source: str, catalog: Catalog) -> TmaResult:
             continue
         ts, agg = _prefix(row[:-7], source, lineno)
         value, unit, event, runtime, pcnt, mval, munit = (x.strip() for x in row[-7:])
-        tm = re.fullmatch(r"%\s+(tma_\w+)", munit)
+        tm = re.fullmatch(rf"%\s+({common.METRIC_NAME})", munit)
+        tm = tm if tm and common.is_tma_name(tm.group(1), catalog) else None
         # Rows without a counter value shift runtime/pcnt into fields 2-3 (perf 6.5+):
         # group ",<runtime>,<pcnt>,,,,TopdownL1" and metric ",<runtime>,<pcnt>,,,<val>,<unit>".
         own_pcnt = None

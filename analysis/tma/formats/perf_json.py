@@ -1,4 +1,6 @@
-"""perf stat -j JSON output with tma_* metrics -> TmaResult.
+"""perf stat -j JSON output with top-down metrics -> TmaResult.
+
+Intel's tma_*, AMD's PipelineL1/L2 and Arm's TopdownL1 names (perf_common.is_tma_name).
 
 One object per line. A metric is `{"metric-value": ..., "metric-unit": "%  tma_x"}`, on
 its own or riding on a counter object; its scope and share of running time come from
@@ -62,8 +64,8 @@ def parse(text: str, source: str, catalog: Catalog) -> TmaResult:
             ctx_scope = common.scope(agg, str(obj["event"]))
         if "pcnt-running" in obj:
             ctx_pcnt = common.number(obj["pcnt-running"], source, lineno, "pcnt-running")
-        tm = re.fullmatch(r"%\s+(tma_\w+)", str(obj.get("metric-unit", "")).strip())
-        if not tm:
+        tm = re.fullmatch(rf"%\s+({common.METRIC_NAME})", str(obj.get("metric-unit", "")).strip())
+        if not tm or not common.is_tma_name(tm.group(1), catalog):
             continue
         if "metric-value" not in obj:
             raise TmaParseError(source, lineno, f"{tm.group(1)} has no metric-value")
