@@ -12,17 +12,25 @@ from analysis.report.mdtext import esc_words
 from analysis.stats import MIN_N
 
 
-def _pp(v: float | None) -> str:
+def _pp(v: float | None, unit: str = "pp") -> str:
     if v is None:
         return "–"
+    if unit != "pp":       # a ratio (Arm's MPKI): three significant digits, its own unit
+        s = f"{abs(v):.3g}"
+        return ("−" if v < 0 else "+" if v > 0 else "±") + s + f" {unit}"
     s = f"{abs(v):.1f}"
     return ("−" if v < 0 and s != "0.0" else "+" if v > 0 and s != "0.0" else "±") + s + " pp"
 
 
-def _cell(side: dict[str, Any]) -> str:
+def _cell(side: dict[str, Any], ratio: bool = False) -> str:
     """Median (min–max over runs); ~ and † mark an estimate from multiplexed counters."""
     if not side.get("n"):
         return "–"
+    if ratio:
+        txt = f"{side['median']:.3g}"
+        if side["n"] > 1:
+            txt += f" ({side['min']:.3g}–{side['max']:.3g})"
+        return txt
     txt = f"{side['median']:.1f}%"
     if side["n"] > 1:
         txt += f" ({side['min']:.1f}–{side['max']:.1f})"
@@ -36,9 +44,10 @@ def _slots(row: dict[str, Any]) -> str:
     return "–" if sb is None or sc is None else f"{sb:.1f} → {sc:.1f} ({_pp(sc - sb)})"
 
 
-def _table(doc: dict[str, Any], with_ci: bool) -> list[str]:
-    rows = doc["rows"]
-    head = ["TMA Metric", "Domain", f"{esc_words(doc['base_label'])} (n={doc['runs']['base']})",
+def _table(doc: dict[str, Any], with_ci: bool, rows: list[dict[str, Any]] | None = None,
+           first: str = "TMA Metric") -> list[str]:
+    rows = doc["rows"] if rows is None else rows
+    head = [first, "Domain", f"{esc_words(doc['base_label'])} (n={doc['runs']['base']})",
             f"{esc_words(doc['cand_label'])} (n={doc['runs']['cand']})", "Δ"]
     if with_ci:
         conf = min((r["confidence"] for r in rows if r.get("confidence")), default=0.95)
@@ -48,11 +57,15 @@ def _table(doc: dict[str, Any], with_ci: bool) -> list[str]:
     for r in rows:
         depth = r["node"].count(".")
         label = ("&nbsp;&nbsp;" * (depth - 1) + "└ " if depth else "") + esc_words(r["leaf"])
-        cells = [label, esc_words(r["unit"]), _cell(r["base"]), _cell(r["cand"]), _pp(r["delta_pp"])]
+        unit = r.get("delta_unit", "pp")
+        ratio = unit != "pp"
+        cells = [label, esc_words(r["unit"]), _cell(r["base"], ratio), _cell(r["cand"], ratio),
+                 _pp(r["delta_pp"], unit)]
         if with_ci:
             ci = r.get("ci_pp")
-            cells += [f"[{_pp(ci[0])[:-3]}, {_pp(ci[1])[:-3]}] pp" if ci else "n/a",
-                      esc_words(r["verdict"])]
+            cut = len(unit) + 1
+            cells += [f"[{_pp(ci[0], unit)[:-cut]}, {_pp(ci[1], unit)[:-cut]}] {esc_words(unit)}"
+                      if ci else "n/a", esc_words(r["verdict"])]
         cells.append(_slots(r))
         lines.append("| " + " | ".join(cells) + " |")
     return lines
@@ -74,10 +87,20 @@ def _notes(doc: dict[str, Any], with_ci: bool) -> list[str]:
                         f"fewer than {MIN_N} runs per side ({nb} vs {nc})."))
     else:
         notes.append(f"CI: {esc_words(doc['method'])}.")
-    domains = sorted({r["domain"] for r in rows if r.get("domain") and r["domain"] != "Slots"})
-    notes.append("Domains: L1/L2 nodes are % of pipeline slots" +
-                 (f"; {', '.join('% ' + esc_words(d) for d in domains)} are fractions of "
-                  "cycles, not of the parent" if domains else "") +
+    vendor = (doc.get("tree") or {}).get("vendor", "intel")
+    domains = sorted({r["domain"] for r in rows if r.get("domain") and r["domain"] != "Slots"
+                      and r.get("delta_unit", "pp") == "pp"})
+    if vendor == "amd":
+        head = ("Domains: every node is % of dispatch slots; each level-2 pair is an absolute "
+                "share of all slots and sums to its parent (AMD has no level 3)")
+    elif vendor == "arm":
+        head = ("Domains: level 1 is % of slots (N1: % of cycles); deeper nodes are % of cycles "
+                "relative to their parent, not shares of all slots")
+    else:
+        head = "Domains: L1/L2 nodes are % of pipeline slots" + (
+            f"; {', '.join('% ' + esc_words(d) for d in domains)} are fractions of "
+            "cycles, not of the parent" if domains else "")
+    notes.append(head +
                  ". Slots Δ converts each node to pipeline slots (parent slots × node / sum "
                  "of its siblings, Intel's bottleneck-metric rule; only when every sibling "
                  "was measured, else – and the reason below). Ranges in "
@@ -87,10 +110,27 @@ def _notes(doc: dict[str, Any], with_ci: bool) -> list[str]:
     return notes
 
 
+def tree_line(doc: dict[str, Any]) -> str:
+    """Which vendor's top-down tree the rows are nodes of."""
+    t = doc.get("tree")
+    if not t:
+        return ""
+    slots = f", {t['slots_per_cycle']} slots per cycle" if t.get("slots_per_cycle") else ""
+    return f"Tree: {esc_words(t.get('title') or t['model'])} (catalogue {esc_words(t['model'])}{slots})."
+
+
 def render(doc: dict[str, Any]) -> str:
-    """The funnel table, its notes, what moved and the parsers' warnings."""
+    """The funnel table (Stage-2 groups in a table of their own), its notes, what moved and
+    the parsers' warnings."""
     with_ci = any(r.get("ci_pp") is not None for r in doc["rows"])
-    out = "\n".join(_table(doc, with_ci)) + "\n\n"
+    tree = [r for r in doc["rows"] if not r.get("stage2")]
+    groups = [r for r in doc["rows"] if r.get("stage2")]
+    out = (tree_line(doc) + "\n\n") if doc.get("tree") else ""
+    out += "\n".join(_table(doc, with_ci, tree)) + "\n\n"
+    if groups:
+        out += ("Stage 2 (Arm's metric groups: ratios and % of cycles, not a tree; never summed "
+                "or slot-normalised):\n\n" + "\n".join(_table(doc, with_ci, groups, "Metric"))
+                + "\n\n")
     out += "\n".join(f"{n}  " for n in _notes(doc, with_ci)).rstrip()
     if doc.get("sentences"):
         out += "\n\n**What moved**\n\n" + "\n".join(f"- {esc_words(s)}" for s in doc["sentences"])

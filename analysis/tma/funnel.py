@@ -5,6 +5,12 @@ node: median per side, spread, change in percentage points (pp), a confidence in
 and verdict from analysis.stats (Hodges-Lehmann / Mann-Whitney by default; >= 3 runs per
 side), a slot-normalised view (so a % Stalls child is never read as a share of a % Slots
 parent), and one plain sentence per significant move from a fixed rule table.
+
+One table shape for every vendor's tree (the results' catalogue: Intel TMA, AMD Zen
+pipeline utilization, Arm Neoverse top-down); results placed in different vendors' or
+models' trees are refused (IncompatibleTrees), and each catalogue names its "memory
+stalls" nodes, always shown. Arm's Stage-2 ratios (MPKI, miss ratios) are compared
+relatively, in their own unit, never in points.
 """
 from __future__ import annotations
 
@@ -14,7 +20,7 @@ from statistics import median
 from typing import Any
 
 from analysis import stats
-from analysis.tma.catalog import L1_NODES, Catalog
+from analysis.tma.catalog import Catalog, is_ratio
 from analysis.tma.model import TmaNode, TmaResult, domain_label
 from analysis.tma.slots import SlotView, slot_view
 
@@ -22,9 +28,21 @@ SCHEMA = "stallscope.tma-funnel/1"
 # With fewer than stats.MIN_N runs a side, a move this large (pp) is still shown and
 # explained, but flagged as not established.
 NOTABLE_PP = 2.0
-# Higher is better for useful work; the rest of Retiring's subtree is neither good nor bad.
-HIGHER_IS_BETTER = {"Retiring", "Retiring.Light_Operations"}
-NEUTRAL_PREFIX = "Retiring."
+NOTABLE_RATIO = 0.10
+# Higher is better for useful work; the rest of Retiring's subtree is neither good nor bad
+# (Intel's Retiring, AMD's and Arm's retiring; AMD's fastpath is its light-operations share;
+# Arm's Stage-2 IPC and last-level hit ratio).
+HIGHER_IS_BETTER = {"Retiring", "Retiring.Light_Operations", "retiring",
+                    "retiring.retiring_fastpath", "retiring.retiring_from_fastpath", "ipc",
+                    "ll_cache_read_hit_ratio", "ll_cache_read_hit_rate"}
+NEUTRAL_PREFIX = ("Retiring.", "retiring.")
+# Arm's Stage-2 groups that describe the work rather than a cost: a change is "changed".
+NEUTRAL_GROUPS = ("Operation_Mix", "InstructionMix", "PEutilization", "FP_Precision_Mix",
+                  "SVE_Effectiveness", "FP_Arithmetic_Intensity")
+
+
+class IncompatibleTrees(ValueError):
+    """Results placed in different vendors' or CPU models' top-down trees."""
 # Shown by default: the path to the memory stalls a prefetch change is meant to move.
 MEMORY_PATH = (
     "Backend_Bound", "Backend_Bound.Memory_Bound",
@@ -83,6 +101,30 @@ RULES: list[tuple[str, str, dict[str, str], str]] = [
     ("Frontend_Bound", "up", {}, "Frontend_Bound rose: instruction supply limits more often "
      "(more or branchier code, i-cache/iTLB misses)."),
     ("Frontend_Bound", "down", {}, "Frontend_Bound fell: instruction supply limits less often."),
+    # AMD Zen: level 2 is an absolute share of all dispatch slots.
+    ("backend_bound_memory", "down", {"frontend_bound": "up"},
+     "backend_bound_memory fell while frontend_bound rose: memory latency is now hidden, paid "
+     "for with extra instructions (typically the prefetch code itself)."),
+    ("backend_bound_memory", "down", {}, "backend_bound_memory fell: fewer dispatch slots stall "
+     "on loads that have not completed (AMD Zen has no L2/L3/DRAM split below it)."),
+    ("backend_bound_memory", "up", {}, "backend_bound_memory rose: more dispatch slots stall on "
+     "loads that have not completed."),
+    ("backend_bound_by_memory", "down", {}, "backend_bound_by_memory fell: fewer dispatch slots "
+     "stall on loads that have not completed."),
+    ("backend_bound_by_memory", "up", {}, "backend_bound_by_memory rose: more dispatch slots "
+     "stall on loads that have not completed."),
+    # Arm: V3's memory share of backend stall cycles, and Stage-2 misses per 1000 instructions.
+    ("backend_mem_bound", "down", {}, "backend_mem_bound fell: fewer backend stall cycles wait "
+     "on memory."),
+    ("backend_mem_bound", "up", {}, "backend_mem_bound rose: more backend stall cycles wait on memory."),
+    ("ll_cache_read_mpki", "down", {}, "ll_cache_read_mpki fell: fewer last-level cache read "
+     "misses per 1000 instructions (fewer trips to DRAM)."),
+    ("ll_cache_read_mpki", "up", {}, "ll_cache_read_mpki rose: more last-level cache read "
+     "misses per 1000 instructions."),
+    ("l1d_cache_mpki", "down", {}, "l1d_cache_mpki fell: fewer L1D refills per 1000 instructions."),
+    ("l1d_cache_mpki", "up", {}, "l1d_cache_mpki rose: more L1D refills per 1000 instructions."),
+    ("backend_bound", "down", {}, "backend_bound fell: the back end blocks fewer slots."),
+    ("backend_bound", "up", {}, "backend_bound rose: the back end blocks more slots."),
     ("Bad_Speculation", "up", {}, "Bad_Speculation rose: more slots wasted on mispredicted or "
      "cleared work."),
     ("Bad_Speculation", "down", {}, "Bad_Speculation fell: fewer slots wasted on mispredicted work."),
@@ -169,38 +211,48 @@ def _side(nodes: list[dict[str, TmaNode]], shares: list[dict[str, float]], name:
 
 
 def _row(name: str, domain: str | None, level: int, b: SideStats, c: SideStats,
-         method: str) -> FunnelRow:
+         method: str, group: str = "") -> FunnelRow:
     if not b.n or not c.n:
         missing = "baseline" if not b.n else "candidate"
         return FunnelRow(name, level, domain, b, c, None, None, None, "n/a",
                          f"not measured in the {missing} runs", False, False, None)
     delta = c.median - b.median
     direction = "up" if delta > 0 else "down" if delta < 0 else None
-    notable = abs(delta) >= NOTABLE_PP
+    # A ratio (MPKI) has no points: a tenth of its baseline is as notable as 2 pp of slots.
+    notable = (abs(delta) >= NOTABLE_RATIO * abs(b.median) if is_ratio(domain)
+               else abs(delta) >= NOTABLE_PP)
     if b.n < stats.MIN_N or c.n < stats.MIN_N:
         verdict = ("n/a (1 run per side)" if b.n == 1 and c.n == 1
                    else f"n/a (fewer than {stats.MIN_N} runs per side)")
         return FunnelRow(name, level, domain, b, c, delta, None, None, verdict,
                          f"no confidence can be given with {b.n} and {c.n} runs",
                          False, notable, direction)
-    ch = stats.compare_shares(b.values, c.values, higher_is_better=name in HIGHER_IS_BETTER,
-                              method=method)
+    if is_ratio(domain):
+        # MPKI or a miss ratio: relative thresholds, the change in the metric's own unit.
+        ch = stats.compare(b.values, c.values, higher_is_better=name in HIGHER_IS_BETTER,
+                           method=method)
+    else:
+        ch = stats.compare_shares(b.values, c.values, higher_is_better=name in HIGHER_IS_BETTER,
+                                  method=method)
     # The printed change is the estimator that belongs to the interval (pyperf's rule),
     # and its sign says which way the node moved.
     delta = ch.delta
     direction = "up" if delta > 0 else "down" if delta < 0 else None
     verdict = ch.verdict
-    if name.startswith(NEUTRAL_PREFIX) and name not in HIGHER_IS_BETTER and verdict in (
-            "improvement", "regression"):
+    if (name.startswith(NEUTRAL_PREFIX) or any(g in NEUTRAL_GROUPS for g in group.split(","))) and \
+            name not in HIGHER_IS_BETTER and verdict in ("improvement", "regression"):
         verdict = f"changed ({direction})"   # more/less heavy ops is neither good nor bad
     significant = verdict in ("improvement", "regression") or verdict.startswith("changed")
     return FunnelRow(name, level, domain, b, c, delta, (ch.ci_low, ch.ci_high), ch.confidence,
                      verdict, ch.reason, significant, notable, direction, ch.method)
 
 
-def _fmt_pp(v: float | None) -> str:
+def _fmt_pp(v: float | None, domain: str | None = None) -> str:
     if v is None:
         return "–"
+    if is_ratio(domain):
+        s = f"{abs(v):.3g}"
+        return ("−" if v < 0 else "+" if v > 0 else "±") + s + f" {domain}"
     s = f"{abs(v):.1f}"
     return ("−" if v < 0 and s != "0.0" else "+" if v > 0 and s != "0.0" else "±") + s + " pp"
 
@@ -217,6 +269,7 @@ class Funnel:
     sentences: list[str]
     warnings: list[str]              # the parsers', each once (with the files it came from)
     notes: list[str] = field(default_factory=list)   # nodes not slot-normalised and why, scopes
+    catalog: Catalog | None = None   # the tree the rows are nodes of (both sides share it)
 
     # ---------------------------------------------------------------- json
     def to_json(self) -> dict[str, Any]:
@@ -228,8 +281,17 @@ class Funnel:
                     "verdict": r.verdict, "reason": r.reason, "significant": r.significant,
                     "notable": r.notable, "direction": r.direction,
                     "slots_delta_pp": r.slots_delta,
-                    "higher_is_better": r.name in HIGHER_IS_BETTER}
+                    "higher_is_better": r.name in HIGHER_IS_BETTER,
+                    # the unit of delta_pp and ci_pp: "pp", or a ratio's own (MPKI)
+                    "delta_unit": r.domain if is_ratio(r.domain) else "pp",
+                    "stage2": bool(cat and r.name in cat and cat[r.name].stage2),
+                    "memory": bool(cat and r.name in cat.memory)}
+        cat = self.catalog
+        tree = ({"vendor": cat.vendor, "model": cat.model, "title": cat.title,
+                 "slots_per_cycle": cat.slots, "roots": cat.tree_roots(),
+                 "memory": list(cat.memory)} if cat else None)
         return {"schema": SCHEMA, "base_label": self.base_label, "cand_label": self.cand_label,
+                "tree": tree,
                 "base_sources": self.base_sources, "cand_sources": self.cand_sources,
                 "runs": {"base": len(self.base_sources), "cand": len(self.cand_sources)},
                 "method": self.method, "rows": [row(r) for r in self.rows],
@@ -251,7 +313,7 @@ def _explain(rows: list[FunnelRow]) -> list[str]:
             sentence = (f"{r.leaf} {'rose' if r.direction == 'up' else 'fell'} "
                         f"({domain_label(r.domain)}).")
         caveat = "" if r.significant else " (not established: too few runs for a confidence interval)"
-        out.append(f"{r.leaf} {_fmt_pp(r.delta)}: {sentence}{caveat}")
+        out.append(f"{r.leaf} {_fmt_pp(r.delta, r.domain)}: {sentence}{caveat}")
     return out
 
 
@@ -323,6 +385,10 @@ def compare(base: list[TmaResult], cand: list[TmaResult], *, depth: int = 4,
         raise ValueError("compare() needs at least one result per side")
     # Names are dotted paths whatever the catalogue; the baseline's orders the rows.
     catalog = base[0].catalog
+    for res in base[1:] + cand:
+        why = catalog.compatible(res.catalog)
+        if why:
+            raise IncompatibleTrees(f"cannot compare {base[0].source} with {res.source}: {why}")
     bflat = [r.collapse(scope) for r in base]
     cflat = [r.collapse(scope) for r in cand]
     bview = [slot_view(f, catalog) for f in bflat]
@@ -332,13 +398,16 @@ def compare(base: list[TmaResult], cand: list[TmaResult], *, depth: int = 4,
     rows = []
     for name in names:
         ref = next(f[name] for f in bflat + cflat if name in f)
+        node = catalog.get(name)
         rows.append(_row(name, ref.domain, ref.level, _side(bflat, bsh, name),
-                         _side(cflat, csh, name), method))
+                         _side(cflat, csh, name), method,
+                         node.area.partition(":")[2] if node is not None and node.stage2 else ""))
     shown = [r for r in rows if r.level <= depth]
     if nodes:
         keep = {r.name for r in shown if _selected(r.name, nodes, catalog)}
     else:
-        keep = {r.name for r in shown if r.name in L1_NODES or r.name in MEMORY_PATH
+        memory = set(catalog.memory) | (set(MEMORY_PATH) if catalog.vendor == "intel" else set())
+        keep = {r.name for r in shown if r.name in catalog.roots or r.name in memory
                 or r.significant or r.notable}
     # Ancestors keep the tree readable.
     present = {r.name for r in shown}
@@ -357,4 +426,4 @@ def compare(base: list[TmaResult], cand: list[TmaResult], *, depth: int = 4,
     else:
         meth = f"none (needs {stats.MIN_N} runs per side, has {nb} and {nc})"
     return Funnel(selected, rows, base_label, cand_label, [r.source for r in base],
-                  [r.source for r in cand], meth, _explain(selected), warnings, notes)
+                  [r.source for r in cand], meth, _explain(selected), warnings, notes, catalog)

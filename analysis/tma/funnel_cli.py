@@ -7,7 +7,8 @@ import sys
 from pathlib import Path
 
 from analysis.report import funnel_md
-from analysis.tma.funnel import compare
+from analysis.tma.catalog import models
+from analysis.tma.funnel import IncompatibleTrees, compare
 from analysis.tma.formats import FORMATS, parse_file
 from analysis.tma.model import TmaParseError
 
@@ -18,12 +19,17 @@ EPILOG = """examples:
   stallscope funnel a.txt --vs b.txt --nodes 'Backend_Bound*,Retiring' --format json
   make funnel BASE="a1 a2 a3" CAND="b1 b2 b3"
 
-Inputs: toplev human or -x, CSV output, perf stat standard / -x, / -j output with tma_*
-metrics (format auto-detected; --input-format to force). Each file is one run. With at
-least 3 runs per side every row gets a confidence interval of the change (percentage
-points, pp) and a verdict; with 1 run per side the verdict is "n/a (1 run per side)".
-Default rows: L1, the memory path (Backend_Bound > Memory_Bound > L1/L2/L3/DRAM/Store_Bound
-> MEM_Bandwidth/MEM_Latency) and every node that moved. Exit code 2 on unreadable input.
+Inputs: toplev human or -x, CSV output, perf stat standard / -x, / -j output with
+Intel tma_*, AMD Zen PipelineL1/L2 or Arm TopdownL1 metrics, Arm topdown-tool output
+(format auto-detected; --input-format to force; the CPU model's tree from the output, or
+--catalog). Each file is one run. With at least 3 runs per side every row gets a
+confidence interval of the change (percentage points, pp; a ratio such as MPKI in its
+own unit) and a verdict; with 1 run per side the verdict is "n/a (1 run per side)".
+Default rows: level 1, the vendor's memory-stall nodes (Intel: Backend_Bound >
+Memory_Bound > L1/L2/L3/DRAM/Store_Bound > MEM_Bandwidth/MEM_Latency; AMD:
+backend_bound_memory; Arm: backend_bound (V3: backend_mem_bound), L1D and LLC MPKI) and
+every node that moved. Runs of different vendors or CPU models are refused. Exit code 2
+on unreadable input.
 """
 
 
@@ -40,6 +46,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--scope", default="auto",
                     help="CPU scope: auto (default), global, mean, or a name (S0-C0, cpu_core)")
     ap.add_argument("--input-format", choices=FORMATS, help="skip input format detection")
+    ap.add_argument("--catalog", choices=models(),
+                    help="CPU model whose tree places the names (default: the model the output "
+                         "names, else the one whose names it prints)")
     ap.add_argument("--method", choices=("auto", "hl", "bootstrap"), default="auto",
                     help="CI method: auto (default) = Hodges-Lehmann/Mann-Whitney when it reaches "
                          "95%%, else Welch t; hl = rank interval only (3 vs 3 runs reach 90%%); "
@@ -53,14 +62,14 @@ def main(argv: list[str] | None = None) -> int:
         print("error: --depth must be at least 1", file=sys.stderr)
         return 2
     try:
-        base = [parse_file(p, args.input_format) for p in args.base]
-        cand = [parse_file(p, args.input_format) for p in args.vs]
+        base = [parse_file(p, args.input_format, args.catalog) for p in args.base]
+        cand = [parse_file(p, args.input_format, args.catalog) for p in args.vs]
         scope = None if args.scope == "global" else args.scope
         funnel = compare(base, cand, depth=args.depth,
                          nodes=[n.strip() for n in args.nodes.split(",")] if args.nodes else None,
                          base_label=labels[0].strip(), cand_label=labels[1].strip(),
                          scope=scope, method=args.method)
-    except TmaParseError as e:
+    except (TmaParseError, IncompatibleTrees) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
     except KeyError as e:

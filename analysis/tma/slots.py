@@ -7,7 +7,8 @@ measured. toplev in its default mode prints only the nodes it flags: a lone DRAM
 then divides by itself and takes 100% of Memory_Bound's slots whatever its value, and the
 cometlake `perf stat -M TopdownL3` output in the fixtures lists no tma_l1_bound. So a node
 is normalised only when the catalogue's siblings are all present, and otherwise the
-reason is given (`SlotView.skipped`).
+reason is given (`SlotView.skipped`). AMD's nodes are all % of slots already; Arm's deeper
+nodes and Stage-2 groups have no slot share.
 """
 from __future__ import annotations
 
@@ -50,6 +51,13 @@ def slot_view(flat: dict[str, TmaNode], catalog: Catalog) -> SlotView:
     for name in sorted(flat, key=catalog.tree_order):
         node = flat[name]
         if not _usable(flat, name):
+            continue
+        known = catalog.get(name)
+        if known is not None and (known.stage2 or known.ratio):
+            continue           # Arm's Stage-2 groups: no slots at all
+        if catalog.vendor == "arm" and node.domain != "Slots":
+            out.skipped[name] = ("Arm's deeper nodes are % of cycles relative to their parent, "
+                                 "not shares of slots (Arm publishes no slot rule for them)")
             continue
         if node.domain == "Slots" or "." not in name:
             out.shares[name] = node.value
