@@ -120,8 +120,32 @@ def _tma(t: TmaSection) -> SummaryItem:
                        note="; ".join([moves] + replay))
 
 
+def _memory(t: TmaSection) -> list[SummaryItem]:
+    """The vendor's memory-stall nodes (the catalogue's @memory: Intel Memory_Bound, L3_Bound,
+    DRAM_Bound; AMD backend_bound_memory; Arm the backend (memory) share and L1D/LLC MPKI),
+    one item with a value each; its verdict is the first node's, the tree's headline."""
+    doc = t.funnel or {}
+    tree = doc.get("tree") or {}
+    rows = {x["node"]: x for x in doc.get("all_rows", []) if x.get("memory")}
+    values = []
+    for name in tree.get("memory", []):
+        x = rows.get(name)
+        if x is None or not x["base"].get("n") or not x["cand"].get("n"):
+            continue
+        ci = x.get("ci_pp") or (None, None)
+        values.append(SummaryValue(x["leaf"], x["base"].get("median"), x["cand"].get("median"),
+                                   x.get("unit") or "%", x.get("delta_pp"),
+                                   x.get("delta_unit", "pp"), ci[0], ci[1],
+                                   x.get("verdict", "") if x.get("ci_pp") else ""))
+    if t.status == "absent" or not values:
+        return []
+    replay = "REPLAY of recorded fixture files, not this run" if t.status == "replay" else ""
+    return [SummaryItem("memory stalls", tree.get("title") or tree.get("model", ""), values=values,
+                        verdict=values[0].verdict, note=replay)]
+
+
 def summary(r: Results) -> list[SummaryItem]:
     return ([_metric("throughput", row, r.saturation) for row in r.throughput]
             + [_metric("paired throughput", row, r.saturation) for row in r.paired]
-            + _focus(r.profile) + _one_sided(r.profile) + [_tma(r.tma)]
+            + _focus(r.profile) + _one_sided(r.profile) + [_tma(r.tma)] + _memory(r.tma)
             + _profiler_cost(r.profiler_cost))

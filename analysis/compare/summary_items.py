@@ -1,5 +1,6 @@
 """The one-glance summary of results.json as data (Results.summary): one item per
-throughput row, focus function, new or gone function and the TMA funnel, each with its
+throughput row, focus function, new or gone function, the TMA funnel and its vendor's
+memory-stall nodes, each with its
 numbers and the verdict that counts (analysis/compare/summary.py fills them, the report
 words them)."""
 from __future__ import annotations
@@ -47,7 +48,7 @@ class SummaryValue:
 
 
 SUMMARY_KINDS = ("throughput", "paired throughput", "focus", "new in candidate", "gone", "tma",
-                 "tma absent", "profiler cost")
+                 "tma absent", "memory stalls", "profiler cost")
 
 
 @dataclass

@@ -58,6 +58,16 @@ def phrase(item: SummaryItem, r: Results) -> tuple[str, str]:
         return _focus_label(item), _focus_text(item, r.profile.per_op_command)
     if item.what == "tma absent":
         return "TMA", f"not collected ({item.note}; see the TMA section)"
+    if item.what == "memory stalls":
+        parts = []
+        for v in item.values:
+            ratio = v.change_unit != "pp"
+            side = (lambda x: f"{x:.3g}") if ratio else (lambda x: f"{x:.1f}%")
+            change, ci = summary_change(v.change, v.change_unit, v.ci_low, v.ci_high,
+                                        digits=2 if ratio else 1)
+            parts.append(f"{v.measure} {side(v.base)} → {side(v.cand)} ({change} {ci})".replace(" )", ")"))
+        return (f"Memory stalls ({item.subject})",
+                "; ".join(parts) + (f" ({item.note})" if item.note else ""))
     if item.values:
         return "TMA", f"{item.subject} {fmt_signed(item.values[0].change)} pp ({item.note})"
     return "TMA", item.note
