@@ -1,4 +1,4 @@
-"""`stallscope tma FILE`: parse one toplev/perf TMA output and print the tree."""
+"""`stallscope tma FILE`: parse one top-down output (Intel, AMD, Arm) and print the tree."""
 from __future__ import annotations
 
 import argparse
@@ -15,9 +15,15 @@ EPILOG = """examples:
   stallscope tma toplev.txt --scope S0-C0
   stallscope tma perf-stat.json --format perf-json --json
 
-Values are percent of the node's count domain (Slots, Stalls, Clocks ...); children are
-not fractions of their parent. '~' marks multiplexed (estimated) values, '<' below
-toplev's threshold, '<==' the bottleneck. Exit code 2 on unreadable input.
+Reads Intel toplev / perf TMA, AMD Zen pipeline utilization (perf -M PipelineL1,L2),
+Arm Neoverse top-down (perf -M TopdownL1, topdown-tool text, table and CSV); the CPU
+model's tree comes from the output, from the names it prints, or --catalog.
+Values are percent of the node's count domain (Slots, Stalls, Clocks, Cycles ...);
+Intel's deeper children are not fractions of their parent, AMD's level 2 sum to it.
+Arm's Stage-2 metrics (MPKI, miss ratios) print in their own unit, apart from the tree.
+'~' marks multiplexed (estimated) values, '<' below toplev's threshold, '<==' the
+bottleneck, INVALID a value computed from a group that never ran, [derived: a + b] a
+parent the tool did not print. Exit code 2 on unreadable input.
 """
 
 
@@ -51,8 +57,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("file", help="toplev or perf stat output (stdout/-o file; sibling .stderr/.rc are read)")
     ap.add_argument("--format", choices=FORMATS, help="skip auto-detection")
     ap.add_argument("--catalog", choices=models(),
-                    help="CPU model whose TMA tree places the names (default: the model "
-                         f"toplev's version line names, else {DEFAULT_MODEL})")
+                    help="CPU model whose top-down tree places the names (default: the model "
+                         "the output names, else the one whose names it prints, else "
+                         f"{DEFAULT_MODEL})")
     ap.add_argument("--scope", default="auto",
                     help="CPU scope: auto (default), global, mean, or a name (S0-C0, CPU3, cpu_core)")
     ap.add_argument("--json", action="store_true", help="print the parsed values as JSON")
@@ -73,11 +80,21 @@ def main(argv: list[str] | None = None) -> int:
                           "values": [asdict(v) for v in res.values], "warnings": res.warnings},
                          indent=2))
         return 0
+    cat = res.catalog
     print(f"# {res.source}: {res.fmt}" + (f", {res.tool_version}" if res.tool_version else "")
-          + (f" on {res.cpu_name}" if res.cpu_name else "") + f"; catalogue {res.catalog.model}")
+          + (f" on {res.cpu_name}" if res.cpu_name else "") + f"; catalogue {cat.model}"
+          + (f" ({cat.title}" + (f", {cat.slots} slots per cycle" if cat.slots else "") + ")"
+             if cat.title else ""))
+    if res.catalog_note:
+        print(f"# {res.catalog_note}")
     scopes = [s or "global" for s in res.scopes()]
     print(f"# CPU scopes: {', '.join(scopes)}; intervals: {len([i for i in res.intervals() if i is not None]) or 'none'}")
-    print("\n".join(_lines(tree)))
+    # Arm's Stage-2 groups are metrics, not a tree: listed apart, in their own units.
+    stage2 = [n for n in tree if n.name in cat and cat[n.name].stage2]
+    print("\n".join(_lines([n for n in tree if n not in stage2])))
+    if stage2:
+        print("# Stage 2 (metric groups: not a tree, never summed or slot-normalised)")
+        print("\n".join(_lines(stage2)))
     for v in res.unknown():
         print(f"# not in catalogue (kept, not in tree): {v.raw_name} = {v.value} % ({v.scope or 'global'})")
     for w in res.warnings:
