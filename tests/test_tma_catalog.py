@@ -123,7 +123,8 @@ def test_tma_cli_names_the_catalogue():
     out = io.StringIO()
     with contextlib.redirect_stdout(out):
         assert cli.main([str(TL / "toplev_spr8488c_l2_sorted_mux.txt"), "--catalog", "spr"]) == 0
-    assert out.getvalue().splitlines()[0].endswith("[spr/sapphire_rapids]; catalogue spr")
+    assert out.getvalue().splitlines()[0].endswith(
+        "[spr/sapphire_rapids]; catalogue spr (Intel Sapphire Rapids TMA, 6 slots per cycle)")
 
 
 # ------------------------------------------------------------------ broken catalogue files

@@ -434,3 +434,50 @@ def test_replayed_rep_lands_in_report_and_summary(tmp_path, fixtures_dir, vendor
     assert label in summary and leaf in summary
     html = (out / "report.html").read_text()
     assert 'id="tma-tree"' in html and leaf in html
+
+
+# ----------------------------------------------------------------------- provenance
+
+def _pattern(token: str) -> re.Pattern:
+    """A file name as SOURCES.md writes it: `a_*.txt`, `b_{1,2}.txt`, `c_{1..4,6,7}.txt`."""
+    def alt(m: re.Match) -> str:
+        items = []
+        for part in m.group(1).split(","):
+            lo, dots, hi = part.partition("..")
+            items += [str(i) for i in range(int(lo), int(hi) + 1)] if dots else [part]
+        return "(" + "|".join(map(re.escape, items)) + ")"
+    out, last = "", 0
+    for m in re.finditer(r"\{([^}]*)\}|\*", token):
+        out += re.escape(token[last:m.start()]) + (".*" if m.group(0) == "*" else alt(m))
+        last = m.end()
+    return re.compile(out + re.escape(token[last:]))
+
+
+@pytest.mark.parametrize("d", ["amd", "arm", "definitions"])
+def test_vendor_sources_name_every_file(fixtures_dir, d):
+    """Each directory's SOURCES.md names every file in it (literally or as a pattern)."""
+    text = (TMA / d / "SOURCES.md").read_text()
+    patterns = [_pattern(t) for t in re.findall(r"`([\w.*{},-]+\.(?:txt|json))`", text)]
+    assert patterns
+    missing = [p.name for p in _files(TMA / d) if not any(x.fullmatch(p.name) for x in patterns)]
+    assert not missing, f"{d}/SOURCES.md does not name {missing}"
+    assert not _pattern("a_{1..2,4}.txt").fullmatch("a_3.txt")      # the check can fail
+
+
+@pytest.mark.parametrize("perf_file,models", [
+    ("linux_perf_arm64_neoverse-n1_metrics.json", ["neoverse-n1"]),
+    ("linux_perf_arm64_neoverse-v1_metrics.json", ["neoverse-v1"]),
+    ("linux_perf_arm64_neoverse-n2-v2_metrics.json", ["neoverse-n2", "neoverse-v2"])])
+def test_perf_arm_metric_names_resolve(fixtures_dir, perf_file, models):
+    """Every metric perf defines for a Neoverse core is a node of that core's catalogue, so
+    a `perf stat -M <group>` output of it places every value; units follow perf's ScaleUnit."""
+    metrics = [m for m in json.loads((DEFS / perf_file).read_text()) if m.get("MetricName")]
+    assert len(metrics) >= 30
+    for model in models:
+        cat = catalog.load(model)
+        missing = [m["MetricName"] for m in metrics if cat.by_perf_name(m["MetricName"]) is None]
+        assert not missing, (model, missing)
+        for m in metrics:
+            node = cat.by_perf_name(m["MetricName"])
+            if m.get("ScaleUnit") in ("1MPKI",):
+                assert node.domain == "MPKI", (model, m["MetricName"])

@@ -8,6 +8,8 @@ copies in ../shared/fixtures/tma/definitions, whose SOURCES.md says where each i
   linux_perf_amdzen4_pipeline.json / amdzen5   perf's PipelineL1/L2 metrics (Zen 4, Zen 5)
   linux_perf_arm64_sbsa.json                   perf's generic arm64 TopdownL1
   linux_perf_arm64_neoverse-n2-v2_metrics.json perf's N2/V2 metrics (Stage-2 style groups)
+  (linux_perf_arm64_neoverse-n1/-v1_metrics.json name the same metrics as topdown-tool's
+  N1/V1 files; tests/test_tma_vendors.py checks every perf name resolves)
   arm_telemetry_solution_neoverse-*.json       Arm topdown-tool's trees and groups per core
 
 What each tree is, as data: a node's parent and level (its dotted path), its unit (the
@@ -46,7 +48,7 @@ ARM_UNITS = {"percent of slots": "Slots", "percent of cycles": "Cycles",
 ARM_ROOT_AREAS = {"frontend": "FE", "backend": "BE", "retiring": "RET", "bad": "BAD"}
 # Arm's perf events, topdown-tool's command, stage headings, group tags and CSV header.
 ARM_DETECT = (r"\b(?:cpu_cycles|stall_slot|STALL_SLOT|op_spec|topdown-tool)\b|Stage [12] \("
-              r"|\[(?:uarch|Topdown) group\]|(?m:^time,group,stage,level,metric,value,units)")
+              r"|\[(?:uarch|Topdown) group\]|(?m:^time[,;]group[,;]stage[,;]level[,;]metric)")
 AMD_DETECT = r"\b(?:ls_not_halted_cyc|de_no_dispatch_per_slot|de_src_op_disp|ex_ret_ops)\b"
 
 
@@ -139,7 +141,7 @@ def _arm_groups_rows(metrics: dict, groups: dict, group_names: list[str], taken:
                 _alias(metrics[name]["title"], name)) for name, gs in member.items()]
 
 
-def arm_telemetry(path: Path, model: str) -> Tree:
+def arm_telemetry(path: Path, model: str, perf: Path | None = None) -> Tree:
     doc = json.loads(path.read_text())
     conf, metrics = doc["product_configuration"], doc["metrics"]
     method = doc["methodologies"]["topdown_methodology"]
@@ -166,6 +168,10 @@ def arm_telemetry(path: Path, model: str) -> Tree:
     # A stage-1 metric the decision tree never reaches (V3's backend_busy_bound) has no
     # parent in the published tree: it is listed as a group metric, not guessed into one.
     rows += _arm_groups_rows(metrics, doc["groups"]["metrics"], stage1 + stage2, taken)
+    if perf is not None:
+        # perf's own names for this core (an older naming: l1d_cache_miss_rate ...), so a
+        # `perf stat -M` output of it parses too.
+        rows += _perf_stage2(perf, {r.node.rsplit(".", 1)[-1] for r in rows})
     names = {r.node.rsplit(".", 1)[-1] for r in rows}
     # The deepest published memory share: V3's backend_mem_bound, else level 1's
     # backend_bound, else (N1) the backend's stalled cycles.
@@ -185,6 +191,24 @@ def arm_telemetry(path: Path, model: str) -> Tree:
                 rows, slots, memory, ARM_DETECT, comments)
 
 
+def _perf_stage2(path: Path, taken: set[str]) -> list[Row]:
+    """perf's grouped Arm metrics (TLB, Cache, Branch, PEutilization, InstructionMix) as
+    Stage-2 rows; the upper-case level-1 overrides are perf's TopdownL1, not groups. A
+    "100%" metric there is a rate of accesses or of operations (its expression says which)."""
+    groups: dict[str, list[str]] = {}
+    units: dict[str, str] = {}
+    for m in json.loads(path.read_text()):
+        name, group = m.get("MetricName"), m.get("MetricGroup")
+        if not name or not group or name.upper() == name or name in taken:
+            continue
+        unit = m.get("ScaleUnit")
+        units[name] = (ARM_UNITS[unit] if unit in ARM_UNITS else
+                       "per cycle" if unit is None else
+                       "Operations" if group in ("PEutilization", "InstructionMix") else "Accesses")
+        groups.setdefault(name, []).append(group)
+    return [Row(n, units[n], "stage2:" + ",".join(gs)) for n, gs in groups.items()]
+
+
 def arm_perf_n2(sbsa: Path, n2v2: Path) -> Tree:
     """Neoverse N2 as perf prints it: sbsa's TopdownL1 (5 slots on N2) and the Stage-2
     style metrics of perf's neoverse-n2-v2 file. `wasted` is bad_speculation's name in
@@ -195,18 +219,7 @@ def arm_perf_n2(sbsa: Path, n2v2: Path) -> Tree:
         name = m["MetricName"]
         rows.append(Row(name, "Slots", ARM_ROOT_AREAS[name.split("_")[0]],
                         ["wasted"] if name == "bad_speculation" else []))
-    groups: dict[str, list[str]] = {}
-    units: dict[str, str] = {}
-    for m in json.loads(n2v2.read_text()):
-        name, group = m.get("MetricName"), m.get("MetricGroup")
-        if not name or not group or name.upper() == name:
-            continue
-        unit = m.get("ScaleUnit")
-        units[name] = (ARM_UNITS[unit] if unit in ARM_UNITS else
-                       "per cycle" if unit is None else
-                       "Operations" if group in ("PEutilization", "InstructionMix") else "Accesses")
-        groups.setdefault(name, []).append(group)
-    rows += [Row(n, units[n], "stage2:" + ",".join(gs)) for n, gs in groups.items()]
+    rows += _perf_stage2(n2v2, set())
     comments = ["Arm Neoverse N2 top-down as Linux perf prints it (`perf stat -M TopdownL1`):",
                 "level 1 in % of the 5 slots per cycle; perf's N2/V2 metrics as Stage-2 groups."]
     return Tree("neoverse-n2", "Arm Neoverse N2 top-down (perf)", "arm",
@@ -232,7 +245,8 @@ def build(defs: Path) -> dict[str, str]:
              arm_generic(defs / "linux_perf_arm64_sbsa.json"),
              arm_perf_n2(defs / "linux_perf_arm64_sbsa.json",
                          defs / "linux_perf_arm64_neoverse-n2-v2_metrics.json")]
-    trees += [arm_telemetry(defs / f"arm_telemetry_solution_neoverse-{m}.json", f"neoverse-{m}")
+    trees += [arm_telemetry(defs / f"arm_telemetry_solution_neoverse-{m}.json", f"neoverse-{m}",
+                            defs / "linux_perf_arm64_neoverse-n2-v2_metrics.json" if m == "v2" else None)
               for m in ("n1", "v1", "v2", "v3")]
     return {t.model: t.text() for t in trees}
 

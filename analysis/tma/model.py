@@ -155,7 +155,10 @@ class TmaResult:
         return [v for v in self.values if not v.known]
 
     def default_scope(self) -> str | None:
-        scopes = self.scopes()
+        # The scopes of tree values only: a stray name outside the tree must not make
+        # "global" the choice when no tree value is global.
+        scopes = sorted({v.scope for v in self.values if v.in_tree},
+                        key=lambda s: (s is not None, s or ""))
         if None in scopes or not scopes:
             return None
         if len(scopes) == 1:
@@ -170,7 +173,7 @@ class TmaResult:
         vals = [v for v in self.values if v.in_tree]
         if scope != "mean":
             vals = [v for v in vals if v.scope == scope]
-            if not vals and self.values:
+            if not vals and any(v.in_tree for v in self.values):
                 raise KeyError(f"{self.source}: no values for CPU scope {scope!r}; "
                                f"scopes present: {', '.join(str(s) for s in self.scopes())}")
         ivs = {v.interval for v in vals}

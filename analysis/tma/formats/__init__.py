@@ -20,6 +20,9 @@ from analysis.tma.formats.perf_std import FORMAT as PERF_STD
 from analysis.tma.formats.perf_topdown import FORMAT as PERF_TOPDOWN
 from analysis.tma.formats.toplev_csv import FORMAT as TOPLEV_CSV
 from analysis.tma.formats.toplev_human import FORMAT as TOPLEV_HUMAN
+from analysis.tma.formats.topdown_tool_csv import FORMAT as TOPDOWN_TOOL_CSV
+from analysis.tma.formats.topdown_tool_table import FORMAT as TOPDOWN_TOOL_TABLE
+from analysis.tma.formats.topdown_tool_text import FORMAT as TOPDOWN_TOOL_TEXT
 from analysis.tma.model import TmaParseError, TmaResult, check_plausible, check_stale
 
 # Detection order, most specific first: any JSON object line is perf -j; a toplev CSV
@@ -28,12 +31,18 @@ from analysis.tma.model import TmaParseError, TmaResult, check_plausible, check_
 # value before the "%") before perf's standard output, whose banner it shares;
 # perf's standard output ("Performance counter stats", "% tma_x")
 # before toplev's human table, whose test (a line "Node  % Domain  value") is the loosest.
-DETECTION_ORDER: tuple[Format, ...] = (PERF_JSON, TOPLEV_CSV, PERF_CSV, PERF_TOPDOWN, PERF_STD,
-                                      TOPLEV_HUMAN)
+# Arm topdown-tool: its box-drawing tables and its CSV header are unlike anything else, so
+# they come first; its older text output (dot-leader lines, "Stage 1 (Topdown metrics)")
+# refuses perf/toplev banners and comes before perf's standard output, whose loose test
+# ("perf stat" anywhere) a topdown-tool message could meet.
+DETECTION_ORDER: tuple[Format, ...] = (TOPDOWN_TOOL_TABLE, TOPDOWN_TOOL_CSV, PERF_JSON,
+                                      TOPLEV_CSV, PERF_CSV, PERF_TOPDOWN, TOPDOWN_TOOL_TEXT,
+                                      PERF_STD, TOPLEV_HUMAN)
 REGISTRY: dict[str, Format] = {f.name: f for f in DETECTION_ORDER}
 # The names fmt= / --format accept, toplev first (the order --help shows).
 FORMATS = tuple(f.name for f in (TOPLEV_HUMAN, TOPLEV_CSV, PERF_STD, PERF_CSV, PERF_JSON,
-                                 PERF_TOPDOWN))
+                                 PERF_TOPDOWN, TOPDOWN_TOOL_TEXT, TOPDOWN_TOOL_TABLE,
+                                 TOPDOWN_TOOL_CSV))
 
 # `perf list` names the tma_* metrics too, but holds no measurement.
 _PERF_LIST = re.compile(r"\[(?:Software|Tool|Kernel PMU|Hardware) event\]|List of pre-defined events")
@@ -156,6 +165,11 @@ def parse_output(stdout: str, stderr: str = "", rc: int | None = 0, source: str 
                             "toplev nodes, perf tma_* metrics (`perf stat -M TopdownL1`), AMD "
                             "pipeline utilization (`-M PipelineL1,PipelineL2`) or Arm top-down "
                             "(`-M TopdownL1`, topdown-tool)")
+    if not any(v.in_tree for v in result.values):
+        raise TmaParseError(source, None, "no name in this output is a node of the "
+                            f"{result.catalog.model} top-down tree (found: "
+                            f"{', '.join(sorted({v.raw_name for v in result.values})[:8])}); the "
+                            "output is cut short, or pass --catalog for the CPU model it came from")
     if rc not in (0, None):
         result.warnings.append(f"the tool exited with code {rc}")
     return _check(result)

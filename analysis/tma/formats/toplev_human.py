@@ -44,7 +44,11 @@ def _marks(rest: str, source: str, lineno: int) -> tuple[bool, bool, float | Non
     mux = None
     m = re.search(r"\[\s*([\d.]+)\s*%\]", rest)
     if m:
-        mux = float(m.group(1))
+        try:
+            mux = float(m.group(1))
+        except ValueError:
+            raise TmaParseError(source, lineno, f"multiplexing share {m.group(1)!r} is not a "
+                                "number") from None
         rest = rest[:m.start()] + " " + rest[m.end():]
     bottleneck = "<==" in rest
     rest = rest.replace("<==", " ")
