@@ -11,7 +11,7 @@ import pytest
 from analysis.tma.formats import (DETECTION_ORDER, FORMATS, REGISTRY, detect_format, parse_file,
                                   parse_output)
 from analysis.tma.formats import topdown_tool_csv, topdown_tool_table, topdown_tool_text
-from analysis.tma.formats.topdown_tool_text import model_key, number
+from analysis.tma.formats.topdown_tool_common import model_key, number
 from analysis.tma.model import TmaParseError
 
 TEXT, TABLE, CSV = "topdown-tool", "topdown-tool-table", "topdown-tool-csv"

@@ -13,7 +13,7 @@ None). A per-core file's name gives the scope (CPU0). The rows do not name the c
 so the registry picks the Arm catalogue whose names they print (analysis.tma.catalog.
 guess) unless one is asked for (catalog="neoverse-v2"). A file written
 with ';' or a tab between fields may carry decimal commas; numbers in any locale
-(topdown_tool_text.number).
+(topdown_tool_common.number).
 """
 from __future__ import annotations
 
@@ -22,7 +22,7 @@ import re
 
 from analysis.tma.catalog import Catalog
 from analysis.tma.formats.format import Format
-from analysis.tma.formats.topdown_tool_text import Values, number
+from analysis.tma.formats.topdown_tool_common import Values, number
 from analysis.tma.model import TmaParseError, TmaResult
 
 _HEADER = re.compile(r"^\ufeff?\s*time(?P<sep>[,;\t])\s*group\s*(?P=sep)\s*stage\s*(?P=sep)\s*"

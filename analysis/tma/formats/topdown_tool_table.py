@@ -20,7 +20,7 @@ has no scope, "#2" is scope CPU2. The "CPU <core> metrics|topdown" line names th
 table's rows are read at the column where its top border starts; a wrapped row (all
 value cells empty) continues the row above; "..." where a pasted output was cut ends a
 table.
-Numbers in any locale (topdown_tool_text.number).
+Numbers in any locale (topdown_tool_common.number).
 """
 from __future__ import annotations
 
@@ -28,7 +28,7 @@ import re
 
 from analysis.tma.catalog import Catalog
 from analysis.tma.formats.format import Format
-from analysis.tma.formats.topdown_tool_text import Values, foreign, is_command, model_key, number
+from analysis.tma.formats.topdown_tool_common import Values, foreign, is_command, model_key, number
 from analysis.tma.model import TmaParseError, TmaResult
 
 _TREE_CHARS = "│├└─ \t"
