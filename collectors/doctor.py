@@ -2,7 +2,9 @@
 
 Every check is real: it finds the binary, asks its version, and for perf really samples a
 0.1 s busy loop (cpu-clock, then with frame-pointer and DWARF call graphs). TMA checks
-reuse the preflight (collectors/host/preflight.py). Informational: exit code 0 unless --strict.
+reuse the preflight (collectors/host/preflight.py), which identifies the CPU and names its
+top-down method (Intel TMA, AMD Zen 4/5 pipeline utilization, Arm top-down) and why it
+cannot count here. Informational: exit code 0 unless --strict.
 It sits above the packages it checks (host, build, profilers), as a command of its own.
 """
 from __future__ import annotations
@@ -80,20 +82,42 @@ def check_sampling(facts: pre.HostFacts) -> list[Check]:
 
 
 def check_tma(facts: pre.HostFacts) -> list[Check]:
+    """Top-down via perf, then via the vendor's other tool (toplev on Intel and AMD, where it
+    refuses; topdown-tool on Arm). Each row names this CPU's method, and why it cannot count
+    here when it cannot."""
+    from collectors.profilers.tma_commands import find_topdown_tool
     out = []
+    cpu = facts.cpu_id()
     pf = pre.evaluate(facts, "perf", "pid")
+    vendor = next((f for f in pf.findings if f.check == "vendor"), None)
+    method = (f"; method here: {vendor.message}" if vendor is not None and vendor.ok
+              and cpu.method != "intel" else "")
+    works = ("perf stat -M TopdownL1..L4 will work" if cpu.method == "intel" else
+             f"{vendor.message if vendor is not None else cpu.name}: will work")
     out.append(Check("TMA via perf", pf.available,
-                     "perf stat -M TopdownL1..L4 will work" if pf.available else
-                     "; ".join(f.message for f in pf.blockers),
+                     works if pf.available else
+                     "; ".join(f.message for f in pf.blockers) + method,
                      None if pf.available else "; ".join(f.fix for f in pf.blockers if f.fix)))
-    toplev = pmu.find_toplev()
-    pt = pre.evaluate(facts, "toplev", "cpus", toplev)
-    others = "; ".join(f.message for f in pt.blockers if f.check != "toplev")
-    detail = f"toplev at {' '.join(toplev)}" if toplev else "toplev not found (no $TOPLEV, not on PATH)"
-    out.append(Check("TMA via toplev", pt.available,
+    if cpu.vendor == "arm":
+        tool = find_topdown_tool()
+        pt = pre.evaluate(facts, "topdown-tool", "pid", topdown_tool=tool)
+        name, detail = "TMA via topdown-tool", (f"topdown-tool at {' '.join(tool)}" if tool else
+                                               "topdown-tool not found (no $TOPDOWN_TOOL, not on PATH)")
+        own = "topdown-tool"
+    else:
+        tool = pmu.find_toplev()
+        pt = pre.evaluate(facts, "toplev", "cpus", tool)
+        name, detail = "TMA via toplev", (f"toplev at {' '.join(tool)}" if tool else
+                                         "toplev not found (no $TOPLEV, not on PATH)")
+        own = "toplev"
+    others = "; ".join(f.message for f in pt.blockers if f.check != own)
+    # toplev on AMD is refused whatever is installed: no point telling how to install it.
+    refused = any(f.check == "vendor" and f.message.startswith(f"--tma {own}:") for f in pt.blockers)
+    out.append(Check(name, pt.available,
                      f"{detail}: ready" if pt.available else
-                     f"{detail}" + (f"; and even with toplev: {others}" if others else ""),
-                     None if pt.available else "; ".join(f.fix for f in pt.blockers if f.fix)))
+                     f"{detail}" + (f"; and even with {own}: {others}" if others else ""),
+                     None if pt.available else "; ".join(
+                         f.fix for f in pt.blockers if f.fix and not (refused and f.check == own))))
     return out
 
 

@@ -53,13 +53,19 @@ def test_this_machine_reports_missing_pmu_precisely(facts, backend, attach):
     assert par.ok and "running as root" in par.message
 
 
-def test_this_machine_says_amd_is_not_tma(facts):
+def test_this_machine_names_its_vendors_top_down_path(facts):
+    """On AMD the finding names the AMD path (pipeline utilization, perf -M PipelineL1,
+    PipelineL2) and blocks only when this perf cannot count it (older than 6.2, or no
+    PipelineL1 group in its metric list), saying which."""
     pf = pre.evaluate(facts, "perf")
     vendor = next(f for f in pf.findings if f.check == "vendor")
     if facts.vendor == "AuthenticAMD":
-        assert not vendor.ok and vendor.blocking
-        assert "the TMA tree (Frontend/Backend/Memory_Bound ...) is Intel's" in vendor.message
+        assert vendor.message.startswith(facts.cpu.describe("perf"))
         assert "PipelineL1" in vendor.message
+        old = facts.perf_version is not None and facts.perf_version < (6, 2)
+        assert vendor.blocking == (old or "PipelineL1" not in (facts.metric_groups or ())), vendor
+        if old:
+            assert "older than 6.2" in vendor.message
     else:
         assert vendor.ok == (facts.vendor == "GenuineIntel")
 

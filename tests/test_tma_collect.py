@@ -277,8 +277,14 @@ def test_runner_hooks_on_this_machine(monkeypatch, tmp_path):
     assert block["backend"] == "perf" and block["status"] == "unavailable"
     assert block["reason"].startswith("no hardware PMU")
     assert (block["level"], block["split"], block["reps"]) == (3, True, "throughput")
-    assert [s["perf"] for s in block["schedule"]][:2] == [["TopdownL1", "TopdownL2"],
-                                                         ["tma_memory_bound_group"]]
+    # The schedule is this machine's CPU's (tests/test_tma_collect_vendors.py has each
+    # vendor's): an AMD Zen 4 here, whose two groups are one set.
+    from collectors.host.cpuid import identify_file
+    if identify_file().vendor == "amd":
+        assert [s["perf"] for s in block["schedule"]] == [["PipelineL1", "PipelineL2"]]
+    else:
+        assert [s["perf"] for s in block["schedule"]][:2] == [["TopdownL1", "TopdownL2"],
+                                                             ["tma_memory_bound_group"]]
     assert tma.rep_collectors(opts, "profile") == []
     (c,) = tma.rep_collectors(opts, "throughput")
     assert c.name == "tma"

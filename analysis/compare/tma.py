@@ -1,8 +1,11 @@
 """The TMA section: the funnel of the reps' TMA outputs, or why there is none.
 
 A rep's TMA output is the file its collector wrote (collectors/profilers/tma.py):
-tma.csv (toplev -x,) or tma.json (perf stat -j); analysis.tma.formats reads either, with
-the tma.stderr beside it (where a missing PMU shows).
+tma.csv (toplev -x, / topdown-tool) or tma.json (perf stat -j); analysis.tma.formats reads
+either, with the tma.stderr beside it (where a missing PMU shows), in the catalogue the
+manifest's tma block names ("catalog": amdzen4, neoverse-v2 ...; absent for Intel runs and
+runs made before it was recorded: the output's own or the default catalogue then). Two
+sides whose trees differ (vendors, CPU models) are not compared: the section says why.
 """
 from __future__ import annotations
 
@@ -13,10 +16,20 @@ from analysis.tma.model import NoPmuError, TmaParseError, TmaResult
 
 TMA_FILES = ("tma.csv", "tma.json")
 FUNNEL_DEPTH = 4
+# funnel.compare's refusal to compare different trees (a ValueError); older funnels raise
+# a plain ValueError for it.
+IncompatibleTrees = getattr(funnel, "IncompatibleTrees", ValueError)
+
+
+def _catalog(plan) -> str | None:
+    """The catalogue model the manifest's tma block recorded, if any."""
+    cat = getattr(plan, "catalog", None) or (getattr(plan, "extra", None) or {}).get("catalog")
+    return cat if isinstance(cat, str) and cat else None
 
 
 def tma(run: RunDir, base: str, cand: str) -> TmaSection:
     plan = run.manifest.tma
+    catalog = _catalog(plan)
     res: dict[str, list[TmaResult]] = {base: [], cand: []}
     srcs: dict[str, list[str]] = {base: [], cand: []}
     no_pmu = None
@@ -27,7 +40,7 @@ def tma(run: RunDir, base: str, cand: str) -> TmaSection:
             if name is None:
                 continue
             try:
-                res[v].append(formats.parse_file(run.rep_dir(rep) / name))
+                res[v].append(formats.parse_file(run.rep_dir(rep) / name, catalog=catalog))
                 srcs[v].append(f"{rep.dir}/{name}")
             except NoPmuError as e:
                 no_pmu = e.evidence
@@ -37,8 +50,11 @@ def tma(run: RunDir, base: str, cand: str) -> TmaSection:
                 bad.append(str(e))
     replay = plan.backend == "replay" or plan.status == "replay"
     if res[base] and res[cand]:
-        f = funnel.compare(res[base], res[cand], depth=FUNNEL_DEPTH, base_label=base,
-                           cand_label=cand)
+        try:
+            f = funnel.compare(res[base], res[cand], depth=FUNNEL_DEPTH, base_label=base,
+                               cand_label=cand)
+        except IncompatibleTrees as e:
+            return TmaSection("absent", reason=str(e), sources=srcs)
         return TmaSection("replay" if replay else "measured",
                           reason=str(plan.reason or "") if replay else "",
                           funnel=f.to_json(), sources=srcs)

@@ -71,6 +71,32 @@ def perf_version(perf: str | None = None) -> tuple[int, ...] | None:
     return tuple(int(x) for x in m.groups() if x is not None) if m else None
 
 
+def metric_groups(perf: str | None = None) -> list[str] | None:
+    """The metric groups `perf list metricgroups` names (PipelineL1, TopdownL1 ...); None
+    when perf could not be asked. perf 6.1 prints one name a line after "Metric Groups:";
+    later perfs add ": [description]" after the name."""
+    perf = perf or perf_binary()
+    if not perf:
+        return None
+    try:
+        p = procs.run_capture([perf, "list", "metricgroups"], timeout_s=60)
+    except (procs.ToolNotFound, subprocess.TimeoutExpired, OSError):
+        return None
+    if p.returncode != 0:
+        return None
+    groups: list[str] = []
+    seen = False
+    for line in (p.stdout + "\n" + p.stderr).splitlines():
+        if line.strip().startswith("Metric Groups:"):
+            seen = True
+            continue
+        if seen and line.strip():
+            name = line.strip().split(":", 1)[0].split()[0]
+            if name not in groups:
+                groups.append(name)
+    return groups
+
+
 def find_toplev() -> list[str] | None:
     """toplev command prefix: $TOPLEV (toplev.py path or name), else toplev / toplev.py on PATH."""
     want = os.environ.get("TOPLEV")

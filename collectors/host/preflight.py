@@ -1,13 +1,16 @@
 """Preflight for hardware-counter collection (TMA): what this machine lacks, and the fix.
 
-TMA needs a hardware PMU, permission to count the server's process or cores, free
-counters, and an Intel CPU (the TMA tree is Intel's). Each check yields a `Finding`;
-`Preflight.available` is False when a blocking one fails, and `Preflight.reason` is the
-sentence the manifest's "tma" block and the report carry.
+Top-down collection needs a hardware PMU, permission to count the server's process or
+cores, free counters, and a CPU with a top-down method and a tool that counts it
+(collectors/host/cpuid.py): Intel TMA (toplev or perf TopdownL1..Ln), AMD Zen 4/5
+pipeline utilization (perf >= 6.2: PipelineL1/L2), Arm top-down (perf TopdownL1, or Arm's
+topdown-tool). Each check yields a `Finding`; `Preflight.available` is False when a
+blocking one fails, and `Preflight.reason` is the sentence the manifest's "tma" block and
+the report carry.
 
 Facts are probed once (`probe_host`, which really runs `perf stat -e cycles` through
-collectors.host.pmu) and judged by the pure `evaluate`, so the judgement can be tested
-with any facts.
+collectors.host.pmu and `perf list metricgroups`, and reads /proc/cpuinfo) and judged by
+the pure `evaluate`, so the judgement can be tested with any facts.
 """
 from __future__ import annotations
 
@@ -18,7 +21,8 @@ from pathlib import Path
 from typing import Any
 
 from analysis.toolpaths import perf_binary
-from collectors.host import pmu
+from collectors.host import cpuid, pmu
+from collectors.host.cpuid import CpuId
 
 NO_PMU_FIX = ("run on bare metal, or on a VM with the PMU passed through (KVM/libvirt: "
               "`<cpu mode='host-passthrough'>` with `<pmu state='on'/>`, QEMU `-cpu host,pmu=on`; "
@@ -28,7 +32,8 @@ NO_PMU_FIX = ("run on bare metal, or on a VM with the PMU passed through (KVM/li
 
 @dataclass
 class Finding:
-    check: str                 # pmu | perf | toplev | paranoid | nmi_watchdog | smt | hybrid | vendor
+    check: str                 # pmu | perf | toplev | topdown-tool | paranoid | nmi_watchdog |
+                               # smt | hybrid | vendor | level
     ok: bool
     message: str               # what is true on this machine
     fix: str | None = None     # how to fix it (None when nothing to do)
@@ -37,7 +42,7 @@ class Finding:
 
 @dataclass
 class Preflight:
-    backend: str                               # toplev | perf | parca
+    backend: str                               # toplev | perf | topdown-tool | parca
     findings: list[Finding] = field(default_factory=list)
 
     @property
@@ -93,6 +98,18 @@ class HostFacts:
     cpu_model: str | None = None
     is_root: bool = False
     hypervisor: bool = False
+    cpu: CpuId | None = None                  # /proc/cpuinfo identified (None: from `vendor`)
+    metric_groups: list[str] | None = None    # `perf list metricgroups` (None: not asked)
+
+    def cpu_id(self) -> CpuId:
+        """The CPU identity; facts built without one (older callers, tests) get it from the
+        vendor string alone (Intel when unknown, as before)."""
+        if self.cpu is not None:
+            return self.cpu
+        if self.vendor == "AuthenticAMD":
+            return cpuid.identify(f"vendor_id : AuthenticAMD\nmodel name : {self.cpu_model or ''}\n")
+        return cpuid.identify(f"vendor_id : {self.vendor or 'GenuineIntel'}\n"
+                              f"model name : {self.cpu_model or ''}\n")
 
 
 # --------------------------------------------------------------------------------------
@@ -113,8 +130,11 @@ def probe_host(proc: str | Path = "/proc", sys: str | Path = "/sys", run_perf: b
         f.perf_version = pmu.perf_version(f.perf_path)
         cycles = pmu.probe_cycles(f.perf_path)
         f.cycles_supported, f.cycles_evidence = cycles.counts, cycles.evidence
+        f.metric_groups = pmu.metric_groups(f.perf_path)
     devs = sys / "bus/event_source/devices"
     f.pmu_sysfs = [d for d in ("cpu", "cpu_core", "cpu_atom") if (devs / d).exists()]
+    # Arm's core PMU is armv8_pmuv3 / armv8_pmuv3_0 (one per core type), not cpu/.
+    f.pmu_sysfs += sorted(d.name for d in devs.glob("armv8_pmuv3*")) if devs.is_dir() else []
     f.paranoid = _read_int(proc / "sys/kernel/perf_event_paranoid")
     f.nmi_watchdog = _read_int(proc / "sys/kernel/nmi_watchdog")
     smt = _read_int(sys / "devices/system/cpu/smt/active")
@@ -128,6 +148,7 @@ def probe_host(proc: str | Path = "/proc", sys: str | Path = "/sys", run_perf: b
     m = re.search(r"^model name\s*:\s*(.+)$", cpuinfo, re.M)
     f.cpu_model = m.group(1).strip() if m else None
     f.hypervisor = bool(re.search(r"^flags\s*:.*\bhypervisor\b", cpuinfo, re.M))
+    f.cpu = cpuid.identify(cpuinfo)
     f.is_root = os.geteuid() == 0
     return f
 
@@ -141,9 +162,11 @@ def check_pmu(f: HostFacts) -> Finding:
         where = " (this is a VM: the hypervisor does not expose the PMU)" if f.hypervisor else ""
         evidence = (f"`perf stat -e cycles` printed '{f.cycles_evidence}'" if f.cycles_evidence
                     else "perf was not run")
+        dirs = ("armv8_pmuv3*/" if f.cpu is not None and f.cpu.vendor == "arm"
+                else "cpu/ or cpu_core/")
         return Finding("pmu", False,
                        f"no hardware PMU{where}: {evidence}; no "
-                       f"/sys/bus/event_source/devices/cpu/ or cpu_core/ PMU directory"
+                       f"/sys/bus/event_source/devices/{dirs} PMU directory"
                        if not f.pmu_sysfs else
                        f"no hardware PMU{where}: {evidence} although {sysfs} exists",
                        NO_PMU_FIX, blocking=True)
@@ -154,13 +177,21 @@ def check_pmu(f: HostFacts) -> Finding:
                    f"cycles counted: {f.cycles_evidence})")
 
 
-def check_paranoid(f: HostFacts, attach: str) -> Finding:
+def check_paranoid(f: HostFacts, attach: str, backend: str = "perf") -> Finding:
     p = f.paranoid
     if p is None:
         return Finding("paranoid", False, "/proc/sys/kernel/perf_event_paranoid not readable",
                        "is this Linux with perf_events? (CONFIG_PERF_EVENTS)", blocking=True)
     if f.is_root:
         return Finding("paranoid", True, f"perf_event_paranoid={p}; running as root, so no limit applies")
+    if backend == "topdown-tool" and p > -1:
+        # Its README: "This tool requires either perf_event_paranoid=-1, CAP_PERFMON, or
+        # CAP_SYS_ADMIN" (it counts system-wide, also while it follows a pid).
+        return Finding("paranoid", False,
+                       f"perf_event_paranoid={p}: topdown-tool counts system-wide and needs -1 "
+                       f"(or CAP_PERFMON) for a non-root user",
+                       "sysctl kernel.perf_event_paranoid=-1 (as root), or run as root",
+                       blocking=True)
     if attach == "cpus" and p > 0:
         return Finding("paranoid", False,
                        f"perf_event_paranoid={p} forbids counting whole CPUs (-a/-C, toplev --core) "
@@ -191,19 +222,100 @@ def check_nmi_watchdog(f: HostFacts) -> Finding:
                    else "nmi_watchdog not present (no counter taken)")
 
 
+def _has_group(f: HostFacts, group: str) -> bool | None:
+    """Does `perf list metricgroups` name the group (perf matches them case-insensitively)?
+    None when it could not be told: perf not asked, or it listed no group at all (no
+    verdict about one group then)."""
+    if not f.metric_groups:
+        return None
+    return group.lower() in {g.lower() for g in f.metric_groups}
+
+
+def _perf_v(f: HostFacts) -> str:
+    return "perf " + (".".join(map(str, f.perf_version)) if f.perf_version else "(unknown version)")
+
+
 def check_vendor(f: HostFacts, backend: str) -> Finding:
-    if f.vendor in (None, "GenuineIntel"):
+    """Which top-down method this CPU has, and whether the chosen tool and this perf can
+    count it. Blocking only when it cannot work, with the reason and the fix."""
+    cpu = f.cpu_id()
+    if cpu.vendor == "unknown":
+        return Finding("vendor", False, f"{cpu.why_not}: assuming Intel's TMA tree",
+                       "check /proc/cpuinfo")
+    if cpu.method == "intel":
+        if backend == "topdown-tool":
+            return Finding("vendor", False, "--tma topdown-tool: Arm's topdown-tool counts Arm "
+                           "Neoverse cores only, and this CPU is Intel",
+                           "use --tma perf, toplev or auto", blocking=True)
         return Finding("vendor", True, f"CPU vendor {f.vendor or 'unknown'}: the TMA tree applies")
-    if f.vendor == "AuthenticAMD":
-        return Finding("vendor", False,
-                       f"{f.cpu_model or 'AMD CPU'} is not Intel: the TMA tree (Frontend/Backend/"
-                       f"Memory_Bound ...) is Intel's; AMD Zen 4+ has its own pipeline-utilization "
-                       f"metrics (`perf stat -M PipelineL1,PipelineL2`, perf >= 6.2) which stallscope "
-                       f"does not map onto TMA nodes",
-                       "run the TMA reps on an Intel machine; use the CPU profile (perf/parca) here",
+    if cpu.method == "none":
+        fix = ("run the TMA reps on Zen 4+ or Intel; use the CPU profile (perf/parca) here"
+               if cpu.vendor == "amd" else
+               "run the TMA reps on Intel, AMD Zen 4+ or Arm Neoverse; use the CPU profile "
+               "(perf/parca) here")
+        return Finding("vendor", False, cpu.why_not or f"{cpu.name}: no top-down metrics", fix,
                        blocking=True)
-    return Finding("vendor", False, f"CPU vendor {f.vendor} has no TMA metrics",
-                   "run the TMA reps on an Intel machine", blocking=True)
+    vendor = "AMD" if cpu.vendor == "amd" else "Arm"
+    if backend == "toplev":
+        return Finding("vendor", False, f"--tma toplev: toplev (pmu-tools) has no {vendor} "
+                       f"support (its TMA model is Intel's); this is {cpu.name}",
+                       f"use --tma perf{' or topdown-tool' if vendor == 'Arm' else ''}, or auto",
+                       blocking=True)
+    if backend == "topdown-tool" and cpu.vendor != "arm":
+        return Finding("vendor", False, f"--tma topdown-tool: Arm's topdown-tool counts Arm "
+                       f"Neoverse cores only ({cpu.name})", "use --tma perf or auto", blocking=True)
+    method = cpu.describe(backend)
+    if backend == "topdown-tool":
+        # topdown-tool runs perf with raw events from its own per-core files: no perf group.
+        return Finding("vendor", True, method)
+    if cpu.method == "amd-pipeline":
+        old = cpu.catalog == "amdzen4" and f.perf_version is not None and f.perf_version < (6, 2)
+        has = _has_group(f, "PipelineL1")
+        if old or has is False:
+            why = []
+            if old:
+                why.append(f"{_perf_v(f)} is older than 6.2, the first perf with Zen 4's "
+                           f"pipeline metrics")
+            if has is False:
+                why.append(f"`perf list metricgroups` ({_perf_v(f)}) lists no PipelineL1 group")
+            need = "perf >= 6.2" if cpu.catalog == "amdzen4" else "a perf that knows Zen 5"
+            return Finding("vendor", False, f"{method}, which this perf cannot count: "
+                           + "; ".join(why),
+                           f"install {need} (one whose `perf list metricgroups` lists "
+                           f"PipelineL1 and PipelineL2), or point PERF= at it", blocking=True)
+        return Finding("vendor", True, method)
+    group = cpu.perf_groups(1)[0]               # TopdownL1 (Cycle_Accounting on N1)
+    if _has_group(f, group) is False:
+        return Finding("vendor", False, f"{method}, which this perf cannot count: "
+                       f"`perf list metricgroups` ({_perf_v(f)}) lists no {group} group",
+                       f"install a perf whose `perf list metricgroups` lists {group}, or use "
+                       f"Arm's topdown-tool (--tma topdown-tool; docs/tma-collection.md)",
+                       blocking=True)
+    return Finding("vendor", True, method)
+
+
+def check_level(f: HostFacts, backend: str, level: int | None, split: bool) -> Finding | None:
+    """AMD has two levels and Arm's perf groups one: say what a deeper --tma-level gets,
+    and that --tma-split has nothing to split there."""
+    cpu = f.cpu_id()
+    if cpu.max_level is None or backend not in ("perf", "topdown-tool"):
+        return None
+    notes, fixes = [], []
+    if level is not None and backend == "perf" and level > cpu.max_level:
+        fixes.append(f"--tma-level {cpu.max_level}")
+        if cpu.method == "amd-pipeline":
+            notes.append(f"AMD's pipeline utilization has two levels (PipelineL1, PipelineL2; no "
+                         f"level 3: nothing under backend_bound_memory): --tma-level {level} "
+                         f"counts levels 1-2")
+        else:
+            notes.append(f"perf's Arm metrics have one top-down level ({cpu.perf_groups(1)[0]}): "
+                         f"--tma-level {level} counts level 1")
+            fixes.append("Arm's topdown-tool adds the Stage-2 groups (--tma topdown-tool)")
+    if split:
+        what = ",".join(cpu.perf_groups(level or 4)) if backend == "perf" else "topdown-tool's stages"
+        notes.append(f"--tma-split has nothing to split here: every rep counts {what} (one set)")
+        fixes.append("drop --tma-split")
+    return Finding("level", False, "; ".join(notes), "; ".join(fixes)) if notes else None
 
 
 def check_smt(f: HostFacts, backend: str, attach: str) -> Finding:
@@ -230,11 +342,21 @@ def check_hybrid(f: HostFacts) -> Finding | None:
     return None
 
 
-def check_tool(f: HostFacts, backend: str, toplev: list[str] | None) -> Finding:
+def check_tool(f: HostFacts, backend: str, toplev: list[str] | None,
+               topdown_tool: list[str] | None = None) -> Finding:
     if not f.perf_path:
         return Finding("perf", False, "perf not found on PATH (nor $PERF)",
                        "apt-get install linux-perf (Debian) / linux-tools-$(uname -r) (Ubuntu), "
                        "or set PERF=/path/to/perf", blocking=True)
+    if backend == "topdown-tool":
+        if not topdown_tool:
+            return Finding("topdown-tool", False,
+                           "topdown-tool not found (not on PATH, $TOPDOWN_TOOL not set)",
+                           "install Arm's topdown-tool (github.com/ARM-software/telemetry-solution, "
+                           "tools/topdown_tool: python3 -m pip install .) and put it on PATH, or "
+                           "set TOPDOWN_TOOL=/path/to/topdown-tool", blocking=True)
+        return Finding("topdown-tool", True, f"topdown-tool: {' '.join(topdown_tool)} (runs "
+                       f"{f.perf_path})")
     if backend == "toplev":
         if not toplev:
             return Finding("toplev", False, "toplev not found (not on PATH, $TOPLEV not set)",
@@ -249,13 +371,18 @@ def check_tool(f: HostFacts, backend: str, toplev: list[str] | None) -> Finding:
 
 
 def evaluate(f: HostFacts, backend: str, attach: str = "pid",
-             toplev: list[str] | None = None) -> Preflight:
-    """Judge the facts for one back end (toplev | perf) and attach mode (pid | cpus)."""
+             toplev: list[str] | None = None, *, topdown_tool: list[str] | None = None,
+             level: int | None = None, split: bool = False) -> Preflight:
+    """Judge the facts for one back end (toplev | perf | topdown-tool) and attach mode
+    (pid | cpus); level/split: what the run asks for (AMD and Arm say what they give)."""
     pf = Preflight(backend)
-    pf.findings.append(check_tool(f, backend, toplev))
+    pf.findings.append(check_tool(f, backend, toplev, topdown_tool))
     pf.findings.append(check_pmu(f))
     pf.findings.append(check_vendor(f, backend))
-    pf.findings.append(check_paranoid(f, attach))
+    lvl = check_level(f, backend, level, split)
+    if lvl:
+        pf.findings.append(lvl)
+    pf.findings.append(check_paranoid(f, attach, backend))
     pf.findings.append(check_nmi_watchdog(f))
     pf.findings.append(check_smt(f, backend, attach))
     hybrid = check_hybrid(f)

@@ -1,15 +1,24 @@
-"""TMA (top-down) collection around a rep's steady window: toplev or `perf stat -M`.
+"""Top-down collection around a rep's steady window, per CPU vendor.
 
+Intel: toplev or `perf stat -M TopdownL1..Ln` (TMA). AMD Zen 4/5: `perf stat -M
+PipelineL1,PipelineL2` (pipeline utilization, two levels). Arm: `perf stat -M TopdownL1`
+or Arm's topdown-tool. The CPU is identified by the preflight (collectors/host/cpuid.py;
+before it, or without one, the collector builds Intel's command lines as it always did).
 The collector attaches to the running server (by pid: every thread incl. io-threads; or to
-the cores it is pinned to) for the window only, by making the tool's workload `sleep W`.
-It asks for every node down to the level (toplev -v; perf prints all members of
-TopdownL1..Ln) so reps compare node for node, saves the tool's raw machine-readable output
-in the rep directory, and only then parses it (analysis.tma) to decide the rep's status:
+the cores it is pinned to) for the window only, by making the tool's workload `sleep W`
+(topdown-tool takes no workload beside a pid: it is interrupted, as by Ctrl-C, when the
+window ends). It asks for every node down to the level (toplev -v; perf prints all members
+of the groups) so reps compare node for node, saves the tool's raw machine-readable output
+in the rep directory, and only then parses it (analysis.tma, in the catalogue of the CPU:
+amdzen4, neoverse-v2 ...) to decide the rep's status:
 
-  tma.csv (toplev -x,) or tma.json (perf -j)   raw measurement
+  tma.csv (toplev -x, / topdown-tool CSV)      raw measurement
+    or tma.json (perf -j)
   tma.stderr                                   everything the tool printed (no-PMU messages)
   tma.rc                                       "rc=N", the tool's exit code
   tma.cmd                                      the exact command line (shell-quoted)
+  tma.perf-stat.txt, tma.topdown-tool/         topdown-tool only: the perf counts it read
+                                               (first tool) / its CSV directory (refactored)
 
 The command lines are collectors.profilers.tma_commands. Use (docs/tma-collection.md):
   c = TmaCollector(TmaConfig(backend="auto", level=4))
@@ -20,7 +29,9 @@ The tool runs through collectors.host.procs.spawn, so Ctrl-C cleanup takes it do
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import shlex
+import shutil
 import signal
 import subprocess
 import time
@@ -34,9 +45,17 @@ from analysis.toolpaths import perf_binary
 from collectors.collector import RepContext, RunSettings
 from collectors.host import pmu, procs
 from collectors.host import preflight as pre
+from collectors.host.cpuid import CpuId
 from collectors.profilers.tma_commands import (ATTACH, BACKENDS, TmaConfig, TmaConfigError,
-                                               choose_backend, perf_command, split_sets,
-                                               toplev_command, toplev_cores)
+                                               choose_backend, effective_level,
+                                               find_topdown_tool, perf_command, perf_groups,
+                                               split_sets, topdown_tool_command,
+                                               topdown_tool_csv_style, toplev_command,
+                                               toplev_cores, vendor_of)
+
+# topdown-tool's extra raw files in the rep directory (see the module docstring).
+TOPDOWN_PERF_OUTPUT = "tma.perf-stat.txt"
+TOPDOWN_CSV_DIR = "tma.topdown-tool"
 
 # --------------------------------------------------------------------------------------
 # The collector.
@@ -49,39 +68,64 @@ class _Running:
     started: float
     window_s: float
     stderr_file: IO[bytes]
+    interrupt_at_end: bool = False      # topdown-tool: SIGINT (Ctrl-C) ends it at the window's end
 
 
 class TmaCollector:
     """Per-rep TMA collection. Not thread-safe; one rep at a time."""
     name = "tma"
 
-    def __init__(self, config: TmaConfig | None = None, sys_root: str | Path = "/sys"):
+    def __init__(self, config: TmaConfig | None = None, sys_root: str | Path = "/sys",
+                 cpu: CpuId | None = None):
         self.config = config or TmaConfig()
-        self.backend = choose_backend(self.config.backend)
+        self.cpu = cpu                  # None until the preflight identifies it (Intel's lines)
+        self.backend = choose_backend(self.config.backend, cpu)
         self.sys_root = sys_root
         self._perf = perf_binary()
         self._perf_version: tuple[int, ...] | None = None
         self._toplev = pmu.find_toplev()
+        self._topdown_tool = find_topdown_tool()
+        self._csv_style: str | None = None      # topdown-tool's: "file" | "dir" (from its --help)
         self._run: _Running | None = None
 
     # -- once per run ---------------------------------------------------------------
     def preflight(self, facts: pre.HostFacts | None = None) -> pre.Preflight:
         if self.backend == "off":
             pf = pre.Preflight("off", [pre.Finding("tma", False, "TMA collection switched off (--tma off)",
-                                                   "pass --tma perf or --tma toplev", blocking=True)])
+                                                   "pass --tma perf, toplev or topdown-tool",
+                                                   blocking=True)])
             return pf
         facts = facts or pre.probe_host()
+        if self.cpu is None:
+            self.cpu = facts.cpu_id()
+            self.backend = choose_backend(self.config.backend, self.cpu)
+        elif facts.cpu is None:
+            facts = dataclasses.replace(facts, cpu=self.cpu)
         self._perf_version = facts.perf_version
-        return pre.evaluate(facts, self.backend, self.config.attach, self._toplev)
+        return pre.evaluate(facts, self.backend, self.config.attach, self._toplev,
+                            topdown_tool=self._topdown_tool, level=self.config.level,
+                            split=self.config.split)
 
     @property
     def raw_name(self) -> str:
-        return "tma.csv" if self.backend == "toplev" else "tma.json"
+        return "tma.csv" if self.backend in ("toplev", "topdown-tool") else "tma.json"
+
+    @property
+    def level(self) -> int:
+        """The level this CPU's groups give for the level asked (AMD: 2 at most; perf on
+        Arm: 1)."""
+        return effective_level(self.config.level, self.cpu, self.backend)
+
+    @property
+    def catalog(self) -> str | None:
+        """The catalogue model analysis places this CPU's names in (None: Intel's, which
+        the output or the default names)."""
+        return self.cpu.catalog if self.cpu is not None and self.cpu.method != "none" else None
 
     def command(self, ctx: RepContext, out: Path | None = None) -> list[str]:
         """The exact command line for this rep (also what tests check)."""
         cfg = self.config
-        out = out or Path(ctx.rep_dir) / self.raw_name
+        out = Path(out) if out else Path(ctx.rep_dir) / self.raw_name
         pid = ctx.pid if cfg.attach == "pid" else None
         cpus = ctx.cpus if cfg.attach == "cpus" else None
         if cfg.attach == "pid" and pid is None:
@@ -89,10 +133,32 @@ class TmaCollector:
         if cfg.attach == "cpus" and not cpus:
             raise TmaConfigError("attach by cpus, but the server is not pinned (no cpus in the rep "
                                  "context): pin it or use --tma-attach pid")
+        vendor = vendor_of(self.cpu)
+        if self.backend == "toplev" and vendor in ("amd", "arm"):
+            raise TmaConfigError(f"--tma toplev: toplev (pmu-tools) has no {'AMD' if vendor == 'amd' else 'Arm'} "
+                                 f"support (its TMA model is Intel's); this is {self.cpu.name}: "
+                                 f"use --tma perf{' or topdown-tool' if vendor == 'arm' else ''}, or auto")
+        if self.backend == "topdown-tool" and vendor != "arm":
+            raise TmaConfigError(f"--tma topdown-tool: Arm's topdown-tool counts Arm Neoverse "
+                                 f"cores only; this is {self.cpu.name if self.cpu else 'not Arm'}: "
+                                 f"use --tma perf or auto")
         groups, nodes = (None, None)
         if cfg.split:
-            sets = split_sets(cfg.level)
+            sets = split_sets(cfg.level, self.cpu)
             groups, nodes = sets[(ctx.rep - 1) % len(sets)]
+        elif vendor != "intel":
+            groups = perf_groups(self.level, self.cpu)
+        if self.backend == "topdown-tool":
+            if not self._topdown_tool:
+                raise TmaConfigError("topdown-tool not found: set TOPDOWN_TOOL=/path/to/topdown-tool "
+                                     "or put it on PATH")
+            if self._csv_style is None:
+                self._csv_style = topdown_tool_csv_style(self._topdown_tool)
+            target = out if self._csv_style == "file" else out.with_name(TOPDOWN_CSV_DIR)
+            return topdown_tool_command(self._topdown_tool, target, self.level, pid=pid, cpus=cpus,
+                                        csv_style=self._csv_style, perf=self._perf,
+                                        perf_output=out.with_name(TOPDOWN_PERF_OUTPUT),
+                                        extra=cfg.extra_args)
         if self.backend == "toplev":
             if not self._toplev:
                 raise TmaConfigError("toplev not found: set TOPLEV=/path/to/pmu-tools/toplev.py")
@@ -104,7 +170,7 @@ class TmaCollector:
                 raise TmaConfigError("perf not found on PATH (nor $PERF): apt-get install linux-perf")
             if self._perf_version is None:
                 self._perf_version = pmu.perf_version(self._perf)
-            return perf_command(self._perf, out, ctx.window_s, cfg.level, pid=pid, cpus=cpus,
+            return perf_command(self._perf, out, ctx.window_s, self.level, pid=pid, cpus=cpus,
                                 groups=groups, perf_version=self._perf_version,
                                 metric_no_group=cfg.metric_no_group, extra=cfg.extra_args)
         raise TmaConfigError(f"TMA back end {self.backend!r} does not run")
@@ -128,24 +194,40 @@ class TmaCollector:
         except (procs.ToolNotFound, OSError) as e:
             err.close()
             raise TmaConfigError(f"cannot start {cmd[0]}: {e}") from None
-        self._run = _Running(proc, out, cmd, time.time(), ctx.window_s, err)
+        self._run = _Running(proc, out, cmd, time.time(), ctx.window_s, err,
+                             interrupt_at_end=self.backend == "topdown-tool")
 
     def stop(self, ctx: RepContext, grace_s: float = 30.0) -> dict[str, Any]:
-        """Wait for the tool (it stops after `sleep W`), save rc, parse, return the status."""
+        """Wait for the tool (it stops after `sleep W`; topdown-tool is interrupted at the
+        window's end), save rc, parse, return the status."""
         run, self._run = self._run, None
         if run is None:
             raise RuntimeError("TmaCollector.stop called without start")
-        deadline = run.started + run.window_s + grace_s
         note = None
-        try:
-            run.proc.wait(timeout=max(0.1, deadline - time.time()))
-        except subprocess.TimeoutExpired:
-            note = f"the tool outlived the window by {grace_s:g} s and was interrupted"
-        finally:
-            # SIGINT makes perf stat / toplev print what they counted so far; the group
-            # (the tool's `sleep`) goes too, and the process is no longer tracked.
-            rc = procs.kill_group(run.proc, 10.0, first=signal.SIGINT)
-            run.stderr_file.close()
+        if run.interrupt_at_end:
+            # Ctrl-C is how topdown-tool stops following a pid or cores: it then reads
+            # perf's counts and writes its CSV (given grace_s for that).
+            try:
+                run.proc.wait(timeout=max(0.0, run.started + run.window_s - time.time()))
+            except subprocess.TimeoutExpired:
+                pass
+            try:
+                rc = procs.kill_group(run.proc, grace_s, first=signal.SIGINT)
+            finally:
+                run.stderr_file.close()
+            if self._csv_style == "dir" and not run.out.exists():
+                note = _collect_topdown_csv(run.out)
+        else:
+            deadline = run.started + run.window_s + grace_s
+            try:
+                run.proc.wait(timeout=max(0.1, deadline - time.time()))
+            except subprocess.TimeoutExpired:
+                note = f"the tool outlived the window by {grace_s:g} s and was interrupted"
+            finally:
+                # SIGINT makes perf stat / toplev print what they counted so far; the group
+                # (the tool's `sleep`) goes too, and the process is no longer tracked.
+                rc = procs.kill_group(run.proc, 10.0, first=signal.SIGINT)
+                run.stderr_file.close()
         rep_dir = Path(ctx.rep_dir)
         (rep_dir / "tma.rc").write_text(f"rc={rc}\n")
         status = self.judge(rep_dir, run.out, rc)
@@ -162,7 +244,7 @@ class TmaCollector:
             # The tool died before opening -o (bad option, no permission): its words are in stderr.
             out.write_text("")
         try:
-            result = parse_file(out)
+            result = parse_file(out, catalog=self.catalog)
         except NoPmuError as e:
             return {**base, "status": "unavailable",
                     "reason": f"no hardware PMU: {e.evidence}. {pre.NO_PMU_FIX}"}
@@ -179,6 +261,21 @@ class TmaCollector:
         return {**base, "status": "ok", "reason": None,
                 "nodes": len(flat), "max_level": max((n.level for n in flat.values()), default=0),
                 "multiplexed": mux, "warnings": result.warnings}
+
+
+def _collect_topdown_csv(out: Path) -> str | None:
+    """The refactored topdown-tool writes <dir>/<timestamp>/cpu/<product>_metrics.csv (with
+    -C: one per core and <product>_core_aggregate_(<cores>)_metrics.csv): copy the
+    product-level or aggregate file to tma.csv. Returns a note for the status, or None."""
+    found = sorted(out.with_name(TOPDOWN_CSV_DIR).glob("*/cpu/*_metrics.csv"))
+    whole = [p for p in found if "_core_" not in p.name or "_core_aggregate_" in p.name]
+    if len(whole) == 1:
+        shutil.copyfile(whole[0], out)
+        return None
+    if not found:
+        return f"topdown-tool wrote no *_metrics.csv under {TOPDOWN_CSV_DIR}/"
+    return (f"topdown-tool wrote {len(whole)} whole-CPU metrics CSVs under {TOPDOWN_CSV_DIR}/ "
+            f"({', '.join(p.name for p in whole) or 'only per-core ones'}); none copied to tma.csv")
 
 
 def _first_line(path: Path) -> str:
@@ -202,17 +299,24 @@ TMA_REP_KINDS = {"throughput": ("throughput",), "profile": ("profile",),
 def add_run_arguments(parser: argparse.ArgumentParser) -> None:
     g = parser.add_argument_group(
         "TMA (top-down) collection",
-        "perf stat -M TopdownL1..L4 or toplev, attached to the server for the steady window; "
-        "raw output in <variant>/<rep>/tma.*. Needs a hardware PMU and an Intel CPU: without "
+        "top-down counters attached to the server for the steady window, per CPU vendor: "
+        "Intel perf stat -M TopdownL1..L4 or toplev; AMD Zen 4/5 perf stat -M "
+        "PipelineL1,PipelineL2; Arm perf stat -M TopdownL1 or topdown-tool. Raw output in "
+        "<variant>/<rep>/tma.*. Needs a hardware PMU and a CPU with top-down metrics: without "
         "them the run goes on and the manifest says why (stallscope doctor).")
     g.add_argument("--tma", choices=BACKENDS, default="auto",
-                   help="back end: auto (toplev if $TOPLEV or on PATH, else perf), toplev, perf, off")
+                   help="back end: auto (Intel: toplev if $TOPLEV or on PATH, else perf; AMD: "
+                        "perf; Arm: topdown-tool if $TOPDOWN_TOOL or on PATH, else perf), "
+                        "toplev (Intel only), perf, topdown-tool (Arm only), off")
     g.add_argument("--tma-level", type=int, default=4, metavar="N",
-                   help="deepest TMA level, 1..6 (default 4: DRAM_Bound -> MEM_Latency/MEM_Bandwidth)")
+                   help="deepest top-down level, 1..6 (default 4: Intel's DRAM_Bound -> "
+                        "MEM_Latency/MEM_Bandwidth; AMD has 2 levels, perf on Arm 1: deeper "
+                        "asks count what there is, and the manifest says so)")
     g.add_argument("--tma-attach", choices=ATTACH, default="pid",
                    help="pid: the server process, all threads (default); cpus: the cores it is pinned to")
     g.add_argument("--tma-split", action="store_true",
-                   help="one metric-group set per rep so nothing multiplexes (see docs/tma-collection.md)")
+                   help="one metric-group set per rep so nothing multiplexes (Intel; AMD and Arm "
+                        "have one set; see docs/tma-collection.md)")
     g.add_argument("--tma-reps", choices=sorted(TMA_REP_KINDS), default="throughput",
                    help="which reps count TMA (default throughput: counting, no sampling, "
                         "so every measured rep adds a TMA sample)")
@@ -241,8 +345,13 @@ def manifest_sections(options: RunSettings, host: dict[str, Any]) -> dict[str, A
     block = pf.to_manifest()
     block.update(level=c.config.level, attach=c.config.attach, split=c.config.split,
                  reps=options.extra.get("tma_reps", "throughput"))
+    if c.level != c.config.level:
+        block["level_used"] = c.level
+    # Which tree the reps' outputs belong to: analysis parses them in this catalogue.
+    block.update(vendor=c.cpu.vendor if c.cpu is not None else None,
+                 cpu=c.cpu.to_json() if c.cpu is not None else None, catalog=c.catalog)
     if c.config.split:
-        block["schedule"] = [{"perf": g, "toplev": n} for g, n in split_sets(c.config.level)]
+        block["schedule"] = [{"perf": g, "toplev": n} for g, n in split_sets(c.config.level, c.cpu)]
     return {"tma": block}
 
 

@@ -1,18 +1,29 @@
-"""TMA command lines: which tool, which metric groups per rep, attached how.
+"""TMA command lines: which tool, which metric groups per rep, attached how, per vendor.
 
-`perf stat -M TopdownL1..L<level> -j` or toplev (`-l<level> -v -x,`), attached to the
-server's pid (every thread, io-threads too) or to the cores it is pinned to, for the
-steady window only (the tool's workload is `sleep W`). The split schedule gives every rep
-one metric-group set, so nothing multiplexes. docs/tma-collection.md has the details.
+Intel: `perf stat -M TopdownL1..L<level> -j` or toplev (`-l<level> -v -x,`). AMD Zen 4/5:
+`perf stat -M PipelineL1,PipelineL2 -j` (toplev has no AMD model; two levels only). Arm:
+`perf stat -M TopdownL1 -j` (Cycle_Accounting on Neoverse N1, whose perf metrics have no
+TopdownL1) or
+Arm's topdown-tool (CSV). The tool attaches to the server's pid (every thread, io-threads
+too) or to the cores it is pinned to, for the steady window only: perf and toplev run
+`sleep W` as their workload; topdown-tool cannot combine a pid with a command, so it runs
+until the collector interrupts it (Ctrl-C, SIGINT) at the window's end. The split schedule
+gives every rep one metric-group set, so nothing multiplexes (Intel only: AMD's and Arm's
+groups are one set). docs/tma-collection.md has the details.
 """
 from __future__ import annotations
 
+import os
+import shutil
+import subprocess
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from collectors.host.cpuid import CpuId
 from collectors.host.pmu import find_toplev
 
-BACKENDS = ("auto", "toplev", "perf", "off")
+BACKENDS = ("auto", "toplev", "perf", "off", "topdown-tool")
 ATTACH = ("pid", "cpus")
 
 # Split schedule: metric-group sets, one per rep, so no rep multiplexes L4 events. Each
@@ -35,7 +46,7 @@ class TmaConfigError(Exception):
 
 @dataclass
 class TmaConfig:
-    backend: str = "auto"           # auto | toplev | perf | off
+    backend: str = "auto"           # auto | toplev | perf | topdown-tool | off
     level: int = 4                  # TopdownL1..L<level> / toplev -l<level>
     attach: str = "pid"             # pid | cpus
     split: bool = False             # one SPLIT_SETS entry per rep (no multiplexing)
@@ -55,17 +66,101 @@ class TmaConfig:
 # --------------------------------------------------------------------------------------
 # Choosing the tool and the metric groups.
 
-def choose_backend(backend: str) -> str:
+def vendor_of(cpu: CpuId | None) -> str:
+    """intel | amd | arm | other; no CPU identity (not probed yet) or an unidentified one:
+    Intel's, as before."""
+    if cpu is None or cpu.vendor in ("intel", "unknown"):
+        return "intel"
+    return cpu.vendor if cpu.vendor in ("amd", "arm") else "other"
+
+
+def choose_backend(backend: str, cpu: CpuId | None = None) -> str:
+    """auto: Intel -> toplev when found, else perf; AMD -> perf (toplev has no AMD model);
+    Arm -> topdown-tool when found ($TOPDOWN_TOOL or on PATH), else perf."""
     if backend != "auto":
         return backend
-    return "toplev" if find_toplev() else "perf"
+    vendor = vendor_of(cpu)
+    if vendor == "arm":
+        return "topdown-tool" if find_topdown_tool() else "perf"
+    if vendor == "intel":
+        return "toplev" if find_toplev() else "perf"
+    return "perf"
 
 
-def split_sets(level: int) -> list[tuple[list[str], str | None]]:
-    """The group sets of the split schedule for a level (rep i uses entry (i-1) % len)."""
+def effective_level(level: int, cpu: CpuId | None, backend: str = "perf") -> int:
+    """The level the CPU's groups can give: AMD has two (no level 3), perf on Arm one
+    (TopdownL1); topdown-tool's stages are chosen from the level as asked."""
+    if cpu is None or cpu.max_level is None or backend == "topdown-tool":
+        return level
+    return min(level, cpu.max_level)
+
+
+def perf_groups(level: int, cpu: CpuId | None = None) -> list[str]:
+    """The `perf stat -M` metric groups for a level on this CPU (Intel's without one)."""
+    if vendor_of(cpu) in ("amd", "arm"):
+        return cpu.perf_groups(level)
+    return [f"TopdownL{i}" for i in range(1, level + 1)]
+
+
+def split_sets(level: int, cpu: CpuId | None = None) -> list[tuple[list[str], str | None]]:
+    """The group sets of the split schedule for a level (rep i uses entry (i-1) % len).
+    AMD and Arm: one set (their few groups are not split further: whether they fit the
+    counters without multiplexing is not published; the rep status records multiplexing)."""
+    if vendor_of(cpu) != "intel":
+        return [(perf_groups(effective_level(level, cpu), cpu), None)]
     if level <= 2:
         return [([f"TopdownL{i}" for i in range(1, level + 1)], None)]
     return [(groups, nodes) for groups, nodes, lvl in SPLIT_SETS if lvl <= level]
+
+
+def find_topdown_tool() -> list[str] | None:
+    """Arm's topdown-tool command prefix: $TOPDOWN_TOOL (path or name), else `topdown-tool`
+    on PATH. A checkout's script without the exec bit runs with the interpreter of its #!."""
+    want = os.environ.get("TOPDOWN_TOOL")
+    name = want or "topdown-tool"
+    path = shutil.which(name) or (name if os.path.isfile(name) else None)
+    if not path:
+        return None
+    if os.access(path, os.X_OK):
+        return [path]
+    try:
+        first = Path(path).read_text(errors="replace").split("\n", 1)[0]
+    except OSError:
+        first = ""
+    interp = first[2:].split() if first.startswith("#!") else []
+    return (interp or [shutil.which("python3") or sys.executable]) + [path]
+
+
+# topdown-tool has had two command lines (Arm Telemetry Solution, tools/topdown_tool):
+#  "file": the first tool (README.md up to "Topdown Tool Refactor"): --csv FILE,
+#          --perf-output FILE (else perf.stat.txt in the working directory), -a/--all-cpus,
+#          -C/--core, -p/--pid, -m/--metric-group, -s/--stages, --perf-path.
+#  "dir":  the refactored "Arm Top-Down tool" (README.md + README.CPU.md): no --csv; CSV
+#          with --cpu-generate-csv metrics --csv-output-path DIR, written to
+#          DIR/<YYYY_MM_DD_HH_MM_SS>/cpu/<product>_metrics.csv (with -C: per-core files and
+#          <product>_core_aggregate_(<cores>)_metrics.csv); -C/--core, -p/--pid,
+#          -m/--cpu-metric-group, -s/--cpu-stages, --perf-path; no -a (no command and no
+#          pid = system-wide); with -p it counts system-wide while the pids live (its README).
+# Both refuse a command together with -p ("Cannot specify a command and a PID") and stop
+# on Ctrl-C. Which one is installed is read from its --help (topdown_tool_csv_style).
+TOPDOWN_CSV_STYLES = ("file", "dir")
+
+
+def topdown_tool_csv_style(tool: list[str]) -> str:
+    """'dir' when `topdown-tool --help` offers --csv-output-path, 'file' when it offers
+    --csv; TmaConfigError when it says neither (its words quoted)."""
+    try:
+        p = subprocess.run(tool + ["--help"], capture_output=True, text=True, timeout=60)
+    except (OSError, subprocess.TimeoutExpired) as e:
+        raise TmaConfigError(f"cannot run {' '.join(tool)} --help: {e}") from None
+    text = p.stdout + p.stderr
+    if "--csv-output-path" in text:
+        return "dir"
+    if "--csv" in text:
+        return "file"
+    last = next((l.strip() for l in reversed(text.splitlines()) if l.strip()), f"exit code {p.returncode}")
+    raise TmaConfigError(f"{' '.join(tool)} --help names neither --csv nor --csv-output-path: "
+                         f"is this Arm's topdown-tool? ({last})")
 
 
 def toplev_cores(cpus: list[int], sys_root: str | Path = "/sys") -> str:
@@ -95,7 +190,8 @@ def perf_command(perf: str, out: Path | str, window_s: float, level: int = 4, *,
                  pid: int | None = None, cpus: list[int] | None = None,
                  groups: list[str] | None = None, perf_version: tuple[int, ...] | None = None,
                  metric_no_group: bool = False, extra: list[str] | None = None) -> list[str]:
-    """`perf stat -M TopdownL1..L<level> -j -o OUT (-p PID | -a -C CPUS) -- sleep W`."""
+    """`perf stat -M GROUPS -j -o OUT (-p PID | -a -C CPUS) -- sleep W`; GROUPS default to
+    Intel's TopdownL1..L<level> (perf_groups(level, cpu) gives AMD's and Arm's)."""
     metrics = groups or [f"TopdownL{i}" for i in range(1, level + 1)]
     cmd = [perf, "stat", "-M", ",".join(metrics), "-j", "-o", str(out)]
     # perf >= 6.4 computes thresholds with extra events; we want values, not colours, and
@@ -107,6 +203,38 @@ def perf_command(perf: str, out: Path | str, window_s: float, level: int = 4, *,
     cmd += _target(pid, cpus)
     cmd += list(extra or [])
     return cmd + ["--", "sleep", _window(window_s)]
+
+
+def topdown_tool_command(tool: list[str], out: Path | str, level: int = 1, *,
+                         pid: int | None = None, cpus: list[int] | None = None,
+                         csv_style: str = "file", perf: str | None = None,
+                         perf_output: Path | str | None = None,
+                         extra: list[str] | None = None) -> list[str]:
+    """Arm topdown-tool, stopped by SIGINT at the window's end (no workload: it refuses a
+    command beside -p). Level 1: Stage 1 only (`-s topdown`); deeper: all stages (Stage 1
+    and the Stage-2 groups). "file": `--csv OUT`; "dir": `--cpu-generate-csv metrics
+    --csv-output-path OUT` (OUT a directory; the collector copies the metrics CSV to tma.csv).
+    """
+    if csv_style not in TOPDOWN_CSV_STYLES:
+        raise TmaConfigError(f"topdown-tool CSV style {csv_style!r}: one of {', '.join(TOPDOWN_CSV_STYLES)}")
+    cmd = list(tool) + ["-s", "topdown" if level <= 1 else "all"]
+    if csv_style == "file":
+        cmd += ["--csv", str(out)]
+        if perf_output:
+            cmd += ["--perf-output", str(perf_output)]
+    else:
+        cmd += ["--cpu-generate-csv", "metrics", "--csv-output-path", str(out)]
+    if perf:
+        cmd += ["--perf-path", perf]
+    if pid is not None:
+        cmd += ["-p", str(pid)]
+    elif cpus:
+        # The first tool's -C without -a counts nothing system-wide (perf's -C needs -a);
+        # the refactored one has no -a and counts the cores system-wide by itself.
+        cmd += (["-a"] if csv_style == "file" else []) + ["-C", ",".join(str(c) for c in cpus)]
+    else:
+        raise TmaConfigError("topdown-tool needs a pid or the server's cpus to attach to")
+    return cmd + list(extra or [])
 
 
 def toplev_command(toplev: list[str], out: Path | str, window_s: float, level: int = 4, *,
