@@ -146,6 +146,40 @@ class _Table:
                          scope=scope, metric=ident)
 
 
+def _table_line(table: "_Table", line: str, lineno: int, vals: Values) -> bool:
+    """Feed one line inside a table; True when the line ended the table."""
+    res, source = vals.res, vals.res.source
+    prefix, seg = line[:table.x], line[table.x:]
+    if prefix.strip(_TREE_CHARS) and not _ELLIPSIS.match(line.strip(_TREE_CHARS)):
+        raise TmaParseError(source, lineno, "unexpected text inside a table (rows "
+                            f"start in column {table.x + 1}): {line.strip()!r}")
+    head = seg[:1]
+    if _ELLIPSIS.match(line.strip(_TREE_CHARS)):
+        res.notes.append(f"line {lineno}: ... (the output was cut here, inside the "
+                         f"table of line {table.lineno})")
+        table.emit(vals)
+        return True
+    if head == "┃" and not table.header_done:
+        cells = _cells(seg, "┃", source, lineno)
+        if table.header and len(cells) != len(table.header):
+            raise TmaParseError(source, lineno, "table header lines differ in cells")
+        table.header = [f"{a} {b}".strip() for a, b in zip(table.header, cells)] \
+            if table.header else cells
+    elif head == "┡" and not table.header_done:
+        table.header_done = True
+        table.cols = table.columns(res, lineno)
+    elif head == "│" and table.header_done:
+        table.row(_cells(seg, "│", source, lineno), lineno, source)
+    elif head == "├" and table.header_done:
+        pass                                   # rich's row separators
+    elif head == "└" and table.header_done:
+        table.emit(vals)
+        return True
+    else:
+        raise TmaParseError(source, lineno, f"malformed table line: {line.strip()!r}")
+    return False
+
+
 def parse(text: str, source: str, catalog: Catalog) -> TmaResult:
     res = TmaResult(source=source, fmt="topdown-tool-table", catalog=catalog)
     vals = Values(res, catalog)
@@ -156,34 +190,8 @@ def parse(text: str, source: str, catalog: Catalog) -> TmaResult:
         if not line.strip():
             continue
         if table is not None:
-            prefix, seg = line[:table.x], line[table.x:]
-            if prefix.strip(_TREE_CHARS) and not _ELLIPSIS.match(line.strip(_TREE_CHARS)):
-                raise TmaParseError(source, lineno, "unexpected text inside a table (rows "
-                                    f"start in column {table.x + 1}): {line.strip()!r}")
-            head = seg[:1]
-            if _ELLIPSIS.match(line.strip(_TREE_CHARS)):
-                res.notes.append(f"line {lineno}: ... (the output was cut here, inside the "
-                                 f"table of line {table.lineno})")
-                table.emit(vals)
+            if _table_line(table, line, lineno, vals):
                 table = None
-            elif head == "┃" and not table.header_done:
-                cells = _cells(seg, "┃", source, lineno)
-                if table.header and len(cells) != len(table.header):
-                    raise TmaParseError(source, lineno, "table header lines differ in cells")
-                table.header = [f"{a} {b}".strip() for a, b in zip(table.header, cells)] \
-                    if table.header else cells
-            elif head == "┡" and not table.header_done:
-                table.header_done = True
-                table.cols = table.columns(res, lineno)
-            elif head == "│" and table.header_done:
-                table.row(_cells(seg, "│", source, lineno), lineno, source)
-            elif head == "├" and table.header_done:
-                continue                               # rich's row separators
-            elif head == "└" and table.header_done:
-                table.emit(vals)
-                table = None
-            else:
-                raise TmaParseError(source, lineno, f"malformed table line: {line.strip()!r}")
             continue
         prefix, rest = _split_tree(line)
         if not rest:
