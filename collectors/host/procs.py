@@ -136,8 +136,23 @@ def kill_all(timeout_s: float = 3.0) -> None:
         forget(p)
 
 
+# The last SIGINT/SIGTERM received. Python runs a signal handler between any two bytecodes;
+# when that is inside a __del__ or a weakref callback (a Popen or file being collected), the
+# Interrupted it raises is printed as "Exception ignored" and lost, and the run would go on
+# to the end. raise_if_interrupted() at the runner's checkpoints raises it again.
+_received: int | None = None
+
+
 def _raise_interrupted(signum, _frame):
+    global _received
+    _received = signum
     raise Interrupted(signum)
+
+
+def raise_if_interrupted() -> None:
+    """Raise Interrupted if a signal arrived whose exception may have been swallowed."""
+    if _received is not None:
+        raise Interrupted(_received)
 
 
 _installed = False

@@ -59,6 +59,7 @@ class Runner:
         try:
             rdb = ensure_snapshot(run)
             while (rep := self._next()) is not None:
+                procs.raise_if_interrupted()
                 if precision is not None and not precision.may_start(rep):
                     run.save()
                     continue
@@ -68,6 +69,7 @@ class Runner:
                     ensure_calibration(run, rdb)
                 run.progress.start(rep)
                 facts = self.run_one(rep, rdb)
+                procs.raise_if_interrupted()
                 run.progress.finish(rep, facts)
                 if precision is not None:
                     precision.after(rep)
