@@ -352,6 +352,10 @@ def test_amd_funnel_three_vs_three(fixtures_dir):
     md = funnel_md.render(doc)
     assert md.startswith("Tree: AMD Zen 4 pipeline utilization (catalogue amdzen4, 6 slots per cycle).")
     assert "| └ backend_bound_memory | % Slots |" in md and "sums to its parent" in md
+    # 3 runs a side give an interval: a notable move it does not establish says so, not
+    # that the runs were too few for one.
+    mem = next(x for x in doc["sentences"] if x.startswith("backend_bound_memory"))
+    assert mem.endswith(f"(not established: {rows[MEM]['verdict']}, its interval does not exclude noise)")
 
 
 def test_cross_vendor_and_cross_model_refused(fixtures_dir):

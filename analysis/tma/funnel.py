@@ -231,7 +231,9 @@ def _explain(rows: list[FunnelRow]) -> list[str]:
         if not (r.significant or r.notable) or not r.direction:
             continue
         said = sentence(r.leaf, r.direction, moves, r.domain)
-        caveat = "" if r.significant else " (not established: too few runs for a confidence interval)"
+        caveat = ("" if r.significant else
+                  " (not established: too few runs for a confidence interval)" if r.ci is None else
+                  f" (not established: {r.verdict}, its interval does not exclude noise)")
         out.append(f"{r.leaf} {_fmt_pp(r.delta, r.domain)}: {said}{caveat}")
     return out
 
