@@ -14,6 +14,8 @@ EPILOG = """examples:
   stallscope tma runs/RUN/base/1/tma.csv
   stallscope tma toplev.txt --scope S0-C0
   stallscope tma perf-stat.json --format perf-json --json
+  stallscope tma amd-perf-stat.txt              # AMD: perf stat -M PipelineL1,PipelineL2
+  stallscope tma topdown-tool.csv --catalog neoverse-v2
 
 Reads Intel toplev / perf TMA, AMD Zen pipeline utilization (perf -M PipelineL1,L2),
 Arm Neoverse top-down (perf -M TopdownL1, topdown-tool text, table and CSV); the CPU
@@ -54,7 +56,8 @@ def _lines(nodes: list[TmaNode], depth: int = 0) -> list[str]:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="stallscope tma", description=__doc__,
                                  epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("file", help="toplev or perf stat output (stdout/-o file; sibling .stderr/.rc are read)")
+    ap.add_argument("file", help="toplev, perf stat or topdown-tool output (stdout/-o file; "
+                    "sibling .stderr/.rc are read)")
     ap.add_argument("--format", choices=FORMATS, help="skip auto-detection")
     ap.add_argument("--catalog", choices=models(),
                     help="CPU model whose top-down tree places the names (default: the model "
