@@ -111,7 +111,7 @@ def test_auto_backend_prefers_toplev(monkeypatch):
 
 # -- replays of REAL recorded outputs through the real file paths -------------------------
 
-def _replay(monkeypatch, tmp_path, fixture: Path, backend: str, **cfg):
+def _replay(monkeypatch, tmp_path, fixture: Path, backend: str, cpu=None, **cfg):
     monkeypatch.setenv("PERF", str(REPLAY / "replay-perf"))
     monkeypatch.setenv("TOPLEV", str(REPLAY / "replay-toplev"))
     monkeypatch.setenv("STALLSCOPE_REPLAY", str(fixture))
@@ -119,7 +119,7 @@ def _replay(monkeypatch, tmp_path, fixture: Path, backend: str, **cfg):
     monkeypatch.setenv("STALLSCOPE_REPLAY_ARGV", str(argv_log))
     rep_dir = tmp_path / "base" / "1"
     ctx = RepContext(rep_dir=rep_dir, window_s=2, pid=31337)
-    c = TmaCollector(TmaConfig(backend=backend, **cfg))
+    c = TmaCollector(TmaConfig(backend=backend, **cfg), cpu=cpu)
     c.start(ctx)
     status = c.stop(ctx)
     return status, rep_dir, json.loads(argv_log.read_text())

@@ -25,8 +25,8 @@ from collectors.profilers import tma, tma_commands
 from collectors.profilers.tma import TmaCollector
 from collectors.profilers.tma_commands import TmaConfig, TmaConfigError
 from tests.conftest import HAS_PMU
+from tests.test_tma_collect import REPLAY, _replay   # the $PERF replay harness
 
-REPLAY = Path(__file__).resolve().parent / "replay"
 CPUINFO = Path("/proc/cpuinfo")
 
 
@@ -425,17 +425,11 @@ def test_runner_manifest_on_this_machine_records_the_cpu(monkeypatch):
 # -- whole reps replayed through the $PERF harness (REAL recorded outputs) ---------------
 
 def replay(monkeypatch, tmp_path, fixture: Path, cpu: CpuId, **cfg):
-    monkeypatch.setenv("PERF", str(REPLAY / "replay-perf"))
-    monkeypatch.setenv("STALLSCOPE_REPLAY", str(fixture))
-    argv_log = tmp_path / "argv.json"
-    monkeypatch.setenv("STALLSCOPE_REPLAY_ARGV", str(argv_log))
-    rep_dir = tmp_path / "base" / "1"
-    ctx = RepContext(rep_dir=rep_dir, window_s=2, pid=31337)
-    c = TmaCollector(TmaConfig(backend="auto", **cfg), cpu=cpu)
-    assert c.backend == "perf"
-    c.start(ctx)
-    status = c.stop(ctx)
-    return status, rep_dir, json.loads(argv_log.read_text())
+    """A whole rep with back end auto on this CPU, through tests/test_tma_collect.py's
+    harness; auto chose perf (the replayed perf ran `stat`)."""
+    status, rep_dir, argv = _replay(monkeypatch, tmp_path, fixture, "auto", cpu=cpu, **cfg)
+    assert argv[0] == str(REPLAY / "replay-perf") and argv[1] == "stat"
+    return status, rep_dir, argv
 
 
 def test_replay_amd_epyc9254_rep(monkeypatch, tmp_path, fixtures_dir):

@@ -16,20 +16,11 @@ from analysis.tma.model import NoPmuError, TmaParseError, TmaResult
 
 TMA_FILES = ("tma.csv", "tma.json")
 FUNNEL_DEPTH = 4
-# funnel.compare's refusal to compare different trees (a ValueError); older funnels raise
-# a plain ValueError for it.
-IncompatibleTrees = getattr(funnel, "IncompatibleTrees", ValueError)
-
-
-def _catalog(plan) -> str | None:
-    """The catalogue model the manifest's tma block recorded, if any."""
-    cat = getattr(plan, "catalog", None) or (getattr(plan, "extra", None) or {}).get("catalog")
-    return cat if isinstance(cat, str) and cat else None
 
 
 def tma(run: RunDir, base: str, cand: str) -> TmaSection:
     plan = run.manifest.tma
-    catalog = _catalog(plan)
+    catalog = plan.catalog
     res: dict[str, list[TmaResult]] = {base: [], cand: []}
     srcs: dict[str, list[str]] = {base: [], cand: []}
     no_pmu = None
@@ -53,7 +44,7 @@ def tma(run: RunDir, base: str, cand: str) -> TmaSection:
         try:
             f = funnel.compare(res[base], res[cand], depth=FUNNEL_DEPTH, base_label=base,
                                cand_label=cand)
-        except IncompatibleTrees as e:
+        except funnel.IncompatibleTrees as e:
             return TmaSection("absent", reason=str(e), sources=srcs)
         return TmaSection("replay" if replay else "measured",
                           reason=str(plan.reason or "") if replay else "",

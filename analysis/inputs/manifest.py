@@ -175,6 +175,9 @@ class TmaPlan(Record):
     status: str = "not collected"    # ok | unavailable | replay | not collected
     reason: str | None = None
     warnings: list[str] = field(default_factory=list)
+    # the top-down catalogue the collector identified the CPU as (amdzen4, neoverse-v2 ...);
+    # None: Intel's (the output or the default names it), or a run made before it was kept
+    catalog: str | None = None
 
 
 @dataclass

@@ -10,16 +10,9 @@ from typing import Any
 
 from analysis.report.mdtext import esc_words
 from analysis.stats import MIN_N
+from analysis.tma.funnel import fmt_delta
 
 
-def _pp(v: float | None, unit: str = "pp") -> str:
-    if v is None:
-        return "–"
-    if unit != "pp":       # a ratio (Arm's MPKI): three significant digits, its own unit
-        s = f"{abs(v):.3g}"
-        return ("−" if v < 0 else "+" if v > 0 else "±") + s + f" {unit}"
-    s = f"{abs(v):.1f}"
-    return ("−" if v < 0 and s != "0.0" else "+" if v > 0 and s != "0.0" else "±") + s + " pp"
 
 
 def _cell(side: dict[str, Any], ratio: bool = False) -> str:
@@ -41,7 +34,7 @@ def _cell(side: dict[str, Any], ratio: bool = False) -> str:
 
 def _slots(row: dict[str, Any]) -> str:
     sb, sc = row["base"].get("slots_median"), row["cand"].get("slots_median")
-    return "–" if sb is None or sc is None else f"{sb:.1f} → {sc:.1f} ({_pp(sc - sb)})"
+    return "–" if sb is None or sc is None else f"{sb:.1f} → {sc:.1f} ({fmt_delta(sc - sb)})"
 
 
 def _table(doc: dict[str, Any], with_ci: bool, rows: list[dict[str, Any]] | None = None,
@@ -60,11 +53,11 @@ def _table(doc: dict[str, Any], with_ci: bool, rows: list[dict[str, Any]] | None
         unit = r.get("delta_unit", "pp")
         ratio = unit != "pp"
         cells = [label, esc_words(r["unit"]), _cell(r["base"], ratio), _cell(r["cand"], ratio),
-                 _pp(r["delta_pp"], unit)]
+                 fmt_delta(r["delta_pp"], unit)]
         if with_ci:
             ci = r.get("ci_pp")
             cut = len(unit) + 1
-            cells += [f"[{_pp(ci[0], unit)[:-cut]}, {_pp(ci[1], unit)[:-cut]}] {esc_words(unit)}"
+            cells += [f"[{fmt_delta(ci[0], unit)[:-cut]}, {fmt_delta(ci[1], unit)[:-cut]}] {esc_words(unit)}"
                       if ci else "n/a", esc_words(r["verdict"])]
         cells.append(_slots(r))
         lines.append("| " + " | ".join(cells) + " |")

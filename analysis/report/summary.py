@@ -65,7 +65,7 @@ def phrase(item: SummaryItem, r: Results) -> tuple[str, str]:
             side = (lambda x: f"{x:.3g}") if ratio else (lambda x: f"{x:.1f}%")
             change, ci = summary_change(v.change, v.change_unit, v.ci_low, v.ci_high,
                                         digits=2 if ratio else 1)
-            parts.append(f"{v.measure} {side(v.base)} → {side(v.cand)} ({change} {ci})".replace(" )", ")"))
+            parts.append(f"{v.measure} {side(v.base)} → {side(v.cand)} ({change} {ci})")
         return (f"Memory stalls ({item.subject})",
                 "; ".join(parts) + (f" ({item.note})" if item.note else ""))
     if item.values:

@@ -315,9 +315,9 @@ def guess(text: str) -> tuple[Catalog, str | None]:
             best, best_key = cat, key
     if best is None:
         return default(), None
+    printed = {n for n in best.by_perf if n in words}
     tied = [m for m in models() if m != best.model and load(m).vendor == best.vendor
-            and {n for n in load(m).by_perf if n in words} >= {n for n in best.by_perf if n in words}
-            and not load(m).generic]
+            and not load(m).generic and printed <= load(m).by_perf.keys()]
     note = (f"the output names no CPU model: catalogue {best.model} ({best.title}) chosen from "
             f"the names it prints" + (f"; {', '.join(tied)} would fit too (--catalog MODEL "
                                       "to choose)" if tied else ""))

@@ -153,7 +153,7 @@ def arm_telemetry(path: Path, model: str, perf: Path | None = None) -> Tree:
     def walk(name: str, prefix: str, area: str) -> None:
         taken.add(name)
         m = metrics[name]
-        if name in ("backend_mem_bound",) or prefix.endswith("backend_mem_bound."):
+        if name == "backend_mem_bound":      # its subtree inherits the area
             area = "BE/Mem"
         elif name == "backend_core_bound":
             area = "BE/Core"

@@ -8,7 +8,7 @@ from dataclasses import asdict
 
 from analysis.tma.catalog import DEFAULT_MODEL, models
 from analysis.tma.formats import FORMATS, parse_file
-from analysis.tma.model import TmaNode, TmaParseError, domain_label, value_text
+from analysis.tma.model import TmaNode, TmaParseError, domain_label, is_invalid, value_text
 
 EPILOG = """examples:
   stallscope tma runs/RUN/base/1/tma.csv
@@ -45,8 +45,7 @@ def _lines(nodes: list[TmaNode], depth: int = 0) -> list[str]:
             marks.append("<==")
         if n.implausible:
             # Out of range (broken counters) or computed from a group that never ran.
-            marks.append("INVALID" if "0.00% of the time" in n.implausible
-                         or "sum of is invalid" in n.implausible else "IMPLAUSIBLE")
+            marks.append("INVALID" if is_invalid(n.implausible) else "IMPLAUSIBLE")
         label = "  " * depth + n.leaf
         out.append(f"{label:<40} {domain_label(n.domain):<20} {val:>9}  {' '.join(marks)}".rstrip())
         out += _lines(n.children, depth + 1)

@@ -9,7 +9,7 @@ levels are not shares of their parent's slots, so nothing is derived for them.
 """
 from __future__ import annotations
 
-from analysis.tma.model import TmaResult, TmaValue
+from analysis.tma.model import FROM_INVALID, TmaResult, TmaValue
 
 
 def derive_parents(result: TmaResult) -> None:
@@ -37,7 +37,7 @@ def derive_parents(result: TmaResult) -> None:
                 domain=node.domain, level=node.level, scope=scope, interval=interval,
                 multiplex=min(muxes) if muxes else None, raw_name=parent,
                 line=min(v.line for v in vals),
-                implausible=None if usable else "a child it is the sum of is invalid",
+                implausible=None if usable else FROM_INVALID,
                 derived=" + ".join(c.rsplit(".", 1)[-1] for c in children)))
             made.add(parent)
     if made:

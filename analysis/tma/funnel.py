@@ -172,12 +172,19 @@ def _row(name: str, domain: str | None, level: int, b: SideStats, c: SideStats,
                      verdict, ch.reason, significant, notable, direction, ch.method)
 
 
-def _fmt_pp(v: float | None, domain: str | None = None) -> str:
+def delta_unit(domain: str | None) -> str:
+    """The unit a node's change is in: percentage points, or a ratio's own (MPKI)."""
+    return str(domain) if is_ratio(domain) else "pp"
+
+
+def fmt_delta(v: float | None, unit: str = "pp") -> str:
+    """A change with its sign and unit: '−10.8 pp', or '+0.012 MPKI' for a ratio (three
+    significant digits); the funnel's sentences and its Markdown table share it."""
     if v is None:
         return "–"
-    if is_ratio(domain):
+    if unit != "pp":
         s = f"{abs(v):.3g}"
-        return ("−" if v < 0 else "+" if v > 0 else "±") + s + f" {domain}"
+        return ("−" if v < 0 else "+" if v > 0 else "±") + s + f" {unit}"
     s = f"{abs(v):.1f}"
     return ("−" if v < 0 and s != "0.0" else "+" if v > 0 and s != "0.0" else "±") + s + " pp"
 
@@ -208,7 +215,7 @@ class Funnel:
                     "slots_delta_pp": r.slots_delta,
                     "higher_is_better": r.name in HIGHER_IS_BETTER,
                     # the unit of delta_pp and ci_pp: "pp", or a ratio's own (MPKI)
-                    "delta_unit": r.domain if is_ratio(r.domain) else "pp",
+                    "delta_unit": delta_unit(r.domain),
                     "stage2": bool(cat and r.name in cat and cat[r.name].stage2),
                     "memory": bool(cat and r.name in cat.memory)}
         cat = self.catalog
@@ -234,7 +241,7 @@ def _explain(rows: list[FunnelRow]) -> list[str]:
         caveat = ("" if r.significant else
                   " (not established: too few runs for a confidence interval)" if r.ci is None else
                   f" (not established: {r.verdict}, its interval does not exclude noise)")
-        out.append(f"{r.leaf} {_fmt_pp(r.delta, r.domain)}: {said}{caveat}")
+        out.append(f"{r.leaf} {fmt_delta(r.delta, delta_unit(r.domain))}: {said}{caveat}")
     return out
 
 

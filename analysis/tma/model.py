@@ -220,6 +220,17 @@ class TmaResult:
         return node.value if node else None
 
 
+# Why a value is no measurement at all (as opposed to one out of range): its group never
+# ran, or it is a parent summed from such a child (analysis.tma.derive).
+STALE = "its counter group ran 0.00% of the time"
+FROM_INVALID = "a child it is the sum of is invalid"
+
+
+def is_invalid(why: str | None) -> bool:
+    """True for a value that is no measurement (INVALID), False for one out of range."""
+    return bool(why) and (STALE in why or FROM_INVALID in why)
+
+
 def check_stale(v: TmaValue) -> str | None:
     """A message when the value's counter group never ran (perf printed "(0.00%)" on the
     group's last line): perf computes the metric from stale counts anyway, so the printed
@@ -227,7 +238,7 @@ def check_stale(v: TmaValue) -> str | None:
     if v.multiplex is None or v.multiplex > 0.0:
         return None
     shown = "" if v.value is None else f" (perf printed {v.value:g})"
-    return (f"{v.raw_name or v.name}: its counter group ran 0.00% of the time, so the value"
+    return (f"{v.raw_name or v.name}: {STALE}, so the value"
             f"{shown} comes from stale counts; invalid, left out (fewer events per run or "
             "--tma-split make every group run)")
 

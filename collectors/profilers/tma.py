@@ -102,9 +102,19 @@ class TmaCollector:
         elif facts.cpu is None:
             facts = dataclasses.replace(facts, cpu=self.cpu)
         self._perf_version = facts.perf_version
-        return pre.evaluate(facts, self.backend, self.config.attach, self._toplev,
-                            topdown_tool=self._topdown_tool, level=self.config.level,
-                            split=self.config.split)
+        pf = pre.evaluate(facts, self.backend, self.config.attach, self._toplev,
+                          topdown_tool=self._topdown_tool, level=self.config.level,
+                          split=self.config.split)
+        if self.backend == "topdown-tool" and self._topdown_tool and pf.available:
+            # Its --help says which command line it has; asked once here, not at the start
+            # of a rep's measured window.
+            try:
+                self._csv_style = topdown_tool_csv_style(self._topdown_tool)
+            except TmaConfigError as e:
+                pf.findings.append(pre.Finding("topdown-tool", False, str(e),
+                                               "set TOPDOWN_TOOL= to Arm's topdown-tool "
+                                               "(docs/tma-collection.md)", blocking=True))
+        return pf
 
     @property
     def raw_name(self) -> str:
@@ -152,7 +162,7 @@ class TmaCollector:
             if not self._topdown_tool:
                 raise TmaConfigError("topdown-tool not found: set TOPDOWN_TOOL=/path/to/topdown-tool "
                                      "or put it on PATH")
-            if self._csv_style is None:
+            if self._csv_style is None:      # a collector used without its preflight
                 self._csv_style = topdown_tool_csv_style(self._topdown_tool)
             target = out if self._csv_style == "file" else out.with_name(TOPDOWN_CSV_DIR)
             return topdown_tool_command(self._topdown_tool, target, self.level, pid=pid, cpus=cpus,

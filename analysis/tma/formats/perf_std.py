@@ -60,14 +60,11 @@ def _locate(left: str, has_metric: bool, scope: str | None
     return None
 
 
-def _metric_name(text: str, catalog: Catalog) -> str | None:
-    """The top-down metric a '# ...' text names, or None (IPC, GHz, "of all branches")."""
+def _is_metric(text: str, catalog: Catalog) -> bool:
+    """Does a '# ...' text hold a top-down metric (not IPC, GHz, "of all branches")? Any
+    tma_ text counts, so one the pattern cannot read is reported as malformed."""
     mm = _TMA_METRIC.match("#" + text.rstrip())
-    if mm and common.is_tma_name(mm.group("name"), catalog):
-        return mm.group("name")
-    if "tma_" in text:
-        return "tma_"      # a tma_ metric the pattern cannot read: malformed
-    return None
+    return bool(mm and common.is_tma_name(mm.group("name"), catalog)) or "tma_" in text
 
 
 def _metric(values: common.PerfValues, text: str, line: str, lineno: int,
@@ -104,7 +101,7 @@ def parse(text: str, source: str, catalog: Catalog) -> TmaResult:
         if (m := _PCT_TAIL.search(body)) is not None:
             pct, body = float(m.group("pct").replace(",", ".")), body[:m.start()].rstrip()
         left, hash_, metric = body.partition("#")
-        named = _metric_name(metric, catalog) if hash_ else None
+        named = bool(hash_) and _is_metric(metric, catalog)
         where = _locate(left, bool(hash_), scope)
         if where is None:
             if named:
