@@ -1,5 +1,5 @@
 """The seam between the runner and what watches a rep: `RepContext`, the `RepCollector`
-protocol, run plugins and their discovery.
+protocol and the `RunPlugin` protocol (which modules are plugins: collectors/runner/plugins.py).
 
 The runner imports this module and no collector by name; collectors import this module
 and never the runner.
@@ -11,7 +11,8 @@ A **RepCollector** brackets the steady window of a throughput or profile rep:
 A collector whose stop() raises still lets the others stop; the rep then fails and
 rep.json says which collector failed and why.
 
-A **run plugin** is a module named in PLUGIN_MODULES with these four names:
+A **run plugin** is a module named in collectors/runner/plugins.py's PLUGIN_MODULES with
+these four names:
   PROFILERS = ("parca",)                       values it adds to `run --profile`
   add_run_arguments(parser)                    its run flags (dests land in options.extra)
   rep_collectors(options, kind) -> list        RepCollectors for a rep of `kind`
@@ -22,15 +23,9 @@ A **run plugin** is a module named in PLUGIN_MODULES with these four names:
 from __future__ import annotations
 
 import argparse
-import importlib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
-
-# perf first: its PROFILERS value is the default of `run --profile`.
-PLUGIN_MODULES = ("collectors.profilers.perf", "collectors.profilers.tma",
-                  "collectors.profilers.parca")
-PLUGIN_HOOKS = ("PROFILERS", "add_run_arguments", "rep_collectors", "manifest_sections")
 
 
 @dataclass
@@ -74,23 +69,3 @@ class RunPlugin(Protocol):
     def rep_collectors(self, options: RunSettings, kind: str) -> list[RepCollector]: ...
 
     def manifest_sections(self, options: RunSettings, host: dict[str, Any]) -> dict[str, Any]: ...
-
-
-class PluginError(Exception):
-    """A module in PLUGIN_MODULES that is not a run plugin."""
-
-
-def plugins() -> list[RunPlugin]:
-    """The run plugins (modules), in PLUGIN_MODULES order. A missing module is an
-    installation error and raises like any import; a module without the four hooks raises
-    PluginError."""
-    out: list[RunPlugin] = []
-    for name in PLUGIN_MODULES:
-        mod = importlib.import_module(name)
-        missing = [h for h in PLUGIN_HOOKS if not hasattr(mod, h)]
-        if missing:
-            raise PluginError(f"{mod.__file__}: run plugin {name} lacks {', '.join(missing)}; "
-                              f"define them (see collectors/collector.py) or remove it from "
-                              "PLUGIN_MODULES")
-        out.append(mod)
-    return out

@@ -262,7 +262,7 @@ def test_real_perf_on_this_machine_is_unavailable_not_a_crash(tmp_path, monkeypa
     assert (rep_dir / "tma.stderr").exists()
 
 
-# -- runner plugin hooks (collectors/run.py PLUGIN_MODULES) ------------------------------
+# -- runner plugin hooks (collectors/runner/plugins.py PLUGIN_MODULES) ------------------------------
 
 def test_runner_hooks_on_this_machine(monkeypatch, tmp_path):
     import argparse

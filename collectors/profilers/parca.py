@@ -116,7 +116,7 @@ class ParcaRepCollector(ParcaProfileCollector):
 
 
 # --------------------------------------------------------------------------------------
-# Runner plugin hooks (collectors.collector.PLUGIN_MODULES). The token is never a run flag:
+# Runner plugin hooks (collectors.runner.plugins.PLUGIN_MODULES). The token is never a run flag:
 # the manifest keeps the command line and options, so it comes from the environment or
 # a file named on the command line.
 

@@ -171,7 +171,7 @@ class PerfProfiler:
 
 
 # --------------------------------------------------------------------------------------
-# Run plugin hooks (collectors.collector.PLUGIN_MODULES): `run --profile perf` (the
+# Run plugin hooks (collectors.runner.plugins.PLUGIN_MODULES): `run --profile perf` (the
 # default) attaches a PerfProfiler to every profile rep. --frequency and --keep-perf-data
 # are the runner's own flags (RunOptions.freq_hz, keep_perf_data).
 

@@ -297,7 +297,7 @@ def _first_line(path: Path) -> str:
 
 
 # --------------------------------------------------------------------------------------
-# Run plugin hooks (collectors.collector.PLUGIN_MODULES): flags, per-rep collectors and
+# Run plugin hooks (collectors.runner.plugins.PLUGIN_MODULES): flags, per-rep collectors and
 # the manifest's "tma" block. Options arrive as argparse dests in options.extra.
 
 PROFILERS: tuple[str, ...] = ()     # TMA counts alongside any profiler; it adds none

@@ -18,7 +18,7 @@ from analysis.inputs.manifest import Variant
 from analysis.inputs.rundir import RunDirError, save_manifest
 from collectors.build.builder import build_variant
 from collectors.build.spec import GRAMMAR, VariantSpec, parse_variant
-from collectors.collector import plugins
+from collectors.runner.plugins import plugins
 from collectors.command import run_command
 from collectors.host import machine, procs, versions
 from collectors.load import memtier

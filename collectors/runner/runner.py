@@ -20,7 +20,7 @@ from analysis.inputs.repfacts import RepFacts
 from analysis.inputs.rundir import load_run, write_rep_facts
 from collectors.build.builder import build_variant
 from collectors.build.spec import parse_variant
-from collectors.collector import plugins
+from collectors.runner.plugins import plugins
 from collectors.host import procs
 from collectors.load import memtier
 from collectors.runner.context import RunContext

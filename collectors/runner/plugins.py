@@ -1,0 +1,34 @@
+"""Which modules are run plugins, and loading them (the protocol: collectors/collector.py).
+
+The list lives with the runner, its only user, rather than in the seam module: the seam
+names no collector, so a collector importing the seam makes no cycle."""
+from __future__ import annotations
+
+import importlib
+
+from collectors.collector import RunPlugin
+
+# perf first: its PROFILERS value is the default of `run --profile`.
+PLUGIN_MODULES = ("collectors.profilers.perf", "collectors.profilers.tma",
+                  "collectors.profilers.parca")
+PLUGIN_HOOKS = ("PROFILERS", "add_run_arguments", "rep_collectors", "manifest_sections")
+
+
+class PluginError(Exception):
+    """A module in PLUGIN_MODULES that is not a run plugin."""
+
+
+def plugins() -> list[RunPlugin]:
+    """The run plugins (modules), in PLUGIN_MODULES order. A missing module is an
+    installation error and raises like any import; a module without the four hooks raises
+    PluginError."""
+    out: list[RunPlugin] = []
+    for name in PLUGIN_MODULES:
+        mod = importlib.import_module(name)
+        missing = [h for h in PLUGIN_HOOKS if not hasattr(mod, h)]
+        if missing:
+            raise PluginError(f"{mod.__file__}: run plugin {name} lacks {', '.join(missing)}; "
+                              f"define them (see collectors/collector.py) or remove it from "
+                              "PLUGIN_MODULES in collectors/runner/plugins.py")
+        out.append(mod)
+    return out
