@@ -11,25 +11,29 @@ import pytest
 from scipy.stats import kruskal
 
 from analysis import stats
-from analysis.compare import pair_clusters
+from analysis.compare import pair_clusters, throughput
+from analysis.inputs.rundir import load_run
 
 DEMO = Path(__file__).parent / "data" / "runs" / "mset-demo-paired"
 
 
 def _pairs_by_rep() -> dict[int, list[tuple[float, float]]]:
-    out = {}
-    for i in range(1, 6):
+    """The demo run's window pairs as the comparison reads them."""
+    return throughput.paired_units(load_run(DEMO), "base", "prefetch")
+
+
+def test_window_pairs_are_read_per_rep_in_order_and_the_reps_disagree():
+    by_rep = _pairs_by_rep()
+    assert list(by_rep) == [1, 2, 3, 4, 5]
+    for i, pairs in by_rep.items():
+        # the k-th base window with the k-th prefetch window of the same rep, never across
+        # reps or variants (the raw file read here independently of the code under test)
         w = json.loads((DEMO / "paired" / str(i) / "paired.json").read_text())["windows"]
         b = [x["calls_per_s"] for x in w if x["variant"] == "base"]
         c = [x["calls_per_s"] for x in w if x["variant"] == "prefetch"]
-        out[i] = list(zip(b, c))
-    return out
-
-
-def test_the_recorded_reps_disagree_beyond_their_windows():
+        assert pairs == list(zip(b, c)) and len(pairs) == 32
     # why the rep is the unit: the reps' log ratios are not one population
-    logs = [[math.log(c / b) for b, c in ps] for ps in _pairs_by_rep().values()]
-    assert all(len(x) == 32 for x in logs)
+    logs = [[math.log(c / b) for b, c in ps] for ps in by_rep.values()]
     assert kruskal(*logs).pvalue < 0.01
 
 
