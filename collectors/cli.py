@@ -31,6 +31,8 @@ COMMANDS: list[Command] = [
     *ANALYSIS_COMMANDS,
     Command("keep", "schedule", "collectors.schedule.cli",
             "scheduled profiling: run a schedule file's due jobs into the history; systemd / GitHub Actions"),
+    Command("keep", "pr", "collectors.pr.cli",
+            "pull requests: GitHub workflows that measure a labelled PR and keep one comment; post it by hand"),
 ]
 
 INTRO = ["stallscope: did a change remove memory stalls, where, and what did it buy?",

@@ -3,7 +3,6 @@ tools that judge them: systemd-analyze verify for the units, actionlint (make se
 it, pinned) for the workflow."""
 from __future__ import annotations
 
-import os
 import shutil
 import subprocess
 import sys
@@ -13,18 +12,9 @@ import pytest
 import yaml
 
 from collectors.schedule import cli
+from tests.actionlint import actionlint as _actionlint
 
 DATA = Path(__file__).parent / "data" / "schedule"
-
-
-def _actionlint() -> str:
-    for d in (os.environ.get("GOBIN"), str(Path.home() / "go" / "bin")):
-        if d and (Path(d) / "actionlint").exists():
-            return str(Path(d) / "actionlint")
-    found = shutil.which("actionlint")
-    if not found:
-        pytest.fail("actionlint missing: `make setup` installs it (go install .../actionlint@v1.7.12)")
-    return found
 
 
 def test_github_workflow_passes_actionlint(tmp_path, capsys):

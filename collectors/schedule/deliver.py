@@ -4,17 +4,12 @@ a pull request is an issue for comments), sent to a generic webhook as JSON, or 
 a file. The GitHub token comes from a file or an environment variable, never the schedule."""
 from __future__ import annotations
 
-import json
-import os
-import urllib.error
-import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 
+from collectors.pr.github_api import API_VERSION as GITHUB_API_VERSION  # noqa: F401 (the header it sends)
+from collectors.pr.github_api import GitHub, GitHubError, read_token, send
 from collectors.schedule.model import Alert, ScheduleError
-
-GITHUB_API_VERSION = "2022-11-28"
-USER_AGENT = "stallscope-schedule"
 
 
 @dataclass(frozen=True)
@@ -36,15 +31,10 @@ def deliver(alert: Alert, markdown: str, payload: dict, timeout: float = 30.0) -
 
 
 def github_token(alert: Alert) -> str:
-    if alert.token_file:
-        try:
-            token = Path(alert.token_file).expanduser().read_text().strip()
-        except OSError as e:
-            raise ScheduleError(f"GitHub token file {alert.token_file}: {e.strerror}") from None
-        if not token:
-            raise ScheduleError(f"GitHub token file {alert.token_file} is empty")
-        return token
-    token = os.environ.get(alert.token_env, "").strip()
+    try:
+        token = read_token(alert.token_file, (alert.token_env,))
+    except GitHubError as e:
+        raise ScheduleError(str(e)) from None
     if not token:
         raise ScheduleError(f"no GitHub token: set ${alert.token_env} or give token-file: in the alert "
                             "(a token with 'issues: write' / 'pull requests: write' on the repository)")
@@ -52,36 +42,20 @@ def github_token(alert: Alert) -> str:
 
 
 def github_comment(alert: Alert, markdown: str, timeout: float) -> Delivered:
+    """A new comment each time (an alert is an event; `stallscope pr comment` keeps one)."""
     repo, _, number = alert.target.partition("#")
-    url = f"{alert.api_url.rstrip('/')}/repos/{repo}/issues/{number}/comments"
-    headers = {"Accept": "application/vnd.github+json",
-               "Authorization": f"Bearer {github_token(alert)}",
-               "X-GitHub-Api-Version": GITHUB_API_VERSION}
-    status, body = _post(url, {"body": markdown}, headers, timeout)
-    if status != 201:
-        raise ScheduleError(f"GitHub answered {status} to POST {url}: {body[:300]}")
     try:
-        where = json.loads(body).get("html_url") or url
-    except ValueError:
-        where = url
-    return Delivered("github", where, status)
+        c = GitHub(github_token(alert), alert.api_url, timeout).create_comment(repo, int(number), markdown)
+    except GitHubError as e:
+        raise ScheduleError(str(e)) from None
+    return Delivered("github", str(c.get("html_url") or alert.target), 201)
 
 
 def webhook(url: str, payload: dict, timeout: float) -> Delivered:
-    status, body = _post(url, payload, {}, timeout)
-    if not 200 <= status < 300:
-        raise ScheduleError(f"webhook {url} answered {status}: {body[:300]}")
-    return Delivered("webhook", url, status)
-
-
-def _post(url: str, payload: dict, headers: dict[str, str], timeout: float) -> tuple[int, str]:
-    data = json.dumps(payload).encode()
-    req = urllib.request.Request(url, data=data, method="POST", headers={
-        "Content-Type": "application/json", "User-Agent": USER_AGENT, **headers})
     try:
-        with urllib.request.urlopen(req, timeout=timeout) as resp:
-            return resp.status, resp.read().decode(errors="replace")
-    except urllib.error.HTTPError as e:
-        return e.code, e.read().decode(errors="replace")
-    except (urllib.error.URLError, OSError) as e:
-        raise ScheduleError(f"cannot reach {url}: {getattr(e, 'reason', e)}") from None
+        reply = send("POST", url, payload, {}, timeout)
+    except GitHubError as e:
+        raise ScheduleError(str(e)) from None
+    if not 200 <= reply.status < 300:
+        raise ScheduleError(f"webhook {url} answered {reply.status}: {reply.text[:300]}")
+    return Delivered("webhook", url, reply.status)
