@@ -17,6 +17,7 @@ from analysis.compare.options import CompareOptions
 from analysis.compare.results import FunctionRow, MetricRow, Results
 from analysis.compare.summary import speaking_measure
 from analysis.inputs.rundir import RunDir, RunDirError, load_run
+from analysis.sweep.hosts import host_notes
 from analysis.sweep.manifest import SweepManifest, SweepPoint, load_sweep
 from analysis.sweep.results import AxisOut, LookupCost, PointRow, SweepResults
 
@@ -111,7 +112,7 @@ def analyse_point(sweep_dir: Path, m: SweepManifest, p: SweepPoint, opts: Compar
                   lookup: list[str] | None, out: Path | None) -> PointAnalysis:
     est = p.estimate
     row = PointRow(p.index, p.id, dict(p.labels), dict(p.x), p.status, p.case, est.keys,
-                   est.dataset_bytes, p.run_dir, reason=p.reason or "")
+                   est.dataset_bytes, p.run_dir, reason=p.reason or "", host=dict(p.host))
     if p.status not in MEASURED or not p.run_dir:
         row.reason = row.reason or {"pending": "not run yet", "skipped": "skipped"}.get(p.status, p.status)
         return PointAnalysis(row)
@@ -159,9 +160,17 @@ def analyse_sweep(sweep_dir: str | Path, opts: CompareOptions | None = None,
         axes=[AxisOut(a.name, a.kind, list(a.values), a.keyspace) for a in m.axes],
         points=[pa.row for pa in points], x_axis=x_axis(m), l3_bytes=m.host.get("l3_bytes"),
         noise=opts.noise, regression=opts.regression, confidence=opts.confidence,
-        status=m.status, command=list(m.command), sets=dict(m.sets))
-    res.notes = _notes(m, res)
+        status=m.status, command=list(m.command), sets=dict(m.sets), fanout=_fanout(m))
+    res.notes = _notes(m, res) + host_notes(res.points)
     return res, points
+
+
+def _fanout(m: SweepManifest) -> dict:
+    """What results.json says of a sweep run over many runners (empty when run whole)."""
+    f = m.extra.get("fanout") or {}
+    if "merged" in f:
+        return {"plan": f.get("plan"), "merged": [x.get("point") for x in f["merged"]]}
+    return {"plan": f.get("plan"), "point": f.get("point")} if f else {}
 
 
 def _notes(m: SweepManifest, res: SweepResults) -> list[str]:

@@ -13,7 +13,7 @@ from jinja2 import Environment, FileSystemLoader, select_autoescape
 from markupsafe import Markup
 
 from analysis.report.html import code_spans
-from analysis.sweep import cells
+from analysis.sweep import cells, hosts
 from analysis.sweep.crossover import crossovers, sentence
 from analysis.sweep.markdown import methods
 from analysis.sweep.plot import crossover_svg
@@ -56,7 +56,9 @@ def _part(p: Part) -> dict:
             "lookup_shown": cells.show_lookup(res), "lookup_note": cells.lookup_note(res),
             "extra_heads": p.extra_heads, "extra": p.extra,
             "plot": Markup(p.plot if p.plot is not None else crossover_svg(res)),
-            "command": shlex.join(res.command)}
+            "command": shlex.join(res.command),
+            "hosts": hosts.host_rows(res) if hosts.show_hosts(res) else [],
+            "where": hosts.where_text(res)}
 
 
 def render_page(title: str, parts: list[Part], intro: str = "", footnotes: list[str] | None = None) -> str:

@@ -4,6 +4,8 @@ state of each, written by collectors.sweep after every change of state and read 
 A point is an ordinary run directory (docs/run-directory.md) inside the sweep directory;
 its manifest.json carries a "sweep" entry (sweep id, point id, labels) so anything that
 reads runs can group them. Unknown fields are kept (Record.extra), as in manifest.json.
+A sweep run over many runners (`--point`, `--merge`) adds "fanout" (the plan's identity,
+the point, the whole sweep's sweep.json; docs/sweeps.md, "Over many runners").
 """
 from __future__ import annotations
 
@@ -58,6 +60,8 @@ class SweepPoint(Record):
     started: str | None = None
     finished: str | None = None
     took_s: float | None = None
+    # where it ran: hostname, cpu_model, logical_cpus (a fanned-out sweep's points differ)
+    host: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if self.status not in POINT_STATES:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import shlex
 
-from analysis.sweep import cells
+from analysis.sweep import cells, hosts
 from analysis.sweep.crossover import crossovers, sentence
 from analysis.sweep.results import PointRow, SweepResults
 from analysis.report.mdtext import code_fence, code_span, esc, esc_spans, verdict
@@ -54,6 +54,14 @@ def _row(res: SweepResults, p: PointRow, load: bool, many: bool, lk_named: bool,
     return row
 
 
+def where_ran(res: SweepResults) -> list[str]:
+    """Which point ran on which host (a sweep run over many runners)."""
+    out = [esc_spans(hosts.where_text(res)) + ":", "", "| Point | Host | CPU | Logical CPUs |",
+           "|---|---|---|---|"]
+    out += ["| " + " | ".join(esc(c) for c in row) + " |" for row in hosts.host_rows(res)]
+    return out
+
+
 def render(res: SweepResults) -> str:
     axes = " × ".join(f"{a.name} ({len(a.values)})" for a in res.axes) or "no axis (one point)"
     out = [f"## stallscope sweep: {esc(res.case)}: {esc(res.cand)} vs {esc(res.base)}", "",
@@ -71,6 +79,8 @@ def render(res: SweepResults) -> str:
     for n in res.notes:
         out += [f"> Note: {esc_spans(n)}", ""]
     out += table(res) + [""]
+    if hosts.show_hosts(res):
+        out += where_ran(res) + [""]
     if cells.lookup_note(res):
         out += [esc(cells.lookup_note(res)), ""]
     m = methods(res)

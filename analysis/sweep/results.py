@@ -49,6 +49,7 @@ class PointRow:
     lookup: LookupCost | None = None
     reason: str = ""                 # why the row has no numbers (skipped, failed, not run)
     notes: list[str] = field(default_factory=list)
+    host: dict[str, Any] = field(default_factory=dict)   # hostname, cpu_model, logical_cpus
 
 
 @dataclass
@@ -81,6 +82,9 @@ class SweepResults:
     # a sweep of more than two variants: the other candidates' reports, each against the
     # same baseline (name -> report directory relative to this one, "vs-NAME")
     others: dict[str, str] = field(default_factory=dict)
+    # run over many runners: {"plan": id, "point": id} for one point's run, {"plan": id,
+    # "merged": [point ids]} for a sweep assembled by --merge; empty for a sweep run whole
+    fanout: dict[str, Any] = field(default_factory=dict)
     schema: str = SCHEMA
 
     def to_json(self) -> dict[str, Any]:

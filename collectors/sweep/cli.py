@@ -18,6 +18,9 @@ from collectors.command import run_command
 from collectors.runner.manifest import now_iso
 from collectors.runner.options import (DEFAULT_BUDGET_S, PAIRED_WINDOW_S, PAIRED_WINDOWS,
                                        duration_type, precision_type)
+from collectors.sweep.fanout import (digest, find_point, identity, matrix_entry, matrix_json, point_host,
+                                     unique_id, whole_argv)
+from collectors.sweep.merge import merge_sweep
 from collectors.sweep.options import PAIRINGS, SweepOptions
 from collectors.sweep.noise_plan import noise_lines
 from collectors.sweep.plan import Plan, PlanError, check_fit, make_plan, parse_variants, plan_lines
@@ -51,6 +54,12 @@ Examples:
   # three variants: interleaved reps; pf8's report against pf0 in reports/<id>/vs-pf8/
   stallscope sweep get-iothreads --axis dataset.keys=1M,5M --variant pf0=... \\
       --variant pf16=... --variant pf8=debsrc:valkey+config=prefetch-batch-max-size=8
+
+  # over many runners: the points as a matrix, one point per runner, then the merge
+  stallscope sweep mset-50keys --axis value=10,100 --variant ... --variant ... --emit-matrix
+  stallscope sweep mset-50keys --axis value=10,100 --variant ... --variant ... \
+      --point p02-value-100 --out points/        # on each runner, one point ID each
+  stallscope sweep --merge points/                # one directory holding them all
 
   stallscope sweep --resume sweeps/20261123-010203-mset-50keys    # finish an interrupted sweep
   stallscope sweep --report sweeps/20261123-010203-mset-50keys    # re-render its reports
@@ -98,6 +107,17 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--skip-unfit", action="store_true",
                    help="run the points that fit this host's memory and list the others as not run")
     p.add_argument("--plan", action="store_true", help="print the plan and exit (nothing built or run)")
+    p.add_argument("--emit-matrix", action="store_true",
+                   help="print the points as a GitHub Actions matrix (JSON on stdout: "
+                        '{"include": [{"point": ID, "labels": ..., "estimate_s": ...}]}) and exit; '
+                        "nothing is built or run")
+    p.add_argument("--point", metavar="ID",
+                   help="run only the point ID (as --emit-matrix names it; both variants on this "
+                        "machine) into its own sweep directory, for --merge; renders no report")
+    p.add_argument("--merge", nargs="+", metavar="DIR",
+                   help="assemble the sweep from point directories run anywhere (--point), or "
+                        "directories holding them; refuses points of another plan, flags points "
+                        "from different host models in the report, lists missing points as not run")
     p.add_argument("--resume", metavar="SWEEP_DIR", help="run the points of SWEEP_DIR that are not complete")
     p.add_argument("--report", metavar="SWEEP_DIR", help="only (re)render the reports of SWEEP_DIR")
     p.add_argument("--out", default=SWEEPS_DIR, help="where sweep directories go (default sweeps/)")
@@ -144,23 +164,28 @@ def host_summary() -> dict:
 
 
 def new_sweep_id(case: str, out: Path) -> str:
-    base = f"{datetime.now().strftime('%Y%m%d-%H%M%S')}-{case.replace('/', '_').replace('@', '_')}"
-    sid, i = base, 2
-    while (out / sid).exists():
-        sid, i = f"{base}-{i}", i + 1
-    return sid
+    return unique_id(f"{datetime.now().strftime('%Y%m%d-%H%M%S')}-{case.replace('/', '_').replace('@', '_')}", out)
+
+
+def case_name(plan: Plan) -> str:
+    return Path(plan.case.partition("@")[0]).stem
+
+
+def manifest_of(plan: Plan, argv: list[str], sweep_id: str, extra: dict | None = None) -> SweepManifest:
+    """The sweep.json of a new sweep of `plan` (every point pending or skipped)."""
+    m = SweepManifest(sweep_id=sweep_id, created=now_iso(), command=["stallscope", "sweep", *argv],
+                      case=plan.case, size=plan.size, variants=list(plan.variants),
+                      axes=plan.sweep_axes(), points=plan.sweep_points(), sets=dict(plan.sets),
+                      options=vars(plan.opts).copy(), host=dict(plan.host))
+    m.extra.update(extra or {})
+    return m
 
 
 def create(plan: Plan, argv: list[str], out: Path, sweep_id: str | None = None,
            extra: dict | None = None) -> Path:
     """Make the sweep directory and its sweep.json (every point pending or skipped)."""
-    name = Path(plan.case.partition("@")[0]).stem
-    sid = sweep_id or new_sweep_id(name, out)
-    m = SweepManifest(sweep_id=sid, created=now_iso(), command=["stallscope", "sweep", *argv],
-                      case=plan.case, size=plan.size, variants=list(plan.variants),
-                      axes=plan.sweep_axes(), points=plan.sweep_points(), sets=dict(plan.sets),
-                      options=vars(plan.opts).copy(), host=dict(plan.host))
-    m.extra.update(extra or {})
+    sid = sweep_id or new_sweep_id(case_name(plan), out)
+    m = manifest_of(plan, argv, sid, extra)
     d = out / sid
     d.mkdir(parents=True, exist_ok=False)
     save_sweep(d, m)
@@ -192,6 +217,8 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _main(args: argparse.Namespace, argv: list[str], log) -> int:
+    if args.merge:
+        return _merge(args, log)
     if args.report:
         return report(Path(args.report), Path(args.report_out) if args.report_out else None, args.lookup)
     if args.resume:
@@ -208,22 +235,55 @@ def _main(args: argparse.Namespace, argv: list[str], log) -> int:
             return 0
     rc = sweeper.run()
     print(str(sweeper.dir))
-    if rc in (0, 1) and not args.no_report:
+    if rc in (0, 1) and not args.no_report and not args.point:
         report(sweeper.dir, Path(args.report_out) if args.report_out else None, args.lookup)
     return rc
 
 
+def _merge(args: argparse.Namespace, log) -> int:
+    dest, m = merge_sweep([Path(d) for d in args.merge], Path(args.out),
+                          lambda msg: log(f"{PREFIX} {msg}"))
+    print(str(dest))
+    if not args.no_report:
+        report(dest, Path(args.report_out) if args.report_out else None, args.lookup)
+    return 0 if m.status == "complete" else 1
+
+
+def create_point(whole: Plan, plan: Plan, argv: list[str], out: Path, point: str) -> Path:
+    """The sweep directory of one point run (`--point`): the point alone, as a sweep of one
+    point, with what --merge needs in sweep.json "fanout": the plan's identity, the host,
+    and the whole sweep's sweep.json."""
+    ident = identity(whole)
+    h = digest(ident)
+    wid = f"{case_name(whole)}-{h[:10]}"
+    fan = {"plan": h, "identity": ident, "point": point, "host": point_host(),
+           "whole": manifest_of(whole, whole_argv(argv), wid).to_json()}
+    return create(plan, argv, out, sweep_id=unique_id(f"{wid}-{point}", out), extra={"fanout": fan})
+
+
 def _new(args: argparse.Namespace, argv: list[str], log) -> Sweeper | None:
     if not args.case:
-        raise PlanError("name a case (e.g. mset-50keys), or give --resume SWEEP_DIR or --report SWEEP_DIR")
+        raise PlanError("name a case (e.g. mset-50keys), or give --resume, --report or --merge")
     opts = _options(args)
-    plan = make_plan(args.case, args.size, args.variant, args.axis, parse_sets(args.set), opts, host_summary())
+    plan = whole = make_plan(args.case, args.size, args.variant, args.axis, parse_sets(args.set), opts,
+                             host_summary())
+    if args.emit_matrix:
+        print(matrix_json([matrix_entry(p.spec.id, p) for p in plan.points]))
+        log(f"{PREFIX} {len(plan.points)} point(s) of plan {digest(identity(plan))}; run each with "
+            "the same arguments and --point ID instead of --emit-matrix, then --merge their directories")
+        return None
+    if args.point:
+        target = find_point([p.spec.id for p in whole.points], args.point, "sweep")
+        labels = next(p.spec.labels for p in whole.points if p.spec.id == target)
+        plan = make_plan(args.case, args.size, args.variant, args.axis, parse_sets(args.set), opts,
+                         whole.host, keep=lambda got: got == labels)
     for line in plan_lines(plan) + noise_lines(plan):
         log(f"{PREFIX} {line}")
     check_fit(plan)
     if args.plan:
         return None
     build_all(plan.variants, log)
-    sweep_dir = create(plan, argv, Path(args.out))
+    sweep_dir = (create_point(whole, plan, argv, Path(args.out), args.point) if args.point
+                 else create(plan, argv, Path(args.out)))
     log(f"{PREFIX} {sweep_dir}")
     return Sweeper(sweep_dir, load_sweep(sweep_dir), opts, progress=not args.no_progress, log=log)

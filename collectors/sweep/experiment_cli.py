@@ -4,33 +4,27 @@ with the seed's numbers beside ours (docs/experiments.md)."""
 from __future__ import annotations
 
 import argparse
-from dataclasses import replace
 import sys
 from datetime import datetime
 from pathlib import Path
-from typing import Sequence
 
 from analysis.inputs.rundir import write_json
 from analysis.sweep.experiment_report import load_experiment_json, report_experiment
-from analysis.sweep.manifest import SweepError, load_sweep
-from analysis.sweep.seeds import match
+from analysis.sweep.manifest import SweepError
 from collectors.host import procs
 from collectors.command import run_command
 from collectors.runner.manifest import now_iso
 from collectors.runner.progress import duration
-from collectors.runner.options import DEFAULT_BUDGET_S
 from collectors.sweep.cli import (add_precision_arguments, build_all, create, host_summary,
                                   precision_options)
-from collectors.sweep.experiment import Experiment, Part, experiment_files, load_experiment
-from collectors.sweep.options import SweepOptions
+from collectors.sweep.experiment import Experiment, experiment_files, load_experiment
+from collectors.sweep.experiment_parts import (PREFIX, experiment_doc, part_entry, part_plan, run_parts,
+                                               seed_of, sweep_argv, sweep_options)
 from collectors.sweep.noise_plan import noise_lines
-from collectors.sweep.plan import Plan, PlanError, check_fit, make_plan, plan_lines, total_s
-from collectors.sweep.selection import Keep, select
-from collectors.sweep.sweeper import Sweeper, options_of
+from collectors.sweep.plan import PlanError, check_fit, plan_lines, total_s
+from collectors.sweep.selection import select
 from collectors.workload.casefile import CaseError
-from collectors.workload.overrides import parse_sets
 
-PREFIX = "stallscope experiment:"
 EPILOG = """\
 Examples:
   stallscope experiment list                          # the experiments and their run times
@@ -40,6 +34,12 @@ Examples:
   stallscope experiment zrange-2867 --set server.config.hz=100 --plan   # one field changed
   stallscope experiment rdb-load-2311 --only load:value=10,keys=10M --precision 3% --budget 20m
                                                       # one row again, until its interval is ±3%
+  # over many runners: the points as a matrix, one point per runner, the merge; or the
+  # GitHub Actions workflow that does all three (docs/experiments.md, "Over many runners")
+  stallscope experiment mset-15043 --emit-matrix
+  stallscope experiment mset-15043 --point mset10.p04-value-100-keys-10M --out points/
+  stallscope experiment --merge points/
+  stallscope experiment github mset-15043 --runner-labels self-hosted,bare-metal --max-parallel 4
   stallscope experiment --resume experiments/20261123-010203-mset-15043
   stallscope experiment --report experiments/20261123-010203-mset-15043
 
@@ -68,58 +68,23 @@ def parser() -> argparse.ArgumentParser:
                         "`load` is a whole part, `load:value=10,keys=10M` one row; the report "
                         "holds the selected rows, each beside its seed row")
     add_precision_arguments(p)
+    p.add_argument("--emit-matrix", action="store_true",
+                   help="print the points as a GitHub Actions matrix (JSON on stdout: "
+                        '{"include": [{"point": PART.ID, "part": ..., "labels": ..., "estimate_s": ...}]}) '
+                        "and exit; nothing is built or run")
+    p.add_argument("--point", metavar="PART.ID",
+                   help="run only this point (as --emit-matrix names it; both variants on this "
+                        "machine) into its own experiment directory, for --merge; renders no report")
+    p.add_argument("--merge", nargs="+", metavar="DIR",
+                   help="assemble the experiment from point directories run anywhere (--point), "
+                        "or directories holding them, and report it; refuses points of another "
+                        "plan, flags points from different host models, lists missing points as not run")
     p.add_argument("--resume", metavar="EXP_DIR", help="run what an interrupted experiment left")
     p.add_argument("--report", metavar="EXP_DIR", help="only (re)render the report of EXP_DIR")
     p.add_argument("--out", default="experiments", help="where experiment directories go (default experiments/)")
     p.add_argument("--report-out", metavar="DIR", help="report directory (default reports/<id>/)")
     p.add_argument("--no-progress", action="store_true", help="no per-rep progress (point lines stay)")
     return p
-
-
-def sweep_options(exp: Experiment, size: str, skip_unfit: bool,
-                  precision: tuple[float | None, float | None] = (None, None)) -> SweepOptions:
-    """The file's options at `size`, then the command line's (--skip-unfit, --precision and
-    --budget win over the file's)."""
-    known = set(SweepOptions.__dataclass_fields__)
-    opts = {k: v for k, v in exp.options_at(size).items() if k in known}
-    # the file may list the seed's sizes that a smaller host cannot hold (reported as not run)
-    opts["skip_unfit"] = skip_unfit or bool(opts.get("skip_unfit"))
-    if precision[0] is not None:
-        opts["precision"], opts["budget_s"] = precision
-    elif opts.get("precision") is not None and opts.get("budget_s") is None:
-        opts["budget_s"] = DEFAULT_BUDGET_S
-    return SweepOptions(**opts)
-
-
-def part_plan(exp: Experiment, part: Part, size: str, opts: SweepOptions, host: dict,
-              extra: Sequence[str] = (), keep: Keep | None = None) -> Plan:
-    try:
-        # The part's lookup function lands in its sweep.json options (the report reads it).
-        opts = replace(opts, lookup=list(part.lookup)) if part.lookup else opts
-        return make_plan(part.case, size, exp.variants, part.axes_at(size),
-                         parse_sets(part.sets_at(size) + list(extra)), opts, host, keep)
-    except (CaseError, PlanError) as e:
-        raise type(e)(f"{exp.path}: part {part.id}: {e}") from None
-
-
-def sweep_argv(exp: Experiment, part: Part, size: str, opts: SweepOptions,
-               extra: Sequence[str] = ()) -> list[str]:
-    """The `stallscope sweep` arguments that run the same part (its sweep.json's command)."""
-    argv = [part.case, "--size", size, "--reps", str(opts.reps), "--profile", opts.profile,
-            "--profile-reps", str(opts.profile_reps),
-            "--pairing", opts.pairing, "--paired-window", f"{opts.paired_window_s:g}",
-            "--paired-windows", str(opts.paired_windows)]
-    if opts.precision is not None:
-        argv += ["--precision", f"{opts.precision:g}", "--budget", f"{opts.budget_s:g}"]
-    for a in part.axes_at(size):
-        argv += ["--axis", a]
-    for s in part.sets_at(size) + list(extra):
-        argv += ["--set", s]
-    for v in exp.variants:
-        argv += ["--variant", v]
-    if part.lookup:
-        argv += ["--lookup", ",".join(part.lookup)]
-    return argv
 
 
 def list_experiments() -> int:
@@ -140,7 +105,7 @@ def _new(args: argparse.Namespace, argv: list[str], log) -> tuple[Path, Experime
                    for i, keep in kept.items()]
     for part, plan in parts_plans:
         log(f"{PREFIX} part {part.id}: {part.heading}")
-        for line in plan_lines(plan) + noise_lines(plan, _seed_of(part)):
+        for line in plan_lines(plan) + noise_lines(plan, seed_of(part)):
             log(f"{PREFIX} {line}")
     log(f"{PREFIX} {exp.name} at size {args.size}: about "
         f"{duration(sum(total_s(p) for _, p in parts_plans))} of measurement, plus builds not yet cached"
@@ -158,52 +123,9 @@ def _new(args: argparse.Namespace, argv: list[str], log) -> tuple[Path, Experime
     for part, plan in parts_plans:
         create(plan, sweep_argv(exp, part, args.size, opts, args.set), exp_dir, sweep_id=part.id,
                extra={"experiment": {"name": exp.name, "part": part.id}})
-        parts.append({"id": part.id, "heading": part.heading, "case": part.case, "sweep": part.id,
-                      "metric": part.metric, "seed_rows": [r.to_json() for r in part.seed_rows]})
-    write_json(exp_dir / "experiment.json", {
-        "schema": 1, "name": exp.name, "title": exp.title, "seed": exp.seed, "technique": exp.technique,
-        "file": str(exp.path), "size": args.size, "variants": exp.variants, "created": now_iso(),
-        "command": ["stallscope", "experiment", *argv], "notes": exp.notes, "parts": parts,
-        "only": list(args.only), "status": "running"})
+        parts.append(part_entry(part))
+    write_json(exp_dir / "experiment.json", experiment_doc(exp, args.size, argv, parts, args.only))
     return exp_dir, exp
-
-
-def _seed_of(part: Part):
-    """A planned point's seed change (a fraction), for the plan's reps per point."""
-    def change(p) -> float | None:
-        row = match(part.seed_rows, p.spec.labels)
-        if row is None:
-            return None
-        return row.cand / row.base - 1 if row.base and row.cand else row.gain
-    return change
-
-
-def _left_s(exp_dir: Path, d: dict) -> float:
-    """The plan's estimate of every point of every part not yet complete."""
-    return sum(q.estimate.time_s for p in d["parts"] for q in load_sweep(exp_dir / p["sweep"]).points
-               if q.status not in ("complete", "skipped"))
-
-
-def run_parts(exp_dir: Path, progress: bool, log) -> int:
-    d = load_experiment_json(exp_dir)
-    rcs = []
-    for i, p in enumerate(d["parts"]):
-        sweep_dir = exp_dir / p["sweep"]
-        m = load_sweep(sweep_dir)
-        if m.status == "complete":
-            continue
-        log(f"{PREFIX} part {i + 1}/{len(d['parts'])}: {p['id']} ({p.get('heading', '')}); "
-            f"the experiment about {duration(_left_s(exp_dir, d))} left (the plan's estimate)")
-        rc = Sweeper(sweep_dir, m, options_of(m), progress=progress, log=log).run()
-        if rc == 130:
-            d["status"] = "interrupted"
-            write_json(exp_dir / "experiment.json", d)
-            log(f"{PREFIX} resume with: stallscope experiment --resume {exp_dir}")
-            return 130
-        rcs.append(rc)
-    d["status"] = "complete" if not any(rcs) else "incomplete"
-    write_json(exp_dir / "experiment.json", d)
-    return 1 if any(rcs) else 0
 
 
 def report(exp_dir: Path, out: Path | None) -> None:
@@ -214,6 +136,9 @@ def report(exp_dir: Path, out: Path | None) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["github"]:
+        from collectors.sweep import experiment_workflow
+        return experiment_workflow.main(argv[1:])
     args = parser().parse_args(argv)
     log = (lambda msg: print(msg, file=sys.stderr, flush=True))
     procs.install_signal_handlers()
@@ -222,10 +147,30 @@ def main(argv: list[str] | None = None) -> int:
                        "before the first point (builds so far are cached)")
 
 
+def _fanout(args: argparse.Namespace, argv: list[str], log, report_out: Path | None) -> int:
+    """--merge, --emit-matrix and --point (collectors.sweep.experiment_fanout)."""
+    from collectors.sweep import experiment_fanout as fan
+    if args.merge:
+        exp_dir, status = fan.merge(args, log)
+        print(str(exp_dir))
+        report(exp_dir, report_out)
+        return 0 if status == "complete" else 1
+    if not args.name:
+        raise PlanError("name the experiment whose points to list or run")
+    exp = load_experiment(args.name)
+    if args.emit_matrix:
+        return fan.emit(exp, args, log)
+    exp_dir, rc = fan.run_point(exp, args, argv, log)
+    print(str(exp_dir))
+    return rc
+
+
 def _main(args: argparse.Namespace, argv: list[str], log) -> int:
     report_out = Path(args.report_out) if args.report_out else None
     if args.name == "list":
         return list_experiments()
+    if args.merge or args.emit_matrix or args.point:
+        return _fanout(args, argv, log, report_out)
     if args.report:
         report(Path(args.report), report_out)
         return 0

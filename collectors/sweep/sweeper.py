@@ -27,6 +27,7 @@ from collectors.runner import cli as run_cli
 from collectors.runner.manifest import now_iso
 from collectors.runner.progress import duration
 from collectors.runner.runner import Runner
+from collectors.sweep.fanout import point_host
 from collectors.sweep.options import SweepOptions
 from collectors.workload.overrides import show
 
@@ -102,6 +103,7 @@ class Sweeper:
     def run_point(self, p: SweepPoint) -> None:
         t0 = time.monotonic()
         p.status, p.started, p.finished = "running", p.started or now_iso(), None
+        p.host = point_host()       # where it ran (a resumed point: where it finished)
         self.save()
         try:
             runner = self._runner(p)

@@ -1,0 +1,127 @@
+"""An experiment's parts as sweeps: the sweep options at a size, each part's plan and the
+`stallscope sweep` arguments that run it, the experiment.json that lists them, and the
+loop that runs every part's sweep (collectors.sweep.experiment_cli and
+collectors.sweep.experiment_fanout both use these)."""
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+from typing import Any, Sequence
+
+from analysis.inputs.rundir import write_json
+from analysis.sweep.experiment_report import load_experiment_json
+from analysis.sweep.manifest import load_sweep
+from analysis.sweep.seeds import match
+from collectors.runner.manifest import now_iso
+from collectors.runner.options import DEFAULT_BUDGET_S
+from collectors.runner.progress import duration
+from collectors.sweep.experiment import Experiment, Part
+from collectors.sweep.options import SweepOptions
+from collectors.sweep.plan import Plan, PlanError, make_plan
+from collectors.sweep.selection import Keep
+from collectors.sweep.sweeper import Sweeper, options_of
+from collectors.workload.casefile import CaseError
+from collectors.workload.overrides import parse_sets
+
+PREFIX = "stallscope experiment:"
+
+
+def sweep_options(exp: Experiment, size: str, skip_unfit: bool,
+                  precision: tuple[float | None, float | None] = (None, None)) -> SweepOptions:
+    """The file's options at `size`, then the command line's (--skip-unfit, --precision and
+    --budget win over the file's)."""
+    known = set(SweepOptions.__dataclass_fields__)
+    opts = {k: v for k, v in exp.options_at(size).items() if k in known}
+    # the file may list the seed's sizes that a smaller host cannot hold (reported as not run)
+    opts["skip_unfit"] = skip_unfit or bool(opts.get("skip_unfit"))
+    if precision[0] is not None:
+        opts["precision"], opts["budget_s"] = precision
+    elif opts.get("precision") is not None and opts.get("budget_s") is None:
+        opts["budget_s"] = DEFAULT_BUDGET_S
+    return SweepOptions(**opts)
+
+
+def part_plan(exp: Experiment, part: Part, size: str, opts: SweepOptions, host: dict,
+              extra: Sequence[str] = (), keep: Keep | None = None) -> Plan:
+    try:
+        # The part's lookup function lands in its sweep.json options (the report reads it).
+        opts = replace(opts, lookup=list(part.lookup)) if part.lookup else opts
+        return make_plan(part.case, size, exp.variants, part.axes_at(size),
+                         parse_sets(part.sets_at(size) + list(extra)), opts, host, keep)
+    except (CaseError, PlanError) as e:
+        raise type(e)(f"{exp.path}: part {part.id}: {e}") from None
+
+
+def sweep_argv(exp: Experiment, part: Part, size: str, opts: SweepOptions,
+               extra: Sequence[str] = ()) -> list[str]:
+    """The `stallscope sweep` arguments that run the same part (its sweep.json's command)."""
+    argv = [part.case, "--size", size, "--reps", str(opts.reps), "--profile", opts.profile,
+            "--profile-reps", str(opts.profile_reps),
+            "--pairing", opts.pairing, "--paired-window", f"{opts.paired_window_s:g}",
+            "--paired-windows", str(opts.paired_windows)]
+    if opts.precision is not None:
+        argv += ["--precision", f"{opts.precision:g}", "--budget", f"{opts.budget_s:g}"]
+    for a in part.axes_at(size):
+        argv += ["--axis", a]
+    for s in part.sets_at(size) + list(extra):
+        argv += ["--set", s]
+    for v in exp.variants:
+        argv += ["--variant", v]
+    if part.lookup:
+        argv += ["--lookup", ",".join(part.lookup)]
+    return argv
+
+
+def part_entry(part: Part) -> dict[str, Any]:
+    """A part as experiment.json lists it (its sweep directory is named by its id)."""
+    return {"id": part.id, "heading": part.heading, "case": part.case, "sweep": part.id,
+            "metric": part.metric, "seed_rows": [r.to_json() for r in part.seed_rows]}
+
+
+def experiment_doc(exp: Experiment, size: str, argv: Sequence[str], parts: list[dict[str, Any]],
+                   only: Sequence[str] = ()) -> dict[str, Any]:
+    """experiment.json of a new experiment directory."""
+    return {"schema": 1, "name": exp.name, "title": exp.title, "seed": exp.seed,
+            "technique": exp.technique, "file": str(exp.path), "size": size,
+            "variants": exp.variants, "created": now_iso(),
+            "command": ["stallscope", "experiment", *argv], "notes": exp.notes, "parts": parts,
+            "only": list(only), "status": "running"}
+
+
+def seed_of(part: Part):
+    """A planned point's seed change (a fraction), for the plan's reps per point."""
+    def change(p) -> float | None:
+        row = match(part.seed_rows, p.spec.labels)
+        if row is None:
+            return None
+        return row.cand / row.base - 1 if row.base and row.cand else row.gain
+    return change
+
+
+def _left_s(exp_dir: Path, d: dict) -> float:
+    """The plan's estimate of every point of every part not yet complete."""
+    return sum(q.estimate.time_s for p in d["parts"] for q in load_sweep(exp_dir / p["sweep"]).points
+               if q.status not in ("complete", "skipped"))
+
+
+def run_parts(exp_dir: Path, progress: bool, log) -> int:
+    d = load_experiment_json(exp_dir)
+    rcs = []
+    for i, p in enumerate(d["parts"]):
+        sweep_dir = exp_dir / p["sweep"]
+        m = load_sweep(sweep_dir)
+        if m.status == "complete":
+            continue
+        log(f"{PREFIX} part {i + 1}/{len(d['parts'])}: {p['id']} ({p.get('heading', '')}); "
+            f"the experiment about {duration(_left_s(exp_dir, d))} left (the plan's estimate)")
+        rc = Sweeper(sweep_dir, m, options_of(m), progress=progress, log=log).run()
+        if rc == 130:
+            d["status"] = "interrupted"
+            write_json(exp_dir / "experiment.json", d)
+            log(f"{PREFIX} resume with: stallscope experiment --resume {exp_dir}")
+            return 130
+        rcs.append(rc)
+    d["status"] = "complete" if not any(rcs) else "incomplete"
+    write_json(exp_dir / "experiment.json", d)
+    return 1 if any(rcs) else 0
+
