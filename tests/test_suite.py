@@ -57,7 +57,9 @@ def test_mset_50keys_10m(fixtures_dir, tmp_path):
 def test_mget_100keys_5m(fixtures_dir, tmp_path):
     res = import_suite(_suite(fixtures_dir, "5Mkeys-string-mget-100B-100keys"))
     case = _roundtrip(res, tmp_path)
-    assert case.workload.command == ["MGET"] + ["key:__rand_int__"] * 100
+    # memtier's default prefix is kept; only the number is padded (what __rand_int__ can spell)
+    assert case.workload.command == ["MGET"] + ["memtier-__rand_int__"] * 100
+    assert case.dataset.key_prefix == "memtier-" and case.dataset.key_name(0) == "memtier-000000000000"
     assert (case.dataset.keys, case.dataset.value_size, case.dataset.expect_encoding) == (5_000_000, 100, "raw")
     assert case.workload.keyspace == 5_000_000
     assert any("memtier key range [1, 5000000] -> redis-benchmark -r 5000000" in n for n in res.notes)
@@ -72,7 +74,7 @@ def test_hgetall_50_fields_listpack(fixtures_dir, tmp_path):
     ds = case.dataset
     assert (ds.kind, ds.keys, ds.fields, ds.value_size) == ("hashes", 1_000_000, 50, 10)
     assert ds.expect_encoding == "listpack"  # 50 fields x 10 B: under both listpack limits
-    assert case.workload.command == ["HGETALL", "hash:__rand_int__"]
+    assert case.workload.command == ["HGETALL", "memtier-__rand_int__"]
     assert (case.workload.clients, case.workload.threads, case.workload.duration_s) == (200, 4, 120.0)
     small = _roundtrip(res, tmp_path, "small")
     assert small.dataset.keys == 2000 and small.workload.keyspace == 2000
@@ -83,8 +85,9 @@ def test_hgetall_1key_1k_fields_from_init_commands(fixtures_dir, tmp_path):
     case = _roundtrip(res, tmp_path)
     ds = case.dataset
     assert (ds.kind, ds.keys, ds.fields, ds.value_size, ds.expect_encoding) == ("hashes", 1, 1000, 5, "hashtable")
-    assert case.workload.command == ["HGETALL", "hash:__rand_int__"] and case.workload.keyspace == 1
-    assert any("literal key hash:1000 renamed to hash:000000000000" in n for n in res.notes)
+    # the literal key is spelled as the dataset's one key: no -r needed
+    assert case.workload.command == ["HGETALL", "hash:000000000000"] and case.workload.keyspace == 0
+    assert any("literal key names translated" in n and "hash:1000 -> hash:000000000000" in n for n in res.notes)
     assert any("1000 literal fields" in n for n in res.notes)
 
 
@@ -105,9 +108,9 @@ def test_bad_suite_files_name_the_file(tmp_path, capsys):
     bad.write_text("name: x\n")
     with pytest.raises(SuiteError, match="bad.yml:1: not a redis-benchmarks-specification test-suite file"):
         import_suite(bad)
-    bad.write_text("name: x\nclientconfig:\n  tool: memtier_benchmark\n  arguments: --test-time 10\n")
+    bad.write_text("name: x\nclientconfig:\n  tool: memtier_benchmark\n  arguments: --test-time 10 --ratio 0:0\n")
     assert cases_cli.main(["import", str(bad)]) == 2
-    assert "clientconfig has no --command" in capsys.readouterr().err
+    assert "bad.yml:2: memtier --ratio 0:0 sends nothing" in capsys.readouterr().err
 
 
 def test_memtier_gaussian_and_data_size_range_are_named(tmp_path):
@@ -115,10 +118,13 @@ def test_memtier_gaussian_and_data_size_range_are_named(tmp_path):
     p.write_text("name: memtier_benchmark-g\ndbconfig:\n  check: {keyspacelen: 1000}\n  preload_tool:\n"
                  "    tool: memtier_benchmark\n    arguments: --key-minimum 0 --key-maximum 999 --data-size 20\n"
                  "clientconfig:\n  tool: memtier_benchmark\n  arguments: --command \"GET __key__\" "
-                 "--key-pattern G:G --key-minimum 0 --key-maximum 999 --data-size-range 10-100 -c 5 -t 2\n")
+                 "--command-key-pattern G --key-minimum 0 --key-maximum 999 --data-size-range 10-100 -c 5 -t 2\n")
     res = import_suite(p)
-    assert res.case["workload"]["clients"] == 10 and res.case["workload"]["keyspace"] == 1000
-    assert "memtier key pattern 'G:G' has no redis-benchmark equivalent; used uniform random -r" in res.notes
+    # memtier's deviation defaults to range/6 = 166.5 keys; the uniform window of equal entropy
+    # is deviation * sqrt(2 pi e) = 688 keys
+    assert res.case["workload"]["clients"] == 10 and res.case["workload"]["keyspace"] == 688
+    assert any(n.startswith("memtier key pattern G (gaussian, deviation 166 keys") and "-r 688" in n
+               for n in res.notes)
     assert "memtier --data-size-range 10-100 has no redis-benchmark equivalent; ignored" in res.notes
 
 

@@ -3,7 +3,7 @@ them (one shell-quoted string): parsed into long option names and values."""
 from __future__ import annotations
 
 import shlex
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 # memtier_benchmark defaults (memtier_benchmark --help, 2.x) for options a suite omits.
@@ -18,7 +18,8 @@ OUTPUT_OPTS = {"hide-histogram", "print-percentiles", "json-out-file", "hdr-file
                "run-count", "server", "port", "unix-socket", "protocol", "print-all-runs"}
 # Options whose meaning the workload already carries.
 WORKLOAD_OPTS = {"command", "clients", "threads", "pipeline", "test-time", "requests", "key-minimum",
-                 "key-maximum", "key-prefix", "data-size", "command-key-pattern", "key-pattern", "ratio"}
+                 "key-maximum", "key-prefix", "data-size", "command-key-pattern", "key-pattern", "ratio",
+                 "command-ratio", "key-stddev", "key-median"}
 
 
 class MemtierArgsError(ValueError):
@@ -29,6 +30,9 @@ class MemtierArgsError(ValueError):
 class MemtierArgs:
     opts: dict[str, list[str]]      # long option name -> values, in order
     stray: list[str]                # words that are not options
+    # Every option in command-line order: --command-ratio and --command-key-pattern
+    # belong to the --command before them, which opts alone cannot tell.
+    order: list[tuple[str, str]] = field(default_factory=list)
 
     def get(self, name: str, default: Any = None) -> Any:
         return self.opts[name][-1] if name in self.opts else default
@@ -48,6 +52,7 @@ def parse_memtier(arguments: str, where: str) -> MemtierArgs:
     except ValueError as e:
         raise MemtierArgsError(f"{where}: cannot split the memtier arguments: {e}") from None
     opts: dict[str, list[str]] = {}
+    order: list[tuple[str, str]] = []
     stray: list[str] = []
     i = 0
     while i < len(words):
@@ -63,7 +68,8 @@ def parse_memtier(arguments: str, where: str) -> MemtierArgs:
                 else:
                     raise MemtierArgsError(f"{where}: memtier option {w} has no value")
             opts.setdefault(name, []).append(value)
+            order.append((name, value))
         else:
             stray.append(w)
         i += 1
-    return MemtierArgs(opts, stray)
+    return MemtierArgs(opts, stray, order)

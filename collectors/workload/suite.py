@@ -18,6 +18,9 @@ import yaml
 
 from collectors.workload.memtier_args import (MEMTIER_DEFAULTS, OUTPUT_OPTS, WORKLOAD_OPTS, MemtierArgs,
                                               MemtierArgsError, parse_memtier)
+from collectors.workload.suite_dataset import PreloadError, SuiteDataset, line_of, suite_dataset
+from collectors.workload.suite_keys import KeyNameError, translate
+from collectors.workload.suite_mix import MixError, Part, base_part, mix_note, parts, pattern_keyspace
 
 # Scheduling and packaging metadata of the suite: not a property of the workload.
 IGNORED_TOP = ("version", "build-variants", "tested-groups", "priority", "exporter")
@@ -34,7 +37,6 @@ FOCUS = {
     "hget": ["hgetCommand", "hashTypeGetValue", "dictFind", "hashtableFind", "lookupKeyRead"],
     "zrange": ["zrangeGenericCommand", "genericZrangebyrankCommand", "zslGetElementByRank", "lookupKeyRead"],
 }
-KIND_PREFIX = {"strings": "key:", "hashes": "hash:", "zsets": "zset:"}
 SMALL_KEYS = {"strings": 200_000, "hashes": 2000, "zsets": 2000}
 
 
@@ -49,24 +51,6 @@ class SuiteImport:
     case: dict[str, Any]            # a case document, as cases/*.yaml holds it
     notes: list[str] = field(default_factory=list)
     source: str = ""
-
-
-@dataclass
-class _Dataset:
-    """What the suite preloads, in the case's terms."""
-    kind: str = "none"
-    keys: int | None = None
-    value_size: int = 0
-    fields: int = 0
-    members: int = 0
-    literal_key: str | None = None    # init_commands name one key literally
-
-
-def _line_of(text: str, needle: str) -> int:
-    for n, line in enumerate(text.splitlines(), 1):
-        if needle in line:
-            return n
-    return 1
 
 
 def _fold(words: list[Any]) -> list[Any]:
@@ -114,7 +98,7 @@ def import_suite(path: Path) -> SuiteImport:
                          "(no clientconfig section)")
     try:
         return _translate(path, text, suite)
-    except MemtierArgsError as e:
+    except (MemtierArgsError, PreloadError) as e:
         raise SuiteError(str(e)) from None
 
 
@@ -123,15 +107,14 @@ def _translate(path: Path, text: str, suite: dict[str, Any]) -> SuiteImport:
     db = suite.get("dbconfig") or {}
     client = suite["clientconfig"] or {}
     server = _server(suite, db, notes)
-    ds = _dataset(str(path), text, db, notes)
-    prefix = KIND_PREFIX.get(ds.kind, "key:")
-    workload = _workload(str(path), text, client, ds, prefix, notes)
+    ds = suite_dataset(str(path), text, db, notes)
+    workload, matrix, max_index = _workload(str(path), text, client, ds, notes)
     focus = _focus(suite, db, client, notes)
     enc = _encoding(ds.kind, ds.value_size, ds.fields, ds.members, server["config"])
     name = re.sub(r"^memtier_benchmark-", "", str(suite.get("name") or path.stem)).lower()
     name = re.sub(r"[^a-z0-9._-]+", "-", name)
     dataset: dict[str, Any] = {"kind": ds.kind, "keys": ds.keys, "value_size": ds.value_size or 0,
-                               "key_prefix": prefix, "expect_encoding": enc}
+                               "key_prefix": ds.naming.dataset_prefix, "expect_encoding": enc}
     if ds.fields:
         dataset["fields"] = ds.fields
     if ds.members:
@@ -143,7 +126,8 @@ def _translate(path: Path, text: str, suite: dict[str, Any]) -> SuiteImport:
             "server": server,
             "dataset": dataset,
             "workload": workload,
-            "sizes": {"small": _small_size(ds, workload), "default": {}},
+            **({"matrix": matrix} if matrix else {}),
+            "sizes": {"small": _small_size(ds, workload, matrix, max_index), "default": {}},
             "notes": notes}
     return SuiteImport(case=case, notes=notes, source=path.name)
 
@@ -170,90 +154,11 @@ def _server(suite: dict[str, Any], db: dict[str, Any], notes: list[str]) -> dict
     return {"config": config, "io_threads": 1, "cluster": cluster, "persistence": persistence}
 
 
-def _dataset(where: str, text: str, db: dict[str, Any], notes: list[str]) -> _Dataset:
-    ds = _Dataset(keys=(db.get("check") or {}).get("keyspacelen"))
-    if db.get("preload_tool"):
-        _preload_tool(ds, where, text, db["preload_tool"], notes)
-    elif db.get("init_commands"):
-        _init_commands(ds, db["init_commands"], notes)
-    ds.keys = int(ds.keys or 0)
-    if ds.kind == "none" and ds.keys:
-        notes.append(f"dbconfig.check.keyspacelen {ds.keys} without a translatable preload: expected DBSIZE dropped")
-        ds.keys = 0
-    return ds
-
-
-def _preload_tool(ds: _Dataset, where: str, text: str, pre: dict[str, Any], notes: list[str]) -> None:
-    at = f"{where}:{_line_of(text, 'preload_tool')}"
-    if pre.get("tool") != "memtier_benchmark":
-        raise SuiteError(f"{at}: preload tool {pre.get('tool')!r} is not memtier_benchmark: cannot "
-                         "translate its arguments")
-    pa = parse_memtier(str(pre.get("arguments", "")), at)
-    commands = pa.opts.get("command", [])
-    words = shlex.split(commands[0]) if commands else []
-    verb = words[0].upper() if words else ""
-    ds.value_size = pa.int("data-size", where)
-    if not words:
-        ratio = pa.get("ratio", "1:10")
-        if ratio.split(":")[0] in ("0", ""):
-            raise SuiteError(f"{where}: preload memtier --ratio {ratio} writes nothing")
-        ds.kind = "strings"
-    elif verb == "SET":
-        ds.kind = "strings"
-    elif verb in ("HSET", "HMSET"):
-        ds.kind, ds.fields = "hashes", (len(words) - 2) // 2
-    elif verb == "ZADD":
-        ds.kind, ds.members = "zsets", (len(words) - 2) // 2
-    else:
-        notes.append(f"preload command {verb} is not one stallscope can preload (strings, hashes, zsets): "
-                     "no dataset")
-    lo, hi = pa.int("key-minimum", where), pa.int("key-maximum", where)
-    if ds.keys is None:
-        ds.keys = hi - lo + 1
-        notes.append(f"no dbconfig.check.keyspacelen: expected DBSIZE taken from the preload key range "
-                     f"[{lo}, {hi}] = {ds.keys}")
-    notes.append(f"memtier names keys <key-prefix><n> for n in [{lo}, {hi}] (unpadded, prefix "
-                 f"{pa.get('key-prefix', MEMTIER_DEFAULTS['key-prefix'])!r}); stallscope names them "
-                 f"<prefix>%012d for n in [0, keys) to match redis-benchmark's __rand_int__: "
-                 "same count and access distribution, different names")
-    unmapped = [f"--{k}" + (f" {v[-1]}" if v[-1] else "") for k, v in pa.opts.items()
-                if k not in ("command", "data-size", "key-minimum", "key-maximum", "key-prefix")
-                and k not in OUTPUT_OPTS]
-    if unmapped:
-        notes.append("preload arguments not carried over (stallscope preloads with a Lua loop in key "
-                     f"order, whatever the tool did): {' '.join(unmapped)}")
-    if "random-data" in pa.opts:
-        notes.append("memtier --random-data: values are random bytes there, 'x' * data-size here "
-                     "(same size and encoding)")
-
-
-def _init_commands(ds: _Dataset, init: Any, notes: list[str]) -> None:
-    cmds = init if isinstance(init, list) else [init]
-    words = shlex.split(str(cmds[0]))
-    verb = words[0].upper() if words else ""
-    if verb in ("HSET", "HMSET") and len(words) >= 4:
-        ds.kind, ds.fields, ds.literal_key = "hashes", (len(words) - 2) // 2, words[1]
-        ds.value_size = len(words[3])
-        notes.append(f"init_commands {verb} {ds.literal_key} with {ds.fields} literal fields: preloaded as "
-                     f"field:0..field:{ds.fields - 1} with {ds.value_size}-byte values "
-                     f"('{'x' * ds.value_size}' instead of {words[3]!r})")
-    elif verb == "ZADD" and len(words) >= 4:
-        ds.kind, ds.members, ds.literal_key = "zsets", (len(words) - 2) // 2, words[1]
-        notes.append(f"init_commands ZADD {ds.literal_key} with {ds.members} members: preloaded as member:0.. "
-                     "with scores 0..")
-    elif verb == "SET" and len(words) >= 3:
-        ds.kind, ds.literal_key, ds.value_size = "strings", words[1], len(words[2])
-    else:
-        notes.append(f"init_commands {verb or '(empty)'} ...: not translated; no dataset")
-    if len(cmds) > 1:
-        notes.append(f"init_commands: only the first of {len(cmds)} commands was translated")
-    if ds.keys is None:
-        ds.keys = 1 if ds.kind != "none" else 0
-
-
-def _workload(where: str, text: str, client: dict[str, Any], ds: _Dataset, prefix: str,
-              notes: list[str]) -> dict[str, Any]:
-    cwhere = f"{where}:{_line_of(text, 'clientconfig')}"
+def _workload(where: str, text: str, client: dict[str, Any], ds: SuiteDataset,
+              notes: list[str]) -> tuple[dict[str, Any], dict[str, Any], int]:
+    """The case's workload, its matrix (axis op for a command mix) and the highest dataset
+    key index a command names literally (the small size must keep it)."""
+    cwhere = f"{where}:{line_of(text, 'clientconfig')}"
     if client.get("tool") != "memtier_benchmark":
         raise SuiteError(f"{cwhere}: client tool {client.get('tool')!r} is not memtier_benchmark: "
                          "cannot translate its arguments")
@@ -262,7 +167,24 @@ def _workload(where: str, text: str, client: dict[str, Any], ds: _Dataset, prefi
                  "keys whose zero-padded names it can spell (collectors/load/memtier.py); otherwise "
                  "redis-benchmark of the variant under test (same commands and connections; different client "
                  "implementation, so absolute ops/s differ)")
-    command, keyspace = _command(ca, cwhere, ds, prefix, notes)
+    try:
+        ps = parts(ca, cwhere)
+        base = base_part(ps)
+        translated = {p.label: _command(p, ca, cwhere, ds, f"{p.label}: " if len(ps) > 1 else "", notes)
+                      for p in ps}
+    except (MixError, KeyNameError) as e:
+        msg = str(e)
+        raise SuiteError(msg if msg.startswith(cwhere) else f"{cwhere}: {msg}") from None
+    command, keyspace, _ = translated[base.label]
+    lo, hi = ca.int("key-minimum", cwhere), ca.int("key-maximum", cwhere)
+    if keyspace and lo != 0:
+        notes.append(f"memtier key range [{lo}, {hi}] -> redis-benchmark -r {keyspace}, keys [0, {keyspace})")
+    matrix: dict[str, Any] = {}
+    if len(ps) > 1:
+        notes.append(mix_note(ps, base, "command" not in ca.opts))
+        matrix = {"op": {label: {"workload.command": list(_fold(cmd)),  # no YAML anchors
+                                 **({"workload.keyspace": ks} if ks != keyspace else {})}
+                         for label, (cmd, ks, _) in translated.items()}}
     clients_per_thread, threads = ca.int("clients", cwhere), ca.int("threads", cwhere)
     notes.append(f"memtier -c {clients_per_thread} -t {threads} = {clients_per_thread * threads} connections: "
                  f"redis-benchmark -c {clients_per_thread * threads} --threads {threads}")
@@ -270,6 +192,21 @@ def _workload(where: str, text: str, client: dict[str, Any], ds: _Dataset, prefi
     workload: dict[str, Any] = {"tool": "memtier", "command": _fold(command), "keyspace": keyspace,
                                 "clients": clients_per_thread * threads, "pipeline": ca.int("pipeline", cwhere),
                                 "threads": threads}
+    _length(workload, ca, cwhere, keyspace, clients_per_thread * threads, notes)
+    for k, v in ca.opts.items():
+        if k in WORKLOAD_OPTS or k in OUTPUT_OPTS:
+            continue
+        notes.append(f"memtier --{k}{' ' + v[-1] if v[-1] else ''} has no redis-benchmark equivalent; ignored")
+    if "command" in ca.opts and "key-pattern" in ca.opts:
+        notes.append(f"memtier --key-pattern {ca.get('key-pattern')} applies to its default SET/GET only, not to "
+                     "--command (whose pattern is --command-key-pattern, default R): ignored")
+    if ca.stray:
+        notes.append(f"client arguments not understood, ignored: {' '.join(ca.stray)}")
+    return workload, matrix, max(t[2] for t in translated.values())
+
+
+def _length(workload: dict[str, Any], ca: MemtierArgs, cwhere: str, keyspace: int, connections: int,
+            notes: list[str]) -> None:
     if "test-time" in ca.opts:
         workload["duration_s"] = float(ca.int("test-time", cwhere))
     elif "requests" in ca.opts:
@@ -277,55 +214,36 @@ def _workload(where: str, text: str, client: dict[str, Any], ds: _Dataset, prefi
         if req == "allkeys":
             workload["requests"] = keyspace
         else:
-            workload["requests"] = ca.int("requests", cwhere) * clients_per_thread * threads
+            workload["requests"] = ca.int("requests", cwhere) * connections
             notes.append(f"memtier -n {req} is per connection: requests = {workload['requests']} in all")
     workload["warmup_s"] = 2.0
-    for k, v in ca.opts.items():
-        if k in WORKLOAD_OPTS or k in OUTPUT_OPTS:
-            continue
-        notes.append(f"memtier --{k}{' ' + v[-1] if v[-1] else ''} has no redis-benchmark equivalent; ignored")
-    if ca.stray:
-        notes.append(f"client arguments not understood, ignored: {' '.join(ca.stray)}")
-    return workload
 
 
-def _command(ca: MemtierArgs, cwhere: str, ds: _Dataset, prefix: str,
-             notes: list[str]) -> tuple[list[str], int]:
-    """The client's --command as redis-benchmark words, and its keyspace (-r)."""
-    commands = ca.opts.get("command", [])
-    if not commands:
-        raise SuiteError(f"{cwhere}: clientconfig has no --command: memtier's default SET/GET mix is not "
-                         "translated")
-    if len(commands) > 1:
-        notes.append(f"{len(commands)} --command options (a command mix): only the first, {commands[0]!r}, "
-                     "is translated; redis-benchmark runs one command per invocation")
-    words = shlex.split(commands[0])
+def _command(part: Part, ca: MemtierArgs, cwhere: str, ds: SuiteDataset, tag: str,
+             notes: list[str]) -> tuple[list[str], int, int]:
+    """One command of the client as redis-benchmark words, its keyspace (-r) and the
+    highest dataset key index it names literally (-1: none)."""
+    words = shlex.split(part.command)
     has_key = any("__key__" in w for w in words)
-    if not has_key and ds.literal_key and ds.literal_key in words:
-        words = [f"{prefix}__rand_int__" if w == ds.literal_key else w for w in words]
-        notes.append(f"literal key {ds.literal_key} renamed to {prefix}000000000000 (the one preloaded key; "
-                     "redis-benchmark -r 1)")
-    command = [w.replace("__key__", f"{prefix}__rand_int__") for w in words]
+    tr = translate(words, ds.naming, ca.get("key-prefix", MEMTIER_DEFAULTS["key-prefix"]), tag, notes)
     lo, hi = ca.int("key-minimum", cwhere), ca.int("key-maximum", cwhere)
-    keyspace = (hi - lo + 1) if has_key else (1 if ds.literal_key else 0)
+    keyspace = 0
+    if has_key:
+        keyspace, note = pattern_keyspace(part, ca, cwhere, lo, hi, tag)
+        if note:
+            notes.append(note)
     if ds.keys and keyspace > ds.keys:
-        notes.append(f"client key range [{lo}, {hi}] ({hi - lo + 1} keys) is wider than the preloaded "
+        notes.append(f"{tag}client key range [{lo}, {hi}] ({hi - lo + 1} keys) is wider than the preloaded "
                      f"{ds.keys}: clipped to {ds.keys}")
         keyspace = ds.keys
-    if has_key and lo != 0:
-        notes.append(f"memtier key range [{lo}, {hi}] -> redis-benchmark -r {keyspace}, keys [0, {keyspace})")
-    pattern = ca.get("command-key-pattern") or ca.get("key-pattern") or "R"
-    if pattern.split(":")[0] != "R":
-        notes.append(f"memtier key pattern {pattern!r} has no redis-benchmark equivalent; used uniform random -r")
-    if any("__data__" in w for w in command):
+    if any("__data__" in w for w in words):
         cds = ca.int("data-size", cwhere)
         if ds.kind == "none":
             ds.value_size = cds
         elif cds != ds.value_size:
-            notes.append(f"client --data-size {cds} differs from the preload's {ds.value_size}: __data__ uses "
-                         f"dataset.value_size {ds.value_size}")
-    return command, keyspace
-
+            notes.append(f"{tag}client --data-size {cds} differs from the preload's {ds.value_size}: __data__ "
+                         f"uses dataset.value_size {ds.value_size}")
+    return tr.words, keyspace, tr.max_index
 
 def _focus(suite: dict[str, Any], db: dict[str, Any], client: dict[str, Any],
            notes: list[str]) -> list[str]:
@@ -346,11 +264,17 @@ def _focus(suite: dict[str, Any], db: dict[str, Any], client: dict[str, Any],
     return focus
 
 
-def _small_size(ds: _Dataset, workload: dict[str, Any]) -> dict[str, Any]:
+def _small_size(ds: SuiteDataset, workload: dict[str, Any], matrix: dict[str, Any],
+                max_index: int) -> dict[str, Any]:
     small: dict[str, Any] = {"workload.duration_s": 3.0, "workload.warmup_s": 1.0}
-    if ds.kind in SMALL_KEYS and ds.keys > SMALL_KEYS[ds.kind]:
-        small["dataset.keys"] = SMALL_KEYS[ds.kind]
-        small["workload.keyspace"] = min(workload["keyspace"], SMALL_KEYS[ds.kind])
+    # Keep every key a command names literally: they are part of what the suite measures.
+    keys = max(SMALL_KEYS.get(ds.kind, 0), max_index + 1)
+    if ds.kind in SMALL_KEYS and ds.keys > keys:
+        small["dataset.keys"] = keys
+        # The size applies after the matrix: one -r for every variant of a mix.
+        spans = [workload["keyspace"]] + [v.get("workload.keyspace", 0) for v in matrix.get("op", {}).values()]
+        if max(spans):
+            small["workload.keyspace"] = min(max(spans), keys)
     if "requests" in workload:
         small["workload.requests"] = min(workload["requests"], 10_000)
     return small
