@@ -14,7 +14,8 @@ from analysis.inputs.rundir import Manifest
 from collectors.load import memtier
 from analysis.inputs.case import Case, DatasetSpec, ServerSpec, WorkloadSpec
 from collectors.workload.cases import load_case
-from collectors.runner.cli import choose_load_generator, main as run_main
+from collectors.runner.api import choose_load_generator
+from collectors.runner.cli import main as run_main
 from collectors.runner.options import RunOptions
 from collectors.workload.suite import import_suite, write_case_yaml
 
@@ -64,13 +65,13 @@ def test_hgetall_suite_argv(fixtures_dir, tmp_path):
         BIN, "--server", "127.0.0.1", "--port", "7000", "--protocol", "redis",
         "--clients", "50", "--threads", "4", "--pipeline", "1", "--test-time", "120",
         "--hide-histogram", "--json-out-file", "/r/base/1/bench.json", "--command=HGETALL __key__",
-        "--key-prefix=hash:000000", "--key-minimum=100000", "--key-maximum=999999",
+        "--key-prefix=memtier-000000", "--key-minimum=100000", "--key-maximum=999999",
         "--command-key-pattern=R", "--distinct-client-seed"]
-    # one-key case: memtier's key 0 with 11 zeros of prefix is the one preloaded key
+    # one-key case: the suite's literal key is the dataset's one key, sent as written
     one = _suite_case(fixtures_dir, tmp_path, "1key-hash-1K-fields-hgetall", "small")
     a = _argv(one)
-    assert "--key-prefix=hash:00000000000" in a and "--key-minimum=0" in a and "--key-maximum=0" in a
-    assert memtier.plan(one).keys.exact
+    assert "--command=HGETALL hash:000000000000" in a and not any(x.startswith("--key-") for x in a)
+    assert memtier.plan(one).keys is None
 
 
 def test_shipped_case_in_cluster_mode_and_pipeline():
@@ -249,7 +250,7 @@ def test_report_names_memtier_rows_by_the_command(fixtures_dir, tmp_path):
     rep.mkdir(parents=True)
     # The documented --json-out-file shape (no real memtier output is recorded here).
     (rep / "bench.json").write_text(json.dumps({"ALL STATS": {"Totals": {"Ops/sec": 1234.5}}}))
-    assert [r.test for r in throughput.bench_rows(rep, case.workload.command)] == ["HGETALL hash:__rand_int__"]
+    assert [r.test for r in throughput.bench_rows(rep, case.workload.command)] == ["HGETALL memtier-__rand_int__"]
     assert [r.test for r in throughput.bench_rows(rep, [])] == ["Totals"]
 
 
