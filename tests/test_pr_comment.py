@@ -98,6 +98,9 @@ def test_the_comment_workflow_call_checks_pr_json_against_the_pr_head(api, repor
     pr_json = art / "pr.json"
     call = ["comment", str(art / "reports"), "--repo", "octo-org/redis", "--pr-json", str(pr_json),
             "--require-head", "--link", "https://github.com/octo-org/redis/actions/runs/1", "--api-url", url]
+    pr_json.write_text(json.dumps({"pr": 8, "head_sha": SHA1}))    # no PR 8 in this repository
+    assert cli.main(call + ["--commit", SHA1]) == 2
+    assert "GitHub answered 404 to GET" in capsys.readouterr().err
     pr_json.write_text(json.dumps({"pr": 7, "head_sha": SHA1, "merge_base": SHA2[::-1]}))
     assert cli.main(call + ["--commit", SHA1]) == 2          # PR 7 has moved on to SHA2
     assert "head is 9e8d7c6b" in capsys.readouterr().err and not state.comments

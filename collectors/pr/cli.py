@@ -43,6 +43,20 @@ left out first, saying so). Token: --token-file, else $GITHUB_TOKEN, else $GH_TO
 https://api.github.com.
 """
 
+GITHUB_EPILOG = """\
+Examples:
+  stallscope pr github --runner-labels self-hosted,linux,bare-metal
+  stallscope pr github --config .github/stallscope-pr.yaml --label perf --labeled-only
+  stallscope pr github --stallscope-repo octo-org/stallscope --stallscope-ref v1 --out /tmp/wf
+
+The config file (YAML; docs/pr.md), e.g. .github/stallscope-pr.yaml:
+  cases: [mset-50keys, mget-100keys]   # case names or case files
+  size: small                          # small | default | large
+  precision: 2%                        # each run: --precision 2% --budget 30m
+  budget: 30m
+Commit it with the two workflows; the comment workflow acts once it is on the default branch.
+"""
+
 REPO = re.compile(r"[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+")
 LABEL = re.compile(r"[A-Za-z0-9 _.:/+-]+")
 SHA = re.compile(r"[0-9a-f]{7,40}")
@@ -59,7 +73,7 @@ def parser() -> argparse.ArgumentParser:
                                             "merge base on a self-hosted runner and keep one comment with the report.")
     sub = p.add_subparsers(dest="action", required=True, metavar="ACTION")
     g = sub.add_parser("github", help="write the two GitHub Actions workflows (measure; comment)",
-                       formatter_class=argparse.RawDescriptionHelpFormatter, epilog=EPILOG,
+                       formatter_class=argparse.RawDescriptionHelpFormatter, epilog=GITHUB_EPILOG,
                        description="Write stallscope-pr.yml (on: pull_request, read-only, runs the PR's code) "
                                    "and stallscope-pr-comment.yml (on: workflow_run, posts the comment, never "
                                    "runs PR code) into --out.")
