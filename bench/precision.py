@@ -32,37 +32,36 @@ sys.path.insert(0, str(REPO))
 from analysis.compare.engine import analyse  # noqa: E402
 from analysis.compare.options import CompareOptions  # noqa: E402
 from analysis.inputs.rundir import load_run  # noqa: E402
-from collectors.runner import cli as run_cli  # noqa: E402
+from collectors.runner.api import RunRequest, execute, plan_run  # noqa: E402
+from collectors.runner.options import RunOptions  # noqa: E402
 from collectors.runner.demo import BASE, cand_spec  # noqa: E402
 
-# (label, reps, extra run arguments) per size, reps chosen so each method takes about the
+# (label, reps, RunOptions fields) per size, reps chosen so each method takes about the
 # same time at default size on the 2-core VM: an unpaired rep is one restart and reload
 # (~35 s) + 2 s warm-up + 20 s; a paired rep loads and settles both servers side by side
 # (~46 s) and then runs 0.69 s per window pair.
 PLAN = {
-    "default": [("unpaired", 6, ["--unpaired"]),
-                ("paired, 16 pairs a rep", 7, ["--paired", "--paired-windows", "32"]),
-                ("paired, 32 pairs a rep (default)", 6, ["--paired"])],
-    "small": [("unpaired", 3, ["--unpaired"]),
-              ("paired, 16 pairs a rep", 3, ["--paired", "--paired-windows", "32"]),
-              ("paired, 32 pairs a rep (default)", 3, ["--paired"])],
+    "default": [("unpaired", 6, {"pairing": "unpaired"}),
+                ("paired, 16 pairs a rep", 7, {"pairing": "paired", "paired_windows": 32}),
+                ("paired, 32 pairs a rep (default)", 6, {"pairing": "paired"})],
+    "small": [("unpaired", 3, {"pairing": "unpaired"}),
+              ("paired, 16 pairs a rep", 3, {"pairing": "paired", "paired_windows": 32}),
+              ("paired, 32 pairs a rep (default)", 3, {"pairing": "paired"})],
 }
 
 
-def one(extra: list[str], reps: int, size: str, runs: Path) -> tuple[float, dict]:
-    argv = ["mset-50keys", "--variant", BASE, "--variant", cand_spec(REPO), "--size", size,
-            "--reps", str(reps), "--profile", "off", "--out", str(runs), "--no-progress", *extra]
-    before = set(runs.glob("*/manifest.json"))
+def one(how: dict, reps: int, size: str, runs: Path) -> tuple[float, dict]:
+    opts = RunOptions(reps=reps, profile="off", size=size, **how)
+    req = RunRequest("mset-50keys", [BASE, cand_spec(REPO)], opts, out=runs, progress=False)
     t0 = time.monotonic()
-    rc = run_cli.main(argv)
+    outcome = execute(plan_run(req, lambda msg: print(msg, file=sys.stderr)))
     wall = time.monotonic() - t0
-    new = sorted(set(runs.glob("*/manifest.json")) - before)
-    if rc != 0 or not new:
-        raise SystemExit(f"bench/precision: the run {' '.join(extra)} failed (exit {rc})")
-    r = analyse(load_run(new[-1].parent), CompareOptions())
+    if outcome.status != 0:
+        raise SystemExit(f"bench/precision: the run {how} failed (exit {outcome.status})")
+    r = analyse(load_run(outcome.run_dir), CompareOptions())
     row = (r.paired or r.throughput)[0]
     c = row.change
-    return wall, {"run": str(new[-1].parent), "n": f"{row.base.n}+{row.cand.n}",
+    return wall, {"run": str(outcome.run_dir), "n": f"{row.base.n}+{row.cand.n}",
                   "change": c.rel, "lo": c.rel_ci_low, "hi": c.rel_ci_high, "method": c.method}
 
 
@@ -79,8 +78,8 @@ def main(argv: list[str] | None = None) -> int:
     runs = Path(a.runs)
     runs.mkdir(parents=True, exist_ok=True)
     print(f"== 4. precision of the throughput change per minute of machine time (size {a.size})")
-    for label, reps, extra in PLAN[a.size]:
-        wall, res = one(extra, reps, a.size, runs)
+    for label, reps, how in PLAN[a.size]:
+        wall, res = one(how, reps, a.size, runs)
         minutes = wall / 60
         if res["lo"] is None:
             print(f"   {label:<34} {reps} reps, {minutes:4.1f} min: no interval ({res['method']})")

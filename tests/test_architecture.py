@@ -174,10 +174,10 @@ def test_architecture_doc_names_every_module():
 
 def test_the_doc_check_finds_a_module_missing_from_the_table():
     files, rows = module_files(), _table_rows()
-    assert undocumented(files, rows) == []
+    before = undocumented(files, rows)
     # a module added to a documented package but not named in its row is caught ...
     files = {**files, "collectors.host.hugepages": REPO / "collectors" / "host" / "hugepages.py"}
-    assert undocumented(files, rows) == ["collectors.host.hugepages"]
+    assert undocumented(files, rows) == before + ["collectors.host.hugepages"]
     # ... and so is a module whose name only appears in another package's row
     rows = [r.replace("`cpuid`", "`cpu_id`") for r in rows]
     assert "collectors.host.cpuid" in undocumented(module_files(), rows)

@@ -8,14 +8,12 @@ from __future__ import annotations
 
 import argparse
 import sys
-from pathlib import Path
 
-from analysis.compare.engine import analyse
 from analysis.compare.errors import CompareError
 from analysis.compare.options import DEFAULT_TOP, MIN_SAMPLES, MIN_SHARE, THREAD_VIEWS, CompareOptions
-from analysis.inputs.rundir import RunDirError, load_run
-from analysis.report.summary import lines as summary_lines
-from analysis.report.writer import write_reports
+from analysis.inputs.rundir import RunDirError
+from analysis.report.summary import text_lines
+from analysis.report.writer import report_run
 
 
 def parser() -> argparse.ArgumentParser:
@@ -72,19 +70,14 @@ def options(args: argparse.Namespace) -> CompareOptions:
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
     try:
-        opts = options(args)
-        run = load_run(args.run_dir)
-        out = Path(args.out) if args.out else Path("reports") / run.manifest.run_id
-        r = analyse(run, opts, out)
-        paths = write_reports(r, out)
+        r, paths = report_run(args.run_dir, args.out, options(args))
     except (RunDirError, CompareError) as e:
         print(f"analysis compare: error: {e}", file=sys.stderr)
         return 2
     except ValueError as e:   # bad options; parser errors from throughput/profile name their file
         print(f"analysis compare: error: {e}", file=sys.stderr)
         return 2
-    for x in summary_lines(r):
-        print(f"{x.label}: {x.text}{' ' + x.verdict if x.verdict else ''}")
+    print("\n".join(text_lines(r)))
     print(f"wrote {paths['md']}, {paths['html']}, {paths['json']}")
     return 0
 

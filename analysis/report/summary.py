@@ -85,3 +85,8 @@ def lines(r: Results) -> list[Line]:
     """Every summary item worded, in order."""
     return [Line(*phrase(i, r), quiet_verdict(i.verdict, i.detectable, i.detectable_unit or "rel", i.real),
                  i.verdict) for i in r.summary]
+
+
+def text_lines(r: Results) -> list[str]:
+    """The summary as a command prints it: "label: text verdict" per item."""
+    return [f"{x.label}: {x.text}{' ' + x.verdict if x.verdict else ''}" for x in lines(r)]

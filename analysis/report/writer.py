@@ -1,9 +1,13 @@
-"""A report directory: report.md, report.html, results.json and the artifacts beside them."""
+"""A report directory: report.md, report.html, results.json and the artifacts beside them;
+`report_run`: a run directory to its report directory in one call."""
 from __future__ import annotations
 
 from pathlib import Path
 
+from analysis.compare.engine import analyse
+from analysis.compare.options import CompareOptions
 from analysis.compare.results import Results
+from analysis.inputs.rundir import load_run
 from analysis.report import html as report_html
 from analysis.report import markdown as report_md
 from analysis.report.artifacts import render_artifacts
@@ -20,3 +24,13 @@ def write_reports(r: Results, out: Path, md_limit: int | None = None) -> dict[st
     paths["json"].write_text(r.dumps())
     paths["html"].write_text(report_html.render(r, out))
     return paths
+
+
+def report_run(run_dir: Path | str, out: Path | str | None = None,
+               opts: CompareOptions | None = None) -> tuple[Results, dict[str, Path]]:
+    """A run directory compared and rendered, as `stallscope compare` does (default out:
+    reports/<run-id>/). Raises RunDirError, CompareError or ValueError on bad input."""
+    run = load_run(run_dir)
+    out = Path(out) if out else Path("reports") / run.manifest.run_id
+    r = analyse(run, opts or CompareOptions(), out)
+    return r, write_reports(r, out)

@@ -1,165 +1,26 @@
 """`stallscope run`: run a case for two or more variants into runs/<run-id>/.
 
-Order of work: check the inputs (case, variant specs, plugins: perf, TMA preflight,
-Parca token) before anything is built; build (or take from cache) every variant; write
-the manifest; then the runner (collectors.runner.runner) takes the dataset snapshot,
-calibrates, and runs the schedule. `--resume RUN_DIR` finishes an interrupted run.
+A thin shell: arguments (collectors/runner/arguments.py) -> RunRequest -> the run API
+(collectors/runner/api.py: plan_run checks and builds, execute runs the reps), then the
+report when asked. `--resume RUN_DIR` finishes an interrupted run.
 """
 from __future__ import annotations
 
-import argparse
 import sys
-from pathlib import Path
 from typing import Callable
 
-from analysis.compare import cli as compare_cli
-from analysis.inputs.case import Case
-from analysis.inputs.manifest import Variant
-from analysis.inputs.rundir import RunDirError, save_manifest
-from collectors.build.builder import build_variant
-from collectors.build.spec import GRAMMAR, VariantSpec, parse_variant
-from collectors.runner.plugins import plugins
+from analysis.compare.errors import CompareError
+from analysis.inputs.rundir import RunDirError
+from analysis.report.summary import text_lines
+from analysis.report.writer import report_run
 from collectors.command import run_command
-from collectors.host import machine, procs, versions
+from collectors.host import procs
 from collectors.load import memtier
 from collectors.load.redis_benchmark import BenchError
 from collectors.load.server import ServerError
-from collectors.runner.context import RunContext, bench_bin
-from analysis import twostage
-from collectors.runner import pairing
-from collectors.runner.manifest import apply_sections, make_manifest, new_run_id
-from collectors.runner.options import (DEFAULT_BUDGET_S, DEFAULT_FREQ_HZ, PAIRED_WINDOW_S,
-                                       PAIRED_WINDOWS, PRECISION_PILOT, RUNS_DIR, RunError,
-                                       RunOptions, duration_type, precision_type)
-from collectors.runner.runner import Runner
-from collectors.workload.cases import load_case
-from collectors.workload.overrides import parse_sets
-
-HELP_EPILOG = """\
-Examples:
-  # Redis from Debian source vs the same with the MSET prefetch patch, 5 paired reps:
-  stallscope run mset-50keys --variant base=debsrc:redis \\
-      --variant cand=debsrc:redis+patch=cases/patches/mset-bucket-prefetch.patch --reps 5
-
-  # small size, no profile, then render the report:
-  stallscope run mset-10keys --size small --profile off --report \\
-      --variant base=debsrc:redis --variant cand=debsrc:redis+patch=cases/patches/mset-bucket-prefetch.patch
-
-  # config-only variants of one binary, measured in one server process (CONFIG SET windows):
-  stallscope run mget-100keys \\
-      --variant pf0=bin:/path/valkey-server+config=prefetch-batch-max-size=0 \\
-      --variant pf16=bin:/path/valkey-server+config=prefetch-batch-max-size=16
-
-  # one case field changed for this run (type-checked like the case file):
-  stallscope run get-iothreads --set workload.pipeline=16 \\
-      --variant pf0=debsrc:valkey+config=prefetch-batch-max-size=0 \\
-      --variant pf16=debsrc:valkey+config=prefetch-batch-max-size=16
-
-  # a small change: add paired reps until the interval is +-2% of the ratio, within 30 minutes:
-  stallscope run mset-50keys --precision 2% --budget 30m \\
-      --variant base=debsrc:redis --variant cand=debsrc:redis+patch=my.patch
-
-  # an A/A run: the same build on both sides, to see this host's noise:
-  stallscope run mset-50keys --variant a=debsrc:redis@8.0 --variant b=debsrc:redis@8.0 --report
-
-  # finish a run that was interrupted (Ctrl-C, a crash, a reboot):
-  stallscope run --resume runs/20261121-234500-mset-50keys
-
-What happens: throughput is measured paired by default. Both variants' servers start from a
-cached RDB snapshot of the case's dataset (127.0.0.1, free ports, the server CPU), their keyspace
-is verified and left to finish rehashing, each gets its own load generator (redis-benchmark, on
-the other CPU), and the load is switched between the two servers in short ABBA windows, each
-window counted by the active server itself (config-only variants: one server, CONFIG SET
-between windows). A paired rep is one such pair of server starts; the interval is over reps.
-Where pairing cannot work (no room for two datasets, an rdb-load case, more than two variants)
-or with --unpaired, every rep restarts one server and runs redis-benchmark (-n calibrated so a
-rep lasts about duration_s), reps interleaved A B B A; stderr and manifest.json `pairing` say
-which and why. A case with workload.tool memtier (suite imports), or --load-generator memtier,
-runs memtier_benchmark for duration_s instead when it is installed (PATH or MEMTIER=/path).
-Profile reps (perf record -e cpu-clock -g on the server) are separate from throughput reps.
-Progress goes to stderr: a bar on a terminal, one line per finished rep otherwise. Output:
-runs/<run-id>/, layout in docs/run-directory.md. Exit status: 0 all reps ok, 1 some rep failed, 2 bad input,
-130 interrupted (resume with --resume).
-"""
-
-
-
-def parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
-        prog="stallscope run",
-        description="Run a case for two or more variants into runs/<run-id>/ (see docs/run-directory.md).",
-        epilog=GRAMMAR + "\n" + HELP_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("case", nargs="?", help="case name (cases/*.yaml, e.g. mset-50keys) or path to a case file")
-    p.add_argument("--variant", action="append", default=[], metavar="NAME=SPEC",
-                   help="a variant (repeat; at least two unless --resume); grammar below")
-    p.add_argument("--reps", type=int, default=None,
-                   help="paired reps (each both variants, side by side), or with separate reps "
-                        f"throughput reps per variant (default 5; with --precision the first "
-                        f"stage, default {PRECISION_PILOT})")
-    p.add_argument("--size", default="default", help="case size knob: small | default | large (default: default)")
-    p.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE",
-                   help="override one case field after the size, type-checked like a case file "
-                        "(repeat): workload.pipeline=16, dataset.keys=1M, server.config.NAME=VALUE")
-    found = plugins()
-    profilers = [x for pl in found for x in pl.PROFILERS] + ["off"]
-    p.add_argument("--profile", choices=profilers, default="perf",
-                   help="CPU profiler for the separate profile reps (default perf)")
-    p.add_argument("--profile-reps", type=int, default=3, metavar="N",
-                   help="profiled reps per variant, separate from throughput reps (default 3: "
-                        "the fewest that give function costs a confidence interval)")
-    p.add_argument("--frequency", type=int, default=DEFAULT_FREQ_HZ, metavar="HZ",
-                   help=f"perf sampling frequency in Hz (default {DEFAULT_FREQ_HZ}: on this "
-                        "project's 2-core KVM guest a cpu-clock sample costs the server ~35 us, "
-                        "so 999 Hz took ~3.7%% of its CPU and 99 Hz ~0.4%%; see docs/statistics.md)")
-    p.add_argument("--keep-perf-data", action="store_true", help="keep perf.data beside perf.folded")
-    _measurement_arguments(p)
-    p.add_argument("--load-generator", choices=memtier.CHOICES, default="auto",
-                   help="auto (default): the case's workload.tool; memtier runs memtier_benchmark "
-                        "(PATH or MEMTIER=/path) and falls back to redis-benchmark, saying why")
-    p.add_argument("--resume", metavar="RUN_DIR", help="finish the reps of RUN_DIR that are not ok")
-    p.add_argument("--out", default=RUNS_DIR, help="where run directories go (default runs/)")
-    p.add_argument("--report", action="store_true", help="render the report at the end (analysis.compare)")
-    p.add_argument("--no-progress", action="store_true",
-                   help="no progress on stderr (neither the bar nor the per-rep lines)")
-    for pl in found:
-        pl.add_run_arguments(p)
-    return p
-
-
-def _measurement_arguments(p: argparse.ArgumentParser) -> None:
-    """How throughput is measured: paired or not, and --precision."""
-    pair = p.add_mutually_exclusive_group()
-    pair.add_argument("--paired", dest="pairing", action="store_const", const="paired", default="auto",
-                      help="pair or stop with the reason (the default pairs wherever it fits and "
-                           "falls back to separate reps, saying why): two builds run as two "
-                           "servers loaded at once, the load switched between them in short ABBA "
-                           "windows; config-only variants share one server, CONFIG SET between "
-                           "windows; the same spec on both sides (an A/A run) runs two servers of "
-                           "that build")
-    pair.add_argument("--unpaired", dest="pairing", action="store_const", const="unpaired",
-                      help="separate reps: a server start (and dataset reload) per rep, interleaved "
-                           "A B B A; no room needed for two datasets, but every restart's noise "
-                           "stays in the interval (about 4x wider on a shared 2-core VM)")
-    p.add_argument("--precision", type=precision_type, metavar="PCT",
-                   help="add reps until the 95%% interval of the throughput change (an rdb-load "
-                        "case: the load time) is at most PCT of the ratio wide either way (e.g. "
-                        "2%%), or --budget is spent: the first --reps paired reps (unpaired: A/B "
-                        "blocks) set the spread that decides how many (Stein's two-stage design: "
-                        "the interval keeps its 95%%); the report says which ended the run")
-    p.add_argument("--budget", type=duration_type, metavar="TIME",
-                   help="with --precision: wall time the run may take (30m, 1h, 1h30m; default "
-                        "30m); a paired rep past the first stage starts only if it fits")
-    p.add_argument("--paired-window", type=float, default=PAIRED_WINDOW_S, metavar="SECONDS",
-                   help=f"length of one paired window in s (default {PAIRED_WINDOW_S:g}: short "
-                        "windows pair better on a host whose noise drifts over seconds)")
-    p.add_argument("--paired-windows", type=int, default=PAIRED_WINDOWS, metavar="N",
-                   help=f"windows per paired rep, ABBA order (default {PAIRED_WINDOWS})")
-
-
-KNOWN_DESTS = {"case", "variant", "reps", "size", "profile", "profile_reps", "frequency",
-               "keep_perf_data", "pairing", "paired_window", "paired_windows", "resume", "out",
-               "report", "no_progress", "load_generator", "set", "precision", "budget"}
-
+from collectors.runner.api import execute, plan_run, resume_run
+from collectors.runner.arguments import parser, request_from_args
+from collectors.runner.options import RunError
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -175,98 +36,23 @@ def main(argv: list[str] | None = None) -> int:
                        "before the first rep (builds finished so far are cached)")
 
 
-def _run(args: argparse.Namespace, argv: list[str], log: Callable[[str], None]) -> int:
+def _run(args, argv: list[str], log: Callable[[str], None]) -> int:
     if args.resume:
-        runner = Runner.resume(Path(args.resume), log, progress=not args.no_progress)
+        plan = resume_run(args.resume, log, progress=not args.no_progress)
     else:
-        runner = new_runner(args, argv, log)
-    rc = runner.run()
-    print(str(runner.run_dir))
-    if (args.report or runner.m.options.get("report")) and rc in (0, 1):
-        compare_cli.main([str(runner.run_dir)])
-    return rc
-
-
-def options_from_args(args: argparse.Namespace) -> RunOptions:
-    extra = {k: v for k, v in vars(args).items() if k not in KNOWN_DESTS}
-    if args.budget is not None and args.precision is None:
-        raise RunError("--budget goes with --precision (it bounds the reps a precision run adds)")
-    reps = args.reps if args.reps is not None else (PRECISION_PILOT if args.precision else 5)
-    budget = args.budget if args.budget is not None else (DEFAULT_BUDGET_S if args.precision else None)
-    return RunOptions(reps=reps, profile=args.profile, profile_reps=args.profile_reps,
-                      freq_hz=args.frequency, keep_perf_data=args.keep_perf_data,
-                      pairing=args.pairing, paired_window_s=args.paired_window,
-                      paired_windows=args.paired_windows, size=args.size,
-                      load_generator=args.load_generator, precision=args.precision,
-                      budget_s=budget, extra=extra)
-
-
-def new_runner(args: argparse.Namespace, argv: list[str], log: Callable[[str], None]) -> Runner:
-    if not args.case:
-        raise RunError("name a case (e.g. mset-50keys) or give --resume RUN_DIR")
-    if len(args.variant) < 1:
-        raise RunError("give at least one --variant NAME=SPEC (two to compare)")
-    case = load_case(args.case, args.size, parse_sets(args.set))
-    opts = options_from_args(args)
-    if opts.reps < 1:
-        raise RunError("--reps must be at least 1")
-    if opts.precision is not None and opts.reps < twostage.MIN_PILOT:
-        raise RunError(f"--precision needs a first stage of at least {twostage.MIN_PILOT} paired "
-                       f"reps (--reps {opts.reps})")
-    specs = parse_variants(args.variant)
-    if opts.load_generator == "memtier" or (opts.load_generator == "auto" and case.workload.tool == "memtier"):
-        memtier.find_memtier()  # a MEMTIER= that points nowhere stops the run before any build
-    host = machine.host_facts()
-    found = plugins()
-    # Plugins judge the run before anything is built (perf missing, no PMU, token file).
-    sections = [pl.manifest_sections(opts, host) or {} for pl in found]
-    variants = {s.name: build_variant(s, log=log) for s in specs}
-    plan, decided = pairing.choose(variants, opts, case, host.get("memory_bytes"))
-    opts.paired = plan is not None
-    log(f"stallscope run: {'paired' if plan else 'unpaired'}: {decided.reason}")
-    tools = versions.tool_versions({n: v.benchmark_bin for n, v in variants.items()})
-    out = Path(args.out)
-    run_id = new_run_id(case.name, out)
-    command = ["stallscope", "run", *argv]
-    m = make_manifest(run_id, case, variants, opts, command, host, tools, plan, decided)
-    m.options["report"] = bool(args.report)
-    m.load_generator, memtier_bin = choose_load_generator(case, opts, variants, log)
-    for s in sections:
-        apply_sections(m, s)
-    run_dir = out / run_id
-    save_manifest(run_dir, m)
-    log(f"stallscope run: {run_dir}")
-    run = RunContext(run_dir, m, case, variants, opts,
-                     collector_factories=[pl.rep_collectors for pl in found], memtier_bin=memtier_bin)
-    return Runner(run, progress=not args.no_progress)
-
-
-def parse_variants(texts: list[str]) -> list[VariantSpec]:
-    """Every --variant parsed before the first is built: a typo fails in a second."""
-    specs: list[VariantSpec] = []
-    for t in texts:
-        s = parse_variant(t)
-        if s.name in {x.name for x in specs}:
-            raise RunError(f"variant name {s.name!r} given twice")
-        specs.append(s)
-    return specs
-
-
-def choose_load_generator(case: Case, opts: RunOptions, variants: dict[str, Variant],
-                          log: Callable[[str], None]) -> tuple[dict, str | None]:
-    """The manifest's load_generator entry (and memtier's path when memtier drives the load);
-    a fallback from memtier to redis-benchmark is said on stderr, not only in the manifest."""
-    paths: dict[str, str | None] = {}
-    for n, v in variants.items():
+        plan = plan_run(request_from_args(args, argv), log)
+    outcome = execute(plan)
+    print(str(outcome.run_dir))
+    if (args.report or outcome.report) and outcome.status in (0, 1):
         try:
-            paths[n] = bench_bin(v)
-        except procs.ToolNotFound:
-            paths[n] = None     # the rep that needs it fails with the full message
-    entry, binary = memtier.choose(case, opts.load_generator, paths, paired=opts.paired)
-    line = memtier.describe(entry)
-    if line:
-        log(f"stallscope run: {line}")
-    return entry, binary
+            r, paths = report_run(outcome.run_dir)
+        except (RunDirError, CompareError, ValueError) as e:
+            # the run is made and kept: its status stands, the report can be redone
+            log(f"stallscope run: the report failed: {e}; redo it with: stallscope compare {outcome.run_dir}")
+        else:
+            print("\n".join(text_lines(r)))
+            print(f"wrote {paths['md']}, {paths['html']}, {paths['json']}")
+    return outcome.status
 
 
 if __name__ == "__main__":

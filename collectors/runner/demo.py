@@ -15,8 +15,19 @@ import argparse
 import sys
 from pathlib import Path
 
-from analysis.compare import cli as compare_cli
-from collectors.runner import cli as run_cli
+from analysis.compare.errors import CompareError
+from analysis.inputs.rundir import RunDirError
+from analysis.report.summary import text_lines
+from analysis.report.writer import report_run
+from collectors.command import run_command
+from collectors.host import procs
+from collectors.load.redis_benchmark import BenchError
+from collectors.load.server import ServerError
+from collectors.runner.api import RunOutcome, RunRequest, execute, plan_run
+from collectors.runner.options import RunError, RunOptions
+
+KNOWN_ERRORS = (RunError, RunDirError, CompareError, procs.ToolNotFound, ServerError, BenchError,
+                ValueError)
 
 REPO = Path(__file__).resolve().parents[2]
 PATCH = "cases/patches/mset-bucket-prefetch.patch"   # relative to REPO
@@ -76,47 +87,45 @@ def parser() -> argparse.ArgumentParser:
     return p
 
 
+def request(args: argparse.Namespace) -> RunRequest:
+    """The demo's run, typed (what `make demo` measures)."""
+    case, reps, profile_reps = SIZES[args.size]
+    opts = RunOptions(reps=args.reps or reps, profile_reps=args.profile_reps or profile_reps,
+                      size=args.size, pairing="unpaired" if args.unpaired else "auto")
+    return RunRequest(case, [BASE, cand_spec()], opts, sets=list(args.set), out=Path(args.runs),
+                      progress=not args.no_progress)
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(sys.argv[1:] if argv is None else argv)
-    case, reps, profile_reps = SIZES[args.size]
-    reps = args.reps or reps
-    profile_reps = args.profile_reps or profile_reps
-    cand = cand_spec()
-    run_argv = [case, "--variant", BASE, "--variant", cand, "--size", args.size,
-                "--reps", str(reps), "--profile-reps", str(profile_reps), "--out", args.runs]
-    for s in args.set:
-        run_argv += ["--set", s]
-    if args.unpaired:
-        run_argv.append("--unpaired")
-    if args.no_progress:
-        run_argv.append("--no-progress")
+    req = request(args)
     how = ("throughput reps per variant, interleaved" if args.unpaired
            else "paired reps (both servers loaded, ABBA windows)")
-    print(f"stallscope demo: {BASE}  vs  {cand}\n"
-          f"  case {case} (size {args.size}), {reps} {how} + {profile_reps} profile reps "
-          f"per variant" + (f"; set: {', '.join(args.set)}" if args.set else ""), file=sys.stderr)
-
-    before = _run_dirs(args.runs)
-    rc = run_cli.main(run_argv)
-    new = sorted(_run_dirs(args.runs) - before)
-    run_dir = new[-1] if new else None
-    if rc == 2 and run_dir is None:
-        return 2        # bad input (a --set, a missing tool): stallscope run said what and how
-    if rc not in (0, 1) or run_dir is None:
-        print(f"stallscope demo: the run failed (exit {rc}); finished reps are kept, "
-              f"finish it with: stallscope run --resume {run_dir or 'runs/<run-id>'}",
-              file=sys.stderr)
-        return rc or 1
-
-    crc = compare_cli.main([str(run_dir), "--out", args.out])
-    if crc == 0:
+    print(f"stallscope demo: {BASE}  vs  {req.variants[1]}\n"
+          f"  case {req.case} (size {args.size}), {req.options.reps} {how} + "
+          f"{req.options.profile_reps} profile reps per variant"
+          + (f"; set: {', '.join(args.set)}" if args.set else ""), file=sys.stderr)
+    log = (lambda msg: print(msg, file=sys.stderr))
+    procs.install_signal_handlers()
+    outcome: list[RunOutcome] = []
+    rc = run_command("stallscope demo", lambda: _run(req, args.out, log, outcome), KNOWN_ERRORS,
+                     "(finished reps are kept: stallscope run --resume RUN_DIR)")
+    if rc == 0 and outcome:
         print(f"stallscope demo: report in {args.out}/report.md, {args.out}/report.html, "
-              f"{args.out}/results.json (run directory {run_dir})", file=sys.stderr)
-    return crc
+              f"{args.out}/results.json (run directory {outcome[0].run_dir})", file=sys.stderr)
+    return rc
 
 
-def _run_dirs(runs: str) -> set[Path]:
-    return {p.parent for p in Path(runs).glob("*/manifest.json")}
+def _run(req: RunRequest, out: str, log, outcome: list[RunOutcome]) -> int:
+    done = execute(plan_run(req, log))
+    outcome.append(done)
+    if done.status not in (0, 1):
+        log(f"stallscope demo: the run stopped (exit {done.status}); finished reps are kept, "
+            f"finish it with: stallscope run --resume {done.run_dir}")
+        return done.status
+    r, _ = report_run(done.run_dir, out)
+    print("\n".join(text_lines(r)))
+    return 0
 
 
 if __name__ == "__main__":

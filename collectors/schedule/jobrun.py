@@ -1,19 +1,22 @@
 """Run one job of a schedule once: for each case, resolve the moving refs, skip what ran
-already for the same commits, choose the baseline, run it (`stallscope run`), compare it
-(`stallscope compare`), record it in the history store, and deliver the alerts the change
-points at this run raise. The runner and compare run in-process through their commands'
-`main(argv)`, exactly as a user's `stallscope run` would."""
+already for the same commits, choose the baseline, run it, compare it, record it in the
+history store, and deliver the alerts the change points at this run raise. The run and its report go through the run API
+(collectors/runner/api.py) and analysis.report.writer.report_run, in-process; a run that
+cannot start fails this job with the reason and the schedule goes on."""
 from __future__ import annotations
 
-import contextlib
-import io
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from analysis.compare import cli as compare_cli
-from collectors.runner import cli as runner_cli
+from analysis.compare.errors import CompareError
+from analysis.inputs.rundir import RunDirError
+from analysis.report.summary import text_lines
+from analysis.report.writer import report_run
+from collectors.host import procs
+from collectors.runner import arguments
+from collectors.runner.api import execute, plan_run
 from collectors.schedule import baseline
 from collectors.schedule.model import Job, Schedule, ScheduleError
 from collectors.schedule.refs import resolve
@@ -58,7 +61,7 @@ def run_case(sched: Schedule, job: Job, case: str, store: Any, log: Callable[[st
         return CaseOutcome(sjob, case, "failed", commits, message=f"stallscope run exited {rc}")
     report = Path(sched.reports_dir) / run_dir.name
     if len(variants) > 1:
-        crc = _quiet(compare_cli.main, [str(run_dir), "--out", str(report)], log)
+        crc = _report(run_dir, report, log)
         if crc != 0:
             return CaseOutcome(sjob, case, "failed", commits, run_dir,
                                message=f"stallscope compare {run_dir} exited {crc}")
@@ -77,35 +80,47 @@ def run_case(sched: Schedule, job: Job, case: str, store: Any, log: Callable[[st
 
 def _run(sched: Schedule, job: Job, case: str, variants: list[str],
          log: Callable[[str], None]) -> tuple[Path | None, int]:
+    """The job's run through the run API; the job file's extra `run` arguments (run_args)
+    are read by `stallscope run`'s own parser, so they mean what they mean there."""
     argv = [case, *[a for v in variants for a in ("--variant", v)], "--reps", str(job.reps),
             "--profile-reps", str(job.profile_reps), "--size", job.size, "--out", sched.runs_dir,
             "--no-progress", *job.run_args]
     if job.profile_reps == 0:
         argv += ["--profile", "off"]
     log("schedule: stallscope run " + " ".join(argv))
-    buf = io.StringIO()
-    with contextlib.redirect_stdout(buf):
-        rc = runner_cli.main(argv)
-    lines = [ln for ln in buf.getvalue().splitlines() if ln.strip()]
-    if rc == 130:
+    procs.install_signal_handlers()     # Ctrl-C during a build ends as during a rep
+    try:
+        args = arguments.parser().parse_args(argv)
+    except SystemExit:
+        # argparse printed what is wrong with the job's arguments
+        raise ScheduleError(f"{sched.path}: job {job.name}: run arguments {job.run_args} are not "
+                            "valid `stallscope run` arguments (see stallscope run --help)") from None
+    try:
+        outcome = execute(plan_run(arguments.request_from_args(args, argv), log))
+    except procs.Interrupted:
+        procs.kill_all()
+        log("schedule: interrupted before the run's first rep")
+        raise KeyboardInterrupt from None
+    except Exception as e:      # noqa: BLE001 - as `stallscope run` ends: this job fails, said
+        log(f"schedule: stallscope run: error: {type(e).__name__}: {e}")
+        return None, 2
+    if outcome.status == 130:
         # Ctrl-C reached the runner (it stopped its servers): stop the schedule too, not the
         # next job. The unfinished run directory is kept for `stallscope run --resume`.
-        log(f"schedule: interrupted; {lines[-1] if lines else 'no run directory'} is kept")
+        log(f"schedule: interrupted; {outcome.run_dir} is kept")
         raise KeyboardInterrupt
-    # `stallscope run` prints the run directory as stdout's last line when a run exists.
-    run_dir = Path(lines[-1]) if lines and rc in (0, 1) else None
-    if run_dir is not None and not (run_dir / "manifest.json").exists():
-        raise ScheduleError(f"stallscope run printed {run_dir}, which has no manifest.json")
-    return run_dir, rc
+    return outcome.run_dir, outcome.status
 
 
-def _quiet(fn: Callable[[list[str]], int], argv: list[str], log: Callable[[str], None]) -> int:
-    buf = io.StringIO()
-    with contextlib.redirect_stdout(buf):
-        rc = fn(argv)
-    for ln in buf.getvalue().splitlines():
+def _report(run_dir: Path, report: Path, log: Callable[[str], None]) -> int:
+    try:
+        r, _ = report_run(run_dir, report)
+    except (RunDirError, CompareError, ValueError) as e:
+        log(f"  stallscope compare: error: {e}")
+        return 2
+    for ln in text_lines(r):
         log(f"  {ln}")
-    return rc
+    return 0
 
 
 def _changes_at(store: Any, sjob: str, stored: Any) -> list[Any]:

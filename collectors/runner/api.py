@@ -1,0 +1,179 @@
+"""The run API: one way to start a run, used by `stallscope run`, the sweep, the scheduler,
+the demo and the benchmarks (each of them a thin shell over it).
+
+    plan = plan_run(RunRequest("mset-50keys", ["base=debsrc:redis", "cand=..."]), log)
+    outcome = execute(plan)          # RunOutcome(run_dir, status 0 | 1 | 130)
+
+plan_run checks the inputs (case, variant specs, plugins: perf, TMA preflight, Parca token)
+before anything is built, builds (or takes from the cache) every variant and writes the
+manifest: from then on the run exists on disk, and `resume_run` can finish it. execute
+takes the dataset snapshot, calibrates and runs the reps (collectors.runner.runner).
+"""
+from __future__ import annotations
+
+import argparse
+import dataclasses
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+from analysis import twostage
+from analysis.inputs.case import Case
+from analysis.inputs.manifest import Variant
+from analysis.inputs.rundir import save_manifest
+from collectors.build.builder import build_variant
+from collectors.build.spec import VariantSpec, parse_variant
+from collectors.host import machine, procs, versions
+from collectors.load import memtier
+from collectors.runner import pairing
+from collectors.runner.context import RunContext, bench_bin
+from collectors.runner.manifest import apply_sections, make_manifest, new_run_id
+from collectors.runner.options import RUNS_DIR, RunError, RunOptions
+from collectors.runner.plugins import plugins
+from collectors.runner.runner import Runner
+from collectors.workload.cases import load_case
+from collectors.workload.overrides import parse_sets
+
+Log = Callable[[str], None]
+
+
+@dataclass
+class RunRequest:
+    """A run to make: what `stallscope run CASE --variant ... [options]` asks, typed."""
+    case: str                              # case name (cases/*.yaml), name@axis=value, or a file
+    variants: list[str]                    # NAME=SPEC, in order (the first is the baseline)
+    options: RunOptions = field(default_factory=RunOptions)
+    sets: list[str] = field(default_factory=list)     # FIELD=VALUE case overrides
+    out: Path = Path(RUNS_DIR)             # where the run directory is made
+    report: bool = False                   # render the report at the end (kept for --resume)
+    progress: bool = True
+    # The manifest's `command` (how to reproduce the run); None: argv() of this request.
+    command: list[str] | None = None
+
+    def argv(self) -> list[str]:
+        """The `stallscope run` arguments that make this request (plugin flags in
+        options.extra are not spelled: no caller of the API sets them)."""
+        o = self.options
+        a = [self.case, *[x for v in self.variants for x in ("--variant", v)], "--size", o.size,
+             "--reps", str(o.reps), "--profile", o.profile, "--profile-reps", str(o.profile_reps),
+             "--frequency", str(o.freq_hz), "--load-generator", o.load_generator, "--out", str(self.out)]
+        a += {"paired": ["--paired"], "unpaired": ["--unpaired"]}.get(o.pairing, [])
+        if o.pairing != "unpaired":
+            a += ["--paired-window", f"{o.paired_window_s:g}", "--paired-windows", str(o.paired_windows)]
+        if o.precision is not None:
+            a += ["--precision", f"{o.precision:g}"]
+            if o.budget_s is not None:
+                a += ["--budget", f"{o.budget_s:g}"]
+        for s in self.sets:
+            a += ["--set", s]
+        a += ["--keep-perf-data"] * o.keep_perf_data + ["--report"] * self.report
+        return a + ["--no-progress"] * (not self.progress)
+
+
+@dataclass
+class RunPlan:
+    """A run written to disk (manifest, built variants) and ready to execute."""
+    runner: Runner
+
+    @property
+    def run_dir(self) -> Path:
+        return self.runner.run_dir
+
+
+@dataclass
+class RunOutcome:
+    run_dir: Path
+    status: int          # 0: every rep ok; 1: some rep failed; 130: interrupted (resume it)
+    report: bool = False  # the run asked for its report at the end
+
+
+def plan_run(req: RunRequest, log: Log) -> RunPlan:
+    """Check, build and write the manifest (RunError and the loaders' errors on bad input,
+    raised before anything is built where the input alone decides)."""
+    if not req.case:
+        raise RunError("name a case (e.g. mset-50keys) or give --resume RUN_DIR")
+    if len(req.variants) < 1:
+        raise RunError("give at least one --variant NAME=SPEC (two to compare)")
+    case = load_case(req.case, req.options.size, parse_sets(req.sets))
+    opts = with_plugin_defaults(req.options)
+    if opts.reps < 1:
+        raise RunError("--reps must be at least 1")
+    if opts.precision is not None and opts.reps < twostage.MIN_PILOT:
+        raise RunError(f"--precision needs a first stage of at least {twostage.MIN_PILOT} paired "
+                       f"reps (--reps {opts.reps})")
+    if opts.budget_s is not None and opts.precision is None:
+        raise RunError("--budget goes with --precision (it bounds the reps a precision run adds)")
+    specs = parse_variants(req.variants)
+    if opts.load_generator == "memtier" or (opts.load_generator == "auto" and case.workload.tool == "memtier"):
+        memtier.find_memtier()  # a MEMTIER= that points nowhere stops the run before any build
+    host = machine.host_facts()
+    found = plugins()
+    # Plugins judge the run before anything is built (perf missing, no PMU, token file).
+    sections = [pl.manifest_sections(opts, host) or {} for pl in found]
+    variants = {s.name: build_variant(s, log=log) for s in specs}
+    plan, decided = pairing.choose(variants, opts, case, host.get("memory_bytes"))
+    opts.paired = plan is not None
+    log(f"stallscope run: {'paired' if plan else 'unpaired'}: {decided.reason}")
+    tools = versions.tool_versions({n: v.benchmark_bin for n, v in variants.items()})
+    run_id = new_run_id(case.name, req.out)
+    command = ["stallscope", "run", *(req.command if req.command is not None else req.argv())]
+    m = make_manifest(run_id, case, variants, opts, command, host, tools, plan, decided)
+    m.options["report"] = bool(req.report)
+    m.load_generator, memtier_bin = choose_load_generator(case, opts, variants, log)
+    for s in sections:
+        apply_sections(m, s)
+    run_dir = req.out / run_id
+    save_manifest(run_dir, m)
+    log(f"stallscope run: {run_dir}")
+    run = RunContext(run_dir, m, case, variants, opts,
+                     collector_factories=[pl.rep_collectors for pl in found], memtier_bin=memtier_bin)
+    return RunPlan(Runner(run, progress=req.progress))
+
+
+def with_plugin_defaults(opts: RunOptions) -> RunOptions:
+    """opts with every plugin flag it does not set at the flag's default: a caller of the API
+    sets RunOptions fields, not the plugins' flags (call graphs, TMA, Parca), and a plugin
+    reads its flags from options.extra as `stallscope run` would have filled it."""
+    p = argparse.ArgumentParser(add_help=False)
+    for pl in plugins():
+        pl.add_run_arguments(p)
+    defaults = vars(p.parse_args([]))
+    return dataclasses.replace(opts, extra={**defaults, **opts.extra})
+
+
+def resume_run(run_dir: Path, log: Log, progress: bool = True) -> RunPlan:
+    """An interrupted or failed run, ready to run the reps that are not ok."""
+    return RunPlan(Runner.resume(Path(run_dir), log, progress=progress))
+
+
+def execute(plan: RunPlan) -> RunOutcome:
+    status = plan.runner.run()
+    return RunOutcome(plan.run_dir, status, bool(plan.runner.m.options.get("report")))
+
+
+def parse_variants(texts: list[str]) -> list[VariantSpec]:
+    """Every --variant parsed before the first is built: a typo fails in a second."""
+    specs: list[VariantSpec] = []
+    for t in texts:
+        s = parse_variant(t)
+        if s.name in {x.name for x in specs}:
+            raise RunError(f"variant name {s.name!r} given twice")
+        specs.append(s)
+    return specs
+
+
+def choose_load_generator(case: Case, opts: RunOptions, variants: dict[str, Variant],
+                          log: Log) -> tuple[dict, str | None]:
+    """The manifest's load_generator entry (and memtier's path when memtier drives the load);
+    a fallback from memtier to redis-benchmark is said on stderr, not only in the manifest."""
+    paths: dict[str, str | None] = {}
+    for n, v in variants.items():
+        try:
+            paths[n] = bench_bin(v)
+        except procs.ToolNotFound:
+            paths[n] = None     # the rep that needs it fails with the full message
+    entry, binary = memtier.choose(case, opts.load_generator, paths, paired=opts.paired)
+    line = memtier.describe(entry)
+    if line:
+        log(f"stallscope run: {line}")
+    return entry, binary
