@@ -42,7 +42,14 @@ def main(argv: list[str]) -> int:
     p_show.add_argument("--json", action="store_true", help="print JSON instead of YAML")
     p_show.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE",
                         help="override a field after the size, as `stallscope run --set` does (repeat)")
-    p_imp = sub.add_parser("import", help="translate a redis-benchmarks-specification suite file into a case")
+    p_imp = sub.add_parser(
+        "import", help="translate a redis-benchmarks-specification suite file into a case",
+        description="Translate a redis-benchmarks-specification test-suite file into a case. Keys keep the "
+                    "suite's prefix with the number zero-padded to 12 digits (what redis-benchmark can spell); "
+                    "literal keys in commands become the dataset's names; a memtier mix (--ratio S:G, several "
+                    "--command) becomes matrix axis op, one variant per command. Every difference is a note. "
+                    "Refused (exit status 2, with the reason): keys the dataset cannot hold, key pattern Z, "
+                    "transactions. See docs/cases.md.")
     p_imp.add_argument("suite", help="a test-suite .yml file (memtier_benchmark arguments)")
     p_imp.add_argument("-o", "--output", help="write the case YAML here (default: print it)")
     args = ap.parse_args(argv)

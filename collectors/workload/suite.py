@@ -4,7 +4,8 @@ Those files (redis/redis-benchmarks-specification, test-suites/*.yml) describe a
 benchmark as memtier_benchmark arguments plus a preload recipe. What maps onto the case
 model is translated; everything that does not is named, one sentence each, in
 Case.notes (and printed by `cases import`), so nobody mistakes the import for the
-original benchmark.
+original benchmark. A suite whose case would measure something else (a key the dataset
+cannot hold, a zipfian key pattern, a transaction split apart) is refused with the reason.
 """
 from __future__ import annotations
 

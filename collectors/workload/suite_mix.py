@@ -53,7 +53,10 @@ def parts(ca: MemtierArgs, where: str) -> list[Part]:
                 raise MixError(f"{where}: memtier --command-ratio {value!r} is not an integer") from None
         elif name == "command-key-pattern" and out:
             out[-1].pattern = value.upper()[:1] or "R"
-    verbs = [(shlex.split(p.command) or [""])[0].upper() for p in out]
+    try:
+        verbs = [(shlex.split(p.command) or [""])[0].upper() for p in out]
+    except ValueError as e:
+        raise MixError(f"{where}: cannot split a --command into words: {e}") from None
     if TRANSACTION & set(verbs):
         raise MixError(f"{where}: the commands form a transaction ({' '.join(verbs)}): memtier sends them in "
                        "order on each connection; redis-benchmark runs one command per run, so the transaction "
