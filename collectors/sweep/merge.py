@@ -146,7 +146,7 @@ def merge_experiment(dirs: list[Path], out: Path, log: Log) -> tuple[Path, str]:
         states.append(m.status)
         total += len(m.points)
     doc["status"] = "complete" if all(s == "complete" for s in states) else "incomplete"
-    doc["fanout"] = _merged(runs)
+    doc["fanout"] = _merged(runs, runs)
     write_json(dest / "experiment.json", doc)
     say(runs, total, log)
     return dest, doc["status"]

@@ -23,7 +23,8 @@ from analysis.report.fmt import change_cells
 from analysis.sweep.engine import headline
 from analysis.sweep.manifest import SweepManifest, SweepPoint, save_sweep
 from collectors.host import procs
-from collectors.runner import cli as run_cli
+from collectors.runner.api import plan_run
+from collectors.runner.arguments import parser as run_parser, request_from_args
 from collectors.runner.manifest import now_iso
 from collectors.runner.progress import duration
 from collectors.runner.runner import Runner
@@ -135,8 +136,7 @@ class Sweeper:
             return Runner.resume(run_dir, self.log, progress=self.progress)
         out = self.dir / p.id
         argv = point_argv(self.m, p, self.opts, out, self.progress)
-        args = run_cli.parser().parse_args(argv)
-        runner = run_cli.new_runner(args, argv, self.log)
+        runner = plan_run(request_from_args(run_parser().parse_args(argv), argv), self.log).runner
         p.run_dir = str(runner.run_dir.relative_to(self.dir))
         runner.m.extra["sweep"] = {"sweep_id": self.m.sweep_id, "point": p.id, "index": p.index,
                                    "labels": dict(p.labels)}
