@@ -49,19 +49,31 @@ def test_a_recorded_run_is_stored_once(store_url):
     assert a.verdicts and a.base and a.cand
 
 
-def test_an_old_schema_is_migrated_and_keeps_its_runs(tmp_path):
-    url = url_of(tmp_path / "old.sqlite")
-    eng = sa.create_engine(url)
-    create_version(eng, 1)
+@pytest.mark.parametrize("version", [1, 2])
+def test_an_old_schema_is_migrated_and_keeps_its_runs(store_url, version):
+    """A real store of an older version (its own table definitions, a run and its points
+    in it) opened by this stallscope: migrated step by step, its rows kept, version 3's
+    composite indexes in place of the ones they extend."""
+    eng = sa.create_engine(url_of(store_url))
+    create_version(eng, version)
     with eng.begin() as c:
         c.execute(sa.text("INSERT INTO runs (run_key, job, run_id, started_at, commits, variants, "
                           "environment, meta, ingested_at) VALUES ('k', 'j', 'r1', '2026-01-01T00:00:00Z', "
                           "'{}', '{}', '{}', '{}', '2026-01-01T00:00:00Z')"))
-    st = HistoryStore.open(tmp_path / "old.sqlite")
-    assert st.migrations == [f"migrated to schema version {SCHEMA_VERSION}"]
+        c.execute(sa.text("INSERT INTO points (run, series, variant, value, low, high, n, unit, "
+                          "higher_is_better) VALUES (1, 'paired:j', 'cand', 2.5, 2.0, 3.0, 5, 'ops/s', true)"))
+    eng.dispose()
+    st = HistoryStore.open(store_url)
+    assert st.migrations == [f"migrated to schema version {v}" for v in range(version + 1, SCHEMA_VERSION + 1)]
     with st.engine.connect() as c:
         assert stored_version(c) == SCHEMA_VERSION
+        ix = {i["name"]: i["column_names"] for t in ("runs", "points") for i in sa.inspect(c).get_indexes(t)}
+    assert ix["ix_runs_job_started"] == ["job", "started_at", "id"]
+    assert ix["ix_points_series_run"] == ["series", "variant", "run"]
+    assert "ix_runs_job" not in ix and "ix_points_series" not in ix
     (run,) = st.runs("j")
+    ((r, p),) = st.series("j")["paired:j"]
+    assert (r.run_id, p["value"], p["low"], p["high"], p["n"], p["values"]) == ("r1", 2.5, 2.0, 3.0, 5, None)
     st.mark_run(run.id, "good")
     assert st.last_good("j").run_id == "r1"
 

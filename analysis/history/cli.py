@@ -22,6 +22,7 @@ Examples:
   stallscope history mark-run 12 good                    # baseline policy last-good uses it
   stallscope history compare 11 12                        # two stored runs, no re-run
   stallscope history trends --out reports/trends          # index.html + one page per job
+  stallscope history series --job nightly-mset --series paired:mset-50keys --format json
   stallscope history alert --job nightly-mset --out alert.md
 """
 
@@ -48,6 +49,17 @@ def parser() -> argparse.ArgumentParser:
     s = sub.add_parser("mark-run", help="mark a run good (or bad; '' clears)")
     s.add_argument("run_id", type=int)
     s.add_argument("mark")
+    s = sub.add_parser("series", help="every stored point of a job's series (the full data behind "
+                       "a trend page's downsampled plots), as CSV or JSON")
+    s.add_argument("--job", required=True)
+    s.add_argument("--series", action="append", metavar="NAME",
+                   help="a series key, e.g. paired:mset-50keys (repeat; default: every series of the job)")
+    s.add_argument("--variant", choices=("cand", "base", "both"), default="both",
+                   help="the candidate's points, the baseline's, or both (default)")
+    s.add_argument("--format", choices=("csv", "json"), default="csv",
+                   help="csv (one point per line, no reps) or json (by columns, with each point's reps; "
+                   "docs/history.md, \"At scale\")")
+    s.add_argument("--out", type=Path, help="file to write (default: standard output)")
     sub.add_parser("trends", help="write the trend pages").add_argument("--out", type=Path, default=Path("reports/trends"))
     s = sub.add_parser("alert", help="the alert Markdown of a job's newest run")
     s.add_argument("--job", required=True)
@@ -66,8 +78,12 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _ingest(store: HistoryStore, a) -> int:
-    for p in a.paths:
-        r = store.ingest(p, job=a.job)
+    from analysis.history.store import Incoming, load_results
+    incoming = []
+    for p in a.paths:                 # every path read first: one bad path stores nothing
+        results, report = load_results(p)
+        incoming.append(Incoming(results, a.job, report_url=report))
+    for r in store.ingest_batch(incoming):          # one transaction
         print(f"stored run {r.id}: job {r.job}, {r.run_id} ({r.started_at})")
     return 0
 
@@ -126,6 +142,26 @@ def _mark_run(store: HistoryStore, a) -> int:
     return 0
 
 
+def _series(store: HistoryStore, a) -> int:
+    from analysis.history.export import write_csv, write_json
+    if a.job not in store.jobs():
+        raise HistoryError(f"no stored run of job {a.job!r} (stallscope history runs lists them)")
+    roles = ("cand", "base") if a.variant == "both" else (a.variant,)
+    by_variant = store.series_by_variant(a.job, roles, names=a.series, reps=a.format == "json")
+    missing = [n for n in a.series or [] if not any(n in s for s in by_variant.values())]
+    if missing:
+        raise HistoryError(f"job {a.job!r} has no series {', '.join(map(repr, missing))} "
+                           "(stallscope history show RUN lists a run's series)")
+    write = write_csv if a.format == "csv" else write_json
+    if a.out:
+        with a.out.open("w", newline="") as fh:
+            n = write(fh, a.job, by_variant, a.series)
+        print(f"wrote {n:,} points to {a.out}", file=sys.stderr)
+    else:
+        write(sys.stdout, a.job, by_variant, a.series)
+    return 0
+
+
 def _trends(store: HistoryStore, a) -> int:
     from analysis.report.trends import write_trend_pages
     print(write_trend_pages(store, a.out))
@@ -147,4 +183,4 @@ def _alert(store: HistoryStore, a) -> int:
 
 
 COMMANDS = {"ingest": _ingest, "runs": _runs, "show": _show, "compare": _compare, "changes": _changes,
-            "mark": _mark, "mark-run": _mark_run, "trends": _trends, "alert": _alert}
+            "mark": _mark, "mark-run": _mark_run, "series": _series, "trends": _trends, "alert": _alert}

@@ -6,6 +6,8 @@ point's rep values (so two stored runs compare with the run's own statistics), r
 marks ("good"), detected change points and the marks users put on them, keyed by
 (job, series, first run after the shift) so a mark survives re-detection. Old versions'
 table definitions stay here: a migration must be testable from a real old store.
+Version 3 added the indexes the queries of a long history need (docs/history.md, "At
+scale"): a job's runs in time order, one series of a job across runs.
 """
 from __future__ import annotations
 
@@ -13,17 +15,17 @@ from typing import Callable
 
 import sqlalchemy as sa
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 
 
 def tables(md: sa.MetaData, version: int = SCHEMA_VERSION) -> dict[str, sa.Table]:
-    """The tables of `version` (1 or 2) on `md`."""
+    """The tables of `version` (1 to 3) on `md`."""
     t = {"meta": sa.Table("meta", md, sa.Column("key", sa.String(64), primary_key=True),
                           sa.Column("value", sa.Text, nullable=False))}
     run_cols = [
         sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
         sa.Column("run_key", sa.String(200), nullable=False, unique=True),  # idempotency
-        sa.Column("job", sa.String(200), nullable=False, index=True),
+        sa.Column("job", sa.String(200), nullable=False, index=version < 3),
         sa.Column("run_id", sa.String(200), nullable=False),
         sa.Column("started_at", sa.String(40), nullable=False),   # ISO 8601 UTC
         sa.Column("host", sa.String(200), nullable=False, server_default=""),
@@ -40,6 +42,8 @@ def tables(md: sa.MetaData, version: int = SCHEMA_VERSION) -> dict[str, sa.Table
     ]
     if version >= 2:
         run_cols.append(sa.Column("mark", sa.String(40), nullable=True))
+    if version >= 3:          # runs(job): the job's runs in time order, read from the index
+        run_cols.append(sa.Index("ix_runs_job_started", "job", "started_at", "id"))
     t["runs"] = sa.Table("runs", md, *run_cols)
     point_extra = [sa.Column("values", sa.JSON)] if version >= 2 else []   # the reps' values
     t["points"] = sa.Table(
@@ -54,7 +58,9 @@ def tables(md: sa.MetaData, version: int = SCHEMA_VERSION) -> dict[str, sa.Table
         sa.Column("unit", sa.String(40), nullable=False, server_default=""),
         sa.Column("higher_is_better", sa.Boolean, nullable=False),
         sa.UniqueConstraint("run", "series", "variant"),
-        sa.Index("ix_points_series", "series", "variant"))
+        # version 3: one series across runs (its runs then filtered by job through runs.id)
+        sa.Index("ix_points_series_run", "series", "variant", "run") if version >= 3
+        else sa.Index("ix_points_series", "series", "variant"))
     t["changes"] = sa.Table(
         "changes", md,
         sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
@@ -105,8 +111,17 @@ def _v1_to_v2(conn: sa.Connection) -> None:
         new[name].create(conn)
 
 
+def _v2_to_v3(conn: sa.Connection) -> None:
+    # The composite indexes replace the ones they extend (a prefix index only costs writes).
+    conn.execute(sa.text("DROP INDEX ix_runs_job"))
+    conn.execute(sa.text("DROP INDEX ix_points_series"))
+    new = tables(sa.MetaData(), 3)
+    for ix in (*new["runs"].indexes, *new["points"].indexes):
+        ix.create(conn)
+
+
 # MIGRATIONS[v] turns a version-v store into version v+1.
-MIGRATIONS: dict[int, Callable[[sa.Connection], None]] = {1: _v1_to_v2}
+MIGRATIONS: dict[int, Callable[[sa.Connection], None]] = {1: _v1_to_v2, 2: _v2_to_v3}
 
 
 class SchemaError(Exception):

@@ -48,6 +48,16 @@ class StoredRun:
         return self.commits.get(role) or self.commits.get(getattr(self, role, ""), "") or ""
 
 
+@dataclass
+class Incoming:
+    """One run to store: its results.json and what the caller knows beside it."""
+    results: dict
+    job: str | None = None                 # default: the case name and its --set overrides
+    commits: dict[str, str] | None = None
+    report_url: str = ""
+    meta: dict | None = None
+
+
 def url_of(where: str | os.PathLike | None) -> str:
     """None -> $STALLSCOPE_HISTORY or ./history.sqlite; a path -> sqlite; URLs as given
     (postgresql://... uses psycopg 3)."""
@@ -137,45 +147,77 @@ class HistoryStore:
     def ingest_results(self, results: dict, *, job: str | None = None,
                        commits: dict[str, str] | None = None, report_url: str = "",
                        meta: dict | None = None) -> StoredRun:
-        job = job or default_job(results)
-        key = f"{job}|{results['run_id']}|{results.get('created', '')}"
+        return self.ingest_batch([Incoming(results, job, commits, report_url, meta)])[0]
+
+    def ingest_batch(self, incoming: list[Incoming]) -> list[StoredRun]:
+        """Store many runs in one transaction (one multi-row insert per table): a run
+        already stored, or stored by another writer meanwhile, adds nothing; the stored
+        runs in the order given."""
+        prepared = [self._prepare(x) for x in incoming]
+        fresh: dict[str, tuple] = {}
+        for row, points, changes in prepared:        # the same run twice: the first counts
+            fresh.setdefault(row["run_key"], (row, points, changes))
+        with self.engine.begin() as conn:
+            ids = self._insert_runs(conn, [fresh[k][0] for k in sorted(fresh)])
+            pts = [dict(run=rid, **p.__dict__) for k, rid in ids.items() for p in fresh[k][1]]
+            chs = [dict(run=rid, **c.__dict__) for k, rid in ids.items() for c in fresh[k][2]]
+            if pts:
+                conn.execute(self.t["points"].insert(), pts)
+            if chs:
+                conn.execute(self.t["changes"].insert(), chs)
+        by_key = self._runs_by_key(list(fresh))
+        return [by_key[row["run_key"]] for row, _, _ in prepared]
+
+    def _prepare(self, x: Incoming) -> tuple[dict, list, list]:
+        """The run's row, its points and its in-run changes."""
+        results = x.results
+        job = x.job or default_job(results)
         env = results.get("environment") or {}
         variants = env.get("variants") or {}
         base, cand = results.get("base", ""), results.get("cand", "")
         all_commits = {v: str(d.get("commit") or "") for v, d in variants.items() if d.get("commit")}
-        all_commits.update(commits or {})
+        all_commits.update(x.commits or {})
         for role, name in (("base", base), ("cand", cand)):
             if name in all_commits and role not in all_commits:
                 all_commits[role] = all_commits[name]
+        case = results.get("case") or {}
+        row = dict(run_key=f"{job}|{results['run_id']}|{results.get('created', '')}", job=job,
+                   run_id=results["run_id"], started_at=results.get("created") or _now(),
+                   host=(x.meta or {}).get("host") or os.uname().nodename,
+                   case_name=case.get("name", ""), size=case.get("size", ""), base=base, cand=cand,
+                   commits=all_commits, variants=variants,
+                   environment={k: env.get(k) for k in ("host", "tools", "placement", "profiling")},
+                   report=x.report_url or "", meta=x.meta or {}, ingested_at=_now())
         points, changes = extract(results)
-        runs = self.t["runs"]
-        with self.engine.begin() as conn:
-            found = conn.execute(sa.select(runs.c.id).where(runs.c.run_key == key)).scalar()
-            if found is None:
-                row = dict(run_key=key, job=job, run_id=results["run_id"],
-                           started_at=results.get("created") or _now(),
-                           host=(meta or {}).get("host") or os.uname().nodename,
-                           case_name=(results.get("case") or {}).get("name", ""),
-                           size=(results.get("case") or {}).get("size", ""), base=base, cand=cand,
-                           commits=all_commits, variants=variants,
-                           environment={k: env.get(k) for k in ("host", "tools", "placement", "profiling")},
-                           report=report_url or "", meta=meta or {}, ingested_at=_now())
-                found = self._insert_run(conn, row)
-                if points:
-                    conn.execute(self.t["points"].insert(), [dict(run=found, **p.__dict__) for p in points])
-                if changes:
-                    conn.execute(self.t["changes"].insert(), [dict(run=found, **c.__dict__) for c in changes])
-        return self.run(found)
+        return row, points, changes
 
-    def _insert_run(self, conn: sa.Connection, row: dict) -> int:
+    def _insert_runs(self, conn: sa.Connection, rows: list[dict]) -> dict[str, int]:
+        """Insert the runs not stored yet (rows sorted by run_key: two writers lock the
+        keys they share in the same order, so they wait for each other, never deadlock);
+        run_key -> id of those this transaction inserted. INSERT ... ON CONFLICT DO
+        NOTHING: a run another writer stores meanwhile is skipped, with its points."""
+        if not rows:
+            return {}
         runs = self.t["runs"]
         if conn.dialect.name == "postgresql":
-            # Two writers ingesting the same run at once: the second one keeps the first row.
             from sqlalchemy.dialects.postgresql import insert
-            stmt = insert(runs).values(**row).on_conflict_do_nothing(index_elements=["run_key"])
-            conn.execute(stmt)
-            return conn.execute(sa.select(runs.c.id).where(runs.c.run_key == row["run_key"])).scalar_one()
-        return conn.execute(runs.insert().values(**row)).inserted_primary_key[0]
+        else:
+            from sqlalchemy.dialects.sqlite import insert
+        stmt = insert(runs).on_conflict_do_nothing(index_elements=["run_key"]).returning(runs.c.run_key, runs.c.id)
+        return {k: i for k, i in conn.execute(stmt, rows)}
+
+    def _runs_by_key(self, keys: list[str]) -> dict[str, StoredRun]:
+        runs, ch = self.t["runs"], self.t["changes"]
+        out: dict[str, StoredRun] = {}
+        with self.engine.connect() as conn:
+            for i in range(0, len(keys), 500):
+                found = conn.execute(sa.select(runs).where(runs.c.run_key.in_(keys[i:i + 500]))).all()
+                verdicts: dict[int, dict[str, str]] = {r.id: {} for r in found}
+                for c in conn.execute(sa.select(ch.c.run, ch.c.series, ch.c.verdict)
+                                      .where(ch.c.run.in_(list(verdicts)))):
+                    verdicts[c.run][c.series] = c.verdict
+                out.update((r.run_key, self._stored(r, verdicts[r.id])) for r in found)
+        return out
 
     # --- queries ------------------------------------------------------------------------
     def _stored(self, r: Any, verdicts: dict[str, str] | None = None) -> StoredRun:
@@ -224,18 +266,34 @@ class HistoryStore:
         with self.engine.connect() as conn:
             return [dict(r._mapping) for r in conn.execute(sa.select(p).where(p.c.run == run).order_by(p.c.series, p.c.variant))]
 
-    def series(self, job: str, variant: str = "cand") -> dict[str, list[tuple[StoredRun, dict]]]:
-        """series -> [(run, point)] oldest first, for one variant role."""
+    def series(self, job: str, variant: str = "cand", names: list[str] | None = None,
+               reps: bool = True) -> dict[str, list[tuple[StoredRun, dict]]]:
+        """series -> [(run, point)] oldest first, for one variant role; only the series in
+        `names` when given; without the reps' values (`values`) when reps is False (a plot
+        needs the median and spread only, and decoding a million small JSON lists is most
+        of a long history's query time)."""
+        return self.series_by_variant(job, (variant,), names, reps).get(variant, {})
+
+    def series_by_variant(self, job: str, variants: tuple[str, ...] = ("cand", "base"),
+                          names: list[str] | None = None, reps: bool = True
+                          ) -> dict[str, dict[str, list[tuple[StoredRun, dict]]]]:
+        """variant role -> series(job, role, names, reps), in one query."""
         runs, p = self.t["runs"], self.t["points"]
-        by_id = {r.id: r for r in self.runs(job)}
-        out: dict[str, list[tuple[StoredRun, dict]]] = {}
-        q = (sa.select(p).join(runs, runs.c.id == p.c.run)
-             .where(runs.c.job == job, p.c.variant == variant))
+        job_runs = self.runs(job)
+        order = {r.id: i for i, r in enumerate(job_runs)}
+        cols = [c for c in p.c if reps or c.name != "values"]
+        q = (sa.select(*cols).join(runs, runs.c.id == p.c.run)
+             .where(runs.c.job == job, p.c.variant.in_(variants)))
+        if names is not None:
+            q = q.where(p.c.series.in_(names))
         with self.engine.connect() as conn:
-            rows = [dict(r._mapping) for r in conn.execute(q)]
-        order = {rid: i for i, rid in enumerate(by_id)}
-        for row in sorted(rows, key=lambda r: order[r["run"]]):
-            out.setdefault(row["series"], []).append((by_id[row["run"]], row))
+            res = conn.execute(q)
+            keys = list(res.keys())
+            rows = [dict(zip(keys, r)) for r in res.all()]     # fetchall: not a call per row
+        rows.sort(key=lambda r: order[r["run"]])
+        out: dict[str, dict[str, list[tuple[StoredRun, dict]]]] = {v: {} for v in variants}
+        for row in rows:
+            out[row["variant"]].setdefault(row["series"], []).append((job_runs[order[row["run"]]], row))
         return out
 
     def changes(self, run: int) -> list[dict]:
