@@ -57,7 +57,7 @@ Examples:
 
   # over many runners: the points as a matrix, one point per runner, then the merge
   stallscope sweep mset-50keys --axis value=10,100 --variant ... --variant ... --emit-matrix
-  stallscope sweep mset-50keys --axis value=10,100 --variant ... --variant ... \
+  stallscope sweep mset-50keys --axis value=10,100 --variant ... --variant ... \\
       --point p02-value-100 --out points/        # on each runner, one point ID each
   stallscope sweep --merge points/                # one directory holding them all
 
