@@ -20,7 +20,7 @@ _RC = {"svg.fonttype": "none", "svg.hashsalt": "stallscope", "font.size": 9,
        "axes.spines.top": False, "axes.spines.right": False}
 
 
-def _t(text: str) -> str:
+def literal(text: object) -> str:
     """Literal text for matplotlib: a '$' in a symbol name would start mathtext."""
     return str(text).replace("$", r"\$")
 
@@ -42,11 +42,11 @@ def throughput_dots(row: MetricRow, base: str, cand: str) -> str:
                                                   (cand, row.cand, CAND_COLOR))):
             n = len(side.values)
             xs = [x + (i - (n - 1) / 2) * 0.06 for i in range(n)]
-            ax.scatter(xs, side.values, s=28, color=color, zorder=3, label=_t(f"{label} reps"))
+            ax.scatter(xs, side.values, s=28, color=color, zorder=3, label=literal(f"{label} reps"))
             ax.hlines(side.median, x - 0.25, x + 0.25, color="black", linewidth=2, zorder=4)
             ax.annotate(f"median {side.median:,.0f}", (x + 0.27, side.median), va="center",
                         fontsize=8)
-        ax.set_xticks([0, 1], [_t(base), _t(cand)])
+        ax.set_xticks([0, 1], [literal(base), literal(cand)])
         ax.set_xlim(-0.6, 1.9)
         ax.set_ylim(0, max(row.base.max, row.cand.max) * 1.15)
         ax.set_ylabel(f"{row.metric} ({row.unit})")
@@ -66,11 +66,11 @@ def share_dots(name: str, thread: str, base_vals: list[float], cand_vals: list[f
                 med = sorted(vals)[len(vals) // 2] if len(vals) % 2 else \
                     sum(sorted(vals)[len(vals) // 2 - 1: len(vals) // 2 + 1]) / 2
                 ax.hlines(med, x - 0.25, x + 0.25, color="black", linewidth=2, zorder=4)
-        ax.set_xticks([0, 1], [_t(base), _t(cand)])
+        ax.set_xticks([0, 1], [literal(base), literal(cand)])
         ax.set_xlim(-0.6, 1.6)
         ax.set_ylim(0, max(base_vals + cand_vals + [1.0]) * 1.15)
         ax.set_ylabel(f"flat share (% of {thread} samples)")
-        ax.set_title(_t(name))
+        ax.set_title(literal(name))
         ax.grid(axis="y", alpha=0.3)
         return _svg(fig)
 
@@ -87,9 +87,9 @@ def funnel_bars(rows: list[dict], base: str, cand: str) -> str:
                   for r in rows]
         ys = list(range(len(rows)))[::-1]
         ax.barh([y + 0.18 for y in ys], [r["base"]["median"] for r in rows], height=0.36,
-                color=BASE_COLOR, label=_t(base))
+                color=BASE_COLOR, label=literal(base))
         ax.barh([y - 0.18 for y in ys], [r["cand"]["median"] for r in rows], height=0.36,
-                color=CAND_COLOR, label=_t(cand))
+                color=CAND_COLOR, label=literal(cand))
         ax.set_yticks(ys, labels)
         ax.set_xlabel("% of the node's domain (median over runs)")
         ax.set_title("TMA funnel")

@@ -16,6 +16,7 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
+from analysis.report.plots import literal  # noqa: E402
 from analysis.sweep.crossover import Series, series  # noqa: E402
 from analysis.sweep.results import SweepResults  # noqa: E402
 
@@ -24,10 +25,6 @@ VERDICT_COLOR = {"improvement": "#2e7d32", "regression": "#c62828", "no change":
 SERIES_COLORS = ["#4c72b0", "#dd8452", "#55a868", "#8172b3", "#937860", "#da8bc3", "#8c8c8c"]
 _RC = {"svg.fonttype": "none", "svg.hashsalt": "stallscope", "font.size": 9,
        "axes.spines.top": False, "axes.spines.right": False}
-
-
-def _t(text: object) -> str:
-    return str(text).replace("$", r"\$")
 
 
 def _count(n: float) -> str:
@@ -66,7 +63,7 @@ def _draw_series(ax, res: SweepResults, s: Series, color: str) -> list[float]:
     hi = [(p.metric.change.rel_ci_high if p.metric.change.rel_ci_high is not None else p.metric.change.rel) * 100
           for _, p in pts]
     ax.fill_between(px, lo, hi, color=color, alpha=0.18, linewidth=0)
-    ax.plot(px, mid, color=color, linewidth=1.6, label=_t(s.name or "change"))
+    ax.plot(px, mid, color=color, linewidth=1.6, label=literal(s.name or "change"))
     for (x, p), y in zip(pts, mid):
         ax.scatter([x], [y], s=36, zorder=4, color=VERDICT_COLOR.get(p.metric.change.verdict, color),
                    edgecolors="white", linewidths=0.8)
@@ -107,20 +104,20 @@ def _frame(ax, res: SweepResults, groups: list[Series], ys: list[float]) -> None
         _mark_l3(ax, res, groups, all_x)
     if not numeric and x:
         vals = res.axis(x).values
-        ax.set_xticks(range(len(vals)), [_t(v) for v in vals])
+        ax.set_xticks(range(len(vals)), [literal(v) for v in vals])
     elif numeric and x:
         ticks = sorted(set(all_x))
         labels = {p.x[x]: p.labels[x] for p in res.points if p.x.get(x) is not None}
-        ax.set_xticks(ticks, [_t(labels.get(t, _count(t))) for t in ticks])
+        ax.set_xticks(ticks, [literal(labels.get(t, _count(t))) for t in ticks])
         ax.minorticks_off()
     if not ys:
         ax.text(0.5, 0.5, "no point with a change yet", transform=ax.transAxes, ha="center")
     metric = next((p.metric for p in res.points if p.metric is not None), None)
     what = f"{metric.metric}" if metric else "the metric"
     better = "lower is better" if metric is not None and not metric.higher_is_better else "higher is better"
-    ax.set_xlabel(_t(f"{x}" + (" (log scale)" if log else "")) if x else "point")
-    ax.set_ylabel(_t(f"change of {what} (%), {res.confidence * 100:g}% interval"))
-    ax.set_title(_t(f"{res.cand} vs {res.base}: change of {what} ({better})"))
+    ax.set_xlabel(literal(f"{x}" + (" (log scale)" if log else "")) if x else "point")
+    ax.set_ylabel(literal(f"change of {what} (%), {res.confidence * 100:g}% interval"))
+    ax.set_title(literal(f"{res.cand} vs {res.base}: change of {what} ({better})"))
     ax.grid(alpha=0.3)
     ax.legend(loc="best", fontsize=7, frameon=False)
 
@@ -135,7 +132,7 @@ def _mark_l3(ax, res: SweepResults, groups: list[Series], all_x: list[float]) ->
         seen[_count(k)] = k
         label = f"L3 {res.l3_bytes / 2**20:.0f} MiB ≈ {_count(k)} keys" + (f" ({s.name})" if s.name else "")
         ax.axvline(k, color=SERIES_COLORS[i % len(SERIES_COLORS)], linestyle="--", linewidth=1.2,
-                   label=_t(label))
+                   label=literal(label))
     if seen and all_x:
         xs = all_x + list(seen.values())
         ax.set_xlim(min(xs) / 1.5, max(xs) * 1.5)

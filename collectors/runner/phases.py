@@ -10,10 +10,10 @@ import time
 class PhaseClock:
     def __init__(self, phases: dict[str, float]):
         self.phases = phases
-        self._t = time.monotonic()
+        self._since = time.monotonic()
 
     def mark(self, phase: str) -> None:
         """Book the time since the last mark to `phase` (added up if it repeats)."""
         now = time.monotonic()
-        self.phases[phase] = round(self.phases.get(phase, 0.0) + now - self._t, 3)
-        self._t = now
+        self.phases[phase] = round(self.phases.get(phase, 0.0) + now - self._since, 3)
+        self._since = now

@@ -41,14 +41,14 @@ def run_job(sched: Schedule, job: Job, store: Any, log: Callable[[str], None],
 
 def run_case(sched: Schedule, job: Job, case: str, store: Any, log: Callable[[str], None],
              deliver: Callable[[Job, list, Any], None] | None) -> CaseOutcome:
-    sjob = job.store_job(case)
+    series_job = job.store_job(case)
     cand = resolve(job.candidate)
     key = {baseline.CAND: cand.commit} if cand.commit else {}
-    if key and store.find_run(sjob, key) is not None:
-        log(f"schedule: {sjob}: skipped, {cand.commit[:12]} ({cand.ref}) was measured already")
-        return CaseOutcome(sjob, case, "skipped", key, message="measured already")
-    choice = baseline.choose(job, store, sjob, cand)
-    log(f"schedule: {sjob}: candidate {cand.spec}; {choice.why}")
+    if key and store.find_run(series_job, key) is not None:
+        log(f"schedule: {series_job}: skipped, {cand.commit[:12]} ({cand.ref}) was measured already")
+        return CaseOutcome(series_job, case, "skipped", key, message="measured already")
+    choice = baseline.choose(job, store, series_job, cand)
+    log(f"schedule: {series_job}: candidate {cand.spec}; {choice.why}")
     commits = dict(key)
     variants = []
     if choice.resolved is not None:
@@ -58,20 +58,20 @@ def run_case(sched: Schedule, job: Job, case: str, store: Any, log: Callable[[st
     variants.append(f"{baseline.CAND}={cand.spec}")
     run_dir, rc = _run(sched, job, case, variants, log)
     if run_dir is None:
-        return CaseOutcome(sjob, case, "failed", commits, message=f"stallscope run exited {rc}")
+        return CaseOutcome(series_job, case, "failed", commits, message=f"stallscope run exited {rc}")
     report = Path(sched.reports_dir) / run_dir.name
     if len(variants) > 1:
-        crc = _report(run_dir, report, log)
-        if crc != 0:
-            return CaseOutcome(sjob, case, "failed", commits, run_dir,
-                               message=f"stallscope compare {run_dir} exited {crc}")
+        report_status = _report(run_dir, report, log)
+        if report_status != 0:
+            return CaseOutcome(series_job, case, "failed", commits, run_dir,
+                               message=f"stallscope compare {run_dir} exited {report_status}")
     meta = {"schedule": sched.path, "schedule_job": job.name, "case": case,
             "refs": {baseline.CAND: cand.ref}, "baseline": choice.why}
-    stored = store.ingest(run_dir, job=sjob, commits=commits,
+    stored = store.ingest(run_dir, job=series_job, commits=commits,
                           report_url=str(report / "report.html") if report.exists() else None, meta=meta)
-    out = CaseOutcome(sjob, case, "recorded", commits, run_dir, report if report.exists() else None)
-    out.changes = _changes_at(store, sjob, stored)
-    log(f"schedule: {sjob}: recorded {run_dir}"
+    out = CaseOutcome(series_job, case, "recorded", commits, run_dir, report if report.exists() else None)
+    out.changes = _changes_at(store, series_job, stored)
+    log(f"schedule: {series_job}: recorded {run_dir}"
         + (f"; {len(out.changes)} change point(s) at this run" if out.changes else ""))
     if out.changes and deliver is not None:
         deliver(job, out.changes, stored)
@@ -123,12 +123,12 @@ def _report(run_dir: Path, report: Path, log: Callable[[str], None]) -> int:
     return 0
 
 
-def _changes_at(store: Any, sjob: str, stored: Any) -> list[Any]:
+def _changes_at(store: Any, series_job: str, stored: Any) -> list[Any]:
     """The findings placed at this run by any signal (the run's paired test, its in-run
     verdicts, E-Divisive over the job's stored series): detected over the whole history,
     so a shift placed at an earlier run is not alerted twice."""
     from analysis.history.changepoints import at_run
-    return at_run(store, sjob, stored)
+    return at_run(store, series_job, stored)
 
 
 def stderr_log(msg: str) -> None:
