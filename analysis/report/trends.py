@@ -33,11 +33,13 @@ def plot_of(name: str, cand: list, base: list, changes: list[dict],
     index = {r.id: i for i, (r, _) in enumerate(cand)}
     exact = {index[c[k]] for c in changes for k in ("first_run", "last_run_before") if c.get(k) in index}
     dec = downsample([p["value"] for _, p in cand], exact, budget, last)
+    lows = [p["low"] if p["low"] is not None else p["value"] for _, p in cand]
+    highs = [p["high"] if p["high"] is not None else p["value"] for _, p in cand]
     dots = []
     for i in dec.keep:
         run, p = cand[i]
-        span = [cand[j][1] for j in dec.covers[i]]
-        dots.append(Dot(i, p["value"], min(_low(q) for q in span), max(_high(q) for q in span),
+        span = dec.covers[i]
+        dots.append(Dot(i, p["value"], min(lows[j] for j in span), max(highs[j] for j in span),
                         run.report or "", f"{run.run_id} ({run.started_at[:10]}): {p['value']:,.6g} {p['unit']}"))
     kept = set(dec.keep)
     base_line = [(index[r.id], p["value"]) for r, p in base if r.id in index and index[r.id] in kept]
@@ -49,14 +51,6 @@ def plot_of(name: str, cand: list, base: list, changes: list[dict],
     step = max(1, len(cand) // TICKS)
     ticks = [(i, cand[i][0].started_at[:10]) for i in range(0, len(cand), step)]
     return TrendPlot(name, cand[0][1]["unit"] if cand else "", len(cand), dots, base_line, marks, ticks), dec
-
-
-def _low(p: dict) -> float:
-    return p["low"] if p["low"] is not None else p["value"]
-
-
-def _high(p: dict) -> float:
-    return p["high"] if p["high"] is not None else p["value"]
 
 
 def series_svg(name: str, cand: list, base: list, changes: list[dict]) -> str:
