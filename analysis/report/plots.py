@@ -16,8 +16,10 @@ import matplotlib.pyplot as plt  # noqa: E402
 from analysis.compare.results import MetricRow  # noqa: E402
 
 BASE_COLOR, CAND_COLOR = "#4c72b0", "#dd8452"
-_RC = {"svg.fonttype": "none", "svg.hashsalt": "stallscope", "font.size": 9,
-       "axes.spines.top": False, "axes.spines.right": False}
+# One look for every plot stallscope draws (the run report's and the sweep's): text kept as
+# text, stable ids so a re-render diffs clean.
+STYLE = {"svg.fonttype": "none", "svg.hashsalt": "stallscope", "font.size": 9,
+        "axes.spines.top": False, "axes.spines.right": False}
 
 
 def literal(text: object) -> str:
@@ -25,7 +27,8 @@ def literal(text: object) -> str:
     return str(text).replace("$", r"\$")
 
 
-def _svg(fig) -> str:
+def svg_element(fig) -> str:
+    """The figure as an inline <svg> element (closed after)."""
     buf = io.StringIO()
     fig.savefig(buf, format="svg", bbox_inches="tight", metadata={"Date": None, "Creator": None})
     plt.close(fig)
@@ -36,7 +39,7 @@ def _svg(fig) -> str:
 
 def throughput_dots(row: MetricRow, base: str, cand: str) -> str:
     """Every rep of each variant as a dot, the median as a bar; ops/s on the y axis."""
-    with plt.rc_context(_RC):
+    with plt.rc_context(STYLE):
         fig, ax = plt.subplots(figsize=(4.2, 3.0))
         for x, (label, side, color) in enumerate(((base, row.base, BASE_COLOR),
                                                   (cand, row.cand, CAND_COLOR))):
@@ -52,13 +55,13 @@ def throughput_dots(row: MetricRow, base: str, cand: str) -> str:
         ax.set_ylabel(f"{row.metric} ({row.unit})")
         ax.set_title(f"{row.metric} per rep (dots) and median (bar)")
         ax.grid(axis="y", alpha=0.3)
-        return _svg(fig)
+        return svg_element(fig)
 
 
 def share_dots(name: str, thread: str, base_vals: list[float], cand_vals: list[float],
                base: str, cand: str) -> str:
     """A focus function's flat share per rep, % of samples."""
-    with plt.rc_context(_RC):
+    with plt.rc_context(STYLE):
         fig, ax = plt.subplots(figsize=(4.2, 3.0))
         for x, vals, color in ((0, base_vals, BASE_COLOR), (1, cand_vals, CAND_COLOR)):
             ax.scatter([x] * len(vals), vals, s=28, color=color, zorder=3)
@@ -72,13 +75,13 @@ def share_dots(name: str, thread: str, base_vals: list[float], cand_vals: list[f
         ax.set_ylabel(f"flat share (% of {thread} samples)")
         ax.set_title(literal(name))
         ax.grid(axis="y", alpha=0.3)
-        return _svg(fig)
+        return svg_element(fig)
 
 
 def funnel_bars(rows: list[dict], base: str, cand: str) -> str:
     """TMA funnel rows (funnel.to_json()['rows']) as paired horizontal bars, % of the
     node's domain (slots, stalls or clocks: labelled per row)."""
-    with plt.rc_context(_RC):
+    with plt.rc_context(STYLE):
         rows = [r for r in rows if r.get("base", {}).get("median") is not None
                 and r.get("cand", {}).get("median") is not None]
         h = 0.6 + 0.35 * len(rows)
@@ -95,4 +98,4 @@ def funnel_bars(rows: list[dict], base: str, cand: str) -> str:
         ax.set_title("TMA funnel")
         ax.legend(loc="lower right")
         ax.grid(axis="x", alpha=0.3)
-        return _svg(fig)
+        return svg_element(fig)

@@ -8,7 +8,6 @@ compare report's plots (analysis/report/plots.py).
 """
 from __future__ import annotations
 
-import io
 import statistics
 
 import matplotlib
@@ -16,15 +15,13 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
-from analysis.report.plots import literal  # noqa: E402
+from analysis.report.plots import STYLE, literal, svg_element  # noqa: E402
 from analysis.sweep.crossover import Series, series  # noqa: E402
 from analysis.sweep.results import SweepResults  # noqa: E402
 
 VERDICT_COLOR = {"improvement": "#2e7d32", "regression": "#c62828", "no change": "#757575",
                  "unstable": "#ef6c00", "insufficient data": "#9e9e9e"}
 SERIES_COLORS = ["#4c72b0", "#dd8452", "#55a868", "#8172b3", "#937860", "#da8bc3", "#8c8c8c"]
-_RC = {"svg.fonttype": "none", "svg.hashsalt": "stallscope", "font.size": 9,
-       "axes.spines.top": False, "axes.spines.right": False}
 
 
 def _count(n: float) -> str:
@@ -72,18 +69,14 @@ def _draw_series(ax, res: SweepResults, s: Series, color: str) -> list[float]:
 
 def crossover_svg(res: SweepResults) -> str:
     """The plot as an inline <svg> element."""
-    with plt.rc_context(_RC):
+    with plt.rc_context(STYLE):
         fig, ax = plt.subplots(figsize=(6.4, 3.8))
         groups = series(res)
         ys: list[float] = []
         for i, s in enumerate(groups):
             ys += _draw_series(ax, res, s, SERIES_COLORS[i % len(SERIES_COLORS)])
         _frame(ax, res, groups, ys)
-        buf = io.StringIO()
-        fig.savefig(buf, format="svg", bbox_inches="tight", metadata={"Date": None, "Creator": None})
-        plt.close(fig)
-    text = buf.getvalue()
-    return text[text.index("<svg"):]
+        return svg_element(fig)
 
 
 def _frame(ax, res: SweepResults, groups: list[Series], ys: list[float]) -> None:
