@@ -106,7 +106,7 @@ def simulate(run: RunDir, runs: int, seed: int, per_side: int = PER_SIDE
     pool = [r for v, reps in profile_reps.load(run, names).items() for r in reps]
     if len(pool) < 2 * per_side:
         raise SystemExit(f"{run.path}: {len(pool)} profile reps, {2 * per_side} needed")
-    focus = list(run.manifest.case.get("focus") or [])
+    focus = list(run.manifest.case.focus or [])
     opts = CompareOptions()
     rng = np.random.default_rng(seed)
     tallies = {True: [0, 0, 0], False: [0, 0, 0]}

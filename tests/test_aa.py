@@ -49,7 +49,7 @@ def check_aa(run_dir: Path, calls_nothing: bool) -> tuple[str, object]:
 def test_the_recorded_aa_run_of_the_demo_case_calls_nothing_a_change():
     md, r = check_aa(RECORDED, calls_nothing=True)
     m = load_run(RECORDED).manifest
-    assert m.case["name"] == "mset-50keys" and m.size == "default"
+    assert m.case.name == "mset-50keys" and m.size == "default"
     assert m.variants["a"].binary_sha256 == m.variants["b"].binary_sha256
     # the interval holds 0, and the report says how large a change it could have seen
     c = r.paired[0].change

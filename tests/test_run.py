@@ -57,7 +57,7 @@ def test_manifest_is_complete(mset_run):
     m = rd.manifest
     assert re.fullmatch(r"\d{8}-\d{6}-mset-10keys", m.run_id)
     assert m.command[-len(args):] == args and m.command[:2] == ["stallscope", "run"]
-    assert m.case["name"] == CASE and m.size == "small" and m.case["dataset"]["keys"] == KEYS_SMALL
+    assert m.case.name == CASE and m.size == "small" and m.case.dataset.keys == KEYS_SMALL
     assert list(m.variants) == ["base", "cand"]
     b, c = m.variants["base"], m.variants["cand"]
     assert b.spec == BASE_SPEC and c.spec == CAND_SPEC

@@ -22,7 +22,6 @@ from analysis.compare.results import Artifacts, CaseInfo, Results, Settings
 from analysis.compare.summary import summary
 from analysis.compare.throughput import load_time, paired, throughput
 from analysis.compare.tma import tma
-from analysis.inputs.case import Case
 from analysis.inputs.rundir import RunDir
 from analysis.profile.stacks import Stacks, write_folded
 
@@ -73,10 +72,7 @@ def _write_folded(merged: dict[str, Stacks], out: Path) -> Artifacts:
 def _label(run: RunDir, r: Results) -> None:
     """The case's words for the title and the throughput rows (the raw test stays in
     `test`): one label per test the load generator named."""
-    try:
-        case = Case.from_json(dict(run.manifest.case))
-    except (TypeError, ValueError):
-        return          # a hand-made manifest without a resolvable case: raw names stay
+    case = run.manifest.case
     r.case.label = case.label()
     r.case.overrides = [f"{k}={_value(v)}" for k, v in case.overrides.items()]
     for row in r.throughput + r.latency:
@@ -103,11 +99,10 @@ def _same_command(test: str, command: list[str]) -> bool:
 def analyse(run: RunDir, opts: CompareOptions, out: Path | None = None) -> Results:
     m = run.manifest
     base, cand = _variants(run, opts)
-    focus = opts.focus if opts.focus is not None else [str(f) for f in m.case.get("focus") or []]
-    workload = m.case.get("workload") or {}
+    focus = opts.focus if opts.focus is not None else [str(f) for f in m.case.focus or []]
     r = Results(run_id=m.run_id, created=m.created,
-                case=CaseInfo(str(m.case.get("name") or ""), str(m.case.get("description") or ""),
-                              m.size, focus, list(workload.get("command") or [])),
+                case=CaseInfo(str(m.case.name or ""), str(m.case.description or ""),
+                              m.size, focus, list(m.case.workload.command or [])),
                 base=base, cand=cand, settings=_settings(opts, focus))
     r.throughput, r.latency = throughput(run, base, cand, opts)
     r.paired = paired(run, base, cand, opts)

@@ -47,7 +47,7 @@ def op_command(run: RunDir, reps: dict[str, list[ProfileRep]]) -> str:
 def per_op(run: RunDir, reps: dict[str, list[ProfileRep]], base: str, cand: str, thread: str,
            main_names: tuple[str, ...], opts: CompareOptions) -> PerOp:
     """The per-operation factors of every profile rep, and the all-samples row of the view."""
-    if run.manifest.case.get("workload", {}).get("tool") == "rdb-load":
+    if run.manifest.case.workload.tool == "rdb-load":
         return PerOp(None, "an rdb-load case has no load-generator operations")
     every = [r for v in (base, cand) for r in reps[v]]
     bad = sorted({r.ops.basis for r in every if r.ops.ops is None})

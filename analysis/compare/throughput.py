@@ -25,7 +25,7 @@ Values = list[tuple[int, float]]      # (rep number, value), in rep order
 
 def case_command(run: RunDir) -> list[str]:
     """The case's command words (the workload's `command`), as the load generator ran them."""
-    return [str(x) for x in (run.manifest.case.get("workload") or {}).get("command") or []]
+    return [str(x) for x in run.manifest.case.workload.command or []]
 
 
 def bench_rows(rep_dir: Path, command: list[str] | None = None) -> list[RepThroughput]:
@@ -132,7 +132,7 @@ def paired(run: RunDir, base: str, cand: str, opts: CompareOptions) -> list[Metr
     cl, how = pair_clusters.units(paired_units(run, base, cand))
     if not cl:
         return []
-    name = str(run.manifest.case.get("name") or "")
+    name = str(run.manifest.case.name or "")
     how_paired = "two servers" if getattr(run.manifest.paired, "mode", "") == "servers" else "one process"
     pilot = pilot_of(run) if len(cl) >= pair_clusters.MIN_REPS else None
     row = metric_row(f"{name} paired windows ({how_paired})".strip(), "paired throughput",
@@ -145,7 +145,7 @@ def paired(run: RunDir, base: str, cand: str, opts: CompareOptions) -> list[Metr
 def load_time(run: RunDir, base: str, cand: str, opts: CompareOptions) -> list[MetricRow]:
     """rdb-load cases: the RDB load time of each rep (rep.json rdb_load_result), lower is
     better; one row, or none for other cases or without loads on both sides."""
-    if (run.manifest.case.get("workload") or {}).get("tool") != "rdb-load":
+    if run.manifest.case.workload.tool != "rdb-load":
         return []
     b, c = _load_times(run, base), _load_times(run, cand)
     if not b or not c:
@@ -171,7 +171,7 @@ def main_log_ratios(run: RunDir, base: str, cand: str) -> list[float]:
     if run.manifest.reps(kind="paired"):
         return [math.log(u.cand / u.base)
                 for u in pair_clusters.rep_units(paired_units(run, base, cand))]
-    if (run.manifest.case.get("workload") or {}).get("tool") == "rdb-load":
+    if run.manifest.case.workload.tool == "rdb-load":
         b, c = _load_times(run, base), _load_times(run, cand)
     else:
         per = {v: _rows_by_test(run, v) for v in (base, cand)}

@@ -1,15 +1,21 @@
 """The case model: what a workload is, as data classes. The seam between cases/*.yaml
 (loaded and validated by collectors.workload.cases), the dataset loader, the runner, and
 analysis, which reads the resolved case back from manifest.json ("case").
-docs/cases.md documents the YAML."""
+docs/cases.md documents the YAML.
+
+Every part is a Record (analysis/inputs/records.py): the case a newer writer recorded
+keeps the fields this version does not know, and every field has a default, so a partial
+case in a hand-made manifest still reads (`Case.from_json`, the one converter)."""
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import dataclass, field
 from typing import Any
+
+from analysis.inputs.records import Record
 
 
 @dataclass
-class ServerSpec:
+class ServerSpec(Record):
     config: dict[str, str] = field(default_factory=dict)  # passed as --name value
     io_threads: int = 1
     cluster: bool = False          # cluster-enabled yes (single node, all slots assigned)
@@ -17,7 +23,7 @@ class ServerSpec:
 
 
 @dataclass
-class DatasetSpec:
+class DatasetSpec(Record):
     kind: str = "none"             # none | strings | hashes | zsets
     keys: int = 0                  # number of top-level keys
     value_size: int = 100          # bytes per value (string value or hash field value)
@@ -50,7 +56,7 @@ class DatasetSpec:
 
 
 @dataclass
-class WorkloadSpec:
+class WorkloadSpec(Record):
     tool: str = "redis-benchmark"  # redis-benchmark | memtier | rdb-load
     command: list[str] = field(default_factory=list)  # e.g. ["MSET", "key:__rand_int__", "v", ...]
     keyspace: int = 0              # -r: random key range (0 = no randomisation)
@@ -94,12 +100,12 @@ def size(n: int) -> str:
 
 
 @dataclass
-class Case:
-    name: str
-    description: str
-    server: ServerSpec
-    dataset: DatasetSpec
-    workload: WorkloadSpec
+class Case(Record):
+    name: str = ""
+    description: str = ""
+    server: ServerSpec = field(default_factory=ServerSpec)
+    dataset: DatasetSpec = field(default_factory=DatasetSpec)
+    workload: WorkloadSpec = field(default_factory=WorkloadSpec)
     focus: list[str] = field(default_factory=list)  # functions to watch in profiles
     size: str = "default"          # which size knob was applied
     source: str = ""               # file it came from
@@ -107,9 +113,6 @@ class Case:
     matrix: dict[str, str] = field(default_factory=dict)  # axis -> chosen value, e.g. {"value": "100"}
     # --set FIELD=VALUE overrides applied last (after the size), e.g. {"workload.pipeline": 16}
     overrides: dict[str, Any] = field(default_factory=dict)
-
-    def to_json(self) -> dict[str, Any]:
-        return asdict(self)
 
     def label(self, test: str | None = None) -> str:
         """What the case measures, as the seed PR tables name it: keyspace × value size,
@@ -125,15 +128,3 @@ class Case:
             # Redis counts the main thread in io-threads N
             parts.append(f"io-threads {self.server.io_threads}")
         return ", ".join(parts) or self.name
-
-    @classmethod
-    def from_json(cls, d: dict[str, Any]) -> "Case":
-        """The case recorded in a manifest. Keys this version does not know (a newer
-        writer's) are ignored here; the manifest keeps them in its raw "case" dict."""
-        def known(klass: type, x: dict[str, Any]) -> dict[str, Any]:
-            names = {f.name for f in fields(klass)}
-            return {k: v for k, v in x.items() if k in names}
-        d = known(cls, d)
-        return cls(server=ServerSpec(**known(ServerSpec, d.pop("server", {}))),
-                   dataset=DatasetSpec(**known(DatasetSpec, d.pop("dataset", {}))),
-                   workload=WorkloadSpec(**known(WorkloadSpec, d.pop("workload", {}))), **d)

@@ -185,7 +185,7 @@ class Manifest(Record):
     run_id: str
     created: str
     command: list[str]
-    case: dict[str, Any]             # the resolved case, raw (unknown keys kept); see case_model()
+    case: Case                       # the resolved case (unknown keys kept: Record.extra)
     size: str
     variants: dict[str, Variant]
     host: dict[str, Any] = field(default_factory=dict)
@@ -206,8 +206,9 @@ class Manifest(Record):
     dataset: DatasetInfo = field(default_factory=DatasetInfo)
     resumes: list[dict[str, Any]] = field(default_factory=list)
 
-    def case_model(self) -> Case:
-        return Case.from_json(self.case)
+    def __post_init__(self) -> None:
+        if isinstance(self.case, dict):  # given as JSON (hand-made manifests, tests)
+            self.case = Case.from_json(self.case, "case")
 
     @classmethod
     def load(cls, d: Any, path: Path | str = "manifest.json") -> "Manifest":

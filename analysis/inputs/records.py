@@ -1,9 +1,17 @@
-"""Typed records at the seams that keep what they do not know.
+"""Typed records at the seams that keep what they do not know, and the one JSON -> data
+class converter every reader uses.
 
 A run directory written by a newer stallscope, or by a plugin, may carry fields this
 version has no name for. `from_json` fills the declared fields (converting nested records,
 lists and dicts of records by their type hints) and keeps every other key in `extra`;
 `to_json` writes them back. A resume or a migration therefore never drops data.
+
+`convert(value, hint)` is that conversion on its own: JSON values into any data class
+(a `Record` keeps unknown keys, a plain data class such as results.json's model ignores
+them: nothing rewrites those files), lists, dicts and optionals of them. With
+`strict=True` it also checks every scalar against its declared type (an int where a float
+is wanted is widened), which is how a case file's values are checked
+(collectors/workload/casefile.py adds the file and line).
 """
 from __future__ import annotations
 
@@ -14,6 +22,7 @@ from functools import lru_cache
 from typing import Any, TypeVar
 
 R = TypeVar("R", bound="Record")
+T = TypeVar("T")
 
 
 class RecordError(ValueError):
@@ -27,21 +36,7 @@ class Record:
 
     @classmethod
     def from_json(cls: type[R], d: Any, where: str = "") -> R:
-        if not isinstance(d, dict):
-            raise RecordError(f"{where or cls.__name__}: expected a JSON object, got {type(d).__name__}")
-        hints = _hints(cls)
-        known, extra = {}, {}
-        for k, v in d.items():
-            if k in hints and k != "extra":
-                known[k] = _convert(v, hints[k], f"{where}.{k}" if where else k)
-            else:
-                extra[k] = v
-        try:
-            obj = cls(**known)
-        except TypeError as e:   # a required field is missing
-            raise RecordError(f"{where or cls.__name__}: {e}") from None
-        obj.extra = extra
-        return obj
+        return _dataclass(cls, d, where, False)
 
     def to_json(self) -> dict[str, Any]:
         out = {f.name: _dump(getattr(self, f.name)) for f in dataclasses.fields(self)
@@ -51,32 +46,110 @@ class Record:
         return out
 
 
+def field_names(cls: type) -> list[str]:
+    """The declared fields of a data class (a Record's `extra` is not one)."""
+    return [f.name for f in dataclasses.fields(cls) if f.name != "extra"]
+
+
 @lru_cache(maxsize=None)
-def _hints(cls: type) -> dict[str, Any]:
+def hints(cls: type) -> dict[str, Any]:
+    """The resolved type hints of a class (cached: every record read asks)."""
     return typing.get_type_hints(cls)
 
 
-def _convert(v: Any, hint: Any, where: str) -> Any:
-    """JSON value -> the declared type (records, lists/dicts of records, optionals)."""
-    if v is None:
-        return None
-    origin = typing.get_origin(hint)
-    if origin in (typing.Union, types.UnionType):
-        for arg in typing.get_args(hint):
-            if arg is type(None):
-                continue
-            if isinstance(arg, type) and issubclass(arg, Record) and isinstance(v, dict):
-                return arg.from_json(v, where)
+def from_json(cls: type[T], d: Any, where: str = "") -> T:
+    """JSON object -> `cls` (any data class): the one converter's entry for a document."""
+    return convert(d, cls, where)
+
+
+def convert(v: Any, hint: Any, where: str = "", strict: bool = False) -> Any:
+    """JSON value -> the declared type (data classes, lists/dicts of them, optionals).
+    Lenient by default (a value of another type is kept as it is: old files stay
+    readable); `strict` raises RecordError naming `where` for a value of the wrong type."""
+    if hint is Any:
         return v
-    if isinstance(hint, type) and issubclass(hint, Record):
-        return hint.from_json(v, where)
-    if origin is list and isinstance(v, list):
-        (arg,) = typing.get_args(hint) or (Any,)
-        return [_convert(x, arg, f"{where}[{i}]") for i, x in enumerate(v)]
-    if origin is dict and isinstance(v, dict):
-        args = typing.get_args(hint)
+    origin, args = typing.get_origin(hint), typing.get_args(hint)
+    if origin in (typing.Union, types.UnionType):
+        if v is None and type(None) in args:
+            return None
+        kinds = [a for a in args if a is not type(None)]
+        if len(kinds) == 1 and (strict or not dataclasses.is_dataclass(kinds[0])
+                                or isinstance(v, dict)):
+            return convert(v, kinds[0], where, strict)
+        for arg in kinds:
+            if dataclasses.is_dataclass(arg) and isinstance(v, dict):
+                return _dataclass(arg, v, where, strict)
+            if not strict or _scalar_fits(v, arg):
+                return _scalar(v, arg, where, strict) if isinstance(arg, type) else v
+        raise RecordError(f"{where}: expected {type_name(hint)}, got {v!r}")
+    if v is None and not strict:
+        return None
+    if isinstance(hint, type) and dataclasses.is_dataclass(hint):
+        return _dataclass(hint, v, where, strict)
+    if origin in (list, tuple):
+        if not isinstance(v, list):
+            return _mismatch(v, "a list", where, strict)
+        (arg, *_) = args or (Any,)
+        return [convert(x, arg, f"{where}[{i}]", strict) for i, x in enumerate(v)]
+    if origin is dict:
+        if not isinstance(v, dict):
+            return _mismatch(v, "a mapping", where, strict)
         arg = args[1] if len(args) == 2 else Any
-        return {k: _convert(x, arg, f"{where}.{k}") for k, x in v.items()}
+        return {k: convert(x, arg, f"{where}.{k}", strict) for k, x in v.items()}
+    if isinstance(hint, type):
+        return _scalar(v, hint, where, strict)
+    return v
+
+
+def _dataclass(cls: Any, d: Any, where: str, strict: bool) -> Any:
+    if not isinstance(d, dict):
+        raise RecordError(f"{where or cls.__name__}: expected a JSON object, got {type(d).__name__}")
+    h = hints(cls)
+    names = set(field_names(cls))
+    known, extra = {}, {}
+    for k, v in d.items():
+        if k in names:
+            known[k] = convert(v, h[k], f"{where}.{k}" if where else k, strict)
+        else:
+            extra[k] = v
+    try:
+        obj = cls(**known)
+    except TypeError as e:   # a required field is missing
+        raise RecordError(f"{where or cls.__name__}: {e}") from None
+    if isinstance(obj, Record):
+        obj.extra = extra
+    return obj
+
+
+_NAMES = {int: "an integer", float: "a number", bool: "true or false", str: "a string"}
+
+
+def type_name(t: Any) -> str:
+    """A type as an error message says it: "an integer", "a string", "list[str]"."""
+    return _NAMES.get(t, str(t).replace("typing.", ""))
+
+
+def _scalar_fits(v: Any, t: Any) -> bool:
+    if t is bool:
+        return isinstance(v, bool)
+    if t is int:
+        return isinstance(v, int) and not isinstance(v, bool)
+    if t is float:
+        return isinstance(v, (int, float)) and not isinstance(v, bool)
+    return isinstance(v, t) if isinstance(t, type) else True
+
+
+def _scalar(v: Any, t: type, where: str, strict: bool) -> Any:
+    if not strict:
+        return v
+    if not _scalar_fits(v, t):
+        raise RecordError(f"{where}: expected {type_name(t)}, got {v!r}")
+    return float(v) if t is float else v
+
+
+def _mismatch(v: Any, want: str, where: str, strict: bool) -> Any:
+    if strict:
+        raise RecordError(f"{where}: expected {want}, got {v!r}")
     return v
 
 

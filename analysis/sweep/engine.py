@@ -42,7 +42,7 @@ def _method(run: RunDir) -> str:
 
 def headline(run: RunDir, r: Results, opts: CompareOptions) -> tuple[MetricRow | None, str]:
     """(the point's headline metric, how it was measured)."""
-    if (run.manifest.case.get("workload") or {}).get("tool") == "rdb-load":
+    if run.manifest.case.workload.tool == "rdb-load":
         rows = [t for t in r.throughput if t.metric == "load time"]
         return (rows[0] if rows else None), ("RDB load at server start, one load per rep"
                                               if rows else "RDB load at server start")

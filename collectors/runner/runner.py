@@ -158,7 +158,7 @@ class Runner:
                                f"memtier_benchmark ({m.load_generator.get('path')}), which is no longer "
                                f"on PATH; {memtier.INSTALL_HINT}")
         opts = RunOptions(**o)
-        run = RunContext(Path(run_dir), m, m.case_model(), variants, opts,
+        run = RunContext(Path(run_dir), m, m.case, variants, opts,
                          collector_factories=[p.rep_collectors for p in plugins()],
                          memtier_bin=memtier_bin)
         return cls(run, progress=progress)

@@ -9,7 +9,6 @@ import re
 import shutil
 import statistics
 import time
-from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
@@ -30,7 +29,7 @@ def loader_sha256() -> str:
 def snapshot_key(case: Case, loader: str, server_version: str = "") -> str:
     """The data, the server knobs that shape it, the loader's code, and the version of the
     server that writes the RDB (an older server cannot read a newer RDB format)."""
-    blob = json.dumps({"dataset": asdict(case.dataset), "cluster": case.server.cluster,
+    blob = json.dumps({"dataset": case.dataset.to_json(), "cluster": case.server.cluster,
                        "config": case.server.config, "case": case.name, "size": case.size,
                        "loader": loader, "server": server_version}, sort_keys=True)
     return hashlib.sha256(blob.encode()).hexdigest()[:20]

@@ -7,13 +7,13 @@ from __future__ import annotations
 
 import types
 import typing
-from dataclasses import fields
 from pathlib import Path
 from typing import Any
 
 import yaml
 
 from analysis.inputs.case import DatasetSpec, ServerSpec, WorkloadSpec
+from analysis.inputs.records import RecordError, convert, field_names, hints
 
 TOP_KEYS = {"name", "description", "focus", "server", "dataset", "workload", "sizes",
             "matrix", "notes"}
@@ -71,46 +71,24 @@ def _scalar(node: yaml.Node, where: str) -> Any:
 
 
 # ---------------------------------------------------------------- type checking
-def _type_name(t: Any) -> str:
-    return {int: "an integer", float: "a number", bool: "true or false", str: "a string"}.get(
-        t, str(t).replace("typing.", ""))
-
-
 def coerce(value: Any, t: Any, field_path: str, at: str) -> Any:
-    """Check `value` against a data class field type; convert the harmless cases
-    (an int where a float is wanted, numbers in a command line or server config)."""
+    """Check `value` against a data class field type with the one converter
+    (analysis.inputs.records.convert, strict), after turning YAML's idioms into what the
+    field means: numbers in a command line or a server config are words, and `yes` read
+    as true is the word yes again. Errors start with the file:line `at`."""
     origin, args = typing.get_origin(t), typing.get_args(t)
-    if origin in (typing.Union, types.UnionType):
-        if value is None and type(None) in args:
-            return None
-        t = next(a for a in args if a is not type(None))
-        origin, args = typing.get_origin(t), typing.get_args(t)
-    bad = f"{at}: {field_path}: expected {_type_name(t)}, got {value!r}"
-    if t is bool:
-        if not isinstance(value, bool):
-            raise CaseError(bad)
-        return value
-    if t is int:
-        if isinstance(value, bool) or not isinstance(value, int):
-            raise CaseError(bad)
-        return value
-    if t is float:
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
-            raise CaseError(bad)
-        return float(value)
-    if t is str:
-        if not isinstance(value, str):
-            raise CaseError(bad)
-        return value
-    if origin is list:
-        if not isinstance(value, list):
-            raise CaseError(f"{at}: {field_path}: expected a list, got {value!r}")
-        return [_list_item(v, field_path, at) for v in value]
-    if origin is dict:
-        if not isinstance(value, dict):
-            raise CaseError(f"{at}: {field_path}: expected a mapping, got {value!r}")
-        return {str(k): _config_value(v, f"{field_path}.{k}", at) for k, v in value.items()}
-    raise CaseError(f"{at}: {field_path}: unsupported type {t}")  # pragma: no cover
+    if origin in (typing.Union, types.UnionType) and value is not None:
+        origin = typing.get_origin(next(a for a in args if a is not type(None)))
+    if origin is list and isinstance(value, list):
+        value = [_list_item(v, field_path, at) for v in value]
+        if any(isinstance(v, dict) for v in value):
+            return value      # a command's {repeat, words}: expanded and checked later
+    elif origin is dict and isinstance(value, dict):
+        value = {str(k): _config_value(v, f"{field_path}.{k}", at) for k, v in value.items()}
+    try:
+        return convert(value, t, field_path, strict=True)
+    except RecordError as e:
+        raise CaseError(f"{at}: {e}") from None
 
 
 def _list_item(v: Any, field_path: str, at: str) -> Any:
@@ -130,21 +108,12 @@ def _config_value(v: Any, field_path: str, at: str) -> str:
     raise CaseError(f"{at}: {field_path}: expected a plain value, got {v!r}")
 
 
-_HINTS: dict[type, dict[str, Any]] = {}
-
-
-def hints(cls: type) -> dict[str, Any]:
-    if cls not in _HINTS:
-        _HINTS[cls] = typing.get_type_hints(cls)
-    return _HINTS[cls]
-
-
 def field_type(dotted: str) -> Any | None:
     """Type of 'dataset.keys' / 'focus'; None when there is no such field."""
     if "." in dotted:
         section, name = dotted.split(".", 1)
         cls = SECTIONS.get(section)
-        if cls is None or name not in {f.name for f in fields(cls)}:
+        if cls is None or name not in field_names(cls):
             return None
         return hints(cls)[name]
     return TOP_FIELDS.get(dotted)
@@ -189,7 +158,7 @@ def _check_document(doc: CaseFile) -> None:
         body = d.get(section, {})
         if not isinstance(body, dict):
             raise CaseError(f"{doc.at(section)}: {section}: expected a mapping, got {body!r}")
-        known = {f.name for f in fields(cls)}
+        known = set(field_names(cls))
         for key, value in body.items():
             if key not in known:
                 raise CaseError(f"{doc.at(section, key)}: unknown key {section}.{key} "

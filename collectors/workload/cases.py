@@ -12,7 +12,8 @@ from pathlib import Path
 from typing import Any
 
 from analysis.inputs.case import Case, DatasetSpec, ServerSpec, WorkloadSpec
-from collectors.workload.casefile import CaseError, CaseFile, coerce, hints, load_doc
+from analysis.inputs.records import hints
+from collectors.workload.casefile import CaseError, CaseFile, coerce, load_doc
 from collectors.workload.overrides import CONFIG_PREFIX, show
 
 CASES_DIR = Path(__file__).resolve().parents[2] / "cases"
