@@ -4,8 +4,9 @@
    all), built from the real recorded folded stacks in tests/data/profile/ (each rep a
    copy with its weights scaled to 30k samples and jittered so reps differ), timed in a
    fresh process per run (median of 3, with min-max) with that process's peak RSS.
-2. Ingestion rate of raw `perf script` text: analysis.perfscript next to
-   inferno-collapse-perf on the same input (a real recording, replicated to ~20 MB).
+2. Folding raw `perf script` text: the one collapser the collector runs (stacks and thread
+   counts in one pass, analysis/profile/perfscript.py) next to inferno-collapse-perf on the
+   same input (a real recording, replicated to ~20 MB), in ms per MB and MB/s.
 3. The profiler's overhead on throughput, from a run directory given with --overhead-run
    (default: the newest demo run): the profile reps' windows with perf off vs on, paired.
 
@@ -155,8 +156,11 @@ def bench_analysis(repeats: int) -> None:
 
 
 def bench_ingest(target_mb: float) -> None:
-    print("== 2. ingestion of raw `perf script` text")
-    from analysis.profile.perfscript import read_perf_script
+    """The one collapser (stacks and per-thread counts in one pass, what the perf collector
+    runs per rep) next to inferno-collapse-perf (stacks only; the collector used to run
+    `perf script` a second time for the thread counts) on the same text."""
+    print("== 2. folding raw `perf script` text: the one pass vs inferno-collapse-perf")
+    from analysis.profile.perfscript import fold_file
     from analysis.report.flamegraph import FlameGraphError, find_inferno
     with tempfile.TemporaryDirectory(prefix="stallscope-bench-") as tmp:
         one = gzip.decompress((DATA / SCRIPT).read_bytes())
@@ -167,10 +171,12 @@ def bench_ingest(target_mb: float) -> None:
                 f.write(one)
         size_mb = big.stat().st_size / 1e6
         t0 = time.perf_counter()
-        st, info = read_perf_script(big)
+        folder = fold_file(big)
         py_s = time.perf_counter() - t0
-        print(f"   input: {size_mb:.1f} MB, {info.samples:,} samples ({copies} copies of a real recording)")
-        print(f"   analysis.perfscript   {size_mb / py_s:8.1f} MB/s  {info.samples / py_s:12,.0f} samples/s  ({py_s:.2f} s)")
+        samples = sum(folder.thread_samples.values())
+        print(f"   input: {size_mb:.1f} MB, {samples:,} samples ({copies} copies of a real recording)")
+        print(f"   one pass (perfscript)  {py_s / size_mb * 1e3:7.1f} ms/MB  {size_mb / py_s:7.1f} MB/s  "
+              f"{samples / py_s:12,.0f} samples/s  ({py_s:.2f} s: stacks + thread counts)")
         try:
             inferno = find_inferno("inferno-collapse-perf")
         except FlameGraphError as e:
@@ -182,7 +188,10 @@ def bench_ingest(target_mb: float) -> None:
         if r.returncode != 0:
             print(f"   inferno-collapse-perf failed: {r.stderr.decode()[:300]}")
             return
-        print(f"   inferno-collapse-perf {size_mb / in_s:8.1f} MB/s  {info.samples / in_s:12,.0f} samples/s  ({in_s:.2f} s)")
+        print(f"   inferno-collapse-perf  {in_s / size_mb * 1e3:7.1f} ms/MB  {size_mb / in_s:7.1f} MB/s  "
+              f"{samples / in_s:12,.0f} samples/s  ({in_s:.2f} s: stacks only, {os.cpu_count()} threads)")
+        same = r.stdout.decode() == folder.folded_text()
+        print(f"   same folded output: {'yes' if same else 'NO (a bug: tests/test_perfscript.py)'}")
 
 
 def bench_overhead(run_dir: str | None) -> None:

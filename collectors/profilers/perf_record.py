@@ -1,14 +1,14 @@
 """The perf commands: `perf record` argv per unwinding mode, and folding what it recorded
-(`perf script | inferno-collapse-perf`) into folded stacks and per-thread sample counts.
-The collector that runs them is collectors/profilers/perf.py."""
+(`perf script`, read once by analysis/profile/perfscript.py) into folded stacks and
+per-thread sample counts. The collector that runs them is collectors/profilers/perf.py."""
 from __future__ import annotations
 
 import subprocess
-from collections import Counter
 from pathlib import Path
 from typing import Any, Sequence
 
-from analysis.toolpaths import perf_binary, which_tool
+from analysis.profile.perfscript import PerfScriptFolder
+from analysis.toolpaths import perf_binary
 from collectors.host import procs
 
 
@@ -16,16 +16,13 @@ class ProfileError(Exception):
     """perf recorded nothing usable; the message names the file with perf's own words."""
 
 
-def require_tools() -> tuple[str, str]:
+def require_perf() -> str:
+    """perf's path; the folding is ours (no inferno needed to record a profile)."""
     perf = perf_binary()
     if not perf:
         raise procs.ToolNotFound("perf: not found (nor $PERF); install it (Debian: apt-get install "
                                  "linux-perf) or use --profile off")
-    collapse = which_tool("inferno-collapse-perf")   # PATH, then $CARGO_HOME/bin
-    if not collapse:
-        raise procs.ToolNotFound("inferno-collapse-perf: not found on PATH or in ~/.cargo/bin; "
-                                 "run `make setup` (cargo install inferno) or use --profile off")
-    return perf, collapse
+    return perf
 
 
 EVENT = "cpu-clock"        # a software clock: works without a hardware PMU; period = ns
@@ -51,51 +48,38 @@ def record_argv(perf: str, target: int | Sequence[int], out: Path, freq_hz: int,
     return [perf, "record", "-e", EVENT, "-F", str(freq_hz), *cg, *mm, *who, "-o", str(out)]
 
 
-def fold(perf: str, collapse: str, perf_data: Sequence[Path], folded: Path, err_path: Path,
+def fold(perf: str, perf_data: Sequence[Path], folded: Path, err_path: Path,
          threads_tsv: Path | None = None) -> dict[str, Any]:
-    """perf script of every file | inferno-collapse-perf > folded; with threads_tsv, the
-    sample count of each (tid, comm) there. Several files: one perf record per unwinding mode
-    (perf.py), their stacks summed in one folded file."""
-    err = open(err_path, "ab")
+    """`perf script` of every file, read once by the one collapser
+    (analysis/profile/perfscript.py: inferno-collapse-perf's folding) into `folded`; with
+    threads_tsv, the sample count of each (tid, comm) there. Several files: one perf record
+    per unwinding mode (perf.py), their stacks summed in one folded file."""
+    folder = PerfScriptFolder(strict=False)
+    with open(err_path, "ab") as err:
+        for d in perf_data:
+            rc = _script_into(perf, d, folder, err)
+            if rc != 0:
+                raise ProfileError(f"perf script -i {d} exited with status {rc}; see {err_path}")
+        if folder.unread:      # inferno warned on stderr and went on: so do we
+            err.write(f"stallscope: {folder.unread} line(s) of perf script output were not "
+                      f"read as samples and were skipped; first: {folder.first_unread}\n".encode())
+    facts: dict[str, Any] = {"folded_lines": folder.write_folded(folded)}
+    if threads_tsv is not None:
+        folder.write_threads(threads_tsv)
+        facts["samples"] = sum(folder.thread_samples.values())
+        facts["threads"] = sorted({comm for _, comm in folder.thread_samples})
+    return facts
+
+
+def _script_into(perf: str, perf_data: Path, folder: PerfScriptFolder, err: Any) -> int:
+    ps = procs.spawn([perf, "script", "-i", str(perf_data)], stdout=subprocess.PIPE, stderr=err)
     try:
-        with open(folded, "wb") as fout:
-            # Default collapse options keep the comm as first frame and add no pid/tid suffix.
-            col = procs.spawn([collapse], stdin=subprocess.PIPE, stdout=fout, stderr=err)
-            rc_ps = [_script_into(perf, d, col.stdin, err) for d in perf_data]
-            col.stdin.close()
-            rc_col = col.wait(600)
-            procs.forget(col)
-        if any(rc_ps) or rc_col != 0:
-            raise ProfileError(f"perf script (status {', '.join(map(str, rc_ps))}) | "
-                               f"inferno-collapse-perf (status {rc_col}) failed; see {err_path}")
+        folder.feed(ps.stdout, f"perf script -i {perf_data}")
+    except BaseException:
+        procs.kill_group(ps, 5.0)          # a Ctrl-C while folding: no perf left behind
+        raise
     finally:
-        err.close()
-    lines = folded.read_text(errors="replace").splitlines()
-    if threads_tsv is None:
-        return {"folded_lines": len(lines)}
-    threads: Counter = Counter()
-    for d in perf_data:
-        threads.update(_thread_samples(perf, d))
-    with open(threads_tsv, "w") as f:
-        f.write("tid\tcomm\tsamples\n")
-        for (tid, comm), n in sorted(threads.items()):
-            f.write(f"{tid}\t{comm}\t{n}\n")
-    return {"folded_lines": len(lines), "samples": sum(threads.values()),
-            "threads": sorted({c for _, c in threads})}
-
-
-def _script_into(perf: str, perf_data: Path, sink: Any, err: Any) -> int:
-    ps = procs.spawn([perf, "script", "-i", str(perf_data)], stdout=sink, stderr=err)
+        ps.stdout.close()
     rc = ps.wait(600)
     procs.forget(ps)
     return rc
-
-
-def _thread_samples(perf: str, perf_data: Path) -> Counter:
-    r = procs.run_capture([perf, "script", "-i", str(perf_data), "-F", "tid,comm"], timeout_s=600)
-    out: Counter = Counter()
-    for line in r.stdout.splitlines():
-        parts = line.split()
-        if len(parts) >= 2 and parts[-1].isdigit():
-            out[(int(parts[-1]), " ".join(parts[:-1]))] += 1
-    return out
