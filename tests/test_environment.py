@@ -119,3 +119,27 @@ def test_tool_versions_match_the_tools():
     assert t["python"] == platform.python_version()
     if which_tool("inferno-collapse-perf"):
         assert re.fullmatch(r"\d+\.\d+\.\d+", t["inferno"] or "")
+
+
+def test_one_version_probe_runs_tools_and_one_parser_reads_them(tmp_path):
+    """versions.version_output is the one way a tool is asked for its version (through
+    procs, never raising) and version_tuple the one parser: perf's version, a server's
+    (binary.server_version) and the snapshot's oldest-server choice all go through them."""
+    from collectors.build.binary import BinaryError, server_version
+    from tests.conftest_run import base_variant
+    assert versions.version_tuple("perf version 6.1.187.g0a1b") == (6, 1, 187)
+    assert versions.version_tuple("Redis server v=8.0.6 sha=00000000:0") == (8, 0, 6)
+    assert versions.version_tuple("unstable") is None
+    perf = subprocess.run(["perf", "version"], capture_output=True, text=True).stdout
+    assert versions.perf_version() == tuple(map(int, re.search(r"\d+(?:\.\d+)*", perf)[0].split(".")[:3]))
+    missing = versions.version_output([str(tmp_path / "no-such-tool"), "--version"])
+    assert missing.error and "not found" in missing.error and missing.text == ""
+    v = base_variant()
+    real = subprocess.run([v.server_bin, "--version"], capture_output=True, text=True).stdout
+    assert server_version(v.server_bin)[0] in real and server_version(v.server_bin)[0] == v.version
+    script = tmp_path / "redis-server"
+    script.write_text("#!/bin/sh\necho 'Redis server v=7.2.4 sha=abc' \n")
+    with pytest.raises(BinaryError, match="cannot run it .*not executable"):
+        server_version(str(script))
+    script.chmod(0o755)
+    assert server_version(str(script)) == ("7.2.4", "abc")

@@ -14,6 +14,7 @@ from typing import Callable
 
 from analysis.inputs.manifest import Variant
 from collectors.build.spec import VariantSpec
+from collectors.host import versions
 
 # Functions present in every Redis/Valkey server; used to check for frame pointers.
 FP_PROBE_FUNCTIONS = ("dictFind", "processCommand", "aeProcessEvents", "call",
@@ -53,16 +54,15 @@ class BinaryError(Exception):
 
 def server_version(server_bin: str) -> tuple[str, str]:
     """(version, sha) from `redis-server --version` ("Redis server v=8.0.6 sha=00000000:0 ...")."""
-    try:
-        p = subprocess.run([server_bin, "--version"], capture_output=True, text=True, timeout=20)
-    except OSError as e:
-        raise BinaryError(f"{server_bin}: cannot run it ({e.strerror}); is it an executable "
-                          f"Redis/Valkey server for this machine?") from None
-    out = (p.stdout + p.stderr).strip()
+    r = versions.version_output([server_bin, "--version"])
+    if r.error:
+        raise BinaryError(f"{server_bin}: cannot run it ({r.error}); is it an executable "
+                          f"Redis/Valkey server for this machine?")
+    out = r.text.strip()
     m = re.search(r"\bv=(\S+)", out)
-    if p.returncode != 0 or not m:
+    if r.returncode != 0 or not m:
         raise BinaryError(f"{server_bin} --version did not print a Redis/Valkey version "
-                          f"(exit {p.returncode}): {out[:200]!r}")
+                          f"(exit {r.returncode}): {out[:200]!r}")
     sha = re.search(r"\bsha=([0-9a-f]+)", out)
     return m.group(1), (sha.group(1) if sha else "")
 

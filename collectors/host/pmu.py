@@ -58,19 +58,6 @@ def probe_cycles(perf: str | None = None) -> CyclesProbe:
     return CyclesProbe(perf, None, last)
 
 
-def perf_version(perf: str | None = None) -> tuple[int, ...] | None:
-    """(6, 1, 187) from `perf version`; None when perf is missing or says no version."""
-    perf = perf or perf_binary()
-    if not perf:
-        return None
-    try:
-        out = procs.run_capture([perf, "version"], timeout_s=10).stdout
-    except (procs.ToolNotFound, subprocess.TimeoutExpired, OSError):
-        return None
-    m = re.search(r"(\d+)\.(\d+)(?:\.(\d+))?", out)
-    return tuple(int(x) for x in m.groups() if x is not None) if m else None
-
-
 def metric_groups(perf: str | None = None) -> list[str] | None:
     """The metric groups `perf list metricgroups` names (PipelineL1, TopdownL1 ...); None
     when perf could not be asked. perf 6.1 prints one name a line after "Metric Groups:";

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from analysis.toolpaths import perf_binary
-from collectors.host import cpuid, pmu
+from collectors.host import cpuid, pmu, versions
 from collectors.host.cpuid import CpuId
 
 NO_PMU_FIX = ("run on bare metal, or on a VM with the PMU passed through (KVM/libvirt: "
@@ -127,7 +127,7 @@ def probe_host(proc: str | Path = "/proc", sys: str | Path = "/sys", run_perf: b
     f = HostFacts()
     f.perf_path = perf_binary()
     if f.perf_path and run_perf:
-        f.perf_version = pmu.perf_version(f.perf_path)
+        f.perf_version = versions.perf_version(f.perf_path)
         cycles = pmu.probe_cycles(f.perf_path)
         f.cycles_supported, f.cycles_evidence = cycles.counts, cycles.evidence
         f.metric_groups = pmu.metric_groups(f.perf_path)

@@ -7,22 +7,49 @@ import platform
 import re
 import subprocess
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from analysis.toolpaths import cargo_home, which_tool
-from collectors.host import pmu, procs
+from analysis.toolpaths import cargo_home, perf_binary, which_tool
+from collectors.host import procs
 
 NUMBER = r"\d+\.\d+(?:\.\d+)*"
 
 
-def _output(argv: list[str], timeout_s: float = 20) -> str | None:
-    """stdout + stderr of a short version query; None when the tool cannot run."""
+@dataclass(frozen=True)
+class VersionOutput:
+    """What a tool printed when asked for its version."""
+    text: str = ""                  # stdout + stderr
+    returncode: int | None = None
+    error: str | None = None        # why it could not run: missing, not executable, hung
+
+
+def version_output(argv: list[str], timeout_s: float = 20) -> VersionOutput:
+    """The one way a version is asked for: argv run through procs (tracked, killed with
+    the run), never raising; `error` says why when the tool could not run."""
     try:
         r = procs.run_capture(argv, timeout_s=timeout_s)
-    except (procs.ToolNotFound, subprocess.TimeoutExpired, OSError):
-        return None
-    return r.stdout + r.stderr
+    except procs.ToolNotFound as e:
+        return VersionOutput(error=str(e))
+    except subprocess.TimeoutExpired:
+        return VersionOutput(error=f"{argv[0]}: no answer within {timeout_s:g} s")
+    except OSError as e:
+        return VersionOutput(error=f"{argv[0]}: {e.strerror or e}")
+    return VersionOutput(r.stdout + r.stderr, r.returncode)
+
+
+def version_tuple(text: str | None) -> tuple[int, ...] | None:
+    """The first version number in text, as a tuple to compare: 'perf version 6.1.187' ->
+    (6, 1, 187), 'v=8.0.6' -> (8, 0, 6); at most three parts; None when there is none."""
+    m = re.search(r"\d+(?:\.\d+)*", text or "")
+    return tuple(int(x) for x in m.group(0).split(".")[:3]) if m else None
+
+
+def _output(argv: list[str], timeout_s: float = 20) -> str | None:
+    """stdout + stderr of a short version query; None when the tool cannot run."""
+    out = version_output(argv, timeout_s)
+    return None if out.error else out.text
 
 
 def version_number(argv: list[str], pattern: str = NUMBER) -> str | None:
@@ -31,6 +58,12 @@ def version_number(argv: list[str], pattern: str = NUMBER) -> str | None:
     text = _output(argv)
     m = re.search(pattern, text or "")
     return m.group(m.lastindex or 0) if m else None
+
+
+def perf_version(perf: str | None = None) -> tuple[int, ...] | None:
+    """(6, 1, 187) from `perf version`; None when perf is missing or says no version."""
+    perf = perf or perf_binary()
+    return version_tuple(_output([perf, "version"], timeout_s=10)) if perf else None
 
 
 def version_line(binary: str) -> str | None:
@@ -70,7 +103,7 @@ def inferno_version() -> str | None:
 
 def tool_versions(benchmark_bins: dict[str, str | None] | None = None) -> dict[str, Any]:
     """perf, inferno, python, memtier and each variant's load generator (name -> path)."""
-    perf_v = pmu.perf_version()
+    perf_v = perf_version()
     out: dict[str, Any] = {"python": platform.python_version(),
                            "perf": ".".join(map(str, perf_v)) if perf_v else None}
     out["inferno"] = inferno_version() if which_tool("inferno-collapse-perf") else None

@@ -43,7 +43,7 @@ from analysis.tma.formats import parse_file
 from analysis.tma.model import NoPmuError, TmaParseError
 from analysis.toolpaths import perf_binary
 from collectors.collector import RepContext, RunSettings
-from collectors.host import pmu, procs
+from collectors.host import pmu, procs, versions
 from collectors.host import preflight as pre
 from collectors.host.cpuid import CpuId
 from collectors.profilers.tma_commands import (ATTACH, BACKENDS, TmaConfig, TmaConfigError,
@@ -179,7 +179,7 @@ class TmaCollector:
             if not self._perf:
                 raise TmaConfigError("perf not found on PATH (nor $PERF): apt-get install linux-perf")
             if self._perf_version is None:
-                self._perf_version = pmu.perf_version(self._perf)
+                self._perf_version = versions.perf_version(self._perf)
             return perf_command(self._perf, out, ctx.window_s, self.level, pid=pid, cpus=cpus,
                                 groups=groups, perf_version=self._perf_version,
                                 metric_no_group=cfg.metric_no_group, extra=cfg.extra_args)

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import re
 import shutil
 import statistics
 import time
@@ -15,6 +14,7 @@ from typing import Any
 from analysis.inputs.case import Case
 from analysis.inputs.manifest import Calibration, DatasetInfo, Variant
 from collectors.build.builder import cache_dir
+from collectors.host import versions
 from collectors.load.redis_benchmark import calibrate
 from collectors.load.server import Server
 from collectors.runner.context import RunContext, bench_bin
@@ -35,11 +35,10 @@ def snapshot_key(case: Case, loader: str, server_version: str = "") -> str:
     return hashlib.sha256(blob.encode()).hexdigest()[:20]
 
 
-def _version_tuple(version: Any) -> tuple[int, ...]:
-    """'8.0.6' -> (8, 0, 6); unparsable versions sort last (they never write the snapshot
-    unless every variant is unparsable)."""
-    parts = re.findall(r"\d+", str(version or ""))
-    return tuple(int(p) for p in parts[:3]) if parts else (10**9,)
+def _oldest_first(version: Any) -> tuple[int, ...]:
+    """Sort key: '8.0.6' -> (8, 0, 6); unparsable versions sort last (they never write the
+    snapshot unless every variant is unparsable)."""
+    return versions.version_tuple(str(version or "")) or (10**9,)
 
 
 def ensure_snapshot(run: RunContext) -> Path | None:
@@ -51,7 +50,7 @@ def ensure_snapshot(run: RunContext) -> Path | None:
         run.manifest.dataset = DatasetInfo(kind="none")
         return None
     # The oldest server writes the snapshot: RDB formats load forward, not backward.
-    first = min(run.variants.values(), key=lambda v: _version_tuple(v.version))
+    first = min(run.variants.values(), key=lambda v: _oldest_first(v.version))
     key = snapshot_key(case, loader_sha256(), str(first.version))
     rdb = cache_dir() / "datasets" / f"{case.name.replace('/', '_')}-{case.size}-{key}.rdb"
     ds_dir = run.run_dir / "dataset"
