@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from analysis.inputs.layout import MANIFEST
 from analysis.compare.environment import environment, reproduce
 from analysis.compare.errors import CompareError
 from analysis.compare.families import metric_fdr
@@ -28,7 +29,7 @@ from analysis.profile.stacks import Stacks, write_folded
 
 def _variants(run: RunDir, opts: CompareOptions) -> tuple[str, str]:
     names = run.variant_names
-    where = run.path / "manifest.json"
+    where = run.path / MANIFEST
     if len(names) < 2:
         raise CompareError(f"{where}: needs two variants to compare, has {names}")
     base = opts.base or names[0]

@@ -10,11 +10,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from analysis.inputs.layout import BENCH_FILES, PERF_FOLDED, PROFILE_PB
 from analysis.compare.errors import CompareError
 from analysis.compare.throughput import bench_rows, case_command
 from analysis.inputs.manifest import Profiling
 from analysis.inputs.repfacts import TIME_EVENTS, RepFacts
-from analysis.inputs.rundir import BENCH_FILES, RunDir, read_rep_facts
+from analysis.inputs.rundir import RunDir, read_rep_facts
 from analysis.profile import pprof
 from analysis.profile.stacks import FoldedError, Stacks, read_folded
 
@@ -39,10 +40,10 @@ class ProfileRep:
 
 
 def load_stacks(d: Path) -> Stacks | None:
-    if (d / "perf.folded").is_file():
-        return read_folded(d / "perf.folded")
-    if (d / "profile.pb.gz").is_file():
-        return pprof.read_pprof(d / "profile.pb.gz")
+    if (d / PERF_FOLDED).is_file():
+        return read_folded(d / PERF_FOLDED)
+    if (d / PROFILE_PB).is_file():
+        return pprof.read_pprof(d / PROFILE_PB)
     return None
 
 

@@ -8,7 +8,6 @@ over reps, each its pairs' geometric means (pair_clusters.py says why).
 """
 from __future__ import annotations
 
-import json
 import math
 from pathlib import Path
 
@@ -18,7 +17,9 @@ from analysis.compare.options import CompareOptions
 from analysis.compare.results import ChangeOut, MetricRow, Side
 from analysis.inputs import bench
 from analysis.inputs.bench import RepThroughput
-from analysis.inputs.rundir import BENCH_FILES, RunDir
+from analysis.inputs.layout import BENCH_CSV, BENCH_FILES, BENCH_JSON, PAIRED_JSON
+from analysis.inputs.paired import read_paired
+from analysis.inputs.rundir import RunDir, RunDirError
 
 Values = list[tuple[int, float]]      # (rep number, value), in rep order
 
@@ -30,11 +31,11 @@ def case_command(run: RunDir) -> list[str]:
 
 def bench_rows(rep_dir: Path, command: list[str] | None = None) -> list[RepThroughput]:
     """The load generator's rows of one rep (one per test)."""
-    csv = rep_dir / "bench.csv"
+    csv = rep_dir / BENCH_CSV
     if csv.is_file():  # may hold several tests (redis-benchmark -t set,get)
         return bench.parse_redis_benchmark_csv(csv)
     row = bench.load_rep(rep_dir)
-    if Path(row.source).name == "bench.json" and row.test == "Totals" and command:
+    if Path(row.source).name == BENCH_JSON and row.test == "Totals" and command:
         # memtier calls its one row "Totals"; the table should name the command, as
         # redis-benchmark's rows do (the case's command words, as memtier ran them).
         row.test = " ".join(command)
@@ -97,30 +98,20 @@ def throughput(run: RunDir, base: str, cand: str, opts: CompareOptions
     return tput, lat
 
 
-def _window_rate(w: dict) -> float | None:
-    # calls/s of the case's command when the server counted them; ops/s also counts the
-    # INFO/CONFIG commands of the switching itself.
-    rate = w.get("calls_per_s")
-    return rate if rate is not None else w.get("ops_per_s")
-
-
 def paired_units(run: RunDir, base: str, cand: str) -> dict[int, list[tuple[float, float]]]:
     """Each paired rep's window pairs (base rate, cand rate): the k-th base window with the
     k-th cand window of the same rep, in rep order."""
     by_rep: dict[int, list[tuple[float, float]]] = {}
     for rep in run.manifest.reps(kind="paired"):
-        p = run.rep_dir(rep) / "paired.json"
+        p = run.rep_dir(rep) / PAIRED_JSON
         if not p.is_file():
             continue
         try:
-            doc = json.loads(p.read_text())
-        except json.JSONDecodeError as e:
-            raise CompareError(f"{p}:{e.lineno}: malformed JSON: {e.msg}") from None
-        wins = doc.get("windows", [])
-        bw = [w for w in wins if w.get("variant") == base]
-        cw = [w for w in wins if w.get("variant") == cand]
-        for x, y in zip(bw, cw):
-            rx, ry = _window_rate(x), _window_rate(y)
+            doc = read_paired(p)
+        except RunDirError as e:
+            raise CompareError(str(e)) from None
+        for x, y in zip(doc.of(base), doc.of(cand)):
+            rx, ry = x.rate, y.rate
             if rx is not None and ry is not None:
                 by_rep.setdefault(rep.rep, []).append((float(rx), float(ry)))
     return dict(sorted(by_rep.items()))
@@ -156,8 +147,8 @@ def load_time(run: RunDir, base: str, cand: str, opts: CompareOptions) -> list[M
 def _load_times(run: RunDir, variant: str) -> Values:
     out = []
     for rep in run.manifest.reps(variant, "throughput"):
-        res = run.facts(rep).rdb_load_result or {}
-        secs = res.get("load_seconds_s")
+        res = run.facts(rep).rdb_load_result
+        secs = res.load_seconds_s if res is not None else None
         if isinstance(secs, (int, float)) and secs > 0:
             out.append((rep.rep, float(secs)))
     return out

@@ -10,11 +10,11 @@ sides whose trees differ (vendors, CPU models) are not compared: the section say
 from __future__ import annotations
 
 from analysis.compare.results import TmaSection
+from analysis.inputs.layout import TMA_FILES
 from analysis.inputs.rundir import RunDir
 from analysis.tma import funnel, formats
 from analysis.tma.model import NoPmuError, TmaParseError, TmaResult
 
-TMA_FILES = ("tma.csv", "tma.json")
 FUNNEL_DEPTH = 4
 
 

@@ -26,6 +26,8 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from analysis.inputs.layout import BENCH_CSV, BENCH_JSON, BENCH_TXT
+
 LATENCY_KEYS = ("avg", "min", "p50", "p95", "p99", "max")
 
 
@@ -54,7 +56,7 @@ def parse_redis_benchmark_csv(path: str | Path) -> list[RepThroughput]:
     return parse_redis_benchmark_csv_text(_read(p), str(p))
 
 
-def parse_redis_benchmark_csv_text(text: str, source: str = "bench.csv") -> list[RepThroughput]:
+def parse_redis_benchmark_csv_text(text: str, source: str = BENCH_CSV) -> list[RepThroughput]:
     """The same, from text in memory (`source` names it in errors)."""
     p = source
     rows = list(csv.reader(text.splitlines()))
@@ -166,8 +168,8 @@ def load_rep(rep_dir: str | Path, test: str | None = None) -> RepThroughput:
     With several tests in the file, `test` picks one (case-insensitive); without it the
     file must hold one test (or memtier's Totals is used)."""
     d = Path(rep_dir)
-    for name, parser in (("bench.csv", parse_redis_benchmark_csv), ("bench.json", parse_memtier_json),
-                         ("bench.txt", parse_redis_benchmark_text)):
+    for name, parser in ((BENCH_CSV, parse_redis_benchmark_csv), (BENCH_JSON, parse_memtier_json),
+                         (BENCH_TXT, parse_redis_benchmark_text)):
         f = d / name
         if f.is_file():
             rows = parser(f)
@@ -176,7 +178,7 @@ def load_rep(rep_dir: str | Path, test: str | None = None) -> RepThroughput:
                 if not hits:
                     raise ThroughputError(f"{f}: no test {test!r} (has {[r.test for r in rows]})")
                 return hits[0]
-            if name == "bench.json" or len(rows) == 1:
+            if name == BENCH_JSON or len(rows) == 1:
                 return rows[0]
             raise ThroughputError(f"{f}: {len(rows)} tests ({[r.test for r in rows]}); say which with test=")
     raise ThroughputError(f"{d}: no bench.csv, bench.json or bench.txt (was the rep run?)")

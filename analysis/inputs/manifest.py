@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from analysis.inputs.layout import MANIFEST
 from analysis.inputs.case import Case
 from analysis.inputs.records import Record, RecordError
 
@@ -211,7 +212,7 @@ class Manifest(Record):
             self.case = Case.from_json(self.case, "case")
 
     @classmethod
-    def load(cls, d: Any, path: Path | str = "manifest.json") -> "Manifest":
+    def load(cls, d: Any, path: Path | str = MANIFEST) -> "Manifest":
         """A manifest dict of any schema (migrated); errors name the file."""
         if not isinstance(d, dict):
             raise ManifestError(f"{path}: not a JSON object")

@@ -19,7 +19,7 @@ import dataclasses
 import types
 import typing
 from functools import lru_cache
-from typing import Any, TypeVar
+from typing import Any, ClassVar, TypeVar
 
 R = TypeVar("R", bound="Record")
 T = TypeVar("T")
@@ -33,6 +33,9 @@ class RecordError(ValueError):
 class Record:
     """Base of every typed record: declared fields + `extra` (unknown keys, kept)."""
     extra: dict[str, Any] = dataclasses.field(default_factory=dict, kw_only=True, repr=False)
+    # Fields only some writers set (paired.json's "mode" in one of its two modes): left out
+    # of to_json while None, so each writer's file keeps exactly its own keys.
+    OMIT_IF_NONE: ClassVar[frozenset[str]] = frozenset()
 
     @classmethod
     def from_json(cls: type[R], d: Any, where: str = "") -> R:
@@ -40,7 +43,8 @@ class Record:
 
     def to_json(self) -> dict[str, Any]:
         out = {f.name: _dump(getattr(self, f.name)) for f in dataclasses.fields(self)
-               if f.name != "extra"}
+               if f.name != "extra"
+               and not (f.name in self.OMIT_IF_NONE and getattr(self, f.name) is None)}
         for k, v in self.extra.items():
             out.setdefault(k, v)
         return out

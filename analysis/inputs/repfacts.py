@@ -11,6 +11,7 @@ import shlex
 from dataclasses import dataclass, field
 from typing import Any
 
+from analysis.inputs.layout import REP_JSON
 from analysis.inputs.manifest import Calibration
 from analysis.inputs.records import Record
 
@@ -108,6 +109,64 @@ class Saturation(Record):
 
 
 @dataclass
+class CollectorFacts(Record):
+    """What one collector reported when it stopped (rep.json collectors.<name>). Its fields
+    are the collector's own (the RepCollector seam: `stop(ctx) -> dict`), all kept in
+    `extra` and written back as they came; `status`/`error` are what the runner records for
+    a collector that failed to start or stop. `RepFacts.perf` reads perf's as PerfFacts."""
+
+    @property
+    def status(self) -> str | None:
+        return self.extra.get("status")
+
+    @property
+    def error(self) -> str | None:
+        return self.extra.get("error")
+
+
+@dataclass
+class RdbLoad(Record):
+    """How long the server took to become ready at its start (a restored RDB's load)."""
+    seconds_to_ready_s: float | None = None
+    log_load_seconds_s: float | None = None
+    keys_loaded: int | None = None
+    keys_expired: int | None = None
+
+
+@dataclass
+class RdbLoadResult(Record):
+    """rdb-load cases: the measurement of one load (also rdb_load.json beside rep.json)."""
+    keys: int = 0                        # DBSIZE after the load
+    seconds_to_ready_s: float | None = None   # start to PING answered
+    log_load_seconds_s: float | None = None   # "DB loaded from disk: N seconds" in the log
+    load_seconds_s: float | None = None  # the measurement: the log's, else to ready
+    keys_per_s: float | None = None
+    keys_loaded_info: int | None = None  # INFO persistence/keyspace keys loaded
+    rdb_bytes: int | None = None
+
+
+@dataclass
+class DatasetCheck(Record):
+    """The keyspace a rep measured, verified (collectors/workload/dataset.verify)."""
+    ok: bool = False
+    dbsize: int = 0
+    expected_keys: int = 0
+    kind: str | None = None
+    expected_encoding: str | None = None
+    encodings_seen: dict[str, int] = field(default_factory=dict)
+    key_format: str | None = None
+    samples: list[dict[str, Any]] = field(default_factory=list)   # {key, exists, encoding, len}
+
+
+@dataclass
+class PairedFacts(Record):
+    """A paired rep's windows in brief (the windows themselves: paired.json)."""
+    order: list[str] = field(default_factory=list)   # the variant of each window
+    setting: list[str] = field(default_factory=list)
+    counter: str = ""
+
+
+@dataclass
 class RepCpus(Record):
     server: list[int] | None = None
     client: list[int] | None = None
@@ -128,10 +187,10 @@ class RepFacts(Record):
     bench: BenchSummary | None = None
     warmup: BenchSummary | None = None
     calibration: Calibration | None = None
-    collectors: dict[str, dict[str, Any]] = field(default_factory=dict)  # name -> facts
-    rdb_load: dict[str, Any] | None = None         # server start: load timing
-    rdb_load_result: dict[str, Any] | None = None  # rdb-load cases: the measurement
-    dataset: dict[str, Any] | None = None          # verification of the keyspace
+    collectors: dict[str, CollectorFacts] = field(default_factory=dict)  # name -> facts
+    rdb_load: RdbLoad | None = None                # server start: load timing
+    rdb_load_result: RdbLoadResult | None = None   # rdb-load cases: the measurement
+    dataset: DatasetCheck | None = None            # verification of the keyspace
     settle: dict[str, Any] | None = None           # waiting for the rehash to finish
     # Where the rep's wall time went, seconds per phase in order (paired servers: load,
     # verify, settle, warmup, windows, stop): what a rep costs besides its windows, which
@@ -140,18 +199,18 @@ class RepFacts(Record):
     saturation: Saturation | None = None           # CPU use of server threads and client
     saturation_by_variant: dict[str, Saturation] = field(default_factory=dict)  # paired servers:
                                                    #   each server over its own windows
-    paired: dict[str, Any] | None = None
+    paired: PairedFacts | None = None
     server_stop: str | None = None                 # shutdown | sigterm | sigkill
     error: str | None = None
     traceback: str | None = None
 
     @property
     def perf(self) -> PerfFacts | None:
-        d = self.collectors.get("perf")
-        return PerfFacts.from_json(d, "collectors.perf") if isinstance(d, dict) else None
+        c = self.collectors.get("perf")
+        return PerfFacts.from_json(c.to_json(), "collectors.perf") if c is not None else None
 
     @classmethod
-    def load(cls, d: Any, where: str = "rep.json") -> "RepFacts":
+    def load(cls, d: Any, where: str = REP_JSON) -> "RepFacts":
         return cls.from_json(migrate(dict(d) if isinstance(d, dict) else {}), where)
 
 

@@ -14,12 +14,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from analysis.inputs.layout import MANIFEST, REP_JSON
 from analysis.inputs.manifest import Manifest, ManifestError, Rep
 from analysis.inputs.records import RecordError
 from analysis.inputs.repfacts import RepFacts
-
-BENCH_FILES = ("bench.csv", "bench.json", "bench.txt")
-
 
 class RunDirError(Exception):
     """A run directory that cannot be read; the message names the file."""
@@ -51,7 +49,7 @@ def read_json(path: Path) -> Any:
 
 def load_run(path: str | os.PathLike) -> RunDir:
     p = Path(path)
-    mf = p / "manifest.json"
+    mf = p / MANIFEST
     if not mf.is_file():
         raise RunDirError(f"{mf}: no manifest.json here; is {p} a stallscope run directory?")
     try:
@@ -61,7 +59,7 @@ def load_run(path: str | os.PathLike) -> RunDir:
 
 
 def read_rep_facts(rep_dir: Path) -> RepFacts:
-    f = Path(rep_dir) / "rep.json"
+    f = Path(rep_dir) / REP_JSON
     if not f.is_file():
         return RepFacts()
     try:
@@ -92,8 +90,8 @@ def write_json(path: Path, obj: Any) -> None:
 
 def save_manifest(run_path: str | os.PathLike, manifest: Manifest) -> None:
     """Write manifest.json atomically."""
-    write_json(Path(run_path) / "manifest.json", manifest.to_json())
+    write_json(Path(run_path) / MANIFEST, manifest.to_json())
 
 
 def write_rep_facts(rep_dir: Path, facts: RepFacts) -> None:
-    write_json(Path(rep_dir) / "rep.json", facts.to_json())
+    write_json(Path(rep_dir) / REP_JSON, facts.to_json())

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from analysis.inputs.layout import REPORT_HTML, REPORT_MD, RESULTS_JSON
 from analysis.compare.engine import analyse
 from analysis.compare.options import CompareOptions
 from analysis.compare.results import Results
@@ -19,7 +20,7 @@ def write_reports(r: Results, out: Path, md_limit: int | None = None) -> dict[st
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     render_artifacts(r, out)
-    paths = {"md": out / "report.md", "html": out / "report.html", "json": out / "results.json"}
+    paths = {"md": out / REPORT_MD, "html": out / REPORT_HTML, "json": out / RESULTS_JSON}
     paths["md"].write_text(report_md.render(r, **({"limit": md_limit} if md_limit else {})))
     paths["json"].write_text(r.dumps())
     paths["html"].write_text(report_html.render(r, out))

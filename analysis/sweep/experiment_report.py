@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from analysis.inputs.layout import EXPERIMENT_JSON, REPORT_HTML, REPORT_MD, RESULTS_JSON, SWEEP_JSON
 from analysis.compare.options import CompareOptions
 from analysis.inputs.rundir import RunDirError, read_json
 from analysis.sweep import html as sweep_html
@@ -39,7 +40,7 @@ class PartResult:
 
 
 def load_experiment_json(exp_dir: Path) -> dict[str, Any]:
-    path = Path(exp_dir) / "experiment.json"
+    path = Path(exp_dir) / EXPERIMENT_JSON
     if not path.is_file():
         raise SweepError(f"{path}: no experiment.json here; is {exp_dir} a stallscope experiment directory?")
     try:
@@ -58,7 +59,7 @@ def analyse_experiment(exp_dir: Path, out: Path, opts: CompareOptions | None = N
     parts = []
     for p in d["parts"]:
         sweep_dir = Path(exp_dir) / p["sweep"]
-        if not (sweep_dir / "sweep.json").is_file():
+        if not (sweep_dir / SWEEP_JSON).is_file():
             continue
         res, points = analyse_sweep(sweep_dir, opts, None, out / p["id"])
         write_point_reports(points, out / p["id"])
@@ -139,7 +140,7 @@ def report_experiment(exp_dir: Path, out: Path, opts: CompareOptions | None = No
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     d, parts = analyse_experiment(Path(exp_dir), out, opts)
-    paths = {"md": out / "report.md", "html": out / "report.html", "json": out / "results.json"}
+    paths = {"md": out / REPORT_MD, "html": out / REPORT_HTML, "json": out / RESULTS_JSON}
     paths["md"].write_text(render_md(d, parts))
     paths["html"].write_text(render_html(d, parts))
     paths["json"].write_text(results_json(d, parts))

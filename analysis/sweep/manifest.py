@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from analysis.inputs.layout import SWEEP_JSON
 from analysis.inputs.records import Record, RecordError
 from analysis.inputs.rundir import RunDirError, read_json, write_json
 
@@ -98,7 +99,7 @@ class SweepManifest(Record):
 
 
 def load_sweep(sweep_dir: str | Path) -> SweepManifest:
-    path = Path(sweep_dir) / "sweep.json"
+    path = Path(sweep_dir) / SWEEP_JSON
     if not path.is_file():
         raise SweepError(f"{path}: no sweep.json here; is {sweep_dir} a stallscope sweep directory?")
     try:
@@ -118,4 +119,4 @@ def load_sweep(sweep_dir: str | Path) -> SweepManifest:
 
 def save_sweep(sweep_dir: str | Path, m: SweepManifest) -> None:
     """sweep.json, replaced atomically (a killed sweep leaves the old or the new file)."""
-    write_json(Path(sweep_dir) / "sweep.json", m.to_json())
+    write_json(Path(sweep_dir) / SWEEP_JSON, m.to_json())

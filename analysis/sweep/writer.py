@@ -6,6 +6,7 @@ import os
 from dataclasses import replace
 from pathlib import Path
 
+from analysis.inputs.layout import CROSSOVER_SVG, REPORT_HTML, REPORT_MD, RESULTS_JSON
 from analysis.compare.options import CompareOptions
 from analysis.report.writer import write_reports
 from analysis.sweep import html as sweep_html
@@ -26,8 +27,8 @@ def write_point_reports(points: list[PointAnalysis], out: Path) -> None:
 def write_sweep_files(res: SweepResults, out: Path) -> dict[str, Path]:
     out.mkdir(parents=True, exist_ok=True)
     svg = crossover_svg(res)
-    paths = {"md": out / "report.md", "html": out / "report.html", "json": out / "results.json",
-             "svg": out / "crossover.svg"}
+    paths = {"md": out / REPORT_MD, "html": out / REPORT_HTML, "json": out / RESULTS_JSON,
+             "svg": out / CROSSOVER_SVG}
     paths["svg"].write_text('<?xml version="1.0" encoding="utf-8" standalone="no"?>\n' + svg)
     paths["md"].write_text(sweep_md.render(res))
     paths["html"].write_text(sweep_html.render(res, svg))

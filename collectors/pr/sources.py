@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
+from analysis.inputs.layout import MANIFEST, REPORT_MD, RESULTS_JSON
 from analysis.compare.engine import analyse
 from analysis.compare.errors import CompareError
 from analysis.compare.options import CompareOptions
@@ -44,9 +45,9 @@ def find(path: str | Path) -> list[Report]:
 
 
 def _one(d: Path) -> Report | None:
-    if (d / "manifest.json").is_file():
+    if (d / MANIFEST).is_file():
         return _from_run(d)
-    if (d / "report.md").is_file():
+    if (d / REPORT_MD).is_file():
         return _from_report(d)
     return None
 
@@ -60,11 +61,11 @@ def _from_run(d: Path) -> Report:
 
 
 def _from_report(d: Path) -> Report:
-    text = (d / "report.md").read_text()
+    text = (d / REPORT_MD).read_text()
     results: dict = {}
-    if (d / "results.json").is_file():
+    if (d / RESULTS_JSON).is_file():
         try:
-            results = json.loads((d / "results.json").read_text())
+            results = json.loads((d / RESULTS_JSON).read_text())
         except ValueError as e:
             raise SourceError(f"{d / 'results.json'}: not JSON ({e})") from None
         if not isinstance(results, dict):

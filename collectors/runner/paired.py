@@ -12,8 +12,10 @@ import time
 from pathlib import Path
 from typing import Any, Sequence
 
+from analysis.inputs.layout import BENCH_TXT, PAIRED_JSON
 from collectors.host import procs
 from analysis.inputs.case import Case
+from analysis.inputs.paired import PairedWindow, PairedWindows
 from analysis.inputs.rundir import write_json
 from collectors.runner.schedule import interleave
 from collectors.load.server import Server
@@ -73,7 +75,7 @@ def run_paired_windows(srv: Server, variants: dict[str, Any], case: Case, cal: C
     argv = redis_benchmark_argv(bench_bin, srv.port, w, n, case.server.cluster)
     command = str(w.command[0]) if w.command else ""
     bp = start_redis_benchmark(argv, client_cpus)
-    rows: list[dict[str, Any]] = []
+    rows: list[PairedWindow] = []
     try:
         time.sleep(0.5)  # connections up and warm before the first window
         a = None
@@ -88,11 +90,10 @@ def run_paired_windows(srv: Server, variants: dict[str, Any], case: Case, cal: C
             secs = b["t"] - a["t"]
             d_total = b["total_commands_processed"] - a["total_commands_processed"]
             d_calls = (b["calls"] - a["calls"]) if a["calls"] is not None and b["calls"] is not None else None
-            rows.append({"index": i + 1, "variant": name, "config": values[name],
-                         "t0": round(a["epoch"], 3), "t1": round(b["epoch"], 3), "seconds": round(secs, 6),
-                         "total_commands": d_total, "calls": d_calls,
-                         "ops_per_s": d_total / secs if secs > 0 else None,
-                         "calls_per_s": d_calls / secs if d_calls is not None and secs > 0 else None})
+            rows.append(PairedWindow(
+                i + 1, name, values[name], round(a["epoch"], 3), round(b["epoch"], 3), round(secs, 6),
+                d_total, d_calls, ops_per_s=d_total / secs if secs > 0 else None,
+                calls_per_s=d_calls / secs if d_calls is not None and secs > 0 else None))
             a = b       # the next window of the same setting starts where this one ended
             if bp.proc.poll() is not None:
                 raise RuntimeError(f"load generator ended during paired window {i + 1} "
@@ -101,10 +102,10 @@ def run_paired_windows(srv: Server, variants: dict[str, Any], case: Case, cal: C
         # The load generator was sized to outlast the windows: stop it, keep its stderr.
         procs.kill_group(bp.proc, 2.0)
         out, err = bp.proc.communicate()
-        (rep_dir / "bench.txt").write_bytes(err or b"")
-    doc = {"setting": keys, "defaults": defaults, "values": values, "window_s": window_s,
-           "settle_s": SETTLE_S, "order": order, "command": command,
-           "counter": "INFO stats total_commands_processed; calls = INFO commandstats calls",
-           "windows": rows}
-    write_json(rep_dir / "paired.json", doc)
-    return {"order": order, "setting": keys, "counter": doc["counter"], "bench_command": argv}
+        (rep_dir / BENCH_TXT).write_bytes(err or b"")
+    doc = PairedWindows(setting=keys, defaults=defaults, values=values, window_s=window_s,
+                        settle_s=SETTLE_S, order=order, command=command,
+                        counter="INFO stats total_commands_processed; calls = INFO commandstats calls",
+                        windows=rows)
+    write_json(rep_dir / PAIRED_JSON, doc.to_json())
+    return {"order": order, "setting": keys, "counter": doc.counter, "bench_command": argv}

@@ -21,8 +21,10 @@ import time
 from pathlib import Path
 from typing import Any
 
+from analysis.inputs.layout import PAIRED_JSON
 from analysis.inputs.case import Case
 from analysis.inputs.manifest import Calibration, Variant
+from analysis.inputs.paired import PairedWindow, PairedWindows
 from analysis.inputs.rundir import write_json
 from collectors.host import procs
 from collectors.host.cputime import CpuWatch, client_capacity, exec_runtime_s, merge_windows
@@ -59,7 +61,7 @@ def run_server_windows(servers: dict[str, Server], variants: dict[str, Variant],
     command = str(w.command[0]) if w.command else ""
     total_s = warmup_s + windows * window_s + switches(order) * SETTLE_S + 10.0
     loads: dict[str, BenchProcess] = {}
-    rows: list[dict[str, Any]] = []
+    rows: list[PairedWindow] = []
     busy: dict[str, list] = {}       # variant -> Saturation of each of its windows
     capacity = client_capacity(w.threads, client_cpus)
     try:
@@ -85,23 +87,23 @@ def run_server_windows(servers: dict[str, Server], variants: dict[str, Variant],
             procs.kill_group(bp.proc, 2.0)
             _, err = bp.proc.communicate()
             (rep_dir / f"bench-{n}.txt").write_bytes(err or b"")
-    doc = {"mode": "servers", "setting": [], "values": {n: dict(variants[n].config or {}) for n in names},
-           "servers": {n: {"port": servers[n].port, "pid": servers[n].pid,
-                           "binary_sha256": variants[n].binary_sha256} for n in names},
-           "window_s": window_s, "settle_s": SETTLE_S, "warmup_s": warmup_s, "order": order,
-           "command": command,
-           "counter": "INFO stats total_commands_processed; calls = INFO commandstats calls "
-                      "(each window: the active server's own counters)",
-           "windows": rows}
-    write_json(rep_dir / "paired.json", doc)
-    return {"order": order, "setting": [], "counter": doc["counter"],
+    doc = PairedWindows(
+        mode="servers", setting=[], values={n: dict(variants[n].config or {}) for n in names},
+        servers={n: {"port": servers[n].port, "pid": servers[n].pid,
+                     "binary_sha256": variants[n].binary_sha256} for n in names},
+        window_s=window_s, settle_s=SETTLE_S, warmup_s=warmup_s, order=order, command=command,
+        counter="INFO stats total_commands_processed; calls = INFO commandstats calls "
+                "(each window: the active server's own counters)",
+        windows=rows)
+    write_json(rep_dir / PAIRED_JSON, doc.to_json())
+    return {"order": order, "setting": [], "counter": doc.counter,
             "bench_commands": {n: bp.argv for n, bp in loads.items()},
             "saturation": {n: merge_windows(s) for n, s in busy.items()}}
 
 
 def _windows(servers: dict[str, Server], loads: dict[str, BenchProcess], variants: dict[str, Variant],
              order: list[str], command: str, window_s: float, capacity: float,
-             rows: list[dict[str, Any]], busy: dict[str, list]) -> None:
+             rows: list[PairedWindow], busy: dict[str, list]) -> None:
     """The ABBA windows: at a switch the other load generator is stopped and this one woken;
     each window counted by the active server itself, with its main thread's CPU time."""
     a: dict[str, Any] = {}
@@ -123,15 +125,14 @@ def _windows(servers: dict[str, Server], loads: dict[str, BenchProcess], variant
 
 
 def _window_row(i: int, name: str, variant: Variant, a: dict[str, Any], b: dict[str, Any]
-                ) -> dict[str, Any]:
+                ) -> PairedWindow:
     secs = b["t"] - a["t"]
     cpu = (b["cpu_s"] - a["cpu_s"]) if a.get("cpu_s") is not None and b.get("cpu_s") is not None else None
     d_total = b["total_commands_processed"] - a["total_commands_processed"]
     d_calls = (b["calls"] - a["calls"]) if a["calls"] is not None and b["calls"] is not None else None
-    return {"index": i + 1, "variant": name, "config": dict(variant.config or {}),
-            "t0": round(a["epoch"], 3), "t1": round(b["epoch"], 3), "seconds": round(secs, 6),
-            "total_commands": d_total, "calls": d_calls,
-            "ops_per_s": d_total / secs if secs > 0 else None,
-            "calls_per_s": d_calls / secs if d_calls is not None and secs > 0 else None,
-            # the main thread's CPU time in the window (schedstat, ns resolution)
-            "server_cpu_s": round(cpu, 6) if cpu is not None else None}
+    return PairedWindow(i + 1, name, dict(variant.config or {}), round(a["epoch"], 3),
+                        round(b["epoch"], 3), round(secs, 6), d_total, d_calls,
+                        ops_per_s=d_total / secs if secs > 0 else None,
+                        calls_per_s=d_calls / secs if d_calls is not None and secs > 0 else None,
+                        # the main thread's CPU time in the window (schedstat, ns resolution)
+                        server_cpu_s=round(cpu, 6) if cpu is not None else None)

@@ -32,10 +32,10 @@ def outcome(facts: RepFacts) -> str:
     """What the rep measured, for its progress line ('' when nothing to show)."""
     if facts.bench is not None and facts.bench.rps is not None:
         return f" ({facts.bench.rps:,.0f} ops/s)"
-    if facts.rdb_load_result and facts.rdb_load_result.get("keys_per_s"):
-        return f" ({facts.rdb_load_result['keys_per_s']:,.0f} keys/s loaded)"
+    if facts.rdb_load_result and facts.rdb_load_result.keys_per_s:
+        return f" ({facts.rdb_load_result.keys_per_s:,.0f} keys/s loaded)"
     if facts.paired:
-        return f" ({len(facts.paired.get('order') or [])} paired windows)"
+        return f" ({len(facts.paired.order or [])} paired windows)"
     return ""
 
 

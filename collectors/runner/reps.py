@@ -18,8 +18,10 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Protocol
 
+from analysis.inputs.layout import BENCH_JSON, INFO_TXT, RDB_LOAD_JSON, SERVER_LOG
 from analysis.inputs.manifest import Rep, Variant
-from analysis.inputs.repfacts import BenchSummary, RepCpus, RepFacts, Window
+from analysis.inputs.repfacts import (BenchSummary, CollectorFacts, DatasetCheck, PairedFacts, RdbLoad,
+                                      RdbLoadResult, RepCpus, RepFacts, Window)
 from analysis.inputs.rundir import write_json
 from collectors.collector import RepCollector, RepContext
 from collectors.host import procs
@@ -52,6 +54,11 @@ def _name(c: RepCollector) -> str:
     return getattr(c, "name", type(c).__name__)
 
 
+def _failed(error: str) -> CollectorFacts:
+    """collectors.<name> of a collector that failed to start or stop."""
+    return CollectorFacts(extra={"status": "failed", "error": error})
+
+
 def bracket(load: LoadProcess, collectors: list[RepCollector], ctx: RepContext, facts: RepFacts,
             target_s: float, load_threads: int = 1) -> BenchSummary:
     """Bracket the running load generator with the rep's collectors; its result.
@@ -69,7 +76,7 @@ def bracket(load: LoadProcess, collectors: list[RepCollector], ctx: RepContext, 
             try:
                 c.start(ctx)
             except Exception as e:
-                facts.collectors[_name(c)] = {"status": "failed", "error": f"start: {type(e).__name__}: {e}"}
+                facts.collectors[_name(c)] = _failed(f"start: {type(e).__name__}: {e}")
                 raise
             started.append(c)
         result = load.finish(ctx.rep_dir, timeout_s=120 + 10 * target_s)
@@ -80,9 +87,9 @@ def bracket(load: LoadProcess, collectors: list[RepCollector], ctx: RepContext, 
     finally:
         for c in started:
             try:
-                facts.collectors[_name(c)] = c.stop(ctx)
+                facts.collectors[_name(c)] = CollectorFacts.from_json(c.stop(ctx) or {}, _name(c))
             except Exception as e:
-                facts.collectors[_name(c)] = {"status": "failed", "error": f"{type(e).__name__}: {e}"}
+                facts.collectors[_name(c)] = _failed(f"{type(e).__name__}: {e}")
                 failed.append(f"{_name(c)}: {type(e).__name__}: {e}")
     if failed:
         raise CollectorError("collector stop failed: " + "; ".join(failed))
@@ -104,9 +111,10 @@ class RepKind:
     def execute(self) -> None:
         srv = self.start_server(self.variant)
         try:
-            self.facts.dataset = verify_rep(self.run, srv)
+            checked = verify_rep(self.run, srv)
+            self.facts.dataset = DatasetCheck.from_json(checked) if checked is not None else None
             self.measure(srv)
-            (self.rep_dir / "info.txt").write_text(srv.info_all())
+            (self.rep_dir / INFO_TXT).write_text(srv.info_all())
         finally:
             self.facts.server_stop = srv.stop()
 
@@ -115,7 +123,7 @@ class RepKind:
 
     def start_server(self, variant: Variant, with_variant_config: bool = True) -> Server:
         run, rep, facts = self.run, self.rep, self.facts
-        srv = Server(run.server_opts(variant, f"{rep.variant}-{rep.rep}", self.rep_dir / "server.log",
+        srv = Server(run.server_opts(variant, f"{rep.variant}-{rep.rep}", self.rep_dir / SERVER_LOG,
                                      self.rdb, with_variant_config))
         try:
             srv.start()
@@ -123,7 +131,7 @@ class RepKind:
             facts.commands = {"server": srv.argv}
         facts.pid, facts.port = srv.pid, srv.port
         facts.cpus = RepCpus(run.place.server_cpus, run.place.client_cpus)
-        facts.rdb_load = srv.timing.to_json() if srv.timing else None
+        facts.rdb_load = RdbLoad.from_json(srv.timing.to_json()) if srv.timing else None
         return srv
 
     def context(self, srv: Server, window_s: float) -> RepContext:
@@ -173,7 +181,7 @@ class MemtierRep(RepKind):
             facts.warmup = memtier.start(argv, cpus).finish(
                 self.rep_dir, timeout_s=60 + 20 * w.warmup_s, stem="warmup")
         argv = memtier.memtier_argv(binary, srv.port, p, w.pipeline, w.duration_s,
-                                    self.rep_dir / "bench.json", cluster)
+                                    self.rep_dir / BENCH_JSON, cluster)
         facts.commands["bench"] = argv
         collectors = run.rep_collectors(self.rep.kind)
         ctx = self.context(srv, max(0.5, 0.8 * w.duration_s))
@@ -187,12 +195,12 @@ class RdbLoadRep(RepKind):
         keys = int(srv.client.dbsize())
         t = srv.timing
         secs = t.log_load_seconds if t.log_load_seconds else t.seconds_to_ready
-        out = {"keys": keys, "seconds_to_ready_s": t.seconds_to_ready,
-               "log_load_seconds_s": t.log_load_seconds, "load_seconds_s": secs,
-               "keys_per_s": keys / secs if secs > 0 else None,
-               "keys_loaded_info": t.keys_loaded,
-               "rdb_bytes": Path(srv.opts.rdb).stat().st_size if srv.opts.rdb else None}
-        write_json(self.rep_dir / "rdb_load.json", out)
+        out = RdbLoadResult(keys=keys, seconds_to_ready_s=t.seconds_to_ready,
+                            log_load_seconds_s=t.log_load_seconds, load_seconds_s=secs,
+                            keys_per_s=keys / secs if secs > 0 else None,
+                            keys_loaded_info=t.keys_loaded,
+                            rdb_bytes=Path(srv.opts.rdb).stat().st_size if srv.opts.rdb else None)
+        write_json(self.rep_dir / RDB_LOAD_JSON, out.to_json())
         self.facts.rdb_load_result = out
 
 
@@ -215,7 +223,7 @@ class PairedRep(RepKind):
                                  window_s=run.opts.paired_window_s, windows=run.opts.paired_windows)
         self.facts.saturation = watch.finish()
         self.facts.commands["bench"] = res["bench_command"]
-        self.facts.paired = {k: res[k] for k in ("order", "setting", "counter")}
+        self.facts.paired = PairedFacts(res["order"], res["setting"], res["counter"])
 
 
 class PairedServersRep(RepKind):
@@ -258,7 +266,7 @@ class PairedServersRep(RepKind):
                 warmup_s=run.case.workload.warmup_s, clock=clock)
             for n, argv in res["bench_commands"].items():
                 facts.commands[f"bench:{n}"] = argv
-            facts.paired = {k: res[k] for k in ("order", "setting", "counter")}
+            facts.paired = PairedFacts(res["order"], res["setting"], res["counter"])
             facts.saturation_by_variant = {n: s for n, s in res["saturation"].items() if s}
             for n, srv in servers.items():
                 (self.rep_dir / f"info-{n}.txt").write_text(srv.info_all())

@@ -8,6 +8,7 @@ import sys
 from datetime import datetime
 from pathlib import Path
 
+from analysis.inputs.layout import EXPERIMENT_JSON
 from analysis.inputs.rundir import write_json
 from analysis.sweep.experiment_report import load_experiment_json, report_experiment
 from analysis.sweep.manifest import SweepError
@@ -124,7 +125,7 @@ def _new(args: argparse.Namespace, argv: list[str], log) -> tuple[Path, Experime
         create(plan, sweep_argv(exp, part, args.size, opts, args.set), exp_dir, sweep_id=part.id,
                extra={"experiment": {"name": exp.name, "part": part.id}})
         parts.append(part_entry(part))
-    write_json(exp_dir / "experiment.json", experiment_doc(exp, args.size, argv, parts, args.only))
+    write_json(exp_dir / EXPERIMENT_JSON, experiment_doc(exp, args.size, argv, parts, args.only))
     return exp_dir, exp
 
 
@@ -178,7 +179,7 @@ def _main(args: argparse.Namespace, argv: list[str], log) -> int:
         exp_dir = Path(args.resume)
         d = load_experiment_json(exp_dir)
         d.setdefault("resumes", []).append({"at": now_iso(), "command": ["stallscope", "experiment", *argv]})
-        write_json(exp_dir / "experiment.json", d)
+        write_json(exp_dir / EXPERIMENT_JSON, d)
         log(f"{PREFIX} resuming {exp_dir}")
     elif not args.name:
         raise PlanError("name an experiment (`stallscope experiment list`), or give --resume/--report EXP_DIR")

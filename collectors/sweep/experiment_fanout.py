@@ -14,6 +14,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+from analysis.inputs.layout import EXPERIMENT_JSON
 from analysis.inputs.rundir import write_json
 from collectors.sweep.cli import build_all, create, host_summary, manifest_of, precision_options
 from collectors.sweep.experiment import Experiment, Part
@@ -98,7 +99,7 @@ def run_point(exp: Experiment, args: argparse.Namespace, argv: list[str], log) -
     doc = experiment_doc(exp, args.size, argv, [part_entry(part)], args.only)
     doc["fanout"] = {"plan": h, "identity": ident, "point": pid, "host": point_host(),
                      "whole": _whole(exp, args, argv, pps, opts, wid)}
-    write_json(exp_dir / "experiment.json", doc)
+    write_json(exp_dir / EXPERIMENT_JSON, doc)
     log(f"{PREFIX} {exp_dir}")
     return exp_dir, run_parts(exp_dir, not args.no_progress, log)
 

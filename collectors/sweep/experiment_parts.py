@@ -8,6 +8,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any, Sequence
 
+from analysis.inputs.layout import EXPERIMENT_JSON
 from analysis.inputs.rundir import write_json
 from analysis.sweep.experiment_report import load_experiment_json
 from analysis.sweep.manifest import load_sweep
@@ -117,11 +118,11 @@ def run_parts(exp_dir: Path, progress: bool, log) -> int:
         rc = Sweeper(sweep_dir, m, options_of(m), progress=progress, log=log).run()
         if rc == 130:
             d["status"] = "interrupted"
-            write_json(exp_dir / "experiment.json", d)
+            write_json(exp_dir / EXPERIMENT_JSON, d)
             log(f"{PREFIX} resume with: stallscope experiment --resume {exp_dir}")
             return 130
         rcs.append(rc)
     d["status"] = "complete" if not any(rcs) else "incomplete"
-    write_json(exp_dir / "experiment.json", d)
+    write_json(exp_dir / EXPERIMENT_JSON, d)
     return 1 if any(rcs) else 0
 

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
+from analysis.inputs.layout import EXPERIMENT_JSON, SWEEP_JSON
 from analysis.inputs.rundir import write_json
 from analysis.sweep.experiment_report import load_experiment_json
 from analysis.sweep.hosts import model
@@ -120,7 +121,7 @@ def say(runs: list[PointRun], total: int, log: Log) -> None:
 
 
 def merge_sweep(dirs: list[Path], out: Path, log: Log) -> tuple[Path, SweepManifest]:
-    runs = read_runs(dirs, "sweep.json", lambda d: load_sweep(d).to_json())
+    runs = read_runs(dirs, SWEEP_JSON, lambda d: load_sweep(d).to_json())
     whole = runs[0].fan["whole"]
     dest = out / unique_id(whole["sweep_id"], out)
     got = {r.point: (r.path, load_sweep(r.path), r.fan.get("host", {})) for r in runs}
@@ -131,7 +132,7 @@ def merge_sweep(dirs: list[Path], out: Path, log: Log) -> tuple[Path, SweepManif
 
 def merge_experiment(dirs: list[Path], out: Path, log: Log) -> tuple[Path, str]:
     """The experiment directory: experiment.json and one merged sweep per part."""
-    runs = read_runs(dirs, "experiment.json", load_experiment_json)
+    runs = read_runs(dirs, EXPERIMENT_JSON, load_experiment_json)
     whole = runs[0].fan["whole"]
     doc = dict(whole["experiment"])
     dest = out / unique_id(whole["id"], out)
@@ -147,6 +148,6 @@ def merge_experiment(dirs: list[Path], out: Path, log: Log) -> tuple[Path, str]:
         total += len(m.points)
     doc["status"] = "complete" if all(s == "complete" for s in states) else "incomplete"
     doc["fanout"] = _merged(runs, runs)
-    write_json(dest / "experiment.json", doc)
+    write_json(dest / EXPERIMENT_JSON, doc)
     say(runs, total, log)
     return dest, doc["status"]

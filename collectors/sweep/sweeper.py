@@ -16,6 +16,7 @@ import time
 from pathlib import Path
 from typing import Callable
 
+from analysis.inputs.layout import MANIFEST
 from analysis.compare.engine import analyse
 from analysis.compare.options import CompareOptions
 from analysis.inputs.rundir import load_run
@@ -129,7 +130,7 @@ class Sweeper:
             self.save()
 
     def _runner(self, p: SweepPoint) -> Runner:
-        if p.run_dir and (self.dir / p.run_dir / "manifest.json").is_file():
+        if p.run_dir and (self.dir / p.run_dir / MANIFEST).is_file():
             run_dir = self.dir / p.run_dir
             if load_run(run_dir).manifest.status.state == "complete":
                 return _Done(run_dir)
