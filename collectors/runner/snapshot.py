@@ -12,6 +12,9 @@ from pathlib import Path
 from typing import Any
 
 from analysis.inputs.case import Case
+from analysis.inputs.layout import PAIRED_JSON
+from analysis.inputs.paired import read_paired
+from analysis.inputs.rundir import RunDirError
 from analysis.inputs.manifest import Calibration, DatasetInfo, Variant
 from collectors.build.builder import cache_dir
 from collectors.host import versions
@@ -143,15 +146,15 @@ def window_rates(run: RunContext) -> dict[str, float]:
     reps that finished."""
     rates: dict[str, list[float]] = {}
     for rep in run.manifest.reps(kind="paired"):
-        p = run.run_dir / rep.dir / "paired.json"
+        p = run.run_dir / rep.dir / PAIRED_JSON
         try:
-            windows = json.loads(p.read_text()).get("windows", [])
-        except (OSError, json.JSONDecodeError):
+            windows = read_paired(p).windows
+        except (OSError, RunDirError):
             continue
         for w in windows:
-            r = w.get("calls_per_s") or w.get("ops_per_s")
+            r = w.calls_per_s or w.ops_per_s
             if r:
-                rates.setdefault(w.get("variant"), []).append(float(r))
+                rates.setdefault(w.variant, []).append(float(r))
     return {n: statistics.median(v) for n, v in rates.items() if v}
 
 
