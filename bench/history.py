@@ -1,7 +1,7 @@
 """`make bench` figure 5: the history store and its change-point detector.
 
 1. Detector precision and recall on realistic synthetic history
-   (analysis/history/synthetic.py: noise read off the paired runs recorded on this VM,
+   (bench/synthetic_history.py: noise read off the paired runs recorded on this VM,
    --noise quiet or noisy), for each signal (E-Divisive on the series, the in-run paired
    signal) and both combined, per shift size (2%, 5%, 10%) and baseline policy (pinned,
    previous): JOBS jobs of RUNS nightly runs with one shift injected at a random run, plus
@@ -39,7 +39,7 @@ sys.path.insert(0, str(REPO))
 from analysis.history.changepoints import detect  # noqa: E402
 from analysis.history.paired_signal import ALPHA  # noqa: E402
 from analysis.history.store import HistoryStore, Incoming  # noqa: E402
-from analysis.history.synthetic import FUNCTIONS, NOISY, PAIRS, QUIET, REPS, Noise, Shift, make_job  # noqa: E402
+from bench.synthetic_history import FUNCTIONS, NOISY, PAIRS, QUIET, REPS, Noise, Shift, make_job  # noqa: E402
 
 SIGNALS = (("series", "change point"), ("paired", "paired"), ("combined", None))
 GOALS = ((-0.05, 0.9), (-0.02, 0.5))          # (shift, recall) the issue asks for
@@ -195,7 +195,7 @@ def store_speed(url: str, label: str, points: int, jobs: int) -> None:
     print(f"   {label}: all of one job's series ({len(series)} series x {days:,} runs = "
           f"{sum(map(len, series.values())):,} points): {1000 * whole:.0f} ms with reps, "
           f"{1000 * lean:.0f} ms without")
-    from analysis.report.trends import write_trend_pages
+    from analysis.history.trends import write_trend_pages
     with tempfile.TemporaryDirectory() as out:
         page = _best(lambda: write_trend_pages(st, Path(out), jobs=["job0"]), 3)
         size = (Path(out) / "job0.html").stat().st_size

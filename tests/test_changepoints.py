@@ -1,6 +1,6 @@
 """The in-run paired signal (analysis/history/paired_signal.py) beside E-Divisive on the
 series (analysis/history/changepoints.py), on synthetic history whose noise is read off the
-paired runs recorded here (analysis/history/synthetic.py): the model's numbers are those
+paired runs recorded here (bench/synthetic_history.py): the model's numbers are those
 runs'; the paired test finds an injected shift at its run, and against a pinned baseline
 E-Divisive over the in-run changes finds a 2% one; without a shift the paired test fires at
 its stated rate, also when nights differ in noise; a shift both signals find is one finding
@@ -22,9 +22,9 @@ from analysis.compare.throughput import paired_units
 from analysis.history import paired_signal
 from analysis.history.changepoints import ChangePoint, at_run, detect, merge
 from analysis.history.store import HistoryStore, StoredRun
-from analysis.history.synthetic import NOISY, QUIET, Shift, make_job
+from bench.synthetic_history import NOISY, QUIET, Shift, make_job
 from analysis.inputs.rundir import load_run
-from analysis.report.alert_md import render_alert
+from analysis.history.alert_md import render_alert
 from collectors.schedule.jobrun import _changes_at
 
 RUNS = Path(__file__).parent / "data" / "runs"

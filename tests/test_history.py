@@ -1,7 +1,7 @@
 """The history store (analysis/history): real run directories ingested into SQLite and
 into a real local PostgreSQL, idempotently, by two writers at once; a store of the old
 schema migrated; change points found where synthetic history shifted (generator:
-analysis/history/synthetic.py, noise at the CVs measured here), with the function that
+bench/synthetic_history.py, noise at the CVs measured here), with the function that
 moved; marks kept across re-detection; the CLI; the alert Markdown."""
 from __future__ import annotations
 
@@ -15,9 +15,10 @@ import sqlalchemy as sa
 from analysis.history.changepoints import detect, in_run
 from analysis.history.cli import main as history_main
 from analysis.history.schema import SCHEMA_VERSION, create_version, stored_version
+from analysis.history.sources import ingest_path
 from analysis.history.store import HistoryError, HistoryStore, url_of
-from analysis.history.synthetic import Shift, make_job
-from analysis.report.alert_md import render_alert
+from bench.synthetic_history import Shift, make_job
+from analysis.history.alert_md import render_alert
 
 RUNS = Path(__file__).parent / "data" / "runs"
 
@@ -36,8 +37,8 @@ def store_url(request, tmp_path):
 
 def test_a_recorded_run_is_stored_once(store_url):
     st = HistoryStore.open(store_url)
-    a = st.ingest(RUNS / "mset-demo-small-v1", job="demo")
-    b = st.ingest(RUNS / "mset-demo-small-v1", job="demo")      # again: the same row
+    a = ingest_path(st, RUNS / "mset-demo-small-v1", job="demo")
+    b = ingest_path(st, RUNS / "mset-demo-small-v1", job="demo")      # again: the same row
     assert a.id == b.id and len(st.runs("demo")) == 1
     pts = {(p["series"], p["variant"]): p for p in st.points(a.id)}
     tput = next(k for k in pts if k[0].startswith("throughput:") and k[1] == "cand")
@@ -124,7 +125,7 @@ def test_no_shift_no_change_point(tmp_path):
 
 def test_in_run_regression_and_the_alert(tmp_path):
     st = HistoryStore.open(tmp_path / "h.sqlite")
-    run = st.ingest(RUNS / "mset-demo-small-v1", job="demo",
+    run = ingest_path(st, RUNS / "mset-demo-small-v1", job="demo",
                     commits={"base": "a" * 40, "cand": "b" * 40}, report_url="https://example.invalid/r")
     found = in_run(st, run)
     text = render_alert(found, run)

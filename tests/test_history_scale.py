@@ -20,8 +20,8 @@ from analysis.history.cli import main as history_main
 from analysis.history.downsample import downsample
 from analysis.history.extract import extract
 from analysis.history.store import HistoryStore, Incoming
-from analysis.history.synthetic import Shift, make_job
-from analysis.report.trends import write_trend_pages
+from bench.synthetic_history import Shift, make_job
+from analysis.history.trends import write_trend_pages
 from tests.test_history import store_url  # noqa: F401  (the fixture: both stores)
 
 

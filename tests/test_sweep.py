@@ -267,11 +267,12 @@ def test_results_json_has_a_row_per_point_with_change_interval_and_lookup(sweep)
 
 @pytest.mark.slow
 def test_history_keeps_each_point_as_its_own_series(sweep, tmp_path):
+    from analysis.history.sources import ingest_path
     from analysis.history.store import HistoryStore
     store = HistoryStore.open(tmp_path / "history.sqlite")
     res = json.loads((sweep["report"] / "results.json").read_text())
     for p in res["points"]:
-        store.ingest(sweep["report"] / p["report"])
+        ingest_path(store, sweep["report"] / p["report"])
     jobs = store.jobs()
     # the value axis is in the case name (matrix), dataset.keys in the overrides
     assert sorted(jobs) == sorted(f"mset-50keys@value={v} [dataset.keys={k}]"

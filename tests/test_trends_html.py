@@ -1,4 +1,4 @@
-"""Trend pages (analysis/report/trends.py) opened in real headless Chromium: the index
+"""Trend pages (analysis/history/trends.py) opened in real headless Chromium: the index
 links every job; a job page has one plot per headline series, the change point in its
 table with the commit range, points that link to run reports, and no scripts or errors."""
 from __future__ import annotations
@@ -9,8 +9,8 @@ import pytest
 
 from analysis.history.changepoints import detect
 from analysis.history.store import HistoryStore
-from analysis.history.synthetic import Shift, make_job
-from analysis.report.trends import write_trend_pages
+from bench.synthetic_history import Shift, make_job
+from analysis.history.trends import write_trend_pages
 from tests.test_report_html import CHROMIUM, dump_dom
 
 

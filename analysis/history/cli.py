@@ -78,7 +78,8 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _ingest(store: HistoryStore, a) -> int:
-    from analysis.history.store import Incoming, load_results
+    from analysis.history.sources import load_results
+    from analysis.history.store import Incoming
     incoming = []
     for p in a.paths:                 # every path read first: one bad path stores nothing
         results, report = load_results(p)
@@ -163,14 +164,14 @@ def _series(store: HistoryStore, a) -> int:
 
 
 def _trends(store: HistoryStore, a) -> int:
-    from analysis.report.trends import write_trend_pages
+    from analysis.history.trends import write_trend_pages
     print(write_trend_pages(store, a.out))
     return 0
 
 
 def _alert(store: HistoryStore, a) -> int:
     from analysis.history.changepoints import at_run
-    from analysis.report.alert_md import render_alert
+    from analysis.history.alert_md import render_alert
     runs = store.runs(a.job)
     if not runs:
         raise HistoryError(f"no stored run of job {a.job!r}")

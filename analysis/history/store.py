@@ -99,33 +99,6 @@ def _now() -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
 
 
-def load_results(path: Path) -> tuple[dict, str]:
-    """results.json of a report directory, a results.json file, or computed from a run
-    directory (manifest.json); also the report path to link."""
-    path = Path(path)
-    if path.is_file() and path.name.endswith(".json"):
-        return _read(path), str(path.parent / "report.html")
-    if (path / "results.json").is_file():
-        return _read(path / "results.json"), str(path / "report.html")
-    if (path / "manifest.json").is_file():
-        from analysis.compare.engine import analyse
-        from analysis.compare.options import CompareOptions
-        from analysis.inputs.rundir import load_run
-        return analyse(load_run(path), CompareOptions()).to_json(), ""
-    raise HistoryError(f"{path}: neither a run directory (manifest.json) nor a report "
-                       "(results.json): give what `stallscope run` or `stallscope compare` wrote")
-
-
-def _read(p: Path) -> dict:
-    try:
-        d = json.loads(p.read_text())
-    except json.JSONDecodeError as e:
-        raise HistoryError(f"{p}:{e.lineno}: not JSON ({e.msg})") from None
-    if not isinstance(d, dict) or "run_id" not in d:
-        raise HistoryError(f"{p}: not a stallscope results.json (no run_id)")
-    return d
-
-
 def default_job(results: dict) -> str:
     """The case name, and the run's --set overrides when it has any: the points of a sweep
     (dataset.keys=1M, =10M ...) are separate series, not one series over time."""
@@ -154,12 +127,6 @@ class HistoryStore:
                                f"{str(e.orig).strip().splitlines()[0] if e.orig else e}") from None
 
     # --- ingest -------------------------------------------------------------------------
-    def ingest(self, run_dir: Path, *, job: str | None = None, commits: dict[str, str] | None = None,
-               report_url: str | None = None, meta: dict | None = None) -> StoredRun:
-        results, report = load_results(Path(run_dir))
-        return self.ingest_results(results, job=job, commits=commits,
-                                   report_url=report_url or report, meta=meta)
-
     def ingest_results(self, results: dict, *, job: str | None = None,
                        commits: dict[str, str] | None = None, report_url: str = "",
                        meta: dict | None = None) -> StoredRun:

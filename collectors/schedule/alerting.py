@@ -1,5 +1,5 @@
 """From the change points at a run to delivered alerts: the Markdown comes from
-analysis.report.alert_md (the history side's renderer), the webhook JSON carries the same
+analysis.history.alert_md (the history side's renderer), the webhook JSON carries the same
 facts as data, and every alert of the job is tried (one failing does not stop the others)."""
 from __future__ import annotations
 
@@ -40,7 +40,7 @@ def _jsonable(v: Any) -> Any:
 
 def make_deliverer(log: Callable[[str], None]) -> Callable[[Job, list, Any], list[Delivered]]:
     def send(job: Job, changes: list, run: Any) -> list[Delivered]:
-        from analysis.report.alert_md import render_alert
+        from analysis.history.alert_md import render_alert
         md = render_alert(changes, run, report_url=getattr(run, "report", "") or "")
         out = []
         for alert in job.alerts:

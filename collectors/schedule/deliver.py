@@ -1,4 +1,4 @@
-"""Alert delivery: the Markdown summary (rendered by analysis.report.alert_md) posted as a
+"""Alert delivery: the Markdown summary (rendered by analysis.history.alert_md) posted as a
 GitHub issue or pull-request comment (REST API: POST /repos/{owner}/{repo}/issues/{n}/comments;
 a pull request is an issue for comments), sent to a generic webhook as JSON, or written to
 a file. The GitHub token comes from a file or an environment variable, never the schedule."""

@@ -13,6 +13,7 @@ from typing import Any, Callable
 from analysis.compare.errors import CompareError
 from analysis.inputs.rundir import RunDirError
 from analysis.report.summary import text_lines
+from analysis.history.sources import ingest_path
 from analysis.report.writer import report_run
 from collectors.host import procs
 from collectors.runner import arguments
@@ -67,8 +68,8 @@ def run_case(sched: Schedule, job: Job, case: str, store: Any, log: Callable[[st
                                message=f"stallscope compare {run_dir} exited {report_status}")
     meta = {"schedule": sched.path, "schedule_job": job.name, "case": case,
             "refs": {baseline.CAND: cand.ref}, "baseline": choice.why}
-    stored = store.ingest(run_dir, job=series_job, commits=commits,
-                          report_url=str(report / "report.html") if report.exists() else None, meta=meta)
+    stored = ingest_path(store, run_dir, job=series_job, commits=commits,
+                         report_url=str(report / "report.html") if report.exists() else None, meta=meta)
     out = CaseOutcome(series_job, case, "recorded", commits, run_dir, report if report.exists() else None)
     out.changes = _changes_at(store, series_job, stored)
     log(f"schedule: {series_job}: recorded {run_dir}"

@@ -1,7 +1,7 @@
 """Trend pages: one self-contained HTML page per job and an index. Each series of the
 candidate across runs with the spread of its reps as a band, the baseline dashed, the
 detected change points marked (with their mark, if any), and every plotted point a link
-to its run's report. Inline SVG (analysis/report/trend_svg.py; text stays escaped text),
+to its run's report. Inline SVG (analysis/history/trend_svg.py; text stays escaped text),
 no scripts.
 
 A long series is downsampled for its plot (analysis/history/downsample.py: the last runs
@@ -20,7 +20,7 @@ from analysis.history.changepoints import HEADLINE
 from analysis.history.downsample import BUDGET, LAST, Decimated, downsample
 from analysis.history.export import write_json
 from analysis.history.store import HistoryStore
-from analysis.report.trend_svg import Dot, TrendPlot, svg
+from analysis.history.trend_svg import Dot, TrendPlot, svg
 
 TEMPLATES = Path(__file__).parent / "templates"
 TICKS = 10             # date labels on the x axis

@@ -1,0 +1,45 @@
+"""What can be stored in the history: a report directory or a results.json as written, or a
+run directory, compared on the way (the comparison is analysis.compare's job, done here so
+the store itself only ever stores results)."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from analysis.compare.engine import analyse
+from analysis.compare.options import CompareOptions
+from analysis.history.store import HistoryError, HistoryStore, StoredRun
+from analysis.inputs.rundir import load_run
+
+
+def load_results(path: Path) -> tuple[dict, str]:
+    """results.json of a report directory, a results.json file, or computed from a run
+    directory (manifest.json); also the report path to link."""
+    path = Path(path)
+    if path.is_file() and path.name.endswith(".json"):
+        return _read(path), str(path.parent / "report.html")
+    if (path / "results.json").is_file():
+        return _read(path / "results.json"), str(path / "report.html")
+    if (path / "manifest.json").is_file():
+        return analyse(load_run(path), CompareOptions()).to_json(), ""
+    raise HistoryError(f"{path}: neither a run directory (manifest.json) nor a report "
+                       "(results.json): give what `stallscope run` or `stallscope compare` wrote")
+
+
+def _read(p: Path) -> dict:
+    try:
+        d = json.loads(p.read_text())
+    except json.JSONDecodeError as e:
+        raise HistoryError(f"{p}:{e.lineno}: not JSON ({e.msg})") from None
+    if not isinstance(d, dict) or "run_id" not in d:
+        raise HistoryError(f"{p}: not a stallscope results.json (no run_id)")
+    return d
+
+
+def ingest_path(store: HistoryStore, path: Path, *, job: str | None = None,
+                commits: dict[str, str] | None = None, report_url: str | None = None,
+                meta: dict | None = None) -> StoredRun:
+    """One run, report or results.json stored (idempotent, as HistoryStore.ingest_results)."""
+    results, report = load_results(Path(path))
+    return store.ingest_results(results, job=job, commits=commits,
+                                report_url=report_url or report, meta=meta)
