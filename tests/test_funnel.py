@@ -31,7 +31,7 @@ def rows(f):
 
 def md_of(f):
     """The funnel as report.md and the funnel command print it: rendered from its data."""
-    return funnel_md.render(f.to_json())
+    return funnel_md.render(f.doc())
 
 
 def test_one_run_per_side_spr_nomux_pair():

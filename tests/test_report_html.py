@@ -176,7 +176,7 @@ def test_variant_labels_and_run_id_are_text(tmp_path):
     r.tma.status = "measured"
     r.tma.funnel = funnel([parse_file(top / "toplev_spr8488c_l2_veb_nomux_v.txt")],
                           [parse_file(top / "toplev_spr8488c_l2_eytzinger_nomux_v.txt")],
-                          base_label=label, cand_label="cand").to_json()
+                          base_label=label, cand_label="cand").doc()
     r.summary = summary(r)
     page = report_html.render(r, tmp_path)
     assert "<img" not in page and EVIL not in page

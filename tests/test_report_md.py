@@ -154,7 +154,7 @@ def test_labels_and_run_ids_cannot_break_out(res):
     f = funnel([parse_file(TOPLEV / "toplev_spr8488c_l2_veb_nomux_v.txt")],
                [parse_file(TOPLEV / "toplev_spr8488c_l2_eytzinger_nomux_v.txt")],
                base_label=base, cand_label=cand)
-    r.tma.status, r.tma.funnel = "measured", f.to_json()
+    r.tma.status, r.tma.funnel = "measured", f.doc()
     r.summary = build_summary(r)
     md = report_md.render(r)
     check_tables(md)

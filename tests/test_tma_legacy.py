@@ -59,7 +59,7 @@ def test_per_core_and_per_thread_rows_say_what_scope_auto_did():
     dram = next(x for x in f.all_rows if x.name == "Backend_Bound.Memory_Bound.DRAM_Bound")
     assert dram.base.slots_median == pytest.approx(44.58 * 47.11 / 60.36)
     assert not any("not slot-normalised" in n for n in f.notes)
-    md = render(f.to_json())
+    md = render(f.doc())
     assert md.count("older TMA names placed in the current tree") == 1     # said once
     assert "nothing averaged" in md
 

@@ -22,6 +22,7 @@ from analysis.tma import catalog
 from analysis.tma.catalog_build import build
 from analysis.tma.formats import parse_file
 from analysis.tma.funnel import IncompatibleTrees, compare
+from analysis.tma.funnel_doc import FunnelDoc
 from analysis.tma.model import TmaParseError
 from analysis.tma.slots import slot_view
 from tests.conftest import FIXTURES, REPO
@@ -349,7 +350,7 @@ def test_amd_funnel_three_vs_three(fixtures_dir):
     assert sorted(rows[MEM]["base"]["values"]) == [2.5, 4.2, 6.7] and rows[MEM]["cand"]["median"] == 0.5
     assert rows[MEM]["ci_pp"] is not None and rows[MEM]["delta_unit"] == "pp"
     from analysis.report import funnel_md
-    md = funnel_md.render(doc)
+    md = funnel_md.render(FunnelDoc.from_json(doc))
     assert md.startswith("Tree: AMD Zen 4 pipeline utilization (catalogue amdzen4, 6 slots per cycle).")
     assert "| └ backend_bound_memory | % Slots |" in md and "sums to its parent" in md
     # 3 runs a side give an interval: a notable move it does not establish says so, not

@@ -11,10 +11,13 @@ from __future__ import annotations
 import json
 import math
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
 from typing import Any
 
 from analysis.compare.summary_items import SummaryItem
 from analysis.compare.values import ChangeOut, Side
+from analysis.inputs.records import convert
+from analysis.tma.funnel_doc import FunnelDoc
 
 SCHEMA = 4
 
@@ -168,9 +171,9 @@ class ProfileSection:
 class TmaSection:
     status: str                      # "measured", "replay" or "absent"
     reason: str = ""                 # why absent, or what the replay is
-    # analysis.tma.funnel.Funnel.to_json(): the funnel as data (schema stallscope.tma-funnel/1,
-    # docs/tma.md); analysis.report.funnel_md renders it
-    funnel: dict[str, Any] | None = None
+    # the funnel as data (schema stallscope.tma-funnel/1, docs/tma.md; Funnel.doc());
+    # analysis.report.funnel_md renders it
+    funnel: FunnelDoc | None = None
     sources: dict[str, list[str]] = field(default_factory=dict)  # variant -> tma files
 
 
@@ -309,6 +312,25 @@ class Results:
 
     def dumps(self) -> str:
         return json.dumps(self.to_json(), indent=2, ensure_ascii=False) + "\n"
+
+    @classmethod
+    def from_json(cls, d: Any, where: str = "results.json") -> "Results":
+        """results.json back as data, through the one converter (records.convert): every
+        section typed; keys a newer writer added are ignored (nothing rewrites the file)."""
+        return convert(d, cls, where)
+
+
+def load_results(path: str | Path) -> Results:
+    """A results.json file as `Results` (history, the sweep, scripts); ValueError names
+    the file when it is not one."""
+    p = Path(path)
+    try:
+        d = json.loads(p.read_text())
+    except json.JSONDecodeError as e:
+        raise ValueError(f"{p}:{e.lineno}: malformed JSON: {e.msg}") from None
+    if not isinstance(d, dict) or "schema" not in d:
+        raise ValueError(f"{p}: not a stallscope results.json (no 'schema' field)")
+    return Results.from_json(d, str(p))
 
 
 def _clean(x: Any) -> Any:

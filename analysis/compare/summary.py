@@ -104,19 +104,19 @@ def _tma(t: TmaSection) -> SummaryItem:
         # The full reason (with how to fix it) is in the TMA section; one glance needs its head.
         return SummaryItem("tma absent", note=re.split(r"[:;(]", t.reason, maxsplit=1)[0].strip())
     replay = ["REPLAY of recorded fixture files, not this run"] if t.status == "replay" else []
-    rows = (t.funnel or {}).get("rows", [])
-    sig = [x for x in rows if x.get("significant")]
-    moved = sig or [x for x in rows if x.get("notable")]
+    rows = t.funnel.rows if t.funnel else []
+    sig = [x for x in rows if x.significant]
+    moved = sig or [x for x in rows if x.notable]
     if not moved:
         return SummaryItem("tma", verdict="no change",
                            note="; ".join(["no node moved beyond noise"] + replay))
-    top = max(moved, key=lambda x: abs(x.get("delta_pp") or 0))
-    ci = top.get("ci_pp") or (None, None)
-    verdict = top.get("verdict", "") if sig else ""
-    value = SummaryValue("TMA node", top["base"].get("median"), top["cand"].get("median"),
-                         top.get("unit") or "%", top.get("delta_pp"), "pp", ci[0], ci[1], verdict)
+    top = max(moved, key=lambda x: abs(x.delta_pp or 0))
+    ci = top.ci_pp or (None, None)
+    verdict = top.verdict if sig else ""
+    value = SummaryValue("TMA node", top.base.median, top.cand.median, top.unit or "%",
+                         top.delta_pp, "pp", ci[0], ci[1], verdict)
     moves = f"{len(moved)} node(s) moved" + ("" if sig else ", not established")
-    return SummaryItem("tma", top["node"], values=[value], verdict=verdict,
+    return SummaryItem("tma", top.node, values=[value], verdict=verdict,
                        note="; ".join([moves] + replay))
 
 
@@ -124,23 +124,21 @@ def _memory(t: TmaSection) -> list[SummaryItem]:
     """The vendor's memory-stall nodes (the catalogue's @memory: Intel Memory_Bound, L3_Bound,
     DRAM_Bound; AMD backend_bound_memory; Arm the backend (memory) share and L1D/LLC MPKI),
     one item with a value each; its verdict is the first node's, the tree's headline."""
-    doc = t.funnel or {}
-    tree = doc.get("tree") or {}
-    rows = {x["node"]: x for x in doc.get("all_rows", []) if x.get("memory")}
+    tree = t.funnel.tree if t.funnel else None
+    rows = {x.node: x for x in (t.funnel.all_rows if t.funnel else []) if x.memory}
     values = []
-    for name in tree.get("memory", []):
+    for name in tree.memory if tree else []:
         x = rows.get(name)
-        if x is None or not x["base"].get("n") or not x["cand"].get("n"):
+        if x is None or not x.base.n or not x.cand.n:
             continue
-        ci = x.get("ci_pp") or (None, None)
-        values.append(SummaryValue(x["leaf"], x["base"].get("median"), x["cand"].get("median"),
-                                   x.get("unit") or "%", x.get("delta_pp"),
-                                   x.get("delta_unit", "pp"), ci[0], ci[1],
-                                   x.get("verdict", "") if x.get("ci_pp") else ""))
-    if t.status == "absent" or not values:
+        ci = x.ci_pp or (None, None)
+        values.append(SummaryValue(x.leaf, x.base.median, x.cand.median, x.unit or "%",
+                                   x.delta_pp, x.delta_unit, ci[0], ci[1],
+                                   x.verdict if x.ci_pp else ""))
+    if t.status == "absent" or not values or tree is None:
         return []
     replay = "REPLAY of recorded fixture files, not this run" if t.status == "replay" else ""
-    return [SummaryItem("memory stalls", tree.get("title") or tree.get("model", ""), values=values,
+    return [SummaryItem("memory stalls", tree.title or tree.model, values=values,
                         verdict=values[0].verdict, note=replay)]
 
 

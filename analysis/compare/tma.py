@@ -48,7 +48,7 @@ def tma(run: RunDir, base: str, cand: str) -> TmaSection:
             return TmaSection("absent", reason=str(e), sources=srcs)
         return TmaSection("replay" if replay else "measured",
                           reason=str(plan.reason or "") if replay else "",
-                          funnel=f.to_json(), sources=srcs)
+                          funnel=f.doc(), sources=srcs)
     if bad:
         return TmaSection("absent", reason="unreadable TMA output: " + "; ".join(bad), sources=srcs)
     reason = plan.reason or (f"no hardware PMU ({no_pmu})" if no_pmu else None)

@@ -1,77 +1,76 @@
-"""The TMA funnel as a Markdown table, from its data (Funnel.to_json(), schema
-stallscope.tma-funnel/1; docs/tma.md): in report.md's TMA section and on the terminal of
+"""The TMA funnel as a Markdown table, from its data (analysis.tma.funnel_doc.FunnelDoc,
+schema stallscope.tma-funnel/1; docs/tma.md): in report.md's TMA section and on the terminal of
 `stallscope funnel`.
 
 Labels, node names, verdicts, sentences and warnings are escaped here, at render time:
 variant labels and file names come from the run."""
 from __future__ import annotations
 
-from typing import Any
-
 from analysis.report.mdtext import esc_words
 from analysis.stats import MIN_N
 from analysis.tma.funnel import fmt_delta
+from analysis.tma.funnel_doc import FunnelDoc, FunnelRowDoc, FunnelSide
 
 
 
 
-def _cell(side: dict[str, Any], ratio: bool = False) -> str:
+def _cell(side: FunnelSide, ratio: bool = False) -> str:
     """Median (min–max over runs); ~ and † mark an estimate from multiplexed counters."""
-    if not side.get("n"):
+    if not side.n:
         return "–"
     if ratio:
-        txt = f"{side['median']:.3g}"
-        if side["n"] > 1:
-            txt += f" ({side['min']:.3g}–{side['max']:.3g})"
+        txt = f"{side.median:.3g}"
+        if side.n > 1:
+            txt += f" ({side.min:.3g}–{side.max:.3g})"
         return txt
-    txt = f"{side['median']:.1f}%"
-    if side["n"] > 1:
-        txt += f" ({side['min']:.1f}–{side['max']:.1f})"
-    if side.get("multiplex") is not None:
+    txt = f"{side.median:.1f}%"
+    if side.n > 1:
+        txt += f" ({side.min:.1f}–{side.max:.1f})"
+    if side.multiplex is not None:
         txt = "~" + txt + "†"
     return txt
 
 
-def _slots(row: dict[str, Any]) -> str:
-    sb, sc = row["base"].get("slots_median"), row["cand"].get("slots_median")
+def _slots(row: FunnelRowDoc) -> str:
+    sb, sc = row.base.slots_median, row.cand.slots_median
     return "–" if sb is None or sc is None else f"{sb:.1f} → {sc:.1f} ({fmt_delta(sc - sb)})"
 
 
-def _table(doc: dict[str, Any], with_ci: bool, rows: list[dict[str, Any]] | None = None,
+def _table(doc: FunnelDoc, with_ci: bool, rows: list[FunnelRowDoc] | None = None,
            first: str = "TMA Metric") -> list[str]:
-    rows = doc["rows"] if rows is None else rows
-    head = [first, "Domain", f"{esc_words(doc['base_label'])} (n={doc['runs']['base']})",
-            f"{esc_words(doc['cand_label'])} (n={doc['runs']['cand']})", "Δ"]
+    rows = doc.rows if rows is None else rows
+    head = [first, "Domain", f"{esc_words(doc.base_label)} (n={doc.runs.base})",
+            f"{esc_words(doc.cand_label)} (n={doc.runs.cand})", "Δ"]
     if with_ci:
-        conf = min((r["confidence"] for r in rows if r.get("confidence")), default=0.95)
+        conf = min((r.confidence for r in rows if r.confidence), default=0.95)
         head += [f"CI ({conf:.0%})", "Verdict"]
     head += ["Slots Δ"]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for r in rows:
-        depth = r["node"].count(".")
-        label = ("&nbsp;&nbsp;" * (depth - 1) + "└ " if depth else "") + esc_words(r["leaf"])
-        unit = r.get("delta_unit", "pp")
+        depth = r.node.count(".")
+        label = ("&nbsp;&nbsp;" * (depth - 1) + "└ " if depth else "") + esc_words(r.leaf)
+        unit = r.delta_unit
         ratio = unit != "pp"
-        cells = [label, esc_words(r["unit"]), _cell(r["base"], ratio), _cell(r["cand"], ratio),
-                 fmt_delta(r["delta_pp"], unit)]
+        cells = [label, esc_words(r.unit), _cell(r.base, ratio), _cell(r.cand, ratio),
+                 fmt_delta(r.delta_pp, unit)]
         if with_ci:
-            ci = r.get("ci_pp")
+            ci = r.ci_pp
             cut = len(unit) + 1
             cells += [f"[{fmt_delta(ci[0], unit)[:-cut]}, {fmt_delta(ci[1], unit)[:-cut]}] {esc_words(unit)}"
-                      if ci else "n/a", esc_words(r["verdict"])]
+                      if ci else "n/a", esc_words(r.verdict)]
         cells.append(_slots(r))
         lines.append("| " + " | ".join(cells) + " |")
     return lines
 
 
-def _notes(doc: dict[str, Any], with_ci: bool) -> list[str]:
-    rows, nb, nc = doc["rows"], doc["runs"]["base"], doc["runs"]["cand"]
+def _notes(doc: FunnelDoc, with_ci: bool) -> list[str]:
+    rows, nb, nc = doc.rows, doc.runs.base, doc.runs.cand
     notes = []
-    bm = [r["base"]["multiplex"] for r in rows if r["base"].get("multiplex") is not None]
-    cm = [r["cand"]["multiplex"] for r in rows if r["cand"].get("multiplex") is not None]
+    bm = [r.base.multiplex for r in rows if r.base.multiplex is not None]
+    cm = [r.cand.multiplex for r in rows if r.cand.multiplex is not None]
     if bm or cm:
-        parts = ([f"{esc_words(doc['base_label'])} as little as {min(bm):.0f}%"] if bm else []) + \
-                ([f"{esc_words(doc['cand_label'])} as little as {min(cm):.0f}%"] if cm else [])
+        parts = ([f"{esc_words(doc.base_label)} as little as {min(bm):.0f}%"] if bm else []) + \
+                ([f"{esc_words(doc.cand_label)} as little as {min(cm):.0f}%"] if cm else [])
         notes.append(f"† counters multiplexed: ran {' and '.join(parts)} of the time; "
                      "values marked ~ are estimates.")
     if not with_ci:
@@ -79,10 +78,10 @@ def _notes(doc: dict[str, Any], with_ci: bool) -> list[str]:
                      + ("1 run per side." if nb == 1 and nc == 1 else
                         f"fewer than {MIN_N} runs per side ({nb} vs {nc})."))
     else:
-        notes.append(f"CI: {esc_words(doc['method'])}.")
-    vendor = (doc.get("tree") or {}).get("vendor", "intel")
-    domains = sorted({r["domain"] for r in rows if r.get("domain") and r["domain"] != "Slots"
-                      and r.get("delta_unit", "pp") == "pp"})
+        notes.append(f"CI: {esc_words(doc.method)}.")
+    vendor = doc.tree.vendor if doc.tree else "intel"
+    domains = sorted({r.domain for r in rows if r.domain and r.domain != "Slots"
+                      and r.delta_unit == "pp"})
     if vendor == "amd":
         head = ("Domains: every node is % of dispatch slots; each level-2 pair is an absolute "
                 "share of all slots and sums to its parent (AMD has no level 3)")
@@ -103,32 +102,32 @@ def _notes(doc: dict[str, Any], with_ci: bool) -> list[str]:
     return notes
 
 
-def tree_line(doc: dict[str, Any]) -> str:
+def tree_line(doc: FunnelDoc) -> str:
     """Which vendor's top-down tree the rows are nodes of."""
-    t = doc.get("tree")
+    t = doc.tree
     if not t:
         return ""
-    slots = f", {t['slots_per_cycle']} slots per cycle" if t.get("slots_per_cycle") else ""
-    return f"Tree: {esc_words(t.get('title') or t['model'])} (catalogue {esc_words(t['model'])}{slots})."
+    slots = f", {t.slots_per_cycle} slots per cycle" if t.slots_per_cycle else ""
+    return f"Tree: {esc_words(t.title or t.model)} (catalogue {esc_words(t.model)}{slots})."
 
 
-def render(doc: dict[str, Any]) -> str:
+def render(doc: FunnelDoc) -> str:
     """The funnel table (Stage-2 groups in a table of their own), its notes, what moved and
     the parsers' warnings."""
-    with_ci = any(r.get("ci_pp") is not None for r in doc["rows"])
-    tree = [r for r in doc["rows"] if not r.get("stage2")]
-    groups = [r for r in doc["rows"] if r.get("stage2")]
-    out = (tree_line(doc) + "\n\n") if doc.get("tree") else ""
+    with_ci = any(r.ci_pp is not None for r in doc.rows)
+    tree = [r for r in doc.rows if not r.stage2]
+    groups = [r for r in doc.rows if r.stage2]
+    out = (tree_line(doc) + "\n\n") if doc.tree else ""
     out += "\n".join(_table(doc, with_ci, tree)) + "\n\n"
     if groups:
         out += ("Stage 2 (Arm's metric groups: ratios and % of cycles, not a tree; never summed "
                 "or slot-normalised):\n\n" + "\n".join(_table(doc, with_ci, groups, "Metric"))
                 + "\n\n")
     out += "\n".join(f"{n}  " for n in _notes(doc, with_ci)).rstrip()
-    if doc.get("sentences"):
-        out += "\n\n**What moved**\n\n" + "\n".join(f"- {esc_words(s)}" for s in doc["sentences"])
-    if doc.get("notes"):
-        out += "\n\n**Notes**\n\n" + "\n".join(f"- {esc_words(n)}" for n in doc["notes"])
-    if doc.get("warnings"):
-        out += "\n\n**Warnings**\n\n" + "\n".join(f"- {esc_words(w)}" for w in doc["warnings"])
+    if doc.sentences:
+        out += "\n\n**What moved**\n\n" + "\n".join(f"- {esc_words(s)}" for s in doc.sentences)
+    if doc.notes:
+        out += "\n\n**Notes**\n\n" + "\n".join(f"- {esc_words(n)}" for n in doc.notes)
+    if doc.warnings:
+        out += "\n\n**Warnings**\n\n" + "\n".join(f"- {esc_words(w)}" for w in doc.warnings)
     return out + "\n"

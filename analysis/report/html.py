@@ -63,8 +63,8 @@ def render(r: Results, out_dir: Path) -> str:
                                            f.cand_flat.values, r.base, r.cand))
                    for f in r.profile.focus]
     funnel_plot = None
-    if r.tma.funnel and r.tma.funnel.get("rows"):
-        funnel_plot = Markup(plots.funnel_bars(r.tma.funnel["rows"], r.base, r.cand))
+    if r.tma.funnel and r.tma.funnel.rows:
+        funnel_plot = Markup(plots.funnel_bars(r.tma.funnel.rows, r.base, r.cand))
     flames = []
     if r.artifacts.diff_flamegraph:
         flames.append({"title": f"Differential flame graph: {r.cand} vs {r.base} (normalised; "

@@ -14,6 +14,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
 from analysis.compare.results import MetricRow  # noqa: E402
+from analysis.tma.funnel_doc import FunnelRowDoc
 
 BASE_COLOR, CAND_COLOR = "#4c72b0", "#dd8452"
 # One look for every plot stallscope draws (the run report's and the sweep's): text kept as
@@ -78,20 +79,18 @@ def share_dots(name: str, thread: str, base_vals: list[float], cand_vals: list[f
         return svg_element(fig)
 
 
-def funnel_bars(rows: list[dict], base: str, cand: str) -> str:
-    """TMA funnel rows (funnel.to_json()['rows']) as paired horizontal bars, % of the
+def funnel_bars(rows: list[FunnelRowDoc], base: str, cand: str) -> str:
+    """TMA funnel rows (results' tma.funnel.rows) as paired horizontal bars, % of the
     node's domain (slots, stalls or clocks: labelled per row)."""
     with plt.rc_context(STYLE):
-        rows = [r for r in rows if r.get("base", {}).get("median") is not None
-                and r.get("cand", {}).get("median") is not None]
+        rows = [r for r in rows if r.base.median is not None and r.cand.median is not None]
         h = 0.6 + 0.35 * len(rows)
         fig, ax = plt.subplots(figsize=(6.0, max(h, 1.5)))
-        labels = ["  " * (r.get("level", 1) - 1) + f"{r['leaf']} ({r.get('unit') or r.get('domain')})"
-                  for r in rows]
+        labels = ["  " * (r.level - 1) + f"{r.leaf} ({r.unit or r.domain})" for r in rows]
         ys = list(range(len(rows)))[::-1]
-        ax.barh([y + 0.18 for y in ys], [r["base"]["median"] for r in rows], height=0.36,
+        ax.barh([y + 0.18 for y in ys], [r.base.median for r in rows], height=0.36,
                 color=BASE_COLOR, label=literal(base))
-        ax.barh([y - 0.18 for y in ys], [r["cand"]["median"] for r in rows], height=0.36,
+        ax.barh([y - 0.18 for y in ys], [r.cand.median for r in rows], height=0.36,
                 color=CAND_COLOR, label=literal(cand))
         ax.set_yticks(ys, labels)
         ax.set_xlabel("% of the node's domain (median over runs)")

@@ -22,6 +22,7 @@ from typing import Any
 from analysis import stats
 from analysis.tma.catalog import Catalog, is_ratio
 from analysis.tma.model import TmaNode, TmaResult, domain_label
+from analysis.tma.funnel_doc import FunnelDoc
 from analysis.tma.funnel_rules import sentence
 from analysis.tma.slots import SlotView, slot_view
 
@@ -204,6 +205,10 @@ class Funnel:
     catalog: Catalog | None = None   # the tree the rows are nodes of (both sides share it)
 
     # ---------------------------------------------------------------- json
+    def doc(self) -> FunnelDoc:
+        """The funnel as its typed document (what results.json keeps)."""
+        return FunnelDoc.from_json(self.to_json())
+
     def to_json(self) -> dict[str, Any]:
         def row(r: FunnelRow) -> dict[str, Any]:
             return {"node": r.name, "leaf": r.leaf, "level": r.level, "domain": r.domain,

@@ -85,7 +85,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.format == "json":
         print(json.dumps(data, indent=2))
     else:
-        print(funnel_md.render(data), end="")
+        print(funnel_md.render(funnel.doc()), end="")
     return 0
 
 
