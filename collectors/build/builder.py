@@ -20,6 +20,7 @@ import time
 from pathlib import Path
 from typing import Callable
 
+from analysis.clock import now_iso
 from analysis.inputs.manifest import Variant
 from collectors.build import aptsource
 from collectors.build.binary import binary_variant, inspect_binary, note_missing_symbols, sha256_file
@@ -323,7 +324,7 @@ def _build_into(spec: VariantSpec, ident: dict, patches: list[dict[str, str]], c
         rec = {"recipe": BUILD_RECIPE, "source": ident, "patches": patches, "make_flags": flags,
                "binaries": binaries,
                "binary_sha256": sha256_file(tree / "src" / binaries["server"]),
-               "built": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+               "built": now_iso()}
         # build.json is written last: its presence is what marks a build complete.
         (tmp / "build.json").write_text(json.dumps(rec, indent=2) + "\n")
         shutil.rmtree(final, ignore_errors=True)

@@ -24,10 +24,10 @@ import os
 import statistics
 import tempfile
 from dataclasses import dataclass
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from analysis.clock import now_iso
 from collectors.build.builder import cache_dir
 
 SCHEMA = 1
@@ -86,7 +86,7 @@ def record(host: dict[str, Any], case: str, size: str, entry: dict[str, Any],
 def entry(run_id: str, mode: str, aa: bool, log_ratios: list[float], unit_seconds: list[float],
           at: str | None = None) -> dict[str, Any]:
     """One run's line of the store; `at`: when it ran (the manifest's created time)."""
-    return {"run": run_id, "at": at or datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+    return {"run": run_id, "at": at or now_iso(),
             "mode": mode, "aa": aa, "units": len(log_ratios),
             "sd": round(statistics.stdev(log_ratios), 6) if len(log_ratios) > 1 else None,
             "unit_s": round(statistics.median(unit_seconds), 1) if unit_seconds else None,

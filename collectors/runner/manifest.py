@@ -3,10 +3,10 @@ and how throughput is measured (paired or not: collectors/runner/pairing.py)."""
 from __future__ import annotations
 
 from dataclasses import asdict
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from analysis.clock import id_stamp, now_iso, parse_iso
 from analysis.inputs.case import Case
 from analysis.inputs.manifest import Manifest, PairedPlan, Pairing, PrecisionPlan, Profiling, Rep, Variant
 from collectors.runner.options import RunOptions
@@ -14,27 +14,24 @@ from collectors.runner.placement import placement
 from collectors.runner.schedule import build_schedule
 
 
-def now_iso() -> str:
-    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
 def rep_seconds(r: Rep) -> float | None:
     """Wall seconds a finished rep took (from its started/finished times, 1 s resolution)."""
-    try:
-        a = datetime.strptime(r.started, "%Y-%m-%dT%H:%M:%SZ")
-        b = datetime.strptime(r.finished, "%Y-%m-%dT%H:%M:%SZ")
-    except (TypeError, ValueError):
-        return None
-    return (b - a).total_seconds()
+    a, b = parse_iso(r.started), parse_iso(r.finished)
+    return (b - a).total_seconds() if a and b else None
 
 
-def new_run_id(case_name: str, out: Path) -> str:
-    """<date>-<time>-<case>, with -2, -3 ... when that directory exists already."""
-    base = f"{datetime.now().strftime('%Y%m%d-%H%M%S')}-{case_name.replace('/', '_').replace('@', '_')}"
+def unique_id(base: str, out: Path) -> str:
+    """`base`, or base-2, base-3 ... where out/base is taken."""
     rid, i = base, 2
     while (out / rid).exists():
         rid, i = f"{base}-{i}", i + 1
     return rid
+
+
+def new_run_id(name: str, out: Path) -> str:
+    """The one id of a new run, sweep or experiment directory: <date>-<time>-<name>
+    (`/` and `@` as `_`), with -2, -3 ... when that directory exists already."""
+    return unique_id(f"{id_stamp()}-{name.replace('/', '_').replace('@', '_')}", out)
 
 
 def profiling(case: Case, opts: RunOptions) -> Profiling:

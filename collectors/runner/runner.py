@@ -24,7 +24,7 @@ from collectors.runner.plugins import plugins
 from collectors.host import procs
 from collectors.load import memtier
 from collectors.runner.context import RunContext
-from collectors.runner.manifest import now_iso
+from analysis.clock import now_iso
 from collectors.runner import noise_log
 from collectors.runner.options import RunError, RunOptions
 from collectors.runner.precision import PrecisionRun

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-from datetime import datetime
 from pathlib import Path
 
 from analysis.compare.options import CompareOptions
@@ -15,11 +14,12 @@ from collectors.build.builder import build_variant
 from collectors.build.spec import GRAMMAR
 from collectors.host import machine, procs
 from collectors.command import run_command
-from collectors.runner.manifest import now_iso
+from analysis.clock import now_iso
+from collectors.runner.manifest import new_run_id, unique_id
 from collectors.runner.options import (DEFAULT_BUDGET_S, PAIRED_WINDOW_S, PAIRED_WINDOWS,
                                        duration_type, precision_type)
 from collectors.sweep.fanout import (digest, find_point, identity, matrix_entry, matrix_json, point_host,
-                                     unique_id, whole_argv)
+                                     whole_argv)
 from collectors.sweep.merge import merge_sweep
 from collectors.sweep.options import PAIRINGS, SweepOptions
 from collectors.sweep.noise_plan import noise_lines
@@ -164,7 +164,7 @@ def host_summary() -> dict:
 
 
 def new_sweep_id(case: str, out: Path) -> str:
-    return unique_id(f"{datetime.now().strftime('%Y%m%d-%H%M%S')}-{case.replace('/', '_').replace('@', '_')}", out)
+    return new_run_id(case, out)
 
 
 def case_name(plan: Plan) -> str:

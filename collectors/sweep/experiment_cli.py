@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-from datetime import datetime
 from pathlib import Path
 
 from analysis.inputs.layout import EXPERIMENT_JSON
@@ -14,7 +13,8 @@ from analysis.sweep.experiment_report import load_experiment_json, report_experi
 from analysis.sweep.manifest import SweepError
 from collectors.host import procs
 from collectors.command import run_command
-from collectors.runner.manifest import now_iso
+from analysis.clock import now_iso
+from collectors.runner.manifest import new_run_id
 from collectors.runner.progress import duration
 from collectors.sweep.cli import (add_precision_arguments, build_all, create, host_summary,
                                   precision_options)
@@ -117,7 +117,7 @@ def _new(args: argparse.Namespace, argv: list[str], log) -> tuple[Path, Experime
         return None
     build_all(exp.variants, log)
     out = Path(args.out)
-    eid = f"{datetime.now().strftime('%Y%m%d-%H%M%S')}-{exp.name}"
+    eid = new_run_id(exp.name, out)     # -2, -3 ... when a second one starts in the same second
     exp_dir = out / eid
     exp_dir.mkdir(parents=True, exist_ok=False)
     parts = []

@@ -20,8 +20,9 @@ from collectors.sweep.cli import build_all, create, host_summary, manifest_of, p
 from collectors.sweep.experiment import Experiment, Part
 from collectors.sweep.experiment_parts import (PREFIX, experiment_doc, part_entry, part_plan, run_parts,
                                                sweep_argv, sweep_options)
+from collectors.runner.manifest import unique_id
 from collectors.sweep.fanout import (digest, find_point, identity, matrix_entry, matrix_json, point_host,
-                                     unique_id, whole_argv)
+                                     whole_argv)
 from collectors.sweep.merge import merge_experiment
 from collectors.sweep.noise_plan import noise_lines
 from collectors.sweep.options import SweepOptions

@@ -13,7 +13,7 @@ from analysis.inputs.rundir import write_json
 from analysis.sweep.experiment_report import load_experiment_json
 from analysis.sweep.manifest import load_sweep
 from analysis.sweep.seeds import match
-from collectors.runner.manifest import now_iso
+from analysis.clock import now_iso
 from collectors.runner.options import DEFAULT_BUDGET_S
 from collectors.runner.progress import duration
 from collectors.sweep.experiment import Experiment, Part

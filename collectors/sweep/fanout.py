@@ -13,7 +13,6 @@ import hashlib
 import json
 import socket
 from dataclasses import asdict
-from pathlib import Path
 from typing import Any, Sequence
 
 from collectors.host import machine
@@ -120,11 +119,3 @@ def whole_argv(argv: Sequence[str]) -> list[str]:
         else:
             out.append(a)
     return out
-
-
-def unique_id(base: str, out: Path) -> str:
-    """`base`, or base-2, base-3 ... where out/base is taken."""
-    sid, i = base, 2
-    while (out / sid).exists():
-        sid, i = f"{base}-{i}", i + 1
-    return sid

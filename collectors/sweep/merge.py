@@ -18,8 +18,9 @@ from analysis.inputs.rundir import write_json
 from analysis.sweep.experiment_report import load_experiment_json
 from analysis.sweep.hosts import model
 from analysis.sweep.manifest import SweepError, SweepManifest, load_sweep, save_sweep
-from collectors.runner.manifest import now_iso
-from collectors.sweep.fanout import differences, unique_id
+from analysis.clock import now_iso
+from collectors.runner.manifest import unique_id
+from collectors.sweep.fanout import differences
 
 Log = Callable[[str], None]
 NOT_RUN = "not run: no point directory for it among those merged"

@@ -26,7 +26,7 @@ from analysis.sweep.manifest import SweepManifest, SweepPoint, save_sweep
 from collectors.host import procs
 from collectors.runner.api import plan_run
 from collectors.runner.arguments import parser as run_parser, request_from_args
-from collectors.runner.manifest import now_iso
+from analysis.clock import now_iso
 from collectors.runner.progress import duration
 from collectors.runner.runner import Runner
 from collectors.sweep.fanout import point_host
