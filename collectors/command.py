@@ -1,37 +1,20 @@
-"""How a long stallscope command ends: its exit status and a one-line message.
-
-`stallscope run`, `sweep` and `experiment` share these rules (README, "exit status"):
-a known error (bad case, missing binary, port, plan that does not fit ...) prints
-"PROG: error: ..." and exits 2; Ctrl-C / SIGTERM kills every child (servers, load
-generators, perf) and exits 130, finished work kept; anything else exits 2 with its type
-and message (a traceback adds nothing for the user), unless STALLSCOPE_DEBUG is set.
+"""How a collecting stallscope command ends: analysis/command_end.py's rules (0 done,
+1 ran but something failed, 2 bad input with "PROG: error: ...", 130 interrupted), plus
+what only a collector has to do: SIGINT/SIGTERM (procs.Interrupted) and Ctrl-C kill every
+child (servers, load generators, perf) before the one line, finished work kept.
 """
 from __future__ import annotations
 
-import os
-import sys
 from typing import Callable
 
+from analysis.command_end import end_command
 from collectors.host import procs
 
 
-def run_command(prog: str, body: Callable[[], int], known: tuple[type[BaseException], ...],
-                interrupted: str) -> int:
-    """body()'s exit status, or 2 / 130 with the one-line message. `interrupted` ends the
-    sentence "PROG: interrupted ..." (what was kept)."""
-    try:
-        return body()
-    except known as e:
-        print(f"{prog}: error: {e}", file=sys.stderr)
-        return 2
-    except procs.Interrupted as e:
-        procs.kill_all()
-        print(f"{prog}: {e} {interrupted}", file=sys.stderr)
-        return 130
-    except Exception as e:
-        # Loader and plugin errors (CaseError, DatasetError, BuildError, ParcaError ...) carry
-        # their own file:line messages.
-        if os.environ.get("STALLSCOPE_DEBUG"):
-            raise
-        print(f"{prog}: error: {type(e).__name__}: {e}", file=sys.stderr)
-        return 2
+def run_command(prog: str, body: Callable[[], int | None],
+                known: tuple[type[BaseException], ...] = (), interrupted: str = "",
+                failed: tuple[type[BaseException], ...] = ()) -> int:
+    """body()'s exit status, or 1 / 2 / 130 with the one-line message. `interrupted` ends
+    the sentence "PROG: interrupted ..." (what was kept)."""
+    return end_command(prog, body, known, failed, interrupted,
+                       interrupts=(procs.Interrupted, KeyboardInterrupt), on_interrupt=procs.kill_all)

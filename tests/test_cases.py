@@ -141,7 +141,7 @@ def test_cli_list_show_and_error(capsys, tmp_path):
     bad = _write(tmp_path, GOOD.replace("keys: 1000,", "keys: lots,"))
     assert cases_cli.main(["show", bad]) == 2
     err = capsys.readouterr().err
-    assert err.startswith(f"error: {bad}:5: dataset.keys") and "Traceback" not in err
+    assert err.startswith(f"stallscope cases: error: {bad}:5: dataset.keys") and "Traceback" not in err
 
 
 def test_cases_dir_has_only_loadable_yaml():

@@ -221,8 +221,8 @@ def test_cli_top_and_pprof(pdir, tmp_path, capsys):
 
 def test_cli_without_url_is_a_clear_error(capsys, monkeypatch):
     monkeypatch.delenv("STALLSCOPE_PARCA_URL", raising=False)
-    assert parca_cli.main(["--start", "0", "--end", "30"]) == 1
-    assert "no Parca URL: pass --parca-url URL or set STALLSCOPE_PARCA_URL" in capsys.readouterr().err
+    assert parca_cli.main(["--start", "0", "--end", "30"]) == 2          # bad input
+    assert "stallscope parca: error: no Parca URL: pass --parca-url URL or set STALLSCOPE_PARCA_URL" in capsys.readouterr().err
 
 
 def test_runner_hooks(pdir, tmp_path, monkeypatch):
@@ -275,8 +275,11 @@ def test_token_comes_from_a_file_or_the_environment_never_a_flag(pdir, tmp_path,
     assert auth == ["Bearer envtok", "Bearer filetok"]     # the file wins over the environment
     empty = tmp_path / "empty"
     empty.write_text("\n")
-    assert parca_cli.main(["--parca-url", "http://127.0.0.1:1", "--parca-token-file", str(empty), *args]) == 1
+    assert parca_cli.main(["--parca-url", "http://127.0.0.1:1", "--parca-token-file", str(empty), *args]) == 2
     assert f"{empty}: the Parca token file is empty" in capsys.readouterr().err
     missing = tmp_path / "nope"
-    assert parca_cli.main(["--parca-url", "http://127.0.0.1:1", "--parca-token-file", str(missing), *args]) == 1
+    assert parca_cli.main(["--parca-url", "http://127.0.0.1:1", "--parca-token-file", str(missing), *args]) == 2
     assert f"{missing}: cannot read the Parca token file: No such file or directory" in capsys.readouterr().err
+    # the input is fine but Parca is not there: it ran, and failed (exit 1, not 2)
+    assert parca_cli.main(["--parca-url", "http://127.0.0.1:1", "--parca-token-file", str(token), *args]) == 1
+    assert capsys.readouterr().err.startswith("stallscope parca: error: cannot reach Parca at http://127.0.0.1:1")

@@ -96,7 +96,7 @@ def test_cases_show_takes_set(capsys):
     d = json.loads(capsys.readouterr().out)
     assert (d["workload"]["pipeline"], d["dataset"]["keys"], d["workload"]["keyspace"]) == (16, 10_000, 10_000)
     assert cases_cli.main(["show", "get-iothreads", "--set", "workload.pipeline=many"]) == 2
-    assert capsys.readouterr().err.startswith("error: --set workload.pipeline=many: workload.pipeline: "
+    assert capsys.readouterr().err.startswith("stallscope cases: error: --set workload.pipeline=many: workload.pipeline: "
                                               "expected an integer")
 
 

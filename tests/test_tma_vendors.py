@@ -97,11 +97,11 @@ def test_every_vendor_fixture_is_handled(fixtures_dir):
 
 def test_cli_prints_every_fixture_with_domains(fixtures_dir):
     """`stallscope tma FILE` prints each tree with its domain column (exit 0), and an
-    unreadable one as `error: FILE: ...` (exit 2)."""
+    unreadable one as `stallscope tma: error: FILE: ...` (exit 2)."""
     for p in _files(AMD)[:14] + _files(ARM):
         r = _tma_cli(str(p))
         if p.name in ERRORS:
-            assert r.returncode == 2 and r.stderr.startswith(f"error: {p}"), p.name
+            assert r.returncode == 2 and r.stderr.startswith(f"stallscope tma: error: {p}"), p.name
             continue
         assert r.returncode == 0, (p.name, r.stderr)
         assert re.search(r"^\S.*\s(% Slots|% Cycles|MPKI)\s", r.stdout, re.M), (p.name, r.stdout)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import sys
 
+from analysis.command_end import end_command
 from analysis.compare.errors import CompareError
 from analysis.compare.options import DEFAULT_TOP, MIN_SAMPLES, MIN_SHARE, THREAD_VIEWS, CompareOptions
 from analysis.inputs.rundir import RunDirError
@@ -69,14 +70,13 @@ def options(args: argparse.Namespace) -> CompareOptions:
 
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
-    try:
-        r, paths = report_run(args.run_dir, args.out, options(args))
-    except (RunDirError, CompareError) as e:
-        print(f"analysis compare: error: {e}", file=sys.stderr)
-        return 2
-    except ValueError as e:   # bad options; parser errors from throughput/profile name their file
-        print(f"analysis compare: error: {e}", file=sys.stderr)
-        return 2
+    # ValueError: bad options; parser errors from throughput/profile name their file
+    return end_command("stallscope compare", lambda: _compare(args),
+                       (RunDirError, CompareError, ValueError))
+
+
+def _compare(args: argparse.Namespace) -> int:
+    r, paths = report_run(args.run_dir, args.out, options(args))
     print("\n".join(text_lines(r)))
     print(f"wrote {paths['md']}, {paths['html']}, {paths['json']}")
     return 0

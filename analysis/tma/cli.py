@@ -6,6 +6,7 @@ import json
 import sys
 from dataclasses import asdict
 
+from analysis.command_end import UserError, end_command
 from analysis.tma.catalog import DEFAULT_MODEL, models
 from analysis.tma.formats import FORMATS, parse_file
 from analysis.tma.model import TmaNode, TmaParseError, domain_label, is_invalid, value_text
@@ -66,16 +67,16 @@ def main(argv: list[str] | None = None) -> int:
                     help="CPU scope: auto (default), global, mean, or a name (S0-C0, CPU3, cpu_core)")
     ap.add_argument("--json", action="store_true", help="print the parsed values as JSON")
     args = ap.parse_args(argv)
+    return end_command("stallscope tma", lambda: _show(args), (TmaParseError,))
+
+
+def _show(args: argparse.Namespace) -> int:
     try:
         res = parse_file(args.file, args.format, args.catalog)
         scope = None if args.scope == "global" else args.scope
         tree = res.tree(scope)
-    except TmaParseError as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
-    except KeyError as e:
-        print(f"error: {e.args[0]}", file=sys.stderr)
-        return 2
+    except KeyError as e:            # an unknown scope: its message lists the scopes there are
+        raise UserError(e.args[0]) from None
     if args.json:
         print(json.dumps({"source": res.source, "format": res.fmt, "tool_version": res.tool_version,
                           "cpu": res.cpu_name, "catalog": res.catalog.model,

@@ -6,6 +6,7 @@ import json
 import sys
 from pathlib import Path
 
+from analysis.command_end import UserError, end_command
 from analysis.report import funnel_md
 from analysis.tma.catalog import models
 from analysis.tma.funnel import IncompatibleTrees, compare
@@ -33,7 +34,7 @@ on unreadable input.
 """
 
 
-def main(argv: list[str] | None = None) -> int:
+def parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(prog="stallscope funnel", description=__doc__,
                                  epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("base", nargs="+", help="baseline runs (one TMA output file per run)")
@@ -53,14 +54,20 @@ def main(argv: list[str] | None = None) -> int:
                     help="CI method: auto (default) = Hodges-Lehmann/Mann-Whitney when it reaches "
                          "95%%, else Welch t; hl = rank interval only (3 vs 3 runs reach 90%%); "
                          "bootstrap = percentile bootstrap of the median difference")
-    args = ap.parse_args(argv)
+    return ap
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parser().parse_args(argv)
+    return end_command("stallscope funnel", lambda: _funnel(args), (TmaParseError, IncompatibleTrees))
+
+
+def _funnel(args: argparse.Namespace) -> int:
     labels = args.labels.split(",")
     if len(labels) != 2 or not all(l.strip() for l in labels):
-        print(f"error: --labels needs two comma-separated names, got {args.labels!r}", file=sys.stderr)
-        return 2
+        raise UserError(f"--labels needs two comma-separated names, got {args.labels!r}")
     if args.depth < 1:
-        print("error: --depth must be at least 1", file=sys.stderr)
-        return 2
+        raise UserError("--depth must be at least 1")
     try:
         base = [parse_file(p, args.input_format, args.catalog) for p in args.base]
         cand = [parse_file(p, args.input_format, args.catalog) for p in args.vs]
@@ -69,19 +76,14 @@ def main(argv: list[str] | None = None) -> int:
                          nodes=[n.strip() for n in args.nodes.split(",")] if args.nodes else None,
                          base_label=labels[0].strip(), cand_label=labels[1].strip(),
                          scope=scope, method=args.method)
-    except (TmaParseError, IncompatibleTrees) as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
-    except KeyError as e:
-        print(f"error: {e.args[0]}", file=sys.stderr)
-        return 2
+    except KeyError as e:            # an unknown scope or node: its message says which
+        raise UserError(e.args[0]) from None
     data = funnel.to_json()
     if args.json:
         try:
             Path(args.json).write_text(json.dumps(data, indent=2) + "\n")
         except OSError as e:
-            print(f"error: cannot write {args.json}: {e.strerror}", file=sys.stderr)
-            return 2
+            raise UserError(f"cannot write {args.json}: {e.strerror}") from None
     if args.format == "json":
         print(json.dumps(data, indent=2))
     else:

@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 from collectors.build import aptsource
+from collectors.command import run_command
 from collectors.build.binary import BinaryError
 from collectors.build.builder import BuildError, build_variant
 from collectors.build.spec import GRAMMAR, parse_variant
@@ -42,15 +43,15 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--cache", type=Path, default=None,
                     help="cache directory (default: $STALLSCOPE_CACHE or ~/.cache/stallscope)")
     args = ap.parse_args(argv)
-    try:
-        spec = parse_variant(args.variant)
-        bv = build_variant(spec, args.cache, log=lambda m: print(m, file=sys.stderr, flush=True))
-    except ValueError as e:
-        print(f"build: {e}", file=sys.stderr)
-        return 2
-    except (BuildError, BinaryError, aptsource.AptSourceError) as e:
-        print(f"build: error: {e}", file=sys.stderr)
-        return 1
+    # A spec that does not parse is bad input (2); a build or binary that fails ran (1).
+    return run_command("stallscope build", lambda: _build(args), known=(ValueError,),
+                       failed=(BuildError, BinaryError, aptsource.AptSourceError),
+                       interrupted="(builds finished so far are cached)")
+
+
+def _build(args: argparse.Namespace) -> int:
+    spec = parse_variant(args.variant)
+    bv = build_variant(spec, args.cache, log=lambda m: print(m, file=sys.stderr, flush=True))
     print(json.dumps(bv.to_json(), indent=2))
     return 0
 

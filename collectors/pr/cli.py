@@ -8,6 +8,7 @@ import re
 import sys
 from pathlib import Path
 
+from collectors.command import run_command
 from collectors.pr import comment, config, sources, workflow
 from collectors.pr.github_api import DEFAULT_API, GitHub, GitHubError, read_token, upsert_comment
 
@@ -113,11 +114,9 @@ def parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(sys.argv[1:] if argv is None else argv)
-    try:
-        return github(args) if args.action == "github" else post(args)
-    except (PrError, config.PrConfigError, sources.SourceError, GitHubError) as e:
-        print(f"stallscope pr {args.action}: error: {e}", file=sys.stderr)
-        return 2
+    return run_command(f"stallscope pr {args.action}",
+                       lambda: github(args) if args.action == "github" else post(args),
+                       (PrError, config.PrConfigError, sources.SourceError, GitHubError))
 
 
 def _check_case(name: str, size: str) -> None:

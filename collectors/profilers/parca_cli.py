@@ -8,6 +8,8 @@ import sys
 from dataclasses import asdict
 from pathlib import Path
 
+from analysis.command_end import UserError
+from collectors.command import run_command
 from collectors.profilers.parca_client import (DEFAULT_TYPE, DEFAULT_URL_ENV, REPORTS, TOKEN_ENV,
                                                ParcaClient, ParcaError, parse_time, pprof_bytes,
                                                pprof_sample_count, read_window_file, rfc3339,
@@ -57,37 +59,44 @@ def parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     ap = parser()
     a = ap.parse_args(argv)
+    # A URL, token or window we cannot use is bad input (2); Parca unreachable, refusing
+    # or answering nonsense: it ran, but failed (1).
+    return run_command("stallscope parca", lambda: _query(ap, a), failed=(ParcaError,))
+
+
+def _query(ap: argparse.ArgumentParser, a: argparse.Namespace) -> int:
     try:
         client = ParcaClient.from_env(a.parca_url, a.parca_token_file)
         if a.list_types:
-            print("\n".join(client.profile_types()))
-            return 0
-        if a.window_file:
+            t0 = t1 = None
+        elif a.window_file:
             t0, t1 = read_window_file(a.window_file)
         elif a.start and a.end:
             t0, t1 = parse_time(a.start), parse_time(a.end)
         else:
             ap.error("give the window: --start and --end, or --window-file")
-        labels = {"comm": a.comm} if a.comm else {}
-        for kv in a.label:
-            k, sep, v = kv.partition("=")
-            if not sep or not k:
-                ap.error(f"--label {kv!r}: expected KEY=VALUE")
-            labels[k] = v
-        query = a.query or selector(labels, a.type)
-        resp = client.query(query, t0, t1, a.report)
-        if a.report == "pprof":
-            data = pprof_bytes(resp)
-            out = Path(a.out or "profile.pb.gz")
-            out.write_bytes(data)
-            print(f"{out}: {len(data)} bytes, {pprof_sample_count(data)} samples for {query} "
-                  f"between {rfc3339(t0)} and {rfc3339(t1)}")
-        else:
-            print_top(top_report(resp), f"{query} {rfc3339(t0)}..{rfc3339(t1)}", a.limit, a.out)
-        return 0
     except ParcaError as e:
-        print(f"parca: {e}", file=sys.stderr)
-        return 1
+        raise UserError(str(e)) from None
+    if a.list_types:
+        print("\n".join(client.profile_types()))
+        return 0
+    labels = {"comm": a.comm} if a.comm else {}
+    for kv in a.label:
+        k, sep, v = kv.partition("=")
+        if not sep or not k:
+            ap.error(f"--label {kv!r}: expected KEY=VALUE")
+        labels[k] = v
+    query = a.query or selector(labels, a.type)
+    resp = client.query(query, t0, t1, a.report)
+    if a.report == "pprof":
+        data = pprof_bytes(resp)
+        out = Path(a.out or "profile.pb.gz")
+        out.write_bytes(data)
+        print(f"{out}: {len(data)} bytes, {pprof_sample_count(data)} samples for {query} "
+              f"between {rfc3339(t0)} and {rfc3339(t1)}")
+    else:
+        print_top(top_report(resp), f"{query} {rfc3339(t0)}..{rfc3339(t1)}", a.limit, a.out)
+    return 0
 
 
 def print_top(rep: TopReport, what: str, limit: int, out: str | None) -> None:

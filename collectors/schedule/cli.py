@@ -7,6 +7,7 @@ import time
 from datetime import datetime, timezone
 from pathlib import Path
 
+from collectors.command import run_command
 from collectors.host import procs
 from collectors.schedule import due, jobrun, systemd, workflow
 from collectors.schedule.alerting import make_deliverer
@@ -62,27 +63,24 @@ def parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(sys.argv[1:] if argv is None else argv)
-    try:
-        sched = load_schedule(args.file)
-        if args.action == "check":
-            return check(sched)
-        if args.action == "install":
-            return install(sched, args)
-        if args.action == "github":
-            out = Path(args.out)
-            out.parent.mkdir(parents=True, exist_ok=True)
-            out.write_text(workflow.render(sched, args.file, args.secret))
-            print(out)
-            return 0
-        procs.install_signal_handlers()
-        return run(sched, args)
-    except ScheduleError as e:
-        print(f"stallscope schedule: error: {e}", file=sys.stderr)
-        return 2
-    except (KeyboardInterrupt, procs.Interrupted):
-        procs.kill_all()
-        print("stallscope schedule: interrupted; recorded runs are kept", file=sys.stderr)
-        return 130
+    return run_command("stallscope schedule", lambda: _main(args), (ScheduleError,),
+                       "(recorded runs are kept)")
+
+
+def _main(args: argparse.Namespace) -> int:
+    sched = load_schedule(args.file)
+    if args.action == "check":
+        return check(sched)
+    if args.action == "install":
+        return install(sched, args)
+    if args.action == "github":
+        out = Path(args.out)
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(workflow.render(sched, args.file, args.secret))
+        print(out)
+        return 0
+    procs.install_signal_handlers()
+    return run(sched, args)
 
 
 def check(sched: Schedule) -> int:

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import yaml
 
+from collectors.command import run_command
 from collectors.workload.cases import CaseError, case_files, load_case, load_doc, variants_of
 from collectors.workload.overrides import parse_sets
 from collectors.workload.suite import SuiteError, import_suite, write_case_yaml
@@ -53,38 +54,34 @@ def main(argv: list[str]) -> int:
     p_imp.add_argument("suite", help="a test-suite .yml file (memtier_benchmark arguments)")
     p_imp.add_argument("-o", "--output", help="write the case YAML here (default: print it)")
     args = ap.parse_args(argv)
-    try:
-        if args.cmd == "list":
-            for path in case_files().values():
-                doc = load_doc(path)
-                for name in variants_of(doc):
-                    print(name if args.names else f"{name:<44} {doc.data.get('description', '')[:70]}")
-        elif args.cmd == "show":
-            case = load_case(args.name, args.size, parse_sets(args.set))
-            d = case.to_json()
-            if args.json:
-                print(json.dumps(d, indent=2))
-            else:
-                d["workload"]["command"] = _abbreviate(d["workload"]["command"])
-                print(yaml.safe_dump(d, sort_keys=False, width=100), end="")
+    return run_command("stallscope cases", lambda: _cases(args), (CaseError, SuiteError))
+
+
+def _cases(args: argparse.Namespace) -> int:
+    if args.cmd == "list":
+        for path in case_files().values():
+            doc = load_doc(path)
+            for name in variants_of(doc):
+                print(name if args.names else f"{name:<44} {doc.data.get('description', '')[:70]}")
+    elif args.cmd == "show":
+        case = load_case(args.name, args.size, parse_sets(args.set))
+        d = case.to_json()
+        if args.json:
+            print(json.dumps(d, indent=2))
         else:
-            try:
-                res = import_suite(Path(args.suite))
-            except SuiteError as e:
-                print(f"error: {e}", file=sys.stderr)
-                return 2
-            text = write_case_yaml(res)
-            if args.output:
-                Path(args.output).write_text(text)
-                load_case(args.output, "small")  # what we wrote must load
-                print(f"wrote {args.output} (case {res.case['name']})")
-            else:
-                print(text)
-            for note in res.notes:
-                print(f"note: {note}", file=sys.stderr)
-    except CaseError as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
+            d["workload"]["command"] = _abbreviate(d["workload"]["command"])
+            print(yaml.safe_dump(d, sort_keys=False, width=100), end="")
+    else:
+        res = import_suite(Path(args.suite))
+        text = write_case_yaml(res)
+        if args.output:
+            Path(args.output).write_text(text)
+            load_case(args.output, "small")  # what we wrote must load
+            print(f"wrote {args.output} (case {res.case['name']})")
+        else:
+            print(text)
+        for note in res.notes:
+            print(f"note: {note}", file=sys.stderr)
     return 0
 
 

@@ -1,0 +1,70 @@
+"""Every stallscope command ends through analysis/command_end.py (collectors through
+collectors/command.py on top of it): one line "stallscope CMD: error: ..." and exit 2 for
+bad input, 1 for "ran but something failed", 130 for Ctrl-C."""
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+
+import pytest
+
+from analysis.command_end import Failed, UserError, end_command
+from collectors.command import run_command
+from collectors.host import procs
+from tests.conftest import REPO
+
+
+@pytest.mark.parametrize("args", [
+    ["compare", "/nonexistent/run"],
+    ["cases", "show", "no-such-case"],
+    ["build", "x=debsrc:nginx"],
+    ["schedule", "check", "/nonexistent/schedule.yaml"],
+    ["funnel", "/nonexistent/a.txt", "--vs", "/nonexistent/b.txt"],
+    ["tma", "/nonexistent/a.txt"],
+    ["parca", "--start", "0", "--end", "30"],
+    ["pr", "comment", "/nonexistent/run", "--repo", "o/r", "--pr", "1", "--dry-run"],
+])
+def test_bad_input_ends_every_command_the_same_way(args):
+    env = {k: v for k, v in os.environ.items() if k not in ("STALLSCOPE_PARCA_URL", "STALLSCOPE_DEBUG")}
+    r = subprocess.run([sys.executable, "-m", "collectors", *args], capture_output=True, text=True,
+                       cwd=REPO, env={**env, "PYTHONPATH": str(REPO), "GITHUB_TOKEN": "x"}, timeout=60)
+    prog = "stallscope " + (" ".join(args[:2]) if args[0] == "pr" else args[0])
+    assert r.returncode == 2, r.stderr
+    assert r.stderr.startswith(f"{prog}: error: ") and "Traceback" not in r.stderr, r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1 or args[0] == "build"   # build adds its grammar
+
+
+def test_the_statuses_and_their_lines(capsys, monkeypatch):
+    monkeypatch.delenv("STALLSCOPE_DEBUG", raising=False)
+
+    def fail(exc: BaseException):
+        def body():
+            raise exc
+        return body
+    assert end_command("stallscope x", lambda: None) == 0
+    assert end_command("stallscope x", fail(UserError("--depth must be at least 1"))) == 2
+    assert capsys.readouterr().err == "stallscope x: error: --depth must be at least 1\n"
+    assert end_command("stallscope x", fail(Failed("make failed"))) == 1
+    assert end_command("stallscope x", fail(OSError("disk")), failed=(OSError,)) == 1
+    assert capsys.readouterr().err == "stallscope x: error: make failed\nstallscope x: error: disk\n"
+    assert end_command("stallscope x", fail(ZeroDivisionError("division by zero"))) == 2
+    assert capsys.readouterr().err == "stallscope x: error: ZeroDivisionError: division by zero\n"
+    monkeypatch.setenv("STALLSCOPE_DEBUG", "1")
+    with pytest.raises(ZeroDivisionError):
+        end_command("stallscope x", fail(ZeroDivisionError("division by zero")))
+
+
+def test_ctrl_c_is_130_with_what_was_kept(capsys):
+    """A real SIGINT to this process while the body runs (Python's default handler raises
+    KeyboardInterrupt); the collecting commands' ending kills every child first."""
+    assert end_command("stallscope compare", lambda: os.kill(os.getpid(), signal.SIGINT)) == 130
+    assert capsys.readouterr().err == "stallscope compare: interrupted\n"
+    child = procs.spawn(["sleep", "30"])
+
+    def body():
+        os.kill(os.getpid(), signal.SIGINT)
+    assert run_command("stallscope run", body, interrupted="(finished reps are kept)") == 130
+    assert child.poll() is not None and child not in procs.live()
+    assert capsys.readouterr().err == "stallscope run: interrupted (finished reps are kept)\n"
