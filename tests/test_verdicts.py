@@ -347,5 +347,5 @@ def test_a_real_change_under_the_waterline_is_not_called_no_change_larger_than(t
     assert said in md and "no change larger than" not in md
     assert any(said == line.verdict for line in summary_lines(r))
     assert str(escape(said)) in report_html.render(r, tmp_path)
-    point = PointRow(1, "p05", {"value": "1000"}, {}, "complete", metric=row)
+    point = PointRow(1, "p05", {"value": "1000"}, {}, status="complete", metric=row)
     assert cells.verdict_text(point) == said

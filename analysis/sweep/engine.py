@@ -111,8 +111,8 @@ def _best(row: MetricRow | None, base: str, cand: str) -> dict[str, float]:
 def analyse_point(sweep_dir: Path, m: SweepManifest, p: SweepPoint, opts: CompareOptions,
                   lookup: list[str] | None, out: Path | None) -> PointAnalysis:
     est = p.estimate
-    row = PointRow(p.index, p.id, dict(p.labels), dict(p.x), p.status, p.case, est.keys,
-                   est.dataset_bytes, p.run_dir, reason=p.reason or "", host=dict(p.host))
+    row = PointRow(**p.identity(), status=p.status, keys=est.keys, dataset_bytes=est.dataset_bytes,
+                   run_dir=p.run_dir, reason=p.reason or "", host=dict(p.host))
     if p.status not in MEASURED or not p.run_dir:
         row.reason = row.reason or {"pending": "not run yet", "skipped": "skipped"}.get(p.status, p.status)
         return PointAnalysis(row)

@@ -2,22 +2,21 @@
 beside each row and whether the direction agrees, the crossover plot of each part, the
 points' own reports, and results.json ("stallscope.experiment-results/1").
 
-experiment.json (written by collectors.sweep.experiment_cli) names the parts, their sweep
-directories and the seed rows; this module reads it alone (docs/experiments.md)."""
+experiment.json (analysis/sweep/experiment_manifest.py, written by collectors.sweep) names
+the parts, their sweep directories and the seed rows; this module reads it alone
+(docs/experiments.md)."""
 from __future__ import annotations
 
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
-from analysis.inputs.layout import EXPERIMENT_JSON, REPORT_HTML, REPORT_MD, RESULTS_JSON, SWEEP_JSON
 from analysis.compare.options import CompareOptions
-from analysis.inputs.rundir import RunDirError, read_json
+from analysis.inputs.layout import REPORT_HTML, REPORT_MD, RESULTS_JSON, SWEEP_JSON
 from analysis.sweep import html as sweep_html
 from analysis.sweep import markdown as sweep_md
 from analysis.sweep.engine import analyse_sweep
-from analysis.sweep.manifest import SweepError
+from analysis.sweep.experiment_manifest import ExperimentManifest, load_experiment_dir
 from analysis.sweep.plot import crossover_svg
 from analysis.sweep.results import SweepResults, _clean
 from analysis.sweep.seeds import SeedRow, agree_cell, agreement, match, seed_cell
@@ -39,35 +38,22 @@ class PartResult:
         return [match(self.seed_rows, p.labels) for p in self.res.points]
 
 
-def load_experiment_json(exp_dir: Path) -> dict[str, Any]:
-    path = Path(exp_dir) / EXPERIMENT_JSON
-    if not path.is_file():
-        raise SweepError(f"{path}: no experiment.json here; is {exp_dir} a stallscope experiment directory?")
-    try:
-        d = read_json(path)
-    except RunDirError as e:
-        raise SweepError(str(e)) from None
-    if not isinstance(d, dict) or not isinstance(d.get("parts"), list):
-        raise SweepError(f"{path}: not a stallscope experiment (no 'parts' list)")
-    return d
-
-
-def analyse_experiment(exp_dir: Path, out: Path, opts: CompareOptions | None = None) -> tuple[dict, list[PartResult]]:
+def analyse_experiment(exp_dir: Path, out: Path, opts: CompareOptions | None = None
+                       ) -> tuple[ExperimentManifest, list[PartResult]]:
     """Every part that has a sweep directory, analysed; its points' reports written under
     out/<part id>/<point id>/."""
-    d = load_experiment_json(exp_dir)
+    d = load_experiment_dir(exp_dir)
     parts = []
-    for p in d["parts"]:
-        sweep_dir = Path(exp_dir) / p["sweep"]
+    for p in d.parts:
+        sweep_dir = Path(exp_dir) / p.sweep
         if not (sweep_dir / SWEEP_JSON).is_file():
             continue
-        res, points = analyse_sweep(sweep_dir, opts, None, out / p["id"])
-        write_point_reports(points, out / p["id"])
+        res, points = analyse_sweep(sweep_dir, opts, None, out / p.id)
+        write_point_reports(points, out / p.id)
         for row in res.points:
             if row.report:
-                row.report = f"{p['id']}/{row.report}"
-        rows = [SeedRow.from_json(r) for r in p.get("seed_rows", [])]
-        parts.append(PartResult(p["id"], p.get("heading", p["id"]), res, rows, crossover_svg(res)))
+                row.report = f"{p.id}/{row.report}"
+        parts.append(PartResult(p.id, p.heading or p.id, res, p.seed_rows, crossover_svg(res)))
     return d, parts
 
 
@@ -90,14 +76,14 @@ def _md_part(pr: PartResult) -> list[str]:
     return out
 
 
-def render_md(d: dict, parts: list[PartResult]) -> str:
-    out = [f"## stallscope experiment {esc(d['name'])}: {esc(d['title'])}", "",
-           f"Seed: {esc(d['seed'])}. {esc(d.get('technique', ''))}", "",
-           f"Size {esc(d['size'])}; started {esc(d.get('created', ''))}; status {esc(d.get('status', ''))}.", ""]
-    out += [f"> {esc(n)}" for n in d.get("notes", [])] + ([""] if d.get("notes") else [])
+def render_md(d: ExperimentManifest, parts: list[PartResult]) -> str:
+    out = [f"## stallscope experiment {esc(d.name)}: {esc(d.title)}", "",
+           f"Seed: {esc(d.seed)}. {esc(d.technique)}", "",
+           f"Size {esc(d.size)}; started {esc(d.created)}; status {esc(d.status)}.", ""]
+    out += [f"> {esc(n)}" for n in d.notes] + ([""] if d.notes else [])
     for pr in parts:
         out += _md_part(pr) + [""]
-    missing = [p["id"] for p in d["parts"] if p["id"] not in {pr.id for pr in parts}]
+    missing = [p.id for p in d.parts if p.id not in {pr.id for pr in parts}]
     if missing:
         out.append(f"Parts not run yet: {', '.join(missing)}.")
     out.append("Seed: the seed's own change and numbers for the same setup (its hardware, "
@@ -109,7 +95,7 @@ def render_md(d: dict, parts: list[PartResult]) -> str:
     return "\n".join(out) + "\n"
 
 
-def render_html(d: dict, parts: list[PartResult]) -> str:
+def render_html(d: ExperimentManifest, parts: list[PartResult]) -> str:
     hparts = []
     for pr in parts:
         seeds = pr.seeds()
@@ -118,14 +104,14 @@ def render_html(d: dict, parts: list[PartResult]) -> str:
         hparts.append(sweep_html.Part(
             pr.res, heading=f"Part {pr.id}: {pr.heading}", extra_heads=["Seed", "Agrees"],
             extra=[[sweep_html.Cell(seed_cell(s)) for s in seeds], agree], plot=pr.svg))
-    intro = f"Seed: {d['seed']}. {d.get('technique', '')} Size {d['size']}; status {d.get('status', '')}."
-    return sweep_html.render_page(f"stallscope experiment {d['name']}: {d['title']}", hparts,
-                                  intro=intro, footnotes=list(d.get("notes", [])))
+    intro = f"Seed: {d.seed}. {d.technique} Size {d.size}; status {d.status}."
+    return sweep_html.render_page(f"stallscope experiment {d.name}: {d.title}", hparts,
+                                  intro=intro, footnotes=list(d.notes))
 
 
-def results_json(d: dict, parts: list[PartResult]) -> str:
-    doc = {"schema": SCHEMA, "name": d["name"], "title": d["title"], "seed": d["seed"],
-           "size": d["size"], "status": d.get("status"), "parts": []}
+def results_json(d: ExperimentManifest, parts: list[PartResult]) -> str:
+    doc = {"schema": SCHEMA, "name": d.name, "title": d.title, "seed": d.seed,
+           "size": d.size, "status": d.status, "parts": []}
     for pr in parts:
         rows = []
         for p, s in zip(pr.res.points, pr.seeds()):

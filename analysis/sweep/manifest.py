@@ -9,7 +9,8 @@ the point, the whole sweep's sweep.json; docs/sweeps.md, "Over many runners").
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import copy
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
@@ -47,12 +48,23 @@ class Estimate(Record):
 
 
 @dataclass
-class SweepPoint(Record):
+class PointIdentity:
+    """What names a point of a sweep, declared once: the plan's PointSpec
+    (collectors/sweep/axes.py), sweep.json's SweepPoint and the results' PointRow
+    (analysis/sweep/results.py) are this and what each adds."""
     index: int
     id: str                          # p01-keys-1M-value-10: the directory name part
     labels: dict[str, str] = field(default_factory=dict)   # axis -> value label
     x: dict[str, float | None] = field(default_factory=dict)  # axis -> number (None: categorical)
     case: str = ""                   # the case as `stallscope run` takes it (name@axis=value)
+
+    def identity(self) -> dict[str, Any]:
+        """The identity fields as keyword arguments (copies), to build another shape."""
+        return {f.name: copy.copy(getattr(self, f.name)) for f in fields(PointIdentity)}
+
+
+@dataclass
+class SweepPoint(PointIdentity, Record):
     sets: dict[str, Any] = field(default_factory=dict)     # every --set of this point
     estimate: Estimate = field(default_factory=Estimate)
     status: str = "pending"

@@ -13,6 +13,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from analysis.compare.results import ChangeOut, MetricRow, Side
+from analysis.sweep.manifest import PointIdentity
 
 SCHEMA = "stallscope.sweep-results/1"
 
@@ -32,13 +33,8 @@ class LookupCost:
 
 
 @dataclass
-class PointRow:
-    index: int
-    id: str
-    labels: dict[str, str]
-    x: dict[str, float | None]
-    status: str                      # the point's state in sweep.json
-    case: str = ""
+class PointRow(PointIdentity):
+    status: str = "pending"          # the point's state in sweep.json
     keys: int = 0
     dataset_bytes: int = 0
     run_dir: str | None = None       # relative to the sweep directory

@@ -13,6 +13,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from analysis.sweep.manifest import PointIdentity
 from collectors.workload.casefile import CaseError
 from collectors.workload.overrides import parse_count, parse_set
 
@@ -33,13 +34,10 @@ class Axis:
 
 
 @dataclass
-class PointSpec:
-    index: int
-    id: str
-    labels: dict[str, str]
-    x: dict[str, float | None]
-    case: str                        # name@axis=value,... as `stallscope run` takes it
-    sets: dict[str, Any]
+class PointSpec(PointIdentity):
+    """A point as planned: its identity (case: name@axis=value,... as `stallscope run`
+    takes it) and every --set it runs with."""
+    sets: dict[str, Any] = field(default_factory=dict)
 
 
 def _number(v: Any, label: str) -> float | None:

@@ -7,9 +7,8 @@ import argparse
 import sys
 from pathlib import Path
 
-from analysis.inputs.layout import EXPERIMENT_JSON
-from analysis.inputs.rundir import write_json
-from analysis.sweep.experiment_report import load_experiment_json, report_experiment
+from analysis.sweep.experiment_manifest import load_experiment_dir, save_experiment_dir
+from analysis.sweep.experiment_report import report_experiment
 from analysis.sweep.manifest import SweepError
 from collectors.host import procs
 from collectors.command import run_command
@@ -125,7 +124,7 @@ def _new(args: argparse.Namespace, argv: list[str], log) -> tuple[Path, Experime
         create(plan, sweep_argv(exp, part, args.size, opts, args.set), exp_dir, sweep_id=part.id,
                extra={"experiment": {"name": exp.name, "part": part.id}})
         parts.append(part_entry(part))
-    write_json(exp_dir / EXPERIMENT_JSON, experiment_doc(exp, args.size, argv, parts, args.only))
+    save_experiment_dir(exp_dir, experiment_doc(exp, args.size, argv, parts, args.only))
     return exp_dir, exp
 
 
@@ -177,9 +176,9 @@ def _main(args: argparse.Namespace, argv: list[str], log) -> int:
         return 0
     if args.resume:
         exp_dir = Path(args.resume)
-        d = load_experiment_json(exp_dir)
-        d.setdefault("resumes", []).append({"at": now_iso(), "command": ["stallscope", "experiment", *argv]})
-        write_json(exp_dir / EXPERIMENT_JSON, d)
+        d = load_experiment_dir(exp_dir)
+        d.resumes = (d.resumes or []) + [{"at": now_iso(), "command": ["stallscope", "experiment", *argv]}]
+        save_experiment_dir(exp_dir, d)
         log(f"{PREFIX} resuming {exp_dir}")
     elif not args.name:
         raise PlanError("name an experiment (`stallscope experiment list`), or give --resume/--report EXP_DIR")

@@ -14,10 +14,9 @@ import re
 from pathlib import Path
 from typing import Any
 
-from analysis.inputs.layout import EXPERIMENT_JSON
-from analysis.inputs.rundir import write_json
 from collectors.sweep.cli import build_all, create, host_summary, manifest_of, precision_options
 from collectors.sweep.experiment import Experiment, Part
+from analysis.sweep.experiment_manifest import save_experiment_dir
 from collectors.sweep.experiment_parts import (PREFIX, experiment_doc, part_entry, part_plan, run_parts,
                                                sweep_argv, sweep_options)
 from collectors.runner.manifest import unique_id
@@ -73,7 +72,7 @@ def _whole(exp: Experiment, args: argparse.Namespace, argv: list[str], pps: list
                                   extra={"experiment": {"name": exp.name, "part": part.id}}).to_json()
              for part, plan in pps}
     doc = experiment_doc(exp, args.size, whole_argv(argv), [part_entry(p) for p, _ in pps], args.only)
-    return {"id": wid, "experiment": doc, "parts": parts}
+    return {"id": wid, "experiment": doc.to_json(), "parts": parts}
 
 
 def run_point(exp: Experiment, args: argparse.Namespace, argv: list[str], log) -> tuple[Path, int]:
@@ -98,9 +97,9 @@ def run_point(exp: Experiment, args: argparse.Namespace, argv: list[str], log) -
     create(plan, sweep_argv(exp, part, args.size, opts, args.set), exp_dir, sweep_id=part.id,
            extra={"experiment": {"name": exp.name, "part": part.id}})
     doc = experiment_doc(exp, args.size, argv, [part_entry(part)], args.only)
-    doc["fanout"] = {"plan": h, "identity": ident, "point": pid, "host": point_host(),
-                     "whole": _whole(exp, args, argv, pps, opts, wid)}
-    write_json(exp_dir / EXPERIMENT_JSON, doc)
+    doc.fanout = {"plan": h, "identity": ident, "point": pid, "host": point_host(),
+                  "whole": _whole(exp, args, argv, pps, opts, wid)}
+    save_experiment_dir(exp_dir, doc)
     log(f"{PREFIX} {exp_dir}")
     return exp_dir, run_parts(exp_dir, not args.no_progress, log)
 

@@ -6,11 +6,10 @@ from __future__ import annotations
 
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Sequence
 
-from analysis.inputs.layout import EXPERIMENT_JSON
-from analysis.inputs.rundir import write_json
-from analysis.sweep.experiment_report import load_experiment_json
+from analysis.sweep.experiment_manifest import (ExperimentManifest, ExperimentPart, load_experiment_dir,
+                                                save_experiment_dir)
 from analysis.sweep.manifest import load_sweep
 from analysis.sweep.seeds import match
 from analysis.clock import now_iso
@@ -73,20 +72,20 @@ def sweep_argv(exp: Experiment, part: Part, size: str, opts: SweepOptions,
     return argv
 
 
-def part_entry(part: Part) -> dict[str, Any]:
+def part_entry(part: Part) -> ExperimentPart:
     """A part as experiment.json lists it (its sweep directory is named by its id)."""
-    return {"id": part.id, "heading": part.heading, "case": part.case, "sweep": part.id,
-            "metric": part.metric, "seed_rows": [r.to_json() for r in part.seed_rows]}
+    return ExperimentPart(part.id, part.heading, part.case, part.id, part.metric,
+                          list(part.seed_rows))
 
 
-def experiment_doc(exp: Experiment, size: str, argv: Sequence[str], parts: list[dict[str, Any]],
-                   only: Sequence[str] = ()) -> dict[str, Any]:
+def experiment_doc(exp: Experiment, size: str, argv: Sequence[str], parts: list[ExperimentPart],
+                   only: Sequence[str] = ()) -> ExperimentManifest:
     """experiment.json of a new experiment directory."""
-    return {"schema": 1, "name": exp.name, "title": exp.title, "seed": exp.seed,
-            "technique": exp.technique, "file": str(exp.path), "size": size,
-            "variants": exp.variants, "created": now_iso(),
-            "command": ["stallscope", "experiment", *argv], "notes": exp.notes, "parts": parts,
-            "only": list(only), "status": "running"}
+    return ExperimentManifest(
+        name=exp.name, title=exp.title, seed=exp.seed, technique=exp.technique,
+        file=str(exp.path), size=size, variants=list(exp.variants), created=now_iso(),
+        command=["stallscope", "experiment", *argv], notes=list(exp.notes), parts=parts,
+        only=list(only), status="running")
 
 
 def seed_of(part: Part):
@@ -99,30 +98,30 @@ def seed_of(part: Part):
     return change
 
 
-def _left_s(exp_dir: Path, d: dict) -> float:
+def _left_s(exp_dir: Path, d: ExperimentManifest) -> float:
     """The plan's estimate of every point of every part not yet complete."""
-    return sum(q.estimate.time_s for p in d["parts"] for q in load_sweep(exp_dir / p["sweep"]).points
+    return sum(q.estimate.time_s for p in d.parts for q in load_sweep(exp_dir / p.sweep).points
                if q.status not in ("complete", "skipped"))
 
 
 def run_parts(exp_dir: Path, progress: bool, log) -> int:
-    d = load_experiment_json(exp_dir)
+    d = load_experiment_dir(exp_dir)
     rcs = []
-    for i, p in enumerate(d["parts"]):
-        sweep_dir = exp_dir / p["sweep"]
+    for i, p in enumerate(d.parts):
+        sweep_dir = exp_dir / p.sweep
         m = load_sweep(sweep_dir)
         if m.status == "complete":
             continue
-        log(f"{PREFIX} part {i + 1}/{len(d['parts'])}: {p['id']} ({p.get('heading', '')}); "
+        log(f"{PREFIX} part {i + 1}/{len(d.parts)}: {p.id} ({p.heading}); "
             f"the experiment about {duration(_left_s(exp_dir, d))} left (the plan's estimate)")
         rc = Sweeper(sweep_dir, m, options_of(m), progress=progress, log=log).run()
         if rc == 130:
-            d["status"] = "interrupted"
-            write_json(exp_dir / EXPERIMENT_JSON, d)
+            d.status = "interrupted"
+            save_experiment_dir(exp_dir, d)
             log(f"{PREFIX} resume with: stallscope experiment --resume {exp_dir}")
             return 130
         rcs.append(rc)
-    d["status"] = "complete" if not any(rcs) else "incomplete"
-    write_json(exp_dir / EXPERIMENT_JSON, d)
+    d.status = "complete" if not any(rcs) else "incomplete"
+    save_experiment_dir(exp_dir, d)
     return 1 if any(rcs) else 0
 

@@ -14,8 +14,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from analysis.inputs.layout import EXPERIMENT_JSON, SWEEP_JSON
-from analysis.inputs.rundir import write_json
-from analysis.sweep.experiment_report import load_experiment_json
+from analysis.sweep.experiment_manifest import ExperimentManifest, load_experiment_dir, save_experiment_dir
 from analysis.sweep.hosts import model
 from analysis.sweep.manifest import SweepError, SweepManifest, load_sweep, save_sweep
 from analysis.clock import now_iso
@@ -133,22 +132,22 @@ def merge_sweep(dirs: list[Path], out: Path, log: Log) -> tuple[Path, SweepManif
 
 def merge_experiment(dirs: list[Path], out: Path, log: Log) -> tuple[Path, str]:
     """The experiment directory: experiment.json and one merged sweep per part."""
-    runs = read_runs(dirs, EXPERIMENT_JSON, load_experiment_json)
+    runs = read_runs(dirs, EXPERIMENT_JSON, lambda d: load_experiment_dir(d).to_json())
     whole = runs[0].fan["whole"]
-    doc = dict(whole["experiment"])
+    doc = ExperimentManifest.from_json(whole["experiment"])
     dest = out / unique_id(whole["id"], out)
     dest.mkdir(parents=True)
     states, total = [], 0
-    for part in doc["parts"]:
-        mine = [r for r in runs if r.point.split(".", 1)[0] == part["id"]]
-        got = {r.point.split(".", 1)[1]: (r.path / part["sweep"], load_sweep(r.path / part["sweep"]),
+    for part in doc.parts:
+        mine = [r for r in runs if r.point.split(".", 1)[0] == part.id]
+        got = {r.point.split(".", 1)[1]: (r.path / part.sweep, load_sweep(r.path / part.sweep),
                                           r.fan.get("host", {})) for r in mine}
-        m = merge_points({**whole["parts"][part["id"]], "fanout": _merged(runs, mine)}, got,
-                         dest / part["sweep"])
+        m = merge_points({**whole["parts"][part.id], "fanout": _merged(runs, mine)}, got,
+                         dest / part.sweep)
         states.append(m.status)
         total += len(m.points)
-    doc["status"] = "complete" if all(s == "complete" for s in states) else "incomplete"
-    doc["fanout"] = _merged(runs, runs)
-    write_json(dest / EXPERIMENT_JSON, doc)
+    doc.status = "complete" if all(s == "complete" for s in states) else "incomplete"
+    doc.fanout = _merged(runs, runs)
+    save_experiment_dir(dest, doc)
     say(runs, total, log)
-    return dest, doc["status"]
+    return dest, doc.status

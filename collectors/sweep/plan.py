@@ -63,8 +63,8 @@ class Plan:
                 for a in self.axes]
 
     def sweep_points(self) -> list[SweepPoint]:
-        return [SweepPoint(p.spec.index, p.spec.id, p.spec.labels, p.spec.x, p.spec.case, p.spec.sets,
-                           p.estimate, status="skipped" if p.skip else "pending", reason=p.skip)
+        return [SweepPoint(**p.spec.identity(), sets=p.spec.sets, estimate=p.estimate,
+                           status="skipped" if p.skip else "pending", reason=p.skip)
                 for p in self.points]
 
 

@@ -1,0 +1,74 @@
+"""experiment.json: what an experiment directory is (the experiment file it came from, its
+size and variants), its parts (each a sweep directory, with the seed's rows beside it) and
+its state; written by collectors.sweep (experiment_parts, experiment_cli, experiment_fanout,
+merge) and read by analysis.sweep.experiment_report (docs/experiments.md). Unknown fields
+are kept (Record.extra), as in sweep.json.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from analysis.inputs.layout import EXPERIMENT_JSON
+from analysis.inputs.records import Record, RecordError
+from analysis.inputs.rundir import RunDirError, read_json, write_json
+from analysis.sweep.manifest import SweepError
+from analysis.sweep.seeds import SeedRow
+
+SCHEMA = 1
+
+
+@dataclass
+class ExperimentPart(Record):
+    """A part: one sweep (directory `sweep`, named by the part's id) and the seed's rows."""
+    id: str
+    heading: str = ""
+    case: str = ""
+    sweep: str = ""                  # the part's sweep directory, relative to the experiment's
+    metric: str = ""
+    seed_rows: list[SeedRow] = field(default_factory=list)
+
+
+@dataclass
+class ExperimentManifest(Record):
+    # Written only by some runs: a resumed experiment's resumes, a fanned-out one's fanout
+    OMIT_IF_NONE = frozenset({"resumes", "fanout"})
+    schema: int = SCHEMA
+    name: str = ""
+    title: str = ""
+    seed: str = ""                   # the PR or post the experiment reproduces
+    technique: str = ""
+    file: str = ""                   # the experiment file (cases/experiments/NAME.yaml)
+    size: str = ""
+    variants: list[str] = field(default_factory=list)
+    created: str = ""
+    command: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    parts: list[ExperimentPart] = field(default_factory=list)
+    only: list[str] = field(default_factory=list)   # --only: the rows run
+    status: str = "running"          # running | complete | incomplete | interrupted
+    resumes: list[dict[str, Any]] | None = None
+    # over many runners (docs/sweeps.md): the plan's identity, the point, the whole experiment
+    fanout: dict[str, Any] | None = None
+
+
+def load_experiment_dir(exp_dir: str | Path) -> ExperimentManifest:
+    path = Path(exp_dir) / EXPERIMENT_JSON
+    if not path.is_file():
+        raise SweepError(f"{path}: no experiment.json here; is {exp_dir} a stallscope experiment directory?")
+    try:
+        d = read_json(path)
+    except RunDirError as e:
+        raise SweepError(str(e)) from None
+    if not isinstance(d, dict) or not isinstance(d.get("parts"), list):
+        raise SweepError(f"{path}: not a stallscope experiment (no 'parts' list)")
+    try:
+        return ExperimentManifest.from_json(d)
+    except RecordError as e:
+        raise SweepError(f"{path}: invalid experiment.json: {e}") from None
+
+
+def save_experiment_dir(exp_dir: str | Path, m: ExperimentManifest) -> None:
+    """experiment.json, replaced atomically."""
+    write_json(Path(exp_dir) / EXPERIMENT_JSON, m.to_json())
