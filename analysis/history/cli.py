@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 from analysis.history.schema import SchemaError
+from analysis.command_end import end_command
 from analysis.history.store import HistoryError, HistoryStore
 
 EPILOG = """\
@@ -69,12 +70,8 @@ def parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     a = parser().parse_args(argv)
-    try:
-        store = HistoryStore.open(a.history)
-        return COMMANDS[a.cmd](store, a)
-    except (HistoryError, SchemaError) as e:
-        print(f"stallscope history: {e}", file=sys.stderr)
-        return 2
+    return end_command("stallscope history", lambda: COMMANDS[a.cmd](HistoryStore.open(a.history), a),
+                       (HistoryError, SchemaError))
 
 
 def _ingest(store: HistoryStore, a) -> int:

@@ -7,13 +7,13 @@ from __future__ import annotations
 
 import json
 import os
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import sqlalchemy as sa
 
+from analysis.clock import now_iso
 from analysis.history.extract import extract
 from analysis.history.schema import migrate, tables
 
@@ -95,10 +95,6 @@ def _copy(conn: sa.Connection, table: sa.Table, rows: list[dict]) -> None:
                               for c, j in zip(cols, as_json)])
 
 
-def _now() -> str:
-    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
-
-
 def default_job(results: dict) -> str:
     """The case name, and the run's --set overrides when it has any: the points of a sweep
     (dataset.keys=1M, =10M ...) are separate series, not one series over time."""
@@ -166,12 +162,12 @@ class HistoryStore:
                 all_commits[role] = all_commits[name]
         case = results.get("case") or {}
         row = dict(run_key=f"{job}|{results['run_id']}|{results.get('created', '')}", job=job,
-                   run_id=results["run_id"], started_at=results.get("created") or _now(),
+                   run_id=results["run_id"], started_at=results.get("created") or now_iso(),
                    host=(x.meta or {}).get("host") or os.uname().nodename,
                    case_name=case.get("name", ""), size=case.get("size", ""), base=base, cand=cand,
                    commits=all_commits, variants=variants,
                    environment={k: env.get(k) for k in ("host", "tools", "placement", "profiling")},
-                   report=x.report_url or "", meta=x.meta or {}, ingested_at=_now())
+                   report=x.report_url or "", meta=x.meta or {}, ingested_at=now_iso())
         points, changes = extract(results)
         return row, points, changes
 
@@ -305,7 +301,7 @@ class HistoryStore:
                     job=job, series=c.series, first_run=c.first_run.id,
                     last_run_before=c.last_before.id if c.last_before else None,
                     shift=c.shift, shift_low=c.shift_low, shift_high=c.shift_high,
-                    direction=c.direction, kind=c.kind, detected_at=_now(),
+                    direction=c.direction, kind=c.kind, detected_at=now_iso(),
                     movers=[m.__dict__ for m in c.movers])).inserted_primary_key[0]
 
     def stored_change_points(self, job: str | None = None) -> list[dict]:
@@ -337,7 +333,7 @@ class HistoryStore:
                 raise HistoryError(f"no change point {change_id} (stallscope history changes lists them)")
             key = dict(job=c.job, series=c.series, first_run=c.first_run)
             conn.execute(marks.delete().where(*(marks.c[k] == v for k, v in key.items())))
-            conn.execute(marks.insert().values(**key, mark=mark, note=note, marked_at=_now()))
+            conn.execute(marks.insert().values(**key, mark=mark, note=note, marked_at=now_iso()))
 
     def marks(self, job: str) -> dict[tuple[str, int], tuple[str, str]]:
         m = self.t["marks"]
