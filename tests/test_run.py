@@ -20,7 +20,7 @@ from collectors.runner.cli import main as run_main
 from collectors.profilers.perf_windows import schedule
 from collectors.runner.options import DEFAULT_FREQ_HZ, RunOptions
 from collectors.runner.placement import placement
-from collectors.runner.schedule import build_schedule, interleave
+from collectors.runner.rep_order import build_rep_order, interleave
 from collectors.workload.cases import load_case
 from collectors.workload.dataset import keyspace_bytes_estimate, l3_warning
 from tests.conftest import REPO
@@ -202,12 +202,12 @@ def test_profile_reps_have_folded_stacks_with_lookup_functions(mset_run):
 def test_schedule_rotation_and_placement():
     assert interleave(["A", "B"], 4) == list("ABBAABBA")
     assert interleave(["A", "B", "C"], 3) == list("ABCBCACAB")
-    s = build_schedule(["a", "b"], RunOptions(reps=1, profile="off"), "redis-benchmark")
+    s = build_rep_order(["a", "b"], RunOptions(reps=1, profile="off"), "redis-benchmark")
     assert [(r.dir, r.kind) for r in s] == [("a/1", "throughput"), ("b/1", "throughput")]
-    s = build_schedule(["a", "b"], RunOptions(reps=2, paired=True, profile_reps=1), "redis-benchmark")
+    s = build_rep_order(["a", "b"], RunOptions(reps=2, paired=True, profile_reps=1), "redis-benchmark")
     assert [(r.dir, r.kind) for r in s] == [("paired/1", "paired"), ("paired/2", "paired"),
                                            ("a/1", "profile"), ("b/1", "profile")]
-    assert build_schedule(["a"], RunOptions(reps=1), "rdb-load")[-1].kind == "throughput"
+    assert build_rep_order(["a"], RunOptions(reps=1), "rdb-load")[-1].kind == "throughput"
     assert (placement(1, [0, 1]).server_cpus, placement(1, [0, 1]).client_cpus) == ([0], [1])
     assert placement(3, [0, 1, 2, 3]).server_cpus == [0, 1, 2]   # io-threads counts the main thread
     assert placement(4, [0, 1, 2, 3]).server_cpus is None         # 4 threads + client > 4 CPUs

@@ -11,7 +11,7 @@ from analysis.inputs.case import Case
 from analysis.inputs.manifest import Manifest, PairedPlan, Pairing, PrecisionPlan, Profiling, Rep, Variant
 from collectors.runner.options import RunOptions
 from collectors.runner.placement import placement
-from collectors.runner.schedule import build_schedule
+from collectors.runner.rep_order import build_rep_order
 
 
 def rep_seconds(r: Rep) -> float | None:
@@ -58,7 +58,7 @@ def make_manifest(run_id: str, case: Case, variants: dict[str, Variant], opts: R
                  size=case.size, variants=dict(variants),
                  host=host, tools=tools, placement=placement(case.server.io_threads),
                  profiling=profiling(case, opts),
-                 schedule=build_schedule(list(variants), opts, w.tool))
+                 schedule=build_rep_order(list(variants), opts, w.tool))
     m.warmup = {"mode": "per-rep" if w.warmup_s > 0 and w.tool != "rdb-load" else "none",
                 "seconds": w.warmup_s,
                 "note": "each rep first runs the load for warmup_s (raw output warmup.csv), then "

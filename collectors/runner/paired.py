@@ -17,7 +17,7 @@ from collectors.host import procs
 from analysis.inputs.case import Case
 from analysis.inputs.paired import PairedWindow, PairedWindows
 from analysis.inputs.rundir import write_json
-from collectors.runner.schedule import interleave
+from collectors.runner.rep_order import interleave
 from collectors.load.server import Server
 from analysis.inputs.manifest import Calibration
 from collectors.load.redis_benchmark import redis_benchmark_argv, start_redis_benchmark

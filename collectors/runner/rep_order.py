@@ -1,4 +1,4 @@
-"""The rep schedule: ABBA-interleaved reps, so slow drift of the machine hits every
+"""The rep order of a run: ABBA-interleaved reps, so slow drift of the machine hits every
 variant alike. Throughput (or paired) reps first, then the separate profile reps."""
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ def interleave(variants: list[str], reps: int) -> list[str]:
     return order
 
 
-def build_schedule(variants: list[str], opts: RunOptions, workload_tool: str) -> list[Rep]:
+def build_rep_order(variants: list[str], opts: RunOptions, workload_tool: str) -> list[Rep]:
     """Every rep of the run in execution order; reps are numbered per variant across kinds."""
     counters = {v: 0 for v in variants}
     sched: list[Rep] = []
