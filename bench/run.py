@@ -4,9 +4,11 @@
    all), built from the real recorded folded stacks in tests/data/profile/ (each rep a
    copy with its weights scaled to 30k samples and jittered so reps differ), timed in a
    fresh process per run (median of 3, with min-max) with that process's peak RSS.
-2. Folding raw `perf script` text: the one collapser the collector runs (stacks and thread
-   counts in one pass, analysis/profile/perfscript.py) next to inferno-collapse-perf on the
-   same input (a real recording, replicated to ~20 MB), in ms per MB and MB/s.
+2. `perf script` read once, as the collector reads it (its bytes into inferno-collapse-perf,
+   samples per thread counted in the same bytes) vs the two passes it replaced (`perf script |
+   inferno-collapse-perf`, then `perf script -F tid,comm`): on a live 2 s perf recording, in
+   s per rep and ms per MB of perf script text (median of 3); and the cost of the counting on a
+   real recording's text replicated to ~20 MB (inferno fed through us vs reading the file).
 3. The profiler's overhead on throughput, from a run directory given with --overhead-run
    (default: the newest demo run): the profile reps' windows with perf off vs on, paired.
 
@@ -156,42 +158,84 @@ def bench_analysis(repeats: int) -> None:
 
 
 def bench_ingest(target_mb: float) -> None:
-    """The one collapser (stacks and per-thread counts in one pass, what the perf collector
-    runs per rep) next to inferno-collapse-perf (stacks only; the collector used to run
-    `perf script` a second time for the thread counts) on the same text."""
-    print("== 2. folding raw `perf script` text: the one pass vs inferno-collapse-perf")
-    from analysis.profile.perfscript import fold_file
-    from analysis.report.flamegraph import FlameGraphError, find_inferno
+    """Figure 2: the collector's one pass of `perf script` next to the two it replaced."""
+    print("== 2. `perf script` read once (into inferno-collapse-perf + thread counts) vs two passes")
+    from analysis.toolpaths import perf_binary, which_tool
+    perf, inferno = perf_binary(), which_tool("inferno-collapse-perf")
+    if not inferno:
+        print("   skipped: inferno-collapse-perf missing (make setup)")
+        return
     with tempfile.TemporaryDirectory(prefix="stallscope-bench-") as tmp:
-        one = gzip.decompress((DATA / SCRIPT).read_bytes())
-        copies = max(1, int(target_mb * 1e6 / len(one)))
-        big = Path(tmp) / "perf.script"
-        with open(big, "wb") as f:
-            for _ in range(copies):
-                f.write(one)
-        size_mb = big.stat().st_size / 1e6
+        data = _record_busy(perf, Path(tmp)) if perf else None
+        if data is None:
+            print("   live recording: skipped (perf missing or not permitted here)")
+        else:
+            _bench_passes(perf, inferno, data, Path(tmp))
+        _bench_counting(inferno, target_mb, Path(tmp))
+
+
+def _record_busy(perf: str, tmp: Path) -> Path | None:
+    """A stand-in rep: 2 s of a busy Python at the collector's rate (999 Hz, frame pointers)."""
+    from collectors.profilers.perf_record import record_argv
+    data = tmp / "perf.data"
+    argv = record_argv(perf, 0, data, 999, "fp")
+    argv = argv[:argv.index("-p")] + ["-q", "-o", str(data), "--", sys.executable, "-c",
+                                      "import time\nt = time.time() + 2\nwhile time.time() < t: sum(range(999))"]
+    r = subprocess.run(argv, capture_output=True, timeout=60)
+    return data if r.returncode == 0 and data.is_file() else None
+
+
+def _bench_passes(perf: str, inferno: str, data: Path, tmp: Path) -> None:
+    from collections import Counter
+    from collectors.profilers.perf_record import fold
+    text_mb = len(subprocess.run([perf, "script", "-i", str(data)], capture_output=True).stdout) / 1e6
+    one, two, facts = [], [], {}
+    for _ in range(3):
         t0 = time.perf_counter()
-        folder = fold_file(big)
-        py_s = time.perf_counter() - t0
-        samples = sum(folder.thread_samples.values())
-        print(f"   input: {size_mb:.1f} MB, {samples:,} samples ({copies} copies of a real recording)")
-        print(f"   one pass (perfscript)  {py_s / size_mb * 1e3:7.1f} ms/MB  {size_mb / py_s:7.1f} MB/s  "
-              f"{samples / py_s:12,.0f} samples/s  ({py_s:.2f} s: stacks + thread counts)")
-        try:
-            inferno = find_inferno("inferno-collapse-perf")
-        except FlameGraphError as e:
-            print(f"   inferno-collapse-perf: skipped ({e})")
-            return
+        facts = fold(perf, inferno, [data], tmp / "one.folded", tmp / "err", tmp / "one.tsv")
+        one.append(time.perf_counter() - t0)
         t0 = time.perf_counter()
-        r = subprocess.run([inferno, str(big)], capture_output=True)
-        in_s = time.perf_counter() - t0
-        if r.returncode != 0:
-            print(f"   inferno-collapse-perf failed: {r.stderr.decode()[:300]}")
-            return
-        print(f"   inferno-collapse-perf  {in_s / size_mb * 1e3:7.1f} ms/MB  {size_mb / in_s:7.1f} MB/s  "
-              f"{samples / in_s:12,.0f} samples/s  ({in_s:.2f} s: stacks only, {os.cpu_count()} threads)")
-        same = r.stdout.decode() == folder.folded_text()
-        print(f"   same folded output: {'yes' if same else 'NO (a bug: tests/test_perfscript.py)'}")
+        with open(tmp / "two.folded", "wb") as out:
+            ps = subprocess.Popen([perf, "script", "-i", str(data)], stdout=subprocess.PIPE)
+            subprocess.run([inferno], stdin=ps.stdout, stdout=out, check=True)
+            ps.stdout.close()
+            ps.wait()
+        lines = subprocess.run([perf, "script", "-i", str(data), "-F", "tid,comm"],
+                               capture_output=True, text=True).stdout.splitlines()
+        threads = Counter((int(ln.split()[-1]), " ".join(ln.split()[:-1])) for ln in lines if ln.strip())
+        two.append(time.perf_counter() - t0)
+    print(f"   live recording: {facts['samples']:,} samples, {text_mb:.1f} MB of perf script text")
+    for name, ts in (("one pass (collector)", one), ("two passes (before) ", two)):
+        med = statistics.median(ts)
+        print(f"   {name}  {med:6.3f} s per rep  {med / text_mb * 1e3:7.1f} ms/MB  "
+              f"(median of 3, min {min(ts):.3f} s, max {max(ts):.3f} s)")
+    same = ((tmp / "one.folded").read_bytes() == (tmp / "two.folded").read_bytes()
+            and sum(threads.values()) == facts["samples"])
+    print(f"   same perf.folded and thread counts: {'yes' if same else 'NO (a bug: tests/test_perfscript.py)'}")
+
+
+def _bench_counting(inferno: str, target_mb: float, tmp: Path) -> None:
+    """What reading the bytes on their way to inferno costs (perf script itself left out)."""
+    from collectors.profilers.perf_record import InfernoFold
+    one = gzip.decompress((DATA / SCRIPT).read_bytes())
+    copies = max(1, int(target_mb * 1e6 / len(one)))
+    big = tmp / "perf.script"
+    big.write_bytes(one * copies)
+    size_mb = big.stat().st_size / 1e6
+    t0 = time.perf_counter()
+    with open(big, "rb") as src, open(tmp / "err", "ab") as err:
+        with InfernoFold(inferno, tmp / "ours.folded", err) as fold_pass:
+            fold_pass.feed(src)
+            fold_pass.finish()
+    ours_s = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    with open(big, "rb") as src, open(tmp / "alone.folded", "wb") as out:
+        subprocess.run([inferno], stdin=src, stdout=out, check=True)
+    alone_s = time.perf_counter() - t0
+    samples = sum(fold_pass.threads.samples.values())
+    print(f"   text: {size_mb:.1f} MB, {samples:,} samples ({copies} copies of a real recording)")
+    print(f"   inferno fed through us + counts  {ours_s / size_mb * 1e3:6.1f} ms/MB  ({ours_s:.2f} s)")
+    print(f"   inferno reading the file alone   {alone_s / size_mb * 1e3:6.1f} ms/MB  ({alone_s:.2f} s)")
 
 
 def bench_overhead(run_dir: str | None) -> None:

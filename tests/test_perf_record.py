@@ -1,5 +1,5 @@
 """collectors/profilers/perf.py: real perf record -e cpu-clock on a real Redis with io-threads,
-folded by the one collapser (analysis/profile/perfscript.py); thread names kept as first frames."""
+perf script run once into the real inferno-collapse-perf; thread names kept as first frames."""
 from __future__ import annotations
 
 import json
@@ -111,17 +111,19 @@ def test_an_earlier_probe_decides_for_the_whole_run(tmp_path):
     assert pu.earlier_probe(tmp_path / "x" / "y" / "z") is None
 
 
-def test_missing_perf_says_how_to_fix(monkeypatch, tmp_path):
-    """perf is the one tool a profile needs: the folding is ours, so a host without
-    inferno still records (inferno only draws the flame graphs, at report time)."""
+def test_missing_tools_say_how_to_fix(monkeypatch, tmp_path):
     monkeypatch.setenv("PERF", str(tmp_path / "no-such-perf"))
     with pytest.raises(procs.ToolNotFound, match=r"perf: not found \(nor \$PERF\); install it .*--profile off"):
-        profile.require_perf()
-    perf = shutil.which("perf")
-    monkeypatch.setenv("PERF", perf)
-    monkeypatch.setenv("PATH", str(tmp_path))           # no inferno-collapse-perf anywhere
-    monkeypatch.setenv("CARGO_HOME", str(tmp_path))
-    assert profile.require_perf() == perf
+        profile.require_tools()
+    monkeypatch.delenv("PERF")
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    perf_dir = Path(shutil.which("perf")).parent
+    monkeypatch.setenv("PATH", str(perf_dir) if not (perf_dir / "inferno-collapse-perf").exists() else str(empty))
+    monkeypatch.setenv("PERF", shutil.which("perf"))
+    monkeypatch.setenv("CARGO_HOME", str(empty))
+    with pytest.raises(procs.ToolNotFound, match=r"inferno-collapse-perf: not found .*cargo install inferno"):
+        profile.require_tools()
 
 
 def test_profile_of_io_threaded_server_keeps_thread_names(tmp_path):

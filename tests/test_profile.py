@@ -1,10 +1,10 @@
-"""Profile model and perf-script ingestion against real recordings (tests/data/SOURCES.md)."""
+"""Profile model against real recordings (tests/data/SOURCES.md); the `perf script` pass that
+makes them is tests/test_perfscript.py."""
 from pathlib import Path
 
 import pytest
 
 from analysis.profile import stacks as prof
-from analysis.profile.perfscript import PerfScriptError, collapse_perf_script, read_perf_script
 from analysis.profile.stacks import (FoldedError, Stacks, callees, callers, function_costs, merge,
                                      read_folded, thread_group, thread_groups, write_folded)
 
@@ -102,24 +102,3 @@ def test_write_merge_round_trip(tmp_path, main_st, io_st):
     assert m.total == (1665 + 2767) * NS
     with pytest.raises(ValueError, match="merge"):
         merge([main_st, Stacks()])
-
-
-@pytest.mark.parametrize("name", ["main", "io"])
-def test_perfscript_agrees_with_inferno(name):
-    st, info = read_perf_script(DATA / f"redis-{name}.perf.script.gz")
-    ref = read_folded(DATA / f"redis-{name}.inferno.folded", unit="nanoseconds")
-    assert st.unit == "nanoseconds" and info.event == "cpu-clock"
-    assert st.total == ref.total
-    assert {k: v.flat for k, v in function_costs(st).items()} == \
-        {k: v.flat for k, v in function_costs(ref).items()}
-    assert st.weights == ref.weights
-    if name == "io":
-        assert info.samples == 2767
-        assert sorted(info.threads.values()) == ["io_thd_1", "redis-server"]
-
-
-def test_perfscript_errors():
-    with pytest.raises(PerfScriptError, match=r"x.txt:1: stack frame with no sample header"):
-        collapse_perf_script(["\t  1234 foo+0x1 (/bin/x)\n"], "x.txt")
-    with pytest.raises(PerfScriptError, match=r"x.txt:1: not a `perf script` sample header"):
-        collapse_perf_script(["garbage line\n"], "x.txt")

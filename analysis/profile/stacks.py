@@ -2,10 +2,9 @@
 
 Like pprof's profile.proto reduced to what the reports need: a multiset of call
 stacks (root first) with a weight each (samples, or nanoseconds for Parca/pprof
-input). Folded files (`perf script | inferno-collapse-perf`), our own perf-script
-ingestion (analysis/profile/perfscript.py) and pprof files (analysis/profile/pprof.py)
-all become a `Stacks`; flat / cumulative / caller / callee / per-thread views are
-computed here.
+input). Folded files (`perf script | inferno-collapse-perf`) and pprof files
+(analysis/profile/pprof.py) both become a `Stacks`; flat / cumulative / caller / callee /
+per-thread views are computed here.
 
 Frame names are normalised so one function matches across two builds: inferno's
 annotation suffixes (`_[i]` inlined, `_[k]` kernel, `_[j]` jit) are removed, because

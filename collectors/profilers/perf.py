@@ -2,11 +2,10 @@
 
 `perf record -e cpu-clock` works without a hardware PMU (KVM guests, CI), so this
 collector runs everywhere perf is allowed. Output in the rep directory:
-  perf.folded       `perf script` folded as inferno-collapse-perf folds it (one pass,
-                    analysis/profile/perfscript.py); the first frame of each line is
-                    the thread's comm (redis-server / io_thd_N / bio_...); the count is the sum
-                    of sample periods (for cpu-clock: nanoseconds of CPU time)
-  perf.threads.tsv  tid <TAB> comm <TAB> samples, as perf saw them
+  perf.folded       `perf script` (run once) folded by inferno-collapse-perf; the first frame
+                    of each line is the thread's comm (redis-server / io_thd_N / bio_...); the
+                    count is the sum of sample periods (for cpu-clock: nanoseconds of CPU time)
+  perf.threads.tsv  tid <TAB> comm <TAB> samples, as perf saw them (counted in the same pass)
   perf.stderr       perf's own messages (lost samples, permission problems)
   perf.probe.folded the first profile rep of a run: the frame-pointer probe that chose
                     which threads perf unwinds with DWARF (collectors/profilers/perf_unwind.py)
@@ -27,7 +26,7 @@ from collectors.collector import RepContext, RunSettings
 from collectors.host import procs
 from collectors.profilers import perf_unwind
 from collectors.profilers.perf_record import (DWARF_STACK_BYTES, EVENT, ProfileError, fold,
-                                              record_argv, require_perf)
+                                              record_argv, require_tools)
 from collectors.profilers.perf_windows import Controls, WindowRunner
 
 CALL_GRAPHS = ("auto", "fp", "dwarf")
@@ -51,7 +50,7 @@ class PerfProfiler:
     _argvs: list[list[str]] = field(default_factory=list, repr=False)
 
     def start(self, ctx: RepContext) -> None:
-        perf = require_perf()
+        perf, _ = require_tools()
         opened = time.monotonic()
         (ctx.rep_dir / "perf.stderr").write_bytes(b"")     # this rep's perf messages only
         self._unwind = perf_unwind.choose(self.callgraph, ctx.callgraph, ctx.pid, ctx.rep_dir,
@@ -105,7 +104,7 @@ class PerfProfiler:
         self._t1 = getattr(self, "_t1", None) or time.monotonic()
 
     def stop(self, ctx: RepContext) -> dict[str, Any]:
-        perf = require_perf()
+        perf, collapse = require_tools()
         assert self._procs, "stop() without start()"
         if self._windows is not None:
             self._windows.join(ctx.window_s + 15)   # it ends with the window; sooner when told
@@ -122,7 +121,7 @@ class PerfProfiler:
             raise ProfileError(f"perf record exited with status {bad[0]}; see {ctx.rep_dir / 'perf.stderr'} "
                                "(perf_event_paranoid too high? run as root or "
                                "sysctl kernel.perf_event_paranoid=1)")
-        facts = fold(perf, self._data, ctx.rep_dir / "perf.folded",
+        facts = fold(perf, collapse, self._data, ctx.rep_dir / "perf.folded",
                      ctx.rep_dir / "perf.stderr", ctx.rep_dir / "perf.threads.tsv")
         if facts["folded_lines"] == 0:
             raise ProfileError(f"{ctx.rep_dir / 'perf.folded'} is empty: perf saw no samples of pid "
@@ -209,7 +208,7 @@ def rep_collectors(options: RunSettings, kind: str) -> list[PerfProfiler]:
 
 
 def manifest_sections(options: RunSettings, host: dict[str, Any]) -> dict[str, Any]:
-    """Nothing to add; called before any build, so a missing perf stops the run early."""
+    """Nothing to add; called before any build, so missing perf/inferno stop the run early."""
     if options.profile == "perf":
-        require_perf()
+        require_tools()
     return {}

@@ -1,14 +1,15 @@
-"""The perf commands: `perf record` argv per unwinding mode, and folding what it recorded
-(`perf script`, read once by analysis/profile/perfscript.py) into folded stacks and
-per-thread sample counts. The collector that runs them is collectors/profilers/perf.py."""
+"""The perf commands: `perf record` argv per unwinding mode, and folding what it recorded:
+`perf script` runs once per file, its bytes go on into inferno-collapse-perf (the folder,
+writing perf.folded) while analysis/profile/perfscript.py counts the samples per thread in the
+same bytes (perf.threads.tsv). The collector that runs them is collectors/profilers/perf.py."""
 from __future__ import annotations
 
 import subprocess
 from pathlib import Path
-from typing import Any, Sequence
+from typing import IO, Any, Sequence
 
-from analysis.profile.perfscript import PerfScriptFolder
-from analysis.toolpaths import perf_binary
+from analysis.profile.perfscript import ThreadCounter
+from analysis.toolpaths import perf_binary, which_tool
 from collectors.host import procs
 
 
@@ -16,13 +17,17 @@ class ProfileError(Exception):
     """perf recorded nothing usable; the message names the file with perf's own words."""
 
 
-def require_perf() -> str:
-    """perf's path; the folding is ours (no inferno needed to record a profile)."""
+def require_tools() -> tuple[str, str]:
+    """perf (to record and to print what it recorded) and inferno-collapse-perf (to fold it)."""
     perf = perf_binary()
     if not perf:
         raise procs.ToolNotFound("perf: not found (nor $PERF); install it (Debian: apt-get install "
                                  "linux-perf) or use --profile off")
-    return perf
+    collapse = which_tool("inferno-collapse-perf")   # PATH, then $CARGO_HOME/bin
+    if not collapse:
+        raise procs.ToolNotFound("inferno-collapse-perf: not found on PATH or in ~/.cargo/bin; "
+                                 "run `make setup` (cargo install inferno) or use --profile off")
+    return perf, collapse
 
 
 EVENT = "cpu-clock"        # a software clock: works without a hardware PMU; period = ns
@@ -48,33 +53,78 @@ def record_argv(perf: str, target: int | Sequence[int], out: Path, freq_hz: int,
     return [perf, "record", "-e", EVENT, "-F", str(freq_hz), *cg, *mm, *who, "-o", str(out)]
 
 
-def fold(perf: str, perf_data: Sequence[Path], folded: Path, err_path: Path,
+def fold(perf: str, collapse: str, perf_data: Sequence[Path], folded: Path, err_path: Path,
          threads_tsv: Path | None = None) -> dict[str, Any]:
-    """`perf script` of every file, read once by the one collapser
-    (analysis/profile/perfscript.py: inferno-collapse-perf's folding) into `folded`; with
-    threads_tsv, the sample count of each (tid, comm) there. Several files: one perf record
-    per unwinding mode (perf.py), their stacks summed in one folded file."""
-    folder = PerfScriptFolder(strict=False)
+    """`perf script` of every file, read once, into ONE inferno-collapse-perf writing `folded`
+    (several files: one perf record per unwinding mode, perf.py; one inferno sums their stacks
+    as it did when every file's perf script was piped into it); with threads_tsv, the sample
+    count of each (tid, comm) there, counted in the same bytes."""
     with open(err_path, "ab") as err:
-        for d in perf_data:
-            rc = _script_into(perf, d, folder, err)
-            if rc != 0:
-                raise ProfileError(f"perf script -i {d} exited with status {rc}; see {err_path}")
-        if folder.unread:      # inferno warned on stderr and went on: so do we
-            err.write(f"stallscope: {folder.unread} line(s) of perf script output were not "
-                      f"read as samples and were skipped; first: {folder.first_unread}\n".encode())
-    facts: dict[str, Any] = {"folded_lines": folder.write_folded(folded)}
+        with InfernoFold(collapse, folded, err) as inferno:
+            rc_ps = [_script_into(perf, d, inferno, err) for d in perf_data]
+            rc_col = inferno.finish()
+        if any(rc_ps) or rc_col != 0:
+            raise ProfileError(f"perf script (status {', '.join(map(str, rc_ps))}) | "
+                               f"inferno-collapse-perf (status {rc_col}) failed; see {err_path}")
+        threads = inferno.threads
+        if threads.unread:       # not counted in perf.threads.tsv: say so where perf's words are
+            err.write(f"stallscope: {threads.unread} perf script line(s) that should have been "
+                      f"sample headers were not; not counted in perf.threads.tsv; first: "
+                      f"{threads.first_unread!r}\n".encode())
+    facts: dict[str, Any] = {"folded_lines": len(folded.read_text(errors="replace").splitlines())}
     if threads_tsv is not None:
-        folder.write_threads(threads_tsv)
-        facts["samples"] = sum(folder.thread_samples.values())
-        facts["threads"] = sorted({comm for _, comm in folder.thread_samples})
+        threads.write_tsv(threads_tsv)
+        facts["samples"] = sum(threads.samples.values())
+        facts["threads"] = sorted({comm for _, comm in threads.samples})
     return facts
 
 
-def _script_into(perf: str, perf_data: Path, folder: PerfScriptFolder, err: Any) -> int:
+class InfernoFold:
+    """ONE inferno-collapse-perf process writing `folded`, fed `perf script` bytes by feed();
+    a ThreadCounter reads the same bytes on the way. Only inferno's stdin is a pipe (its
+    stdout is the file, its stderr the err file), so writing it can never wait on its output.
+    Leaving the `with` by an exception (Ctrl-C, a crash) kills inferno's process group."""
+
+    def __init__(self, collapse: str, folded: Path, err: IO[bytes], piece_bytes: int = 1 << 20):
+        self.threads = ThreadCounter()
+        self._piece = piece_bytes
+        with open(folded, "wb") as out:      # inferno holds its own descriptor of the file
+            self._proc = procs.spawn([collapse], stdin=subprocess.PIPE, stdout=out, stderr=err)
+        self._broken = False                 # inferno stopped reading (it died): see finish()
+
+    def __enter__(self) -> "InfernoFold":
+        return self
+
+    def __exit__(self, kind, *_: Any) -> None:
+        if kind is not None:
+            procs.kill_group(self._proc, 5.0)
+
+    def feed(self, src: IO[bytes]) -> None:
+        """Copy `src` to inferno until it ends, counting its samples per thread."""
+        while piece := src.read(self._piece):
+            if not self._broken:
+                try:
+                    self._proc.stdin.write(piece)
+                except BrokenPipeError:
+                    self._broken = True
+            self.threads.feed(piece)
+        self.threads.close()
+
+    def finish(self) -> int:
+        """Close inferno's input and wait for it to write the folded stacks; its status."""
+        try:
+            self._proc.stdin.close()
+        except BrokenPipeError:
+            pass
+        rc = self._proc.wait(600)
+        procs.forget(self._proc)
+        return rc
+
+
+def _script_into(perf: str, perf_data: Path, inferno: InfernoFold, err: IO[bytes]) -> int:
     ps = procs.spawn([perf, "script", "-i", str(perf_data)], stdout=subprocess.PIPE, stderr=err)
     try:
-        folder.feed(ps.stdout, f"perf script -i {perf_data}")
+        inferno.feed(ps.stdout)
     except BaseException:
         procs.kill_group(ps, 5.0)          # a Ctrl-C while folding: no perf left behind
         raise

@@ -33,7 +33,7 @@ from typing import Any
 from analysis.profile.stacks import Stacks, read_folded
 from analysis.profile.truncation import truncation
 from collectors.host import procs
-from collectors.profilers.perf_record import ProfileError, fold, record_argv, require_perf
+from collectors.profilers.perf_record import ProfileError, fold, record_argv, require_tools
 from collectors.profilers.perf_windows import PerfControl
 
 PROBE_HZ = 999           # ~1000 samples per busy thread in a 1 s probe: a 1% share is ±0.3
@@ -97,7 +97,7 @@ def run_probe(pid: int, rep_dir: Path, seconds: float, cpus: list[int] | None) -
     """Frame-pointer samples of every thread for `seconds`; per thread name, the share of
     stacks that do not reach the thread's entry and where they start. The folded probe is
     kept as perf.probe.folded."""
-    perf = require_perf()
+    perf, collapse = require_tools()
     data, err_path = rep_dir / "perf.probe.data", rep_dir / "perf.stderr"
     t0 = time.time()
     argv = record_argv(perf, pid, data, PROBE_HZ, "fp")
@@ -121,7 +121,7 @@ def run_probe(pid: int, rep_dir: Path, seconds: float, cpus: list[int] | None) -
     if rc not in (0, -signal.SIGINT, 128 + signal.SIGINT) or not data.is_file():
         raise ProfileError(f"perf record (unwinding probe) exited with status {rc}; see {err_path}")
     folded = rep_dir / "perf.probe.folded"
-    fold(perf, [data], folded, err_path)
+    fold(perf, collapse, [data], folded, err_path)
     data.unlink()
     threads = {name: _thread_facts(st) for name, st in by_thread_name(read_folded(folded)).items()}
     return {"at": round(t0, 3), "rep": f"{rep_dir.parent.name}/{rep_dir.name}",
