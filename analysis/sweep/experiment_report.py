@@ -18,7 +18,7 @@ from analysis.sweep import markdown as sweep_md
 from analysis.sweep.engine import analyse_sweep
 from analysis.sweep.experiment_manifest import ExperimentManifest, load_experiment_dir
 from analysis.sweep.plot import crossover_svg
-from analysis.sweep.results import SweepResults, _clean
+from analysis.sweep.results import SweepResults, json_clean
 from analysis.sweep.seeds import SeedRow, agree_cell, agreement, match, seed_cell
 from analysis.sweep.writer import write_point_reports
 from analysis.report.mdtext import esc
@@ -119,7 +119,7 @@ def results_json(d: ExperimentManifest, parts: list[PartResult]) -> str:
                          "agrees": agreement(p, s) or None})
         doc["parts"].append({"id": pr.id, "heading": pr.heading, "sweep": pr.res.to_json(),
                              "seed_rows": rows})
-    return json.dumps(_clean(doc), indent=2, ensure_ascii=False) + "\n"
+    return json.dumps(json_clean(doc), indent=2, ensure_ascii=False) + "\n"
 
 
 def report_experiment(exp_dir: Path, out: Path, opts: CompareOptions | None = None) -> dict[str, Path]:

@@ -85,7 +85,7 @@ class SweepResults:
 
     def to_json(self) -> dict[str, Any]:
         d = asdict(self)
-        return _clean({"schema": d.pop("schema"), **d})
+        return json_clean({"schema": d.pop("schema"), **d})
 
     def dumps(self) -> str:
         return json.dumps(self.to_json(), indent=2, ensure_ascii=False) + "\n"
@@ -94,12 +94,12 @@ class SweepResults:
         return next(a for a in self.axes if a.name == name)
 
 
-def _clean(x: Any) -> Any:
+def json_clean(x: Any) -> Any:
     """JSON-safe and stable, as results.json is: no inf/NaN, floats to 12 digits."""
     if isinstance(x, float):
         return float(f"{x:.12g}") if math.isfinite(x) else None
     if isinstance(x, dict):
-        return {str(k): _clean(v) for k, v in x.items()}
+        return {str(k): json_clean(v) for k, v in x.items()}
     if isinstance(x, (list, tuple)):
-        return [_clean(v) for v in x]
+        return [json_clean(v) for v in x]
     return x

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from analysis.sweep.seeds import SeedRow
-from collectors.workload.casefile import CaseError, _compose, _plain
+from collectors.workload.casefile import CaseError, read_yaml_lines
 from collectors.workload.cases import CASES_DIR
 
 EXPERIMENTS_DIR = CASES_DIR / "experiments"
@@ -132,9 +132,7 @@ def load_experiment(name_or_path: str) -> Experiment:
     """The checked experiment; CaseError names the file and line of what is wrong."""
     path = find(name_or_path)
     where = str(path)
-    node = _compose(path.read_text(), where)
-    lines: dict[tuple, int] = {}
-    d = _plain(node, (), lines, where) if node is not None else None
+    d, lines = read_yaml_lines(path.read_text(), where)
     c = _Check(where, lines)
     c.mapping(d, TOP, (), ("name", "title", "seed", "variants", "parts"))
     if d["name"] != path.stem:

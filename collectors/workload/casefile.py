@@ -60,6 +60,14 @@ def _plain(node: yaml.Node, path: Path_, lines: dict[Path_, int], where: str) ->
     return _scalar(node, where)
 
 
+def read_yaml_lines(text: str, where: str) -> tuple[Any, dict[Path_, int]]:
+    """A YAML document as plain values, with the line of every path in it (for file:line
+    errors); (None, {}) for an empty document. CaseError on malformed YAML."""
+    lines: dict[Path_, int] = {}
+    node = _compose(text, where)
+    return (_plain(node, (), lines, where) if node is not None else None), lines
+
+
 def _scalar(node: yaml.Node, where: str) -> Any:
     if not isinstance(node, yaml.ScalarNode):
         raise CaseError(f"{where}:{node.start_mark.line + 1}: expected a plain value here")
@@ -129,11 +137,9 @@ class CaseFile:
             text = path.read_text()
         except OSError as e:
             raise CaseError(f"{path}: cannot read: {e.strerror}") from None
-        self.lines: dict[Path_, int] = {}
-        node = _compose(text, str(path))
-        if node is None:
+        self.data, self.lines = read_yaml_lines(text, str(path))
+        if self.data is None:
             raise CaseError(f"{path}:1: empty case file")
-        self.data = _plain(node, (), self.lines, str(path))
         if not isinstance(self.data, dict):
             raise CaseError(f"{path}:1: a case file is a mapping (name:, dataset:, workload: ...)")
 
