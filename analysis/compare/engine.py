@@ -1,14 +1,13 @@
 """Run directory -> `Results`: the comparison of two variants of one run.
 
-Pure: reads the run directory only, and with `out` writes each variant's profile reps
-merged into `<variant>.folded` there (the report renders flame graphs and pprof files from
-them). The same run directory always gives the same Results: no clock is read, the
-statistics are exact or seeded.
+Pure: reads the run directory only and writes nothing (the report writes each variant's
+merged profile reps as `<variant>.folded`, from analyse_with_profiles). The same run
+directory always gives the same Results: no clock is read, the statistics are exact or
+seeded.
 """
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 from analysis.inputs.layout import MANIFEST
 from analysis.compare.environment import environment, reproduce
@@ -19,12 +18,12 @@ from analysis.compare.options import CompareOptions
 from analysis.compare.profiler_cost import profiler_cost
 from analysis.compare.profiles import main_names, profiles
 from analysis.compare.saturation import saturation
-from analysis.compare.results import Artifacts, CaseInfo, Results, Settings
+from analysis.compare.results import CaseInfo, Results, Settings
 from analysis.compare.summary import summary
 from analysis.compare.throughput import load_time, paired, throughput
 from analysis.compare.tma import tma
 from analysis.inputs.rundir import RunDir
-from analysis.profile.stacks import Stacks, write_folded
+from analysis.profile.stacks import Stacks
 
 
 def _variants(run: RunDir, opts: CompareOptions) -> tuple[str, str]:
@@ -61,15 +60,6 @@ def _notes(run: RunDir, r: Results) -> list[str]:
     return notes
 
 
-def _write_folded(merged: dict[str, Stacks], out: Path) -> Artifacts:
-    out.mkdir(parents=True, exist_ok=True)
-    art = Artifacts()
-    for v, s in merged.items():
-        write_folded(s, out / f"{v}.folded")
-        art.folded[v] = f"{v}.folded"
-    return art
-
-
 def _label(run: RunDir, r: Results) -> None:
     """The case's words for the title and the throughput rows (the raw test stays in
     `test`): one label per test the load generator named."""
@@ -97,7 +87,14 @@ def _same_command(test: str, command: list[str]) -> bool:
     return not command or (bool(words) and words[0].upper() == str(command[0]).upper())
 
 
-def analyse(run: RunDir, opts: CompareOptions, out: Path | None = None) -> Results:
+def analyse(run: RunDir, opts: CompareOptions) -> Results:
+    """The comparison of a run directory (nothing written)."""
+    return analyse_with_profiles(run, opts)[0]
+
+
+def analyse_with_profiles(run: RunDir, opts: CompareOptions) -> tuple[Results, dict[str, Stacks]]:
+    """The comparison, and each variant's profile reps merged (what the report writes as
+    `<variant>.folded` and renders flame graphs and pprof files from)."""
     m = run.manifest
     base, cand = _variants(run, opts)
     focus = opts.focus if opts.focus is not None else [str(f) for f in m.case.focus or []]
@@ -112,8 +109,6 @@ def analyse(run: RunDir, opts: CompareOptions, out: Path | None = None) -> Resul
     metrics = metric_fdr([x for x in r.throughput + r.latency if "two-stage" not in x.change.method], opts)
     _label(run, r)
     r.profile, merged = profiles(run, base, cand, focus, opts)
-    if out is not None and merged:
-        r.artifacts = _write_folded(merged, Path(out))
     r.saturation = saturation(run, base, cand, merged, main_names(run))
     r.profiler_cost = profiler_cost(run, base, cand, opts.confidence)
     r.tma = tma(run, base, cand)
@@ -124,4 +119,4 @@ def analyse(run: RunDir, opts: CompareOptions, out: Path | None = None) -> Resul
     r.measurement = measurement(m, main)
     r.notes = _notes(run, r)
     r.summary = summary(r)
-    return r
+    return r, merged

@@ -1,8 +1,8 @@
 """The files beside a report: pprof profiles and flame graphs (inferno) of each variant's
 merged profile reps, and the differential flame graph.
 
-The comparison wrote the merged profiles as `<variant>.folded` (Results.artifacts.folded);
-everything here is a file transformation of those.
+write_profiles writes the comparison's merged profiles as `<variant>.folded`
+(Results.artifacts.folded); everything else here is a file transformation of those.
 """
 from __future__ import annotations
 
@@ -10,8 +10,19 @@ from pathlib import Path
 
 from analysis.compare.results import Results
 from analysis.profile import pprof
-from analysis.profile.stacks import read_folded
+from analysis.profile.stacks import Stacks, read_folded, write_folded
 from analysis.report import flamegraph
+
+
+def write_profiles(r: Results, merged: dict[str, Stacks], out: Path) -> None:
+    """Each variant's merged profile reps as out/<variant>.folded, recorded in r.artifacts."""
+    if not merged:
+        return
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    for v, s in merged.items():
+        write_folded(s, out / f"{v}.folded")
+        r.artifacts.folded[v] = f"{v}.folded"
 
 
 def _period_ns(r: Results) -> int | None:

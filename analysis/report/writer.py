@@ -5,13 +5,13 @@ from __future__ import annotations
 from pathlib import Path
 
 from analysis.inputs.layout import REPORT_HTML, REPORT_MD, RESULTS_JSON
-from analysis.compare.engine import analyse
+from analysis.compare.engine import analyse_with_profiles
 from analysis.compare.options import CompareOptions
 from analysis.compare.results import Results
 from analysis.inputs.rundir import load_run
 from analysis.report import html as report_html
 from analysis.report import markdown as report_md
-from analysis.report.artifacts import render_artifacts
+from analysis.report.artifacts import render_artifacts, write_profiles
 
 
 def write_reports(r: Results, out: Path, md_limit: int | None = None) -> dict[str, Path]:
@@ -33,5 +33,6 @@ def report_run(run_dir: Path | str, out: Path | str | None = None,
     reports/<run-id>/). Raises RunDirError, CompareError or ValueError on bad input."""
     run = load_run(run_dir)
     out = Path(out) if out else Path("reports") / run.manifest.run_id
-    r = analyse(run, opts or CompareOptions(), out)
+    r, merged = analyse_with_profiles(run, opts or CompareOptions())
+    write_profiles(r, merged, out)
     return r, write_reports(r, out)

@@ -11,12 +11,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from analysis.compare.engine import analyse
+from analysis.compare.engine import analyse_with_profiles
 from analysis.compare.errors import CompareError
 from analysis.compare.options import CompareOptions
 from analysis.compare.results import FunctionRow, MetricRow, Results
 from analysis.compare.summary import speaking_measure
 from analysis.inputs.rundir import RunDir, RunDirError, load_run
+from analysis.report.artifacts import write_profiles
 from analysis.sweep.hosts import host_notes
 from analysis.sweep.manifest import SweepManifest, SweepPoint, load_sweep
 from analysis.sweep.results import AxisOut, LookupCost, PointRow, SweepResults
@@ -118,7 +119,9 @@ def analyse_point(sweep_dir: Path, m: SweepManifest, p: SweepPoint, opts: Compar
         return PointAnalysis(row)
     try:
         run = load_run(sweep_dir / p.run_dir)
-        r = analyse(run, opts, out)
+        r, merged = analyse_with_profiles(run, opts)
+        if out is not None:
+            write_profiles(r, merged, out)
     except (RunDirError, CompareError, ValueError) as e:
         row.reason = f"cannot compare: {e}"
         return PointAnalysis(row)
