@@ -355,7 +355,9 @@ def test_amd_funnel_three_vs_three(fixtures_dir):
     assert "| └ backend_bound_memory | % Slots |" in md and "sums to its parent" in md
     # 3 runs a side give an interval: a notable move it does not establish says so, not
     # that the runs were too few for one.
-    mem = next(x for x in doc["sentences"] if x.startswith("backend_bound_memory"))
+    from analysis.report.funnel_rules import explain
+    mem = next(x for x in explain(FunnelDoc.from_json(doc).rows) if x.startswith("backend_bound_memory"))
+    assert f"- {mem}" in md.replace("\\", "")
     assert mem.endswith(f"(not established: {rows[MEM]['verdict']}, its interval does not exclude noise)")
 
 

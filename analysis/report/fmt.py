@@ -22,6 +22,18 @@ def fmt_signed(x: float | None, digits: int = 1) -> str:
     return "n/a" if x is None else _minus(f"{x:+.{digits}f}")
 
 
+def fmt_delta(v: float | None, unit: str = "pp") -> str:
+    """A change with its sign and unit: '−10.8 pp', or '+0.012 MPKI' for a ratio (three
+    significant digits); the TMA funnel's sentences and its Markdown table."""
+    if v is None:
+        return "–"
+    if unit != "pp":
+        s = f"{abs(v):.3g}"
+        return ("−" if v < 0 else "+" if v > 0 else "±") + s + f" {unit}"
+    s = f"{abs(v):.1f}"
+    return ("−" if v < 0 and s != "0.0" else "+" if v > 0 and s != "0.0" else "±") + s + " pp"
+
+
 def fmt_ns(x: float | None) -> str:
     """CPU time per operation, 3 significant digits, in ns, µs or ms (a reader takes
     "44.0 µs" in at a glance, "44012 ns" not)."""

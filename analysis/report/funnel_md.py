@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from analysis.report.mdtext import esc_words
 from analysis.stats import MIN_N
-from analysis.tma.funnel import fmt_delta
+from analysis.report.fmt import fmt_delta
+from analysis.report.funnel_rules import explain
 from analysis.tma.funnel_doc import FunnelDoc, FunnelRowDoc, FunnelSide
 
 
@@ -124,8 +125,9 @@ def render(doc: FunnelDoc) -> str:
                 "or slot-normalised):\n\n" + "\n".join(_table(doc, with_ci, groups, "Metric"))
                 + "\n\n")
     out += "\n".join(f"{n}  " for n in _notes(doc, with_ci)).rstrip()
-    if doc.sentences:
-        out += "\n\n**What moved**\n\n" + "\n".join(f"- {esc_words(s)}" for s in doc.sentences)
+    sentences = explain(doc.rows)
+    if sentences:
+        out += "\n\n**What moved**\n\n" + "\n".join(f"- {esc_words(s)}" for s in sentences)
     if doc.notes:
         out += "\n\n**Notes**\n\n" + "\n".join(f"- {esc_words(n)}" for n in doc.notes)
     if doc.warnings:

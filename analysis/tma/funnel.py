@@ -4,7 +4,7 @@ Several runs per side (toplev/perf outputs parsed by analysis.tma) are compared 
 node: median per side, spread, change in percentage points (pp), a confidence interval
 and verdict from analysis.stats (Hodges-Lehmann / Mann-Whitney by default; >= 3 runs per
 side), a slot-normalised view (so a % Stalls child is never read as a share of a % Slots
-parent), and one plain sentence per significant move (analysis.tma.funnel_rules).
+parent); the report says each significant move in a sentence (analysis/report/funnel_rules).
 
 One table shape for every vendor's tree (the results' catalogue: Intel TMA, AMD Zen
 pipeline utilization, Arm Neoverse top-down); results placed in different vendors' or
@@ -23,7 +23,6 @@ from analysis import stats
 from analysis.tma.catalog import Catalog, is_ratio
 from analysis.tma.model import TmaNode, TmaResult, domain_label
 from analysis.tma.funnel_doc import FunnelDoc
-from analysis.tma.funnel_rules import sentence
 from analysis.tma.slots import SlotView, slot_view
 
 SCHEMA = "stallscope.tma-funnel/1"
@@ -178,18 +177,6 @@ def delta_unit(domain: str | None) -> str:
     return str(domain) if is_ratio(domain) else "pp"
 
 
-def fmt_delta(v: float | None, unit: str = "pp") -> str:
-    """A change with its sign and unit: '−10.8 pp', or '+0.012 MPKI' for a ratio (three
-    significant digits); the funnel's sentences and its Markdown table share it."""
-    if v is None:
-        return "–"
-    if unit != "pp":
-        s = f"{abs(v):.3g}"
-        return ("−" if v < 0 else "+" if v > 0 else "±") + s + f" {unit}"
-    s = f"{abs(v):.1f}"
-    return ("−" if v < 0 and s != "0.0" else "+" if v > 0 and s != "0.0" else "±") + s + " pp"
-
-
 @dataclass
 class Funnel:
     rows: list[FunnelRow]              # the selected rows, tree order
@@ -199,7 +186,6 @@ class Funnel:
     base_sources: list[str]
     cand_sources: list[str]
     method: str
-    sentences: list[str]
     warnings: list[str]              # the parsers', each once (with the files it came from)
     notes: list[str] = field(default_factory=list)   # nodes not slot-normalised and why, scopes
     catalog: Catalog | None = None   # the tree the rows are nodes of (both sides share it)
@@ -233,21 +219,7 @@ class Funnel:
                 "runs": {"base": len(self.base_sources), "cand": len(self.cand_sources)},
                 "method": self.method, "rows": [row(r) for r in self.rows],
                 "all_rows": [row(r) for r in self.all_rows],
-                "sentences": self.sentences, "warnings": self.warnings, "notes": self.notes}
-
-
-def _explain(rows: list[FunnelRow]) -> list[str]:
-    moves = {r.leaf: r.direction for r in rows if (r.significant or r.notable) and r.direction}
-    out = []
-    for r in rows:
-        if not (r.significant or r.notable) or not r.direction:
-            continue
-        said = sentence(r.leaf, r.direction, moves, r.domain)
-        caveat = ("" if r.significant else
-                  " (not established: too few runs for a confidence interval)" if r.ci is None else
-                  f" (not established: {r.verdict}, its interval does not exclude noise)")
-        out.append(f"{r.leaf} {fmt_delta(r.delta, delta_unit(r.domain))}: {said}{caveat}")
-    return out
+                "warnings": self.warnings, "notes": self.notes}
 
 
 def _scope_note(res: TmaResult) -> str:
@@ -359,4 +331,4 @@ def compare(base: list[TmaResult], cand: list[TmaResult], *, depth: int = 4,
     else:
         meth = f"none (needs {stats.MIN_N} runs per side, has {nb} and {nc})"
     return Funnel(selected, rows, base_label, cand_label, [r.source for r in base],
-                  [r.source for r in cand], meth, _explain(selected), warnings, notes, catalog)
+                  [r.source for r in cand], meth, warnings, notes, catalog)

@@ -82,7 +82,6 @@ class FunnelDoc:
     method: str = ""
     rows: list[FunnelRowDoc] = field(default_factory=list)       # the rows shown
     all_rows: list[FunnelRowDoc] = field(default_factory=list)   # every node compared
-    sentences: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
 

@@ -1,4 +1,5 @@
-"""The funnel's plain sentences: one per significant move, from a fixed rule table.
+"""The funnel's plain sentences (report prose): one per significant move, from a fixed rule
+table, said at render time from the funnel's rows (results.json keeps the numbers only).
 
 A rule is (node leaf, direction, {other leaf: direction that must also hold}, sentence);
 the first that matches a move wins, so combined rules come before single-node rules.
@@ -7,6 +8,8 @@ a move no rule knows is said plainly with its domain.
 """
 from __future__ import annotations
 
+from analysis.report.fmt import fmt_delta
+from analysis.tma.funnel_doc import FunnelRowDoc
 from analysis.tma.model import domain_label
 
 RULES: list[tuple[str, str, dict[str, str], str]] = [
@@ -92,3 +95,19 @@ def sentence(leaf: str, direction: str, moves: dict[str, str], domain: str | Non
                 moves.get(k) == d for k, d in others.items()):
             return text
     return f"{leaf} {'rose' if direction == 'up' else 'fell'} ({domain_label(domain)})."
+
+
+def explain(rows: list[FunnelRowDoc]) -> list[str]:
+    """One sentence per significant (or notable) move of the rows shown, in tree order; a
+    notable move without a verdict says why it is not established."""
+    moves = {r.leaf: r.direction for r in rows if (r.significant or r.notable) and r.direction}
+    out = []
+    for r in rows:
+        if not (r.significant or r.notable) or not r.direction:
+            continue
+        said = sentence(r.leaf, r.direction, moves, r.domain)
+        caveat = ("" if r.significant else
+                  " (not established: too few runs for a confidence interval)" if r.ci_pp is None else
+                  f" (not established: {r.verdict}, its interval does not exclude noise)")
+        out.append(f"{r.leaf} {fmt_delta(r.delta_pp, r.delta_unit)}: {said}{caveat}")
+    return out
