@@ -14,7 +14,7 @@ from analysis.commands import Command, dispatch
 COMMANDS: list[Command] = [
     Command("prepare", "cases", "collectors.workload.cases_cli",
             "list the cases, show one resolved, or import a redis-benchmarks-specification suite file"),
-    Command("prepare", "build", "collectors.build.cli",
+    Command("prepare", "build", "collectors.variants.cli",
             "build (or take from the cache) one variant and print where its binaries are"),
     Command("prepare", "doctor", "collectors.doctor",
             "which collectors work on this machine (perf, PMU, toplev, Parca ...) and how to fix the rest"),

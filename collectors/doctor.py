@@ -21,7 +21,7 @@ from dataclasses import dataclass, asdict
 from pathlib import Path
 
 from analysis.toolpaths import which_tool
-from collectors.build.builder import cache_dir
+from collectors.variants.builder import cache_dir
 from collectors.host import pmu, versions
 from collectors.host import preflight as pre
 from collectors.profilers.parca_client import DEFAULT_URL_ENV, TOKEN_ENV, ParcaClient, ParcaError

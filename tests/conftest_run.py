@@ -18,8 +18,8 @@ CAND_SPEC = "debsrc:redis@8.0+patch=cases/patches/mset-bucket-prefetch.patch"
 @functools.lru_cache(maxsize=None)
 def built(name: str, spec: str):
     """build_variant from the build cache (the first call in a fresh cache builds: minutes)."""
-    from collectors.build.builder import build_variant
-    from collectors.build.spec import parse_variant
+    from collectors.variants.builder import build_variant
+    from collectors.variants.spec import parse_variant
     cwd = os.getcwd()
     os.chdir(REPO)  # patch paths in specs are relative to the repository
     try:

@@ -1,5 +1,5 @@
 """A local git repository made from the Redis source tree the build cache unpacks (Debian's
-redis source: `apt-get source` through collectors/build), with three commits on `unstable`:
+redis source: `apt-get source` through collectors/variants), with three commits on `unstable`:
 the tree as shipped, a harmless change (a comment), and a regression that slows every key
 lookup (dictFind hashes the key 100 more times). Scheduled-job tests build and run it."""
 from __future__ import annotations
@@ -8,8 +8,8 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from collectors.build.builder import _fetch_source, _resolve_source, cache_dir
-from collectors.build.spec import parse_variant
+from collectors.variants.builder import _fetch_source, _resolve_source, cache_dir
+from collectors.variants.spec import parse_variant
 
 # dictFind (every key lookup: lookupKey -> kvstoreDictFind -> dictFind) hashes the key 100
 # more times: the CPU per operation of the hash function and of dictFind rises.

@@ -16,9 +16,9 @@ from pathlib import Path
 
 import pytest
 
-from collectors.build.binary import DEPS_FP_PROBE_FUNCTIONS, has_frame_pointers
-from collectors.build.builder import BuildError, apply_patch, build_variant, cache_dir
-from collectors.build.spec import parse_variant
+from collectors.variants.binary import DEPS_FP_PROBE_FUNCTIONS, has_frame_pointers
+from collectors.variants.builder import BuildError, apply_patch, build_variant, cache_dir
+from collectors.variants.spec import parse_variant
 
 REPO = Path(__file__).resolve().parents[1]
 PATCH = "cases/patches/mset-bucket-prefetch.patch"

@@ -1,4 +1,4 @@
-"""Builds go through ccache (collectors/build/builder.py compiler_env): two builds of the
+"""Builds go through ccache (collectors/variants/builder.py compiler_env): two builds of the
 same sources in two different temporary directories, as the builder makes them, compile
 once; the second is served from the cache. Real make, real gcc, real ccache."""
 from __future__ import annotations
@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from collectors.build.builder import CCACHE_LINKS, compiler_env
+from collectors.variants.builder import CCACHE_LINKS, compiler_env
 
 SOURCE = """#include <stdio.h>
 int main(void) { printf("%d\\n", 6 * 7); return 0; }

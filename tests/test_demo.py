@@ -119,7 +119,7 @@ def test_demo_html_renders_in_chromium(demo):
 
 def test_demo_patch_is_found_from_any_directory(tmp_path):
     from collectors.runner import demo
-    from collectors.build.spec import parse_variant
+    from collectors.variants.spec import parse_variant
     assert demo.cand_spec(REPO) == demo.CAND          # from the repo root: as documented
     spec = parse_variant(demo.cand_spec(tmp_path))    # from elsewhere: the repo's patch file
     assert os.path.isabs(spec.patches[0]) and os.path.isfile(spec.patches[0])

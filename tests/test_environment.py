@@ -125,7 +125,7 @@ def test_one_version_probe_runs_tools_and_one_parser_reads_them(tmp_path):
     """versions.version_output is the one way a tool is asked for its version (through
     procs, never raising) and version_tuple the one parser: perf's version, a server's
     (binary.server_version) and the snapshot's oldest-server choice all go through them."""
-    from collectors.build.binary import BinaryError, server_version
+    from collectors.variants.binary import BinaryError, server_version
     from tests.conftest_run import base_variant
     assert versions.version_tuple("perf version 6.1.187.g0a1b") == (6, 1, 187)
     assert versions.version_tuple("Redis server v=8.0.6 sha=00000000:0") == (8, 0, 6)

@@ -13,7 +13,7 @@ from analysis import stats
 from analysis.compare.throughput import main_log_ratios
 from analysis.inputs.rundir import load_run
 from collectors.host import noise
-from collectors.runner.manifest import rep_seconds
+from collectors.runner.new_manifest import rep_seconds
 from collectors.sweep.noise_plan import noise_lines
 from collectors.sweep.options import SweepOptions
 from collectors.sweep.plan import make_plan

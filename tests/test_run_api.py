@@ -50,11 +50,11 @@ def test_bad_requests_stop_before_anything_is_built(tmp_path):
 
 
 def test_new_runs_sweeps_and_experiments_share_one_id_with_a_collision_suffix(tmp_path):
-    """collectors.runner.manifest.new_run_id names run, sweep and experiment directories
+    """collectors.runner.new_manifest.new_run_id names run, sweep and experiment directories
     (an experiment started twice in one second was a FileExistsError)."""
     import re
     from analysis.clock import parse_iso, now_iso
-    from collectors.runner.manifest import new_run_id
+    from collectors.runner.new_manifest import new_run_id
     from collectors.sweep.cli import new_sweep_id
     first = new_run_id("cases/mset@1.yaml", tmp_path)
     assert re.fullmatch(r"\d{8}-\d{6}-cases_mset_1\.yaml", first)

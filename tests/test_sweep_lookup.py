@@ -1,4 +1,4 @@
-"""The sweep's lookup column (analysis/sweep/engine.py): which function and which measure,
+"""The sweep's lookup column (analysis/sweep/point_rows.py): which function and which measure,
 on real recorded runs."""
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from pathlib import Path
 from analysis.compare.engine import analyse
 from analysis.compare.options import CompareOptions
 from analysis.inputs.rundir import load_run
-from analysis.sweep.engine import lookup_cost
+from analysis.sweep.point_rows import lookup_cost
 
 RUNS = Path(__file__).parent / "data" / "runs"
 

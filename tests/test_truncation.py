@@ -1,4 +1,4 @@
-"""Truncated stacks (analysis/profile/truncation.py, analysis/compare/truncation.py) on
+"""Truncated stacks (analysis/profile/truncation.py, analysis/compare/truncated_reps.py) on
 recorded perf profiles: the share of samples whose stack does not reach the thread's
 entry, per rep and variant, and the note beside the cumulative tables above 2%.
 
@@ -16,7 +16,7 @@ from analysis.compare import profile_reps
 from analysis.compare.engine import analyse
 from analysis.compare.options import CompareOptions
 from analysis.compare.profiles import main_names
-from analysis.compare.truncation import truncated_stacks
+from analysis.compare.truncated_reps import truncated_stacks
 from analysis.inputs.rundir import load_run
 from analysis.profile.stacks import read_folded
 from analysis.profile.truncation import truncation

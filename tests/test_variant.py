@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from collectors.build import aptsource
-from collectors.build.aptsource import AptEnv, AptSourceError, derive_entries, read_sources
+from collectors.variants import aptsource
+from collectors.variants.aptsource import AptEnv, AptSourceError, derive_entries, read_sources
 from analysis.inputs.manifest import Variant
-from collectors.build.binary import has_frame_pointers, has_symbols
-from collectors.build.spec import parse_variant
+from collectors.variants.binary import has_frame_pointers, has_symbols
+from collectors.variants.spec import parse_variant
 
 
 # ---------------------------------------------------------------- grammar
@@ -177,7 +177,7 @@ def test_private_apt_update_and_versions_touch_nothing_outside(tmp_path):
 def test_newest_version_follows_debian_ordering():
     """dpkg's ordering: a release candidate (~rc1) sorts below its release, an epoch above
     any version without one; a plain split on punctuation got both wrong."""
-    from collectors.build.aptsource import newest_version
+    from collectors.variants.aptsource import newest_version
     assert newest_version(["8.0.0~rc1-1", "8.0.0-1"]) == "8.0.0-1"
     assert newest_version(["8.0.0-1", "8.0.0~rc1-1"], "8.0") == "8.0.0-1"
     assert newest_version(["8.0.6-1", "5:8.0.2-3"]) == "5:8.0.2-3"
@@ -228,7 +228,7 @@ def test_frame_pointer_detection_on_compiled_code(tmp_path, flag, expect):
 
 
 def test_git_source_is_exported_at_the_ref_without_touching_the_tree(tmp_path):
-    from collectors.build.builder import BuildError, Progress, _fetch_source, _resolve_source
+    from collectors.variants.builder import BuildError, Progress, _fetch_source, _resolve_source
     repo = tmp_path / "repo"
     repo.mkdir()
     git = ["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@example.invalid"]
@@ -253,7 +253,7 @@ def test_git_source_is_exported_at_the_ref_without_touching_the_tree(tmp_path):
 
 
 def test_failed_make_keeps_its_log_and_says_where(tmp_path):
-    from collectors.build.builder import BuildError, Progress, _run_make
+    from collectors.variants.builder import BuildError, Progress, _run_make
     build = tmp_path / "builds" / ".tmp-abc123-42"
     tree = build / "tree"
     tree.mkdir(parents=True)

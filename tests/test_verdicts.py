@@ -19,7 +19,7 @@ from analysis.report import html as report_html
 from analysis.report import markdown as report_md
 from analysis.report.fmt import truncated_text
 from analysis.report.mdtext import esc
-from analysis.report.summary import lines as summary_lines
+from analysis.report.summary_text import lines as summary_lines
 
 RUN = Path(__file__).parent / "data" / "runs" / "mset-demo-small-v1"
 REPS = {"base": (4, 5, 6), "prefetch": (4, 5, 6)}

@@ -13,7 +13,7 @@ from analysis.command_end import end_command
 from analysis.compare.errors import CompareError
 from analysis.compare.options import DEFAULT_TOP, MIN_SAMPLES, MIN_SHARE, THREAD_VIEWS, CompareOptions
 from analysis.inputs.rundir import RunDirError
-from analysis.report.summary import text_lines
+from analysis.report.summary_text import text_lines
 from analysis.report.writer import report_run
 
 

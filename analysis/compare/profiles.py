@@ -14,7 +14,7 @@ from analysis.compare.options import CompareOptions
 from analysis.compare.materiality import Measure, judge
 from analysis.compare.families import function_fdr
 from analysis.compare.per_op import Factors, per_op
-from analysis.compare.truncation import truncated_stacks
+from analysis.compare.truncated_reps import truncated_stacks
 from analysis.compare.profile_reps import ProfileRep
 from analysis.compare.results import CallerRow, ChangeOut, FunctionRow, ProfileSection, Side, ThreadRow
 from analysis.inputs.rundir import RunDir

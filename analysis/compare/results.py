@@ -123,7 +123,7 @@ class ThreadRow:
 
 @dataclass
 class TruncationSection:
-    """Samples whose stack stops before the thread's entry (analysis/compare/truncation.py):
+    """Samples whose stack stops before the thread's entry (analysis/compare/truncated_reps.py):
     every cumulative share is understated by up to that much."""
     available: bool
     threshold: float = 2.0           # % of samples: above it (worst rep) the report says so

@@ -41,7 +41,7 @@ def speaking_measure(row: FunctionRow, quiet: tuple[str, ...] = ("negligible", "
     """"flat" when the flat cost's verdict is not one of `quiet`, else "cum" when the
     cumulative one's is not (an inlined function has ~0 flat and all its cost in callers'
     frames; a dispatcher like msetGenericCommand has a few flat samples and all its cost
-    below), else None. Also the sweep's lookup column (analysis/sweep/engine.py)."""
+    below), else None. Also the sweep's lookup column (analysis/sweep/point_rows.py)."""
     for k in ("flat", "cum"):
         j = getattr(row, f"{k}_verdict")
         if j is not None and j.verdict not in quiet:

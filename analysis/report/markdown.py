@@ -18,7 +18,7 @@ from analysis.report.fmt import (THREAD_LABEL, fmt_pct, fmt_signed, known, level
 from analysis.report.markdown_tables import (fdr_line, fn_table, function_level, metric_rows,
                                              notes_lines, per_op_table)
 from analysis.report.mdtext import code_fence, code_span, esc, esc_spans
-from analysis.report.summary import lines as summary_lines
+from analysis.report.summary_text import lines as summary_lines
 
 GITHUB_COMMENT_LIMIT = 65536
 

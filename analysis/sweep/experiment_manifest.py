@@ -13,7 +13,7 @@ from typing import Any
 from analysis.inputs.layout import EXPERIMENT_JSON
 from analysis.inputs.records import Record, RecordError
 from analysis.inputs.rundir import RunDirError, read_json, write_json
-from analysis.sweep.manifest import SweepError
+from analysis.sweep.sweep_manifest import SweepError
 from analysis.sweep.seeds import SeedRow
 
 SCHEMA = 1

@@ -15,7 +15,7 @@ from analysis.compare.options import CompareOptions
 from analysis.inputs.layout import REPORT_HTML, REPORT_MD, RESULTS_JSON, SWEEP_JSON
 from analysis.sweep import html as sweep_html
 from analysis.sweep import markdown as sweep_md
-from analysis.sweep.engine import analyse_sweep
+from analysis.sweep.point_rows import analyse_sweep
 from analysis.sweep.experiment_manifest import ExperimentManifest, load_experiment_dir
 from analysis.sweep.plot import crossover_svg
 from analysis.sweep.results import SweepResults, json_clean

@@ -1,6 +1,6 @@
 """The sweep results model: one row per point (the seed-shaped table), as data.
 
-analysis.sweep.engine fills it from a sweep directory; analysis.sweep.markdown/html and
+analysis.sweep.point_rows fills it from a sweep directory; analysis.sweep.markdown/html and
 the crossover plot render it; `SweepResults.to_json()` is the sweep's results.json
 (schema "stallscope.sweep-results/1", docs/sweeps.md). Numbers stay numbers here; the
 renderers format them.
@@ -13,7 +13,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from analysis.compare.results import ChangeOut, MetricRow, Side
-from analysis.sweep.manifest import PointIdentity
+from analysis.sweep.sweep_manifest import PointIdentity
 
 SCHEMA = "stallscope.sweep-results/1"
 
@@ -21,7 +21,7 @@ SCHEMA = "stallscope.sweep-results/1"
 @dataclass
 class LookupCost:
     """The lookup's CPU time per operation (ns/op) at one point, with its change: flat, or
-    cumulative when the lookup is inlined (analysis/sweep/engine.py chooses)."""
+    cumulative when the lookup is inlined (analysis/sweep/point_rows.py chooses)."""
     function: str = ""
     thread: str = ""                 # the thread view of the point's profile section
     command: str = ""                # what one operation is ("MSET")

@@ -11,8 +11,8 @@ from analysis.compare.options import CompareOptions
 from analysis.report.writer import write_reports
 from analysis.sweep import html as sweep_html
 from analysis.sweep import markdown as sweep_md
-from analysis.sweep.engine import PointAnalysis, analyse_sweep
-from analysis.sweep.manifest import load_sweep
+from analysis.sweep.point_rows import PointAnalysis, analyse_sweep
+from analysis.sweep.sweep_manifest import load_sweep
 from analysis.sweep.plot import crossover_svg
 from analysis.sweep.results import SweepResults
 

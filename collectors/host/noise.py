@@ -28,14 +28,14 @@ from pathlib import Path
 from typing import Any
 
 from analysis.clock import now_iso
-from collectors.build.builder import cache_dir
+from collectors.variants.builder import cache_dir
 
 SCHEMA = 1
 MAX_KEPT = 20
 
 
 def store_path() -> Path:
-    """noise.json in the build cache (collectors.build.builder.cache_dir)."""
+    """noise.json in the build cache (collectors.variants.builder.cache_dir)."""
     return cache_dir() / "noise.json"
 
 

@@ -57,7 +57,7 @@ class Unwinding:
 def choose(asked: str, binary_mode: str, pid: int, rep_dir: Path, window_s: float,
            cpus: list[int] | None) -> Unwinding:
     """`asked`: fp | dwarf | auto (--call-graph); `binary_mode`: dwarf when the server has
-    no frame pointers at all (collectors/build/binary.py), then every thread needs it."""
+    no frame pointers at all (collectors/variants/binary.py), then every thread needs it."""
     if asked in ("fp", "dwarf"):
         return Unwinding(asked)
     if binary_mode == "dwarf":

@@ -21,13 +21,13 @@ from analysis import twostage
 from analysis.inputs.case import Case
 from analysis.inputs.manifest import Variant
 from analysis.inputs.rundir import save_manifest
-from collectors.build.builder import build_variant
-from collectors.build.spec import VariantSpec, parse_variant
+from collectors.variants.builder import build_variant
+from collectors.variants.spec import VariantSpec, parse_variant
 from collectors.host import machine, procs, versions
 from collectors.load import memtier
 from collectors.runner import pairing
 from collectors.runner.context import RunContext, bench_bin
-from collectors.runner.manifest import apply_sections, make_manifest, new_run_id
+from collectors.runner.new_manifest import apply_sections, make_manifest, new_run_id
 from collectors.runner.options import RUNS_DIR, RunError, RunOptions
 from collectors.runner.plugins import plugins
 from collectors.runner.runner import Runner

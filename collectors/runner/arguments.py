@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from collectors.build.spec import GRAMMAR
+from collectors.variants.spec import GRAMMAR
 from collectors.load import memtier
 from collectors.runner.api import RunRequest
 from collectors.runner.options import (DEFAULT_BUDGET_S, DEFAULT_FREQ_HZ, PAIRED_WINDOW_S,

@@ -11,7 +11,7 @@ from typing import Callable
 
 from analysis.compare.errors import CompareError
 from analysis.inputs.rundir import RunDirError
-from analysis.report.summary import text_lines
+from analysis.report.summary_text import text_lines
 from analysis.report.writer import report_run
 from collectors.command import run_command
 from collectors.host import procs

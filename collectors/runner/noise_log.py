@@ -7,7 +7,7 @@ from analysis.compare.throughput import main_log_ratios
 from analysis.inputs.rundir import RunDir
 from collectors.host import noise
 from collectors.runner.context import RunContext
-from collectors.runner.manifest import rep_seconds
+from collectors.runner.new_manifest import rep_seconds
 
 
 def keep(run: RunContext) -> bool:

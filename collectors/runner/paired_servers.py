@@ -11,7 +11,7 @@ config mode (collectors/runner/paired.py): the same paired.json, analysed as pai
 
 Both servers share the server CPUs (only one is busy at a time); the load generators
 share the client CPUs. The idle server keeps its keyspace in memory, so this mode needs
-room for two datasets (runner/manifest.py checks it before anything runs).
+room for two datasets (runner/new_manifest.py checks it before anything runs).
 """
 from __future__ import annotations
 

@@ -25,7 +25,7 @@ from analysis.compare.throughput import main_log_ratios
 from analysis.inputs.manifest import PrecisionPlan, Rep
 from analysis.inputs.rundir import RunDir
 from collectors.runner.context import RunContext
-from collectors.runner.manifest import rep_seconds
+from collectors.runner.new_manifest import rep_seconds
 from collectors.runner.progress import duration
 
 MAX_UNITS = 200         # a plan past this is a sign of a broken host, not of a small change

@@ -18,8 +18,8 @@ from typing import Callable
 from analysis.inputs.manifest import Manifest, Rep, RunStatus, Variant
 from analysis.inputs.repfacts import RepFacts
 from analysis.inputs.rundir import load_run, write_rep_facts
-from collectors.build.builder import build_variant
-from collectors.build.spec import parse_variant
+from collectors.variants.builder import build_variant
+from collectors.variants.spec import parse_variant
 from collectors.runner.plugins import plugins
 from collectors.host import procs
 from collectors.load import memtier

@@ -16,7 +16,7 @@ from analysis.inputs.layout import PAIRED_JSON
 from analysis.inputs.paired import read_paired
 from analysis.inputs.rundir import RunDirError
 from analysis.inputs.manifest import Calibration, DatasetInfo, Variant
-from collectors.build.builder import cache_dir
+from collectors.variants.builder import cache_dir
 from collectors.host import versions
 from collectors.load.redis_benchmark import calibrate
 from collectors.load.server import Server

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from collectors.build.spec import parse_variant
+from collectors.variants.spec import parse_variant
 from collectors.schedule.model import Job, ScheduleError
 from collectors.schedule.refs import Resolved, commit_of, pin, resolve
 

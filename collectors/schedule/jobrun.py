@@ -12,7 +12,7 @@ from typing import Any, Callable
 
 from analysis.compare.errors import CompareError
 from analysis.inputs.rundir import RunDirError
-from analysis.report.summary import text_lines
+from analysis.report.summary_text import text_lines
 from analysis.history.sources import ingest_path
 from analysis.report.writer import report_run
 from collectors.host import procs

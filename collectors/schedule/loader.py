@@ -8,7 +8,7 @@ from typing import Any
 import yaml
 from croniter import croniter
 
-from collectors.build.spec import parse_variant
+from collectors.variants.spec import parse_variant
 from collectors.schedule.model import BASELINE_POLICIES, Alert, Baseline, Job, Schedule, ScheduleError
 
 TOP_KEYS = {"version", "history", "runs-dir", "reports-dir", "defaults", "jobs"}

@@ -7,7 +7,7 @@ import re
 import subprocess
 from dataclasses import dataclass
 
-from collectors.build.spec import parse_variant
+from collectors.variants.spec import parse_variant
 from collectors.schedule.model import ScheduleError
 
 _MODIFIERS = re.compile(r"\+(?=(?:patch|make|config)=)")

@@ -13,7 +13,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from analysis.sweep.manifest import PointIdentity
+from analysis.sweep.sweep_manifest import PointIdentity
 from collectors.workload.casefile import CaseError
 from collectors.workload.overrides import parse_count, parse_set
 

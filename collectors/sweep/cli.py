@@ -8,14 +8,14 @@ import sys
 from pathlib import Path
 
 from analysis.compare.options import CompareOptions
-from analysis.sweep.manifest import SweepError, SweepManifest, load_sweep, save_sweep
+from analysis.sweep.sweep_manifest import SweepError, SweepManifest, load_sweep, save_sweep
 from analysis.sweep.writer import report_sweep
-from collectors.build.builder import build_variant
-from collectors.build.spec import GRAMMAR
+from collectors.variants.builder import build_variant
+from collectors.variants.spec import GRAMMAR
 from collectors.host import machine, procs
 from collectors.command import run_command
 from analysis.clock import now_iso
-from collectors.runner.manifest import new_run_id, unique_id
+from collectors.runner.new_manifest import new_run_id, unique_id
 from collectors.runner.options import (DEFAULT_BUDGET_S, PAIRED_WINDOW_S, PAIRED_WINDOWS,
                                        duration_type, precision_type)
 from collectors.sweep.fanout import (digest, find_point, identity, matrix_entry, matrix_json, point_host,

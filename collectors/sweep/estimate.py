@@ -11,7 +11,7 @@ not a stopwatch.
 from __future__ import annotations
 
 from analysis.inputs.case import Case
-from analysis.sweep.manifest import Estimate
+from analysis.sweep.sweep_manifest import Estimate
 from collectors.runner.pairing import room_for_two
 from collectors.sweep.options import SweepOptions
 from collectors.workload.dataset import keyspace_bytes_estimate

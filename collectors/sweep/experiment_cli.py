@@ -9,11 +9,11 @@ from pathlib import Path
 
 from analysis.sweep.experiment_manifest import load_experiment_dir, save_experiment_dir
 from analysis.sweep.experiment_report import report_experiment
-from analysis.sweep.manifest import SweepError
+from analysis.sweep.sweep_manifest import SweepError
 from collectors.host import procs
 from collectors.command import run_command
 from analysis.clock import now_iso
-from collectors.runner.manifest import new_run_id
+from collectors.runner.new_manifest import new_run_id
 from collectors.runner.progress import duration
 from collectors.sweep.cli import (add_precision_arguments, build_all, create, host_summary,
                                   precision_options)

@@ -19,7 +19,7 @@ from collectors.sweep.experiment import Experiment, Part
 from analysis.sweep.experiment_manifest import save_experiment_dir
 from collectors.sweep.experiment_parts import (PREFIX, experiment_doc, part_entry, part_plan, run_parts,
                                                sweep_argv, sweep_options)
-from collectors.runner.manifest import unique_id
+from collectors.runner.new_manifest import unique_id
 from collectors.sweep.fanout import (digest, find_point, identity, matrix_entry, matrix_json, point_host,
                                      whole_argv)
 from collectors.sweep.merge import merge_experiment

@@ -10,7 +10,7 @@ from typing import Sequence
 
 from analysis.sweep.experiment_manifest import (ExperimentManifest, ExperimentPart, load_experiment_dir,
                                                 save_experiment_dir)
-from analysis.sweep.manifest import load_sweep
+from analysis.sweep.sweep_manifest import load_sweep
 from analysis.sweep.seeds import match
 from analysis.clock import now_iso
 from collectors.runner.options import DEFAULT_BUDGET_S

@@ -16,9 +16,9 @@ from typing import Any, Callable
 from analysis.inputs.layout import EXPERIMENT_JSON, SWEEP_JSON
 from analysis.sweep.experiment_manifest import ExperimentManifest, load_experiment_dir, save_experiment_dir
 from analysis.sweep.hosts import model
-from analysis.sweep.manifest import SweepError, SweepManifest, load_sweep, save_sweep
+from analysis.sweep.sweep_manifest import SweepError, SweepManifest, load_sweep, save_sweep
 from analysis.clock import now_iso
-from collectors.runner.manifest import unique_id
+from collectors.runner.new_manifest import unique_id
 from collectors.sweep.fanout import differences
 
 Log = Callable[[str], None]

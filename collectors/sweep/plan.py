@@ -8,8 +8,8 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from analysis.inputs.case import Case
-from analysis.sweep.manifest import Estimate, SweepAxis, SweepPoint
-from collectors.build.spec import VariantSpec, parse_variant
+from analysis.sweep.sweep_manifest import Estimate, SweepAxis, SweepPoint
+from collectors.variants.spec import VariantSpec, parse_variant
 from collectors.runner.progress import duration
 from collectors.runner.snapshot import loader_sha256, snapshot_key
 from collectors.sweep.axes import Axis, PointSpec, matrix_axes, parse_axis, points

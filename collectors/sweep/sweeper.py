@@ -21,8 +21,8 @@ from analysis.compare.engine import analyse
 from analysis.compare.options import CompareOptions
 from analysis.inputs.rundir import load_run
 from analysis.report.fmt import change_cells
-from analysis.sweep.engine import headline
-from analysis.sweep.manifest import SweepManifest, SweepPoint, save_sweep
+from analysis.sweep.point_rows import headline
+from analysis.sweep.sweep_manifest import SweepManifest, SweepPoint, save_sweep
 from collectors.host import procs
 from collectors.runner.api import plan_run
 from collectors.runner.arguments import parser as run_parser, request_from_args

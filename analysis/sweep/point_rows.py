@@ -19,7 +19,7 @@ from analysis.compare.summary import speaking_measure
 from analysis.inputs.rundir import RunDir, RunDirError, load_run
 from analysis.report.artifacts import write_profiles
 from analysis.sweep.hosts import host_notes
-from analysis.sweep.manifest import SweepManifest, SweepPoint, load_sweep
+from analysis.sweep.sweep_manifest import SweepManifest, SweepPoint, load_sweep
 from analysis.sweep.results import AxisOut, LookupCost, PointRow, SweepResults
 
 # States whose run directory holds reps worth reading.

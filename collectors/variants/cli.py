@@ -7,11 +7,11 @@ import json
 import sys
 from pathlib import Path
 
-from collectors.build import aptsource
+from collectors.variants import aptsource
 from collectors.command import run_command
-from collectors.build.binary import BinaryError
-from collectors.build.builder import BuildError, build_variant
-from collectors.build.spec import GRAMMAR, parse_variant
+from collectors.variants.binary import BinaryError
+from collectors.variants.builder import BuildError, build_variant
+from collectors.variants.spec import GRAMMAR, parse_variant
 
 DESCRIPTION = """\
 Build one variant (or take it from the build cache) and print it as JSON: the object

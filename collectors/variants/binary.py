@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Callable
 
 from analysis.inputs.manifest import Variant
-from collectors.build.spec import VariantSpec
+from collectors.variants.spec import VariantSpec
 from collectors.host import versions
 
 # Functions present in every Redis/Valkey server; used to check for frame pointers.

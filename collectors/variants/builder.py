@@ -22,9 +22,9 @@ from typing import Callable
 
 from analysis.clock import now_iso
 from analysis.inputs.manifest import Variant
-from collectors.build import aptsource
-from collectors.build.binary import binary_variant, inspect_binary, note_missing_symbols, sha256_file
-from collectors.build.spec import VariantSpec
+from collectors.variants import aptsource
+from collectors.variants.binary import binary_variant, inspect_binary, note_missing_symbols, sha256_file
+from collectors.variants.spec import VariantSpec
 
 # Bump when the way a build is made changes, so old cache entries are not reused.
 BUILD_RECIPE = 2   # 2: CFLAGS reaches the bundled deps (frame pointers in jemalloc)

@@ -1,8 +1,8 @@
 """The variant grammar: NAME=SOURCE[+MODIFIER]... -> VariantSpec (docs/variants.md).
 
-Only the grammar lives here. collectors.build.builder turns a VariantSpec into the run
+Only the grammar lives here. collectors.variants.builder turns a VariantSpec into the run
 directory's "variants.<name>" record (analysis.inputs.manifest.Variant: binaries on disk,
-checked by collectors.build.binary for symbols and frame pointers).
+checked by collectors.variants.binary for symbols and frame pointers).
 """
 from __future__ import annotations
 
