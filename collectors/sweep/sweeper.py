@@ -24,8 +24,8 @@ from analysis.report.fmt import change_cells
 from analysis.sweep.point_rows import headline
 from analysis.sweep.sweep_manifest import SweepManifest, SweepPoint, save_sweep
 from collectors.host import procs
-from collectors.runner.api import plan_run
-from collectors.runner.arguments import parser as run_parser, request_from_args
+from collectors.runner.api import RunRequest, plan_run
+from collectors.runner.options import RunOptions
 from analysis.clock import now_iso
 from collectors.runner.progress import duration
 from collectors.runner.runner import Runner
@@ -37,29 +37,21 @@ Log = Callable[[str], None]
 PREFIX = "stallscope sweep:"
 
 
-def point_argv(m: SweepManifest, p: SweepPoint, opts: SweepOptions, out: Path, progress: bool) -> list[str]:
-    """The `stallscope run` arguments of one point (recorded in its manifest's command)."""
-    argv = [p.case]
-    for v in m.variants:
-        argv += ["--variant", v]
-    argv += ["--size", m.size, "--reps", str(opts.reps), "--profile", opts.profile,
-             "--profile-reps", str(opts.profile_reps),
-             "--load-generator", opts.load_generator, "--out", str(out)]
+def point_request(m: SweepManifest, p: SweepPoint, opts: SweepOptions, out: Path,
+                  progress: bool) -> RunRequest:
+    """One point's run, typed (its manifest's command is the request spelled as arguments)."""
+    run = RunOptions(reps=opts.reps, profile=opts.profile, profile_reps=opts.profile_reps,
+                     load_generator=opts.load_generator, size=m.size,
+                     # the plan chose paired or separate reps for this point; unpaired, a
+                     # precision run's unit is a block of one rep per variant (runner/precision.py)
+                     pairing="paired" if p.estimate.paired else "unpaired",
+                     paired_window_s=opts.paired_window_s, paired_windows=opts.paired_windows,
+                     precision=opts.precision,
+                     budget_s=opts.budget_s if opts.precision is not None else None)
     if opts.frequency:
-        argv += ["--frequency", str(opts.frequency)]
-    if p.estimate.paired:
-        argv += ["--paired", "--paired-window", f"{opts.paired_window_s:g}",
-                 "--paired-windows", str(opts.paired_windows)]
-    else:
-        argv.append("--unpaired")     # the plan chose separate reps for this point
-    if opts.precision is not None:
-        # unpaired, the run's unit is a block of one rep per variant (collectors/runner/precision.py)
-        argv += ["--precision", f"{opts.precision:g}", "--budget", f"{opts.budget_s:g}"]
-    for k, v in p.sets.items():
-        argv += ["--set", f"{k}={show(v)}"]
-    if not progress:
-        argv.append("--no-progress")
-    return argv
+        run.freq_hz = opts.frequency
+    return RunRequest(p.case, list(m.variants), run, sets=[f"{k}={show(v)}" for k, v in p.sets.items()],
+                      out=out, progress=progress)
 
 
 class Sweeper:
@@ -136,8 +128,7 @@ class Sweeper:
                 return _Done(run_dir)
             return Runner.resume(run_dir, self.log, progress=self.progress)
         out = self.dir / p.id
-        argv = point_argv(self.m, p, self.opts, out, self.progress)
-        runner = plan_run(request_from_args(run_parser().parse_args(argv), argv), self.log).runner
+        runner = plan_run(point_request(self.m, p, self.opts, out, self.progress), self.log).runner
         p.run_dir = str(runner.run_dir.relative_to(self.dir))
         runner.m.extra["sweep"] = {"sweep_id": self.m.sweep_id, "point": p.id, "index": p.index,
                                    "labels": dict(p.labels)}
