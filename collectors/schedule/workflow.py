@@ -26,7 +26,8 @@ def render(sched: Schedule, schedule_path: str, secret: str = SECRET) -> str:
          "if": "${{ github.event_name != 'workflow_dispatch' || inputs.job == '' || inputs.job == matrix.job }}",
          "env": {"STALLSCOPE_HISTORY": f"${{{{ secrets.{secret} }}}}",
                  "FORCE": "${{ github.event_name == 'workflow_dispatch' && '--force' || '' }}"},
-         "run": f". .venv/bin/activate\n{run} $FORCE\n"},
+         # ${FORCE:+"$FORCE"}: the flag when set, no empty argument when not (shellcheck SC2086)
+         "run": f'. .venv/bin/activate\n{run} ${{FORCE:+"$FORCE"}}\n'},
         {"name": "Upload the reports", "if": "always()", "uses": UPLOAD,
          "with": {"name": "stallscope-${{ matrix.job }}-${{ github.run_id }}",
                   "path": f"{sched.reports_dir}/\n{sched.runs_dir}/*/manifest.json\n",
