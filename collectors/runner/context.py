@@ -29,7 +29,7 @@ class RunContext:
     variants: dict[str, Variant]
     opts: RunOptions
     collector_factories: list[CollectorFactory] = field(default_factory=list)
-    # Set when the manifest's load_generator says memtier (cli.new_runner, Runner.resume).
+    # Set when the manifest's load_generator says memtier (api.plan_run, Runner.resume).
     memtier_bin: str | None = None
     progress: Progress | None = None
 

@@ -1,8 +1,8 @@
 """Run one job of a schedule once: for each case, resolve the moving refs, skip what ran
 already for the same commits, choose the baseline, run it, compare it, record it in the
-history store, and deliver the alerts the change points at this run raise. The run and its report go through the run API
-(collectors/runner/api.py) and analysis.report.writer.report_run, in-process; a run that
-cannot start fails this job with the reason and the schedule goes on."""
+history store, and deliver the alerts the change points at this run raise. The run and its
+report go through the run API (collectors/runner/api.py) and analysis.report.writer.report_run,
+in-process; a run that cannot start fails this job with the reason and the schedule goes on."""
 from __future__ import annotations
 
 import sys
@@ -12,8 +12,8 @@ from typing import Any, Callable
 
 from analysis.compare.errors import CompareError
 from analysis.inputs.rundir import RunDirError
-from analysis.report.summary_text import text_lines
 from analysis.history.sources import ingest_path
+from analysis.report.summary_text import text_lines
 from analysis.report.writer import report_run
 from collectors.host import procs
 from collectors.runner import arguments
