@@ -13,8 +13,8 @@ points across a plot's width anyway. The rule:
 - each plotted point is a real run (it links to its report), and stands for the runs of
   its bucket, so the band of the plot can cover every run's spread.
 
-The full data is not lost: the trend page links a CSV of every run beside it, and
-`stallscope history series` prints it.
+The full data is not lost: the trend page links every run's values as JSON beside it, and
+`stallscope history series` prints them (CSV or JSON).
 """
 from __future__ import annotations
 
