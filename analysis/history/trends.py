@@ -99,7 +99,7 @@ def job_page(store: HistoryStore, env: jinja2.Environment, out_dir: Path, job: s
 
 def write_trend_pages(store: HistoryStore, out_dir: Path, jobs: list[str] | None = None,
                       max_series: int = 40, budget: int = BUDGET, last: int = LAST) -> Path:
-    """index.html plus one page (and one CSV of its full data) per job; the index's path."""
+    """index.html plus one page (and one JSON file of its full data) per job; the index's path."""
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(TEMPLATES), autoescape=True)
