@@ -320,17 +320,26 @@ class Results:
         return convert(d, cls, where)
 
 
-def load_results(path: str | Path) -> Results:
-    """A results.json file as `Results` (history, the sweep, scripts); ValueError names
-    the file when it is not one."""
+def read_results_json(path: str | Path) -> dict[str, Any]:
+    """A results.json file's document, checked to be one (it names its run); ValueError
+    names the file and line otherwise. The history stores this document as it is."""
     p = Path(path)
     try:
         d = json.loads(p.read_text())
     except json.JSONDecodeError as e:
         raise ValueError(f"{p}:{e.lineno}: malformed JSON: {e.msg}") from None
-    if not isinstance(d, dict) or "schema" not in d:
-        raise ValueError(f"{p}: not a stallscope results.json (no 'schema' field)")
-    return Results.from_json(d, str(p))
+    except OSError as e:
+        raise ValueError(f"{p}: cannot read: {e.strerror}") from None
+    if not isinstance(d, dict) or "run_id" not in d:
+        raise ValueError(f"{p}: not a stallscope results.json (no run_id); give the results.json "
+                         "that `stallscope compare` wrote")
+    return d
+
+
+def load_results(path: str | Path) -> Results:
+    """A results.json file as `Results` (scripts, tests); ValueError names the file when it
+    is not one."""
+    return Results.from_json(read_results_json(path), str(path))
 
 
 def _clean(x: Any) -> Any:

@@ -75,11 +75,11 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _ingest(store: HistoryStore, a) -> int:
-    from analysis.history.sources import load_results
+    from analysis.history.sources import results_of
     from analysis.history.store import Incoming
     incoming = []
     for p in a.paths:                 # every path read first: one bad path stores nothing
-        results, report = load_results(p)
+        results, report = results_of(p)
         incoming.append(Incoming(results, a.job, report_url=report))
     for r in store.ingest_batch(incoming):          # one transaction
         print(f"stored run {r.id}: job {r.job}, {r.run_id} ({r.started_at})")

@@ -3,16 +3,16 @@ run directory, compared on the way (the comparison is analysis.compare's job, do
 the store itself only ever stores results)."""
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 from analysis.compare.engine import analyse
 from analysis.compare.options import CompareOptions
+from analysis.compare.results import read_results_json
 from analysis.history.store import HistoryError, HistoryStore, StoredRun
 from analysis.inputs.rundir import load_run
 
 
-def load_results(path: Path) -> tuple[dict, str]:
+def results_of(path: Path) -> tuple[dict, str]:
     """results.json of a report directory, a results.json file, or computed from a run
     directory (manifest.json); also the report path to link."""
     path = Path(path)
@@ -28,18 +28,15 @@ def load_results(path: Path) -> tuple[dict, str]:
 
 def _read(p: Path) -> dict:
     try:
-        d = json.loads(p.read_text())
-    except json.JSONDecodeError as e:
-        raise HistoryError(f"{p}:{e.lineno}: not JSON ({e.msg})") from None
-    if not isinstance(d, dict) or "run_id" not in d:
-        raise HistoryError(f"{p}: not a stallscope results.json (no run_id)")
-    return d
+        return read_results_json(p)
+    except ValueError as e:
+        raise HistoryError(str(e)) from None
 
 
 def ingest_path(store: HistoryStore, path: Path, *, job: str | None = None,
                 commits: dict[str, str] | None = None, report_url: str | None = None,
                 meta: dict | None = None) -> StoredRun:
     """One run, report or results.json stored (idempotent, as HistoryStore.ingest_results)."""
-    results, report = load_results(Path(path))
+    results, report = results_of(Path(path))
     return store.ingest_results(results, job=job, commits=commits,
                                 report_url=report_url or report, meta=meta)

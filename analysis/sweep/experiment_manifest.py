@@ -12,8 +12,8 @@ from typing import Any
 
 from analysis.inputs.layout import EXPERIMENT_JSON
 from analysis.inputs.records import Record, RecordError
-from analysis.inputs.rundir import RunDirError, read_json, write_json
-from analysis.sweep.sweep_manifest import SweepError
+from analysis.inputs.rundir import write_json
+from analysis.sweep.sweep_manifest import SweepError, read_dir_json
 from analysis.sweep.seeds import SeedRow
 
 SCHEMA = 1
@@ -54,15 +54,9 @@ class ExperimentManifest(Record):
 
 
 def load_experiment_dir(exp_dir: str | Path) -> ExperimentManifest:
-    path = Path(exp_dir) / EXPERIMENT_JSON
-    if not path.is_file():
-        raise SweepError(f"{path}: no experiment.json here; is {exp_dir} a stallscope experiment directory?")
-    try:
-        d = read_json(path)
-    except RunDirError as e:
-        raise SweepError(str(e)) from None
-    if not isinstance(d, dict) or not isinstance(d.get("parts"), list):
-        raise SweepError(f"{path}: not a stallscope experiment (no 'parts' list)")
+    path, d = read_dir_json(exp_dir, EXPERIMENT_JSON, "experiment", "parts")
+    if not isinstance(d["parts"], list):
+        raise SweepError(f"{path}: not a stallscope experiment ('parts' is not a list)")
     try:
         return ExperimentManifest.from_json(d)
     except RecordError as e:

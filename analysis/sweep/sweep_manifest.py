@@ -110,16 +110,23 @@ class SweepManifest(Record):
         raise KeyError(f"sweep {self.sweep_id} has no point {point_id}")
 
 
-def load_sweep(sweep_dir: str | Path) -> SweepManifest:
-    path = Path(sweep_dir) / SWEEP_JSON
+def read_dir_json(directory: str | Path, name: str, what: str, marker: str) -> tuple[Path, dict]:
+    """`name` (sweep.json, experiment.json) of a directory as a JSON object that holds
+    `marker`; SweepError saying which file and what it lacks otherwise."""
+    path = Path(directory) / name
     if not path.is_file():
-        raise SweepError(f"{path}: no sweep.json here; is {sweep_dir} a stallscope sweep directory?")
+        raise SweepError(f"{path}: no {name} here; is {directory} a stallscope {what} directory?")
     try:
         d = read_json(path)
     except RunDirError as e:
         raise SweepError(str(e)) from None
-    if not isinstance(d, dict) or "schema" not in d:
-        raise SweepError(f"{path}: not a stallscope sweep manifest (no 'schema' field)")
+    if not isinstance(d, dict) or marker not in d:
+        raise SweepError(f"{path}: not a stallscope {what} (no {marker!r} field)")
+    return path, d
+
+
+def load_sweep(sweep_dir: str | Path) -> SweepManifest:
+    path, d = read_dir_json(sweep_dir, SWEEP_JSON, "sweep", "schema")
     if not isinstance(d["schema"], int) or d["schema"] > SCHEMA:
         raise SweepError(f"{path}: sweep schema {d['schema']!r} is newer than this stallscope "
                          f"understands ({SCHEMA}); upgrade stallscope to read it")

@@ -18,8 +18,8 @@ from analysis.clock import now_iso
 from collectors.runner.new_manifest import new_run_id, unique_id
 from collectors.runner.options import (DEFAULT_BUDGET_S, PAIRED_WINDOW_S, PAIRED_WINDOWS,
                                        duration_type, precision_type)
-from collectors.sweep.fanout import (digest, find_point, identity, matrix_entry, matrix_json, point_host,
-                                     whole_argv)
+from collectors.sweep.fanout import (add_fanout_arguments, digest, find_point, identity, matrix_entry,
+                                     matrix_json, point_host, whole_argv)
 from collectors.sweep.merge import merge_sweep
 from collectors.sweep.options import PAIRINGS, SweepOptions
 from collectors.sweep.noise_plan import noise_lines
@@ -107,17 +107,8 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--skip-unfit", action="store_true",
                    help="run the points that fit this host's memory and list the others as not run")
     p.add_argument("--plan", action="store_true", help="print the plan and exit (nothing built or run)")
-    p.add_argument("--emit-matrix", action="store_true",
-                   help="print the points as a GitHub Actions matrix (JSON on stdout: "
-                        '{"include": [{"point": ID, "labels": ..., "estimate_s": ...}]}) and exit; '
-                        "nothing is built or run")
-    p.add_argument("--point", metavar="ID",
-                   help="run only the point ID (as --emit-matrix names it; both variants on this "
-                        "machine) into its own sweep directory, for --merge; renders no report")
-    p.add_argument("--merge", nargs="+", metavar="DIR",
-                   help="assemble the sweep from point directories run anywhere (--point), or "
-                        "directories holding them; refuses points of another plan, flags points "
-                        "from different host models in the report, lists missing points as not run")
+    add_fanout_arguments(p, "sweep", "ID",
+                         '{"point": ID, "labels": ..., "estimate_s": ...}')
     p.add_argument("--resume", metavar="SWEEP_DIR", help="run the points of SWEEP_DIR that are not complete")
     p.add_argument("--report", metavar="SWEEP_DIR", help="only (re)render the reports of SWEEP_DIR")
     p.add_argument("--out", default=SWEEPS_DIR, help="where sweep directories go (default sweeps/)")

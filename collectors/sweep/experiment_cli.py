@@ -17,6 +17,7 @@ from collectors.runner.new_manifest import new_run_id
 from collectors.runner.progress import duration
 from collectors.sweep.cli import (add_precision_arguments, build_all, create, host_summary,
                                   precision_options)
+from collectors.sweep.fanout import add_fanout_arguments
 from collectors.sweep.experiment import Experiment, experiment_files, load_experiment
 from collectors.sweep.experiment_parts import (PREFIX, experiment_doc, part_entry, part_plan, run_parts,
                                                seed_of, sweep_argv, sweep_options)
@@ -68,17 +69,8 @@ def parser() -> argparse.ArgumentParser:
                         "`load` is a whole part, `load:value=10,keys=10M` one row; the report "
                         "holds the selected rows, each beside its seed row")
     add_precision_arguments(p)
-    p.add_argument("--emit-matrix", action="store_true",
-                   help="print the points as a GitHub Actions matrix (JSON on stdout: "
-                        '{"include": [{"point": PART.ID, "part": ..., "labels": ..., "estimate_s": ...}]}) '
-                        "and exit; nothing is built or run")
-    p.add_argument("--point", metavar="PART.ID",
-                   help="run only this point (as --emit-matrix names it; both variants on this "
-                        "machine) into its own experiment directory, for --merge; renders no report")
-    p.add_argument("--merge", nargs="+", metavar="DIR",
-                   help="assemble the experiment from point directories run anywhere (--point), "
-                        "or directories holding them, and report it; refuses points of another "
-                        "plan, flags points from different host models, lists missing points as not run")
+    add_fanout_arguments(p, "experiment", "PART.ID",
+                         '{"point": PART.ID, "part": ..., "labels": ..., "estimate_s": ...}')
     p.add_argument("--resume", metavar="EXP_DIR", help="run what an interrupted experiment left")
     p.add_argument("--report", metavar="EXP_DIR", help="only (re)render the report of EXP_DIR")
     p.add_argument("--out", default="experiments", help="where experiment directories go (default experiments/)")
