@@ -37,7 +37,14 @@ from scipy import stats as sps
 from analysis.intervals import METHODS, Estimate, method_text, p_value
 
 VERDICTS = ("improvement", "regression", "no change", "unstable", "insufficient data")
+# The fewest reps a side that get an interval. 3 where stallscope chooses the reps (a run,
+# a sweep point): the smallest n at which the rank methods exist beside the t fallback.
 MIN_N = 3
+# Where the user brings what they have (the TMA funnel over toplev/perf outputs): 2 a side
+# still give a Welch t-interval that holds its 95% on recorded reps (make bench figure 8,
+# bench/small_n.py: 95-98% at 2+2, where the normal interval covers 81% and "the ranges do
+# not overlap" calls a change in a third of identical pairs). Wide, but honest.
+SMALL_N = 2
 POWER = 0.80            # of the detectable size: the conventional 80%
 
 
@@ -100,15 +107,16 @@ class Change:
 # ------------------------------------------------------------- the detectable size
 
 def detectable_size(b: np.ndarray, c: np.ndarray, paired: bool, confidence: float = 0.95,
-                    power: float = POWER, pilot: int | None = None) -> float | None:
+                    power: float = POWER, pilot: int | None = None, min_n: int = MIN_N
+                    ) -> float | None:
     """The smallest true shift (in the values' unit) that a comparison with this spread
     establishes with probability `power` at `confidence`: (q + t_power) x SE, where SE is
     the standard error of the difference from the sides' own spread (paired: of the pair
     differences; else Welch's), q the interval's multiplier (the t quantile) and t_power
     the one-sided power quantile. The normal-theory
     size, used beside the rank intervals too: it says what the run could have seen, not
-    what it saw. None with fewer than 3 values a side."""
-    if min(len(b), len(c)) < MIN_N:
+    what it saw. None with fewer than `min_n` values a side."""
+    if min(len(b), len(c)) < max(min_n, 2):
         return None
     if paired:
         d = c - b
@@ -155,7 +163,7 @@ def _fmt(v: float) -> str:
 def compare(base: Sequence[float] | Summary, cand: Sequence[float] | Summary, *,
             higher_is_better: bool = True, noise: float = 0.03, regression: float = 0.05,
             max_cv: float = 0.10, confidence: float = 0.95, paired: bool = False,
-            method: str = "auto", pilot: int | None = None) -> Change:
+            method: str = "auto", pilot: int | None = None, min_n: int = MIN_N) -> Change:
     """Compare two sides' reps of one metric and give a verdict.
 
     `noise` and `regression` are relative (0.03 = 3%), the Redis benchmark automation
@@ -167,20 +175,21 @@ def compare(base: Sequence[float] | Summary, cand: Sequence[float] | Summary, *,
     the median difference, 10000 resamples, seed 0; unpaired only). `pilot` (paired only,
     values in the order measured) makes the interval Stein's two-stage interval with that
     many first-stage pairs: the interval of a run that added reps until it was narrow
-    enough (analysis/twostage.py).
+    enough (analysis/twostage.py). `min_n` (at least 2) is the fewest reps a side that get
+    an interval; below 3 only the Welch t-interval exists (see SMALL_N).
 
     >>> compare([100, 101, 99, 100, 100], [110, 111, 109, 110, 110]).verdict
     'improvement'
     """
     return _compare(base, cand, higher_is_better=higher_is_better, noise=noise,
                     regression=regression, max_cv=max_cv, confidence=confidence,
-                    paired=paired, method=method, points=False, pilot=pilot)
+                    paired=paired, method=method, points=False, pilot=pilot, min_n=min_n)
 
 
 def compare_shares(base: Sequence[float] | Summary, cand: Sequence[float] | Summary, *,
                    higher_is_better: bool = False, noise_pp: float = 0.5,
                    regression_pp: float = 1.0, max_cv: float = 0.10, confidence: float = 0.95,
-                   paired: bool = False, method: str = "auto") -> Change:
+                   paired: bool = False, method: str = "auto", min_n: int = MIN_N) -> Change:
     """Like compare(), for values that already are percentages (a function's flat share,
     a TMA node's % of slots): thresholds are in percentage points (pp), not relative, so
     a 0.2% -> 0.3% share is not called a "+50% regression". `delta` and the CI are in pp
@@ -188,7 +197,7 @@ def compare_shares(base: Sequence[float] | Summary, cand: Sequence[float] | Summ
     (a cost share)."""
     return _compare(base, cand, higher_is_better=higher_is_better, noise=noise_pp,
                     regression=regression_pp, max_cv=max_cv, confidence=confidence,
-                    paired=paired, method=method, points=True, pilot=None)
+                    paired=paired, method=method, points=True, pilot=None, min_n=min_n)
 
 
 def _choose(b: np.ndarray, c: np.ndarray, paired: bool, method: str, confidence: float,
@@ -274,13 +283,14 @@ def _verdict(j: _Judged, b: Summary, c: Summary, higher_is_better: bool, noise: 
 
 
 def _detectable(key: str, bv: np.ndarray, cv: np.ndarray, paired: bool, confidence: float,
-                pilot: int | None, judged_rel: bool, points: bool, base_median: float) -> float | None:
+                pilot: int | None, judged_rel: bool, points: bool, base_median: float,
+                min_n: int) -> float | None:
     """The detectable size in the unit the verdict judges (see Change.detectable)."""
     p = pilot if key == "two-stage" else None
     if judged_rel:
-        d = detectable_size(np.log(bv), np.log(cv), paired, confidence, pilot=p)
+        d = detectable_size(np.log(bv), np.log(cv), paired, confidence, pilot=p, min_n=min_n)
         return math.expm1(d) if d is not None else None
-    d = detectable_size(bv, cv, paired, confidence, pilot=p)
+    d = detectable_size(bv, cv, paired, confidence, pilot=p, min_n=min_n)
     if d is None or points:
         return d
     return d / abs(base_median) if base_median else None
@@ -294,28 +304,39 @@ def detectable_text(size: float | None, points: bool) -> str:
 
 
 def _compare(base, cand, *, higher_is_better, noise, regression, max_cv, confidence,
-             paired, method, points, pilot) -> Change:
+             paired, method, points, pilot, min_n) -> Change:
     b, c = _as_summary(base), _as_summary(cand)
     unit = "pp" if points else ""
-    if b.n < MIN_N or c.n < MIN_N:
+    if min_n < 2:
+        raise ValueError(f"min_n must be at least 2 (one value has no spread), got {min_n}")
+    if b.n < min_n or c.n < min_n:
         positive = min(b.min, c.min) > 0
         return Change(b, c, c.median - b.median, c.median / b.median - 1 if positive else None,
-                      None, None, None, None, f"n<{MIN_N}: none", "insufficient data",
-                      f"needs at least {MIN_N} reps per side, has {b.n} (base) and {c.n} (cand).",
+                      None, None, None, None, f"n<{min_n}: none", "insufficient data",
+                      f"needs at least {min_n} reps per side, has {b.n} (base) and {c.n} (cand).",
                       None, unit, "difference of medians")
     if paired and b.n != c.n:
         raise ValueError(f"paired comparison needs equal counts, got {b.n} and {c.n}")
     bv, cv = np.asarray(b.values, float), np.asarray(c.values, float)
     key, est, fallback = _choose(bv, cv, paired, method, confidence, pilot)
+    if points:
+        # A share (0-100%) moves by at most 100 pp either way: cutting a wide interval
+        # (2 runs a side) there loses no coverage, and "[-452, +414] pp" reads as a bug.
+        est = Estimate(est.value, max(est.low, -100.0), min(est.high, 100.0), est.confidence)
     rel = _on_logs(key, bv, cv, confidence, pilot or 0)
     judged_rel = rel is not None and not points
     verdict, reason = _verdict(_judged(est, rel, b, points), b, c, higher_is_better, noise,
                                regression, max_cv)
-    detectable = _detectable(key, bv, cv, paired, confidence, pilot, judged_rel, points, b.median)
+    detectable = _detectable(key, bv, cv, paired, confidence, pilot, judged_rel, points, b.median,
+                             min_n)
     if verdict in ("no change", "unstable") and detectable is not None:
-        reason += (f" This run could have established a change of "
-                   f"{detectable_text(detectable, points)} or more ({confidence:.0%} confidence, "
-                   f"{POWER:.0%} power).")
+        if points and detectable > 100:
+            reason += (f" No change a share can make (100 pp at most) was within this run's "
+                       f"reach ({confidence:.0%} confidence, {POWER:.0%} power): more runs.")
+        else:
+            reason += (f" This run could have established a change of "
+                       f"{detectable_text(detectable, points)} or more ({confidence:.0%} "
+                       f"confidence, {POWER:.0%} power).")
     scale = (np.log(bv), np.log(cv)) if judged_rel else (bv, cv)
     return Change(b, c, est.value, rel.value if rel else None, est.low, est.high,
                   rel.low if rel else None, rel.high if rel else None,

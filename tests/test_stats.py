@@ -191,3 +191,15 @@ def test_unpaired_sides_of_different_lengths_get_a_p_value():
     ch = compare([100, 102, 98, 101], [110, 111, 109])
     assert ch.p_value is not None and 0 < ch.p_value < 0.1
     assert compare([1.0, 2.0, 3.0], [1.5, 2.5, 3.5, 4.5], method="hl").p_value is not None
+
+
+def test_two_reps_a_side_get_a_welch_interval_only_where_asked():
+    b, c = [10.0, 10.4], [14.0, 14.5]
+    assert compare(b, c).verdict == "insufficient data"          # the run pipeline: 3 a side
+    ch = compare_shares(b, c, min_n=2, higher_is_better=True)
+    t = ttest_ind(c, b, equal_var=False).confidence_interval(0.95)
+    assert "Welch" in ch.method and "n=2+2" in ch.method
+    assert (ch.ci_low, ch.ci_high) == pytest.approx((t.low, t.high))
+    assert ch.verdict == "improvement" and ch.detectable is not None
+    with pytest.raises(ValueError, match="min_n must be at least 2"):
+        compare(b, c, min_n=1)

@@ -388,7 +388,14 @@ def test_funnel_cli_two_amd_and_two_arm(fixtures_dir):
     assert r.returncode == 0, r.stderr
     doc = json.loads(r.stdout)
     assert doc["runs"] == {"base": 2, "cand": 2} and doc["tree"]["model"] == "amdzen4"
-    assert any(x["node"] == MEM and x["memory"] for x in doc["rows"])
+    mem = next(x for x in doc["rows"] if x["node"] == MEM)
+    assert mem["memory"]
+    # 2 a side: a Welch interval (stats.SMALL_N), a share's cut at +-100 pp
+    assert "Welch" in doc["method"] and "n=2+2" in doc["method"]
+    assert all(x["ci_pp"] is not None and -100 <= x["ci_pp"][0] <= x["delta_pp"] <= x["ci_pp"][1] <= 100
+               for x in doc["rows"] if x["delta_unit"] == "pp"), doc["rows"]
+    be = next(x for x in doc["rows"] if x["node"] == "backend_bound")
+    assert be["ci_pp"] == [-100.0, 100.0] and "No change a share can make" in be["reason"]
     r = subprocess.run([sys.executable, "-m", "analysis", "funnel",
                         str(ARM / "arm_neoverse_n2_lkml_rfc_v2_topdownl1.txt"),
                         "--vs", str(ARM / "arm_neoverse_n2_lkml_v4_topdownl1.txt"),
@@ -396,6 +403,15 @@ def test_funnel_cli_two_amd_and_two_arm(fixtures_dir):
     assert r.returncode == 0, r.stderr
     assert "Tree: Arm Neoverse N2 top-down (perf) (catalogue neoverse-n2, 5 slots per cycle)." in r.stdout
     assert "| backend_bound | % Slots | ~67.0%† | ~69.4%† | +2.4 pp |" in r.stdout
+    # two topdown-tool outputs a side: Stage-2 ratios get an interval in their own unit
+    n1 = [str(ARM / f"arm_neoverse_n1_topdowntool_v1_readme_{i}.txt") for i in (1, 2, 3, 4)]
+    r = subprocess.run([sys.executable, "-m", "analysis", "funnel", n1[0], n1[1], "--vs", n1[2], n1[3],
+                        "--format", "json"], capture_output=True, text=True, cwd=REPO, timeout=60)
+    assert r.returncode == 0, r.stderr
+    rows = {x["node"]: x for x in json.loads(r.stdout)["all_rows"]}
+    tlb = rows["l2_tlb_mpki"]
+    assert tlb["base"]["values"] == [0.006, 0.0] and tlb["ci_pp"] is not None
+    assert tlb["ci_pp"][0] < tlb["delta_pp"] < tlb["ci_pp"][1] and tlb["delta_unit"] == "MPKI"
 
 
 # ----------------------------------------------------------------------- report

@@ -2,8 +2,9 @@
 
 Several runs per side (toplev/perf outputs parsed by analysis.tma) are compared node by
 node: median per side, spread, change in percentage points (pp), a confidence interval
-and verdict from analysis.stats (Hodges-Lehmann / Mann-Whitney by default; >= 3 runs per
-side), a slot-normalised view (so a % Stalls child is never read as a share of a % Slots
+and verdict from analysis.stats (Hodges-Lehmann / Mann-Whitney by default; a Welch
+t-interval where the rank interval cannot reach 95%, which is the only one 2 runs a side
+have: stats.SMALL_N), a slot-normalised view (so a % Stalls child is never read as a share of a % Slots
 parent); the report says each significant move in a sentence (analysis/report/funnel_rules).
 
 One table shape for every vendor's tree (the results' catalogue: Intel TMA, AMD Zen
@@ -26,8 +27,12 @@ from analysis.tma.funnel_doc import FunnelDoc
 from analysis.tma.slots import SlotView, slot_view
 
 SCHEMA = "stallscope.tma-funnel/1"
-# With fewer than stats.MIN_N runs a side, a move this large (pp) is still shown and
-# explained, but flagged as not established.
+# The fewest runs a side that get an interval: users bring the outputs they have, often two
+# toplev runs of minutes each, and 2+2 still give a Welch interval that holds its coverage
+# (stats.SMALL_N says where that was shown).
+MIN_RUNS = stats.SMALL_N
+# With fewer runs a side, a move this large (pp) is still shown and explained, but
+# flagged as not established.
 NOTABLE_PP = 2.0
 NOTABLE_RATIO = 0.10
 # Higher is better for useful work; the rest of Retiring's subtree is neither good nor bad
@@ -146,19 +151,19 @@ def _row(name: str, domain: str | None, level: int, b: SideStats, c: SideStats,
     # A ratio (MPKI) has no points: a tenth of its baseline is as notable as 2 pp of slots.
     notable = (abs(delta) >= NOTABLE_RATIO * abs(b.median) if is_ratio(domain)
                else abs(delta) >= NOTABLE_PP)
-    if b.n < stats.MIN_N or c.n < stats.MIN_N:
+    if b.n < MIN_RUNS or c.n < MIN_RUNS:
         verdict = ("n/a (1 run per side)" if b.n == 1 and c.n == 1
-                   else f"n/a (fewer than {stats.MIN_N} runs per side)")
+                   else f"n/a (fewer than {MIN_RUNS} runs per side)")
         return FunnelRow(name, level, domain, b, c, delta, None, None, verdict,
                          f"no confidence can be given with {b.n} and {c.n} runs",
                          False, notable, direction)
     if is_ratio(domain):
         # MPKI or a miss ratio: relative thresholds, the change in the metric's own unit.
         ch = stats.compare(b.values, c.values, higher_is_better=name in HIGHER_IS_BETTER,
-                           method=method)
+                           method=method, min_n=MIN_RUNS)
     else:
         ch = stats.compare_shares(b.values, c.values, higher_is_better=name in HIGHER_IS_BETTER,
-                                  method=method)
+                                  method=method, min_n=MIN_RUNS)
     # The printed change is the estimator that belongs to the interval (pyperf's rule),
     # and its sign says which way the node moved.
     delta = ch.delta
@@ -326,9 +331,9 @@ def compare(base: list[TmaResult], cand: list[TmaResult], *, depth: int = 4,
     notes += _once([(res.source, n) for res in base + cand
                     if scope == "auto" and (n := _scope_note(res))])
     nb, nc = len(base), len(cand)
-    if nb >= stats.MIN_N and nc >= stats.MIN_N:
+    if nb >= MIN_RUNS and nc >= MIN_RUNS:
         meth = next((r.ci_method for r in rows if r.ci_method), "none (no node measured on both sides)")
     else:
-        meth = f"none (needs {stats.MIN_N} runs per side, has {nb} and {nc})"
+        meth = f"none (needs {MIN_RUNS} runs per side, has {nb} and {nc})"
     return Funnel(selected, rows, base_label, cand_label, [r.source for r in base],
                   [r.source for r in cand], meth, warnings, notes, catalog)

@@ -23,9 +23,11 @@ EPILOG = """examples:
 Inputs: toplev human or -x, CSV output, perf stat standard / -x, / -j output with
 Intel tma_*, AMD Zen PipelineL1/L2 or Arm TopdownL1 metrics, Arm topdown-tool output
 (format auto-detected; --input-format to force; the CPU model's tree from the output, or
---catalog). Each file is one run. With at least 3 runs per side every row gets a
+--catalog). Each file is one run. With at least 2 runs per side every row gets a
 confidence interval of the change (percentage points, pp; a ratio such as MPKI in its
-own unit) and a verdict; with 1 run per side the verdict is "n/a (1 run per side)".
+own unit) and a verdict: 2 a side give a Welch t-interval (wide: it holds its 95% but
+needs a large move to exclude 0), 3 or more the rank interval where it reaches 95%; with
+1 run per side the verdict is "n/a (1 run per side)".
 Default rows: level 1, the vendor's memory-stall nodes (Intel: Backend_Bound >
 Memory_Bound > L1/L2/L3/DRAM/Store_Bound > MEM_Bandwidth/MEM_Latency; AMD:
 backend_bound_memory; Arm: backend_bound (V3: backend_mem_bound), L1D and LLC MPKI) and
