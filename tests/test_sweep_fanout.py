@@ -88,6 +88,52 @@ def test_identity_is_the_plan_not_the_host():
     assert any("resolved.dataset.keys: 50000 vs 60000" in d for d in diff)
 
 
+def test_fanout_entries_are_typed_and_keep_their_keys(tmp_path):
+    """The point runs' sweep.json "fanout" (as --point writes it, before its point runs) and
+    the merged one read back as records, write back the same JSON (a newer writer's key
+    kept), and carry the documented keys; a merged experiment part's identity is the
+    experiment's."""
+    from analysis.sweep.experiment_manifest import ExperimentManifest
+    from analysis.sweep.fanout_entry import ExperimentIdentity, MergedPoint, PartIdentity, SweepIdentity
+    from analysis.sweep.sweep_manifest import SweepFanout, SweepManifest, load_sweep, save_sweep
+    from collectors.sweep.cli import create_point, host_summary
+    from collectors.sweep.fanout import matrix_entry
+    from collectors.sweep.merge import merge_sweep
+    host, axis, opts = host_summary(), ["dataset.keys=20K,50K"], SweepOptions(reps=2, profile="off")
+    whole = make_plan("mset-50keys", "small", VARIANTS[1::2], axis, {}, opts, host)
+    for p in whole.points:
+        plan = make_plan("mset-50keys", "small", VARIANTS[1::2], axis, {}, opts, host,
+                         keep=lambda got, want=p.spec.labels: got == want)
+        d = create_point(whole, plan, SWEEP + ["--point", p.spec.id], tmp_path / "points", p.spec.id)
+        raw = json.loads((d / "sweep.json").read_text())
+        assert list(raw["fanout"]) == ["plan", "identity", "point", "host", "whole"]
+        assert set(raw["fanout"]["host"]) == {"hostname", "cpu_model", "logical_cpus"}
+        raw["fanout"]["runner"] = raw["fanout"]["identity"]["a_newer_key"] = "kept"
+        (d / "sweep.json").write_text(json.dumps(raw))
+        f = load_sweep(d).fanout
+        assert isinstance(f, SweepFanout) and isinstance(f.identity, SweepIdentity)
+        assert isinstance(f.whole, SweepManifest) and [q.id for q in f.whole.points] == IDS
+        assert f.point == p.spec.id and f.plan == digest(identity(whole)) and f.extra == {"runner": "kept"}
+        assert load_sweep(d).to_json() == raw
+    assert [matrix_entry(p.spec.id, p).to_json()["point"] for p in whole.points] == IDS
+    assert list(matrix_entry(IDS[0], whole.points[0], "part").to_json()) == \
+        ["point", "labels", "estimate_s", "memory_bytes", "part"]
+    dest, m = merge_sweep([tmp_path / "points"], tmp_path / "merged", lambda msg: None)
+    raw = json.loads((dest / "sweep.json").read_text())
+    assert list(raw["fanout"]) == ["plan", "identity", "at", "merged"] and m.status == "incomplete"
+    assert [set(x) for x in raw["fanout"]["merged"]] == [{"point", "from", "host"}] * 2
+    merged = load_sweep(dest).fanout.merged
+    assert all(isinstance(x, MergedPoint) for x in merged) and merged[0].source.endswith(IDS[0])
+    assert load_sweep(dest).to_json() == raw
+    # a merged experiment's part names the experiment's plan: its identity reads as one
+    ident = ExperimentIdentity(experiment="x", size="small", parts=[PartIdentity("p", identity(whole))])
+    m.fanout = SweepFanout(plan=digest(ident), identity=ident, at="now", merged=[])
+    save_sweep(dest, m)
+    back = load_sweep(dest).fanout.identity
+    assert isinstance(back, ExperimentIdentity) and back.parts[0].sweep.points[1].id == IDS[1]
+    assert ExperimentManifest.from_json({"parts": [], "fanout": {"plan": "x"}}).fanout.whole is None
+
+
 def test_experiment_workflow_fans_out_and_merges_and_passes_actionlint(tmp_path):
     out = tmp_path / ".github" / "workflows" / "mset-15043.yml"
     p = cli("experiment", "github", "mset-15043", "--size", "small", "--runner-labels",

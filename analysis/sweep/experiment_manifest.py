@@ -2,7 +2,8 @@
 size and variants), its parts (each a sweep directory, with the seed's rows beside it) and
 its state; written by collectors.sweep (experiment_parts, experiment_cli, experiment_fanout,
 merge) and read by analysis.sweep.experiment_report (docs/experiments.md). Unknown fields
-are kept (Record.extra), as in sweep.json.
+are kept (Record.extra), as in sweep.json. Run over many runners, it adds "fanout", an
+`ExperimentFanout` (analysis/sweep/fanout_entry.py; docs/experiments.md).
 """
 from __future__ import annotations
 
@@ -13,7 +14,8 @@ from typing import Any
 from analysis.inputs.layout import EXPERIMENT_JSON
 from analysis.inputs.records import Record, RecordError
 from analysis.inputs.rundir import write_json
-from analysis.sweep.sweep_manifest import SweepError, read_dir_json
+from analysis.sweep.fanout_entry import ExperimentIdentity, FanoutEntry
+from analysis.sweep.sweep_manifest import SweepError, SweepManifest, read_dir_json
 from analysis.sweep.seeds import SeedRow
 
 SCHEMA = 1
@@ -50,7 +52,24 @@ class ExperimentManifest(Record):
     status: str = "running"          # running | complete | incomplete | interrupted
     resumes: list[dict[str, Any]] | None = None
     # over many runners (docs/sweeps.md): the plan's identity, the point, the whole experiment
-    fanout: dict[str, Any] | None = None
+    fanout: ExperimentFanout | None = None
+
+
+@dataclass
+class ExperimentWhole(Record):
+    """What the experiment run whole would have written first, carried by each point run
+    for --merge: its id, experiment.json and every part's sweep.json (every point pending)."""
+    id: str = ""
+    experiment: ExperimentManifest = field(default_factory=ExperimentManifest)
+    parts: dict[str, SweepManifest] = field(default_factory=dict)   # part id -> its sweep.json
+
+
+@dataclass
+class ExperimentFanout(FanoutEntry):
+    """experiment.json "fanout" (FanoutEntry): the experiment's identity; a point run's
+    `whole` is an ExperimentWhole; `point` is PART.ID."""
+    identity: ExperimentIdentity | None = None
+    whole: ExperimentWhole | None = None
 
 
 def load_experiment_dir(exp_dir: str | Path) -> ExperimentManifest:

@@ -39,7 +39,7 @@ def host_notes(points: list[PointRow]) -> list[str]:
 
 def show_hosts(res: SweepResults) -> bool:
     """The where-it-ran table: for a sweep run over many runners, or on several hosts."""
-    return bool(res.fanout) or len({p.host.get("hostname") for p in _measured(res.points)}) > 1
+    return res.fanout is not None or len({p.host.get("hostname") for p in _measured(res.points)}) > 1
 
 
 def host_rows(res: SweepResults) -> list[tuple[str, str, str, str]]:
@@ -59,8 +59,8 @@ def host_rows(res: SweepResults) -> list[tuple[str, str, str, str]]:
 def where_text(res: SweepResults) -> str:
     """The sentence above the where-it-ran table (`spans` are code)."""
     f = res.fanout
-    if f.get("point"):
-        return f"Point `{f['point']}` of plan `{f['plan']}`, run alone; where it ran"
-    if f.get("plan"):
-        return f"Assembled by `--merge` from point runs of plan `{f['plan']}`; where each point ran"
+    if f is not None and f.point:
+        return f"Point `{f.point}` of plan `{f.plan}`, run alone; where it ran"
+    if f is not None and f.plan:
+        return f"Assembled by `--merge` from point runs of plan `{f.plan}`; where each point ran"
     return "Run on more than one host; where each point ran"

@@ -20,7 +20,7 @@ from analysis.inputs.rundir import RunDir, RunDirError, load_run
 from analysis.report.artifacts import write_profiles
 from analysis.sweep.hosts import host_notes
 from analysis.sweep.sweep_manifest import SweepManifest, SweepPoint, load_sweep
-from analysis.sweep.results import AxisOut, LookupCost, PointRow, SweepResults
+from analysis.sweep.results import AxisOut, FanoutSummary, LookupCost, PointRow, SweepResults
 
 # States whose run directory holds reps worth reading.
 MEASURED = ("complete", "incomplete", "interrupted", "running")
@@ -168,12 +168,14 @@ def analyse_sweep(sweep_dir: str | Path, opts: CompareOptions | None = None,
     return res, points
 
 
-def _fanout(m: SweepManifest) -> dict:
-    """What results.json says of a sweep run over many runners (empty when run whole)."""
-    f = m.extra.get("fanout") or {}
-    if "merged" in f:
-        return {"plan": f.get("plan"), "merged": [x.get("point") for x in f["merged"]]}
-    return {"plan": f.get("plan"), "point": f.get("point")} if f else {}
+def _fanout(m: SweepManifest) -> FanoutSummary | None:
+    """What results.json says of a sweep run over many runners (None when run whole)."""
+    f = m.fanout
+    if f is None:
+        return None
+    if f.merged is not None:
+        return FanoutSummary(plan=f.plan, merged=[x.point for x in f.merged])
+    return FanoutSummary(plan=f.plan, point=f.point)
 
 
 def _notes(m: SweepManifest, res: SweepResults) -> list[str]:

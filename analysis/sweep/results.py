@@ -13,6 +13,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from analysis.compare.results import ChangeOut, MetricRow, Side
+from analysis.inputs.records import Record
 from analysis.sweep.sweep_manifest import PointIdentity
 
 SCHEMA = "stallscope.sweep-results/1"
@@ -57,6 +58,16 @@ class AxisOut:
 
 
 @dataclass
+class FanoutSummary(Record):
+    """results.json "fanout" of a sweep run over many runners: the plan's id and the point
+    (one point's run, `--point`) or the merged points (a sweep assembled by `--merge`)."""
+    OMIT_IF_NONE = frozenset({"point", "merged"})
+    plan: str = ""
+    point: str | None = None
+    merged: list[str] | None = None
+
+
+@dataclass
 class SweepResults:
     sweep_id: str
     created: str
@@ -78,13 +89,13 @@ class SweepResults:
     # a sweep of more than two variants: the other candidates' reports, each against the
     # same baseline (name -> report directory relative to this one, "vs-NAME")
     others: dict[str, str] = field(default_factory=dict)
-    # run over many runners: {"plan": id, "point": id} for one point's run, {"plan": id,
-    # "merged": [point ids]} for a sweep assembled by --merge; empty for a sweep run whole
-    fanout: dict[str, Any] = field(default_factory=dict)
+    # run over many runners (None, written {}, for a sweep run whole)
+    fanout: FanoutSummary | None = None
     schema: str = SCHEMA
 
     def to_json(self) -> dict[str, Any]:
         d = asdict(self)
+        d["fanout"] = self.fanout.to_json() if self.fanout else {}
         return json_clean({"schema": d.pop("schema"), **d})
 
     def dumps(self) -> str:

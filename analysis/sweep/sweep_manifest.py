@@ -4,8 +4,9 @@ state of each, written by collectors.sweep after every change of state and read 
 A point is an ordinary run directory (docs/run-directory.md) inside the sweep directory;
 its manifest.json carries a "sweep" entry (sweep id, point id, labels) so anything that
 reads runs can group them. Unknown fields are kept (Record.extra), as in manifest.json.
-A sweep run over many runners (`--point`, `--merge`) adds "fanout" (the plan's identity,
-the point, the whole sweep's sweep.json; docs/sweeps.md, "Over many runners").
+A sweep run over many runners (`--point`, `--merge`) adds "fanout", a `SweepFanout`
+(analysis/sweep/fanout_entry.py: the plan's identity, the point and where it ran, the whole
+sweep's sweep.json; docs/sweeps.md, "Over many runners").
 """
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from typing import Any
 from analysis.inputs.layout import SWEEP_JSON
 from analysis.inputs.records import Record, RecordError
 from analysis.inputs.rundir import RunDirError, read_json, write_json
+from analysis.sweep.fanout_entry import ExperimentIdentity, FanoutEntry, SweepIdentity, plan_identity
 
 SCHEMA = 1
 POINT_STATES = ("pending", "running", "complete", "incomplete", "failed", "interrupted", "skipped")
@@ -83,6 +85,7 @@ class SweepPoint(PointIdentity, Record):
 
 @dataclass
 class SweepManifest(Record):
+    OMIT_IF_NONE = frozenset({"fanout"})
     sweep_id: str
     created: str
     command: list[str]
@@ -98,6 +101,17 @@ class SweepManifest(Record):
     reason: str | None = None
     resumes: list[dict[str, Any]] = field(default_factory=list)
     schema: int = SCHEMA
+    fanout: SweepFanout | None = None    # a sweep over many runners: a point run or a merge
+
+    @classmethod
+    def from_json(cls, d: Any, where: str = "") -> SweepManifest:
+        """As every Record, but "fanout" read by SweepFanout.from_json (its identity is a
+        sweep's or an experiment's; the one converter would take the first type)."""
+        if not isinstance(d, dict) or d.get("fanout") is None:
+            return super().from_json(d, where)
+        m = super().from_json({k: v for k, v in d.items() if k != "fanout"}, where)
+        m.fanout = SweepFanout.from_json(d["fanout"], f"{where}.fanout" if where else "fanout")
+        return m
 
     @property
     def variant_names(self) -> list[str]:
@@ -108,6 +122,23 @@ class SweepManifest(Record):
             if p.id == point_id:
                 return p
         raise KeyError(f"sweep {self.sweep_id} has no point {point_id}")
+
+
+@dataclass
+class SweepFanout(FanoutEntry):
+    """sweep.json "fanout" (FanoutEntry): a point run's `whole` is the whole sweep's
+    sweep.json. `identity` is the sweep's, except in the part of a merged experiment, whose
+    plan (and identity) is the experiment's."""
+    identity: SweepIdentity | ExperimentIdentity | None = None
+    whole: SweepManifest | None = None
+
+    @classmethod
+    def from_json(cls, d: Any, where: str = "fanout") -> SweepFanout:
+        if not isinstance(d, dict):
+            return super().from_json(d, where)
+        f = super().from_json({k: v for k, v in d.items() if k != "identity"}, where)
+        f.identity = plan_identity(d.get("identity"), f"{where}.identity")
+        return f
 
 
 def read_dir_json(directory: str | Path, name: str, what: str, marker: str) -> tuple[Path, dict]:

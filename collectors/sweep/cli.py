@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 from analysis.compare.options import CompareOptions
-from analysis.sweep.sweep_manifest import SweepError, SweepManifest, load_sweep, save_sweep
+from analysis.sweep.sweep_manifest import SweepError, SweepFanout, SweepManifest, load_sweep, save_sweep
 from analysis.sweep.writer import report_sweep
 from collectors.variants.builder import build_variant
 from collectors.variants.spec import GRAMMAR
@@ -173,10 +173,11 @@ def manifest_of(plan: Plan, argv: list[str], sweep_id: str, extra: dict | None =
 
 
 def create(plan: Plan, argv: list[str], out: Path, sweep_id: str | None = None,
-           extra: dict | None = None) -> Path:
+           extra: dict | None = None, fanout: SweepFanout | None = None) -> Path:
     """Make the sweep directory and its sweep.json (every point pending or skipped)."""
     sid = sweep_id or new_sweep_id(case_name(plan), out)
     m = manifest_of(plan, argv, sid, extra)
+    m.fanout = fanout
     d = out / sid
     d.mkdir(parents=True, exist_ok=False)
     save_sweep(d, m)
@@ -247,9 +248,9 @@ def create_point(whole: Plan, plan: Plan, argv: list[str], out: Path, point: str
     ident = identity(whole)
     h = digest(ident)
     wid = f"{case_name(whole)}-{h[:10]}"
-    fan = {"plan": h, "identity": ident, "point": point, "host": point_host(),
-           "whole": manifest_of(whole, whole_argv(argv), wid).to_json()}
-    return create(plan, argv, out, sweep_id=unique_id(f"{wid}-{point}", out), extra={"fanout": fan})
+    fan = SweepFanout(plan=h, identity=ident, point=point, host=point_host(),
+                      whole=manifest_of(whole, whole_argv(argv), wid))
+    return create(plan, argv, out, sweep_id=unique_id(f"{wid}-{point}", out), fanout=fan)
 
 
 def _new(args: argparse.Namespace, argv: list[str], log) -> Sweeper | None:

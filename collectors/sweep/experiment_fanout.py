@@ -12,11 +12,11 @@ from __future__ import annotations
 import argparse
 import re
 from pathlib import Path
-from typing import Any
 
+from analysis.sweep.experiment_manifest import ExperimentFanout, ExperimentWhole, save_experiment_dir
+from analysis.sweep.fanout_entry import ExperimentIdentity, PartIdentity
 from collectors.sweep.cli import build_all, create, host_summary, manifest_of, precision_options
 from collectors.sweep.experiment import Experiment, Part
-from analysis.sweep.experiment_manifest import save_experiment_dir
 from collectors.sweep.experiment_parts import (PREFIX, experiment_doc, part_entry, part_plan, run_parts,
                                                sweep_argv, sweep_options)
 from collectors.runner.new_manifest import unique_id
@@ -48,10 +48,10 @@ def planned(exp: Experiment, args: argparse.Namespace, host: dict) -> tuple[list
             for i, keep in kept.items()], opts
 
 
-def identity_of(exp: Experiment, args: argparse.Namespace, pps: list[tuple[Part, Plan]]) -> dict[str, Any]:
-    return {"experiment": exp.name, "size": args.size, "variants": list(exp.variants),
-            "sets": list(args.set), "only": list(args.only),
-            "parts": [{"id": part.id, "sweep": identity(plan)} for part, plan in pps]}
+def identity_of(exp: Experiment, args: argparse.Namespace, pps: list[tuple[Part, Plan]]) -> ExperimentIdentity:
+    return ExperimentIdentity(experiment=exp.name, size=args.size, variants=list(exp.variants),
+                              sets=list(args.set), only=list(args.only),
+                              parts=[PartIdentity(part.id, identity(plan)) for part, plan in pps])
 
 
 def emit(exp: Experiment, args: argparse.Namespace, log) -> int:
@@ -65,14 +65,14 @@ def emit(exp: Experiment, args: argparse.Namespace, log) -> int:
 
 
 def _whole(exp: Experiment, args: argparse.Namespace, argv: list[str], pps: list[tuple[Part, Plan]],
-           opts: SweepOptions, wid: str) -> dict[str, Any]:
+           opts: SweepOptions, wid: str) -> ExperimentWhole:
     """What the experiment run whole would have written first: experiment.json and every
     part's sweep.json (every point pending)."""
     parts = {part.id: manifest_of(plan, sweep_argv(exp, part, args.size, opts, args.set), part.id,
-                                  extra={"experiment": {"name": exp.name, "part": part.id}}).to_json()
+                                  extra={"experiment": {"name": exp.name, "part": part.id}})
              for part, plan in pps}
     doc = experiment_doc(exp, args.size, whole_argv(argv), [part_entry(p) for p, _ in pps], args.only)
-    return {"id": wid, "experiment": doc.to_json(), "parts": parts}
+    return ExperimentWhole(id=wid, experiment=doc, parts=parts)
 
 
 def run_point(exp: Experiment, args: argparse.Namespace, argv: list[str], log) -> tuple[Path, int]:
@@ -97,8 +97,8 @@ def run_point(exp: Experiment, args: argparse.Namespace, argv: list[str], log) -
     create(plan, sweep_argv(exp, part, args.size, opts, args.set), exp_dir, sweep_id=part.id,
            extra={"experiment": {"name": exp.name, "part": part.id}})
     doc = experiment_doc(exp, args.size, argv, [part_entry(part)], args.only)
-    doc.fanout = {"plan": h, "identity": ident, "point": pid, "host": point_host(),
-                  "whole": _whole(exp, args, argv, pps, opts, wid)}
+    doc.fanout = ExperimentFanout(plan=h, identity=ident, point=pid, host=point_host(),
+                                  whole=_whole(exp, args, argv, pps, opts, wid))
     save_experiment_dir(exp_dir, doc)
     log(f"{PREFIX} {exp_dir}")
     return exp_dir, run_parts(exp_dir, not args.no_progress, log)

@@ -16,6 +16,8 @@ import socket
 from dataclasses import asdict
 from typing import Any, Sequence
 
+from analysis.inputs.records import Record
+from analysis.sweep.fanout_entry import IdentityAxis, IdentityPoint, MatrixEntry, SweepIdentity
 from collectors.host import machine
 from collectors.sweep.plan import Plan, PlannedPoint, PlanError
 
@@ -42,23 +44,27 @@ def _plain(x: Any) -> Any:
     return json.loads(json.dumps(x, sort_keys=True, default=str))
 
 
-def identity(plan: Plan) -> dict[str, Any]:
+def identity(plan: Plan) -> SweepIdentity:
     """What one sweep (or one experiment part) measures, resolved; see the module doc."""
     opts = {k: v for k, v in asdict(plan.opts).items() if k not in HOST_LOCAL}
     pts = []
     for p in plan.points:
         resolved = p.case.to_json()
         resolved.pop("source", None)       # the case file's path on this runner
-        pts.append({"id": p.spec.id, "case": p.spec.case, "sets": p.spec.sets, "resolved": resolved})
-    return _plain({"case": plan.case, "size": plan.size, "variants": list(plan.variants),
-                   "axes": [{"name": a.name, "kind": a.kind, "values": [v.label for v in a.values]}
-                            for a in plan.axes],
-                   "sets": plan.sets, "options": opts, "points": pts})
+        pts.append(IdentityPoint(id=p.spec.id, case=p.spec.case, sets=_plain(p.spec.sets),
+                                 resolved=_plain(resolved)))
+    return SweepIdentity(case=plan.case, size=plan.size, variants=list(plan.variants),
+                         axes=[IdentityAxis(a.name, a.kind, [v.label for v in a.values]) for a in plan.axes],
+                         sets=_plain(plan.sets), options=_plain(opts), points=pts)
 
 
-def digest(ident: Any) -> str:
+def _json(x: Any) -> Any:
+    return x.to_json() if isinstance(x, Record) else x
+
+
+def digest(ident: Record) -> str:
     """The plan's id: 16 hex digits of the SHA-256 of its identity."""
-    return hashlib.sha256(json.dumps(ident, sort_keys=True).encode()).hexdigest()[:16]
+    return hashlib.sha256(json.dumps(_json(ident), sort_keys=True).encode()).hexdigest()[:16]
 
 
 def _short(v: Any) -> str:
@@ -67,7 +73,9 @@ def _short(v: Any) -> str:
 
 
 def differences(a: Any, b: Any, path: str = "", limit: int = 4) -> list[str]:
-    """Where two identities differ ("options.reps: 2 vs 3"), the first `limit` places."""
+    """Where two identities (records, or their JSON) differ ("options.reps: 2 vs 3"), the
+    first `limit` places."""
+    a, b = _json(a), _json(b)
     out: list[str] = []
     if isinstance(a, dict) and isinstance(b, dict):
         for k in sorted(set(a) | set(b)):
@@ -91,23 +99,21 @@ def labels_text(labels: dict[str, str]) -> str:
     return ",".join(f"{k}={v}" for k, v in labels.items()) or "the case as is"
 
 
-def matrix_entry(point_id: str, p: PlannedPoint, part: str | None = None) -> dict[str, Any]:
+def matrix_entry(point_id: str, p: PlannedPoint, part: str | None = None) -> MatrixEntry:
     """One `include` entry. The estimate is the emitting host's plan; each runner plans its
     point again (its memory decides how the point is measured)."""
-    e = {"point": point_id, "labels": labels_text(p.spec.labels), "estimate_s": round(p.estimate.time_s),
-         "memory_bytes": p.estimate.memory_bytes}
-    if part is not None:
-        e["part"] = part
-    return e
+    return MatrixEntry(point=point_id, labels=labels_text(p.spec.labels),
+                       estimate_s=round(p.estimate.time_s), memory_bytes=p.estimate.memory_bytes, part=part)
 
 
-def matrix_json(entries: Sequence[dict[str, Any]]) -> str:
+def matrix_json(entries: Sequence[MatrixEntry]) -> str:
     """`{"include": [...]}` on one line, as `$GITHUB_OUTPUT` and `fromJSON` take it."""
-    return json.dumps({"include": list(entries)}, separators=(",", ":"))
+    return json.dumps({"include": [e.to_json() for e in entries]}, separators=(",", ":"))
 
 
 def point_host() -> dict[str, Any]:
     """The machine a point runs on, as the merged report names it."""
+    # TODO(lead): HostFacts (hostname, cpu_model, logical_cpus; sweep.json's point `host`)
     return {"hostname": socket.gethostname(), "cpu_model": machine.cpuinfo()["cpu_model"],
             "logical_cpus": machine.topology()["logical_cpus"]}
 
