@@ -6,8 +6,10 @@ and never the runner.
 
 A **RepCollector** brackets the steady window of a throughput or profile rep:
   start(ctx)          when the window opens (the load generator is running)
-  stop(ctx) -> dict   when it closes; the dict is the collector's facts for rep.json,
-                      under collectors.<name>
+  stop(ctx) -> CollectorFacts
+                      when it closes: the collector's facts for rep.json, under
+                      collectors.<name> (analysis/inputs/collector_facts.py: PerfFacts,
+                      TmaFacts, ParcaFacts; a plugin's own fields are kept in `extra`)
 A collector whose stop() raises still lets the others stop; the rep then fails and
 rep.json says which collector failed and why.
 
@@ -16,9 +18,11 @@ these four names:
   PROFILERS = ("parca",)                       values it adds to `run --profile`
   add_run_arguments(parser)                    its run flags (dests land in options.extra)
   rep_collectors(options, kind) -> list        RepCollectors for a rep of `kind`
-  manifest_sections(options, host) -> dict     top-level manifest entries, e.g. {"tma": ...};
-                                               called before any build, so a plugin that
-                                               cannot serve the run stops it early
+  manifest_sections(options, host) -> ManifestSections
+                                               the manifest's sections it sets (`tma`,
+                                               `profiling`), from the host's facts
+                                               (HostFacts); called before any build, so a
+                                               plugin that cannot serve the run stops it early
 """
 from __future__ import annotations
 
@@ -26,6 +30,11 @@ import argparse
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
+
+from analysis.inputs.collector_facts import CollectorFacts
+from analysis.inputs.host import HostFacts
+from analysis.inputs.manifest import Profiling
+from analysis.inputs.tma_plan import TmaPlan
 
 
 @dataclass
@@ -50,7 +59,14 @@ class RepCollector(Protocol):
 
     def start(self, ctx: RepContext) -> None: ...
 
-    def stop(self, ctx: RepContext) -> dict[str, Any]: ...
+    def stop(self, ctx: RepContext) -> CollectorFacts: ...
+
+
+@dataclass
+class ManifestSections:
+    """The top-level manifest entries a run plugin sets; None leaves the runner's."""
+    tma: TmaPlan | None = None
+    profiling: Profiling | None = None
 
 
 class RunSettings(Protocol):
@@ -68,4 +84,4 @@ class RunPlugin(Protocol):
 
     def rep_collectors(self, options: RunSettings, kind: str) -> list[RepCollector]: ...
 
-    def manifest_sections(self, options: RunSettings, host: dict[str, Any]) -> dict[str, Any]: ...
+    def manifest_sections(self, options: RunSettings, host: HostFacts) -> ManifestSections: ...

@@ -51,7 +51,9 @@ def test_cpuinfo_parses_model_and_hypervisor_flag():
 
 
 def test_host_facts_are_complete_and_true_for_this_host():
-    h = env.host_facts()
+    facts = env.host_facts()
+    assert not facts.extra, facts.extra          # every fact has a declared field (HostFacts)
+    h = facts.to_json()
     for k in ("cpu_model", "cores", "threads_per_core", "l1d_bytes", "l2_bytes", "l3_bytes", "kernel",
               "governor", "thp", "thp_defrag", "smt", "mitigations", "perf_event_paranoid",
               "nmi_watchdog", "virtualization", "pmu", "pmu_note", "compiler"):
@@ -89,7 +91,7 @@ def test_pmu_detection_agrees_with_perf_stat():
     else:
         assert probe.counts is None and probe.note.startswith("PMU not verified: ")
     h = env.host_facts()
-    assert (h["pmu"], h["pmu_note"]) == (probe.counts is True, probe.note)
+    assert (h.pmu, h.pmu_note) == (probe.counts is True, probe.note)
 
 
 @pytest.mark.parametrize("stderr,rc,counts,note", [

@@ -8,8 +8,8 @@ import shutil
 import pytest
 
 from analysis.inputs.manifest import SCHEMA, Calibration, Manifest, Rep, RunStatus, Variant
-from analysis.inputs.repfacts import (BenchSummary, CollectorFacts, PairedFacts, RdbLoadResult, RepFacts,
-                                      Window)
+from analysis.inputs.collector_facts import CollectorFacts, PerfFacts
+from analysis.inputs.repfacts import BenchSummary, PairedFacts, RdbLoadResult, RepFacts, Window
 from analysis.inputs.rundir import (RunDirError, load_run, read_rep_facts, save_manifest,
                                     write_rep_facts)
 from tests.conftest import REPO
@@ -123,14 +123,19 @@ def test_rep_facts_round_trip_and_missing_file(tmp_path):
     f = RepFacts(variant="base", rep=1, kind="profile", requests=5000,
                  commands={"bench": ["redis-benchmark", "-n", "5000"]},
                  window=Window(1.0, 3.0, 1.6), bench=BenchSummary(test="MSET", rps=2500.0),
-                 collectors={"perf": CollectorFacts.from_json(
-                     {"event": "cpu-clock", "frequency_hz": 99, "window_s": 1.6})},
+                 collectors={"perf": PerfFacts(event="cpu-clock", frequency_hz=99, window_s=1.6),
+                             # a plugin's collector: its own fields kept as they came
+                             "custom": CollectorFacts(status="ok", extra={"lines": 3})},
                  rdb_load_result=RdbLoadResult(keys=10, load_seconds_s=0.5),
                  paired=PairedFacts(["base", "cand"], ["io-threads"], "INFO stats"))
     write_rep_facts(tmp_path, f)
     back = read_rep_facts(tmp_path)
     assert back == f
     assert back.perf.event == "cpu-clock" and back.perf.weights_are_ns
+    assert type(back.collectors["custom"]) is CollectorFacts and back.collectors["custom"].extra == {"lines": 3}
+    # each collector's entry keeps exactly its keys: no status/reason/error left as null
+    written = json.loads((tmp_path / "rep.json").read_text())["collectors"]
+    assert written["custom"] == {"status": "ok", "lines": 3} and "status" not in written["perf"]
     assert read_rep_facts(tmp_path / "nowhere") == RepFacts()
     (tmp_path / "rep.json").write_text("{\n oops")
     with pytest.raises(RunDirError, match=r"rep.json:2: malformed JSON"):

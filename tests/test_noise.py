@@ -3,12 +3,14 @@ sweeps and experiments (collectors/sweep/noise_plan.py), from the recorded paire
 tests/data/runs/noise-* (their per-rep log ratios are real)."""
 from __future__ import annotations
 
+import dataclasses
 import math
 import statistics
 from pathlib import Path
 
 import pytest
 
+from analysis.inputs.host import HostSummary
 from analysis import stats
 from analysis.compare.throughput import main_log_ratios
 from analysis.inputs.rundir import load_run
@@ -51,13 +53,13 @@ def test_a_run_is_kept_per_host_and_case(tmp_path):
     other = noise.lookup(host, "mget-100keys", "default", path=store)
     assert other.source == "other cases on this host" and other.sd == pytest.approx(pooled)
     # another machine has measured nothing; unpaired runs are a different kind of noise
-    assert noise.lookup({**host, "cpu_model": "Other CPU"}, "mset-50keys", "default", path=store) is None
+    assert noise.lookup(dataclasses.replace(host, cpu_model="Other CPU"), "mset-50keys", "default", path=store) is None
     assert noise.lookup(host, "mset-50keys", "default", paired=False, path=store) is None
 
 
 def test_too_few_units_say_nothing(tmp_path):
     store = tmp_path / "noise.json"
-    assert not noise.record({"cpu_model": "x"}, "c", "small",
+    assert not noise.record(HostSummary(cpu_model="x"), "c", "small",
                             noise.entry("r", "servers", False, [0.1, 0.2], [60.0]), store)
     assert not store.exists()
 

@@ -75,6 +75,7 @@ def test_pairs_without_a_ratio_are_left_out():
 
 def test_profiler_cost_is_over_profile_reps_of_their_off_on_pairs():
     from analysis.compare.profiler_cost import profiler_cost, window_pairs
+    from analysis.inputs.collector_facts import ProfileWindow
     from analysis.inputs.rundir import load_run
     run = Path(__file__).parent / "data" / "runs" / "mset-99hz-small"   # real, 3 profile reps a side
     rd = load_run(run)
@@ -86,7 +87,7 @@ def test_profiler_cost_is_over_profile_reps_of_their_off_on_pairs():
             # by hand: neighbouring windows, one off and one on in each block of two
             ps = [(a["ops_per_s"], b["ops_per_s"]) if not a["perf"] else (b["ops_per_s"], a["ops_per_s"])
                   for a, b in zip(w[0::2], w[1::2])]
-            assert ps == window_pairs(w)
+            assert ps == window_pairs([ProfileWindow.from_json(x) for x in w])
             counts[v] = counts.get(v, 0) + len(ps)
             units.append((statistics.geometric_mean([p[0] for p in ps]),
                           statistics.geometric_mean([p[1] for p in ps])))

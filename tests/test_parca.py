@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from analysis.inputs.host import HostFacts
 from collectors.collector import RepContext
 from collectors.profilers import parca, parca_cli, parca_client
 
@@ -175,12 +176,12 @@ def test_collector_records_window_labels_and_saves_pprof(pdir, tmp_path, monkeyp
         col = parca.ParcaProfileCollector(parca_client.ParcaClient(srv.url, token="tok"),
                                           labels={"stallscope_variant": "base"}, settle_s=0)
         col.start(ctx)
-        assert col.stop(ctx)["status"] == "pending"
+        assert col.stop(ctx).status == "pending"
         status = col.collect(ctx)
         req = srv.requests[-1]
-    assert status == {"status": "ok", "reason": None, "file": "profile.pb.gz",
-                      "samples": parca_client.pprof_sample_count((pdir / "redis.parca.pb.gz").read_bytes())}
-    assert status["samples"] > 0
+    assert status.to_json() == {"status": "ok", "file": "profile.pb.gz",
+                                "samples": parca_client.pprof_sample_count((pdir / "redis.parca.pb.gz").read_bytes())}
+    assert status.samples > 0
     meta = json.loads((ctx.rep_dir / "parca.json").read_text())
     # Labels the agent attaches select; the rep's own labels are recorded only.
     assert meta["query"] == ('parca_agent:samples:count:cpu:nanoseconds:delta{comm="redis-server",'
@@ -198,7 +199,7 @@ def test_collector_unreachable_is_unavailable_not_crash(tmp_path):
     col.start(ctx)
     col.stop(ctx)
     st = col.collect(ctx)
-    assert st["status"] == "unavailable" and "connection refused" in st["reason"]
+    assert st.status == "unavailable" and "connection refused" in st.reason
     pf = col.preflight()
     assert not pf.available and "cannot reach Parca" in pf.reason
 
@@ -244,13 +245,13 @@ def test_runner_hooks(pdir, tmp_path, monkeypatch):
         c.start(ctx)
         st = c.stop(ctx)
         req = srv.requests[-1]
-    assert c.name == "parca" and st["status"] == "ok" and st["file"] == "profile.pb.gz"
+    assert c.name == "parca" and st.status == "ok" and st.file == "profile.pb.gz"
     assert req["headers"]["Authorization"] == "Bearer filetok"
     assert req["query"]["merge.query"] == [
         'parca_agent:samples:count:cpu:nanoseconds:delta{comm="redis-server",host="bench1"}']
-    sec = parca.manifest_sections(opts, {})["profiling"]
-    assert sec["profiler"] == "parca" and sec["parca_url"] == srv.url
-    assert "filetok" not in json.dumps(sec)
+    sec = parca.manifest_sections(opts, HostFacts()).profiling
+    assert sec.profiler == "parca" and sec.parca_url == srv.url
+    assert "filetok" not in json.dumps(sec.to_json())
 
 
 def test_token_comes_from_a_file_or_the_environment_never_a_flag(pdir, tmp_path, monkeypatch, capsys):

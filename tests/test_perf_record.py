@@ -83,6 +83,7 @@ def test_an_earlier_probe_decides_for_the_whole_run(tmp_path):
     """--call-graph auto: the probe a profile rep of this run recorded in rep.json decides
     for every later rep (resumed runs too): DWARF for each thread with enough probe samples
     and more than SWITCH_PCT % of them truncated; a thread with too few is not judged."""
+    from analysis.inputs.collector_facts import UnwindProbe
     from collectors.profilers import perf_unwind as pu
     run = tmp_path / "run"
     (run / "a" / "1").mkdir(parents=True)
@@ -99,7 +100,8 @@ def test_an_earlier_probe_decides_for_the_whole_run(tmp_path):
     rep = run / "a" / "2"
     rep.mkdir()
     u = pu.choose("auto", "fp", 0, rep, 16.0, None)       # pid 0: a probe would fail
-    assert (u.callgraph, u.dwarf_threads, u.probe) == ("fp+dwarf", ["valkey-server"], probe)
+    assert (u.callgraph, u.dwarf_threads) == ("fp+dwarf", ["valkey-server"])
+    assert u.probe == UnwindProbe.from_json(probe) and u.probe.threads["valkey-server"].roots == {"__offtime": 5.1}
     assert not (rep / "perf.probe.folded").exists()
     threads["valkey-server"]["truncated_pct"] = pu.SWITCH_PCT      # not over the line
     (run / "a" / "1" / "rep.json").write_text(json.dumps({"collectors": {"perf": {"unwind_probe": probe}}}))
@@ -149,8 +151,8 @@ def test_profile_of_io_threaded_server_keeps_thread_names(tmp_path):
     finally:
         srv.stop()
     assert not (tmp_path / "perf.data").exists()
-    assert facts["samples"] > 100 and facts["folded_lines"] > 10
-    assert 1.4 <= facts["window_s"] <= 2.5
+    assert facts.samples > 100 and facts.folded_lines > 10
+    assert 1.4 <= facts.window_s <= 2.5
     tsv = (tmp_path / "perf.threads.tsv").read_text().splitlines()
     comms = {line.split("\t")[1] for line in tsv[1:]}
     assert "redis-server" in comms
@@ -226,13 +228,13 @@ def test_windows_that_do_not_fit_still_leave_a_profile(tmp_path):
         stop.set()
         t.join(5)
         srv.stop()
-    assert facts["samples"] > 0 and facts["folded_lines"] > 0
-    wins = facts["windows"]
+    assert facts.samples > 0 and facts.folded_lines > 0
+    wins = facts.windows
     assert 1 <= len(wins) <= 4, wins        # 0.2 s INFOs: 8 windows of 2 s do not fit
-    if facts["windows_error"] is None:
-        assert any(w["perf"] for w in wins) and facts["sampled_commands"] >= 0
+    if facts.windows_error is None:
+        assert any(w.perf for w in wins) and facts.sampled_commands >= 0
     else:
-        assert "did not fit" in facts["windows_error"] and "sampled_s" not in facts
+        assert "did not fit" in facts.windows_error and facts.sampled_s is None
 
 
 def test_window_plan_makes_room_for_slow_info():

@@ -46,8 +46,9 @@ def test_this_machine_reports_missing_pmu_precisely(facts, backend, attach):
     assert "pmu=on" in pmu.fix and "bare metal" in pmu.fix
     assert pf.reason.startswith("no hardware PMU (this is a VM")
     block = pf.to_manifest()
-    assert block["status"] == "unavailable" and block["backend"] == backend
-    assert block["reason"] == pf.reason
+    assert block.status == "unavailable" and block.backend == backend
+    assert block.reason == pf.reason
+    assert [f.check for f in block.findings] == [f.check for f in pf.findings]
     # Root here: paranoid does not matter.
     par = next(f for f in pf.findings if f.check == "paranoid")
     assert par.ok and "running as root" in par.message
@@ -76,7 +77,7 @@ def test_collector_preflight_on_this_machine(monkeypatch):
     pf = TmaCollector(TmaConfig(backend="perf")).preflight()
     assert not pf.available and "no hardware PMU" in pf.reason
     off = TmaCollector(TmaConfig(backend="off")).preflight()
-    assert off.to_manifest()["status"] == "unavailable"
+    assert off.to_manifest().status == "unavailable"
     assert off.reason.startswith("TMA collection switched off (--tma off)")
 
 
@@ -103,7 +104,7 @@ def intel_bare_metal(**kw) -> pre.HostFacts:
 def test_intel_bare_metal_as_root_is_available():
     pf = pre.evaluate(intel_bare_metal(), "perf")
     assert pf.available and pf.reason is None and pf.warnings == []
-    assert pf.to_manifest()["status"] == "ok"
+    assert pf.to_manifest().status == "ok"
 
 
 def test_paranoid_blocks_cores_for_non_root():

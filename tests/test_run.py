@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from analysis.inputs.collector_facts import CollectorFacts
 from analysis.inputs.rundir import load_run
 from analysis.toolpaths import perf_binary
 from collectors.host.machine import cache_sizes
@@ -64,9 +65,11 @@ def test_manifest_is_complete(mset_run):
     assert b.binary_sha256 != c.binary_sha256 and len(b.binary_sha256) == 64
     assert c.patches and c.patches[0]["file"].endswith("mset-bucket-prefetch.patch")
     assert b.frame_pointers and b.symbols and b.callgraph == "fp"
+    written = json.loads((rd.path / "manifest.json").read_text())["host"]
     for k in ("cpu_model", "cores", "l3_bytes", "kernel", "thp", "smt", "mitigations", "pmu",
               "perf_event_paranoid", "virtualization", "compiler"):
-        assert k in m.host, k
+        assert k in written, k
+    assert not m.host.extra and m.host.l3_bytes and m.host.cpu_model   # every fact declared
     assert m.tools["perf"] and m.tools["inferno"] and m.tools["benchmark[base]"] == b.version
     if len(os.sched_getaffinity(0)) >= 2:
         assert m.placement.server_cpus == [0] and m.placement.client_cpus == [1]
@@ -323,7 +326,9 @@ class _Collector:
         self.log.append(("stop", self.name))
         if self.fail_stop:
             raise OSError(f"{self.name} lost its output")
-        return {"status": "ok"}
+        if self.name == "old-plugin":
+            return {"status": "ok"}      # the seam's type before it was typed
+        return CollectorFacts(status="ok")
 
 
 def test_a_collector_that_fails_to_stop_does_not_leave_the_others_running(tmp_path):
@@ -353,6 +358,9 @@ def test_a_collector_that_fails_to_stop_does_not_leave_the_others_running(tmp_pa
         bracket(load, cs[1:2], ctx, RepFacts(), target_s=1.0)
     assert log == [("start", "tma"), ("stop", "tma")]
     assert load.proc.poll() is not None          # and the load generator is gone
+    # a collector whose stop() returns anything else is a failed collector, named
+    with pytest.raises(CollectorError, match="old-plugin: TypeError: stop.. returned dict, not CollectorFacts"):
+        bracket(_Load(), [_Collector("old-plugin", [])], ctx, RepFacts(), target_s=1.0)
     ok = RepFacts()
     assert bracket(_Load(), [_Collector("tma", [])], ctx, ok, 1.0).rps == 1000.0
     assert ok.window.t0 == 1000.0 and ok.window.profile_window_s == 1.0

@@ -6,6 +6,7 @@ sweep writes; the HTML is laid out in a real Chromium. Plan, axes and refusal ar
 on the shipped case files without running anything."""
 from __future__ import annotations
 
+import dataclasses
 import html
 import json
 import os
@@ -17,6 +18,7 @@ from pathlib import Path
 
 import pytest
 
+from analysis.inputs.host import HostSummary
 from collectors.sweep.axes import parse_axis, points
 from collectors.sweep.options import SweepOptions
 from collectors.sweep.plan import PlanError, check_fit, make_plan, plan_lines
@@ -27,7 +29,7 @@ from tests.conftest_run import BASE_SPEC, CAND_SPEC, base_variant, built, cli_en
 from tests.test_report_html import CHROMIUM, PROBE, dump_dom
 
 VARIANTS = [f"base={BASE_SPEC}", f"prefetch={CAND_SPEC}"]
-HOST = {"memory_bytes": 24 * 2**30, "l3_bytes": 32 * 2**20}
+HOST = HostSummary(memory_bytes=24 * 2**30, l3_bytes=32 * 2**20)
 
 
 # ------------------------------------------------------------------ plan (nothing runs)
@@ -73,7 +75,7 @@ def test_plan_prints_points_time_memory_and_refuses_what_does_not_fit():
     assert plan.points[0].estimate.paired and plan.points[0].estimate.time_s > 60
     assert plan.points[2].estimate.preload_shared_with is None
     check_fit(plan)                        # fits 24 GiB
-    small_host = dict(HOST, memory_bytes=8 * 2**30)
+    small_host = dataclasses.replace(HOST, memory_bytes=8 * 2**30)
     plan = make_plan("mset-50keys", "default", VARIANTS, ["keys", "value=10,1000"], {},
                      SweepOptions(), small_host)
     with pytest.raises(PlanError) as e:

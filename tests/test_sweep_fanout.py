@@ -21,6 +21,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from analysis.inputs.host import HostSummary
 from collectors.sweep.fanout import differences, digest, identity
 from collectors.sweep.options import SweepOptions
 from collectors.sweep.plan import make_plan
@@ -79,11 +80,11 @@ def test_identity_is_the_plan_not_the_host():
     def plan(host, reps=2, keys="20K,50K"):
         return make_plan("mset-50keys", "small", [VARIANTS[1], VARIANTS[3]], [f"dataset.keys={keys}"], {},
                          SweepOptions(reps=reps, profile="off"), host)
-    small = plan({"memory_bytes": 2**30, "l3_bytes": 8 * 2**20})
-    big = plan({"memory_bytes": 512 * 2**30, "l3_bytes": 256 * 2**20})
+    small = plan(HostSummary(memory_bytes=2**30, l3_bytes=8 * 2**20))
+    big = plan(HostSummary(memory_bytes=512 * 2**30, l3_bytes=256 * 2**20))
     assert digest(identity(small)) == digest(identity(big))
-    assert differences(identity(small), identity(plan({}, reps=3))) == ["options.reps: 2 vs 3"]
-    diff = differences(identity(small), identity(plan({}, keys="20K,60K")))
+    assert differences(identity(small), identity(plan(HostSummary(), reps=3))) == ["options.reps: 2 vs 3"]
+    diff = differences(identity(small), identity(plan(HostSummary(), keys="20K,60K")))
     assert diff[0] == 'axes[0].values[1]: "50K" vs "60K"'
     assert any("resolved.dataset.keys: 50000 vs 60000" in d for d in diff)
 

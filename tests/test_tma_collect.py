@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from analysis.inputs.host import HostFacts
 from collectors.collector import RepContext
 from collectors.host import procs
 from collectors.profilers import tma, tma_commands
@@ -134,8 +135,8 @@ def test_replay_perf_spr_json(monkeypatch, tmp_path, fixtures_dir):
     assert (rep_dir / "tma.cmd").read_text().strip() == shlex.join([str(REPLAY / "replay-perf")] + argv[1:])
     assert (rep_dir / "tma.json").read_bytes() == fx.read_bytes()
     assert (rep_dir / "tma.rc").read_text() == "rc=0\n"
-    assert status["status"] == "ok" and status["reason"] is None
-    assert status["nodes"] == 12 and status["max_level"] == 2 and status["multiplexed"] == {}
+    assert status.status == "ok" and status.reason is None
+    assert status.nodes == 12 and status.max_level == 2 and status.multiplexed == {}
     r = parse_file(rep_dir / "tma.json")
     assert r.get("Memory_Bound") == pytest.approx(50.22, abs=0.005)
     assert r.get("Backend_Bound") == pytest.approx(69.95, abs=0.005)
@@ -144,11 +145,11 @@ def test_replay_perf_spr_json(monkeypatch, tmp_path, fixtures_dir):
 def test_replay_perf_no_pmu_vm_fallback_rc0(monkeypatch, tmp_path, fixtures_dir):
     fx = fixtures_dir / "tma/perf/no_pmu_vm/M_TopdownL1_json.stdout"
     status, rep_dir, _ = _replay(monkeypatch, tmp_path, fx, "perf", level=1)
-    assert status["status"] == "unavailable"
-    assert status["rc"] == 0  # perf fell back to default events and said "success"
-    assert status["reason"].startswith("no hardware PMU: perf could not open the TMA events "
+    assert status.status == "unavailable"
+    assert status.rc == 0  # perf fell back to default events and said "success"
+    assert status.reason.startswith("no hardware PMU: perf could not open the TMA events "
                                        "('Cannot find PMU `CPU_CLK_UNHALTED.REF_XCLK'.")
-    assert "bare metal" in status["reason"]
+    assert "bare metal" in status.reason
     assert (rep_dir / "tma.stderr").read_bytes() == (fx.with_suffix(".stderr")).read_bytes()
 
 
@@ -157,17 +158,17 @@ def test_replay_toplev_csv(monkeypatch, tmp_path, fixtures_dir):
     status, rep_dir, argv = _replay(monkeypatch, tmp_path, fx, "toplev", level=1)
     assert argv[1:] == ["-l1", "-v", "--no-desc", "-x,", "-o", str(rep_dir / "tma.csv"),
                         "--pid", "31337", "sleep", "2"]
-    assert status["status"] == "ok" and status["nodes"] == 4
+    assert status.status == "ok" and status.nodes == 4
     # The recording's pathological values (pmu-tools#369) are flagged, not hidden.
-    assert any("Bad_Speculation = 13273.4" in w for w in status["warnings"])
+    assert any("Bad_Speculation = 13273.4" in w for w in status.warnings)
 
 
 def test_replay_toplev_multiplexing_recorded_per_node(monkeypatch, tmp_path, fixtures_dir):
     # A toplev run without -x (human output, [33.3%] column): multiplexing per node.
     fx = fixtures_dir / "tma/toplev/toplev_skx6140_l1_v_global_mux_issue370.txt"
     status, _, _ = _replay(monkeypatch, tmp_path, fx, "toplev", level=1)
-    assert status["status"] == "ok"
-    assert status["multiplexed"] == {"Backend_Bound": 33.3, "Bad_Speculation": 33.3,
+    assert status.status == "ok"
+    assert status.multiplexed == {"Backend_Bound": 33.3, "Bad_Speculation": 33.3,
                                      "Frontend_Bound": 33.3, "Retiring": 33.3}
 
 
@@ -175,8 +176,8 @@ def test_replay_topdown_refusal_is_unavailable(monkeypatch, tmp_path, fixtures_d
     # perf 6.1 --topdown on the no-PMU VM: real rc 234; analysis.tma files it under no-PMU.
     fx = fixtures_dir / "tma/perf/no_pmu_vm/topdown.stdout"
     status, _, _ = _replay(monkeypatch, tmp_path, fx, "perf", level=1)
-    assert status["status"] == "unavailable" and status["rc"] == 234
-    assert "top down event configuration requires system-wide mode (-a)" in status["reason"]
+    assert status.status == "unavailable" and status.rc == 234
+    assert "top down event configuration requires system-wide mode (-a)" in status.reason
 
 
 def test_real_perf_gone_pid_is_failed_with_perfs_words(tmp_path, monkeypatch):
@@ -187,13 +188,13 @@ def test_real_perf_gone_pid_is_failed_with_perfs_words(tmp_path, monkeypatch):
     c = TmaCollector(TmaConfig(backend="perf", level=1))
     c.start(ctx)
     status = c.stop(ctx)
-    assert status["status"] == "failed" and status["rc"] != 0
+    assert status.status == "failed" and status.rc != 0
     err = (tmp_path / "tma.stderr").read_text()
     assert "Problems finding threads of monitor" in err
     # perf names its first complaint first (on CPUs whose perf has no TopdownL1 group that
     # is "Cannot find metric or group", else the thread error): the reason quotes it.
     first = next(line.strip() for line in err.splitlines() if line.strip())
-    assert status["reason"].startswith(f"tma.json: perf exited with code {status['rc']}: {first}")
+    assert status.reason.startswith(f"tma.json: perf exited with code {status.rc}: {first}")
 
 
 # -- the real thing on this machine ------------------------------------------------------
@@ -218,7 +219,7 @@ def test_the_tool_is_tracked_so_ctrl_c_cleanup_takes_it_down(tmp_path, monkeypat
         assert proc.poll() is not None and _group(proc.pid) == []
         t0 = time.monotonic()
         status = c.stop(ctx)
-        assert time.monotonic() - t0 < 5 and status["rc"] is not None
+        assert time.monotonic() - t0 < 5 and status.rc is not None
         assert proc not in procs.live()
     finally:
         victim.kill()
@@ -250,12 +251,12 @@ def test_real_perf_on_this_machine_is_unavailable_not_a_crash(tmp_path, monkeypa
     finally:
         victim.kill()
         victim.wait()
-    assert status["status"] == "unavailable"
-    assert status["reason"].startswith("no hardware PMU: perf reports '<not supported>' for the "
+    assert status.status == "unavailable"
+    assert status.reason.startswith("no hardware PMU: perf reports '<not supported>' for the "
                                        "hardware counter 'cycles'")
-    assert status["rc"] == 0
-    assert status["command"][-5:] == ["-p", str(victim.pid), "--", "sleep", "0.3"]
-    assert status["files"] == ["tma.cmd", "tma.json", "tma.rc", "tma.stderr"]
+    assert status.rc == 0
+    assert status.command[-5:] == ["-p", str(victim.pid), "--", "sleep", "0.3"]
+    assert status.files == ["tma.cmd", "tma.json", "tma.rc", "tma.stderr"]
     # The raw output is kept: perf's fallback counters with <not supported> cycles.
     assert '"counter-value" : "<not supported>", "unit" : "", "event" : "cycles"' in \
         (rep_dir / "tma.json").read_text()
@@ -273,17 +274,17 @@ def test_runner_hooks_on_this_machine(monkeypatch, tmp_path):
     tma.add_run_arguments(p)
     a = p.parse_args(["--tma", "perf", "--tma-level", "3", "--tma-split"])
     opts = RunOptions(extra=vars(a))
-    block = tma.manifest_sections(opts, host={})["tma"]
-    assert block["backend"] == "perf" and block["status"] == "unavailable"
-    assert block["reason"].startswith("no hardware PMU")
-    assert (block["level"], block["split"], block["reps"]) == (3, True, "throughput")
+    block = tma.manifest_sections(opts, host=HostFacts()).tma
+    assert block.backend == "perf" and block.status == "unavailable"
+    assert block.reason.startswith("no hardware PMU")
+    assert (block.level, block.split, block.reps) == (3, True, "throughput")
     # The schedule is this machine's CPU's (tests/test_tma_collect_vendors.py has each
     # vendor's): an AMD Zen 4 here, whose two groups are one set.
     from collectors.host.cpuid import identify_file
     if identify_file().vendor == "amd":
-        assert [s["perf"] for s in block["schedule"]] == [["PipelineL1", "PipelineL2"]]
+        assert [s.perf for s in block.schedule] == [["PipelineL1", "PipelineL2"]]
     else:
-        assert [s["perf"] for s in block["schedule"]][:2] == [["TopdownL1", "TopdownL2"],
+        assert [s.perf for s in block.schedule][:2] == [["TopdownL1", "TopdownL2"],
                                                              ["tma_memory_bound_group"]]
     assert tma.rep_collectors(opts, "profile") == []
     (c,) = tma.rep_collectors(opts, "throughput")
@@ -291,6 +292,6 @@ def test_runner_hooks_on_this_machine(monkeypatch, tmp_path):
     ctx = RepContext(rep_dir=tmp_path, window_s=1, pid=1)
     c.start(ctx)
     st = c.stop(ctx)
-    assert st["status"] == "unavailable" and st["reason"] == block["reason"]
+    assert st.status == "unavailable" and st.reason == block.reason
     off = RunOptions(extra=vars(p.parse_args(["--tma", "off"])))
     assert tma.rep_collectors(off, "throughput") == []

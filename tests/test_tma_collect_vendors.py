@@ -15,6 +15,7 @@ from types import SimpleNamespace
 
 import pytest
 
+from analysis.inputs.host import HostFacts
 from analysis.tma import catalog
 from analysis.tma.formats import parse_file
 from collectors.collector import RepContext
@@ -414,12 +415,12 @@ def test_runner_manifest_on_this_machine_records_the_cpu(monkeypatch):
     p = argparse.ArgumentParser()
     tma.add_run_arguments(p)
     assert "Intel CPU" not in p.format_help()
-    block = tma.manifest_sections(RunOptions(extra=vars(p.parse_args([]))), host={})["tma"]
-    assert (block["backend"], block["vendor"], block["catalog"]) == ("perf", "amd", "amdzen4")
-    assert block["cpu"]["name"] == "AMD Zen 4 (family 0x19 model 0x11)"
-    assert (block["level"], block["level_used"]) == (4, 2)
-    assert block["status"] == "unavailable" and block["reason"].startswith("no hardware PMU")
-    assert any("no level 3" in w for w in block["warnings"])
+    block = tma.manifest_sections(RunOptions(extra=vars(p.parse_args([]))), host=HostFacts()).tma
+    assert (block.backend, block.vendor, block.catalog) == ("perf", "amd", "amdzen4")
+    assert block.cpu.name == "AMD Zen 4 (family 0x19 model 0x11)"
+    assert (block.level, block.level_used) == (4, 2)
+    assert block.status == "unavailable" and block.reason.startswith("no hardware PMU")
+    assert any("no level 3" in w for w in block.warnings)
 
 
 # -- whole reps replayed through the $PERF harness (REAL recorded outputs) ---------------
@@ -441,9 +442,9 @@ def test_replay_amd_epyc9254_rep(monkeypatch, tmp_path, fixtures_dir):
     assert argv[1:] == ["stat", "-M", "PipelineL1,PipelineL2", "-j", "-o", str(rep_dir / "tma.json"),
                         "--metric-no-threshold", "-p", "31337", "--", "sleep", "2"]
     assert (rep_dir / "tma.json").read_bytes() == fx.read_bytes()
-    assert status["files"] == ["tma.cmd", "tma.json", "tma.rc", "tma.stderr"]
-    assert status["status"] == "ok" and status["reason"] is None, status
-    assert status["max_level"] == 2
+    assert status.files == ["tma.cmd", "tma.json", "tma.rc", "tma.stderr"]
+    assert status.status == "ok" and status.reason is None, status
+    assert status.max_level == 2
     r = parse_file(rep_dir / "tma.json", catalog="amdzen4")
     assert r.get("backend_bound.backend_bound_memory") == pytest.approx(18.0)
     assert r.get("frontend_bound.frontend_bound_latency") == pytest.approx(52.3)
@@ -452,9 +453,9 @@ def test_replay_amd_epyc9254_rep(monkeypatch, tmp_path, fixtures_dir):
 def test_replay_amd_rep_not_counted_names_the_nmi_watchdog(monkeypatch, tmp_path, fixtures_dir):
     fx = fixtures_dir / "tma/amd/amd_epyc9254_rusttcp_forking.txt"
     status, rep_dir, _ = replay(monkeypatch, tmp_path, fx, ZEN4)
-    assert status["status"] in ("failed", "unavailable")
-    assert "nmi_watchdog" in status["reason"]
-    assert "echo 0 > /proc/sys/kernel/nmi_watchdog" in status["reason"]
+    assert status.status in ("failed", "unavailable")
+    assert "nmi_watchdog" in status.reason
+    assert "echo 0 > /proc/sys/kernel/nmi_watchdog" in status.reason
 
 
 def test_replay_arm_neoverse_n2_rep(monkeypatch, tmp_path, fixtures_dir):
@@ -463,7 +464,7 @@ def test_replay_arm_neoverse_n2_rep(monkeypatch, tmp_path, fixtures_dir):
     status, rep_dir, argv = replay(monkeypatch, tmp_path, fx, n2(), level=4)
     assert argv[1:] == ["stat", "-M", "TopdownL1", "-j", "-o", str(rep_dir / "tma.json"),
                         "--metric-no-threshold", "-p", "31337", "--", "sleep", "2"]
-    assert status["status"] == "ok", status
+    assert status.status == "ok", status
     r = parse_file(rep_dir / "tma.json", catalog="neoverse-n2")
     assert r.get("backend_bound") == pytest.approx(69.4)
     assert r.get("frontend_bound") == pytest.approx(27.1)
@@ -525,7 +526,7 @@ def test_replay_arm_topdown_tool_rep_interrupted_at_the_windows_end(monkeypatch,
     assert argv[:2] == ["-s", "topdown"] and argv[-2:] == ["-p", "31337"]
     assert (rep_dir / "tma.csv").read_bytes() == fx.read_bytes()
     assert (rep_dir / "tma.rc").read_text() == "rc=0\n"
-    assert status["status"] == "ok", status
+    assert status.status == "ok", status
     r = parse_file(rep_dir / "tma.csv", catalog="neoverse-v2")
     assert r.get("frontend_bound") == pytest.approx(37.11)
     assert r.get("retiring") == pytest.approx(17.02)

@@ -124,12 +124,12 @@ def test_the_section_says_how_perf_unwound_and_why():
     r = analyse(load_run(UNWIND), CompareOptions())
     t = r.profile.truncated
     assert t.thread == "main" and t.callgraph == "fp+dwarf" and t.dwarf_threads == ["valkey-server"]
-    assert t.probe["rep"] == "a/1"
+    assert t.probe.rep == "a/1"
     probe = UNWIND / "a" / "1" / "perf.probe.folded"
     main = folded_share(probe, "valkey-server", {"__libc_start_call_main"})
     io = folded_share(probe, "io_thd_1", {"start_thread"})
-    assert t.probe["threads"]["valkey-server"]["truncated_pct"] == pytest.approx(main, abs=0.01)
-    assert t.probe["threads"]["io_thd_1"]["truncated_pct"] == pytest.approx(io, abs=0.01)
+    assert t.probe.threads["valkey-server"].truncated_pct == pytest.approx(main, abs=0.01)
+    assert t.probe.threads["io_thd_1"].truncated_pct == pytest.approx(io, abs=0.01)
     assert main > 1.0 >= io
     assert t.unwind == ("call graph fp+dwarf: DWARF for valkey-server, frame pointers for the "
                         "other threads, because a 0.24 s frame-pointer probe at 999 Hz in a/1 "

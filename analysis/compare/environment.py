@@ -14,7 +14,7 @@ VARIANT_KEYS = ("source", "version", "commit", "binary_sha256", "make_flags", "c
 
 def environment(run: RunDir, base: str, cand: str) -> dict[str, Any]:
     m = run.manifest
-    return {"host": dict(m.host), "tools": dict(m.tools), "placement": m.placement.to_json(),
+    return {"host": m.host.to_json(), "tools": dict(m.tools), "placement": m.placement.to_json(),
             "profiling": m.profiling.to_json(), "load_generator": dict(m.load_generator),
             "variants": {v: {k: m.variants[v].to_json().get(k) for k in VARIANT_KEYS}
                          for v in (base, cand)}}

@@ -14,7 +14,8 @@ from analysis.inputs.layout import BENCH_FILES, PERF_FOLDED, PROFILE_PB
 from analysis.compare.errors import CompareError
 from analysis.compare.throughput import bench_rows, case_command
 from analysis.inputs.manifest import Profiling
-from analysis.inputs.repfacts import TIME_EVENTS, RepFacts
+from analysis.inputs.collector_facts import TIME_EVENTS
+from analysis.inputs.repfacts import RepFacts
 from analysis.inputs.rundir import RunDir, read_rep_facts
 from analysis.profile import pprof
 from analysis.profile.stacks import FoldedError, Stacks, read_folded

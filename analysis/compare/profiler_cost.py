@@ -13,18 +13,19 @@ from __future__ import annotations
 from analysis import stats
 from analysis.compare import pair_clusters
 from analysis.compare.results import ChangeOut, ProfilerCost
+from analysis.inputs.collector_facts import ProfileWindow
 from analysis.inputs.rundir import RunDir
 
 
-def window_pairs(windows: list[dict]) -> list[tuple[float, float]]:
+def window_pairs(windows: list[ProfileWindow]) -> list[tuple[float, float]]:
     """(off, on) throughput of neighbouring windows: each block of two holds one of each."""
     out = []
     for i in range(0, len(windows) - 1, 2):
         a, b = windows[i], windows[i + 1]
-        if a.get("perf") == b.get("perf") or not a.get("ops_per_s") or not b.get("ops_per_s"):
+        if a.perf == b.perf or not a.ops_per_s or not b.ops_per_s:
             continue
-        off, on = (a, b) if not a["perf"] else (b, a)
-        out.append((float(off["ops_per_s"]), float(on["ops_per_s"])))
+        off, on = (a, b) if not a.perf else (b, a)
+        out.append((float(off.ops_per_s), float(on.ops_per_s)))
     return out
 
 

@@ -10,13 +10,14 @@ from __future__ import annotations
 
 import json
 import math
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from analysis.compare.summary_items import SummaryItem
 from analysis.compare.values import ChangeOut, Side
-from analysis.inputs.records import convert
+from analysis.inputs.collector_facts import UnwindProbe
+from analysis.inputs.records import convert, plain
 from analysis.tma.funnel_doc import FunnelDoc
 
 SCHEMA = 4
@@ -134,7 +135,7 @@ class TruncationSection:
     roots: dict[str, float] = field(default_factory=dict)   # where they start -> % of all samples
     callgraph: str = ""              # fp | dwarf | fp+dwarf, as perf recorded (", " if reps differ)
     dwarf_threads: list[str] = field(default_factory=list)   # fp+dwarf: unwound with DWARF
-    probe: dict[str, Any] | None = None   # the frame-pointer probe that chose (rep.json
+    probe: UnwindProbe | None = None      # the frame-pointer probe that chose (rep.json
                                           #   collectors.perf.unwind_probe), if any
     unwind: str = ""                 # the sentence: how stacks were unwound, and why
     exceeds: bool = False            # worst > threshold
@@ -306,7 +307,7 @@ class Results:
     schema: int = SCHEMA
 
     def to_json(self) -> dict[str, Any]:
-        d = asdict(self)
+        d = plain(self)
         d = {"schema": d.pop("schema"), **d}
         return _clean(d)
 

@@ -133,7 +133,7 @@ def _verdict(s: SaturationSide, cpus: int) -> tuple[str, str, list[str]]:
 
 def saturation(run: RunDir, base: str, cand: str, merged: dict[str, Stacks],
                main_names: tuple[str, ...] = ()) -> SaturationSection:
-    cpus = int(run.manifest.host.get("logical_cpus") or 0) or 1
+    cpus = run.manifest.host.logical_cpus or 1
     sides = {}
     for v in (base, cand):
         facts = _facts_of(run, v)

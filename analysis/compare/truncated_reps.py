@@ -9,6 +9,7 @@ from __future__ import annotations
 from analysis import stats
 from analysis.compare.profile_reps import ProfileRep
 from analysis.compare.results import Side, TruncationSection
+from analysis.inputs.collector_facts import ThreadProbe
 from analysis.inputs.rundir import read_rep_facts
 from analysis.profile.stacks import view
 from analysis.profile.truncation import truncation
@@ -36,18 +37,17 @@ def _unwinding(sec: TruncationSection, reps: list[ProfileRep]) -> None:
 def _unwind_text(sec: TruncationSection) -> str:
     text = f"call graph {sec.callgraph or 'n/a'}"
     p = sec.probe
-    if not p or not isinstance(p.get("threads"), dict):
+    if p is None:
         return text
-    probe = (f"a {p.get('seconds', 0):g} s frame-pointer probe at {p.get('frequency_hz')} Hz "
-             f"in {p.get('rep')}")
-    over = f"over {p.get('switch_pct', 0):g}%"
+    probe = f"a {p.seconds:g} s frame-pointer probe at {p.frequency_hz} Hz in {p.rep}"
+    over = f"over {p.switch_pct:g}%"
     if not sec.dwarf_threads:
         return f"{text}: {probe} found no thread's stacks {over} truncated"
     why = []
     for name in sec.dwarf_threads:
-        t = p["threads"].get(name) or {}
-        roots = ", ".join(list(t.get("roots") or {})[:ROOTS_LISTED])
-        why.append(f"{name} {t.get('truncated_pct', 0):.1f}%" + (f", starting in {roots}" if roots else ""))
+        t = p.threads.get(name) or ThreadProbe()
+        roots = ", ".join(list(t.roots)[:ROOTS_LISTED])
+        why.append(f"{name} {t.truncated_pct:.1f}%" + (f", starting in {roots}" if roots else ""))
     return (f"{text}: DWARF for {', '.join(sec.dwarf_threads)}, frame pointers for the other "
             f"threads, because {probe} found stacks truncated {over} ({'; '.join(why)})")
 

@@ -12,11 +12,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from analysis.inputs.layout import MANIFEST
 from analysis.inputs.case import Case
+from analysis.inputs.host import HostFacts
 from analysis.inputs.records import Record, RecordError
+from analysis.inputs.tma_plan import TmaPlan
 
 SCHEMA = 2
 
@@ -91,6 +93,11 @@ class Profiling(Record):
     frequency_hz: int | None = None
     reps_per_variant: int | None = None
     note: str = ""
+    # --profile parca: where profiles come from (never the token)
+    parca_url: str | None = None
+    comm: str | None = None              # the process name Parca's query selects
+    labels: list[str] | None = None      # --parca-label KEY=VALUE
+    OMIT_IF_NONE: ClassVar[frozenset[str]] = frozenset({"parca_url", "comm", "labels"})
 
 
 @dataclass
@@ -170,18 +177,6 @@ class DatasetInfo(Record):
 
 
 @dataclass
-class TmaPlan(Record):
-    """How TMA was (or why it was not) collected; per-rep status is in rep.json."""
-    backend: str = "off"             # toplev | perf | replay | off
-    status: str = "not collected"    # ok | unavailable | replay | not collected
-    reason: str | None = None
-    warnings: list[str] = field(default_factory=list)
-    # the top-down catalogue the collector identified the CPU as (amdzen4, neoverse-v2 ...);
-    # None: Intel's (the output or the default names it), or a run made before it was kept
-    catalog: str | None = None
-
-
-@dataclass
 class Manifest(Record):
     run_id: str
     created: str
@@ -189,7 +184,7 @@ class Manifest(Record):
     case: Case                       # the resolved case (unknown keys kept: Record.extra)
     size: str
     variants: dict[str, Variant]
-    host: dict[str, Any] = field(default_factory=dict)
+    host: HostFacts = field(default_factory=HostFacts)
     tools: dict[str, Any] = field(default_factory=dict)
     placement: Placement = field(default_factory=Placement)
     profiling: Profiling = field(default_factory=Profiling)

@@ -165,3 +165,18 @@ def _dump(v: Any) -> Any:
     if isinstance(v, dict):
         return {k: _dump(x) for k, x in v.items()}
     return v
+
+
+def plain(x: Any) -> Any:
+    """dataclasses.asdict for a document model (results.json) that holds records read
+    from the run directory: a Record is written as its own to_json (its fields and what
+    it kept in `extra`), any other data class field by field."""
+    if isinstance(x, Record):
+        return x.to_json()
+    if dataclasses.is_dataclass(x) and not isinstance(x, type):
+        return {f.name: plain(getattr(x, f.name)) for f in dataclasses.fields(x)}
+    if isinstance(x, dict):
+        return {k: plain(v) for k, v in x.items()}
+    if isinstance(x, (list, tuple)):
+        return [plain(v) for v in x]
+    return x

@@ -11,12 +11,12 @@ import shlex
 from dataclasses import dataclass, field
 from typing import Any
 
+from analysis.inputs.collector_facts import FACTS_BY_NAME, CollectorFacts, PerfFacts
 from analysis.inputs.layout import REP_JSON
 from analysis.inputs.manifest import Calibration
 from analysis.inputs.records import Record
 
 SCHEMA = 2
-TIME_EVENTS = ("cpu-clock", "task-clock")   # perf software clocks: a sample's period is ns
 
 
 @dataclass
@@ -43,39 +43,6 @@ class BenchSummary(Record):
     max_latency_ms: float | None = None
     wall_s: float | None = None
     requests: int | None = None          # -n; None for memtier (--test-time)
-
-
-@dataclass
-class PerfFacts(Record):
-    """What perf record did in this rep (rep.json collectors.perf)."""
-    profiler: str = "perf"
-    command: list[str] = field(default_factory=list)
-    event: str | None = None             # cpu-clock
-    frequency_hz: int | None = None
-    window_s: float | None = None        # seconds perf was attached
-    callgraph: str | None = None         # fp | dwarf | fp+dwarf (dwarf for dwarf_threads)
-    dwarf_threads: list[str] = field(default_factory=list)   # fp+dwarf: threads (comm) unwound
-                                         #   with DWARF, the others with frame pointers
-    dwarf_stack_bytes: int | None = None  # user stack copied per DWARF sample
-    commands: list[list[str]] = field(default_factory=list)  # fp+dwarf: both perf record
-    # --call-graph auto: the frame-pointer probe that chose the unwinding (perf_unwind.py):
-    # {rep, seconds, frequency_hz, switch_pct, threads: {comm: {samples, truncated_pct, roots}}}
-    unwind_probe: dict[str, Any] | None = None
-    folded_lines: int | None = None
-    samples: int | None = None
-    threads: list[str] = field(default_factory=list)
-    mmap_pages: int | None = None
-    # Profile windows (off/on ABBA, perf's control FIFO): each {index, perf: bool, seconds,
-    # commands, ops_per_s}; the "on" windows' seconds and server commands add up below.
-    windows: list[dict[str, Any]] = field(default_factory=list)
-    sampled_s: float | None = None
-    sampled_commands: int | None = None
-    windows_error: str | None = None
-
-    @property
-    def weights_are_ns(self) -> bool:
-        """cpu-clock/task-clock folds sum sample periods: nanoseconds of CPU time."""
-        return self.event in TIME_EVENTS
 
 
 @dataclass
@@ -106,22 +73,6 @@ class Saturation(Record):
     def main_thread(self) -> ThreadUse | None:
         """The main thread (tid == the server's pid)."""
         return next((t for t in self.server_threads if t.tid == self.main_tid), None)
-
-
-@dataclass
-class CollectorFacts(Record):
-    """What one collector reported when it stopped (rep.json collectors.<name>). Its fields
-    are the collector's own (the RepCollector seam: `stop(ctx) -> dict`), all kept in
-    `extra` and written back as they came; `status`/`error` are what the runner records for
-    a collector that failed to start or stop. `RepFacts.perf` reads perf's as PerfFacts."""
-
-    @property
-    def status(self) -> str | None:
-        return self.extra.get("status")
-
-    @property
-    def error(self) -> str | None:
-        return self.extra.get("error")
 
 
 @dataclass
@@ -204,14 +155,27 @@ class RepFacts(Record):
     error: str | None = None
     traceback: str | None = None
 
+    def __post_init__(self) -> None:
+        # The converter reads every collectors.<name> as CollectorFacts; each known
+        # collector's entry becomes its own record (its fields typed, nothing dropped).
+        self.collectors = {name: _typed_facts(name, c) for name, c in self.collectors.items()}
+
     @property
     def perf(self) -> PerfFacts | None:
         c = self.collectors.get("perf")
-        return PerfFacts.from_json(c.to_json(), "collectors.perf") if c is not None else None
+        return c if isinstance(c, PerfFacts) else None
 
     @classmethod
     def load(cls, d: Any, where: str = REP_JSON) -> "RepFacts":
         return cls.from_json(migrate(dict(d) if isinstance(d, dict) else {}), where)
+
+
+def _typed_facts(name: str, c: Any) -> CollectorFacts:
+    cls = FACTS_BY_NAME.get(name, CollectorFacts)
+    if isinstance(c, cls):
+        return c
+    doc = c.to_json() if isinstance(c, CollectorFacts) else c
+    return cls.from_json(doc if isinstance(doc, dict) else {}, f"collectors.{name}")
 
 
 def _argv(x: Any) -> list[str]:

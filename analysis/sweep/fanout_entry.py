@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from analysis.inputs.host import RunnerHost
 from analysis.inputs.records import Record
 
 
@@ -79,10 +80,10 @@ class MergedPoint(Record):
     """A point `--merge` took. Its directory is the key "from" (a Python keyword, so it
     stays in `extra`; `source` reads it)."""
     point: str = ""
-    host: dict[str, Any] = field(default_factory=dict)   # TODO(lead): HostFacts (point_host())
+    host: RunnerHost | None = None   # where it ran
 
     @classmethod
-    def of(cls, point: str, source: str, host: dict[str, Any]) -> MergedPoint:
+    def of(cls, point: str, source: str, host: RunnerHost | None) -> MergedPoint:
         return cls(point=point, host=host, extra={"from": source})
 
     @property
@@ -100,7 +101,7 @@ class FanoutEntry(Record):
     plan: str = ""                   # 16 hex digits of the identity's SHA-256
     identity: Record | None = None
     point: str | None = None         # a point run's point id
-    host: dict[str, Any] | None = None   # TODO(lead): HostFacts (point_host(): hostname, cpu_model, logical_cpus)
+    host: RunnerHost | None = None   # where a point run ran
     whole: Record | None = None
     at: str | None = None            # when --merge assembled it
     merged: list[MergedPoint] | None = None

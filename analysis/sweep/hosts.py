@@ -5,17 +5,17 @@ valid; what differs across rows run on different CPUs is the absolute numbers an
 size of a change (docs/sweeps.md, "Over many runners")."""
 from __future__ import annotations
 
+from analysis.inputs.host import RunnerHost
 from analysis.sweep.results import PointRow, SweepResults
 
 
-def model(host: dict) -> str:
+def model(host: RunnerHost | None) -> str:
     """"AMD EPYC 7B13, 2 logical CPUs": what makes two hosts measure alike."""
-    cpus = host.get("logical_cpus")
-    return f"{host.get('cpu_model') or 'CPU unknown'}, {cpus if cpus is not None else '?'} logical CPUs"
+    return (host or RunnerHost()).model()
 
 
 def _measured(points: list[PointRow]) -> list[PointRow]:
-    return [p for p in points if p.host and p.run_dir]
+    return [p for p in points if p.host is not None and p.run_dir]
 
 
 def models(points: list[PointRow]) -> dict[str, list[str]]:
@@ -39,7 +39,7 @@ def host_notes(points: list[PointRow]) -> list[str]:
 
 def show_hosts(res: SweepResults) -> bool:
     """The where-it-ran table: for a sweep run over many runners, or on several hosts."""
-    return res.fanout is not None or len({p.host.get("hostname") for p in _measured(res.points)}) > 1
+    return res.fanout is not None or len({p.host.hostname for p in _measured(res.points)}) > 1
 
 
 def host_rows(res: SweepResults) -> list[tuple[str, str, str, str]]:
@@ -49,9 +49,9 @@ def host_rows(res: SweepResults) -> list[tuple[str, str, str, str]]:
         if not p.run_dir:
             rows.append((p.id, "not run", "", ""))
             continue
-        h = p.host
-        cpus = h.get("logical_cpus")
-        rows.append((p.id, str(h.get("hostname") or "?"), str(h.get("cpu_model") or "?"),
+        h = p.host or RunnerHost()
+        cpus = h.logical_cpus
+        rows.append((p.id, str(h.hostname or "?"), str(h.cpu_model or "?"),
                      str(cpus) if cpus is not None else "?"))
     return rows
 

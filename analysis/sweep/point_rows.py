@@ -113,7 +113,7 @@ def analyse_point(sweep_dir: Path, m: SweepManifest, p: SweepPoint, opts: Compar
                   lookup: list[str] | None, out: Path | None) -> PointAnalysis:
     est = p.estimate
     row = PointRow(**p.identity(), status=p.status, keys=est.keys, dataset_bytes=est.dataset_bytes,
-                   run_dir=p.run_dir, reason=p.reason or "", host=dict(p.host))
+                   run_dir=p.run_dir, reason=p.reason or "", host=p.host)
     if p.status not in MEASURED or not p.run_dir:
         row.reason = row.reason or {"pending": "not run yet", "skipped": "skipped"}.get(p.status, p.status)
         return PointAnalysis(row)
@@ -161,7 +161,7 @@ def analyse_sweep(sweep_dir: str | Path, opts: CompareOptions | None = None,
         sweep_id=m.sweep_id, created=m.created, case=m.case, size=m.size,
         base=opts.base or names[0], cand=opts.cand or (names[1] if len(names) > 1 else names[0]),
         axes=[AxisOut(a.name, a.kind, list(a.values), a.keyspace) for a in m.axes],
-        points=[pa.row for pa in points], x_axis=x_axis(m), l3_bytes=m.host.get("l3_bytes"),
+        points=[pa.row for pa in points], x_axis=x_axis(m), l3_bytes=m.host.l3_bytes,
         noise=opts.noise, regression=opts.regression, confidence=opts.confidence,
         status=m.status, command=list(m.command), sets=dict(m.sets), fanout=_fanout(m))
     res.notes = _notes(m, res) + host_notes(res.points)

@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import json
 import math
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any
 
 from analysis.compare.results import ChangeOut, MetricRow, Side
-from analysis.inputs.records import Record
+from analysis.inputs.host import RunnerHost
+from analysis.inputs.records import Record, plain
 from analysis.sweep.sweep_manifest import PointIdentity
 
 SCHEMA = "stallscope.sweep-results/1"
@@ -46,7 +47,7 @@ class PointRow(PointIdentity):
     lookup: LookupCost | None = None
     reason: str = ""                 # why the row has no numbers (skipped, failed, not run)
     notes: list[str] = field(default_factory=list)
-    host: dict[str, Any] = field(default_factory=dict)   # hostname, cpu_model, logical_cpus
+    host: RunnerHost | None = None   # where it ran (None: not run)
 
 
 @dataclass
@@ -94,7 +95,7 @@ class SweepResults:
     schema: str = SCHEMA
 
     def to_json(self) -> dict[str, Any]:
-        d = asdict(self)
+        d = plain(self)
         d["fanout"] = self.fanout.to_json() if self.fanout else {}
         return json_clean({"schema": d.pop("schema"), **d})
 

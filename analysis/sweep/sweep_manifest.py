@@ -15,6 +15,7 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
+from analysis.inputs.host import HostSummary, RunnerHost
 from analysis.inputs.layout import SWEEP_JSON
 from analysis.inputs.records import Record, RecordError
 from analysis.inputs.rundir import RunDirError, read_json, write_json
@@ -75,8 +76,8 @@ class SweepPoint(PointIdentity, Record):
     started: str | None = None
     finished: str | None = None
     took_s: float | None = None
-    # where it ran: hostname, cpu_model, logical_cpus (a fanned-out sweep's points differ)
-    host: dict[str, Any] = field(default_factory=dict)
+    # where it ran (a fanned-out sweep's points differ); None: not run yet
+    host: RunnerHost | None = None
 
     def __post_init__(self) -> None:
         if self.status not in POINT_STATES:
@@ -96,7 +97,7 @@ class SweepManifest(Record):
     points: list[SweepPoint] = field(default_factory=list)
     sets: dict[str, Any] = field(default_factory=dict)     # sweep-wide --set
     options: dict[str, Any] = field(default_factory=dict)  # reps, profile, paired, lookup ...
-    host: dict[str, Any] = field(default_factory=dict)     # memory_bytes, l3_bytes, cpu_model
+    host: HostSummary = field(default_factory=HostSummary)   # the planning host (memory, L3)
     status: str = "planned"          # planned | running | complete | incomplete | interrupted
     reason: str | None = None
     resumes: list[dict[str, Any]] = field(default_factory=list)

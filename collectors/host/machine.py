@@ -14,6 +14,7 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
+from analysis.inputs.host import HostFacts
 from collectors.host import pmu, versions
 
 SYS_CPU = Path("/sys/devices/system/cpu")
@@ -119,12 +120,13 @@ def virtualization(hypervisor_flag: bool) -> str | None:
     return vm or (f"container: {ct}" if ct else None)
 
 
-def host_facts() -> dict[str, Any]:
+def host_facts() -> HostFacts:
+    """What manifest.json records of this host (analysis.inputs.host.HostFacts)."""
     ci = cpuinfo()
     topo = topology()
     smt = _read(SYS_CPU / "smt/control")
     cycles = pmu.probe_cycles()
-    return {
+    return HostFacts.from_json({
         "cpu_model": ci["cpu_model"],
         **topo,
         **cache_sizes(),
@@ -142,7 +144,7 @@ def host_facts() -> dict[str, Any]:
         "pmu_note": cycles.note,
         "compiler": versions.compiler(),
         "memory_bytes": _meminfo_total(),
-    }
+    }, "host")
 
 
 def _os_release() -> str | None:

@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from analysis.clock import now_iso
+from analysis.inputs.host import HostSummary
 from collectors.variants.builder import cache_dir
 
 SCHEMA = 1
@@ -39,11 +40,9 @@ def store_path() -> Path:
     return cache_dir() / "noise.json"
 
 
-def host_key(host: dict[str, Any]) -> str:
+def host_key(host: HostSummary) -> str:
     """Runs compare only on the same kind of machine."""
-    mem = host.get("memory_bytes")
-    cpus = host.get("logical_cpus") or host.get("cores") or host.get("cpus")
-    return f"{host.get('cpu_model') or 'unknown CPU'} | {cpus} CPUs | {round(mem / 2**30) if mem else '?'} GiB"
+    return host.key()
 
 
 @dataclass(frozen=True)
@@ -64,7 +63,7 @@ def _load(path: Path) -> dict[str, Any]:
     return doc if isinstance(doc, dict) and doc.get("schema") == SCHEMA else {"schema": SCHEMA, "hosts": {}}
 
 
-def record(host: dict[str, Any], case: str, size: str, entry: dict[str, Any],
+def record(host: HostSummary, case: str, size: str, entry: dict[str, Any],
            path: Path | None = None) -> bool:
     """Keep one finished run's spread (False when it has too few units to say anything)."""
     if entry.get("units", 0) < 3 or entry.get("sd") is None:
@@ -93,7 +92,7 @@ def entry(run_id: str, mode: str, aa: bool, log_ratios: list[float], unit_second
             "change": round(statistics.fmean(log_ratios), 6) if log_ratios else None}
 
 
-def lookup(host: dict[str, Any], case: str, size: str, paired: bool = True,
+def lookup(host: HostSummary, case: str, size: str, paired: bool = True,
            path: Path | None = None) -> Noise | None:
     """The spread to plan with: this case's runs on this host when there are any, else
     every case's on this host (pooled variances); None when this host measured nothing."""

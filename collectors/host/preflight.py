@@ -18,8 +18,8 @@ import os
 import re
 from dataclasses import dataclass, field, asdict
 from pathlib import Path
-from typing import Any
 
+from analysis.inputs.tma_plan import TmaFinding, TmaPlan
 from analysis.toolpaths import perf_binary
 from collectors.host import cpuid, pmu, versions
 from collectors.host.cpuid import CpuId
@@ -65,13 +65,12 @@ class Preflight:
         return "; ".join(f"{f.message} (fix: {f.fix})" if f.fix else f.message
                          for f in self.blockers)
 
-    def to_manifest(self) -> dict[str, Any]:
+    def to_manifest(self) -> TmaPlan:
         """The manifest's "tma" block (docs/run-directory.md)."""
-        return {"backend": self.backend,
-                "status": "ok" if self.available else "unavailable",
-                "reason": self.reason,
-                "warnings": [f.message + (f" (fix: {f.fix})" if f.fix else "") for f in self.warnings],
-                "findings": [asdict(f) for f in self.findings]}
+        return TmaPlan(backend=self.backend, status="ok" if self.available else "unavailable",
+                       reason=self.reason,
+                       warnings=[f.message + (f" (fix: {f.fix})" if f.fix else "") for f in self.warnings],
+                       findings=[TmaFinding.from_json(asdict(f), "tma.findings") for f in self.findings])
 
     def render(self) -> str:
         lines = [f"TMA via {self.backend}: {'available' if self.available else 'NOT available'}"]

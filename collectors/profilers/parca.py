@@ -13,7 +13,10 @@ import time
 from pathlib import Path
 from typing import Any
 
-from collectors.collector import RepContext, RunSettings
+from analysis.inputs.collector_facts import ParcaFacts
+from analysis.inputs.host import HostFacts
+from analysis.inputs.manifest import Profiling
+from collectors.collector import ManifestSections, RepContext, RunSettings
 from collectors.host.preflight import Finding, Preflight
 from collectors.profilers.parca_client import (DEFAULT_TYPE, DEFAULT_URL_ENV, TOKEN_ENV, ParcaClient,
                                                ParcaError, pprof_bytes, pprof_sample_count, rfc3339,
@@ -70,17 +73,18 @@ class ParcaProfileCollector:
                           "labels": dict(getattr(ctx, "labels", None) or {}), "url": self.client.url,
                           "status": "recording"})
 
-    def stop(self, ctx: RepContext) -> dict[str, Any]:
+    def stop(self, ctx: RepContext) -> ParcaFacts:
         meta = self._read(ctx)
         meta.update(t1=time.time(), status="pending")
         self._write(ctx, meta)
-        return {"status": "pending", "reason": "profile is fetched from Parca after the rep"}
+        return ParcaFacts(status="pending", reason="profile is fetched from Parca after the rep")
 
-    def collect(self, ctx: RepContext, wait: bool = True) -> dict[str, Any]:
-        """Fetch profile.pb.gz for the recorded window; returns the status for the manifest."""
+    def collect(self, ctx: RepContext, wait: bool = True) -> ParcaFacts:
+        """Fetch profile.pb.gz for the recorded window; its facts for rep.json."""
         meta = self._read(ctx)
         if meta.get("t0") is None or meta.get("t1") is None:
-            return {"status": "failed", "reason": f"{self._meta_path(ctx)}: window not recorded (start/stop not called)"}
+            return ParcaFacts(status="failed", reason=f"{self._meta_path(ctx)}: window not recorded "
+                                                      "(start/stop not called)")
         if wait:
             delay = meta["t1"] + self.settle_s - time.time()
             if delay > 0:
@@ -91,12 +95,12 @@ class ParcaProfileCollector:
         except ParcaError as e:
             meta.update(status="unavailable", reason=str(e))
             self._write(ctx, meta)
-            return {"status": "unavailable", "reason": str(e)}
+            return ParcaFacts(status="unavailable", reason=str(e))
         (Path(ctx.rep_dir) / "profile.pb.gz").write_bytes(data)
         meta.update(status="ok", reason=None, window=[rfc3339(meta["t0"]), rfc3339(meta["t1"])],
                     samples=pprof_sample_count(data), bytes=len(data))
         self._write(ctx, meta)
-        return {"status": "ok", "reason": None, "file": "profile.pb.gz", "samples": meta["samples"]}
+        return ParcaFacts(status="ok", file="profile.pb.gz", samples=meta["samples"])
 
     def _read(self, ctx: RepContext) -> dict[str, Any]:
         p = self._meta_path(ctx)
@@ -110,7 +114,7 @@ class ParcaRepCollector(ParcaProfileCollector):
     """The runner's RepCollector: stop() also fetches the profile (after settle_s)."""
     name = "parca"
 
-    def stop(self, ctx: RepContext) -> dict[str, Any]:
+    def stop(self, ctx: RepContext) -> ParcaFacts:
         super().stop(ctx)
         return self.collect(ctx, wait=True)
 
@@ -157,14 +161,14 @@ def rep_collectors(options: RunSettings, kind: str) -> list[ParcaRepCollector]:
                               labels=labels, settle_s=float(extra.get("parca_settle", 15.0)))]
 
 
-def manifest_sections(options: RunSettings, host: dict[str, Any]) -> dict[str, Any]:
+def manifest_sections(options: RunSettings, host: HostFacts) -> ManifestSections:
     if options.profile != "parca":
-        return {}
+        return ManifestSections()
     # The "profiling" block is the runner's; say where profiles come from without the token.
     # Reading the token file here (before any build) stops a run whose file is unreadable.
     extra = options.extra
     client = client_from_options(options)
-    return {"profiling": {"profiler": "parca", "mode": "separate", "parca_url": client.url,
-                          "comm": extra.get("parca_comm", "redis-server"),
-                          "labels": list(extra.get("parca_label") or []),
-                          "note": "merged CPU profile per profile rep, from Parca's query API"}}
+    return ManifestSections(profiling=Profiling(
+        profiler="parca", mode="separate", parca_url=client.url,
+        comm=extra.get("parca_comm", "redis-server"), labels=list(extra.get("parca_label") or []),
+        note="merged CPU profile per profile rep, from Parca's query API"))

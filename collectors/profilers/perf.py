@@ -20,9 +20,10 @@ import subprocess
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import Any
 
-from collectors.collector import RepContext, RunSettings
+from analysis.inputs.collector_facts import PerfFacts
+from analysis.inputs.host import HostFacts
+from collectors.collector import ManifestSections, RepContext, RunSettings
 from collectors.host import procs
 from collectors.profilers import perf_unwind
 from collectors.profilers.perf_record import (DWARF_STACK_BYTES, EVENT, ProfileError, fold,
@@ -103,7 +104,7 @@ class PerfProfiler:
                     pass
         self._t1 = getattr(self, "_t1", None) or time.monotonic()
 
-    def stop(self, ctx: RepContext) -> dict[str, Any]:
+    def stop(self, ctx: RepContext) -> PerfFacts:
         perf, collapse = require_tools()
         assert self._procs, "stop() without start()"
         if self._windows is not None:
@@ -123,16 +124,18 @@ class PerfProfiler:
                                "sysctl kernel.perf_event_paranoid=1)")
         facts = fold(perf, collapse, self._data, ctx.rep_dir / "perf.folded",
                      ctx.rep_dir / "perf.stderr", ctx.rep_dir / "perf.threads.tsv")
-        if facts["folded_lines"] == 0:
+        if facts.lines == 0:
             raise ProfileError(f"{ctx.rep_dir / 'perf.folded'} is empty: perf saw no samples of pid "
                                f"{ctx.pid}")
         if not self.keep_data:
             for d in self._data:
                 d.unlink()
-        return {"profiler": "perf", "command": self._argvs[0], "event": EVENT,
-                "frequency_hz": self.freq_hz, "window_s": round(window, 3),
-                "mmap_pages": self.mmap_pages, **self._unwind_facts(), **facts,
-                **self._window_facts()}
+        out = PerfFacts(command=self._argvs[0], event=EVENT, frequency_hz=self.freq_hz,
+                        window_s=round(window, 3), mmap_pages=self.mmap_pages,
+                        folded_lines=facts.lines, samples=facts.samples, threads=facts.threads)
+        self._add_unwind_facts(out)
+        self._add_window_facts(out)
+        return out
 
     @staticmethod
     def _wait(p: subprocess.Popen) -> int | None:
@@ -143,31 +146,26 @@ class PerfProfiler:
         procs.forget(p)
         return rc
 
-    def _unwind_facts(self) -> dict[str, Any]:
+    def _add_unwind_facts(self, out: PerfFacts) -> None:
         """What was recorded (a thread the probe named may be absent from this rep)."""
-        mode = "+".join(sorted(set(self._modes), key=("fp", "dwarf").index))
-        out: dict[str, Any] = {"callgraph": mode}
+        out.callgraph = "+".join(sorted(set(self._modes), key=("fp", "dwarf").index))
         if len(self._argvs) > 1:
-            out["commands"] = self._argvs
+            out.commands = self._argvs
         if "dwarf" in self._modes:
-            out["dwarf_stack_bytes"] = DWARF_STACK_BYTES
-        if mode == "fp+dwarf":
-            out["dwarf_threads"] = self._unwind.dwarf_threads
-        if self._unwind.probe is not None:
-            out["unwind_probe"] = self._unwind.probe
-        return out
+            out.dwarf_stack_bytes = DWARF_STACK_BYTES
+        if out.callgraph == "fp+dwarf":
+            out.dwarf_threads = self._unwind.dwarf_threads
+        out.unwind_probe = self._unwind.probe
 
-    def _window_facts(self) -> dict[str, Any]:
+    def _add_window_facts(self, out: PerfFacts) -> None:
         if self._windows is None:
-            return {}
-        rows = self._windows.rows
-        out: dict[str, Any] = {"windows": rows, "windows_error": self._windows.error,
-                               "window_plan": self._windows.plan_facts}
+            return
+        rows = out.windows = self._windows.rows
+        out.windows_error, out.window_plan = self._windows.error, self._windows.plan_facts
         if self._windows.error is None:
             # After a failed switch the samples no longer match the windows: no counts then.
-            out["sampled_s"] = round(sum(r["seconds"] for r in rows if r["perf"]), 6)
-            out["sampled_commands"] = sum(r["commands"] for r in rows if r["perf"])
-        return out
+            out.sampled_s = round(sum(r.seconds for r in rows if r.perf), 6)
+            out.sampled_commands = sum(r.commands for r in rows if r.perf)
 
 
 # --------------------------------------------------------------------------------------
@@ -207,8 +205,8 @@ def rep_collectors(options: RunSettings, kind: str) -> list[PerfProfiler]:
                          windows=int(extra.get("profile_windows", PROFILE_WINDOWS)))]
 
 
-def manifest_sections(options: RunSettings, host: dict[str, Any]) -> dict[str, Any]:
+def manifest_sections(options: RunSettings, host: HostFacts) -> ManifestSections:
     """Nothing to add; called before any build, so missing perf/inferno stop the run early."""
     if options.profile == "perf":
         require_tools()
-    return {}
+    return ManifestSections()

@@ -5,6 +5,7 @@ same bytes (perf.threads.tsv). The collector that runs them is collectors/profil
 from __future__ import annotations
 
 import subprocess
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any, Sequence
 
@@ -54,7 +55,7 @@ def record_argv(perf: str, target: int | Sequence[int], out: Path, freq_hz: int,
 
 
 def fold(perf: str, collapse: str, perf_data: Sequence[Path], folded: Path, err_path: Path,
-         threads_tsv: Path | None = None) -> dict[str, Any]:
+         threads_tsv: Path | None = None) -> Folded:
     """`perf script` of every file, read once, into ONE inferno-collapse-perf writing `folded`
     (several files: one perf record per unwinding mode, perf.py; one inferno sums their stacks
     as it did when every file's perf script was piped into it); with threads_tsv, the sample
@@ -71,12 +72,20 @@ def fold(perf: str, collapse: str, perf_data: Sequence[Path], folded: Path, err_
             err.write(f"stallscope: {threads.unread} perf script line(s) that should have been "
                       f"sample headers were not; not counted in perf.threads.tsv; first: "
                       f"{threads.first_unread!r}\n".encode())
-    facts: dict[str, Any] = {"folded_lines": len(folded.read_text(errors="replace").splitlines())}
+    out = Folded(len(folded.read_text(errors="replace").splitlines()))
     if threads_tsv is not None:
         threads.write_tsv(threads_tsv)
-        facts["samples"] = sum(threads.samples.values())
-        facts["threads"] = sorted({comm for _, comm in threads.samples})
-    return facts
+        out.samples = sum(threads.samples.values())
+        out.threads = sorted({comm for _, comm in threads.samples})
+    return out
+
+
+@dataclass
+class Folded:
+    """What one fold wrote: its stack lines and, with threads_tsv, the samples and threads."""
+    lines: int
+    samples: int | None = None
+    threads: list[str] = field(default_factory=list)
 
 
 class InfernoFold:

@@ -23,13 +23,13 @@ what was chosen and why.
 """
 from __future__ import annotations
 
-import json
 import signal
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
+from analysis.inputs.collector_facts import ThreadProbe, UnwindProbe
+from analysis.inputs.rundir import RunDirError, read_rep_facts
 from analysis.profile.stacks import Stacks, read_folded
 from analysis.profile.truncation import truncation
 from collectors.host import procs
@@ -51,7 +51,7 @@ class Unwinding:
     """How perf unwinds in a rep: one mode for all threads, or DWARF for some."""
     callgraph: str                                    # fp | dwarf | fp+dwarf
     dwarf_threads: list[str] = field(default_factory=list)   # with fp+dwarf: thread names
-    probe: dict[str, Any] | None = None               # the measurement that chose it
+    probe: UnwindProbe | None = None                  # the measurement that chose it
 
 
 def choose(asked: str, binary_mode: str, pid: int, rep_dir: Path, window_s: float,
@@ -71,12 +71,12 @@ def choose(asked: str, binary_mode: str, pid: int, rep_dir: Path, window_s: floa
         return Unwinding("fp")
     if probe is None:
         probe = run_probe(pid, rep_dir, min(PROBE_MAX_S, PROBE_SHARE * window_s), cpus)
-    names = sorted(n for n, t in probe["threads"].items()
-                   if t.get("samples", 0) >= MIN_SAMPLES and t.get("truncated_pct", 0) > SWITCH_PCT)
+    names = sorted(n for n, t in probe.threads.items()
+                   if t.samples >= MIN_SAMPLES and t.truncated_pct > SWITCH_PCT)
     return Unwinding("fp+dwarf" if names else "fp", names, probe)
 
 
-def earlier_probe(rep_dir: Path) -> dict[str, Any] | None:
+def earlier_probe(rep_dir: Path) -> UnwindProbe | None:
     """The probe an earlier profile rep of this run made (the first, by its time), read
     from the run directory's rep.json files; None outside a run directory."""
     run_dir = rep_dir.parent.parent
@@ -85,15 +85,15 @@ def earlier_probe(rep_dir: Path) -> dict[str, Any] | None:
     found = []
     for f in run_dir.glob("*/*/rep.json"):
         try:
-            p = json.loads(f.read_text()).get("collectors", {}).get("perf", {}).get("unwind_probe")
-        except (OSError, ValueError, AttributeError):
+            perf = read_rep_facts(f.parent).perf
+        except (OSError, RunDirError):
             continue
-        if isinstance(p, dict) and isinstance(p.get("threads"), dict):
-            found.append(p)
-    return min(found, key=lambda p: p.get("at", 0.0)) if found else None
+        if perf is not None and perf.unwind_probe is not None:
+            found.append(perf.unwind_probe)
+    return min(found, key=lambda p: p.at) if found else None
 
 
-def run_probe(pid: int, rep_dir: Path, seconds: float, cpus: list[int] | None) -> dict[str, Any]:
+def run_probe(pid: int, rep_dir: Path, seconds: float, cpus: list[int] | None) -> UnwindProbe:
     """Frame-pointer samples of every thread for `seconds`; per thread name, the share of
     stacks that do not reach the thread's entry and where they start. The folded probe is
     kept as perf.probe.folded."""
@@ -124,10 +124,10 @@ def run_probe(pid: int, rep_dir: Path, seconds: float, cpus: list[int] | None) -
     fold(perf, collapse, [data], folded, err_path)
     data.unlink()
     threads = {name: _thread_facts(st) for name, st in by_thread_name(read_folded(folded)).items()}
-    return {"at": round(t0, 3), "rep": f"{rep_dir.parent.name}/{rep_dir.name}",
-            "seconds": round(seconds, 3), "wall_s": round(time.time() - t0, 3),
-            "frequency_hz": PROBE_HZ, "callgraph": "fp",
-            "switch_pct": SWITCH_PCT, "min_samples": MIN_SAMPLES, "threads": threads}
+    return UnwindProbe(at=round(t0, 3), rep=f"{rep_dir.parent.name}/{rep_dir.name}",
+                       seconds=round(seconds, 3), wall_s=round(time.time() - t0, 3),
+                       frequency_hz=PROBE_HZ, callgraph="fp", switch_pct=SWITCH_PCT,
+                       min_samples=MIN_SAMPLES, threads=threads)
 
 
 def by_thread_name(stacks: Stacks) -> dict[str, Stacks]:
@@ -137,12 +137,11 @@ def by_thread_name(stacks: Stacks) -> dict[str, Stacks]:
     return out
 
 
-def _thread_facts(st: Stacks) -> dict[str, Any]:
+def _thread_facts(st: Stacks) -> ThreadProbe:
     t = truncation(st)
     period_ns = 1e9 / PROBE_HZ          # cpu-clock at -F: a fixed period per sample
     roots = {k: round(100 * w / t.total, 2) for k, w in list(t.roots.items())[:ROOTS_KEPT]}
-    return {"samples": round(t.total / period_ns), "truncated_pct": round(t.share, 2),
-            "roots": roots}
+    return ThreadProbe(round(t.total / period_ns), round(t.share, 2), roots)
 
 
 def thread_ids(pid: int, dwarf_threads: list[str]) -> tuple[list[int], list[int]]:

@@ -18,9 +18,10 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 import redis
+
+from analysis.inputs.collector_facts import ProfileWindow, WindowPlan
 
 HOST = "127.0.0.1"
 MIN_WINDOW_S = 0.25
@@ -105,17 +106,17 @@ class WindowRunner:
     port: int
     total_s: float
     windows: int = 8
-    rows: list[dict[str, Any]] = field(default_factory=list)
+    rows: list[ProfileWindow] = field(default_factory=list)
     error: str | None = None
     # What the plan saw: the windows asked for, the seconds perf had left (less after the
     # first rep's unwind probe), one INFO's round trip, the windows that fit (rep.json, so
     # a rep with fewer windows than asked says why: a short rep or a saturated server).
-    plan_facts: dict[str, Any] = field(default_factory=dict)
+    plan_facts: WindowPlan = field(default_factory=WindowPlan)
 
     def __post_init__(self) -> None:
         # At most as many as fit at MIN_WINDOW_S; _run plans again once it knows how long an
         # INFO takes on this server, and shortens each wait by what windows spend around it.
-        self.plan_facts = {"asked": self.windows, "left_s": round(self.total_s, 3)}
+        self.plan_facts = WindowPlan(asked=self.windows, left_s=round(self.total_s, 3))
         self.windows = max(2, min(self.windows, int(self.total_s / MIN_WINDOW_S)))
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -144,7 +145,7 @@ class WindowRunner:
             _count(client)
             info_s = time.monotonic() - t
             self.windows = self.plan(deadline - time.monotonic(), info_s)
-            self.plan_facts.update(info_ms=round(info_s * 1000, 3), planned=self.windows)
+            self.plan_facts.info_ms, self.plan_facts.planned = round(info_s * 1000, 3), self.windows
             spent, extra = 0.0, []
             for i, on in enumerate(schedule(self.windows)):
                 t0 = time.monotonic()
@@ -164,9 +165,9 @@ class WindowRunner:
                 spent = sum(extra) / len(extra)
                 secs = b[0] - a[0]
                 cmds = b[1] - a[1] - 1          # minus our own INFO
-                self.rows.append({"index": i + 1, "perf": on, "seconds": round(secs, 6),
-                                  "commands": cmds, "ops_per_s": cmds / secs if secs > 0 else None})
-            if not any(r["perf"] for r in self.rows) and not self._stop.is_set():
+                self.rows.append(ProfileWindow(i + 1, on, round(secs, 6), cmds,
+                                               cmds / secs if secs > 0 else None))
+            if not any(r.perf for r in self.rows) and not self._stop.is_set():
                 self._sample_the_rest(control, max(spent, 3 * info_s))
         except Exception as e:          # recorded in rep.json; the profile itself still counts
             self.error = f"{type(e).__name__}: {e}"

@@ -37,12 +37,15 @@ import subprocess
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any
+from typing import IO
 
+from analysis.inputs.collector_facts import TmaFacts
+from analysis.inputs.host import HostFacts
+from analysis.inputs.tma_plan import TmaCpu, TmaGroupSet
 from analysis.tma.formats import parse_file
 from analysis.tma.model import NoPmuError, TmaParseError
 from analysis.toolpaths import perf_binary
-from collectors.collector import RepContext, RunSettings
+from collectors.collector import ManifestSections, RepContext, RunSettings
 from collectors.host import pmu, procs, versions
 from collectors.host import preflight as pre
 from collectors.host.cpuid import CpuId
@@ -207,7 +210,7 @@ class TmaCollector:
         self._run = _Running(proc, out, cmd, time.time(), ctx.window_s, err,
                              interrupt_at_end=self.backend == "topdown-tool")
 
-    def stop(self, ctx: RepContext, grace_s: float = 30.0) -> dict[str, Any]:
+    def stop(self, ctx: RepContext, grace_s: float = 30.0) -> TmaFacts:
         """Wait for the tool (it stops after `sleep W`; topdown-tool is interrupted at the
         window's end), save rc, parse, return the status."""
         run, self._run = self._run, None
@@ -240,37 +243,40 @@ class TmaCollector:
                 run.stderr_file.close()
         rep_dir = Path(ctx.rep_dir)
         (rep_dir / "tma.rc").write_text(f"rc={rc}\n")
-        status = self.judge(rep_dir, run.out, rc)
-        status["command"] = run.cmd
+        facts = self.judge(rep_dir, run.out, rc)
+        facts.command = run.cmd
         if note:
-            status.setdefault("notes", []).append(note)
-        return status
+            facts.notes.append(note)
+        return facts
 
-    def judge(self, rep_dir: Path, out: Path, rc: int | None) -> dict[str, Any]:
+    def judge(self, rep_dir: Path, out: Path, rc: int | None) -> TmaFacts:
         """Status of one rep's saved output: ok | unavailable (no PMU) | failed."""
-        base = {"backend": self.backend, "file": out.name, "rc": rc,
-                "files": sorted(p.name for p in rep_dir.glob("tma.*"))}
+        facts = TmaFacts(backend=self.backend, file=out.name, rc=rc,
+                         files=sorted(p.name for p in rep_dir.glob("tma.*")))
         if not out.exists():
             # The tool died before opening -o (bad option, no permission): its words are in stderr.
             out.write_text("")
         try:
             result = parse_file(out, catalog=self.catalog)
         except NoPmuError as e:
-            return {**base, "status": "unavailable",
-                    "reason": f"no hardware PMU: {e.evidence}. {pre.NO_PMU_FIX}"}
+            facts.status = "unavailable"
+            facts.reason = f"no hardware PMU: {e.evidence}. {pre.NO_PMU_FIX}"
+            return facts
         except TmaParseError as e:
             reason = str(e)
             first = _first_line(rep_dir / "tma.stderr")
             # perf puts the cause first and its usage text last; the parser quotes the last.
             if rc and first and first not in reason:
                 reason = f"{out.name}: {self.backend} exited with code {rc}: {first} ({reason})"
-            return {**base, "status": "failed", "reason": reason}
+            facts.status, facts.reason = "failed", reason
+            return facts
         flat = result.collapse()
         mux = {name: round(n.multiplex, 2) for name, n in sorted(flat.items())
                if n.multiplex is not None and n.multiplexed}
-        return {**base, "status": "ok", "reason": None,
-                "nodes": len(flat), "max_level": max((n.level for n in flat.values()), default=0),
-                "multiplexed": mux, "warnings": result.warnings}
+        facts.status, facts.nodes = "ok", len(flat)
+        facts.max_level = max((n.level for n in flat.values()), default=0)
+        facts.multiplexed, facts.warnings = mux, list(result.warnings)
+        return facts
 
 
 def _collect_topdown_csv(out: Path) -> str | None:
@@ -350,19 +356,20 @@ def _collector_for(options: RunSettings) -> tuple[TmaCollector, pre.Preflight]:
     return _PREFLIGHTS[key]
 
 
-def manifest_sections(options: RunSettings, host: dict[str, Any]) -> dict[str, Any]:
+def manifest_sections(options: RunSettings, host: HostFacts) -> ManifestSections:
     c, pf = _collector_for(options)
-    block = pf.to_manifest()
-    block.update(level=c.config.level, attach=c.config.attach, split=c.config.split,
-                 reps=options.extra.get("tma_reps", "throughput"))
+    plan = pf.to_manifest()
+    plan.level, plan.attach, plan.split = c.config.level, c.config.attach, c.config.split
+    plan.reps = options.extra.get("tma_reps", "throughput")
     if c.level != c.config.level:
-        block["level_used"] = c.level
+        plan.level_used = c.level
     # Which tree the reps' outputs belong to: analysis parses them in this catalogue.
-    block.update(vendor=c.cpu.vendor if c.cpu is not None else None,
-                 cpu=c.cpu.to_json() if c.cpu is not None else None, catalog=c.catalog)
+    plan.catalog = c.catalog
+    if c.cpu is not None:
+        plan.vendor, plan.cpu = c.cpu.vendor, TmaCpu.from_json(c.cpu.to_json(), "tma.cpu")
     if c.config.split:
-        block["schedule"] = [{"perf": g, "toplev": n} for g, n in split_sets(c.config.level, c.cpu)]
-    return {"tma": block}
+        plan.schedule = [TmaGroupSet(list(g), n) for g, n in split_sets(c.config.level, c.cpu)]
+    return ManifestSections(tma=plan)
 
 
 class _Unavailable:
@@ -375,8 +382,8 @@ class _Unavailable:
     def start(self, ctx: RepContext) -> None:
         pass
 
-    def stop(self, ctx: RepContext) -> dict[str, Any]:
-        return {"backend": self.pf.backend, "status": "unavailable", "reason": self.pf.reason}
+    def stop(self, ctx: RepContext) -> TmaFacts:
+        return TmaFacts(backend=self.pf.backend, status="unavailable", reason=self.pf.reason)
 
 
 def rep_collectors(options: RunSettings, kind: str) -> list[TmaCollector | _Unavailable]:

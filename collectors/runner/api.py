@@ -109,9 +109,9 @@ def plan_run(req: RunRequest, log: Log) -> RunPlan:
     host = machine.host_facts()
     found = plugins()
     # Plugins judge the run before anything is built (perf missing, no PMU, token file).
-    sections = [pl.manifest_sections(opts, host) or {} for pl in found]
+    sections = [pl.manifest_sections(opts, host) for pl in found]
     variants = {s.name: build_variant(s, log=log) for s in specs}
-    plan, decided = pairing.choose(variants, opts, case, host.get("memory_bytes"))
+    plan, decided = pairing.choose(variants, opts, case, host.memory_bytes)
     opts.paired = plan is not None
     log(f"stallscope run: {'paired' if plan else 'unpaired'}: {decided.reason}")
     tools = versions.tool_versions({n: v.benchmark_bin for n, v in variants.items()})

@@ -8,7 +8,9 @@ from typing import Any
 
 from analysis.clock import id_stamp, now_iso, parse_iso
 from analysis.inputs.case import Case
+from analysis.inputs.host import HostFacts
 from analysis.inputs.manifest import Manifest, PairedPlan, Pairing, PrecisionPlan, Profiling, Rep, Variant
+from collectors.collector import ManifestSections
 from collectors.runner.options import RunOptions
 from collectors.runner.placement import placement
 from collectors.runner.rep_order import build_rep_order
@@ -49,7 +51,7 @@ def profiling(case: Case, opts: RunOptions) -> Profiling:
 
 
 def make_manifest(run_id: str, case: Case, variants: dict[str, Variant], opts: RunOptions,
-                  command: list[str], host: dict[str, Any], tools: dict[str, Any],
+                  command: list[str], host: HostFacts, tools: dict[str, Any],
                   paired: PairedPlan | None = None, pairing: Pairing | None = None) -> Manifest:
     """The new run's manifest; `paired` and `pairing` are collectors.runner.pairing.choose's
     decision (opts.paired says the same)."""
@@ -72,9 +74,9 @@ def make_manifest(run_id: str, case: Case, variants: dict[str, Variant], opts: R
     return m
 
 
-def apply_sections(m: Manifest, sections: dict[str, Any]) -> None:
-    """Plugins' manifest sections: a typed section (e.g. "tma") is read into its record,
-    anything else is kept as given."""
-    for k, v in sections.items():
-        current = getattr(m, k, None)
-        setattr(m, k, type(current).from_json(v, k) if hasattr(current, "from_json") else v)
+def apply_sections(m: Manifest, sections: ManifestSections) -> None:
+    """A plugin's manifest sections: each one it set replaces the runner's."""
+    if sections.tma is not None:
+        m.tma = sections.tma
+    if sections.profiling is not None:
+        m.profiling = sections.profiling

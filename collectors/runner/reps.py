@@ -18,9 +18,10 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Protocol
 
+from analysis.inputs.collector_facts import CollectorFacts
 from analysis.inputs.layout import BENCH_JSON, INFO_TXT, RDB_LOAD_JSON, SERVER_LOG
 from analysis.inputs.manifest import Rep, Variant
-from analysis.inputs.repfacts import (BenchSummary, CollectorFacts, DatasetCheck, PairedFacts, RdbLoad,
+from analysis.inputs.repfacts import (BenchSummary, DatasetCheck, PairedFacts, RdbLoad,
                                       RdbLoadResult, RepCpus, RepFacts, Window)
 from analysis.inputs.rundir import write_json
 from collectors.collector import RepCollector, RepContext
@@ -56,7 +57,16 @@ def _name(c: RepCollector) -> str:
 
 def _failed(error: str) -> CollectorFacts:
     """collectors.<name> of a collector that failed to start or stop."""
-    return CollectorFacts(extra={"status": "failed", "error": error})
+    return CollectorFacts(status="failed", error=error)
+
+
+def _checked(facts: object) -> CollectorFacts:
+    """A stop() that returns what the seam says (collectors/collector.py), or a TypeError
+    that records the collector as failed."""
+    if not isinstance(facts, CollectorFacts):
+        raise TypeError(f"stop() returned {type(facts).__name__}, not CollectorFacts "
+                        "(analysis/inputs/collector_facts.py)")
+    return facts
 
 
 def bracket(load: LoadProcess, collectors: list[RepCollector], ctx: RepContext, facts: RepFacts,
@@ -87,7 +97,7 @@ def bracket(load: LoadProcess, collectors: list[RepCollector], ctx: RepContext, 
     finally:
         for c in started:
             try:
-                facts.collectors[_name(c)] = CollectorFacts.from_json(c.stop(ctx) or {}, _name(c))
+                facts.collectors[_name(c)] = _checked(c.stop(ctx))
             except Exception as e:
                 facts.collectors[_name(c)] = _failed(f"{type(e).__name__}: {e}")
                 failed.append(f"{_name(c)}: {type(e).__name__}: {e}")

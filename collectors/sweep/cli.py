@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 from analysis.compare.options import CompareOptions
+from analysis.inputs.host import HostSummary
 from analysis.sweep.sweep_manifest import SweepError, SweepFanout, SweepManifest, load_sweep, save_sweep
 from analysis.sweep.writer import report_sweep
 from collectors.variants.builder import build_variant
@@ -149,9 +150,9 @@ def _options(args: argparse.Namespace) -> SweepOptions:
                         skip_unfit=args.skip_unfit, precision=precision, budget_s=budget)
 
 
-def host_summary() -> dict:
-    h = machine.host_facts()
-    return {k: h.get(k) for k in ("memory_bytes", "l3_bytes", "cpu_model", "cores", "logical_cpus", "kernel")}
+def host_summary() -> HostSummary:
+    """What a sweep plan records of this host (sweep.json `host`)."""
+    return machine.host_facts().summary()
 
 
 def new_sweep_id(case: str, out: Path) -> str:
@@ -167,7 +168,7 @@ def manifest_of(plan: Plan, argv: list[str], sweep_id: str, extra: dict | None =
     m = SweepManifest(sweep_id=sweep_id, created=now_iso(), command=["stallscope", "sweep", *argv],
                       case=plan.case, size=plan.size, variants=list(plan.variants),
                       axes=plan.sweep_axes(), points=plan.sweep_points(), sets=dict(plan.sets),
-                      options=vars(plan.opts).copy(), host=dict(plan.host))
+                      options=vars(plan.opts).copy(), host=plan.host)
     m.extra.update(extra or {})
     return m
 

@@ -13,6 +13,7 @@ import argparse
 import re
 from pathlib import Path
 
+from analysis.inputs.host import HostSummary
 from analysis.sweep.experiment_manifest import ExperimentFanout, ExperimentWhole, save_experiment_dir
 from analysis.sweep.fanout_entry import ExperimentIdentity, PartIdentity
 from collectors.sweep.cli import build_all, create, host_summary, manifest_of, precision_options
@@ -38,7 +39,7 @@ def point_id(exp: Experiment, part: Part, p: PlannedPoint) -> str:
     return f"{part.id}.{p.spec.id}"
 
 
-def planned(exp: Experiment, args: argparse.Namespace, host: dict) -> tuple[list[tuple[Part, Plan]], SweepOptions]:
+def planned(exp: Experiment, args: argparse.Namespace, host: HostSummary) -> tuple[list[tuple[Part, Plan]], SweepOptions]:
     """The parts (those --only keeps) with their plans, and the sweep options."""
     opts = sweep_options(exp, args.size, args.skip_unfit, precision_options(args))
     plans = [part_plan(exp, part, args.size, opts, host, args.set) for part in exp.parts]

@@ -10,6 +10,7 @@ from typing import Sequence
 
 from analysis.sweep.experiment_manifest import (ExperimentManifest, ExperimentPart, load_experiment_dir,
                                                 save_experiment_dir)
+from analysis.inputs.host import HostSummary
 from analysis.sweep.sweep_manifest import load_sweep
 from analysis.sweep.seeds import match
 from analysis.clock import now_iso
@@ -41,7 +42,7 @@ def sweep_options(exp: Experiment, size: str, skip_unfit: bool,
     return SweepOptions(**opts)
 
 
-def part_plan(exp: Experiment, part: Part, size: str, opts: SweepOptions, host: dict,
+def part_plan(exp: Experiment, part: Part, size: str, opts: SweepOptions, host: HostSummary,
               extra: Sequence[str] = (), keep: Keep | None = None) -> Plan:
     try:
         # The part's lookup function lands in its sweep.json options (the report reads it).

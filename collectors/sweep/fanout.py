@@ -16,6 +16,7 @@ import socket
 from dataclasses import asdict
 from typing import Any, Sequence
 
+from analysis.inputs.host import RunnerHost
 from analysis.inputs.records import Record
 from analysis.sweep.fanout_entry import IdentityAxis, IdentityPoint, MatrixEntry, SweepIdentity
 from collectors.host import machine
@@ -111,11 +112,10 @@ def matrix_json(entries: Sequence[MatrixEntry]) -> str:
     return json.dumps({"include": [e.to_json() for e in entries]}, separators=(",", ":"))
 
 
-def point_host() -> dict[str, Any]:
+def point_host() -> RunnerHost:
     """The machine a point runs on, as the merged report names it."""
-    # TODO(lead): HostFacts (hostname, cpu_model, logical_cpus; sweep.json's point `host`)
-    return {"hostname": socket.gethostname(), "cpu_model": machine.cpuinfo()["cpu_model"],
-            "logical_cpus": machine.topology()["logical_cpus"]}
+    return RunnerHost(socket.gethostname(), machine.cpuinfo()["cpu_model"],
+                      machine.topology()["logical_cpus"])
 
 
 def find_point(ids: Sequence[str], wanted: str, what: str) -> str:

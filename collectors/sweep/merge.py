@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, TypeVar
 
+from analysis.inputs.host import RunnerHost
 from analysis.inputs.layout import EXPERIMENT_JSON, SWEEP_JSON
 from analysis.sweep.experiment_manifest import (ExperimentFanout, ExperimentWhole, load_experiment_dir,
                                                 save_experiment_dir)
@@ -40,8 +41,8 @@ class PointRun:
         return self.fan.point or ""
 
     @property
-    def host(self) -> dict[str, Any]:
-        return self.fan.host or {}      # TODO(lead): HostFacts
+    def host(self) -> RunnerHost | None:
+        return self.fan.host
 
 
 def point_dirs(dirs: list[Path], name: str) -> list[Path]:
@@ -83,7 +84,7 @@ def read_runs(dirs: list[Path], name: str, read: Callable[[Path], FanoutEntry | 
     return runs
 
 
-def merge_points(m: SweepManifest, runs: dict[str, tuple[Path, SweepManifest, dict[str, Any]]],
+def merge_points(m: SweepManifest, runs: dict[str, tuple[Path, SweepManifest, RunnerHost | None]],
                  dest: Path) -> SweepManifest:
     """The whole sweep's sweep.json (`m`, filled in) with each point from its run (point id ->
     (its sweep directory, its sweep.json, its host)), the run directories copied to dest."""
@@ -98,13 +99,13 @@ def merge_points(m: SweepManifest, runs: dict[str, tuple[Path, SweepManifest, di
             shutil.copytree(where / src.run_dir, dest / src.run_dir, symlinks=True)
         for k in ("status", "reason", "run_dir", "started", "finished", "took_s", "estimate"):
             setattr(p, k, getattr(src, k))
-        p.host = dict(src.host or host)
+        p.host = src.host or host
     bad = [p.id for p in m.points if p.status != "complete"]
     m.status = "complete" if not bad else "incomplete"
     m.reason = f"{len(bad)} point(s) not complete: {', '.join(bad)}" if bad else None
     first = next((runs[p.id][1] for p in m.points if p.id in runs), None)
     if first is not None:
-        m.host = dict(first.host)      # the L3 the plot marks: the first merged point's host
+        m.host = first.host            # the L3 the plot marks: the first merged point's host
     save_sweep(dest, m)
     return m
 

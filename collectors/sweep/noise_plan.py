@@ -50,16 +50,16 @@ def _detectable(reps: int, sd: float) -> float:
 def noise_lines(plan: Plan, seed_of: Callable[[PlannedPoint], float | None] = lambda p: None
                 ) -> list[str]:
     """The plan's noise lines (`seed_of`: a point's seed change, a fraction, or None)."""
-    points = plan.runnable
+    points, host = plan.runnable, plan.host
     if not points:
         return []
-    first = noise.lookup(plan.host, points[0].case.name, plan.size, points[0].estimate.paired)
+    first = noise.lookup(host, points[0].case.name, plan.size, points[0].estimate.paired)
     if first is None:
         return [f"  {NO_NOISE}"]
     out = [f"  noise here: sd {first.sd:.3f} of a rep's log ratio, {first.unit_s:.0f} s a rep "
            f"({first.runs} run(s) of {first.source}, the latest {first.latest}); 95% confidence, "
            "80% power:"]
     for p in points:
-        n = noise.lookup(plan.host, p.case.name, plan.size, p.estimate.paired) or first
+        n = noise.lookup(host, p.case.name, plan.size, p.estimate.paired) or first
         out.append(point_line(p, n, plan, seed_of(p)))
     return out

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from analysis.inputs.case import Case
+from analysis.inputs.host import HostSummary
 from analysis.sweep.sweep_manifest import Estimate, SweepAxis, SweepPoint
 from collectors.variants.spec import VariantSpec, parse_variant
 from collectors.runner.progress import duration
@@ -42,7 +43,7 @@ class Plan:
     axes: list[Axis]
     sets: dict[str, Any]
     opts: SweepOptions
-    host: dict[str, Any]
+    host: HostSummary
     points: list[PlannedPoint] = field(default_factory=list)
     config_only: bool = False
 
@@ -97,7 +98,7 @@ def _axes(case: str, axis_texts: list[str] | None) -> list[Axis]:
 
 
 def make_plan(case: str, size: str, variants: list[str], axis_texts: list[str] | None,
-              sets: dict[str, Any], opts: SweepOptions, host: dict[str, Any],
+              sets: dict[str, Any], opts: SweepOptions, host: HostSummary,
               keep: Callable[[dict[str, str]], bool] | None = None) -> Plan:
     """Resolve every point (CaseError on a bad value), estimate it and judge its memory.
     `keep(labels)`: only the points it accepts (experiment --only), estimated as the only
@@ -105,7 +106,7 @@ def make_plan(case: str, size: str, variants: list[str], axis_texts: list[str] |
     specs = parse_variants(variants)
     axes = _axes(case, axis_texts)
     plan = Plan(case, size, variants, axes, dict(sets), opts, host, config_only=config_only(specs))
-    mem = host.get("memory_bytes")
+    mem = host.memory_bytes
     seen: dict[str, str] = {}
     loader = loader_sha256()
     for ps in points(case, axes, sets):
@@ -158,9 +159,9 @@ def plan_lines(plan: Plan) -> list[str]:
         how = ("NOT RUN: " + p.skip) if p.skip else e.method + pre
         out.append(f"  {p.spec.id:<34} {e.keys:>12,} {_size(e.dataset_bytes):>10} "
                    f"{_size(e.memory_bytes):>10} {duration(e.time_s):>8}  {how}")
-    mem = plan.host.get("memory_bytes")
+    mem, l3 = plan.host.memory_bytes, plan.host.l3_bytes
     out.append(f"  host: {_size(mem) if mem else 'memory unknown'}, L3 "
-               f"{_size(plan.host['l3_bytes']) if plan.host.get('l3_bytes') else 'unknown'}; "
+               f"{_size(l3) if l3 else 'unknown'}; "
                f"estimated {duration(total_s(plan))} for {len(plan.runnable)} point(s), plus about "
                f"{duration(BUILD_S)} per variant not yet built (builds and dataset snapshots are cached "
                "and shared by the points)")
