@@ -111,15 +111,16 @@ def test_mset_small_preload_verify_flush_and_benchmark_hits(server_for, redis_bi
     srv = server_for(case)
     out = tmp_path / "dataset"
     res = preload(case, srv.client, redis_bins, out)
-    assert res["keys"] == 200_000 and res["dbsize"] == 200_000
-    assert res["first_key"] == "key:000000000000" and res["last_key"] == "key:000000199999"
+    assert res.keys == 200_000 and res.dbsize == 200_000
+    assert res.first_key == "key:000000000000" and res.last_key == "key:000000199999"
     raw = (out / "preload.txt").read_text()
     assert "EVALSHA" in raw and "DBSIZE 200000" in raw
     v = verify(case, srv.client, seed=1)
-    assert v["dbsize"] == 200_000 and v["expected_encoding"] == "embstr"
-    assert v["encodings_seen"] == {"embstr": len(v["samples"])}
-    assert {"key": "key:000000199999", "exists": True, "encoding": "embstr", "bytes": 10} in v["samples"]
-    json.dumps(v)  # the runner saves it as dataset/verify.json
+    assert v.dbsize == 200_000 and v.expected_encoding == "embstr"
+    assert v.encodings_seen == {"embstr": len(v.samples)}
+    assert {"key": "key:000000199999", "exists": True, "encoding": "embstr", "bytes": 10} in \
+        [x.to_json() for x in v.samples]
+    json.dumps(v.to_json())  # the runner saves it as dataset/verify.json
 
     # The real load generator, with the case's own read command over the same keyspace,
     # must hit preloaded keys: redis-benchmark pads __rand_int__ to 12 digits.
@@ -142,10 +143,10 @@ def test_hgetall_small_is_hashtable_encoded(server_for, redis_bins, tmp_path):
     case = load_case("hgetall@fields=200", "small")
     srv = server_for(case)
     res = preload(case, srv.client, redis_bins, tmp_path)
-    assert res["keys"] == 2000
+    assert res.keys == 2000
     v = verify(case, srv.client)
-    assert v["encodings_seen"] == {"hashtable": len(v["samples"])}
-    assert all(s["fields"] == 200 for s in v["samples"])
+    assert v.encodings_seen == {"hashtable": len(v.samples)}
+    assert all(s.fields == 200 for s in v.samples)
     assert srv.client.hget("hash:000000001999", "field:199") == b"x" * 100
     # The same hashes under the server's default listpack limit (128 entries) would be
     # listpack-encoded only below 128 fields, and the case's config is what makes 200 fields
@@ -161,7 +162,7 @@ def test_zrange_small_is_skiplist_and_benchmark_hits(server_for, redis_bins, tmp
     srv = server_for(case)
     preload(case, srv.client, redis_bins, tmp_path)
     v = verify(case, srv.client)
-    assert v["encodings_seen"] == {"skiplist": len(v["samples"])} and v["dbsize"] == 2000
+    assert v.encodings_seen == {"skiplist": len(v.samples)} and v.dbsize == 2000
     assert srv.client.zcard("zset:000000000000") == 129
     before = _info_stats(srv.client)
     subprocess.run([redis_bins.benchmark_bin, "-h", "127.0.0.1", "-p", str(srv.port), "-c", "2", "-n", "500",
@@ -178,8 +179,8 @@ def test_cluster_mode_preload_uses_single_key_writes(server_for, redis_bins, tmp
     case.dataset.keys = 5000
     srv = server_for(case, cluster=True)
     res = preload(case, srv.client, redis_bins, tmp_path)
-    assert res["dbsize"] == 5000
-    assert verify(case, srv.client)["expected_encoding"] == "raw"
+    assert res.dbsize == 5000
+    assert verify(case, srv.client).expected_encoding == "raw"
 
 
 def test_keyspace_estimates_against_l3():

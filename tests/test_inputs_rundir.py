@@ -7,7 +7,7 @@ import shutil
 
 import pytest
 
-from analysis.inputs.manifest import SCHEMA, Calibration, Manifest, Rep, RunStatus, Variant
+from analysis.inputs.manifest import SCHEMA, Calibration, Manifest, Rep, Resume, RunStatus, Variant
 from analysis.inputs.collector_facts import CollectorFacts, PerfFacts
 from analysis.inputs.repfacts import BenchSummary, PairedFacts, RdbLoadResult, RepFacts, Window
 from analysis.inputs.rundir import (RunDirError, load_run, read_rep_facts, save_manifest,
@@ -31,7 +31,7 @@ def _manifest(**kw) -> Manifest:
 
 def test_round_trip_keeps_every_field(tmp_path):
     m = _manifest(status=RunStatus("complete"), calibration={"base": Calibration(requests=1234)},
-                  resumes=[{"at": "x", "reps": 2}])
+                  resumes=[Resume("x", ["stallscope", "run", "--resume", "r"], 2)])
     save_manifest(tmp_path, m)
     back = load_run(tmp_path).manifest
     assert back == m

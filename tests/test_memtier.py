@@ -121,7 +121,7 @@ def test_fallback_when_memtier_is_not_installed():
     case = _case(["GET", "key:__rand_int__"])
     entry, binary = memtier.choose(case, "auto", {"base": "/b/redis-benchmark"}, env=NO_MEMTIER_ENV)
     assert binary is None
-    assert entry == {"requested": "memtier", "used": "redis-benchmark", "path": {"base": "/b/redis-benchmark"},
+    assert entry.to_json() == {"requested": "memtier", "used": "redis-benchmark", "path": {"base": "/b/redis-benchmark"},
                      "reason": "memtier_benchmark not on PATH (install it from its release or build it "
                                "from source, or set MEMTIER=/path)",
                      "asked_by": "workload.tool: memtier"}
@@ -132,7 +132,7 @@ def test_fallback_when_memtier_is_not_installed():
     # --load-generator memtier asks for it on a redis-benchmark case too
     entry, _ = memtier.choose(_case(["GET", "key:__rand_int__"], tool="redis-benchmark"), "memtier",
                               {"base": "/b/redis-benchmark"}, env=NO_MEMTIER_ENV)
-    assert entry["used"] == "redis-benchmark" and entry["asked_by"] == "--load-generator memtier"
+    assert entry.used == "redis-benchmark" and entry.asked_by == "--load-generator memtier"
 
 
 @needs_no_memtier
@@ -141,7 +141,7 @@ def test_runner_says_the_fallback_on_stderr_and_in_the_manifest(capsys):
         name, benchmark_bin, server_bin = "base", "/b/redis-benchmark", "/b/redis-server"
     entry, binary = choose_load_generator(_case(["GET", "key:__rand_int__"]), RunOptions(),
                                           {"base": V()}, lambda m: print(m, file=__import__("sys").stderr))
-    assert binary is None and entry["used"] == "redis-benchmark"
+    assert binary is None and entry.used == "redis-benchmark"
     err = capsys.readouterr().err
     assert err.startswith("stallscope run: load generator: memtier requested (workload.tool: memtier), "
                           "using redis-benchmark instead: memtier_benchmark not on PATH")
@@ -154,15 +154,15 @@ def test_redis_benchmark_used_normally_and_rdb_load():
     entry, binary = memtier.choose(_case(["GET", "key:__rand_int__"], tool="redis-benchmark"), "auto",
                                    {"base": "/b/redis-benchmark", "cand": "/c/redis-benchmark"})
     assert binary is None
-    assert entry == {"requested": "redis-benchmark", "used": "redis-benchmark",
-                     "path": {"base": "/b/redis-benchmark", "cand": "/c/redis-benchmark"}}
+    assert entry.to_json() == {"requested": "redis-benchmark", "used": "redis-benchmark",
+                               "path": {"base": "/b/redis-benchmark", "cand": "/c/redis-benchmark"}}
     assert memtier.describe(entry) is None
     # a forced redis-benchmark never looks at MEMTIER
     entry, _ = memtier.choose(_case(["GET", "key:__rand_int__"]), "redis-benchmark", {"base": "/b/rb"},
                               env={"MEMTIER": "/nonexistent/memtier_benchmark"})
-    assert entry["used"] == "redis-benchmark"
+    assert entry.used == "redis-benchmark"
     entry, _ = memtier.choose(_case(["GET", "key:__rand_int__"], tool="rdb-load"), "memtier", {})
-    assert entry["used"] is None and "rdb-load" in entry["reason"]
+    assert entry.used is None and "rdb-load" in entry.reason
 
 
 def test_cases_memtier_cannot_say_fall_back_with_the_reason():
@@ -171,14 +171,14 @@ def test_cases_memtier_cannot_say_fall_back_with_the_reason():
               (["SET", "key:__rand_int__", "two words"], "memtier splits --command on spaces")]
     for command, why in tricky:
         entry, binary = memtier.choose(_case(command), "auto", {"base": "/b/rb"}, env={"PATH": ""})
-        assert binary is None and entry["used"] == "redis-benchmark"
-        assert entry["reason"].startswith("the case has no memtier equivalent: ") and why in entry["reason"]
+        assert binary is None and entry.used == "redis-benchmark"
+        assert entry.reason.startswith("the case has no memtier equivalent: ") and why in entry.reason
     entry, _ = memtier.choose(_case(["GET", "key:__rand_int__"], clients=50, threads=4), "auto",
                               {"base": "/b/rb"}, env={"PATH": ""})
-    assert "workload.clients 50 is not a multiple of workload.threads 4" in entry["reason"]
+    assert "workload.clients 50 is not a multiple of workload.threads 4" in entry.reason
     entry, _ = memtier.choose(_case(["GET", "key:__rand_int__"]), "auto", {"base": "/b/rb"},
                               paired=True, env={"PATH": ""})
-    assert entry["reason"].startswith("--paired drives redis-benchmark")
+    assert entry.reason.startswith("--paired drives redis-benchmark")
 
 
 def test_memtier_env_pointing_nowhere_is_an_error(tmp_path, monkeypatch, capsys):
@@ -226,17 +226,18 @@ def test_a_load_generator_that_writes_no_json_fails_the_rep_clearly(tmp_path):
 
 def test_report_names_the_load_generator_and_the_fallback():
     from analysis.report import markdown as report_md
-    from analysis.compare.results import Results
+    from analysis.compare.results import Environment, Results
+    from analysis.inputs.manifest import LoadGenerator
     entry, _ = memtier.choose(_case(["GET", "key:__rand_int__"]), "auto", {"base": "/b/rb"}, env={"PATH": ""})
     r = Results(run_id="r", created="", case={}, base="base", cand="cand", settings={},
-                environment={"load_generator": entry})
+                environment=Environment(load_generator=entry))
     # esc() keeps Markdown inert: memtier\\_benchmark renders as memtier_benchmark
     assert ("- Load generator: redis-benchmark (memtier requested; memtier\\_benchmark not on PATH "
             "(install it from its release or build it from source, or set MEMTIER=/path)).") \
         in report_md._environment(r)
-    r.environment = {"load_generator": {"requested": "redis-benchmark", "used": "redis-benchmark"}}
+    r.environment = Environment(load_generator=LoadGenerator("redis-benchmark", "redis-benchmark"))
     assert "- Load generator: redis-benchmark." in report_md._environment(r)
-    r.environment = {}   # runs made before the entry existed: no line
+    r.environment = Environment()   # runs made before the entry existed: no line
     assert not any("Load generator" in x for x in report_md._environment(r))
 
 

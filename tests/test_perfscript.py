@@ -135,12 +135,12 @@ def test_the_collector_folds_a_live_recording_as_perf_script_and_inferno_did(tmp
                                     timeout=120).stdout for d in spin_recording)
     ref = subprocess.run([inferno], input=script, capture_output=True, text=True, timeout=120).stdout
     folded = (tmp_path / "perf.folded").read_text()
-    assert folded == ref and facts["folded_lines"] == len(ref.splitlines()) > 3
+    assert folded == ref and facts.lines == len(ref.splitlines()) > 3
     threads = Counter(t for d in spin_recording for t in _tid_comm(_script("-i", str(d), "-F", "tid,comm")))
     rows = [ln.split("\t") for ln in (tmp_path / "perf.threads.tsv").read_text().splitlines()]
     assert rows[0] == ["tid", "comm", "samples"]
     assert {(int(t), c): int(n) for t, c, n in rows[1:]} == dict(threads)
-    assert facts["samples"] == sum(threads.values()) and facts["threads"] == ["spin", "worker 1"]
+    assert facts.samples == sum(threads.values()) and facts.threads == ["spin", "worker 1"]
 
 
 @pytest.mark.parametrize("fields", [None, "comm,pid,tid,time,event", "comm,tid,time,period,event,ip,sym"])

@@ -75,7 +75,7 @@ def test_manifest_is_complete(mset_run):
         assert m.placement.server_cpus == [0] and m.placement.client_cpus == [1]
     assert m.profiling.mode == "separate" and m.profiling.profiler == "perf"
     assert m.profiling.event == "cpu-clock"
-    assert m.warmup == {"mode": "per-rep", "seconds": 1.0, "note": m.warmup["note"]}
+    assert (m.warmup.mode, m.warmup.seconds) == ("per-rep", 1.0) and "warmup.csv" in m.warmup.note
     for v in ("base", "cand"):
         cal = m.calibration[v]
         assert cal.target_s == 3.0 and cal.requests > 50
@@ -260,11 +260,12 @@ def test_memtier_requested_without_memtier_falls_back_end_to_end(tmp_path):
     rd = load_run(Path(r.stdout.strip().splitlines()[-1]))
     m = rd.manifest
     bench = built("base", BASE_SPEC).benchmark_bin
-    assert m.load_generator == {"requested": "memtier", "used": "redis-benchmark", "path": {"base": bench},
-                                "reason": "memtier_benchmark not on PATH (install it from its release or "
-                                          "build it from source, or set MEMTIER=/path)",
-                                "asked_by": "--load-generator memtier"}
-    assert m.options["load_generator"] == "memtier" and m.calibration["base"].requests > 0
+    assert m.load_generator.to_json() == {
+        "requested": "memtier", "used": "redis-benchmark", "path": {"base": bench},
+        "reason": "memtier_benchmark not on PATH (install it from its release or build it from "
+                  "source, or set MEMTIER=/path)",
+        "asked_by": "--load-generator memtier"}
+    assert m.options.load_generator == "memtier" and m.calibration["base"].requests > 0
     (rep,) = m.schedule
     assert rep.status == "ok"
     d = rd.rep_dir(rep)

@@ -3,21 +3,20 @@ manifest so the report stands alone."""
 from __future__ import annotations
 
 import shlex
-from typing import Any
+from dataclasses import fields
 
-from analysis.compare.results import Reproduce
+from analysis.compare.results import BuildFacts, Environment, Reproduce
+from analysis.inputs.manifest import Variant
 from analysis.inputs.rundir import RunDir
 
-VARIANT_KEYS = ("source", "version", "commit", "binary_sha256", "make_flags", "config",
-                "patches", "spec", "callgraph", "frame_pointers")
-
-
-def environment(run: RunDir, base: str, cand: str) -> dict[str, Any]:
+def environment(run: RunDir, base: str, cand: str) -> Environment:
     m = run.manifest
-    return {"host": m.host.to_json(), "tools": dict(m.tools), "placement": m.placement.to_json(),
-            "profiling": m.profiling.to_json(), "load_generator": dict(m.load_generator),
-            "variants": {v: {k: m.variants[v].to_json().get(k) for k in VARIANT_KEYS}
-                         for v in (base, cand)}}
+    return Environment(m.host, dict(m.tools), m.placement, m.profiling, m.load_generator,
+                       {v: _build(m.variants[v]) for v in (base, cand)})
+
+
+def _build(v: Variant) -> BuildFacts:
+    return BuildFacts(**{f.name: getattr(v, f.name) for f in fields(BuildFacts)})
 
 
 def reproduce(run: RunDir) -> Reproduce:

@@ -17,6 +17,8 @@ from typing import Any
 from analysis.compare.summary_items import SummaryItem
 from analysis.compare.values import ChangeOut, Side
 from analysis.inputs.collector_facts import UnwindProbe
+from analysis.inputs.host import HostFacts
+from analysis.inputs.manifest import LoadGenerator, Placement, Profiling
 from analysis.inputs.records import convert, plain
 from analysis.tma.funnel_doc import FunnelDoc
 
@@ -275,6 +277,32 @@ class Settings:
 
 
 @dataclass
+class BuildFacts:
+    """A variant as the environment block shows it (from manifest.json's variants)."""
+    spec: str = ""
+    source: str = ""
+    version: str | None = None
+    commit: str | None = None
+    binary_sha256: str = ""
+    make_flags: list[str] = field(default_factory=list)
+    config: dict[str, str] = field(default_factory=dict)
+    patches: list[dict[str, str]] = field(default_factory=list)   # [{"file", "sha256"}]
+    callgraph: str = "fp"
+    frame_pointers: bool | None = None
+
+
+@dataclass
+class Environment:
+    """Where and how the run was made, copied from the manifest so the report stands alone."""
+    host: HostFacts = field(default_factory=HostFacts)
+    tools: dict[str, str | None] = field(default_factory=dict)
+    placement: Placement | None = None
+    profiling: Profiling | None = None
+    load_generator: LoadGenerator = field(default_factory=LoadGenerator)
+    variants: dict[str, BuildFacts] = field(default_factory=dict)
+
+
+@dataclass
 class Reproduce:
     run: str = ""            # the command that collected the run
     report: str = ""         # the command that rebuilds this report
@@ -295,8 +323,7 @@ class Results:
     tma: TmaSection = field(default_factory=lambda: TmaSection("absent"))
     saturation: SaturationSection = field(default_factory=lambda: SaturationSection(False))
     profiler_cost: ProfilerCost = field(default_factory=lambda: ProfilerCost(False))
-    # copied from the manifest: host, tools, placement, profiling, load_generator, variants
-    environment: dict[str, Any] = field(default_factory=dict)
+    environment: Environment = field(default_factory=lambda: Environment())
     reproduce: Reproduce = field(default_factory=Reproduce)
     artifacts: Artifacts = field(default_factory=Artifacts)
     summary: list[SummaryItem] = field(default_factory=list)

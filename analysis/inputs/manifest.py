@@ -18,6 +18,7 @@ from analysis.inputs.layout import MANIFEST
 from analysis.inputs.case import Case
 from analysis.inputs.host import HostFacts
 from analysis.inputs.records import Record, RecordError
+from analysis.inputs.run_options import RunOptions
 from analysis.inputs.tma_plan import TmaPlan
 
 SCHEMA = 2
@@ -114,7 +115,7 @@ class PairedPlan(Record):
     between the two servers)."""
     mode: str = "config"
     setting: list[str] = field(default_factory=list)
-    values: dict[str, dict[str, Any]] = field(default_factory=dict)   # variant -> key -> value
+    values: dict[str, dict[str, str | None]] = field(default_factory=dict)   # variant -> key -> value
     window_s: float = 2.0
     windows: int = 8
     variants: list[str] = field(default_factory=list)
@@ -163,6 +164,69 @@ class Calibration(Record):
 
 
 @dataclass
+class Preload(Record):
+    """How the dataset was written into the first server (collectors/workload/dataset.py)."""
+    OMIT_IF_NONE = frozenset({"keys_per_s", "dbsize", "chunks", "first_key", "last_key"})
+    method: str = "none"                 # lua-evalsha | none
+    keys: int = 0
+    seconds: float = 0.0
+    keys_per_s: int | None = None
+    dbsize: int | None = None
+    chunks: int | None = None            # EVALSHA calls
+    first_key: str | None = None
+    last_key: str | None = None
+
+
+@dataclass
+class Warmup(Record):
+    """How each rep warmed the server before its measured load."""
+    mode: str = "none"                   # per-rep | none
+    seconds: float = 0.0
+    note: str = ""
+
+
+@dataclass
+class MemtierKeys(Record):
+    """The key range memtier draws from (its names are the dataset's; collectors/load/memtier.py)."""
+    prefix: str = ""                     # --key-prefix
+    minimum: int = 0                     # --key-minimum
+    maximum: int = 0                     # --key-maximum
+    covered: int = 0                     # keys memtier can send
+    keyspace: int = 0                    # keys the workload's range holds
+    exact: bool = True                   # covered == keyspace
+
+
+@dataclass
+class LoadGenerator(Record):
+    """Which load generator drove the reps and why (collectors/load/memtier.choose), and the
+    case in memtier's terms when memtier drove them."""
+    OMIT_IF_NONE = frozenset({"path", "reason", "asked_by", "version", "note", "command",
+                              "data_size", "clients_per_thread", "threads", "key_range"})
+    requested: str | None = None         # redis-benchmark | memtier | None (rdb-load)
+    used: str | None = None
+    # redis-benchmark: variant -> its binary; memtier: the one binary
+    path: dict[str, str | None] | str | None = None
+    reason: str | None = None            # why the requested one was not used
+    asked_by: str | None = None          # --load-generator memtier | workload.tool: memtier
+    version: str | None = None
+    note: str | None = None
+    command: str | None = None           # memtier --command
+    data_size: int | None = None
+    clients_per_thread: int | None = None
+    threads: int | None = None
+    key_range: MemtierKeys | None = None   # None: the command names no random key
+
+
+@dataclass
+class Resume(Record):
+    """One `--resume` of the run (or sweep, experiment): when, how, and what was left."""
+    OMIT_IF_NONE = frozenset({"reps"})
+    at: str = ""
+    command: list[str] = field(default_factory=list)
+    reps: int | None = None              # reps left to run (runs only)
+
+
+@dataclass
 class DatasetInfo(Record):
     kind: str = "none"
     keys: int | None = None
@@ -171,7 +235,7 @@ class DatasetInfo(Record):
     cached: bool | None = None
     snapshot_bytes: int | None = None
     created_by: str | None = None
-    preload: dict[str, Any] | None = None
+    preload: Preload | None = None
     preload_s: float | None = None
     l3_warning: str | None = None    # the dataset fits in L3: DRAM stalls will be missing
 
@@ -185,7 +249,7 @@ class Manifest(Record):
     size: str
     variants: dict[str, Variant]
     host: HostFacts = field(default_factory=HostFacts)
-    tools: dict[str, Any] = field(default_factory=dict)
+    tools: dict[str, str | None] = field(default_factory=dict)   # tool -> version (None: absent)
     placement: Placement = field(default_factory=Placement)
     profiling: Profiling = field(default_factory=Profiling)
     tma: TmaPlan = field(default_factory=TmaPlan)
@@ -195,12 +259,12 @@ class Manifest(Record):
     schedule: list[Rep] = field(default_factory=list)
     schema: int = SCHEMA
     status: RunStatus = field(default_factory=RunStatus)
-    options: dict[str, Any] = field(default_factory=dict)      # runner options (resume reuses them)
-    warmup: dict[str, Any] = field(default_factory=dict)       # how warm-up was done
+    options: RunOptions = field(default_factory=RunOptions)   # what the run was asked (resume reuses it)
+    warmup: Warmup = field(default_factory=Warmup)
     calibration: dict[str, Calibration] = field(default_factory=dict)
-    load_generator: dict[str, Any] = field(default_factory=dict)  # requested/used tool, path, why
+    load_generator: LoadGenerator = field(default_factory=LoadGenerator)
     dataset: DatasetInfo = field(default_factory=DatasetInfo)
-    resumes: list[dict[str, Any]] = field(default_factory=list)
+    resumes: list[Resume] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         if isinstance(self.case, dict):  # given as JSON (hand-made manifests, tests)

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from analysis.inputs.records import Record, RecordError
 from analysis.inputs.rundir import RunDirError, read_json
@@ -21,7 +20,7 @@ class PairedWindow(Record):
     OMIT_IF_NONE = frozenset({"server_cpu_s"})
     index: int
     variant: str
-    config: dict[str, Any] = field(default_factory=dict)
+    config: dict[str, str | None] = field(default_factory=dict)   # the settings in force
     t0: float | None = None            # epoch s
     t1: float | None = None
     seconds: float = 0.0
@@ -39,14 +38,22 @@ class PairedWindow(Record):
 
 
 @dataclass
+class PairedServer(Record):
+    """One of the two servers of a paired-servers rep."""
+    port: int = 0
+    pid: int | None = None
+    binary_sha256: str | None = None
+
+
+@dataclass
 class PairedWindows(Record):
     """A paired rep's paired.json."""
     OMIT_IF_NONE = frozenset({"mode", "defaults", "servers", "warmup_s"})
     mode: str | None = None            # "servers"; absent: one process (CONFIG SET)
     setting: list[str] = field(default_factory=list)     # the config keys switched
-    defaults: dict[str, Any] | None = None               # their values before the first switch
-    values: dict[str, dict[str, Any]] = field(default_factory=dict)   # variant -> key -> value
-    servers: dict[str, dict[str, Any]] | None = None     # variant -> port, pid, binary_sha256
+    defaults: dict[str, str | None] | None = None        # their values before the first switch
+    values: dict[str, dict[str, str | None]] = field(default_factory=dict)   # variant -> key -> value
+    servers: dict[str, PairedServer] | None = None       # two servers: each variant's
     window_s: float = 0.0
     settle_s: float = 0.0
     warmup_s: float | None = None

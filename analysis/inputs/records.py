@@ -42,7 +42,7 @@ class Record:
         return _dataclass(cls, d, where, False)
 
     def to_json(self) -> dict[str, Any]:
-        out = {f.name: _dump(getattr(self, f.name)) for f in dataclasses.fields(self)
+        out = {f.name: plain(getattr(self, f.name)) for f in dataclasses.fields(self)
                if f.name != "extra"
                and not (f.name in self.OMIT_IF_NONE and getattr(self, f.name) is None)}
         for k, v in self.extra.items():
@@ -157,20 +157,10 @@ def _mismatch(v: Any, want: str, where: str, strict: bool) -> Any:
     return v
 
 
-def _dump(v: Any) -> Any:
-    if isinstance(v, Record):
-        return v.to_json()
-    if isinstance(v, list):
-        return [_dump(x) for x in v]
-    if isinstance(v, dict):
-        return {k: _dump(x) for k, x in v.items()}
-    return v
-
-
 def plain(x: Any) -> Any:
-    """dataclasses.asdict for a document model (results.json) that holds records read
-    from the run directory: a Record is written as its own to_json (its fields and what
-    it kept in `extra`), any other data class field by field."""
+    """A value as JSON data: a Record as its own to_json (its fields and what it kept in
+    `extra`), any other data class field by field (dataclasses.asdict, but records keep
+    their shape), lists and dicts of them."""
     if isinstance(x, Record):
         return x.to_json()
     if dataclasses.is_dataclass(x) and not isinstance(x, type):

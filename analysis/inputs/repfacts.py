@@ -97,6 +97,28 @@ class RdbLoadResult(Record):
 
 
 @dataclass
+class Settle(Record):
+    """Waiting for a restored keyspace to finish rehashing (collectors/load/settle.py)."""
+    OMIT_IF_NONE = frozenset({"hz_during_settle", "note"})
+    rehashing_s: float | None = None     # seconds waited; None: the server does not say
+    hz_during_settle: int | None = None  # hz raised meanwhile
+    note: str | None = None
+
+
+@dataclass
+class KeySample(Record):
+    """One workload key checked: it exists, with the promised encoding and size (its size
+    in the dataset's unit: bytes of a string, fields of a hash, members of a sorted set)."""
+    OMIT_IF_NONE = frozenset({"bytes", "fields", "members"})
+    key: str = ""
+    exists: bool = False
+    encoding: str | None = None
+    bytes: int | None = None
+    fields: int | None = None
+    members: int | None = None
+
+
+@dataclass
 class DatasetCheck(Record):
     """The keyspace a rep measured, verified (collectors/workload/dataset.verify)."""
     ok: bool = False
@@ -106,7 +128,7 @@ class DatasetCheck(Record):
     expected_encoding: str | None = None
     encodings_seen: dict[str, int] = field(default_factory=dict)
     key_format: str | None = None
-    samples: list[dict[str, Any]] = field(default_factory=list)   # {key, exists, encoding, len}
+    samples: list[KeySample] = field(default_factory=list)
 
 
 @dataclass
@@ -142,7 +164,8 @@ class RepFacts(Record):
     rdb_load: RdbLoad | None = None                # server start: load timing
     rdb_load_result: RdbLoadResult | None = None   # rdb-load cases: the measurement
     dataset: DatasetCheck | None = None            # verification of the keyspace
-    settle: dict[str, Any] | None = None           # waiting for the rehash to finish
+    settle: Settle | None = None                   # waiting for the rehash to finish
+    settle_by_variant: dict[str, Settle] = field(default_factory=dict)   # paired servers: each
     # Where the rep's wall time went, seconds per phase in order (paired servers: load,
     # verify, settle, warmup, windows, stop): what a rep costs besides its windows, which
     # the precision planner needs (docs/statistics.md, "Where a rep's time goes").

@@ -28,7 +28,7 @@ def write_profiles(r: Results, merged: dict[str, Stacks], out: Path) -> None:
 def _period_ns(r: Results) -> int | None:
     """ns one sample is worth (cpu-clock at `frequency_hz`): pprof gives sample counts
     beside the ns with it."""
-    hz = (r.environment.get("profiling") or {}).get("frequency_hz")
+    hz = r.environment.profiling.frequency_hz if r.environment.profiling else None
     return round(1e9 / hz) if isinstance(hz, (int, float)) and hz > 0 else None
 
 

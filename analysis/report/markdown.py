@@ -152,41 +152,38 @@ def _tma(r: Results) -> list[str]:
 
 def _environment(r: Results) -> list[str]:
     e = r.environment
-    h, t = e.get("host", {}), e.get("tools", {})
-    l3 = h.get("l3_bytes")
+    h, t = e.host, e.tools
+    l3 = h.l3_bytes
     lines = [
-        f"- CPU: {esc(h.get('cpu_model'))}, {esc(h.get('cores'))} CPUs, "
-        f"{esc(h.get('threads_per_core'))} thread(s)/core, L3 {l3 / 2**20:g} MiB" if l3
-        else f"- CPU: {esc(h.get('cpu_model'))}",
-        f"- Kernel {esc(h.get('kernel'))}; governor {esc(known(h.get('governor')))}; SMT {esc(h.get('smt'))}; "
-        f"THP {esc(h.get('thp'))}; virtualization {esc(h.get('virtualization'))}; "
-        f"PMU {'yes' if h.get('pmu') else 'no'}",
-        f"- Mitigations: {esc(h.get('mitigations'))}",
-        f"- Compiler: {esc(h.get('compiler'))}; tools: "
+        f"- CPU: {esc(h.cpu_model)}, {esc(h.cores)} CPUs, "
+        f"{esc(h.threads_per_core)} thread(s)/core, L3 {l3 / 2**20:g} MiB" if l3
+        else f"- CPU: {esc(h.cpu_model)}",
+        f"- Kernel {esc(h.kernel)}; governor {esc(known(h.governor))}; SMT {esc(h.smt)}; "
+        f"THP {esc(h.thp)}; virtualization {esc(h.virtualization)}; "
+        f"PMU {'yes' if h.pmu else 'no'}",
+        f"- Mitigations: {esc(h.mitigations)}",
+        f"- Compiler: {esc(h.compiler)}; tools: "
         + ", ".join(f"{esc(k)} {esc(known(v))}" for k, v in t.items()),
     ]
-    for v, d in e.get("variants", {}).items():
-        sha = esc((d.get("binary_sha256") or "")[:16])
-        cfg = " ".join(f"{k}={val}" for k, val in (d.get("config") or {}).items()) or "none"
-        lines.append(f"- {esc(v)}: {esc(d.get('source'))}; version {esc(d.get('version'))}, "
-                     f"commit {esc(d.get('commit'))}; sha256 {sha}…; config {esc(cfg)}; "
-                     f"patches {esc(patches(d.get('patches')))}; "
-                     f"flags {esc(' '.join(d.get('make_flags') or []))}")
-    pl, pr = e.get("placement", {}), e.get("profiling", {})
-    if pl:
-        lines.append(f"- Placement: server CPUs {esc(pl.get('server_cpus'))}, client CPUs "
-                     f"{esc(pl.get('client_cpus'))}. {esc(pl.get('note') or '')}")
-    lg = e.get("load_generator") or {}
-    if lg.get("used"):
+    for v, d in e.variants.items():
+        cfg = " ".join(f"{k}={val}" for k, val in d.config.items()) or "none"
+        lines.append(f"- {esc(v)}: {esc(d.source)}; version {esc(d.version)}, "
+                     f"commit {esc(d.commit)}; sha256 {esc(d.binary_sha256[:16])}…; config {esc(cfg)}; "
+                     f"patches {esc(patches(d.patches))}; flags {esc(' '.join(d.make_flags))}")
+    pl, pr, lg = e.placement, e.profiling, e.load_generator
+    if pl is not None:
+        lines.append(f"- Placement: server CPUs {esc(pl.server_cpus)}, client CPUs "
+                     f"{esc(pl.client_cpus)}. {esc(pl.note or '')}")
+    if lg.used:
         # A memtier suite measured with redis-benchmark (or memtier on part of the keys) must
         # say so next to the numbers, not only in manifest.json.
-        why = (f" (memtier requested; {esc(lg.get('reason'))})"
-               if lg.get("requested") == "memtier" and lg.get("used") != "memtier" else "")
-        note = f" {esc(lg['note'])}" if lg.get("note") else ""
-        lines.append(f"- Load generator: {esc(lg['used'])}{why}.{note}")
-    if pr:
-        lines.append(f"- Profiler: {esc(pr.get('profiler'))}, mode {esc(pr.get('mode'))}, "
-                     f"{esc(pr.get('frequency_hz'))} Hz. {esc(pr.get('note') or '')}")
+        why = (f" (memtier requested; {esc(lg.reason)})"
+               if lg.requested == "memtier" and lg.used != "memtier" else "")
+        note = f" {esc(lg.note)}" if lg.note else ""
+        lines.append(f"- Load generator: {esc(lg.used)}{why}.{note}")
+    if pr is not None:
+        lines.append(f"- Profiler: {esc(pr.profiler)}, mode {esc(pr.mode)}, "
+                     f"{esc(pr.frequency_hz)} Hz. {esc(pr.note or '')}")
     return ["### Environment", "", *lines, ""]
 
 

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from analysis.inputs.layout import EXPERIMENT_JSON
+from analysis.inputs.manifest import Resume
 from analysis.inputs.records import Record, RecordError
 from analysis.inputs.rundir import write_json
 from analysis.sweep.fanout_entry import ExperimentIdentity, FanoutEntry
@@ -50,7 +50,7 @@ class ExperimentManifest(Record):
     parts: list[ExperimentPart] = field(default_factory=list)
     only: list[str] = field(default_factory=list)   # --only: the rows run
     status: str = "running"          # running | complete | incomplete | interrupted
-    resumes: list[dict[str, Any]] | None = None
+    resumes: list[Resume] | None = None
     # over many runners (docs/sweeps.md): the plan's identity, the point, the whole experiment
     fanout: ExperimentFanout | None = None
 

@@ -17,6 +17,7 @@ from typing import Any
 
 from analysis.inputs.host import HostSummary, RunnerHost
 from analysis.inputs.layout import SWEEP_JSON
+from analysis.inputs.manifest import Resume
 from analysis.inputs.records import Record, RecordError
 from analysis.inputs.rundir import RunDirError, read_json, write_json
 from analysis.sweep.fanout_entry import ExperimentIdentity, FanoutEntry, SweepIdentity, plan_identity
@@ -100,7 +101,7 @@ class SweepManifest(Record):
     host: HostSummary = field(default_factory=HostSummary)   # the planning host (memory, L3)
     status: str = "planned"          # planned | running | complete | incomplete | interrupted
     reason: str | None = None
-    resumes: list[dict[str, Any]] = field(default_factory=list)
+    resumes: list[Resume] = field(default_factory=list)
     schema: int = SCHEMA
     fanout: SweepFanout | None = None    # a sweep over many runners: a point run or a merge
 

@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from analysis.inputs.case import Case
+from analysis.inputs.manifest import LoadGenerator
 from collectors.host import procs, versions
 from collectors.load.redis_benchmark import HOST, BenchError, BenchProcess, BenchResult
 
@@ -166,7 +167,7 @@ def memtier_argv(memtier_bin: str, port: int, p: Plan, pipeline: int, test_time_
 
 
 def choose(case: Case, mode: str, bench_paths: Mapping[str, str | None], paired: bool = False,
-           env: Mapping[str, str] | None = None) -> tuple[dict[str, Any], str | None]:
+           env: Mapping[str, str] | None = None) -> tuple[LoadGenerator, str | None]:
     """The manifest's load_generator entry and the memtier binary (None: redis-benchmark).
 
     mode: auto (the case's workload.tool), redis-benchmark or memtier. Raises MemtierError
@@ -175,10 +176,10 @@ def choose(case: Case, mode: str, bench_paths: Mapping[str, str | None], paired:
     if mode not in CHOICES:
         raise ValueError(f"load generator {mode!r} is not one of {', '.join(CHOICES)}")
     if case.workload.tool == "rdb-load":
-        return {"requested": None, "used": None, "reason": "rdb-load case: no load generator"}, None
+        return LoadGenerator(reason="rdb-load case: no load generator"), None
     requested = mode if mode != "auto" else ("memtier" if case.workload.tool == "memtier"
                                              else "redis-benchmark")
-    rb = {"requested": requested, "used": "redis-benchmark", "path": dict(bench_paths)}
+    rb = LoadGenerator(requested, "redis-benchmark", dict(bench_paths))
     if requested == "redis-benchmark":
         return rb, None
     how = "--load-generator memtier" if mode == "memtier" else "workload.tool: memtier"
@@ -193,22 +194,22 @@ def choose(case: Case, mode: str, bench_paths: Mapping[str, str | None], paired:
     if reason is None and binary is None:
         reason = f"memtier_benchmark not on PATH ({INSTALL_HINT})"
     if reason is not None:
-        return {**rb, "reason": reason, "asked_by": how}, None
-    entry = {"requested": "memtier", "used": "memtier", "path": binary, "asked_by": how,
-             "version": versions.version_line(binary), **p.to_json()}
-    note = p.keys.note() if p.keys else None
-    if note:
-        entry["note"] = note
+        rb.reason, rb.asked_by = reason, how
+        return rb, None
+    entry = LoadGenerator.from_json({"requested": "memtier", "used": "memtier", "path": binary,
+                                     "asked_by": how, "version": versions.version_line(binary),
+                                     **p.to_json()}, "load_generator")
+    entry.note = p.keys.note() if p.keys else None
     return entry, binary
 
 
-def describe(entry: Mapping[str, Any]) -> str | None:
+def describe(entry: LoadGenerator) -> str | None:
     """The stderr line for a fallback or a partial key range (None: nothing to say)."""
-    if entry.get("requested") == "memtier" and entry.get("used") != "memtier":
-        return (f"load generator: memtier requested ({entry.get('asked_by')}), using redis-benchmark "
-                f"instead: {entry.get('reason')}")
-    if entry.get("used") == "memtier" and entry.get("note"):
-        return f"load generator: memtier_benchmark ({entry.get('path')}); {entry['note']}"
+    if entry.requested == "memtier" and entry.used != "memtier":
+        return (f"load generator: memtier requested ({entry.asked_by}), using redis-benchmark "
+                f"instead: {entry.reason}")
+    if entry.used == "memtier" and entry.note:
+        return f"load generator: memtier_benchmark ({entry.path}); {entry.note}"
     return None
 
 

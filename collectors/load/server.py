@@ -18,6 +18,7 @@ from typing import Any
 
 import redis
 
+from analysis.inputs.repfacts import Settle
 from collectors.host import procs
 from collectors.load.settle import SettleTimeout, settle_together
 
@@ -313,7 +314,7 @@ class Server:
                 raise ServerError("a background save of the server did not finish within an hour")
             time.sleep(0.2)
 
-    def settle(self, timeout_s: float = 300.0) -> dict[str, Any]:
+    def settle(self, timeout_s: float = 300.0) -> Settle:
         """Wait until the keyspace dicts finish rehashing, and say how long that took.
 
         A restored RDB leaves a big main dict mid-rehash (Redis 8.0 with 10M keys: an 8M

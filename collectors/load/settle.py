@@ -8,6 +8,8 @@ from typing import Any
 
 import redis
 
+from analysis.inputs.repfacts import Settle
+
 REHASHING = "mem_overhead_db_hashtable_rehashing"
 SETTLE_HZ = 500
 
@@ -17,21 +19,21 @@ class SettleTimeout(RuntimeError):
 
 
 def settle_together(ports: dict[str, int], host: str = "127.0.0.1", timeout_s: float = 300.0
-                    ) -> dict[str, dict[str, Any]]:
+                    ) -> dict[str, Settle]:
     """Wait for several servers at once: each one's cron rehashes in its own process, so
     two servers loaded side by side settle in the time of the slower one, not one after
     the other. Returns each server's settle facts, by the names given."""
     clients = {n: redis.Redis(host=host, port=p, socket_timeout=30) for n, p in ports.items()}
-    out: dict[str, dict[str, Any]] = {}
+    out: dict[str, Settle] = {}
     raised: dict[str, Any] = {}
     t0 = time.monotonic()
     try:
         for n, c in clients.items():
             mem = c.info("memory")
             if REHASHING not in mem:
-                out[n] = {"rehashing_s": None, "note": f"server does not report {REHASHING}; not waited for"}
+                out[n] = Settle(None, note=f"server does not report {REHASHING}; not waited for")
             elif int(mem[REHASHING]) == 0:
-                out[n] = {"rehashing_s": 0.0}
+                out[n] = Settle(0.0)
             else:
                 raised[n] = c.config_get("hz").get("hz")
                 c.config_set("hz", SETTLE_HZ)
@@ -39,7 +41,7 @@ def settle_together(ports: dict[str, int], host: str = "127.0.0.1", timeout_s: f
         while waiting:
             for n in sorted(waiting):
                 if int(clients[n].info("memory")[REHASHING]) == 0:
-                    out[n] = {"rehashing_s": round(time.monotonic() - t0, 3), "hz_during_settle": SETTLE_HZ}
+                    out[n] = Settle(round(time.monotonic() - t0, 3), SETTLE_HZ)
                     waiting.discard(n)
             if waiting and time.monotonic() - t0 > timeout_s:
                 n = sorted(waiting)[0]

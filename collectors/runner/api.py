@@ -19,7 +19,7 @@ from typing import Callable
 
 from analysis import twostage
 from analysis.inputs.case import Case
-from analysis.inputs.manifest import Variant
+from analysis.inputs.manifest import LoadGenerator, Variant
 from analysis.inputs.rundir import save_manifest
 from collectors.variants.builder import build_variant
 from collectors.variants.spec import VariantSpec, parse_variant
@@ -118,7 +118,7 @@ def plan_run(req: RunRequest, log: Log) -> RunPlan:
     run_id = new_run_id(case.name, req.out)
     command = ["stallscope", "run", *(req.command if req.command is not None else req.argv())]
     m = make_manifest(run_id, case, variants, opts, command, host, tools, plan, decided)
-    m.options["report"] = bool(req.report)
+    m.options.report = bool(req.report)
     m.load_generator, memtier_bin = choose_load_generator(case, opts, variants, log)
     for s in sections:
         apply_sections(m, s)
@@ -148,7 +148,7 @@ def resume_run(run_dir: Path, log: Log, progress: bool = True) -> RunPlan:
 
 def execute(plan: RunPlan) -> RunOutcome:
     status = plan.runner.run()
-    return RunOutcome(plan.run_dir, status, bool(plan.runner.m.options.get("report")))
+    return RunOutcome(plan.run_dir, status, plan.runner.m.options.report)
 
 
 def parse_variants(texts: list[str]) -> list[VariantSpec]:
@@ -163,7 +163,7 @@ def parse_variants(texts: list[str]) -> list[VariantSpec]:
 
 
 def choose_load_generator(case: Case, opts: RunOptions, variants: dict[str, Variant],
-                          log: Log) -> tuple[dict, str | None]:
+                          log: Log) -> tuple[LoadGenerator, str | None]:
     """The manifest's load_generator entry (and memtier's path when memtier drives the load);
     a fallback from memtier to redis-benchmark is said on stderr, not only in the manifest."""
     paths: dict[str, str | None] = {}

@@ -2,14 +2,15 @@
 and how throughput is measured (paired or not: collectors/runner/pairing.py)."""
 from __future__ import annotations
 
-from dataclasses import asdict
+import dataclasses
 from pathlib import Path
 from typing import Any
 
 from analysis.clock import id_stamp, now_iso, parse_iso
 from analysis.inputs.case import Case
 from analysis.inputs.host import HostFacts
-from analysis.inputs.manifest import Manifest, PairedPlan, Pairing, PrecisionPlan, Profiling, Rep, Variant
+from analysis.inputs.manifest import (Manifest, PairedPlan, Pairing, PrecisionPlan, Profiling, Rep, Variant,
+                                      Warmup)
 from collectors.collector import ManifestSections
 from collectors.runner.options import RunOptions
 from collectors.runner.placement import placement
@@ -61,13 +62,12 @@ def make_manifest(run_id: str, case: Case, variants: dict[str, Variant], opts: R
                  host=host, tools=tools, placement=placement(case.server.io_threads),
                  profiling=profiling(case, opts),
                  schedule=build_rep_order(list(variants), opts, w.tool))
-    m.warmup = {"mode": "per-rep" if w.warmup_s > 0 and w.tool != "rdb-load" else "none",
-                "seconds": w.warmup_s,
-                "note": "each rep first runs the load for warmup_s (raw output warmup.csv), then "
-                        "the measured run (bench.csv)"}
-    m.options = asdict(opts)
+    m.warmup = Warmup(mode="per-rep" if w.warmup_s > 0 and w.tool != "rdb-load" else "none",
+                      seconds=w.warmup_s,
+                      note="each rep first runs the load for warmup_s (raw output warmup.csv), "
+                           "then the measured run (bench.csv)")
+    m.options = dataclasses.replace(opts)    # a copy: what was asked, as it was asked
     m.calibration = {}
-    m.load_generator = {}
     m.paired, m.pairing = paired, pairing
     if opts.precision is not None:
         m.precision = PrecisionPlan(target=opts.precision, budget_s=opts.budget_s, pilot=opts.reps)

@@ -24,7 +24,7 @@ from typing import Any
 from analysis.inputs.layout import PAIRED_JSON
 from analysis.inputs.case import Case
 from analysis.inputs.manifest import Calibration, Variant
-from analysis.inputs.paired import PairedWindow, PairedWindows
+from analysis.inputs.paired import PairedServer, PairedWindow, PairedWindows
 from analysis.inputs.rundir import write_json
 from collectors.host import procs
 from collectors.host.cputime import CpuWatch, client_capacity, exec_runtime_s, merge_windows
@@ -89,8 +89,8 @@ def run_server_windows(servers: dict[str, Server], variants: dict[str, Variant],
             (rep_dir / f"bench-{n}.txt").write_bytes(err or b"")
     doc = PairedWindows(
         mode="servers", setting=[], values={n: dict(variants[n].config or {}) for n in names},
-        servers={n: {"port": servers[n].port, "pid": servers[n].pid,
-                     "binary_sha256": variants[n].binary_sha256} for n in names},
+        servers={n: PairedServer(servers[n].port, servers[n].pid, variants[n].binary_sha256)
+                 for n in names},
         window_s=window_s, settle_s=SETTLE_S, warmup_s=warmup_s, order=order, command=command,
         counter="INFO stats total_commands_processed; calls = INFO commandstats calls "
                 "(each window: the active server's own counters)",

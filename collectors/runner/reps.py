@@ -21,7 +21,7 @@ from typing import Protocol
 from analysis.inputs.collector_facts import CollectorFacts
 from analysis.inputs.layout import BENCH_JSON, INFO_TXT, RDB_LOAD_JSON, SERVER_LOG
 from analysis.inputs.manifest import Rep, Variant
-from analysis.inputs.repfacts import (BenchSummary, DatasetCheck, PairedFacts, RdbLoad,
+from analysis.inputs.repfacts import (BenchSummary, PairedFacts, RdbLoad,
                                       RdbLoadResult, RepCpus, RepFacts, Window)
 from analysis.inputs.rundir import write_json
 from collectors.collector import RepCollector, RepContext
@@ -122,7 +122,7 @@ class RepKind:
         srv = self.start_server(self.variant)
         try:
             checked = verify_rep(self.run, srv)
-            self.facts.dataset = DatasetCheck.from_json(checked) if checked is not None else None
+            self.facts.dataset = checked
             self.measure(srv)
             (self.rep_dir / INFO_TXT).write_text(srv.info_all())
         finally:
@@ -266,7 +266,7 @@ class PairedServersRep(RepKind):
             for srv in servers.values():
                 verify_rep(run, srv)
             clock.mark("verify")
-            facts.settle = settle_together({n: s.port for n, s in servers.items()})
+            facts.settle_by_variant = settle_together({n: s.port for n, s in servers.items()})
             clock.mark("settle")
             facts.cpus = RepCpus(run.place.server_cpus, run.place.client_cpus)
             res = run_server_windows(

@@ -8,6 +8,7 @@ SIGINT/SIGTERM end the run with exit status 130 and everything it started killed
 """
 from __future__ import annotations
 
+import dataclasses
 import os
 import shutil
 import sys
@@ -15,7 +16,7 @@ import traceback
 from pathlib import Path
 from typing import Callable
 
-from analysis.inputs.manifest import Manifest, Rep, RunStatus, Variant
+from analysis.inputs.manifest import Manifest, Rep, Resume, RunStatus, Variant
 from analysis.inputs.repfacts import RepFacts
 from analysis.inputs.rundir import load_run, write_rep_facts
 from collectors.variants.builder import build_variant
@@ -26,7 +27,7 @@ from collectors.load import memtier
 from collectors.runner.context import RunContext
 from analysis.clock import now_iso
 from collectors.runner import noise_log
-from collectors.runner.options import RunError, RunOptions
+from collectors.runner.options import RunError
 from collectors.runner.precision import PrecisionRun
 from collectors.runner.progress import Progress
 from collectors.runner.reps import rep_kind
@@ -143,21 +144,19 @@ class Runner:
         """The run of RUN_DIR with the binaries it was measured with, ready to run what is
         not "ok" (RunError when a variant now builds differently or memtier is gone)."""
         m = load_run(run_dir).manifest
-        o = dict(m.options or {})
-        o.pop("report", None)
         variants = {name: _rebuilt(run_dir, name, vm, log) for name, vm in m.variants.items()}
         left = [r for r in m.schedule if r.status != "ok"]
-        m.resumes = m.resumes + [{"at": now_iso(), "command": sys.argv, "reps": len(left)}]
+        m.resumes = m.resumes + [Resume(now_iso(), list(sys.argv), len(left))]
         log(f"stallscope run: resuming {run_dir}: {len(left)} of {len(m.schedule)} reps to run")
         memtier_bin = None
-        if (m.load_generator or {}).get("used") == "memtier":
+        if m.load_generator.used == "memtier":
             # Finished reps were measured with memtier: the rest must be too, or they don't compare.
             memtier_bin = memtier.find_memtier()
             if memtier_bin is None:
                 raise RunError(f"{run_dir}/manifest.json: this run's reps were measured with "
-                               f"memtier_benchmark ({m.load_generator.get('path')}), which is no longer "
+                               f"memtier_benchmark ({m.load_generator.path}), which is no longer "
                                f"on PATH; {memtier.INSTALL_HINT}")
-        opts = RunOptions(**o)
+        opts = dataclasses.replace(m.options)
         run = RunContext(Path(run_dir), m, m.case, variants, opts,
                          collector_factories=[p.rep_collectors for p in plugins()],
                          memtier_bin=memtier_bin)

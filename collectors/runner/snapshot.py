@@ -16,6 +16,7 @@ from analysis.inputs.layout import PAIRED_JSON
 from analysis.inputs.paired import read_paired
 from analysis.inputs.rundir import RunDirError
 from analysis.inputs.manifest import Calibration, DatasetInfo, Variant
+from analysis.inputs.repfacts import DatasetCheck
 from collectors.variants.builder import cache_dir
 from collectors.host import versions
 from collectors.load.redis_benchmark import calibrate
@@ -91,7 +92,7 @@ def _preload(run: RunContext, first: Variant, rdb: Path, ds_dir: Path, info: Dat
     try:
         pre = dataset.preload(run.case, srv.client, first, ds_dir)
         ver = dataset.verify(run.case, srv.client)
-        (ds_dir / "verify.json").write_text(json.dumps(ver, indent=2, default=str) + "\n")
+        (ds_dir / "verify.json").write_text(json.dumps(ver.to_json(), indent=2) + "\n")
         srv.snapshot(rdb)
     finally:
         srv.stop()
@@ -99,14 +100,14 @@ def _preload(run: RunContext, first: Variant, rdb: Path, ds_dir: Path, info: Dat
     info.preload_s = round(time.monotonic() - t0, 3)
 
 
-def verify_rep(run: RunContext, srv: Server) -> dict[str, Any] | None:
+def verify_rep(run: RunContext, srv: Server) -> DatasetCheck | None:
     """The keyspace a rep is about to measure is the case's (raises DatasetError if not)."""
     if run.case.dataset.kind == "none":
         return None
     ver = dataset.verify(run.case, srv.client)
     vf = run.run_dir / "dataset" / "verify.json"
     if not vf.is_file():
-        vf.write_text(json.dumps(ver, indent=2, default=str) + "\n")
+        vf.write_text(json.dumps(ver.to_json(), indent=2) + "\n")
     return ver
 
 

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from analysis.compare.options import CompareOptions
 from analysis.inputs.host import HostSummary
+from analysis.inputs.manifest import Resume
 from analysis.sweep.sweep_manifest import SweepError, SweepFanout, SweepManifest, load_sweep, save_sweep
 from analysis.sweep.writer import report_sweep
 from collectors.variants.builder import build_variant
@@ -217,7 +218,7 @@ def _main(args: argparse.Namespace, argv: list[str], log) -> int:
     if args.resume:
         sweep_dir = Path(args.resume)
         m = load_sweep(sweep_dir)
-        m.resumes.append({"at": now_iso(), "command": ["stallscope", "sweep", *argv]})
+        m.resumes.append(Resume(now_iso(), ["stallscope", "sweep", *argv]))
         left = [p.id for p in m.points if p.status not in ("complete", "skipped")]
         log(f"{PREFIX} resuming {sweep_dir}: {len(left)} of {len(m.points)} points to run "
             f"({', '.join(left) or 'none'})")

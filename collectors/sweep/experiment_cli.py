@@ -7,6 +7,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from analysis.inputs.manifest import Resume
 from analysis.sweep.experiment_manifest import load_experiment_dir, save_experiment_dir
 from analysis.sweep.experiment_report import report_experiment
 from analysis.sweep.sweep_manifest import SweepError
@@ -169,7 +170,7 @@ def _main(args: argparse.Namespace, argv: list[str], log) -> int:
     if args.resume:
         exp_dir = Path(args.resume)
         d = load_experiment_dir(exp_dir)
-        d.resumes = (d.resumes or []) + [{"at": now_iso(), "command": ["stallscope", "experiment", *argv]}]
+        d.resumes = (d.resumes or []) + [Resume(now_iso(), ["stallscope", "experiment", *argv])]
         save_experiment_dir(exp_dir, d)
         log(f"{PREFIX} resuming {exp_dir}")
     elif not args.name:

@@ -20,6 +20,8 @@ from pathlib import Path
 from typing import Any
 
 from analysis.inputs.case import Case, DatasetSpec
+from analysis.inputs.manifest import Preload
+from analysis.inputs.repfacts import DatasetCheck, KeySample
 from collectors.host.machine import cache_sizes
 
 # Elements (string keys, hash fields, zset members) written per EVALSHA: big enough that
@@ -96,7 +98,7 @@ def _wait_cluster_ok(client: Any, timeout_s: float = 30.0) -> None:
                        "(are all 16384 slots assigned to it? CLUSTER ADDSLOTSRANGE 0 16383)")
 
 
-def preload(case: Case, client: Any, variant: Any, out_dir: Path) -> dict[str, Any]:
+def preload(case: Case, client: Any, variant: Any, out_dir: Path) -> Preload:
     """Load case.dataset into the server behind `client` (redis.Redis) and write the raw
     exchange (script, every call and reply, timings) to out_dir/preload.txt.
     `variant` (its benchmark_bin/cli_bin) is not needed by the Lua loader; it is part of
@@ -107,7 +109,7 @@ def preload(case: Case, client: Any, variant: Any, out_dir: Path) -> dict[str, A
     log_path = out_dir / "preload.txt"
     if ds.kind == "none" or ds.keys == 0:
         log_path.write_text(f"case {case.name} (size {case.size}): no dataset to preload\n")
-        return {"method": "none", "keys": 0, "seconds": 0.0}
+        return Preload()
     if case.server.cluster:
         _wait_cluster_ok(client)
     script, args_of = _script_for(case)
@@ -141,10 +143,8 @@ def preload(case: Case, client: Any, variant: Any, out_dir: Path) -> dict[str, A
     lines += ["", f"# loaded {loaded} keys in {seconds:.2f} s ({loaded / max(seconds, 1e-9):,.0f} keys/s); "
               f"DBSIZE {dbsize}"]
     log_path.write_text("\n".join(lines) + "\n")
-    return {"method": "lua-evalsha", "keys": loaded, "seconds": round(seconds, 3),
-            "keys_per_s": round(loaded / max(seconds, 1e-9)), "dbsize": dbsize,
-            "chunks": -(-ds.keys // per_chunk), "first_key": ds.key_name(0),
-            "last_key": ds.key_name(ds.keys - 1)}
+    return Preload("lua-evalsha", loaded, round(seconds, 3), round(loaded / max(seconds, 1e-9)),
+                   dbsize, -(-ds.keys // per_chunk), ds.key_name(0), ds.key_name(ds.keys - 1))
 
 
 def _show(argv: list[Any]) -> str:
@@ -178,7 +178,7 @@ def expected_encoding(ds: DatasetSpec) -> str | None:
 _SAME_ENCODING = {"listpack": {"listpack", "ziplist"}, "ziplist": {"listpack", "ziplist"}}
 
 
-def verify(case: Case, client: Any, samples: int = 20, seed: int | None = None) -> dict[str, Any]:
+def verify(case: Case, client: Any, samples: int = 20, seed: int | None = None) -> DatasetCheck:
     """Check the preloaded dataset: DBSIZE exactly dataset.keys, `samples` workload keys
     (first, last and random ones) exist with the promised encoding and size. Returns what
     was checked (saved as dataset/verify.json); raises DatasetError otherwise."""
@@ -186,7 +186,7 @@ def verify(case: Case, client: Any, samples: int = 20, seed: int | None = None) 
     want_enc = expected_encoding(ds)
     dbsize = int(client.dbsize())
     if ds.kind == "none":
-        return {"ok": True, "dbsize": dbsize, "expected_keys": 0, "samples": []}
+        return DatasetCheck(ok=True, dbsize=dbsize)
     rng = random.Random(seed)
     idx = sorted({0, ds.keys - 1} | {rng.randrange(ds.keys) for _ in range(max(samples - 2, 0))})
     names = [ds.key_name(i) for i in idx]
@@ -216,7 +216,7 @@ def verify(case: Case, client: Any, samples: int = 20, seed: int | None = None) 
         enc = enc.decode() if isinstance(enc, bytes) else enc
         exists = bool(exists) and not isinstance(exists, Exception)
         length = None if isinstance(length, Exception) else length
-        checked.append({"key": key, "exists": exists, "encoding": enc, unit: length})
+        checked.append(KeySample.from_json({"key": key, "exists": exists, "encoding": enc, unit: length}))
         encodings[enc] = encodings.get(enc, 0) + 1
         if not exists:
             problems.append(f"{key} does not exist")
@@ -231,10 +231,10 @@ def verify(case: Case, client: Any, samples: int = 20, seed: int | None = None) 
             hint = (": check the case's server.config (hash-max-listpack-entries, zset-max-listpack-entries "
                     "or their ziplist aliases) and dataset.value_size")
         raise DatasetError(f"case {case.name} (size {case.size}): {'; '.join(problems[:3])}{more}{hint}")
-    return {"ok": True, "dbsize": dbsize, "expected_keys": ds.keys, "kind": ds.kind,
-            "expected_encoding": want_enc, "encodings_seen": encodings,
-            "key_format": f"{ds.key_prefix}%012d (redis-benchmark __rand_int__)",
-            "samples": checked}
+    return DatasetCheck(ok=True, dbsize=dbsize, expected_keys=ds.keys, kind=ds.kind,
+                        expected_encoding=want_enc, encodings_seen=encodings,
+                        key_format=f"{ds.key_prefix}%012d (redis-benchmark __rand_int__)",
+                        samples=checked)
 
 
 # ---------------------------------------------------------------- sizes
