@@ -14,10 +14,10 @@ from analysis.inputs.host import HostSummary
 from analysis import stats
 from analysis.compare.throughput import main_log_ratios
 from analysis.inputs.rundir import load_run
+from analysis.sweep.sweep_options import SweepOptions
 from collectors.host import noise
 from collectors.runner.new_manifest import rep_seconds
 from collectors.sweep.noise_plan import noise_lines
-from collectors.sweep.options import SweepOptions
 from collectors.sweep.plan import make_plan
 
 DATA = Path(__file__).parent / "data" / "runs"

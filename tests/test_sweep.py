@@ -19,8 +19,8 @@ from pathlib import Path
 import pytest
 
 from analysis.inputs.host import HostSummary
+from analysis.sweep.sweep_options import SweepOptions
 from collectors.sweep.axes import parse_axis, points
-from collectors.sweep.options import SweepOptions
 from collectors.sweep.plan import PlanError, check_fit, make_plan, plan_lines
 from collectors.workload.casefile import CaseError
 from tests.conftest import REPO

@@ -22,8 +22,8 @@ import pytest
 import yaml
 
 from analysis.inputs.host import HostSummary
+from analysis.sweep.sweep_options import SweepOptions
 from collectors.sweep.fanout import differences, digest, identity
-from collectors.sweep.options import SweepOptions
 from collectors.sweep.plan import make_plan
 from tests.conftest import REPO
 from tests.conftest_run import BASE_SPEC, CAND_SPEC, base_variant, built, cli_env

@@ -154,7 +154,7 @@ def analyse_sweep(sweep_dir: str | Path, opts: CompareOptions | None = None,
     opts = opts or CompareOptions()
     m = load_sweep(sweep_dir)
     names = m.variant_names
-    lookup = lookup if lookup is not None else (m.options.get("lookup") or None)
+    lookup = lookup if lookup is not None else (m.options.lookup or None)
     points = [analyse_point(sweep_dir, m, p, opts, lookup, (out / p.id) if out else None)
               for p in m.points]
     res = SweepResults(

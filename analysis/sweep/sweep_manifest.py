@@ -21,6 +21,7 @@ from analysis.inputs.manifest import Resume
 from analysis.inputs.records import Record, RecordError
 from analysis.inputs.rundir import RunDirError, read_json, write_json
 from analysis.sweep.fanout_entry import ExperimentIdentity, FanoutEntry, SweepIdentity, plan_identity
+from analysis.sweep.sweep_options import SweepOptions
 
 SCHEMA = 1
 POINT_STATES = ("pending", "running", "complete", "incomplete", "failed", "interrupted", "skipped")
@@ -97,7 +98,7 @@ class SweepManifest(Record):
     axes: list[SweepAxis] = field(default_factory=list)
     points: list[SweepPoint] = field(default_factory=list)
     sets: dict[str, Any] = field(default_factory=dict)     # sweep-wide --set
-    options: dict[str, Any] = field(default_factory=dict)  # reps, profile, paired, lookup ...
+    options: SweepOptions = field(default_factory=SweepOptions)   # what was asked (resume reuses it)
     host: HostSummary = field(default_factory=HostSummary)   # the planning host (memory, L3)
     status: str = "planned"          # planned | running | complete | incomplete | interrupted
     reason: str | None = None

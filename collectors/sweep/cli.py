@@ -4,6 +4,7 @@ variants, one run directory per point, and report the table and the crossover pl
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import sys
 from pathlib import Path
 
@@ -11,6 +12,7 @@ from analysis.compare.options import CompareOptions
 from analysis.inputs.host import HostSummary
 from analysis.inputs.manifest import Resume
 from analysis.sweep.sweep_manifest import SweepError, SweepFanout, SweepManifest, load_sweep, save_sweep
+from analysis.sweep.sweep_options import PAIRINGS, SweepOptions
 from analysis.sweep.writer import report_sweep
 from collectors.variants.builder import build_variant
 from collectors.variants.spec import GRAMMAR
@@ -23,7 +25,6 @@ from collectors.runner.options import (DEFAULT_BUDGET_S, PAIRED_WINDOW_S, PAIRED
 from collectors.sweep.fanout import (add_fanout_arguments, digest, find_point, identity, matrix_entry,
                                      matrix_json, point_host, whole_argv)
 from collectors.sweep.merge import merge_sweep
-from collectors.sweep.options import PAIRINGS, SweepOptions
 from collectors.sweep.noise_plan import noise_lines
 from collectors.sweep.plan import Plan, PlanError, check_fit, make_plan, parse_variants, plan_lines
 from collectors.sweep.sweeper import PREFIX, Sweeper, options_of
@@ -169,7 +170,7 @@ def manifest_of(plan: Plan, argv: list[str], sweep_id: str, extra: dict | None =
     m = SweepManifest(sweep_id=sweep_id, created=now_iso(), command=["stallscope", "sweep", *argv],
                       case=plan.case, size=plan.size, variants=list(plan.variants),
                       axes=plan.sweep_axes(), points=plan.sweep_points(), sets=dict(plan.sets),
-                      options=vars(plan.opts).copy(), host=plan.host)
+                      options=dataclasses.replace(plan.opts), host=plan.host)
     m.extra.update(extra or {})
     return m
 

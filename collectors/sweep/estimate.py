@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from analysis.inputs.case import Case
 from analysis.sweep.sweep_manifest import Estimate
+from analysis.sweep.sweep_options import SweepOptions
 from collectors.runner.pairing import room_for_two
-from collectors.sweep.options import SweepOptions
 from collectors.workload.dataset import keyspace_bytes_estimate
 
 PRELOAD_ELEMENTS_PER_S = 600_000

@@ -18,7 +18,7 @@ PART = {"id": str, "heading": str, "case": str, "axes": list, "set": list, "size
         "metric": str, "seed_rows": list, "lookup": list}
 SEED_ROW = {"at": dict, "setup": str, "base": (int, float), "cand": (int, float),
             "gain": (int, float), "unit": str}
-# Sweep options an experiment may fix (per size too): the names of collectors.sweep.options.
+# Sweep options an experiment may fix (per size too): the names of analysis.sweep.sweep_options.SweepOptions.
 OPTIONS = {"reps": int, "profile_reps": int, "profile": str, "paired_window_s": (int, float),
            "paired_windows": int, "pairing": str, "skip_unfit": bool,
            "precision": (int, float), "budget_s": (int, float)}

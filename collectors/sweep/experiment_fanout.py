@@ -16,6 +16,7 @@ from pathlib import Path
 from analysis.inputs.host import HostSummary
 from analysis.sweep.experiment_manifest import ExperimentFanout, ExperimentWhole, save_experiment_dir
 from analysis.sweep.fanout_entry import ExperimentIdentity, PartIdentity
+from analysis.sweep.sweep_options import SweepOptions
 from collectors.sweep.cli import build_all, create, host_summary, manifest_of, precision_options
 from collectors.sweep.experiment import Experiment, Part
 from collectors.sweep.experiment_parts import (PREFIX, experiment_doc, part_entry, part_plan, run_parts,
@@ -25,7 +26,6 @@ from collectors.sweep.fanout import (digest, find_point, identity, matrix_entry,
                                      whole_argv)
 from collectors.sweep.merge import merge_experiment
 from collectors.sweep.noise_plan import noise_lines
-from collectors.sweep.options import SweepOptions
 from collectors.sweep.plan import Plan, PlannedPoint, PlanError, check_fit, plan_lines
 from collectors.sweep.selection import select
 

@@ -14,10 +14,10 @@ from analysis.inputs.host import HostSummary
 from analysis.sweep.sweep_manifest import load_sweep
 from analysis.sweep.seeds import match
 from analysis.clock import now_iso
+from analysis.sweep.sweep_options import SweepOptions
 from collectors.runner.options import DEFAULT_BUDGET_S
 from collectors.runner.progress import duration
 from collectors.sweep.experiment import Experiment, Part
-from collectors.sweep.options import SweepOptions
 from collectors.sweep.plan import Plan, PlanError, make_plan
 from collectors.sweep.selection import Keep
 from collectors.sweep.sweeper import Sweeper, options_of

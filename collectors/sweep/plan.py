@@ -10,12 +10,12 @@ from typing import Any, Callable
 from analysis.inputs.case import Case
 from analysis.inputs.host import HostSummary
 from analysis.sweep.sweep_manifest import Estimate, SweepAxis, SweepPoint
+from analysis.sweep.sweep_options import SweepOptions
 from collectors.variants.spec import VariantSpec, parse_variant
 from collectors.runner.progress import duration
 from collectors.runner.snapshot import loader_sha256, snapshot_key
 from collectors.sweep.axes import Axis, PointSpec, matrix_axes, parse_axis, points
 from collectors.sweep.estimate import estimate
-from collectors.sweep.options import SweepOptions
 from collectors.workload.casefile import CaseError
 from collectors.workload.cases import case_doc, load_case
 from collectors.workload.overrides import show

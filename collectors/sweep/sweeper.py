@@ -10,6 +10,7 @@ is left (an interrupted point is resumed, not restarted).
 """
 from __future__ import annotations
 
+import dataclasses
 import os
 import sys
 import time
@@ -27,10 +28,10 @@ from collectors.host import procs
 from collectors.runner.api import RunRequest, plan_run
 from collectors.runner.options import RunOptions
 from analysis.clock import now_iso
+from analysis.sweep.sweep_options import SweepOptions
 from collectors.runner.progress import duration
 from collectors.runner.runner import Runner
 from collectors.sweep.fanout import point_host
-from collectors.sweep.options import SweepOptions
 from collectors.workload.overrides import show
 
 Log = Callable[[str], None]
@@ -182,5 +183,5 @@ class _Done:
 
 
 def options_of(m: SweepManifest) -> SweepOptions:
-    known = set(SweepOptions.__dataclass_fields__)
-    return SweepOptions(**{k: v for k, v in (m.options or {}).items() if k in known})
+    """The sweep's options as recorded (a copy: a resume may change what it runs with)."""
+    return dataclasses.replace(m.options)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from collectors.runner.options import PAIRED_WINDOW_S, PAIRED_WINDOWS
+from analysis.inputs.run_options import PAIRED_WINDOW_S, PAIRED_WINDOWS
 
 PAIRINGS = ("paired", "interleaved")
 
