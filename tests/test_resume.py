@@ -106,8 +106,13 @@ def test_sigint_mid_run_then_resume(tmp_path):
     assert mentioning(str(run_dir)) == []
     m = _manifest(run_dir)
     assert m["status"]["state"] == "interrupted" and "SIGINT" in m["status"]["reason"]
-    failed = [r for r in m["schedule"] if r["status"] == "failed"]
-    assert [r["dir"] for r in failed] == running and failed[0]["reason"] == "interrupted by SIGINT"
+    # The rep seen running is marked interrupted, unless it finished in the moment between
+    # the look and the signal (the signal then lands between reps: nothing to mark).
+    state = {r["dir"]: r for r in m["schedule"]}
+    failed = [d for d, r in state.items() if r["status"] == "failed"]
+    assert all(state[d]["reason"] == "interrupted by SIGINT" for d in failed), failed
+    assert failed == running or (failed == [] and all(state[d]["status"] == "ok" for d in running))
+    assert not [d for d, r in state.items() if r["status"] == "running"]
     log = (tmp_path / "int.log").read_text()
     assert f"--resume {run_dir}" in log and "Traceback" not in log
 
@@ -199,3 +204,30 @@ def test_paired_mode_switches_config_in_one_server(tmp_path):
     assert compare_cli.main([str(run_dir), "--out", str(tmp_path / "aa-report")]) == 0
     report = (tmp_path / "aa-report" / "report.md").read_text()
     assert "> A/A run: both sides run the same binary with the same config" in report
+
+
+def test_an_interrupt_swallowed_by_python_is_not_printed_as_a_traceback(tmp_path):
+    """A signal that lands in an at-fork handler or a __del__ cannot raise there: Python
+    prints "Exception ignored ... Traceback" and goes on. The runner raises it again at its
+    next checkpoint, so stallscope prints nothing there; any other exception still prints."""
+    script = tmp_path / "swallowed.py"
+    script.write_text(
+        "import os, signal\n"
+        "from collectors.host import procs\n"
+        "procs.install_signal_handlers()\n"
+        "class Dying:\n"
+        "    def __del__(self):\n"
+        "        os.kill(os.getpid(), signal.SIGINT)\n"
+        "        for _ in range(1000): pass   # the handler runs here, inside __del__\n"
+        "class Broken:\n"
+        "    def __del__(self):\n"
+        "        raise ValueError('not ours to hide')\n"
+        "Dying(); Broken()\n"
+        "try:\n"
+        "    procs.raise_if_interrupted()\n"
+        "except procs.Interrupted as e:\n"
+        "    print('raised again:', e)\n")
+    r = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=60,
+                       cwd=REPO, env={**os.environ, "PYTHONPATH": str(REPO)})
+    assert "raised again: interrupted by SIGINT" in r.stdout, (r.stdout, r.stderr)
+    assert "Interrupted" not in r.stderr and "ValueError: not ours to hide" in r.stderr, r.stderr

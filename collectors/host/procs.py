@@ -15,6 +15,7 @@ import ctypes
 import os
 import signal
 import subprocess
+import sys
 import threading
 import time
 from typing import IO, Sequence
@@ -149,6 +150,15 @@ def _raise_interrupted(signum, _frame):
     raise Interrupted(signum)
 
 
+def _quiet_unraisable(unraisable) -> None:
+    """An Interrupted swallowed where Python cannot raise (an at-fork handler, a __del__) is
+    raised again at the next checkpoint (raise_if_interrupted): printing it as "Exception
+    ignored ... Traceback" would only alarm the user. Anything else is printed as before."""
+    if isinstance(unraisable.exc_value, Interrupted):
+        return
+    sys.__unraisablehook__(unraisable)
+
+
 def raise_if_interrupted() -> None:
     """Raise Interrupted if a signal arrived whose exception may have been swallowed."""
     if _received is not None:
@@ -166,6 +176,7 @@ def install_signal_handlers() -> None:
         return
     signal.signal(signal.SIGINT, _raise_interrupted)
     signal.signal(signal.SIGTERM, _raise_interrupted)
+    sys.unraisablehook = _quiet_unraisable
     atexit.register(kill_all)
     _installed = True
 
