@@ -42,8 +42,8 @@ VERDICTS = ("improvement", "regression", "no change", "unstable", "insufficient 
 MIN_N = 3
 # Where the user brings what they have (the TMA funnel over toplev/perf outputs): 2 a side
 # still give a Welch t-interval that holds its 95% on recorded reps (make bench figure 8,
-# bench/small_n.py: 95-98% at 2+2, where the normal interval covers 81% and "the ranges do
-# not overlap" calls a change in a third of identical pairs). Wide, but honest.
+# bench/small_n.py: 95.6-100% at 2+2, where the normal interval holds 80-93% and "the ranges
+# do not overlap" calls a change in a fifth to a third of identical pairs). Wide, but honest.
 SMALL_N = 2
 POWER = 0.80            # of the detectable size: the conventional 80%
 
@@ -116,7 +116,7 @@ def detectable_size(b: np.ndarray, c: np.ndarray, paired: bool, confidence: floa
     the one-sided power quantile. The normal-theory
     size, used beside the rank intervals too: it says what the run could have seen, not
     what it saw. None with fewer than `min_n` values a side."""
-    if min(len(b), len(c)) < max(min_n, 2):
+    if min(len(b), len(c)) < min_n:
         return None
     if paired:
         d = c - b

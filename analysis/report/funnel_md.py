@@ -9,6 +9,7 @@ from __future__ import annotations
 from analysis.report.mdtext import esc_words
 from analysis.report.fmt import fmt_delta
 from analysis.report.funnel_rules import explain
+from analysis.stats import SMALL_N
 from analysis.tma.funnel_doc import FunnelDoc, FunnelRowDoc, FunnelSide
 
 
@@ -76,7 +77,8 @@ def _notes(doc: FunnelDoc, with_ci: bool) -> list[str]:
     if not with_ci:
         notes.append("No confidence can be given: "
                      + ("1 run per side." if nb == 1 and nc == 1 else
-                        f"an interval needs a node measured in at least 2 runs per side ({nb} vs {nc} runs)."))
+                        f"an interval needs a node measured in at least {SMALL_N} runs per side "
+                        f"({nb} vs {nc} runs)."))
     else:
         notes.append(f"CI: {esc_words(doc.method)}.")
     vendor = doc.tree.vendor if doc.tree else "intel"

@@ -9,7 +9,6 @@ import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from analysis.toolpaths import cargo_home, perf_binary, which_tool
 from collectors.host import procs
@@ -101,10 +100,10 @@ def inferno_version() -> str | None:
     return None
 
 
-def tool_versions(benchmark_bins: dict[str, str | None] | None = None) -> dict[str, Any]:
+def tool_versions(benchmark_bins: dict[str, str | None] | None = None) -> dict[str, str | None]:
     """perf, inferno, python, memtier and each variant's load generator (name -> path)."""
     perf_v = perf_version()
-    out: dict[str, Any] = {"python": platform.python_version(),
+    out: dict[str, str | None] = {"python": platform.python_version(),
                            "perf": ".".join(map(str, perf_v)) if perf_v else None}
     out["inferno"] = inferno_version() if which_tool("inferno-collapse-perf") else None
     memtier = which_tool("memtier_benchmark")

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import dataclasses
 from pathlib import Path
-from typing import Any
 
 from analysis.clock import id_stamp, now_iso, parse_iso
 from analysis.inputs.case import Case
@@ -52,7 +51,7 @@ def profiling(case: Case, opts: RunOptions) -> Profiling:
 
 
 def make_manifest(run_id: str, case: Case, variants: dict[str, Variant], opts: RunOptions,
-                  command: list[str], host: HostFacts, tools: dict[str, Any],
+                  command: list[str], host: HostFacts, tools: dict[str, str | None],
                   paired: PairedPlan | None = None, pairing: Pairing | None = None) -> Manifest:
     """The new run's manifest; `paired` and `pairing` are collectors.runner.pairing.choose's
     decision (opts.paired says the same)."""
