@@ -1,4 +1,4 @@
-"""TMA preflight: for real on this machine (KVM guest, AMD EPYC model, no PMU, root), and
+"""TMA preflight: for real on this machine (checked against what it is: its CPU, perf, PMU, user), and
 the judgement of other machines' facts (paranoid, NMI watchdog, SMT, hybrid, toplev)."""
 from __future__ import annotations
 
@@ -40,31 +40,50 @@ def test_this_machine_reports_missing_pmu_precisely(facts, backend, attach):
     assert not pf.available
     pmu = next(f for f in pf.findings if f.check == "pmu")
     assert not pmu.ok and pmu.blocking
-    assert pmu.message == ("no hardware PMU (this is a VM: the hypervisor does not expose the PMU): "
-                           "`perf stat -e cycles` printed '<not supported>,,cycles,0,100.00,,'; no "
+    # The words follow this machine's facts: a VM or not, the line this perf printed.
+    vm = " (this is a VM: the hypervisor does not expose the PMU)" if facts.hypervisor else ""
+    assert facts.cycles_evidence.startswith("<not supported>,,cycles")
+    assert pmu.message == (f"no hardware PMU{vm}: `perf stat -e cycles` printed "
+                           f"'{facts.cycles_evidence}'; no "
                            "/sys/bus/event_source/devices/cpu/ or cpu_core/ PMU directory")
     assert "pmu=on" in pmu.fix and "bare metal" in pmu.fix
-    assert pf.reason.startswith("no hardware PMU (this is a VM")
+    # ... and it is the run's reason, after "no top-down tree" on a CPU that has none.
+    first = "" if facts.cpu.has_tree else f"{facts.cpu.no_tree_reason} (fix: "
+    assert pf.reason.startswith(first or f"no hardware PMU{vm}")
+    assert f"no hardware PMU{vm}" in pf.reason
     block = pf.to_manifest()
     assert block.status == "unavailable" and block.backend == backend
     assert block.reason == pf.reason
     assert [f.check for f in block.findings] == [f.check for f in pf.findings]
     # Root here: paranoid does not matter.
     par = next(f for f in pf.findings if f.check == "paranoid")
-    assert par.ok and "running as root" in par.message
+    assert par.ok == (facts.is_root or facts.paranoid <= (0 if attach == "cpus" else 1))
+    if facts.is_root:
+        assert "running as root" in par.message
 
 
 def test_this_machine_names_its_vendors_top_down_path(facts):
-    """On AMD the finding names the AMD path (pipeline utilization, perf -M PipelineL1,
-    PipelineL2) and blocks only when this perf cannot count it (older than 6.2, or no
-    PipelineL1 group in its metric list), saying which."""
+    """Checked against what this machine is (tests/test_cpu_models.py replays every model's
+    recorded facts): a CPU without a tree says so first; on AMD Zen 4/5 the finding names
+    the AMD path (pipeline utilization, perf -M PipelineL1,PipelineL2) and blocks only when
+    this perf cannot count it (older than 6.2, or no PipelineL1 group in its metric list,
+    an empty list included), saying which."""
     pf = pre.evaluate(facts, "perf")
     vendor = next(f for f in pf.findings if f.check == "vendor")
-    if facts.vendor == "AuthenticAMD":
+    if not facts.cpu.has_tree:
+        # AMD before Zen 4 (this CI's Zen 3 hosts), Hygon ...: no tree is the first reason.
+        assert facts.cpu.method == "none" and facts.vendor != "GenuineIntel"
+        assert vendor.message.startswith("no top-down tree on this CPU: "), vendor
+        assert vendor.blocking and pf.findings[0] is vendor and not pf.available
+    elif facts.vendor == "AuthenticAMD":
         assert vendor.message.startswith(facts.cpu.describe("perf"))
         assert "PipelineL1" in vendor.message
-        old = facts.perf_version is not None and facts.perf_version < (6, 2)
-        assert vendor.blocking == (old or "PipelineL1" not in (facts.metric_groups or ())), vendor
+        # 6.2 is where perf's Zen 4 tables came (the Zen 5 ones came later: no version
+        # claimed for them, the metric list decides)
+        old = (facts.cpu.catalog == "amdzen4" and facts.perf_version is not None
+               and facts.perf_version < (6, 2))
+        listed = facts.metric_groups is not None and "PipelineL1" not in facts.metric_groups
+        assert vendor.blocking == (old or listed), vendor
         if old:
             assert "older than 6.2" in vendor.message
     else:

@@ -57,10 +57,16 @@ def test_toplev_command_by_cores_with_nodes():
 
 
 def test_toplev_cores_from_this_machines_sysfs():
-    # This machine: 2 cores, 1 thread each, one socket (lscpu) -> core ids from sysfs.
-    ids = [int(Path(f"/sys/devices/system/cpu/cpu{c}/topology/core_id").read_text()) for c in (0, 1)]
-    assert tma_commands.toplev_cores([0, 1]) == f"S0-C{ids[0]},S0-C{ids[1]}"
-    assert tma_commands.toplev_cores([0, 0]) == f"S0-C{ids[0]}"
+    # This machine's topology, read here from sysfs (socket and core of CPUs 0 and 1, if
+    # there is a CPU 1): two threads of one core (SMT) are one toplev core.
+    def spec(c: int) -> str:
+        topo = Path(f"/sys/devices/system/cpu/cpu{c}/topology")
+        return (f"S{int((topo / 'physical_package_id').read_text())}-"
+                f"C{int((topo / 'core_id').read_text())}")
+    cpus = [c for c in (0, 1) if Path(f"/sys/devices/system/cpu/cpu{c}/topology").is_dir()]
+    want = list(dict.fromkeys(spec(c) for c in cpus))
+    assert tma_commands.toplev_cores(cpus) == ",".join(want)
+    assert tma_commands.toplev_cores([0, 0]) == spec(0)
     with pytest.raises(TmaConfigError, match="cpu4096/topology"):
         tma_commands.toplev_cores([4096])
 
@@ -276,16 +282,23 @@ def test_runner_hooks_on_this_machine(monkeypatch, tmp_path):
     opts = RunOptions(extra=vars(a))
     block = tma.manifest_sections(opts, host=HostFacts()).tma
     assert block.backend == "perf" and block.status == "unavailable"
-    assert block.reason.startswith("no hardware PMU")
+    assert "no hardware PMU" in block.reason
     assert (block.level, block.split, block.reps) == (3, True, "throughput")
-    # The schedule is this machine's CPU's (tests/test_tma_collect_vendors.py has each
-    # vendor's): an AMD Zen 4 here, whose two groups are one set.
+    # The schedule is this machine's CPU's (tests/test_cpu_models.py replays each model's
+    # recorded facts): AMD Zen 4/5 one set of two groups, Zen 3 and older none (no tree).
     from collectors.host.cpuid import identify_file
-    if identify_file().vendor == "amd":
-        assert [s.perf for s in block.schedule] == [["PipelineL1", "PipelineL2"]]
+    cpu = identify_file()
+    expected = {"amd-pipeline": [["PipelineL1", "PipelineL2"]], "none": [],
+                "arm-topdown": [["Cycle_Accounting" if cpu.catalog == "neoverse-n1"
+                                 else "TopdownL1"]]}
+    got = [s.perf for s in block.schedule]
+    if cpu.method == "intel" or cpu.vendor == "unknown":
+        assert got[:2] == [["TopdownL1", "TopdownL2"], ["tma_memory_bound_group"]]
     else:
-        assert [s.perf for s in block.schedule][:2] == [["TopdownL1", "TopdownL2"],
-                                                             ["tma_memory_bound_group"]]
+        assert got == expected[cpu.method], (cpu.name, got)
+    assert block.tree is cpu.has_tree
+    if not cpu.has_tree:
+        assert block.reason.startswith("no top-down tree on this CPU: ")
     assert tma.rep_collectors(opts, "profile") == []
     (c,) = tma.rep_collectors(opts, "throughput")
     assert c.name == "tma"

@@ -62,7 +62,11 @@ class TmaPlan(Record):
     vendor: str | None = None
     cpu: TmaCpu | None = None
     schedule: list[TmaGroupSet] | None = None   # --tma-split: rep i uses set (i-1) % len
+    # False: the CPU has no top-down tree (AMD before Zen 4 ...): nothing was planned, the
+    # reason starts "no top-down tree on this CPU"; None: not recorded (older runs)
+    tree: bool | None = None
     # Written only by the plugin (a replayed or TMA-less run has none of them): left out
     # while None so such a manifest keeps exactly its keys.
     OMIT_IF_NONE: ClassVar[frozenset[str]] = frozenset(
-        {"findings", "level", "level_used", "attach", "split", "reps", "vendor", "cpu", "schedule"})
+        {"findings", "level", "level_used", "attach", "split", "reps", "vendor", "cpu", "schedule",
+         "tree"})

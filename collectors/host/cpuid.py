@@ -70,13 +70,30 @@ class CpuId:
     model_name: str | None = None   # cpuinfo `model name`, when there is one
 
     @property
+    def has_tree(self) -> bool:
+        """Does this CPU have a top-down tree stallscope can plan? False for AMD before Zen 4
+        and unknown vendors (Hygon ...); a text that names no vendor at all is taken as
+        Intel's, as the collector always did (check_vendor says it assumed so)."""
+        return self.method != "none" or self.vendor == "unknown"
+
+    @property
+    def no_tree_reason(self) -> str | None:
+        """The sentence a plan, doctor and the report carry when there is no tree."""
+        if self.has_tree:
+            return None
+        return f"no top-down tree on this CPU: {self.why_not or self.name}"
+
+    @property
     def max_level(self) -> int | None:
         """Levels of the method's perf groups: AMD 2 (PipelineL1/L2; no level 3), Arm 1
         (TopdownL1); None for Intel (toplev and perf go down to level 6)."""
         return {"amd-pipeline": 2, "arm-topdown": 1}.get(self.method)
 
     def perf_groups(self, level: int) -> list[str]:
-        """The `perf stat -M` metric groups of the method, down to a level."""
+        """The `perf stat -M` metric groups of the method, down to a level; none where the
+        CPU has no top-down tree (Intel's groups on an AMD Zen 3 would count nothing)."""
+        if not self.has_tree:
+            return []
         if self.method == "amd-pipeline":
             return ["PipelineL1"] if level <= 1 else ["PipelineL1", "PipelineL2"]
         if self.method == "arm-topdown":

@@ -223,9 +223,10 @@ def check_nmi_watchdog(f: HostFacts) -> Finding:
 
 def _has_group(f: HostFacts, group: str) -> bool | None:
     """Does `perf list metricgroups` name the group (perf matches them case-insensitively)?
-    None when it could not be told: perf not asked, or it listed no group at all (no
-    verdict about one group then)."""
-    if not f.metric_groups:
+    None when it could not be told (perf not asked, or it failed). An answer that lists no
+    group at all is a no: perf has no metric tables for this CPU (perf 6.1 on a Zen 5
+    prints "Metric Groups:" and nothing under it)."""
+    if f.metric_groups is None:
         return None
     return group.lower() in {g.lower() for g in f.metric_groups}
 
@@ -252,8 +253,7 @@ def check_vendor(f: HostFacts, backend: str) -> Finding:
                if cpu.vendor == "amd" else
                "run the TMA reps on Intel, AMD Zen 4+ or Arm Neoverse; use the CPU profile "
                "(perf/parca) here")
-        return Finding("vendor", False, cpu.why_not or f"{cpu.name}: no top-down metrics", fix,
-                       blocking=True)
+        return Finding("vendor", False, cpu.no_tree_reason, fix, blocking=True)
     vendor = "AMD" if cpu.vendor == "amd" else "Arm"
     if backend == "toplev":
         return Finding("vendor", False, f"--tma toplev: toplev (pmu-tools) has no {vendor} "
@@ -375,9 +375,14 @@ def evaluate(f: HostFacts, backend: str, attach: str = "pid",
     """Judge the facts for one back end (toplev | perf | topdown-tool) and attach mode
     (pid | cpus); level/split: what the run asks for (AMD and Arm say what they give)."""
     pf = Preflight(backend)
+    vendor = check_vendor(f, backend)
+    # A CPU without a top-down tree: that is the reason, whatever else is missing here.
+    first = [vendor] if not f.cpu_id().has_tree else []
+    pf.findings.extend(first)
     pf.findings.append(check_tool(f, backend, toplev, topdown_tool))
     pf.findings.append(check_pmu(f))
-    pf.findings.append(check_vendor(f, backend))
+    if not first:
+        pf.findings.append(vendor)
     lvl = check_level(f, backend, level, split)
     if lvl:
         pf.findings.append(lvl)

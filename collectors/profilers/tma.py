@@ -41,7 +41,7 @@ from typing import IO
 
 from analysis.inputs.collector_facts import TmaFacts
 from analysis.inputs.host import HostFacts
-from analysis.inputs.tma_plan import TmaCpu, TmaGroupSet
+from analysis.inputs.tma_plan import TmaCpu, TmaGroupSet, TmaPlan
 from analysis.tma.formats import parse_file
 from analysis.tma.model import NoPmuError, TmaParseError
 from analysis.toolpaths import perf_binary
@@ -49,16 +49,16 @@ from collectors.collector import ManifestSections, RepContext, RunSettings
 from collectors.host import pmu, procs, versions
 from collectors.host import preflight as pre
 from collectors.host.cpuid import CpuId
-from collectors.profilers.tma_commands import (ATTACH, BACKENDS, TmaConfig, TmaConfigError,
-                                               choose_backend, effective_level,
-                                               find_topdown_tool, perf_command, perf_groups,
-                                               split_sets, topdown_tool_command,
+from collectors.profilers.tma_commands import (ATTACH, BACKENDS, TOPDOWN_CSV_DIR, TmaConfig,
+                                               TmaConfigError, choose_backend,
+                                               collect_topdown_csv, effective_level,
+                                               find_topdown_tool, has_tree, perf_command,
+                                               perf_groups, split_sets, topdown_tool_command,
                                                topdown_tool_csv_style, toplev_command,
                                                toplev_cores, vendor_of)
 
 # topdown-tool's extra raw files in the rep directory (see the module docstring).
 TOPDOWN_PERF_OUTPUT = "tma.perf-stat.txt"
-TOPDOWN_CSV_DIR = "tma.topdown-tool"
 
 # --------------------------------------------------------------------------------------
 # The collector.
@@ -146,6 +146,9 @@ class TmaCollector:
         if cfg.attach == "cpus" and not cpus:
             raise TmaConfigError("attach by cpus, but the server is not pinned (no cpus in the rep "
                                  "context): pin it or use --tma-attach pid")
+        if not has_tree(self.cpu):
+            raise TmaConfigError(f"{self.cpu.no_tree_reason}: nothing to count (use the CPU "
+                                 f"profile here, or run the TMA reps on another CPU)")
         vendor = vendor_of(self.cpu)
         if self.backend == "toplev" and vendor in ("amd", "arm"):
             raise TmaConfigError(f"--tma toplev: toplev (pmu-tools) has no {'AMD' if vendor == 'amd' else 'Arm'} "
@@ -229,7 +232,7 @@ class TmaCollector:
             finally:
                 run.stderr_file.close()
             if self._csv_style == "dir" and not run.out.exists():
-                note = _collect_topdown_csv(run.out)
+                note = collect_topdown_csv(run.out)
         else:
             deadline = run.started + run.window_s + grace_s
             try:
@@ -277,21 +280,6 @@ class TmaCollector:
         facts.max_level = max((n.level for n in flat.values()), default=0)
         facts.multiplexed, facts.warnings = mux, list(result.warnings)
         return facts
-
-
-def _collect_topdown_csv(out: Path) -> str | None:
-    """The refactored topdown-tool writes <dir>/<timestamp>/cpu/<product>_metrics.csv (with
-    -C: one per core and <product>_core_aggregate_(<cores>)_metrics.csv): copy the
-    product-level or aggregate file to tma.csv. Returns a note for the status, or None."""
-    found = sorted(out.with_name(TOPDOWN_CSV_DIR).glob("*/cpu/*_metrics.csv"))
-    whole = [p for p in found if "_core_" not in p.name or "_core_aggregate_" in p.name]
-    if len(whole) == 1:
-        shutil.copyfile(whole[0], out)
-        return None
-    if not found:
-        return f"topdown-tool wrote no *_metrics.csv under {TOPDOWN_CSV_DIR}/"
-    return (f"topdown-tool wrote {len(whole)} whole-CPU metrics CSVs under {TOPDOWN_CSV_DIR}/ "
-            f"({', '.join(p.name for p in whole) or 'only per-core ones'}); none copied to tma.csv")
 
 
 def _first_line(path: Path) -> str:
@@ -358,18 +346,26 @@ def _collector_for(options: RunSettings) -> tuple[TmaCollector, pre.Preflight]:
 
 def manifest_sections(options: RunSettings, host: HostFacts) -> ManifestSections:
     c, pf = _collector_for(options)
+    return ManifestSections(tma=plan_of(c, pf, options.extra.get("tma_reps", "throughput")))
+
+
+def plan_of(c: TmaCollector, pf: pre.Preflight, reps: str = "throughput") -> TmaPlan:
+    """The manifest's tma block from a collector and its preflight (pure: tests give it
+    any CPU's recorded facts). A CPU without a top-down tree gets tree=False and no
+    schedule, never another vendor's groups."""
     plan = pf.to_manifest()
     plan.level, plan.attach, plan.split = c.config.level, c.config.attach, c.config.split
-    plan.reps = options.extra.get("tma_reps", "throughput")
+    plan.reps = reps
     if c.level != c.config.level:
         plan.level_used = c.level
     # Which tree the reps' outputs belong to: analysis parses them in this catalogue.
     plan.catalog = c.catalog
     if c.cpu is not None:
         plan.vendor, plan.cpu = c.cpu.vendor, TmaCpu.from_json(c.cpu.to_json(), "tma.cpu")
+        plan.tree = c.cpu.has_tree
     if c.config.split:
         plan.schedule = [TmaGroupSet(list(g), n) for g, n in split_sets(c.config.level, c.cpu)]
-    return ManifestSections(tma=plan)
+    return plan
 
 
 class _Unavailable:

@@ -25,6 +25,8 @@ from collectors.host.pmu import find_toplev
 
 BACKENDS = ("auto", "toplev", "perf", "off", "topdown-tool")
 ATTACH = ("pid", "cpus")
+# the refactored topdown-tool's CSV directory beside tma.csv (collect_topdown_csv)
+TOPDOWN_CSV_DIR = "tma.topdown-tool"
 
 # Split schedule: metric-group sets, one per rep, so no rep multiplexes L4 events. Each
 # entry: (perf -M groups, toplev --nodes selector or None for "the whole level", min level).
@@ -95,9 +97,16 @@ def effective_level(level: int, cpu: CpuId | None, backend: str = "perf") -> int
     return min(level, cpu.max_level)
 
 
+def has_tree(cpu: CpuId | None) -> bool:
+    """Is there a top-down tree to plan? Not on a CPU whose method is none (AMD before Zen
+    4, Hygon ...); a CPU not identified yet plans Intel's, as before."""
+    return cpu is None or cpu.has_tree
+
+
 def perf_groups(level: int, cpu: CpuId | None = None) -> list[str]:
-    """The `perf stat -M` metric groups for a level on this CPU (Intel's without one)."""
-    if vendor_of(cpu) in ("amd", "arm"):
+    """The `perf stat -M` metric groups for a level on this CPU (Intel's without one; none
+    where the CPU has no top-down tree)."""
+    if cpu is not None:
         return cpu.perf_groups(level)
     return [f"TopdownL{i}" for i in range(1, level + 1)]
 
@@ -105,7 +114,10 @@ def perf_groups(level: int, cpu: CpuId | None = None) -> list[str]:
 def split_sets(level: int, cpu: CpuId | None = None) -> list[tuple[list[str], str | None]]:
     """The group sets of the split schedule for a level (rep i uses entry (i-1) % len).
     AMD and Arm: one set (their few groups are not split further: whether they fit the
-    counters without multiplexing is not published; the rep status records multiplexing)."""
+    counters without multiplexing is not published; the rep status records multiplexing).
+    No set at all on a CPU without a top-down tree."""
+    if not has_tree(cpu):
+        return []
     if vendor_of(cpu) != "intel":
         return [(perf_groups(effective_level(level, cpu), cpu), None)]
     if level <= 2:
@@ -161,6 +173,21 @@ def topdown_tool_csv_style(tool: list[str]) -> str:
     last = next((l.strip() for l in reversed(text.splitlines()) if l.strip()), f"exit code {p.returncode}")
     raise TmaConfigError(f"{' '.join(tool)} --help names neither --csv nor --csv-output-path: "
                          f"is this Arm's topdown-tool? ({last})")
+
+
+def collect_topdown_csv(out: Path) -> str | None:
+    """The refactored topdown-tool writes <dir>/<timestamp>/cpu/<product>_metrics.csv (with
+    -C: one per core and <product>_core_aggregate_(<cores>)_metrics.csv): copy the
+    product-level or aggregate file to tma.csv. Returns a note for the status, or None."""
+    found = sorted(out.with_name(TOPDOWN_CSV_DIR).glob("*/cpu/*_metrics.csv"))
+    whole = [p for p in found if "_core_" not in p.name or "_core_aggregate_" in p.name]
+    if len(whole) == 1:
+        shutil.copyfile(whole[0], out)
+        return None
+    if not found:
+        return f"topdown-tool wrote no *_metrics.csv under {TOPDOWN_CSV_DIR}/"
+    return (f"topdown-tool wrote {len(whole)} whole-CPU metrics CSVs under {TOPDOWN_CSV_DIR}/ "
+            f"({', '.join(p.name for p in whole) or 'only per-core ones'}); none copied to tma.csv")
 
 
 def toplev_cores(cpus: list[int], sys_root: str | Path = "/sys") -> str:
