@@ -71,9 +71,15 @@ def metric_groups(perf: str | None = None) -> list[str] | None:
         return None
     if p.returncode != 0:
         return None
+    return parse_metric_groups(p.stdout + "\n" + p.stderr)
+
+
+def parse_metric_groups(text: str) -> list[str]:
+    """The group names under "Metric Groups:" in `perf list metricgroups` output (an empty
+    list when perf printed the header and nothing under it: no tables for this CPU)."""
     groups: list[str] = []
     seen = False
-    for line in (p.stdout + "\n" + p.stderr).splitlines():
+    for line in text.splitlines():
         if line.strip().startswith("Metric Groups:"):
             seen = True
             continue
