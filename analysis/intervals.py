@@ -20,7 +20,8 @@ from scipy import special
 from scipy import stats as sps
 
 from analysis import twostage
-from analysis.ranks import hodges_lehmann, paired_interval, pseudo_median, shift_interval
+from analysis.ranks import (hodges_lehmann, paired_interval, paired_max_confidence, pseudo_median,
+                           shift_interval, shift_max_confidence)
 
 BOOTSTRAP_RESAMPLES = 10000
 
@@ -119,27 +120,51 @@ METHODS: dict[str, tuple[str, Method]] = {
 }
 
 
+def level_text(x: float) -> str:
+    """A confidence as text, never rounded up: 95%, 96.9%, 99.79% (cut at two decimals, so
+    99.79% is not "100%" and 96.96% is not "97%")."""
+    pct = x * 100
+    for digits in (0, 1):
+        if abs(round(pct, digits) - pct) < 1e-9:
+            return f"{round(pct, digits):.{digits}f}%"
+    cut = math.floor(pct * 100 + 1e-9) / 100
+    return f"{cut:.2f}".rstrip("0").rstrip(".") + "%"
+
+
+def _rank_needs(paired: bool, level: float) -> int:
+    """The fewest reps a side (pairs) whose rank interval reaches `level`."""
+    n = 2
+    while (paired_max_confidence(n) if paired else shift_max_confidence(n, n)) + 1e-12 < level:
+        n += 1
+    return n
+
+
 def method_text(key: str, nb: int, nc: int, achieved: float, confidence: float,
-                 fallback: bool) -> str:
-    few = f"a rank interval cannot reach {confidence:.0%} with so few"
+                 fallback: bool, chosen_for: float | None = None) -> str:
+    """The method in words. `chosen_for`: the level the method was chosen for (a family's
+    strictest, when stricter than `confidence`)."""
+    want = max(confidence, chosen_for or 0)
+    few = f"a rank interval cannot reach {level_text(want)} with so few"
     text = {
         "mann-whitney": f"Mann-Whitney (Hodges-Lehmann) shift interval, n={nb}+{nc}, "
                         f"achieved confidence {achieved:.1%}",
         "signed-rank": f"Wilcoxon signed-rank interval of the paired differences, n={nb} pairs, "
                        f"achieved confidence {achieved:.1%}",
-        "welch": f"Welch t-interval of the difference of means, n={nb}+{nc}, {achieved:.0%}"
-                 + (f" ({few} reps; assumes roughly normal reps; 5 per side give the "
-                    f"distribution-free interval)" if fallback else ""),
-        "paired-t": f"paired t-interval of the mean difference, n={nb} pairs, {achieved:.0%}"
-                    + (f" ({few} pairs; assumes roughly normal differences)" if fallback else ""),
+        "welch": f"Welch t-interval of the difference of means, n={nb}+{nc}, {level_text(achieved)}"
+                 + (f" ({few} reps; assumes roughly normal reps; {_rank_needs(False, want)} per "
+                    f"side give the distribution-free interval)" if fallback else ""),
+        "paired-t": f"paired t-interval of the mean difference, n={nb} pairs, {level_text(achieved)}"
+                    + (f" ({few} pairs; assumes roughly normal differences; "
+                       f"{_rank_needs(True, want)} pairs give the distribution-free interval)"
+                       if fallback else ""),
         "bootstrap": f"percentile bootstrap of the median difference, {BOOTSTRAP_RESAMPLES} "
                      f"resamples, seed 0, n={nb}+{nc}",
         "two-stage": f"Stein two-stage interval of the mean pair difference, n={nb} pairs, "
-                     f"spread from the first-stage pairs, {achieved:.0%} (valid after adding "
+                     f"spread from the first-stage pairs, {level_text(achieved)} (valid after adding "
                      f"reps until it was narrow enough)",
     }[key]
     if achieved + 1e-12 < confidence:
-        text += f" (asked {confidence:.0%}: not attainable with so few reps)"
+        text += f" (asked {level_text(confidence)}: not attainable with so few reps)"
     return text
 
 

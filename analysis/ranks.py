@@ -84,6 +84,19 @@ def order_stat_interval(sorted_vals: np.ndarray, cdf: Sequence[float] | None,
 
 
 
+def shift_max_confidence(m: int, n: int) -> float:
+    """The highest confidence a Mann-Whitney shift interval of m + n values can reach: its
+    widest interval [min, max] of the differences misses only the two extreme
+    arrangements (99.2% at 5 + 5, 94.3% at 3 + 4)."""
+    return 1 - 2 / math.comb(m + n, m)
+
+
+def paired_max_confidence(n: int) -> float:
+    """The highest confidence a signed-rank interval of n pairs can reach: 1 - 2 / 2^n
+    (93.8% at 5 pairs, 99.2% at 8)."""
+    return 1 - 2.0 ** (1 - n)
+
+
 def _pairwise(base: Sequence[float], cand: Sequence[float]) -> np.ndarray:
     return np.sort(np.subtract.outer(np.asarray(cand, float), np.asarray(base, float)).ravel())
 

@@ -31,12 +31,17 @@ from dataclasses import dataclass, field
 from typing import Callable, Sequence
 
 import numpy as np
-from scipy import special
-from scipy import stats as sps
 
-from analysis.intervals import METHODS, Estimate, method_text, p_value
+from analysis import power as power_mod
+from analysis.intervals import METHODS, Estimate, level_text, method_text, p_value
+from analysis.ranks import paired_max_confidence, shift_max_confidence
 
-VERDICTS = ("improvement", "regression", "no change", "unstable", "insufficient data")
+# A decided change (its interval clears 0) is always named by its direction: at or past
+# its waterline an improvement / a regression, under it a minor one ("regression, below the
+# 5% line"); before, a decided -4.5% read "no change" while +4.5% read "improvement".
+VERDICTS = ("improvement", "regression", "minor improvement", "minor regression", "no change",
+            "unstable", "insufficient data")
+DECIDED = ("improvement", "regression", "minor improvement", "minor regression")
 # The fewest reps a side that get an interval. 3 where stallscope chooses the reps (a run,
 # a sweep point): the smallest n at which the rank methods exist beside the t fallback.
 MIN_N = 3
@@ -102,50 +107,38 @@ class Change:
     # verdict judges (log values for relative metrics): what a false-discovery-rate
     # correction across many rows ranks (analysis/compare/multiplicity.py).
     p_value: float | None = None
+    # A minor improvement / regression: the waterline it stays under (a fraction, or pp for
+    # shares), for "regression, below the 5% line". None for every other verdict.
+    line: float | None = None
 
 
 # ------------------------------------------------------------- the detectable size
 
-def detectable_size(b: np.ndarray, c: np.ndarray, paired: bool, confidence: float = 0.95,
+def detectable_size(key: str, b: np.ndarray, c: np.ndarray, confidence: float = 0.95,
                     power: float = POWER, pilot: int | None = None, min_n: int = MIN_N
                     ) -> float | None:
-    """The smallest true shift (in the values' unit) that a comparison with this spread
-    establishes with probability `power` at `confidence`: (q + t_power) x SE, where SE is
-    the standard error of the difference from the sides' own spread (paired: of the pair
-    differences; else Welch's), q the interval's multiplier (the t quantile) and t_power
-    the one-sided power quantile. The normal-theory
-    size, used beside the rank intervals too: it says what the run could have seen, not
-    what it saw. None with fewer than `min_n` values a side."""
+    """The smallest true shift (in the values' unit) that method `key` (intervals.METHODS)
+    establishes with probability `power` at `confidence`, from the sides' own spread:
+    analysis/power.py, calibrated by simulation for that method and these counts (the
+    normal-theory size overstated the rank intervals' power: 56% at 6 pairs). None with
+    fewer than `min_n` values a side, or when the method cannot reach `confidence` at all."""
     if min(len(b), len(c)) < min_n:
         return None
-    if paired:
-        d = c - b
-        # a two-stage run's spread and degrees of freedom are its pilot's
-        spread = d[:pilot] if pilot else d
-        se = float(spread.std(ddof=1)) / math.sqrt(len(d))
-        df = len(spread) - 1.0
-    else:
-        vb, vc = float(b.var(ddof=1)) / len(b), float(c.var(ddof=1)) / len(c)
-        se = math.sqrt(vb + vc)
-        den = (vb * vb / (len(b) - 1) if vb else 0.0) + (vc * vc / (len(c) - 1) if vc else 0.0)
-        df = (vb + vc) ** 2 / den if den > 0 else len(b) + len(c) - 2.0
-    if se == 0:
-        return 0.0
-    # special.stdtrit is sps.t.ppf without its argument checks (a report runs thousands)
-    return (float(special.stdtrit(df, 1 - (1 - confidence) / 2)) + float(special.stdtrit(df, power))) * se
+    # the bootstrap (asked for by name) gets the Welch size: it has no fixed steps
+    return power_mod.detectable("welch" if key == "bootstrap" else key, b, c, confidence, power,
+                                pilot)
 
 
 def units_to_detect(change: float, sd: float, confidence: float = 0.95, power: float = POWER,
                     limit: int = 1000) -> int | None:
     """Fewest paired units (reps, or A/B blocks) whose interval of a relative change would
     establish `change` (a fraction: 0.043) with probability `power`, when one unit's log
-    ratio has sd `sd`: the detectable size above, solved for n. None past `limit`."""
+    ratio has sd `sd`, with the method a run of that many pairs uses. None past `limit`."""
     target = abs(math.log1p(change))
     if target == 0:
         return None
     for n in range(MIN_N, limit + 1):
-        q = float(sps.t.ppf(1 - (1 - confidence) / 2, n - 1)) + float(sps.t.ppf(power, n - 1))
-        if q * sd / math.sqrt(n) <= target:
+        if power_mod.planned_size(n, sd, confidence, power) <= target:
             return n
     return None
 
@@ -163,7 +156,8 @@ def _fmt(v: float) -> str:
 def compare(base: Sequence[float] | Summary, cand: Sequence[float] | Summary, *,
             higher_is_better: bool = True, noise: float = 0.03, regression: float = 0.05,
             max_cv: float = 0.10, confidence: float = 0.95, paired: bool = False,
-            method: str = "auto", pilot: int | None = None, min_n: int = MIN_N) -> Change:
+            method: str = "auto", pilot: int | None = None, min_n: int = MIN_N,
+            method_level: float | None = None) -> Change:
     """Compare two sides' reps of one metric and give a verdict.
 
     `noise` and `regression` are relative (0.03 = 3%), the Redis benchmark automation
@@ -176,20 +170,24 @@ def compare(base: Sequence[float] | Summary, cand: Sequence[float] | Summary, *,
     values in the order measured) makes the interval Stein's two-stage interval with that
     many first-stage pairs: the interval of a run that added reps until it was narrow
     enough (analysis/twostage.py). `min_n` (at least 2) is the fewest reps a side that get
-    an interval; below 3 only the Welch t-interval exists (see SMALL_N).
+    an interval; below 3 only the Welch t-interval exists (see SMALL_N). `method_level`:
+    the level "auto" picks its method for, when it is stricter than `confidence` (a row of
+    a family judged together: its p-value and its intervals must come from one method).
 
     >>> compare([100, 101, 99, 100, 100], [110, 111, 109, 110, 110]).verdict
     'improvement'
     """
     return _compare(base, cand, higher_is_better=higher_is_better, noise=noise,
                     regression=regression, max_cv=max_cv, confidence=confidence,
-                    paired=paired, method=method, points=False, pilot=pilot, min_n=min_n)
+                    paired=paired, method=method, points=False, pilot=pilot, min_n=min_n,
+                    method_level=method_level)
 
 
 def compare_shares(base: Sequence[float] | Summary, cand: Sequence[float] | Summary, *,
                    higher_is_better: bool = False, noise_pp: float = 0.5,
                    regression_pp: float = 1.0, max_cv: float = 0.10, confidence: float = 0.95,
-                   paired: bool = False, method: str = "auto", min_n: int = MIN_N) -> Change:
+                   paired: bool = False, method: str = "auto", min_n: int = MIN_N,
+                   method_level: float | None = None) -> Change:
     """Like compare(), for values that already are percentages (a function's flat share,
     a TMA node's % of slots): thresholds are in percentage points (pp), not relative, so
     a 0.2% -> 0.3% share is not called a "+50% regression". `delta` and the CI are in pp
@@ -197,12 +195,22 @@ def compare_shares(base: Sequence[float] | Summary, cand: Sequence[float] | Summ
     (a cost share)."""
     return _compare(base, cand, higher_is_better=higher_is_better, noise=noise_pp,
                     regression=regression_pp, max_cv=max_cv, confidence=confidence,
-                    paired=paired, method=method, points=True, pilot=None, min_n=min_n)
+                    paired=paired, method=method, points=True, pilot=None, min_n=min_n,
+                    method_level=method_level)
+
+
+def rank_reaches(nb: int, nc: int, paired: bool, level: float) -> bool:
+    """Can the rank interval of these counts reach `level` at all (its widest interval)?"""
+    top = paired_max_confidence(nb) if paired else shift_max_confidence(nb, nc)
+    return top + 1e-12 >= level
 
 
 def _choose(b: np.ndarray, c: np.ndarray, paired: bool, method: str, confidence: float,
-            pilot: int | None) -> tuple[str, Estimate, bool]:
-    """(method key, its estimate of cand - base, whether it is the t fallback)."""
+            pilot: int | None, method_level: float | None = None) -> tuple[str, Estimate, bool]:
+    """(method key, its estimate of cand - base, whether it is the t fallback).
+    `method_level`: the level "auto" chooses its method for (default: `confidence`). A
+    family of rows judged together (analysis/compare/multiplicity.py) passes its strictest
+    level, so each row's p-value and every interval it prints come from one method."""
     if method not in ("auto", "hl", "bootstrap"):
         raise ValueError(f"unknown method {method!r} (use 'auto', 'hl' or 'bootstrap')")
     if pilot is not None:
@@ -214,11 +222,11 @@ def _choose(b: np.ndarray, c: np.ndarray, paired: bool, method: str, confidence:
             raise ValueError("method='bootstrap' is unpaired only; pairs use 'auto' or 'hl'")
         return "bootstrap", METHODS["bootstrap"][1](b, c, confidence, 0), False
     key = "signed-rank" if paired else "mann-whitney"
-    est = METHODS[key][1](b, c, confidence, 0)
-    if method == "auto" and est.confidence + 1e-12 < confidence:
+    if method == "auto" and not rank_reaches(len(b), len(c), paired,
+                                             max(confidence, method_level or confidence)):
         key = "paired-t" if paired else "welch"
         return key, METHODS[key][1](b, c, confidence, 0), True
-    return key, est, False
+    return key, METHODS[key][1](b, c, confidence, 0), False
 
 
 def _on_logs(key: str, b: np.ndarray, c: np.ndarray, confidence: float, pilot: int
@@ -256,30 +264,39 @@ def _judged(est: Estimate, rel: Estimate | None, base: Summary, points: bool) ->
                    lambda t: f"{t:.0%}")
 
 
-def _verdict(j: _Judged, b: Summary, c: Summary, higher_is_better: bool, noise: float,
-             regression: float, max_cv: float) -> tuple[str, str]:
-    """Interval first, then the waterlines (docs/statistics.md, "The verdict")."""
+def _spread(b: Summary, c: Summary, paired: bool, judged_rel: bool) -> tuple[float, str]:
+    """The spread the interval is made of, as a CV, and whose it is: a paired comparison's
+    is the pairs' (sd of the log ratios, or of the differences over the base mean), whatever
+    the sides do between pairs (a restart that moves both servers cancels out of a pair);
+    an unpaired one's is the noisier side's."""
+    if paired:
+        bv, cv = np.asarray(b.values, float), np.asarray(c.values, float)
+        if judged_rel:
+            return float(np.log(cv / bv).std(ddof=1)), "pairs' ratios"
+        d = (cv - bv).std(ddof=1)
+        return (float(d / abs(b.mean)) if b.mean else math.inf), "pairs' differences"
+    return (b.cv, "base reps") if b.cv >= c.cv else (c.cv, "cand reps")
+
+
+def _verdict(j: _Judged, spread: tuple[float, str], higher_is_better: bool, noise: float,
+             regression: float, max_cv: float) -> tuple[str, str, float | None]:
+    """Interval first, then the waterlines (docs/statistics.md, "The verdict"): (verdict,
+    reason, the line a minor change stays under)."""
     lo, hi = j.est.low, j.est.high
-    spans_zero = lo <= 0 <= hi
-    worst_cv = max(b.cv, c.cv)
-    if worst_cv > max_cv and spans_zero:
-        side = "base" if b.cv >= c.cv else "cand"
-        return "unstable", (f"the {side} reps vary too much (CV {worst_cv:.1%} > {max_cv:.0%}) "
-                            f"and the interval {j.ci_txt} contains 0.")
-    if spans_zero:
-        return "no change", f"the interval {j.ci_txt} contains 0."
-    if (lo > 0) == higher_is_better:
-        if j.size >= noise:
-            return "improvement", (f"the whole interval {j.ci_txt} is on the better side and the "
-                                   f"change ({j.size_txt}) is at least the {j.thr(noise)} noise "
-                                   f"waterline.")
-        return "no change", f"the change ({j.size_txt}) is below the {j.thr(noise)} noise waterline."
-    if j.size >= regression:
-        return "regression", (f"the whole interval {j.ci_txt} is on the worse side and the "
-                              f"change ({j.size_txt}) is at least the {j.thr(regression)} "
-                              f"regression threshold.")
-    return "no change", (f"the change ({j.size_txt}) is on the worse side but below the "
-                         f"{j.thr(regression)} regression threshold.")
+    cv, whose = spread
+    if lo <= 0 <= hi:
+        if cv > max_cv:
+            return "unstable", (f"the {whose} vary too much (CV {cv:.1%} > {max_cv:.0%}) and the "
+                                f"interval {j.ci_txt} contains 0."), None
+        return "no change", f"the interval {j.ci_txt} contains 0.", None
+    better = (lo > 0) == higher_is_better
+    line, word, side = ((noise, "improvement", "better") if better
+                        else (regression, "regression", "worse"))
+    if j.size >= line:
+        return word, (f"the whole interval {j.ci_txt} is on the {side} side and the change "
+                      f"({j.size_txt}) is at least the {j.thr(line)} line."), None
+    return f"minor {word}", (f"the whole interval {j.ci_txt} is on the {side} side: a real "
+                             f"{word}, below the {j.thr(line)} line ({j.size_txt})."), line
 
 
 def _detectable(key: str, bv: np.ndarray, cv: np.ndarray, paired: bool, confidence: float,
@@ -288,23 +305,50 @@ def _detectable(key: str, bv: np.ndarray, cv: np.ndarray, paired: bool, confiden
     """The detectable size in the unit the verdict judges (see Change.detectable)."""
     p = pilot if key == "two-stage" else None
     if judged_rel:
-        d = detectable_size(np.log(bv), np.log(cv), paired, confidence, pilot=p, min_n=min_n)
+        d = detectable_size(key, np.log(bv), np.log(cv), confidence, pilot=p, min_n=min_n)
         return math.expm1(d) if d is not None else None
-    d = detectable_size(bv, cv, paired, confidence, pilot=p, min_n=min_n)
+    d = detectable_size(key, bv, cv, confidence, pilot=p, min_n=min_n)
     if d is None or points:
         return d
     return d / abs(base_median) if base_median else None
 
 
 def detectable_text(size: float | None, points: bool) -> str:
-    """"±4.1%" or "1.20 pp": a detectable size as the reports print it."""
+    """A detectable size as the reports print it: "1.20 pp"; "±1.1%", or "−3.9%/+4.1%" where
+    the two directions differ in print (a relative size is the upward ratio; the same
+    distance on the log scale downward is 1 - 1/(1 + size)); past +100% "more than ±100%"
+    (a ratio that uncertain says nothing)."""
     if size is None:
         return ""
-    return f"{size:.2f} pp" if points else f"±{size:.1%}"
+    if points:
+        return f"{size:.2f} pp"
+    if size > 1:
+        return "more than ±100%"
+    up, down = f"{size * 100:.1f}", f"{(1 - 1 / (1 + size)) * 100:.1f}"
+    return f"±{up}%" if up == down else f"−{down}%/+{up}%"
+
+
+def _no_spread(b: Summary, c: Summary, paired: bool, points: bool) -> Change | None:
+    """No interval where the data hold no spread to make one of: every value of each side
+    the same (unpaired), or every pair the same difference (paired). Typically rounded
+    output (toplev's one decimal: 10.0, 10.0 vs 11.0, 11.0); a zero-width "95%" interval and
+    p = 0 would claim certainty the data cannot give. None when there is spread."""
+    bv, cv = np.asarray(b.values, float), np.asarray(c.values, float)
+    flat = (np.ptp(cv - bv) == 0) if paired else (b.min == b.max and c.min == c.max)
+    if not flat:
+        return None
+    positive = min(b.min, c.min) > 0
+    what = ("every pair differs by the same amount" if paired else
+            f"each side's values are all the same ({_fmt(b.min)} and {_fmt(c.min)})")
+    return Change(b, c, c.median - b.median, c.median / b.median - 1 if positive else None,
+                  None, None, None, None, "no spread: none", "insufficient data",
+                  f"no interval: {what}, so the data hold no spread to estimate the "
+                  f"uncertainty from (rounded output?); more reps, or unrounded values.",
+                  None, "pp" if points else "", "difference of medians")
 
 
 def _compare(base, cand, *, higher_is_better, noise, regression, max_cv, confidence,
-             paired, method, points, pilot, min_n) -> Change:
+             paired, method, points, pilot, min_n, method_level=None) -> Change:
     b, c = _as_summary(base), _as_summary(cand)
     unit = "pp" if points else ""
     if min_n < 2:
@@ -318,28 +362,34 @@ def _compare(base, cand, *, higher_is_better, noise, regression, max_cv, confide
     if paired and b.n != c.n:
         raise ValueError(f"paired comparison needs equal counts, got {b.n} and {c.n}")
     bv, cv = np.asarray(b.values, float), np.asarray(c.values, float)
-    key, est, fallback = _choose(bv, cv, paired, method, confidence, pilot)
+    key, est, fallback = _choose(bv, cv, paired, method, confidence, pilot, method_level)
     if points:
         # A share (0-100%) moves by at most 100 pp either way: cutting a wide interval
         # (2 runs a side) there loses no coverage, and "[-452, +414] pp" reads as a bug.
         est = Estimate(est.value, max(est.low, -100.0), min(est.high, 100.0), est.confidence)
     rel = _on_logs(key, bv, cv, confidence, pilot or 0)
     judged_rel = rel is not None and not points
-    verdict, reason = _verdict(_judged(est, rel, b, points), b, c, higher_is_better, noise,
-                               regression, max_cv)
+    flat = _no_spread(b, c, paired, points)
+    if flat is not None:
+        return flat
+    verdict, reason, line = _verdict(_judged(est, rel, b, points),
+                                     _spread(b, c, paired, judged_rel), higher_is_better,
+                                     noise, regression, max_cv)
     detectable = _detectable(key, bv, cv, paired, confidence, pilot, judged_rel, points, b.median,
                              min_n)
     if verdict in ("no change", "unstable") and detectable is not None:
         if points and detectable > 100:
             reason += (f" No change a share can make (100 pp at most) was within this run's "
-                       f"reach ({confidence:.0%} confidence, {POWER:.0%} power): more runs.")
+                       f"reach ({level_text(confidence)} confidence, {POWER:.0%} power): more runs.")
         else:
+            size = detectable_text(detectable, points)
             reason += (f" This run could have established a change of "
-                       f"{detectable_text(detectable, points)} or more ({confidence:.0%} "
+                       f"{size}{'' if size.startswith('more than') else ' or more'} "
+                       f"({level_text(confidence)} "
                        f"confidence, {POWER:.0%} power).")
     scale = (np.log(bv), np.log(cv)) if judged_rel else (bv, cv)
     return Change(b, c, est.value, rel.value if rel else None, est.low, est.high,
                   rel.low if rel else None, rel.high if rel else None,
-                  method_text(key, b.n, c.n, est.confidence, confidence, fallback),
+                  method_text(key, b.n, c.n, est.confidence, confidence, fallback, method_level),
                   verdict, reason, est.confidence, unit, METHODS[key][0], detectable,
-                  p_value(key, *scale, pilot or 0))
+                  p_value(key, *scale, pilot or 0), line)

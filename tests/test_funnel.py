@@ -63,15 +63,18 @@ def test_multiplexed_values_are_marked_as_estimates():
 
 
 def test_three_vs_three_identical_runs_cometlake():
+    """One output copied three times a side holds no spread: no interval and no verdict
+    (issue 26 item 3: a zero-width "95%" interval with p = 0 called it "improvement")."""
     a, b = parse_file(RUN_A), parse_file(RUN_B)
     f = compare([a, a, a], [b, b, b], depth=3)
     r = rows(f)
     dram = r[DRAM]
-    assert dram.ci == (pytest.approx(-13.0), pytest.approx(-13.0))
-    assert dram.verdict == "improvement" and dram.significant
-    assert r["Retiring"].verdict == "improvement"          # higher is better for Retiring
-    assert r["Backend_Bound.Core_Bound"].verdict == "regression"
-    assert r["Retiring.Heavy_Operations"].verdict == "changed (down)"
+    assert dram.ci == (None, None) and dram.delta == pytest.approx(-13.0)
+    assert dram.verdict == "insufficient data" and not dram.significant
+    assert "no spread" in dram.reason
+    assert r["Retiring"].direction == "up" and r["Backend_Bound.Core_Bound"].direction == "up"
+    assert all(x.verdict in ("insufficient data", "n/a") or x.verdict.startswith("n/a")
+               for x in f.all_rows), [(x.name, x.verdict) for x in f.all_rows]
     # This output lists tma_l2_bound, tma_l3_bound, tma_dram_bound and tma_store_bound but
     # no tma_l1_bound: the siblings' sum is unknown, so DRAM_Bound gets no slot share (it
     # would have been 73.4 * 47.0 / (1.4 + 10.1 + 47.0 + 0.3) = 58.67 slots, L1 left out),
@@ -91,7 +94,8 @@ def test_three_vs_three_identical_runs_cometlake():
                     "(toplev prints only the nodes it flags unless given -v; perf stat -M "
                     "TopdownL<n> prints every node of that level)"]
     assert md.count("DRAM_Bound, Store_Bound not slot-normalised") == 1
-    assert "CI (95%)" in md and "Welch t-interval" in md
+    assert "CI (95%)" in md and "Welch t-interval" not in md     # no row has an interval
+    assert "(not established: no interval: each side's values are all the same" in md
 
 
 def test_three_vs_three_mixed_real_values_ci_contains_true_difference():
@@ -149,7 +153,7 @@ def test_json_output():
     assert j["schema"] == SCHEMA and j["runs"] == {"base": 3, "cand": 3}
     dram = next(x for x in j["rows"] if x["node"] == DRAM)
     assert dram["domain"] == "Stalls" and dram["unit"] == "% Stalls"
-    assert dram["delta_pp"] == pytest.approx(-13.0) and dram["verdict"] == "improvement"
+    assert dram["delta_pp"] == pytest.approx(-13.0) and dram["verdict"] == "insufficient data"
     assert dram["base"]["values"] == [47.0, 47.0, 47.0]
     json.dumps(j)   # serialisable
 

@@ -65,10 +65,15 @@ def test_too_few_units_say_nothing(tmp_path):
 
 
 def test_units_to_detect_solves_the_detectable_size():
+    """The fewest paired units whose planned size (the method a run of n pairs decides with,
+    analysis/power.py) reaches the change; more than the normal-theory count would say."""
+    from analysis import power
     n = stats.units_to_detect(0.043, 0.0345)
+    target = math.log1p(0.043)
+    assert power.planned_size(n, 0.0345) <= target < power.planned_size(n - 1, 0.0345)
     from scipy import stats as sps
     q = lambda k: sps.t.ppf(0.975, k - 1) + sps.t.ppf(0.8, k - 1)   # noqa: E731
-    assert q(n) * 0.0345 / math.sqrt(n) <= math.log1p(0.043) < q(n - 1) * 0.0345 / math.sqrt(n - 1)
+    assert q(n) * 0.0345 / math.sqrt(n) <= target            # the old count was fewer
     assert stats.units_to_detect(0.0, 0.03) is None
 
 

@@ -94,20 +94,20 @@ def test_summary_first_then_seed_tables(res):
                         "MSET, pipeline 4): cand vs base")
     summary = next(l for l in lines if l.startswith("**Summary:**"))
     assert lines.index(summary) < lines.index("### Throughput")
-    # the interval is at the level of its false-discovery family (96.7%: 2 of 3 rows move)
+    # the interval is at the level of its false-discovery family (96.66%: 2 of 3 rows move; levels are cut, never rounded up)
     assert ("Throughput 100K keys × 100 B, 10 keys per MSET, pipeline 4 −85.5% "
             "\\[−93.5, −67.3\\]% **regression**") in summary
     assert any(l.startswith("| 100K keys × 100 B, 10 keys per MSET, pipeline 4 | ") for l in lines)
     # medians per side, the change and interval of the method (Welch: difference of means)
     # the seed's shape: shares and their ratio (log scale) with its interval
-    # (the function rows' intervals at their family's level, 97.0%: 17 of 28 rows move)
+    # (the function rows' intervals at their family's level, 96.96%: 17 of 28 rows move)
     assert "dictFind (flat, main thread) 29.9% → 5.5% (−81% \\[−83.7, −77.1\\]%)" in summary
     assert "(+28% \\[+19.0, +36.6\\]%)" in summary          # every interval with its unit
     assert "TMA not collected (no hardware PMU" in summary
     # each table's header names the confidence of its intervals: its family's level
-    assert "| Test | Baseline (base) | PR (cand) | Change | 96.7% CI | Verdict |" in lines
-    assert "| Function | base (flat) | cand (flat) | Change | 97% CI | Verdict |" in lines
-    assert "| Function | base (cum) | cand (cum) | Change | 97% CI | Verdict |" in lines
+    assert "| Test | Baseline (base) | PR (cand) | Change | 96.66% CI | Verdict |" in lines
+    assert "| Function | base (flat) | cand (flat) | Change | 96.96% CI | Verdict |" in lines
+    assert "| Function | base (cum) | cand (cum) | Change | 96.96% CI | Verdict |" in lines
     assert any(l.startswith("These 28 function verdicts are judged together") for l in lines)
     # every table row has as many cells as its header
     for l in lines:

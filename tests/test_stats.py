@@ -124,13 +124,18 @@ def test_no_ratio_with_a_value_at_or_below_zero():
     assert sh.rel is None and sh.delta < 0 and sh.unit == "pp"
 
 
-def test_below_waterline_is_no_change():
+def test_below_waterline_is_minor_not_no_change():
+    """A decided change under its line is named by its direction, on both sides (issue 26
+    item 7: -4% read "no change" while +4% read "improvement")."""
     base = [100, 100.1, 99.9, 100, 100]
     cand = [102, 102.1, 101.9, 102, 102]        # +2%: real, but under the 3% waterline
     ch = compare(base, cand)
-    assert ch.ci_low > 0 and ch.verdict == "no change" and "waterline" in ch.reason
-    # -4% is worse but under the 5% regression threshold
-    assert compare(base, [96, 96.1, 95.9, 96, 96]).verdict == "no change"
+    assert ch.ci_low > 0 and ch.verdict == "minor improvement" and ch.line == 0.03
+    assert "below the 3% line" in ch.reason
+    # -4% is worse but under the 5% regression line: a minor regression, said as one
+    minor = compare(base, [96, 96.1, 95.9, 96, 96])
+    assert minor.verdict == "minor regression" and minor.line == 0.05
+    assert "a real regression, below the 5% line" in minor.reason
     assert compare(base, [94, 94.1, 93.9, 94, 94]).verdict == "regression"
 
 
@@ -158,10 +163,13 @@ def test_default_method_reaches_95_at_three_reps():
 def test_paired_uses_pair_differences():
     # drift moves both sides together; pairs see a steady +2 that unpaired ranks blur
     base = [100, 110, 120, 130, 140, 150]
-    cand = [106, 116, 126, 136, 146, 156]
+    cand = [106, 116.5, 125.5, 136.2, 145.9, 156]
     p = compare(base, cand, paired=True, noise=0.03)
-    assert (p.ci_low, p.ci_high) == (6.0, 6.0)
+    assert 5.5 <= p.ci_low < p.ci_high <= 6.5
     assert p.verdict == "improvement" and "signed-rank" in p.method
+    # every pair exactly +6 (rounded output): no spread, so no interval (issue 26 item 3)
+    flat = compare(base, [b + 6 for b in base], paired=True)
+    assert flat.verdict == "insufficient data" and flat.ci_low is None and flat.p_value is None
     u = compare(base, cand)
     assert u.ci_low < 0 < u.ci_high                      # unpaired cannot see it
     with pytest.raises(ValueError, match="equal counts"):
@@ -181,9 +189,10 @@ def test_shares_use_percentage_points():
     ch = compare_shares([8.5, 8.4, 8.6], [1.0, 1.1, 0.9])
     assert ch.unit == "pp" and ch.delta == pytest.approx(-7.5)
     assert ch.verdict == "improvement"                   # a cost share going down
-    # 0.20% -> 0.30% is +50% relative but only 0.1 pp: no change
+    # 0.20% -> 0.30% is +50% relative but only 0.1 pp: decided, under the 1 pp line
     small = compare_shares([0.2, 0.21, 0.19], [0.3, 0.31, 0.29])
-    assert small.rel == pytest.approx(0.5, abs=0.005) and small.verdict == "no change"
+    assert small.rel == pytest.approx(0.5, abs=0.005) and small.verdict == "minor regression"
+    assert small.line == 1.0 and "below the 1.00 pp line" in small.reason
 
 
 def test_unpaired_sides_of_different_lengths_get_a_p_value():

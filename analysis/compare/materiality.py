@@ -105,8 +105,8 @@ def judge(m: Measure, min_share: float = MIN_SHARE, min_samples: float = MIN_SAM
     if m.ns_change is None:
         return Judgement(m.change.verdict, m.change.reason, *samples, basis="share",
                          detectable=m.change.detectable, detectable_unit="pp",
-                         real=m.change.clears_zero)
+                         line=m.change.line)
     per_op, share = m.ns_change.verdict, m.change.verdict
     return Judgement(per_op, m.ns_change.reason, *samples, basis="CPU time per operation",
                      note=_dilution(share, per_op, total), detectable=m.ns_change.detectable,
-                     detectable_unit="rel", real=m.ns_change.clears_zero)
+                     detectable_unit="rel", line=m.ns_change.line)

@@ -32,6 +32,10 @@ class CompareOptions:
     thread: str | None = None        # thread view (None: main when io-threads hold samples)
     top: int = DEFAULT_TOP           # top movers listed
     confidence: float = 0.95
+    # the level "auto" chooses each interval's method for (None: `confidence`): a family
+    # judged together sets its strictest, so a row's p-value and its printed interval come
+    # from one method (analysis/compare/multiplicity.py)
+    method_level: float | None = None
     max_cv: float = 0.10
     # materiality of a function (analysis/compare/materiality.py)
     min_share: float = MIN_SHARE     # % of samples: below on both sides, "negligible"
@@ -56,11 +60,13 @@ class CompareOptions:
         interval of a --precision run."""
         return stats.compare(base, cand, higher_is_better=higher_is_better, noise=self.noise,
                              regression=self.regression, max_cv=self.max_cv,
-                             confidence=self.confidence, paired=paired, pilot=pilot)
+                             confidence=self.confidence, paired=paired, pilot=pilot,
+                             method_level=self.method_level)
 
     def points(self, base: Sequence[float], cand: Sequence[float], *,
                higher_is_better: bool = False) -> stats.Change:
         """A share (% of samples) with waterlines in percentage points."""
         return stats.compare_shares(base, cand, higher_is_better=higher_is_better,
                                     noise_pp=self.noise_pp, regression_pp=self.regression_pp,
-                                    max_cv=self.max_cv, confidence=self.confidence)
+                                    max_cv=self.max_cv, confidence=self.confidence,
+                                    method_level=self.method_level)

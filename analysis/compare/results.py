@@ -58,7 +58,7 @@ class Judgement:
     # (ChangeOut.detectable): a fraction when detectable_unit is "rel", else pp
     detectable: float | None = None
     detectable_unit: str = ""
-    real: bool = False       # the interval of the measure that speaks excludes no change
+    line: float | None = None    # a minor verdict's line (ChangeOut.line), in detectable_unit
 
 
 @dataclass

@@ -18,7 +18,7 @@ def _metric(what: str, row: MetricRow, sat: SaturationSection) -> SummaryItem:
     return SummaryItem(what, row.test, values=[SummaryValue.relative(
         row.metric, row.unit, row.base, row.cand, row.change)], verdict=row.change.verdict,
         note=note, label=row.label, detectable=row.change.detectable,
-        detectable_unit="pp" if row.change.unit == "pp" else "rel", real=row.change.clears_zero)
+        detectable_unit="pp" if row.change.unit == "pp" else "rel", line=row.change.line)
 
 
 def _profiler_cost(c: ProfilerCost) -> list[SummaryItem]:
@@ -63,7 +63,7 @@ def _function_item(what: str, row: FunctionRow, k: str) -> SummaryItem:
     item = SummaryItem(what, row.name, row.thread, [share], j.verdict,
                        j.note or (j.reason if j.verdict in ("too few samples", "new in candidate",
                                                             "gone") else ""),
-                       detectable=j.detectable, detectable_unit=j.detectable_unit, real=j.real)
+                       detectable=j.detectable, detectable_unit=j.detectable_unit, line=j.line)
     b, c, ch = getattr(row, f"base_{k}_ns"), getattr(row, f"cand_{k}_ns"), getattr(row, f"{k}_ns_change")
     if b and c and ch:
         # The per-operation cost does not dilute, so it carries the verdict (materiality.py);

@@ -65,4 +65,4 @@ class SummaryItem:
     # detectable_unit is "rel", else pp (ChangeOut.detectable / Judgement.detectable)
     detectable: float | None = None
     detectable_unit: str = ""
-    real: bool = False       # a "no change" whose interval excludes none: under the waterline
+    line: float | None = None    # a minor verdict's line (ChangeOut.line), in detectable_unit

@@ -47,16 +47,21 @@ class ChangeOut:
     # either way), pp for shares; what a "no change" rules out (stats.detectable_size).
     detectable: float | None = None
     p_value: float | None = None     # of "no change", by the interval's own method
+    # a minor improvement / regression: the line it stays under (fraction, or pp)
+    line: float | None = None
 
     @property
     def clears_zero(self) -> bool:
-        """The interval excludes no change: a "no change" verdict then means a real change
-        under the waterline (docs/statistics.md, "The verdict", steps 4-5)."""
-        return (self.ci_low is not None and self.ci_high is not None
-                and (self.ci_low > 0 or self.ci_high < 0))
+        """The interval that judged excludes no change: the log-scale one when the change is
+        relative (a printed [-0.6, +37.4]% is not "real" because the linear one cleared 0).
+        Results written before the minor verdicts had "no change" for a decided change under
+        its waterline; this is how their reports still say it was real."""
+        lo, hi = ((self.rel_ci_low, self.rel_ci_high) if self.rel is not None and self.unit != "pp"
+                  else (self.ci_low, self.ci_high))
+        return lo is not None and hi is not None and (lo > 0 or hi < 0)
 
     @classmethod
     def of(cls, c: stats.Change, unit: str = "") -> "ChangeOut":
         return cls(c.delta, c.rel, c.ci_low, c.ci_high, c.rel_ci_low, c.rel_ci_high,
                    c.confidence, c.method, c.verdict, c.reason, c.unit or unit, c.estimator,
-                   c.detectable, c.p_value)
+                   c.detectable, c.p_value, c.line)

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from analysis import stats
+from analysis.intervals import level_text
 from analysis.compare.results import ChangeOut
 
 THREAD_LABEL = {"main": "main thread", "all": "all threads", "io-threads": "io-threads"}
@@ -72,28 +74,38 @@ def signed_value(x: float | None, unit: str) -> str:
 
 
 def level(x: float) -> str:
-    """A confidence level as a table header prints it: 95%, 96.7%, 99.8%."""
-    return f"{x * 100:.1f}".rstrip("0").rstrip(".") + "%"
+    """A confidence level as a table header prints it: 95%, 96.7%, 99.79% (never rounded
+    up: 99.79% is not "100%")."""
+    return level_text(x)
 
 
 QUIET = ("no change", "unstable", "negligible")     # verdicts that say what they could not see
 
 
 def detectable(size: float | None, unit: str) -> str:
-    """The smallest change a run could have established, as text: "±4.1%" (unit "rel"),
-    "0.80 pp"; sizes past ±100% read "more than ±100%" (a ratio that far says nothing)."""
-    if size is None:
-        return ""
-    if unit == "pp":
-        return f"{size:.2f} pp"
-    return "more than ±100%" if size > 1 else f"±{size * 100:.1f}%"
+    """The smallest change a run could have established, as text: "−3.9%/+4.1%" (unit
+    "rel": the size is the upward ratio; the same distance on the log scale downward is
+    1 - 1/(1 + size), a little smaller), "±1.1%" where both print alike, "0.80 pp"; sizes
+    past +100% read "more than ±100%" (a ratio that far says nothing)."""
+    return stats.detectable_text(size, unit == "pp")
 
 
-def quiet_verdict(verdict: str, size: float | None, unit: str, real: bool = False) -> str:
-    """"no change larger than ±4.1%", "unstable (could see ±12.0%)", "negligible (could see
-    0.80 pp)": a verdict that saw nothing, with the size it could have seen. `real`: the
-    interval excludes no change, so the change is there but under the waterline, and "no
-    change larger than ±X" would contradict the change printed beside it."""
+def line_text(line: float, unit: str) -> str:
+    """A waterline as text: "5%" or "1.00 pp"."""
+    return f"{line:.2f} pp" if unit == "pp" else f"{line * 100:g}%"
+
+
+def quiet_verdict(verdict: str, size: float | None, unit: str, real: bool = False,
+                  line: float | None = None) -> str:
+    """"no change larger than −3.9%/+4.1%", "unstable (could see ...)", "negligible (could
+    see 0.80 pp)": a verdict that saw nothing, with the size it could have seen; a minor
+    verdict as "regression, below the 5% line" (`line`: the line it stays under). `real`
+    (results written before the minor verdicts): a "no change" whose interval excludes no
+    change, said as real and under the waterline, not as "no change larger than"."""
+    if verdict.startswith("minor "):
+        word = verdict.split(" ", 1)[1]
+        return (f"{word}, below the {line_text(line, unit)} line" if line is not None
+                else f"{word}, below the line")
     d = detectable(size, unit)
     if verdict not in QUIET or not d:
         return verdict

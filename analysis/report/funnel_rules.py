@@ -106,8 +106,11 @@ def explain(rows: list[FunnelRowDoc]) -> list[str]:
         if not (r.significant or r.notable) or not r.direction:
             continue
         said = sentence(r.leaf, r.direction, moves, r.domain)
+        no_ci = r.ci_pp is None or None in r.ci_pp
         caveat = ("" if r.significant else
-                  " (not established: too few runs for a confidence interval)" if r.ci_pp is None else
+                  f" (not established: {r.reason.rstrip('.')})"
+                  if no_ci and r.verdict == "insufficient data" else
+                  " (not established: too few runs for a confidence interval)" if no_ci else
                   f" (not established: {r.verdict}, its interval does not exclude noise)")
         out.append(f"{r.leaf} {fmt_delta(r.delta_pp, r.delta_unit)}: {said}{caveat}")
     return out

@@ -11,6 +11,7 @@ plain data.
 """
 from __future__ import annotations
 
+from analysis import stats
 from analysis.compare.results import Results
 from analysis.report import funnel_md, markdown_details as det
 from analysis.report.fmt import (THREAD_LABEL, fmt_pct, fmt_signed, known, level, patches,
@@ -56,7 +57,8 @@ def _throughput(r: Results) -> list[str]:
             f"log scale. Waterlines: noise {r.settings.noise * 100:g}%, regression "
             f"{r.settings.regression * 100:g}%, decided after the confidence interval "
             "(latency: lower is better). A verdict that saw no change says how large a change "
-            "the run could have seen (95% confidence, 80% power, from its own spread).", ""]
+            f"the run could have seen ({level(r.settings.confidence)} confidence, "
+            f"{stats.POWER:.0%} power, from its own spread).", ""]
     out += fdr_line(fam) + _pairing(r)
     return out + _saturation(r)
 
@@ -135,7 +137,8 @@ def _profiler_cost(r: Results) -> list[str]:
                      f"{fmt_signed(-ch.rel_ci_low * 100)}]%")
     return [f"Profiler overhead (perf cpu-clock at {c.frequency_hz} Hz): " + "; ".join(parts)
             + f". Throughput while perf sampled vs the windows beside it without perf (same "
-            f"server, ABBA), {sum(c.pairs.values())} window pairs; the 95% CI is over the "
+            f"server, ABBA), {sum(c.pairs.values())} window pairs; the "
+            f"{level(r.settings.confidence)} CI is over the "
             f"profile reps, each rep's pairs one unit (docs/statistics.md).", ""]
 
 

@@ -19,11 +19,12 @@ def change_verdict(c: ChangeOut) -> str:
     """A metric's verdict cell: the mark, and for a verdict that saw nothing the size the
     run could have seen."""
     return verdict(c.verdict, quiet_verdict(c.verdict, c.detectable, "pp" if c.unit == "pp" else "rel",
-                                            c.clears_zero))
+                                            c.clears_zero, c.line))
 
 
 def judgement_verdict(j: Judgement) -> str:
-    return verdict(j.verdict, quiet_verdict(j.verdict, j.detectable, j.detectable_unit or "rel", j.real))
+    return verdict(j.verdict, quiet_verdict(j.verdict, j.detectable, j.detectable_unit or "rel",
+                                            line=j.line))
 
 
 def metric_rows(rows: list[MetricRow], with_metric: bool) -> list[str]:
@@ -83,14 +84,16 @@ def notes_lines(rows: list[FunctionRow], kinds: tuple[str, ...]) -> list[str]:
     return (["Verdict notes:", ""] + [f"- {esc(n)}" for n in notes] + [""]) if notes else []
 
 
-def per_op_note(p: ProfileSection) -> str:
+def per_op_note(p: ProfileSection, confidence: float) -> str:
     """The sentence under the per-operation table: what an operation is and how the
-    operations of a profile window were counted (plain text)."""
+    operations of a profile window were counted (plain text); `confidence`: the level its
+    intervals are at."""
     return (f"CPU time per operation = the function's CPU time in the profile (perf "
             f"cpu-clock sample periods, ns) / the {p.per_op_command} commands the load "
             f"generator completed while perf was attached ({p.per_op_basis}); one operation "
             f"is one {p.per_op_command} command, whatever its key count. Medians over profile "
-            f"reps; change (ratio on the log scale), 95% CI and verdict relative (waterlines "
+            f"reps; change (ratio on the log scale), {level(confidence)} CI and verdict "
+            f"relative (waterlines "
             f"as throughput), lower is better. Unlike shares, these do not rise when another "
             f"function gets cheaper.")
 
@@ -120,4 +123,4 @@ def per_op_table(r: Results) -> list[str]:
         change, ci = change_cells(ch, "ns/op", 0)
         out.append(f"| {name} | {fmt_ns(b.median)} | {fmt_ns(c.median)} | {change} | "
                    f"{ci} | {v} |")
-    return out + ["", esc(per_op_note(p)), ""]
+    return out + ["", esc(per_op_note(p, conf)), ""]

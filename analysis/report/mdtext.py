@@ -10,6 +10,9 @@ from __future__ import annotations
 import re
 
 VERDICT_MARK = {"improvement": "✅ improvement", "regression": "❌ regression",
+                # decided, but under its waterline (docs/statistics.md, "The verdict")
+                "minor improvement": "🔹 improvement, below the line",
+                "minor regression": "🔸 regression, below the line",
                 "no change": "➖ no change", "unstable": "⚠️ unstable",
                 "insufficient data": "❔ insufficient data",
                 # a function's verdicts after the materiality rules (docs/statistics.md)

@@ -83,7 +83,7 @@ class Line(NamedTuple):
 
 def lines(r: Results) -> list[Line]:
     """Every summary item worded, in order."""
-    return [Line(*phrase(i, r), quiet_verdict(i.verdict, i.detectable, i.detectable_unit or "rel", i.real),
+    return [Line(*phrase(i, r), quiet_verdict(i.verdict, i.detectable, i.detectable_unit or "rel", line=i.line),
                  i.verdict) for i in r.summary]
 
 

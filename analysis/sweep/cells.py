@@ -31,7 +31,8 @@ def verdict_text(p: PointRow) -> str:
     if p.metric is None:
         return ""
     c = p.metric.change
-    return quiet_verdict(c.verdict, c.detectable, "pp" if c.unit == "pp" else "rel", c.clears_zero)
+    return quiet_verdict(c.verdict, c.detectable, "pp" if c.unit == "pp" else "rel", c.clears_zero,
+                         c.line)
 
 
 def best(p: PointRow, variant: str) -> str:
@@ -51,7 +52,8 @@ def lookup(p: PointRow, name_in_cell: bool = False) -> str:
         # Too few profile reps for an interval: say so rather than print "[n/a]".
         ci = f"no interval: {min(lc.base.n, lc.cand.n)} profile reps with the function a side, 3 needed"
     head = f"{lc.function} ({lc.measure}): " if name_in_cell else ""
-    said = quiet_verdict(lc.change.verdict, lc.change.detectable, "rel", lc.change.clears_zero)
+    said = quiet_verdict(lc.change.verdict, lc.change.detectable, "rel", lc.change.clears_zero,
+                         lc.change.line)
     return f"{head}{fmt_ns(lc.base.median)} → {fmt_ns(lc.cand.median)} ({ch} {ci}; {said})"
 
 

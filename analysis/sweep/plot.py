@@ -20,6 +20,7 @@ from analysis.sweep.crossover import Series, series  # noqa: E402
 from analysis.sweep.results import SweepResults  # noqa: E402
 
 VERDICT_COLOR = {"improvement": "#2e7d32", "regression": "#c62828", "no change": "#757575",
+                 "minor improvement": "#66a36a", "minor regression": "#d4793a",
                  "unstable": "#ef6c00", "insufficient data": "#9e9e9e"}
 SERIES_COLORS = ["#4c72b0", "#dd8452", "#55a868", "#8172b3", "#937860", "#da8bc3", "#8c8c8c"]
 

@@ -11,9 +11,7 @@ from __future__ import annotations
 import math
 from typing import Callable
 
-from scipy import stats as sps
-
-from analysis import stats, twostage
+from analysis import power, stats, twostage
 from collectors.host import noise
 from collectors.runner.progress import duration
 from collectors.sweep.plan import Plan, PlannedPoint
@@ -39,12 +37,12 @@ def point_line(p: PlannedPoint, n: noise.Noise, plan: Plan, seed: float | None) 
     return f"  {p.spec.id:<34} {what}{took}"
 
 
-def _detectable(reps: int, sd: float) -> float:
-    """The relative change `reps` paired units of this spread detect (95%, 80% power)."""
+def _detectable(reps: int, sd: float, confidence: float = 0.95) -> float:
+    """The relative change `reps` paired units of this spread detect (80% power), with the
+    method a run of that many pairs decides with (analysis/power.py)."""
     if reps < stats.MIN_N:
         return math.inf
-    q = sps.t.ppf(0.975, reps - 1) + sps.t.ppf(stats.POWER, reps - 1)
-    return math.expm1(q * sd / math.sqrt(reps))
+    return math.expm1(power.planned_size(reps, sd, confidence, stats.POWER))
 
 
 def noise_lines(plan: Plan, seed_of: Callable[[PlannedPoint], float | None] = lambda p: None

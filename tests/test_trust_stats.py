@@ -1,0 +1,123 @@
+"""Issue 26, statistics: each defect an audit found, as a test that failed before its fix.
+
+Numbers here are the audit's cases (constructed values where a property of the rule is
+tested; recorded per-rep values where coverage or power is claimed: tests/data/runs)."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from analysis import stats
+from analysis.compare.multiplicity import Member, control
+from analysis.compare.options import CompareOptions
+from analysis.compare.values import ChangeOut
+
+CHANGED = ("improvement", "regression")
+
+
+def _family(rows: list[tuple[list[float], list[float]]]) -> tuple[list[ChangeOut], object]:
+    """Rows judged together as a report's function table is (multiplicity.control)."""
+    opts = CompareOptions()
+    out: list[ChangeOut] = []
+    members = []
+    for i, (b, c) in enumerate(rows):
+        def again(o, b=b, c=c):
+            return ChangeOut.of(o.relative(b, c, higher_is_better=True))
+        out.append(again(opts))
+        members.append(Member(f"row {i}", out[-1], again,
+                              lambda ch, i=i: out.__setitem__(i, ch)))
+    fam = control("test", members, opts)
+    return out, fam
+
+
+def _null_rows(rng: np.random.Generator, k: int, n: int = 5) -> list[tuple[list[float], list[float]]]:
+    return [(list(100 + rng.normal(0, 3, n)), list(100 + rng.normal(0, 3, n))) for _ in range(k)]
+
+
+def test_item1_one_method_per_row_for_p_value_and_interval():
+    """A clearly separated 5+5 row among 23 null rows: the verdict the row prints and BH's
+    decision must agree (before: BH rejected nothing with Mann-Whitney's p = 0.0079, adjusted
+    0.19, while a Welch interval at 99.79% printed "improvement")."""
+    rng = np.random.default_rng(7)
+    rows = [([100, 101, 99, 100.5, 99.5], [120, 121, 119, 120.5, 119.5])] + _null_rows(rng, 23)
+    out, fam = _family(rows)
+    first = out[0]
+    # the method that printed the interval is the one whose p-value BH ranked
+    assert first.method.startswith("Welch"), first.method
+    assert "cannot reach 99.79% with so few reps" in first.method, first.method
+    assert "7 per side give the distribution-free interval" in first.method
+    assert first.verdict == "improvement" and fam.discoveries >= 1
+    # every row: a verdict of change exactly when BH called it one (its interval at the FCR
+    # level clears 0 exactly then)
+    for ch in out:
+        clears = ch.rel_ci_low > 0 or ch.rel_ci_high < 0
+        assert (ch.verdict in CHANGED) <= clears
+        assert clears == (ch.p_value is not None and "adjusted p" in ch.reason
+                          and float(ch.reason.split("adjusted p = ")[1].split(";")[0]) <= 0.05)
+
+
+def test_item3_zero_spread_gives_no_interval():
+    """Rounded toplev shares [10.0, 10.0] vs [11.0, 11.0]: no interval and no verdict of a
+    change, and the reason says why (before: interval [1, 1], p = 0, "regression")."""
+    ch = stats.compare_shares([10.0, 10.0], [11.0, 11.0], min_n=2)
+    assert ch.verdict == "insufficient data" and ch.ci_low is None and ch.p_value is None
+    assert "no spread" in ch.reason and ch.delta == pytest.approx(1.0)
+    # three a side, and pairs with one difference throughout: the same
+    assert stats.compare([5.0] * 3, [6.0] * 3).verdict == "insufficient data"
+    assert stats.compare([1, 2, 3], [2, 3, 4], paired=True).ci_low is None
+    # one side spread is enough for an interval
+    assert stats.compare_shares([10.0, 10.0, 10.0], [11.0, 11.2, 10.9]).ci_low is not None
+
+
+def test_item7_a_decided_slowdown_is_named_as_one():
+    """Paired reps all at -4.5% read "no change (real, under the waterline)" while +4.5%
+    read "improvement"; both are decided and both are named by their direction now."""
+    base = [100.0, 98.0, 103.0, 101.0, 99.5, 97.0, 102.0]
+    slower = [b * 0.955 * (1 + e) for b, e in zip(base, (0, .001, -.001, .002, -.002, .0005, 0))]
+    faster = [b * 1.045 * (1 + e) for b, e in zip(base, (0, .001, -.001, .002, -.002, .0005, 0))]
+    down = stats.compare(base, slower, paired=True)
+    up = stats.compare(base, faster, paired=True)
+    assert down.verdict == "minor regression" and down.line == 0.05
+    assert up.verdict == "improvement"
+    from analysis.report.fmt import quiet_verdict
+    assert quiet_verdict(down.verdict, down.detectable, "rel", line=down.line) == \
+        "regression, below the 5% line"
+
+
+def test_item8_real_is_judged_on_the_interval_that_decided():
+    """A relative change is judged on its log-scale interval; "real" must be too (a printed
+    [-0.6, +37.4]% was labelled real because the linear interval cleared 0)."""
+    ch = ChangeOut(delta=5.0, rel=0.17, ci_low=0.5, ci_high=30.0, rel_ci_low=-0.006,
+                   rel_ci_high=0.374, confidence=0.95, method="m", verdict="no change",
+                   reason="", unit="ops/s")
+    assert not ch.clears_zero
+    shares = ChangeOut(delta=1.0, rel=0.1, ci_low=0.5, ci_high=1.5, rel_ci_low=-0.1,
+                       rel_ci_high=0.3, confidence=0.95, method="m", verdict="no change",
+                       reason="", unit="pp")
+    assert shares.clears_zero            # shares are judged in pp
+
+
+def test_item12_a_narrow_paired_interval_is_not_unstable():
+    """Paired reps whose sides vary 10-15% between restarts but whose pairs agree: the
+    interval is narrow around 0, so "no change larger than ...", not "unstable"."""
+    rng = np.random.default_rng(12)
+    level = rng.uniform(80, 120, 8)                      # restart noise, CV ~14%
+    base = list(level * (1 + rng.normal(0, 0.004, 8)))
+    cand = list(level * (1 + rng.normal(0, 0.004, 8)))
+    assert stats.summarize(base).cv > 0.10
+    ch = stats.compare(base, cand, paired=True)
+    assert ch.verdict == "no change" and ch.rel_ci_high - ch.rel_ci_low < 0.02, ch
+    # unpaired reps that noisy are still unstable
+    assert stats.compare(base, cand).verdict == "unstable"
+
+
+def test_item12_levels_and_sizes_print_as_they_are():
+    from analysis.intervals import level_text
+    from analysis.report.fmt import detectable, level
+    assert level_text(0.9979166) == "99.79%" and level(0.9979) == "99.79%"
+    assert level(0.96964) == "96.96%" and level_text(0.96875) == "96.87%"
+    assert "100%" not in stats.compare([1, 2, 3, 4, 5], [6, 7, 8, 9, 10],
+                                       confidence=0.9979).method
+    # the downward size on the log scale is smaller than the upward one
+    assert detectable(0.25, "rel") == "−20.0%/+25.0%"
+    assert detectable(0.011, "rel") == "±1.1%"
