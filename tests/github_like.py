@@ -4,11 +4,21 @@ GitHub's REST documentation (API version 2022-11-28):
 - GET  /repos/{owner}/{repo}/issues/{issue_number}/comments?per_page=&page=   (list, Link header)
 - POST /repos/{owner}/{repo}/issues/{issue_number}/comments   {"body"} -> 201 + the comment
 - PATCH /repos/{owner}/{repo}/issues/comments/{comment_id}    {"body"} -> 200 + the comment
-- GET  /repos/{owner}/{repo}/pulls/{pull_number}              -> the pull request (head.sha)
+- GET  /repos/{owner}/{repo}/pulls/{pull_number}              -> the pull request (head.sha,
+                                                                 head.repo.full_name, labels[].name)
+- DELETE /repos/{owner}/{repo}/issues/{issue_number}/labels/{name} -> 200 + the labels left;
+                                                                 404 when it does not carry it
+- GET  /user                                                   -> the token's account; 403 "Resource
+                                                                 not accessible by integration" for
+                                                                 an installation token (GITHUB_TOKEN)
 
-Every request must carry Authorization: Bearer <TOKEN>, Accept: application/vnd.github+json,
+Every request must carry Authorization: Bearer <token>, Accept: application/vnd.github+json,
 X-GitHub-Api-Version: 2022-11-28 and a User-Agent (GitHub refuses requests without one);
-a wrong token gets 401 {"message": "Bad credentials"}, as GitHub answers."""
+a wrong token gets 401 {"message": "Bad credentials"}, as GitHub answers. Two tokens work:
+TOKEN is a workflow's GITHUB_TOKEN (its comments are by github-actions[bot], type Bot, with
+`performed_via_github_app` the GitHub Actions app), USER_TOKEN a personal token of the user
+octo-perf. A comment's `user` is a simple user (`login`, `id`, `type`), as the REST API's
+issue comment has it."""
 from __future__ import annotations
 
 import json
@@ -16,31 +26,42 @@ import re
 import threading
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from urllib.parse import parse_qs, urlsplit
+from urllib.parse import parse_qs, unquote, urlsplit
 
-TOKEN = "ghs_local_test_token_0123456789"
+TOKEN = "ghs_local_test_token_0123456789"            # an installation token, as GITHUB_TOKEN is
+USER_TOKEN = "github_pat_local_test_0123456789"      # a personal token of USERS[USER_TOKEN]
 DOCS = "https://docs.github.com/rest"
+ACTIONS_APP = {"id": 15368, "slug": "github-actions", "name": "GitHub Actions"}
+USERS = {TOKEN: {"login": "github-actions[bot]", "id": 41898282, "type": "Bot"},
+         USER_TOKEN: {"login": "octo-perf", "id": 2, "type": "User"}}
 LIST = re.compile(r"^/repos/([\w.-]+)/([\w.-]+)/issues/(\d+)/comments$")
 ONE = re.compile(r"^/repos/([\w.-]+)/([\w.-]+)/issues/comments/(\d+)$")
 PULL = re.compile(r"^/repos/([\w.-]+)/([\w.-]+)/pulls/(\d+)$")
+LABEL = re.compile(r"^/repos/([\w.-]+)/([\w.-]+)/issues/(\d+)/labels/([^/]+)$")
 
 
 @dataclass
 class State:
     comments: dict[tuple[str, int], list[dict]] = field(default_factory=dict)   # (owner/repo, n)
     heads: dict[tuple[str, int], str] = field(default_factory=dict)             # PR head SHAs
+    labels: dict[tuple[str, int], list[str]] = field(default_factory=dict)      # PR labels
+    forks: dict[tuple[str, int], str] = field(default_factory=dict)             # head repo, if a fork
     requests: list[tuple[str, str]] = field(default_factory=list)               # (method, path?query)
+    next_origin: str | None = None     # Link rel="next" to this origin instead (a hostile answer)
+    redirect_to: str | None = None     # answer a comment list with 307 to this origin instead
     next_id: int = 1_000_000
 
-    def add(self, repo: str, n: int, body: str, login: str) -> dict:
+    def add(self, repo: str, n: int, body: str, login: str, kind: str = "User") -> dict:
         self.next_id += 1
+        bot = login == "github-actions[bot]" and kind == "Bot"
         c = {"id": self.next_id, "node_id": f"IC_{self.next_id}",
              "url": f"https://api.github.com/repos/{repo}/issues/comments/{self.next_id}",
              "html_url": f"https://github.com/{repo}/pull/{n}#issuecomment-{self.next_id}",
              "issue_url": f"https://api.github.com/repos/{repo}/issues/{n}",
-             "body": body, "user": {"login": login, "id": 1, "type": "User"},
+             "body": body, "user": {"login": login, "id": 41898282 if bot else 1, "type": kind},
              "created_at": "2026-01-01T00:00:00Z", "updated_at": "2026-01-01T00:00:00Z",
-             "author_association": "MEMBER"}
+             "author_association": "NONE" if bot else "MEMBER",
+             "performed_via_github_app": ACTIONS_APP if bot else None}
         self.comments.setdefault((repo, n), []).append(c)
         return c
 
@@ -58,9 +79,12 @@ class Handler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(raw)
 
+    def _user(self) -> dict:
+        return USERS[self.headers["Authorization"].removeprefix("Bearer ")]
+
     def _refused(self) -> bool:
         """GitHub's checks: the token, the media type and version, a User-Agent."""
-        if self.headers.get("Authorization") != f"Bearer {TOKEN}":
+        if self.headers.get("Authorization") not in {f"Bearer {t}" for t in USERS}:
             self._reply(401, {"message": "Bad credentials", "documentation_url": DOCS, "status": "401"})
         elif self.headers.get("Accept") != "application/vnd.github+json" \
                 or self.headers.get("X-GitHub-Api-Version") != "2022-11-28":
@@ -87,15 +111,28 @@ class Handler(BaseHTTPRequestHandler):
         self.state.requests.append(("GET", self.path))
         if self._refused():
             return
+        if url.path == "/user":
+            if self._user()["type"] == "Bot":
+                return self._reply(403, {"message": "Resource not accessible by integration", "status": "403",
+                                         "documentation_url": DOCS + "/users/users#get-the-authenticated-user"})
+            return self._reply(200, dict(self._user()))
         if m := PULL.match(url.path):
-            head = self.state.heads.get((f"{m[1]}/{m[2]}", int(m[3])))
-            if head is None:
+            key = (f"{m[1]}/{m[2]}", int(m[3]))
+            if key not in self.state.heads:
                 return self._reply(404, {"message": "Not Found", "documentation_url": DOCS})
-            return self._reply(200, {"number": int(m[3]), "state": "open", "head": {"sha": head, "ref": "topic"},
-                                     "base": {"sha": "0" * 40, "ref": "unstable"}})
+            head_repo = self.state.forks.get(key, key[0])
+            return self._reply(200, {"number": key[1], "state": "open",
+                                     "head": {"sha": self.state.heads[key], "ref": "topic",
+                                              "repo": {"full_name": head_repo}},
+                                     "base": {"sha": "0" * 40, "ref": "unstable", "repo": {"full_name": key[0]}},
+                                     "labels": [{"id": i, "name": x, "color": "ededed"}
+                                                for i, x in enumerate(self.state.labels.get(key, []))]})
         m = LIST.match(url.path)
         if not m:
             return self._reply(404, {"message": "Not Found", "documentation_url": DOCS})
+        if self.state.redirect_to:
+            return self._reply(307, {"message": "Temporary Redirect"},
+                               {"Location": self.state.redirect_to + self.path})
         q = parse_qs(url.query)
         per_page, page = int(q.get("per_page", ["30"])[0]), int(q.get("page", ["1"])[0])
         if not 1 <= per_page <= 100:
@@ -103,7 +140,7 @@ class Handler(BaseHTTPRequestHandler):
         repo, n = f"{m[1]}/{m[2]}", int(m[3])
         allc = self.state.comments.get((repo, n), [])
         last = max(1, -(-len(allc) // per_page))
-        base = f"http://{self.headers['Host']}{url.path}?per_page={per_page}&page="
+        base = f"{self.state.next_origin or 'http://' + self.headers['Host']}{url.path}?per_page={per_page}&page="
         links = ([f'<{base}{page + 1}>; rel="next"', f'<{base}{last}>; rel="last"'] if page < last else []) \
             + ([f'<{base}1>; rel="first"', f'<{base}{page - 1}>; rel="prev"'] if page > 1 else [])
         self._reply(200, allc[(page - 1) * per_page: page * per_page],
@@ -119,7 +156,19 @@ class Handler(BaseHTTPRequestHandler):
         body = self._body()
         if body is None:
             return self._reply(422, {"message": "Validation Failed", "documentation_url": DOCS})
-        self._reply(201, self.state.add(f"{m[1]}/{m[2]}", int(m[3]), body, "github-actions[bot]"))
+        self._reply(201, self.state.add(f"{m[1]}/{m[2]}", int(m[3]), body, self._user()["login"],
+                                        self._user()["type"]))
+
+    def do_DELETE(self):
+        self.state.requests.append(("DELETE", self.path))
+        if self._refused():
+            return
+        m = LABEL.match(self.path)
+        labels = self.state.labels.get((f"{m[1]}/{m[2]}", int(m[3])), []) if m else []
+        if not m or unquote(m[4]) not in labels:
+            return self._reply(404, {"message": "Label does not exist", "documentation_url": DOCS})
+        labels.remove(unquote(m[4]))
+        self._reply(200, [{"name": x} for x in labels])
 
     def do_PATCH(self):
         self.state.requests.append(("PATCH", self.path))

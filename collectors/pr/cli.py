@@ -1,16 +1,15 @@
-"""`stallscope pr github|comment`: the pull-request workflow (docs/pr.md)."""
+"""`stallscope pr github|comment|unlabel`: the pull-request workflow (docs/pr.md). `github`
+writes the two workflow files; `comment` and `unlabel` are collectors/pr/post.py (standard
+library only)."""
 from __future__ import annotations
 
 import argparse
-import json
-import os
-import re
 import sys
 from pathlib import Path
 
 from collectors.command import run_command
-from collectors.pr import comment, config, sources, workflow
-from collectors.pr.github_api import DEFAULT_API, GitHub, GitHubError, read_token, upsert_comment
+from collectors.pr import config, post, workflow
+from collectors.pr.post import LABEL, REPO, PrError, read_pr_json  # noqa: F401 (read_pr_json: used from here)
 
 EPILOG = """\
 Examples:
@@ -29,21 +28,6 @@ compares, and uploads the reports; a second workflow posts them as one comment, 
 place on later pushes. Exit status: 0 done, 2 bad input or a GitHub call that failed.
 """
 
-COMMENT_EPILOG = """\
-Examples:
-  stallscope pr comment runs/20261123-035105-mset-50keys --repo octo-org/redis --pr 42 --commit 1a2b3c4d
-  stallscope pr comment reports/X --repo octo-org/redis --pr 42 --token-file ~/.config/stallscope/gh-token
-  stallscope pr comment artifact/reports --repo octo-org/redis --pr-json artifact/pr.json --dry-run
-
-RUN_OR_REPORT: a run directory (compared here as `stallscope compare` does), a report directory
-(report.md + results.json), or a directory of several (one section per case). The comment starts
-with the hidden marker <!-- stallscope-pr-report -->: the comment of the PR that holds it is
-updated (PATCH), else one is created (POST); it fits GitHub's 65,536-character limit (details
-left out first, saying so). Token: --token-file, else $GITHUB_TOKEN, else $GH_TOKEN (a token with
-'pull requests: write'); never on the command line. API: --api-url, else $GITHUB_API_URL, else
-https://api.github.com.
-"""
-
 GITHUB_EPILOG = """\
 Examples:
   stallscope pr github --runner-labels self-hosted,linux,bare-metal
@@ -57,15 +41,6 @@ The config file (YAML; docs/pr.md), e.g. .github/stallscope-pr.yaml:
   budget: 30m
 Commit it with the two workflows; the comment workflow acts once it is on the default branch.
 """
-
-REPO = re.compile(r"[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+")
-LABEL = re.compile(r"[A-Za-z0-9 _.:/+-]+")
-SHA = re.compile(r"[0-9a-f]{7,40}")
-
-
-class PrError(Exception):
-    """Bad input to `stallscope pr`; exit status 2."""
-
 
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="stallscope pr", epilog=EPILOG,
@@ -92,31 +67,23 @@ def parser() -> argparse.ArgumentParser:
     g.add_argument("--stallscope-ref", default="main", metavar="REF", help="its branch or tag (default main)")
     g.add_argument("--labeled-only", action="store_true", help="measure only when the label is added, "
                    "not on every later push of a labelled PR (safer for PRs from forks: docs/pr.md)")
-    c = sub.add_parser("comment", help="post or update the one stallscope comment on a PR",
-                       formatter_class=argparse.RawDescriptionHelpFormatter, epilog=COMMENT_EPILOG,
-                       description="Build the PR comment from a run or report directory and post it, or "
-                                   "update the one posted before.")
-    c.add_argument("source", metavar="RUN_OR_REPORT", help="run directory, report directory, or a directory of them")
-    c.add_argument("--repo", required=True, metavar="OWNER/REPO", help="the repository of the pull request")
-    c.add_argument("--pr", type=int, metavar="N", help="pull request number (or --pr-json)")
-    c.add_argument("--pr-json", metavar="FILE", help="pr.json of the PR workflow's artifact: the PR number, "
-                   "the head measured and its merge base")
-    c.add_argument("--commit", metavar="SHA", help="the PR head commit that was measured (said in the comment)")
-    c.add_argument("--require-head", action="store_true", help="post only if the PR's head is --commit "
-                   "(GET /repos/OWNER/REPO/pulls/N; the comment workflow sets it)")
-    c.add_argument("--link", metavar="URL", help="where the full report is (e.g. the workflow run's page)")
-    c.add_argument("--token-file", metavar="FILE", help="file holding the GitHub token "
-                   "(default $GITHUB_TOKEN, then $GH_TOKEN)")
-    c.add_argument("--api-url", metavar="URL", help=f"GitHub API base (default $GITHUB_API_URL, else {DEFAULT_API})")
-    c.add_argument("--dry-run", action="store_true", help="print the comment instead of posting it")
+    post.add_comment_arguments(sub.add_parser(
+        "comment", help="post or update the one stallscope comment on a PR",
+        formatter_class=argparse.RawDescriptionHelpFormatter, epilog=post.COMMENT_EPILOG,
+        description="Build the PR comment from a run or report directory and post it, or update the one "
+                    "posted before."))
+    post.add_unlabel_arguments(sub.add_parser(
+        "unlabel", help="remove the label from a PR",
+        formatter_class=argparse.RawDescriptionHelpFormatter, epilog=post.UNLABEL_EPILOG,
+        description="Remove the measuring label from a pull request, if it carries it."))
     return p
 
 
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(sys.argv[1:] if argv is None else argv)
-    return run_command(f"stallscope pr {args.action}",
-                       lambda: github(args) if args.action == "github" else post(args),
-                       (PrError, config.PrConfigError, sources.SourceError, GitHubError))
+    if args.action != "github":
+        return post.run(args)
+    return run_command("stallscope pr github", lambda: github(args), (PrError, config.PrConfigError))
 
 
 def _check_case(name: str, size: str) -> None:
@@ -141,66 +108,4 @@ def github(args: argparse.Namespace) -> int:
                            stallscope_ref=args.stallscope_ref, labeled_only=args.labeled_only)
     for path in workflow.write(cfg, setup, Path(args.out), args.config):
         print(path)
-    return 0
-
-
-def read_pr_json(path: str) -> tuple[int, str | None, str | None]:
-    """(PR number, head SHA, merge base) of the artifact's pr.json, every field checked:
-    it was written by a job that ran the PR's code, so it is untrusted input."""
-    try:
-        d = json.loads(Path(path).read_text())
-    except OSError as e:
-        raise PrError(f"{path}: {e.strerror}") from None
-    except ValueError as e:
-        raise PrError(f"{path}: not JSON ({e})") from None
-    pr = d.get("pr") if isinstance(d, dict) else None
-    if not isinstance(pr, int) or isinstance(pr, bool) or pr <= 0:
-        raise PrError(f"{path}: 'pr' must be a pull request number, not {pr!r}")
-    shas = [d.get(k) for k in ("head_sha", "merge_base")]
-    for k, v in zip(("head_sha", "merge_base"), shas):
-        if v is not None and not (isinstance(v, str) and SHA.fullmatch(v)):
-            raise PrError(f"{path}: {k!r} must be a commit SHA (hex), not {v!r}")
-    return pr, shas[0], shas[1]
-
-
-def _target(args: argparse.Namespace) -> tuple[int, comment.Measured]:
-    if not REPO.fullmatch(args.repo):
-        raise PrError(f"--repo {args.repo!r}: give OWNER/REPO, e.g. octo-org/redis")
-    pr, head, merge_base = read_pr_json(args.pr_json) if args.pr_json else (args.pr, None, None)
-    if args.pr is not None and args.pr != pr:
-        raise PrError(f"--pr {args.pr} but {args.pr_json} says PR {pr}")
-    if pr is None or pr <= 0:
-        raise PrError("which pull request? give --pr N (or --pr-json FILE)")
-    if args.commit and not SHA.fullmatch(args.commit):
-        raise PrError(f"--commit {args.commit!r}: give a commit SHA (hex)")
-    if args.commit and head and head != args.commit:
-        raise PrError(f"{args.pr_json} says head {head} was measured, but --commit is {args.commit}; "
-                      "not posting a report of one commit as another's")
-    if args.require_head and not (args.commit or head):
-        raise PrError("--require-head needs --commit SHA (the head that was measured)")
-    return pr, comment.Measured(args.commit or head, merge_base, args.link)
-
-
-def post(args: argparse.Namespace) -> int:
-    pr, measured = _target(args)
-    token = None
-    if not args.dry_run:
-        token = read_token(args.token_file, ("GITHUB_TOKEN", "GH_TOKEN"))
-        if not token:
-            raise PrError("no GitHub token: give --token-file FILE or set $GITHUB_TOKEN (or $GH_TOKEN) to a "
-                          "token with 'pull requests: write' on the repository")
-    text = comment.body(sources.find(args.source), measured)
-    if args.dry_run:
-        print(text)
-        print(f"stallscope pr comment: {len(text):,} characters (limit {comment.LIMIT:,}); not posted (--dry-run)",
-              file=sys.stderr)
-        return 0
-    gh = GitHub(token, args.api_url or os.environ.get("GITHUB_API_URL") or DEFAULT_API)
-    if args.require_head:
-        head = ((gh.pull(args.repo, pr).get("head") or {}).get("sha")) or ""
-        if head != measured.commit:
-            raise PrError(f"{args.repo}#{pr}'s head is {head or 'unknown'}, not the measured {measured.commit}: "
-                          "not posting (the artifact names another PR, or a newer push will post its own)")
-    done = upsert_comment(gh, args.repo, pr, text, comment.MARKER)
-    print(f"{done.action} comment {done.id} on {args.repo}#{pr} ({len(text):,} characters): {done.url}")
     return 0

@@ -1,18 +1,23 @@
 """The body of the one stallscope comment on a pull request: a hidden marker (how a later
 post finds the comment to update), which commits were measured, then each case's report
 (summary and tables first), cut to fit GitHub's 65,536-character comment limit with a line
-saying what was left out and where the full report is."""
+saying what was left out and where the full report is. Every value from the artifact is
+neutralised (collectors/pr/untrusted.py: no raw HTML, no @mention) and every cut ends
+outside any fence and `<details>` (collectors/pr/fitting.py). Standard library only."""
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass
 
-from analysis.report.markdown import GITHUB_COMMENT_LIMIT
 from analysis.report.mdtext import code_span, esc
+from collectors.pr.fitting import cut
 from collectors.pr.sources import Report
+from collectors.pr.untrusted import neutralise
 
 MARKER = "<!-- stallscope-pr-report -->"
-LIMIT = GITHUB_COMMENT_LIMIT          # GitHub refuses a longer comment body (422)
+# GitHub refuses a longer comment body (422); analysis.report.markdown.GITHUB_COMMENT_LIMIT,
+# written here again so that this module needs no analysis dependency (a test holds them equal)
+LIMIT = 65536
 SEPARATOR = "\n---\n\n"
 _SHA = re.compile(r"[0-9a-f]{7,40}")
 
@@ -53,7 +58,9 @@ def _case_rows(reports: list[Report], m: Measured) -> tuple[list[str], list[str]
 
 
 def header(reports: list[Report], m: Measured) -> str:
-    lines = [MARKER, "## stallscope: performance of this pull request", ""]
+    """The marker, then what was measured, neutralised (names and commits come from the
+    artifact's results.json)."""
+    lines = ["## stallscope: performance of this pull request", ""]
     if m.commit:
         against = f", against its merge base {commit_text(m.merge_base)}" if m.merge_base else ""
         lines += [f"**Measured commit:** {commit_text(m.commit)} (the head of this pull request){against}.", ""]
@@ -62,12 +69,13 @@ def header(reports: list[Report], m: Measured) -> str:
     where = f"[the workflow run]({m.link})" if m.link else "beside each report.md (`stallscope compare`)"
     lines += [f"Full reports (report.html with flame graphs, results.json): {where}. "
               "This comment is updated in place when the pull request is measured again.", "", ""]
-    return "\n".join(lines)
+    return MARKER + "\n" + neutralise("\n".join(lines))
 
 
 def fit(reports: list[Report], budget: int) -> list[str]:
     """Each report's Markdown, together at most `budget` characters: a report shorter
-    than its share keeps everything and leaves the rest to the longer ones."""
+    than its share keeps everything and leaves the rest to the longer ones. No report ends
+    inside a fence or a <details> (the next one would be read as part of it)."""
     texts = [r.render(max(budget, 0)) for r in reports]
     seps = len(SEPARATOR) * (len(texts) - 1)
     if sum(map(len, texts)) + seps <= budget:
@@ -76,7 +84,7 @@ def fit(reports: list[Report], budget: int) -> list[str]:
     for i in sorted(range(len(texts)), key=lambda i: len(texts[i])):
         share = max(remaining // left, 0)
         if len(texts[i]) > share:
-            texts[i] = reports[i].render(share)[:share]
+            texts[i] = cut(reports[i].render(share), share)
         remaining -= len(texts[i])
         left -= 1
     return texts
@@ -87,5 +95,5 @@ def body(reports: list[Report], m: Measured, limit: int = LIMIT) -> str:
     text = head + SEPARATOR.join(fit(reports, limit - len(head)))
     if len(text) > limit:       # only with more cases than a comment can hold
         note = "\n\n> Cut at GitHub's comment limit; the full reports are in the artifact.\n"
-        text = text[: limit - len(note)] + note
+        text = cut(text, limit - len(note)) + note
     return text

@@ -1,8 +1,9 @@
 """The one way stallscope talks to GitHub's REST API (https://docs.github.com/en/rest):
-issue comments (a pull request is an issue for comments) and one pull request, with the
-documented headers (Accept: application/vnd.github+json, Authorization: Bearer,
-X-GitHub-Api-Version: 2022-11-28). `stallscope pr comment` and the schedule's alert
-delivery (collectors/schedule/deliver.py) both use it. stdlib urllib: no dependency."""
+issue comments (a pull request is an issue for comments), one pull request, its labels and
+the token's own account, with the documented headers (Accept: application/vnd.github+json,
+Authorization: Bearer, X-GitHub-Api-Version: 2022-11-28). `stallscope pr comment` and the
+schedule's alert delivery (collectors/schedule/deliver.py) both use it. Standard library
+only: the PR workflow's comment job runs it with nothing installed (docs/pr.md)."""
 from __future__ import annotations
 
 import json
@@ -10,6 +11,7 @@ import os
 import re
 import urllib.error
 import urllib.request
+from urllib.parse import quote, urlsplit
 from dataclasses import dataclass
 from email.message import Message
 from pathlib import Path
@@ -28,6 +30,8 @@ HINTS = {
     404: "no such repository, issue or comment, or the token cannot see a private repository; "
          "check --repo OWNER/REPO and --pr N",
     422: "GitHub refused the content (validation failed); the body may be empty or too long",
+    **{c: "a redirect to another origin, not followed with the token (is --api-url the API's own URL?)"
+       for c in (301, 302, 303, 307, 308)},
 }
 
 
@@ -49,16 +53,33 @@ class Reply:
                               f"{self.text[:200]!r}") from None
 
 
+class _TokenStaysHome(urllib.request.HTTPRedirectHandler):
+    """Redirects as urllib follows them, except one that would carry the Authorization
+    header to another origin (urllib copies it to the new request): that one is refused
+    and its status returned."""
+
+    def redirect_request(self, req, fp, code, msg, headers, newurl):
+        u = urlsplit(req.full_url)
+        if req.has_header("Authorization") and not same_api(newurl, f"{u.scheme}://{u.netloc}"):
+            raise urllib.error.HTTPError(newurl, code, f"{msg}: not following it with the token to another "
+                                         f"origin ({newurl[:200]})", headers, fp)
+        return super().redirect_request(req, fp, code, msg, headers, newurl)
+
+
+_OPENER = urllib.request.build_opener(_TokenStaysHome())
+
+
 def send(method: str, url: str, payload: Any = None, headers: dict[str, str] | None = None,
          timeout: float = 30.0) -> Reply:
     """One HTTP request with a JSON body (when `payload` is given); any status is returned,
-    a connection that fails raises GitHubError ("cannot reach ...")."""
+    a connection that fails raises GitHubError ("cannot reach ..."). A redirect to another
+    origin is not followed with the token."""
     data = None if payload is None else json.dumps(payload).encode()
     hdrs = {"User-Agent": USER_AGENT, **({"Content-Type": "application/json"} if data is not None else {}),
             **(headers or {})}
     req = urllib.request.Request(url, data=data, method=method, headers=hdrs)
     try:
-        with urllib.request.urlopen(req, timeout=timeout) as resp:
+        with _OPENER.open(req, timeout=timeout) as resp:
             return Reply(resp.status, resp.headers, resp.read().decode(errors="replace"))
     except urllib.error.HTTPError as e:
         return Reply(e.code, e.headers, e.read().decode(errors="replace"))
@@ -107,6 +128,40 @@ def next_link(link: str | None) -> str | None:
     return None
 
 
+def same_api(url: str, api: str) -> bool:
+    """Whether `url` is on the API's own origin (scheme, host and port) and under its path
+    (GitHub Enterprise Server serves the API under /api/v3). The token goes only there: a
+    Link header is data from the answer, and a next page elsewhere would get the token."""
+    try:
+        u, a = urlsplit(url), urlsplit(api)
+        ports = [p.port or {"http": 80, "https": 443}.get(p.scheme) for p in (u, a)]
+    except ValueError:                      # a port that is not a number
+        return False
+    return (u.scheme, (u.hostname or "").lower(), ports[0]) == (a.scheme, (a.hostname or "").lower(), ports[1]) \
+        and (u.path.rstrip("/") + "/").startswith(a.path.rstrip("/") + "/")
+
+
+@dataclass(frozen=True)
+class Author:
+    """Who a comment is by, as the REST API's issue comment gives it: `user.login` and
+    `user.type` ("User" or "Bot"; GitHub App logins end in "[bot]" and no account can take
+    such a name)."""
+    login: str
+    type: str
+
+    @staticmethod
+    def named(login: str) -> "Author":
+        return Author(login, "Bot" if login.endswith("[bot]") else "User")
+
+    def wrote(self, comment: dict) -> bool:
+        user = comment.get("user") or {}
+        return user.get("login") == self.login and user.get("type") == self.type
+
+
+# What a workflow's GITHUB_TOKEN posts as: the GitHub Actions app's bot account.
+ACTIONS_BOT = Author("github-actions[bot]", "Bot")
+
+
 class GitHub:
     """An authenticated client of one API base URL."""
 
@@ -128,7 +183,9 @@ class GitHub:
         return reply
 
     def issue_comments(self, repo: str, number: int) -> Iterator[dict]:
-        """Every comment of issue/PR `number`, page after page (Link: rel="next")."""
+        """Every comment of issue/PR `number`, page after page, following the Link header's
+        rel="next" URL (GitHub: "use the link header"; never built here) only when it is on
+        this API's origin."""
         url: str | None = f"/repos/{repo}/issues/{number}/comments?per_page={PER_PAGE}&page=1"
         while url:
             reply = self.call("GET", url)
@@ -137,6 +194,9 @@ class GitHub:
                 raise GitHubError(f"GitHub answered GET {url} with {type(page).__name__}, not a list of comments")
             yield from page
             url = next_link(reply.headers.get("Link"))
+            if url is not None and not same_api(url, self.api):
+                raise GitHubError(f"the Link header of {repo}#{number}'s comments points the next page to "
+                                  f"{url[:200]!r}, outside the API ({self.api}): not sending the token there")
 
     def create_comment(self, repo: str, number: int, body: str) -> dict:
         return self.call("POST", f"/repos/{repo}/issues/{number}/comments", {"body": body}, ok=(201,)).json()
@@ -145,7 +205,36 @@ class GitHub:
         return self.call("PATCH", f"/repos/{repo}/issues/comments/{comment_id}", {"body": body}).json()
 
     def pull(self, repo: str, number: int) -> dict:
-        return self.call("GET", f"/repos/{repo}/pulls/{number}").json()
+        """GET /repos/{repo}/pulls/{n}: its `head.sha`, `head.repo.full_name`, `labels[].name`."""
+        pr = self.call("GET", f"/repos/{repo}/pulls/{number}").json()
+        if not isinstance(pr, dict):
+            raise GitHubError(f"GitHub answered GET /repos/{repo}/pulls/{number} with {type(pr).__name__}, "
+                              "not a pull request")
+        return pr
+
+    def remove_label(self, repo: str, number: int, label: str) -> None:
+        """DELETE /repos/{repo}/issues/{n}/labels/{name} ("Remove a label from an issue"; a
+        pull request is an issue for labels)."""
+        self.call("DELETE", f"/repos/{repo}/issues/{number}/labels/{quote(label, safe='')}")
+
+    def me(self) -> Author:
+        """Who this token posts as: GET /user ("Get the authenticated user") for a personal
+        or user token. An installation token, which a workflow's GITHUB_TOKEN is, cannot call
+        it (403 "Resource not accessible by integration"); its comments are by
+        github-actions[bot]."""
+        reply = self.call("GET", "/user", ok=(200, 403))
+        if reply.status == 403:
+            return ACTIONS_BOT
+        user = reply.json()
+        login, kind = (user.get("login"), user.get("type")) if isinstance(user, dict) else (None, None)
+        if not isinstance(login, str) or not login or kind not in ("User", "Bot"):
+            raise GitHubError(f"GitHub answered GET /user without a login and type: {reply.text[:200]!r}")
+        return Author(login, kind)
+
+
+def pull_labels(pr: dict) -> list[str]:
+    """The names of a pull request's labels (`labels[].name`)."""
+    return [str(x.get("name")) for x in pr.get("labels") or [] if isinstance(x, dict)]
 
 
 @dataclass(frozen=True)
@@ -155,10 +244,13 @@ class Posted:
     url: str           # the comment's html_url
 
 
-def upsert_comment(gh: GitHub, repo: str, number: int, body: str, marker: str) -> Posted:
-    """Update the comment whose body holds `marker` (the first one, oldest first), or
-    create it: one comment per pull request, however often it is posted."""
-    found = next((c for c in gh.issue_comments(repo, number) if marker in (c.get("body") or "")), None)
+def upsert_comment(gh: GitHub, repo: str, number: int, body: str, marker: str, author: Author) -> Posted:
+    """Update our comment, or create it: one comment per pull request, however often it is
+    posted. Ours is the first (oldest) comment that `author` wrote (the identity this token
+    posts as, GitHub.me) and that starts with `marker`: anyone can write the marker into a
+    comment of their own, and that comment is left alone."""
+    found = next((c for c in gh.issue_comments(repo, number)
+                  if author.wrote(c) and str(c.get("body") or "").startswith(marker)), None)
     if found is not None:
         c = gh.update_comment(repo, int(found["id"]), body)
         return Posted("updated", int(found["id"]), str(c.get("html_url") or ""))

@@ -1,0 +1,214 @@
+"""`stallscope pr comment` and `stallscope pr unlabel`: what the PR workflow's trusted jobs
+run (docs/pr.md). Those jobs run on a GitHub-hosted runner, never the measuring one, from a
+checkout of stallscope at a pinned commit, as
+
+    python3 -S -m collectors.pr.post comment ARTIFACT/reports --reports-only ...
+    python3 -S -m collectors.pr.post unlabel --repo OWNER/REPO --pr N --label LABEL
+
+so this module and what it imports need the standard library only (-S: not even the
+runner image's site-packages). Nothing of the pull request is executed: the artifact is
+data (collectors/pr/untrusted.py)."""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import sys
+from pathlib import Path
+
+from collectors.command import run_command
+from collectors.pr import comment, sources
+from collectors.pr.github_api import (DEFAULT_API, Author, GitHub, GitHubError, pull_labels, read_token,
+                                      upsert_comment)
+from collectors.pr.untrusted import KIB, Unreadable, read_capped
+
+REPO = re.compile(r"[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+")
+LABEL = re.compile(r"[A-Za-z0-9 _.:/+-]+")
+SHA = re.compile(r"[0-9a-f]{7,40}")
+LOGIN = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?(?:\[bot\])?")
+PR_JSON_CAP = 4 * KIB
+
+COMMENT_EPILOG = """\
+Examples:
+  stallscope pr comment runs/20261123-035105-mset-50keys --repo octo-org/redis --pr 42 --commit 1a2b3c4d
+  stallscope pr comment reports/X --repo octo-org/redis --pr 42 --token-file ~/.config/stallscope/gh-token
+  stallscope pr comment artifact/reports --repo octo-org/redis --pr-json artifact/pr.json --dry-run
+
+RUN_OR_REPORT: a run directory (compared here as `stallscope compare` does), a report directory
+(report.md + results.json), or a directory of several (one section per case). The comment starts
+with the hidden marker <!-- stallscope-pr-report -->. The one comment updated (PATCH) is the
+oldest that starts with the marker AND was written by the identity this token posts as
+(--author, else GET /user; a workflow's GITHUB_TOKEN posts as github-actions[bot]); else one is
+created (POST). Its text is neutralised (no raw HTML, no @mention) and fits GitHub's 65,536
+characters (details left out first, saying so). With --require-head / --require-label, a PR that
+moved on or lost the label gets nothing and the exit status is 0 (a notice says why). Token:
+--token-file, else $GITHUB_TOKEN, else $GH_TOKEN (a token with 'pull requests: write'); never on
+the command line. API: --api-url, else $GITHUB_API_URL, else https://api.github.com.
+"""
+
+UNLABEL_EPILOG = """\
+Example (what the comment workflow's unlabel job runs after a push to a labelled pull request):
+  stallscope pr unlabel --repo octo-org/redis --pr 42 --label stallscope
+"""
+
+
+class PrError(Exception):
+    """Bad input to `stallscope pr`; exit status 2."""
+
+
+def add_comment_arguments(c: argparse.ArgumentParser) -> None:
+    c.add_argument("source", metavar="RUN_OR_REPORT", help="run directory, report directory, or a directory of them")
+    c.add_argument("--repo", required=True, metavar="OWNER/REPO", help="the repository of the pull request")
+    c.add_argument("--pr", type=int, metavar="N", help="pull request number (or --pr-json)")
+    c.add_argument("--pr-json", metavar="FILE", help="pr.json of the PR workflow's artifact: the PR number, "
+                   "the head measured and its merge base")
+    c.add_argument("--commit", metavar="SHA", help="the PR head commit that was measured (said in the comment)")
+    c.add_argument("--require-head", action="store_true", help="post only if the PR's head is --commit "
+                   "(GET /repos/OWNER/REPO/pulls/N; the comment workflow sets it)")
+    c.add_argument("--require-label", metavar="LABEL", help="post only if the PR carries this label now "
+                   "(the comment workflow sets it)")
+    c.add_argument("--reports-only", action="store_true", help="read report directories only, never compare "
+                   "a run directory (the comment workflow sets it: the standard library suffices)")
+    c.add_argument("--author", metavar="LOGIN", help="the account this token posts as, whose marked comment "
+                   "is updated (default: GET /user; github-actions[bot] for a workflow's GITHUB_TOKEN)")
+    c.add_argument("--link", metavar="URL", help="where the full report is (e.g. the workflow run's page)")
+    _token_arguments(c)
+    c.add_argument("--dry-run", action="store_true", help="print the comment instead of posting it")
+
+
+def add_unlabel_arguments(u: argparse.ArgumentParser) -> None:
+    u.add_argument("--repo", required=True, metavar="OWNER/REPO", help="the repository of the pull request")
+    u.add_argument("--pr", required=True, type=int, metavar="N", help="pull request number")
+    u.add_argument("--label", required=True, help="the label to remove, if the PR carries it")
+    _token_arguments(u)
+
+
+def _token_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--token-file", metavar="FILE", help="file holding the GitHub token "
+                   "(default $GITHUB_TOKEN, then $GH_TOKEN)")
+    p.add_argument("--api-url", metavar="URL", help=f"GitHub API base (default $GITHUB_API_URL, else {DEFAULT_API})")
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="stallscope pr", description="The PR workflow's trusted steps.")
+    sub = p.add_subparsers(dest="action", required=True, metavar="ACTION")
+    add_comment_arguments(sub.add_parser("comment", epilog=COMMENT_EPILOG,
+                                         formatter_class=argparse.RawDescriptionHelpFormatter))
+    add_unlabel_arguments(sub.add_parser("unlabel", epilog=UNLABEL_EPILOG,
+                                         formatter_class=argparse.RawDescriptionHelpFormatter))
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parser().parse_args(sys.argv[1:] if argv is None else argv)
+    return run(args)
+
+
+def run(args: argparse.Namespace) -> int:
+    body = post if args.action == "comment" else unlabel
+    return run_command(f"stallscope pr {args.action}", lambda: body(args), (PrError, sources.SourceError, GitHubError))
+
+
+def notice(text: str) -> None:
+    """A line for the workflow run's summary (a GitHub Actions notice when run there)."""
+    prefix = "::notice title=stallscope pr::" if os.environ.get("GITHUB_ACTIONS") == "true" else "stallscope pr: "
+    print(prefix + text.replace("\n", " "), flush=True)
+
+
+def read_pr_json(path: str) -> tuple[int, str | None, str | None]:
+    """(PR number, head SHA, merge base) of the artifact's pr.json, every field checked:
+    it was written by a job that ran the PR's code, so it is untrusted input."""
+    try:
+        d = json.loads(read_capped(Path(path), PR_JSON_CAP))
+    except Unreadable as e:
+        raise PrError(str(e)) from None
+    except (ValueError, RecursionError) as e:
+        raise PrError(f"{path}: not JSON ({str(e)[:200]})") from None
+    pr = d.get("pr") if isinstance(d, dict) else None
+    if not isinstance(pr, int) or isinstance(pr, bool) or pr <= 0:
+        raise PrError(f"{path}: 'pr' must be a pull request number, not {str(pr)[:100]!r}")
+    shas = [d.get(k) for k in ("head_sha", "merge_base")]
+    for k, v in zip(("head_sha", "merge_base"), shas):
+        if v is not None and not (isinstance(v, str) and SHA.fullmatch(v)):
+            raise PrError(f"{path}: {k!r} must be a commit SHA (hex), not {str(v)[:100]!r}")
+    return pr, shas[0], shas[1]
+
+
+def _target(args: argparse.Namespace) -> tuple[int, comment.Measured]:
+    if not REPO.fullmatch(args.repo):
+        raise PrError(f"--repo {args.repo!r}: give OWNER/REPO, e.g. octo-org/redis")
+    pr, head, merge_base = read_pr_json(args.pr_json) if args.pr_json else (args.pr, None, None)
+    if args.pr is not None and args.pr != pr:
+        raise PrError(f"--pr {args.pr} but {args.pr_json} says PR {pr}")
+    if pr is None or pr <= 0:
+        raise PrError("which pull request? give --pr N (or --pr-json FILE)")
+    if args.commit and not SHA.fullmatch(args.commit):
+        raise PrError(f"--commit {args.commit!r}: give a commit SHA (hex)")
+    if args.commit and head and head != args.commit:
+        raise PrError(f"{args.pr_json} says head {head} was measured, but --commit is {args.commit}; "
+                      "not posting a report of one commit as another's")
+    if args.require_head and not (args.commit or head):
+        raise PrError("--require-head needs --commit SHA (the head that was measured)")
+    if args.author is not None and not LOGIN.fullmatch(args.author):
+        raise PrError(f"--author {args.author!r}: give a GitHub login (e.g. github-actions[bot])")
+    return pr, comment.Measured(args.commit or head, merge_base, args.link)
+
+
+def _client(args: argparse.Namespace) -> GitHub:
+    token = read_token(args.token_file, ("GITHUB_TOKEN", "GH_TOKEN"))
+    if not token:
+        raise PrError("no GitHub token: give --token-file FILE or set $GITHUB_TOKEN (or $GH_TOKEN) to a "
+                      "token with 'pull requests: write' on the repository")
+    return GitHub(token, args.api_url or os.environ.get("GITHUB_API_URL") or DEFAULT_API)
+
+
+def _why_not_now(gh: GitHub, args: argparse.Namespace, pr: int, measured: comment.Measured) -> str | None:
+    """Why this report is no longer wanted on the PR (None: post it)."""
+    pull = gh.pull(args.repo, pr)
+    head = str((pull.get("head") or {}).get("sha") or "")
+    if args.require_head and head != measured.commit:
+        return (f"its head is {head or 'unknown'}, not the measured {measured.commit} (a newer push, "
+                "measured when labelled again; or the artifact names another pull request)")
+    if args.require_label and args.require_label not in pull_labels(pull):
+        return f"it does not carry the label {args.require_label!r} now (removed by hand or after a push)"
+    return None
+
+
+def post(args: argparse.Namespace) -> int:
+    pr, measured = _target(args)
+    gh = None if args.dry_run else _client(args)
+    text = comment.body(sources.find(args.source, args.reports_only), measured)
+    if gh is None:
+        print(text)
+        print(f"stallscope pr comment: {len(text):,} characters (limit {comment.LIMIT:,}); not posted (--dry-run)",
+              file=sys.stderr)
+        return 0
+    if args.require_head or args.require_label:
+        why = _why_not_now(gh, args, pr, measured)
+        if why:
+            notice(f"not posting the report on {args.repo}#{pr}: {why}")
+            return 0
+    author = Author.named(args.author) if args.author else gh.me()
+    done = upsert_comment(gh, args.repo, pr, text, comment.MARKER, author)
+    print(f"{done.action} comment {done.id} on {args.repo}#{pr} ({len(text):,} characters): {done.url}")
+    return 0
+
+
+def unlabel(args: argparse.Namespace) -> int:
+    if not REPO.fullmatch(args.repo):
+        raise PrError(f"--repo {args.repo!r}: give OWNER/REPO, e.g. octo-org/redis")
+    if not LABEL.fullmatch(args.label):
+        raise PrError(f"--label {args.label!r}: letters, digits, spaces and _ . : / + - only")
+    gh = _client(args)
+    if args.label not in pull_labels(gh.pull(args.repo, args.pr)):
+        print(f"{args.repo}#{args.pr} does not carry the label {args.label!r}: nothing to remove")
+        return 0
+    gh.remove_label(args.repo, args.pr, args.label)
+    notice(f"removed the label {args.label!r} from {args.repo}#{args.pr}: a new push is measured only "
+           "when a maintainer adds the label again")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
