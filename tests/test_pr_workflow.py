@@ -1,18 +1,32 @@
 """What `stallscope pr github` writes: two workflows that actionlint (make setup installs it)
-accepts, the measuring one read-only and secret-free, the commenting one never touching the
-PR's code; the merge-base step's shell run for real on a git repository; config errors."""
+accepts; the measuring one read-only, secret-free, labelled-only, with a cache of its own;
+the trusted one (comment, unlabel) on a GitHub-hosted runner with stallscope at a pinned
+commit, never touching the PR's code. Which job runs for which event, and in which
+concurrency group, is evaluated from the generated YAML (tests/gh_expr.py); the steps' shell
+is run for real (the merge base on a git repository, the comment and unlabel steps against
+the local GitHub-like server with the standard library only). Config errors name the line."""
 from __future__ import annotations
 
+import json
 import os
+import re
 import subprocess
+import sys
 
 import pytest
 import yaml
 
-from collectors.pr import cli, workflow
+from collectors.pr import actions, cli, workflow
+from tests import github_like
 from tests.actionlint import lint
+from tests.conftest import REPO
+from tests.gh_expr import condition, interpolate
 
 LABELS = ["self-hosted", "linux", "bare-metal"]
+STALLSCOPE_SHA = "5e0c3a1f2b4d6e8f00112233445566778899aabb"
+PIN = ["--stallscope-repo", "octo-org/stallscope", "--stallscope-ref", STALLSCOPE_SHA]
+SHA1 = "3f5d2c1b0a99887766554433221100ffeeddccbb"
+SHA2 = "9e8d7c6b5a4f3e2d1c0b9a8f7e6d5c4b3a291807"
 
 
 def _load(path) -> dict:
@@ -22,13 +36,40 @@ def _load(path) -> dict:
 
 
 def _write(tmp_path, *extra: str):
+    tmp_path.mkdir(parents=True, exist_ok=True)
     cfg = tmp_path / "stallscope-pr.yaml"
     cfg.write_text("cases: [mset-50keys, get-iothreads@pipeline=1]\nsize: small\n"
                    "precision: 2%\nbudget: 20m\n")
     out = tmp_path / ".github" / "workflows"
     assert cli.main(["github", "--config", str(cfg), "--runner-labels", ",".join(LABELS),
-                     "--out", str(out), *extra]) == 0
+                     "--out", str(out), *PIN, *extra]) == 0
     return out / workflow.PR_FILE, out / workflow.COMMENT_FILE
+
+
+def _pr_event(action: str, label: str | None = None, labels=(), fork: bool = False, number: int = 42) -> dict:
+    head_repo = "mallory/redis" if fork else "octo-org/redis"
+    pr = {"number": number, "labels": [{"name": x} for x in labels],
+          "head": {"sha": SHA2, "repo": {"full_name": head_repo}},
+          "base": {"sha": SHA1, "repo": {"full_name": "octo-org/redis"}}}
+    event = {"action": action, "pull_request": pr}
+    if label is not None:
+        event["label"] = {"name": label}
+    return event
+
+
+def _ctx(event_name: str, event: dict, **extra) -> dict:
+    return {"github": {"event_name": event_name, "event": event, "repository": "octo-org/redis",
+                       "token": github_like.TOKEN, "workspace": "/ws", **extra},
+            "runner": {"temp": "/tmp/runner-temp"}}
+
+
+def _run_event(path: str = ".github/workflows/stallscope-pr.yml", conclusion: str = "success",
+               event: str = "pull_request", branch: str = "topic", head_repo: str = "mallory/redis") -> dict:
+    return {"workflow_run": {"id": 77, "name": workflow.PR_NAME, "path": path, "event": event,
+                             "conclusion": conclusion, "head_sha": SHA2, "head_branch": branch,
+                             "head_repository": {"full_name": head_repo},
+                             "html_url": "https://github.com/octo-org/redis/actions/runs/77",
+                             "pull_requests": []}}
 
 
 def test_both_workflows_pass_actionlint_and_keep_the_write_token_away_from_pr_code(tmp_path):
@@ -37,12 +78,11 @@ def test_both_workflows_pass_actionlint_and_keep_the_write_token_away_from_pr_co
     assert r.returncode == 0, r.stdout + r.stderr
     pr, com = _load(pr_file), _load(comment_file)
 
-    assert pr["name"] == workflow.PR_NAME and pr["on"] == {"pull_request": {"types": ["labeled", "synchronize"]}}
+    assert pr["name"] == workflow.PR_NAME
     assert pr["permissions"] == {"contents": "read"}                  # nothing else, at any level
     assert "secrets." not in pr_file.read_text() and "permissions" not in pr["jobs"]["measure"]
     job = pr["jobs"]["measure"]
     assert "github.event.label.name == 'stallscope'" in job["if"]
-    assert "contains(github.event.pull_request.labels.*.name, 'stallscope')" in job["if"]
     assert job["runs-on"] == LABELS and job["timeout-minutes"] == 60 + 2 * (45 + 20)
     runs = [s for s in job["steps"] if s.get("name", "").endswith("merge base vs head")]
     assert [s["env"]["CASE"] for s in runs] == ["mset-50keys", "get-iothreads@pipeline=1"]
@@ -52,20 +92,29 @@ def test_both_workflows_pass_actionlint_and_keep_the_write_token_away_from_pr_co
         assert 'stallscope compare "$run_dir" --out "$OUT/reports/$REPORT"' in s["run"]
         assert "${{" not in s["run"]        # event values reach the shell through env only
     upload = job["steps"][-1]
-    assert upload["uses"] == workflow.UPLOAD and upload["with"]["name"] == workflow.ARTIFACT
+    assert upload["uses"] == actions.UPLOAD and upload["with"]["name"] == workflow.ARTIFACT
     assert "stallscope-out/pr.json" in upload["with"]["path"]
 
-    assert com["on"] == {"workflow_run": {"workflows": [workflow.PR_NAME], "types": ["completed"]}}
-    assert com["permissions"] == {"pull-requests": "write", "actions": "read"}
+    assert com["on"]["workflow_run"] == {"workflows": [workflow.PR_NAME], "types": ["completed"]}
+    assert com["permissions"] == {}
+    assert com["jobs"]["comment"]["permissions"] == {"actions": "read", "contents": "read",
+                                                     "pull-requests": "write"}
     steps = com["jobs"]["comment"]["steps"]
-    assert not [s for s in steps if s.get("uses", "").startswith("actions/checkout")]
+    checkouts = [s["with"] for j in com["jobs"].values() for s in j["steps"] if s.get("uses") == actions.CHECKOUT]
+    assert checkouts and all(c["repository"] == "octo-org/stallscope" for c in checkouts)   # never the PR's
     text = comment_file.read_text()
-    assert "pull_request.head" not in text and "head_branch" not in text and "git " not in text
-    dl = next(s for s in steps if s.get("uses") == workflow.DOWNLOAD)
+    assert "pull_request.head" not in text and "git " not in text
+    # the branch name (the PR author's text) only keys the concurrency group, never a step
+    assert "head_branch" not in yaml.safe_dump([j["steps"] for j in com["jobs"].values()])
+    assert text.count("head_branch") == 1
+    assert "head_branch" in com["jobs"]["comment"]["concurrency"]["group"]
+    dl = next(s for s in steps if s.get("uses") == actions.DOWNLOAD)
     assert dl["with"]["run-id"] == "${{ github.event.workflow_run.id }}" and "github-token" in dl["with"]
     post = steps[-1]
     assert post["env"]["GITHUB_TOKEN"] == "${{ github.token }}"
-    assert "stallscope pr comment" in post["run"] and "--require-head" in post["run"]
+    assert "collectors.pr.post comment" in post["run"] and "--require-head" in post["run"]
+    for j in com["jobs"].values():
+        assert all("${{" not in s.get("run", "") for s in j["steps"])
 
 
 def test_actionlint_run_this_way_catches_a_mistake(tmp_path):
@@ -75,23 +124,256 @@ def test_actionlint_run_this_way_catches_a_mistake(tmp_path):
                                                    "steps.commit.outputs.merge_base", 1))
     r = lint([pr_file, comment_file], LABELS[1:])
     assert r.returncode != 0 and 'property "commit" is not defined' in r.stdout, r.stdout
-    assert lint([comment_file], []).returncode != 0          # 'bare-metal' unknown without the config
+    assert lint([pr_file], []).returncode != 0          # 'bare-metal' unknown without the config
 
 
-def test_stallscope_from_its_own_repository_and_label_only(tmp_path):
-    pr_file, comment_file = _write(tmp_path, "--stallscope-repo", "octo-org/stallscope", "--labeled-only",
-                                   "--label", "perf check")
+def test_stallscope_set_up_on_the_runner_and_another_label(tmp_path):
+    pr_file, comment_file = _write(tmp_path, "--setup-stallscope", "--label", "perf check")
     r = lint([pr_file, comment_file], LABELS[1:])
     assert r.returncode == 0, r.stdout + r.stderr
     pr, com = _load(pr_file), _load(comment_file)
     assert pr["on"]["pull_request"]["types"] == ["labeled"]
     assert pr["jobs"]["measure"]["if"] == ("(github.event.action == 'labeled' && "
                                           "github.event.label.name == 'perf check')")
-    checkouts = [s["with"] for s in com["jobs"]["comment"]["steps"] if s.get("uses") == workflow.CHECKOUT]
-    assert checkouts == [{"repository": "octo-org/stallscope", "ref": "main", "path": "stallscope",
+    checkouts = [s["with"] for s in com["jobs"]["comment"]["steps"] if s.get("uses") == actions.CHECKOUT]
+    assert checkouts == [{"repository": "octo-org/stallscope", "ref": STALLSCOPE_SHA, "path": "stallscope",
                           "persist-credentials": False}]               # stallscope's code, never the PR's
-    assert com["permissions"] == {"pull-requests": "write", "actions": "read", "contents": "read"}
-    assert any("make -C stallscope setup" in s.get("run", "") for s in pr["jobs"]["measure"]["steps"])
+    measure = pr["jobs"]["measure"]["steps"]
+    assert any("make -C stallscope setup" in s.get("run", "") for s in measure)
+    assert {"repository": "octo-org/stallscope", "ref": STALLSCOPE_SHA, "path": "stallscope",
+            "persist-credentials": False} in [s["with"] for s in measure if s.get("uses") == actions.CHECKOUT]
+
+
+# ------------------------------------------------------------- 1. the trusted jobs' runner
+def test_the_trusted_jobs_run_on_a_github_hosted_runner_with_a_pinned_stallscope(tmp_path, capsys):
+    """Never where the PR's code ran: not the measuring runner's labels, no `stallscope` from a
+    PATH, no `make setup`; stallscope's own repository at the pinned commit."""
+    _, comment_file = _write(tmp_path)
+    com = _load(comment_file)
+    assert set(com["jobs"]) == {"comment", "unlabel"}
+    for name, job in com["jobs"].items():
+        assert job["runs-on"] == workflow.HOSTED_RUNNER, name
+        assert not set([job["runs-on"]] if isinstance(job["runs-on"], str) else job["runs-on"]) & set(LABELS)
+        assert job["steps"][0] == {"name": "Check out stallscope at the pinned commit", "uses": actions.CHECKOUT,
+                                   "with": {"repository": "octo-org/stallscope", "ref": STALLSCOPE_SHA,
+                                            "path": "stallscope", "persist-credentials": False}}
+        scripts = [s["run"] for s in job["steps"] if "run" in s]
+        assert scripts and all(s.startswith('cd "$GITHUB_WORKSPACE/stallscope"\npython3 -S -m collectors.pr.post ')
+                               for s in scripts)
+        assert not any(re.search(r"(^|\s)(stallscope|make)\s", s) for s in scripts)
+    for bad, said in ((["--comment-runner", "self-hosted"], "GitHub-hosted runner"),
+                      (["--comment-runner", "bare-metal"], "never the measuring runner's"),
+                      (["--stallscope-ref", "main"], "full commit SHA")):
+        assert cli.main(["github", "--runner-labels", ",".join(LABELS), "--out", str(tmp_path / "x"),
+                         *PIN, *bad]) == 2
+        assert said in capsys.readouterr().err
+    with pytest.raises(SystemExit):       # the pin is required
+        cli.main(["github", "--out", str(tmp_path / "x")])
+
+
+def _run_step(step: dict, ctx: dict, tmp_path, extra_env: dict) -> subprocess.CompletedProcess:
+    """A rendered `run:` step as the runner runs it: bash -e -o pipefail, its env evaluated
+    from the event, from the workspace; `python3` is this interpreter, told -S by the step."""
+    bindir = tmp_path / "bin"
+    bindir.mkdir(exist_ok=True)
+    if not (bindir / "python3").exists():
+        (bindir / "python3").symlink_to(sys.executable)
+    env = {"PATH": f"{bindir}:/usr/bin:/bin", "HOME": str(tmp_path), "RUNNER_TEMP": str(tmp_path / "temp"),
+           **extra_env, **{k: interpolate(str(v), ctx) for k, v in (step.get("env") or {}).items()}}
+    return subprocess.run(["bash", "--noprofile", "--norc", "-eo", "pipefail", "-c", step["run"]],
+                          cwd=env.get("GITHUB_WORKSPACE", tmp_path), env=env, capture_output=True, text=True,
+                          timeout=120)
+
+
+def _workspace(tmp_path):
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "stallscope").symlink_to(REPO)      # where the pinned checkout would be
+    return ws
+
+
+def test_the_comment_step_posts_with_the_standard_library_only(tmp_path):
+    """The comment job's post step, run as rendered: python3 -S (no site-packages: no numpy,
+    no PyYAML) from the stallscope checkout, the artifact's report directories only."""
+    _, comment_file = _write(tmp_path)
+    job = _load(comment_file)["jobs"]["comment"]
+    ws = _workspace(tmp_path)
+    ctx = _ctx("workflow_run", _run_event(), workspace=str(ws))
+    ctx["runner"]["temp"] = str(tmp_path / "temp")
+    art = tmp_path / "temp" / "stallscope-pr"
+    (art / "reports" / "mset-50keys").mkdir(parents=True)
+    (art / "reports" / "mset-50keys" / "report.md").write_text(
+        "## stallscope: mset-50keys\n\n**Summary:** throughput +3.1% ✅ improvement\n")
+    (art / "reports" / "mset-50keys" / "results.json").write_text(json.dumps({"case": {"name": "mset-50keys"}}))
+    (art / "pr.json").write_text(json.dumps({"pr": 42, "head_sha": SHA2, "merge_base": SHA1}))
+    gen = github_like.serve()
+    url, state = next(gen)
+    try:
+        state.heads[("octo-org/redis", 42)] = SHA2
+        state.labels[("octo-org/redis", 42)] = ["stallscope"]
+        r = _run_step(job["steps"][-1], ctx, tmp_path, {"GITHUB_WORKSPACE": str(ws), "GITHUB_API_URL": url})
+        assert r.returncode == 0, r.stderr
+        (c,) = state.comments[("octo-org/redis", 42)]
+        assert c["user"] == {"login": "github-actions[bot]", "id": 41898282, "type": "Bot"}
+        assert "**Summary:** throughput +3.1%" in c["body"] and SHA2 in c["body"]
+        assert "actions/runs/77" in c["body"]
+    finally:
+        gen.close()
+    # what that interpreter loaded: the standard library and stallscope's own modules
+    probe = ("import sys, collectors.pr.post; print(sorted({m.split('.')[0] for m in sys.modules} & "
+             "{'numpy', 'scipy', 'yaml', 'jinja2', 'matplotlib', 'sqlalchemy'}))")
+    r = subprocess.run([sys.executable, "-S", "-c", probe], cwd=ws / "stallscope", capture_output=True, text=True,
+                       env={"PATH": "/usr/bin:/bin"}, timeout=60)
+    assert (r.returncode, r.stdout) == (0, "[]\n"), r.stderr
+
+
+# ------------------------------------------------------------- 2. labelled only; a push drops the label
+def test_measured_when_labelled_and_a_push_removes_the_label(tmp_path):
+    pr_file, comment_file = _write(tmp_path)
+    pr, com = _load(pr_file), _load(comment_file)
+    assert pr["on"] == {"pull_request": {"types": ["labeled"]}}
+    measure, unlabel, comment = pr["jobs"]["measure"], com["jobs"]["unlabel"], com["jobs"]["comment"]
+    runs = lambda job, name, ev: condition(job["if"], _ctx(name, ev))     # noqa: E731
+    assert runs(measure, "pull_request", _pr_event("labeled", "stallscope", ["stallscope"], fork=True))
+    assert not runs(measure, "pull_request", _pr_event("labeled", "docs", ["stallscope", "docs"]))
+    assert com["on"]["pull_request_target"] == {"types": ["synchronize"]}
+    for fork in (True, False):           # any push to a labelled PR drops the label
+        push = _pr_event("synchronize", labels=["stallscope"], fork=fork)
+        assert runs(unlabel, "pull_request_target", push) and not runs(comment, "pull_request_target", push)
+    assert not runs(unlabel, "pull_request_target", _pr_event("synchronize", labels=["docs"], fork=True))
+    assert unlabel["permissions"] == {"contents": "read", "pull-requests": "write"}
+
+    pr_file, comment_file = _write(tmp_path / "pushes", "--measure-pushes")
+    measure, unlabel = _load(pr_file)["jobs"]["measure"], _load(comment_file)["jobs"]["unlabel"]
+    assert _load(pr_file)["on"] == {"pull_request": {"types": ["labeled", "synchronize"]}}
+    own, fork = (_pr_event("synchronize", labels=["stallscope"], fork=f) for f in (False, True))
+    assert runs(measure, "pull_request", own) and not runs(unlabel, "pull_request_target", own)
+    assert not runs(measure, "pull_request", fork) and runs(unlabel, "pull_request_target", fork)
+
+    # the unlabel step, run as rendered, against the local server
+    ws = _workspace(tmp_path)
+    gen = github_like.serve()
+    url, state = next(gen)
+    try:
+        state.heads[("octo-org/redis", 42)] = SHA2
+        state.labels[("octo-org/redis", 42)] = ["perf", "stallscope"]
+        r = _run_step(unlabel["steps"][-1], _ctx("pull_request_target", fork), tmp_path,
+                      {"GITHUB_WORKSPACE": str(ws), "GITHUB_API_URL": url, "GITHUB_ACTIONS": "true"})
+        assert r.returncode == 0, r.stderr
+        assert state.labels[("octo-org/redis", 42)] == ["perf"]
+        assert ("DELETE", "/repos/octo-org/redis/issues/42/labels/stallscope") in state.requests
+        assert r.stdout.startswith("::notice title=stallscope pr::removed the label 'stallscope' from octo-org/redis#42")
+    finally:
+        gen.close()
+
+
+def test_docs_state_the_repository_settings_that_are_required():
+    """The label is not the gate; these settings are, and docs/pr.md says so (it used to ask
+    to "keep" an approval setting that is not GitHub's default)."""
+    doc = (REPO / "docs" / "pr.md").read_text()
+    section = doc[doc.index("## Required repository settings"):]
+    section = " ".join(section[:section.index("\n## ", 4)].split())
+    for needed in ("Require approval for all outside collaborators", "runner group",
+                   "this repository only", "ephemeral", "JIT", "fork's copy of the workflow",
+                   "scheduled", "GitHub-hosted"):
+        assert needed in section, needed
+    assert "keep the repository setting" not in doc.lower()
+
+
+# ------------------------------------------------------------- 3. a cache of PR jobs' own
+def test_pr_jobs_build_with_a_cache_no_trusted_job_reads(tmp_path, capsys):
+    pr_file, _ = _write(tmp_path)
+    steps = _load(pr_file)["jobs"]["measure"]["steps"]
+    first_run = next(i for i, s in enumerate(steps) if "stallscope run" in s.get("run", ""))
+    (cache,) = [s for s in steps[:first_run] if "STALLSCOPE_CACHE" in s.get("run", "")]
+    genv = tmp_path / "github_env"
+    r = _run_step(cache, _ctx("pull_request", _pr_event("labeled", "stallscope")), tmp_path,
+                  {"GITHUB_ENV": str(genv)})
+    assert r.returncode == 0, r.stderr
+    assert genv.read_text() == f"STALLSCOPE_CACHE={tmp_path / 'temp'}/stallscope-cache\n"   # emptied per job
+
+    pr_file, _ = _write(tmp_path / "kept", "--pr-cache", "/srv/stallscope-pr-cache")
+    steps = _load(pr_file)["jobs"]["measure"]["steps"]
+    (cache,) = [s for s in steps if "STALLSCOPE_CACHE" in s.get("run", "")]
+    genv.unlink()
+    assert _run_step(cache, {}, tmp_path, {"GITHUB_ENV": str(genv)}).returncode == 0
+    assert genv.read_text() == "STALLSCOPE_CACHE=/srv/stallscope-pr-cache\n"
+    for bad in ("~/.cache/stallscope", "relative/dir"):
+        assert cli.main(["github", "--out", str(tmp_path / "x"), *PIN, "--pr-cache", bad]) == 2
+        assert "only PR jobs use" in capsys.readouterr().err
+    sched = (REPO / "docs" / "schedule.md").read_text()
+    assert "never on the runners that measure pull requests" in sched
+
+
+# ------------------------------------------------------------- 4. which run's artifact is trusted
+def test_the_comment_job_takes_only_runs_of_the_pr_workflow_file(tmp_path):
+    _, comment_file = _write(tmp_path)
+    job = _load(comment_file)["jobs"]["comment"]
+    ok = lambda **kw: condition(job["if"], _ctx("workflow_run", _run_event(**kw)))   # noqa: E731
+    assert ok() and ok(path=".github/workflows/stallscope-pr.yml@refs/pull/42/merge")
+    assert not ok(path=".github/workflows/evil.yml")          # a fork's workflow named "stallscope PR"
+    assert not ok(path=".github/workflows/stallscope-pr.yml.evil.yml")
+    assert not ok(conclusion="failure") and not ok(event="push")
+    step = job["steps"][-1]
+    assert '--require-label "$LABEL"' in step["run"] and step["env"]["LABEL"] == "stallscope"
+    assert "--reports-only" in step["run"]
+
+
+# ------------------------------------------------------------- 6. concurrency
+def test_concurrency_is_per_pr_and_label_on_the_measuring_job_and_per_branch_on_the_comment_job(tmp_path):
+    pr_file, comment_file = _write(tmp_path, "--measure-pushes", "--pr-cache", "/srv/pr-cache")
+    r = lint([pr_file, comment_file], LABELS[1:])
+    assert r.returncode == 0, r.stdout + r.stderr
+    pr, com = _load(pr_file), _load(comment_file)
+    assert "concurrency" not in pr                      # every `labeled` event starts the workflow
+    group = lambda ev: interpolate(pr["jobs"]["measure"]["concurrency"]["group"], _ctx("pull_request", ev))  # noqa
+    ours = group(_pr_event("labeled", "stallscope", ["stallscope"]))
+    assert ours == "stallscope-pr-42-stallscope" and pr["jobs"]["measure"]["concurrency"]["cancel-in-progress"]
+    assert group(_pr_event("labeled", "docs", ["stallscope", "docs"])) != ours     # cancels nothing
+    assert group(_pr_event("synchronize", labels=["stallscope"])) == ours           # a measured push replaces it
+    assert group(_pr_event("labeled", "stallscope", number=43)) != ours
+
+    conc = com["jobs"]["comment"]["concurrency"]
+    assert conc["cancel-in-progress"] is False and "concurrency" not in com
+    cgroup = lambda **kw: interpolate(conc["group"], _ctx("workflow_run", _run_event(**kw)))   # noqa: E731
+    assert cgroup() == cgroup() and cgroup() != cgroup(branch="other") != cgroup(head_repo="octo-org/redis")
+
+
+# ------------------------------------------------------------- 7. pinned actions, no persisted credentials
+def _uses_lines(text: str) -> list[str]:
+    return [line.strip() for line in text.splitlines() if re.match(r"^\s*(- )?uses: ", line)]
+
+
+def _generated(tmp_path) -> dict[str, str]:
+    """Every workflow stallscope writes: the PR pair, the schedule's, an experiment's."""
+    from collectors.schedule import cli as schedule_cli
+    from collectors.sweep import experiment_workflow
+    pr_file, comment_file = _write(tmp_path, "--setup-stallscope")
+    sched = tmp_path / "schedule.yml"
+    assert schedule_cli.main(["github", str(REPO / "tests" / "data" / "schedule" / "two-jobs.yaml"),
+                              "--out", str(sched)]) == 0
+    return {"pr": pr_file.read_text(), "comment": comment_file.read_text(), "schedule": sched.read_text(),
+            "experiment": experiment_workflow.render("mset-15043", ["--size", "small"], ["self-hosted"], 2, 60)}
+
+
+def test_every_third_party_action_is_pinned_by_commit_with_its_tag(tmp_path):
+    for name, text in _generated(tmp_path).items():
+        lines = _uses_lines(text)
+        assert lines, name
+        for line in lines:
+            m = re.fullmatch(r"(?:- )?uses: (\S+) # (v\d+\.\d+\.\d+)", line)
+            assert m and actions.PINNED.fullmatch(m.group(1)), (name, line)
+            assert actions.TAGS[m.group(1)] == m.group(2), (name, line)
+    assert set(actions.TAGS) == {actions.CHECKOUT, actions.UPLOAD, actions.DOWNLOAD}
+
+
+def test_schedule_and_experiment_checkouts_do_not_persist_credentials(tmp_path):
+    for name, text in _generated(tmp_path).items():
+        doc = yaml.safe_load(text)
+        checkouts = [s for j in doc["jobs"].values() for s in j["steps"]
+                     if str(s.get("uses", "")).startswith("actions/checkout@")]
+        assert checkouts, name
+        assert all((s.get("with") or {}).get("persist-credentials") is False for s in checkouts), name
 
 
 def test_the_merge_base_step_runs(tmp_path):
@@ -116,7 +398,7 @@ def test_the_merge_base_step_runs(tmp_path):
                        env=env, capture_output=True, text=True, timeout=60)
     assert r.returncode == 0, r.stderr
     assert (ws / "github_output").read_text() == f"merge_base={shas[0]}\n"
-    assert cli.read_pr_json(str(out / "pr.json")) == (42, shas[2], shas[0])
+    assert cli.post.read_pr_json(str(out / "pr.json")) == (42, shas[2], shas[0])
 
 
 @pytest.mark.parametrize("text, message", [
@@ -130,7 +412,7 @@ def test_the_merge_base_step_runs(tmp_path):
 def test_config_errors_name_the_line(tmp_path, capsys, text, message):
     cfg = tmp_path / "pr.yaml"
     cfg.write_text(text)
-    assert cli.main(["github", "--config", str(cfg), "--out", str(tmp_path / "wf")]) == 2
+    assert cli.main(["github", "--config", str(cfg), "--out", str(tmp_path / "wf"), *PIN]) == 2
     err = capsys.readouterr().err
     assert (f"{cfg}{message}" if message.startswith(":") else message) in err, err
     assert not (tmp_path / "wf").exists()

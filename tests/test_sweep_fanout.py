@@ -23,6 +23,7 @@ import yaml
 
 from analysis.inputs.host import HostSummary
 from analysis.sweep.sweep_options import SweepOptions
+from collectors.pr import actions
 from collectors.sweep.fanout import differences, digest, identity
 from collectors.sweep.plan import make_plan
 from tests.conftest import REPO
@@ -155,7 +156,7 @@ def test_experiment_workflow_fans_out_and_merges_and_passes_actionlint(tmp_path)
     assert f'{emit} --point "$POINT" --out points' in script(point, "--point")
     up = next(s for s in point["steps"] if s.get("uses", "").startswith("actions/upload-artifact@"))
     assert up["with"]["name"] == "stallscope-point-${{ matrix.point }}" and up["if"] == "always()"
-    down = next(s for s in merge["steps"] if s.get("uses", "").startswith("actions/download-artifact@v4"))
+    down = next(s for s in merge["steps"] if s.get("uses") == actions.DOWNLOAD)   # v4.3.0, pinned
     assert down["with"] == {"pattern": "stallscope-point-*", "path": "points", "merge-multiple": True}
     assert "stallscope experiment --merge points" in script(merge, "--merge")
     assert merge["needs"] == ["plan", "point"] and "always()" in merge["if"]

@@ -1,20 +1,22 @@
 """`stallscope pr github|comment|unlabel`: the pull-request workflow (docs/pr.md). `github`
-writes the two workflow files; `comment` and `unlabel` are collectors/pr/post.py (standard
-library only)."""
+writes the two workflow files; `comment` and `unlabel` are collectors/pr/post.py (what the
+trusted jobs run, standard library only)."""
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 from pathlib import Path
 
 from collectors.command import run_command
-from collectors.pr import config, post, workflow
-from collectors.pr.post import LABEL, REPO, PrError, read_pr_json  # noqa: F401 (read_pr_json: used from here)
+from collectors.pr import config, post, trusted_workflow, workflow
+from collectors.pr.post import LABEL, REPO, PrError
 
 EPILOG = """\
 Examples:
   # write .github/workflows/stallscope-pr.yml and stallscope-pr-comment.yml for a Redis fork:
-  stallscope pr github --config .github/stallscope-pr.yaml --runner-labels self-hosted,linux,bare-metal
+  stallscope pr github --config .github/stallscope-pr.yaml --runner-labels self-hosted,linux,bare-metal \\
+      --stallscope-repo octo-org/stallscope --stallscope-ref 3f5d2c1b0a99887766554433221100ffeeddccbb
 
   # post (or update) the one comment on PR 42 from a run or report directory, by hand:
   GITHUB_TOKEN=... stallscope pr comment reports/20261123-035105-mset-50keys --repo octo-org/redis --pr 42
@@ -22,17 +24,23 @@ Examples:
   # see the comment without posting it:
   stallscope pr comment runs/20261123-035105-mset-50keys --repo octo-org/redis --pr 42 --dry-run
 
-A maintainer adds the label (default 'stallscope') to a pull request: the runner builds its
-merge base and head, runs each case of the config paired (precision and budget from the config),
-compares, and uploads the reports; a second workflow posts them as one comment, updated in
-place on later pushes. Exit status: 0 done, 2 bad input or a GitHub call that failed.
+A maintainer adds the label (default 'stallscope') to a pull request: the self-hosted runner
+builds its merge base and head, runs each case of the config paired (precision and budget from
+the config), compares, and uploads the reports; a second workflow, on a GitHub-hosted runner,
+posts them as one comment, updated in place when the PR is measured again. A push removes the
+label: new code is measured when a maintainer adds it again. The repository settings this
+relies on are in docs/pr.md. Exit status: 0 done, 2 bad input or a GitHub call that failed.
 """
+
+FULL_SHA = re.compile(r"[0-9a-f]{40}")
+TRUSTED_CACHES = ("~/.cache/stallscope", "$HOME/.cache/stallscope")
 
 GITHUB_EPILOG = """\
 Examples:
-  stallscope pr github --runner-labels self-hosted,linux,bare-metal
-  stallscope pr github --config .github/stallscope-pr.yaml --label perf --labeled-only
-  stallscope pr github --stallscope-repo octo-org/stallscope --stallscope-ref v1 --out /tmp/wf
+  stallscope pr github --runner-labels self-hosted,linux,bare-metal \\
+      --stallscope-repo octo-org/stallscope --stallscope-ref 3f5d2c1b0a99887766554433221100ffeeddccbb
+  stallscope pr github --config .github/stallscope-pr.yaml --label perf --measure-pushes \\
+      --stallscope-repo octo-org/stallscope --stallscope-ref 3f5d2c1b0a99887766554433221100ffeeddccbb
 
 The config file (YAML; docs/pr.md), e.g. .github/stallscope-pr.yaml:
   cases: [mset-50keys, mget-100keys]   # case names or case files
@@ -40,7 +48,9 @@ The config file (YAML; docs/pr.md), e.g. .github/stallscope-pr.yaml:
   precision: 2%                        # each run: --precision 2% --budget 30m
   budget: 30m
 Commit it with the two workflows; the comment workflow acts once it is on the default branch.
+The workflows are safe only with the repository settings docs/pr.md lists as required.
 """
+
 
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="stallscope pr", epilog=EPILOG,
@@ -50,9 +60,23 @@ def parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="action", required=True, metavar="ACTION")
     g = sub.add_parser("github", help="write the two GitHub Actions workflows (measure; comment)",
                        formatter_class=argparse.RawDescriptionHelpFormatter, epilog=GITHUB_EPILOG,
-                       description="Write stallscope-pr.yml (on: pull_request, read-only, runs the PR's code) "
-                                   "and stallscope-pr-comment.yml (on: workflow_run, posts the comment, never "
-                                   "runs PR code) into --out.")
+                       description="Write stallscope-pr.yml (on: pull_request, read-only, runs the PR's code on "
+                                   "the self-hosted runner) and stallscope-pr-comment.yml (GitHub-hosted, posts the "
+                                   "comment and removes the label after a push, never runs PR code) into --out.")
+    _github_arguments(g)
+    post.add_comment_arguments(sub.add_parser(
+        "comment", help="post or update the one stallscope comment on a PR",
+        formatter_class=argparse.RawDescriptionHelpFormatter, epilog=post.COMMENT_EPILOG,
+        description="Build the PR comment from a run or report directory and post it, or update the one "
+                    "posted before."))
+    post.add_unlabel_arguments(sub.add_parser(
+        "unlabel", help="remove the label from a PR (the comment workflow's job after a push)",
+        formatter_class=argparse.RawDescriptionHelpFormatter, epilog=post.UNLABEL_EPILOG,
+        description="Remove the measuring label from a pull request, if it carries it."))
+    return p
+
+
+def _github_arguments(g: argparse.ArgumentParser) -> None:
     g.add_argument("--config", metavar="FILE", help="PR config (YAML: cases, size, precision, budget, reps, "
                    f"pairing; docs/pr.md); default: cases {', '.join(config.DEFAULT_CASES)}, size default, "
                    "precision 2%%, budget 30m per case")
@@ -62,21 +86,19 @@ def parser() -> argparse.ArgumentParser:
                    help="labels of the self-hosted benchmark runner (default self-hosted)")
     g.add_argument("--out", default=".github/workflows", metavar="DIR",
                    help="where the two files go (default .github/workflows)")
-    g.add_argument("--stallscope-repo", metavar="OWNER/NAME", help="check out stallscope from this "
-                   "repository and `make setup` it on the runner (default: stallscope is on the runner's PATH)")
-    g.add_argument("--stallscope-ref", default="main", metavar="REF", help="its branch or tag (default main)")
-    g.add_argument("--labeled-only", action="store_true", help="measure only when the label is added, "
-                   "not on every later push of a labelled PR (safer for PRs from forks: docs/pr.md)")
-    post.add_comment_arguments(sub.add_parser(
-        "comment", help="post or update the one stallscope comment on a PR",
-        formatter_class=argparse.RawDescriptionHelpFormatter, epilog=post.COMMENT_EPILOG,
-        description="Build the PR comment from a run or report directory and post it, or update the one "
-                    "posted before."))
-    post.add_unlabel_arguments(sub.add_parser(
-        "unlabel", help="remove the label from a PR",
-        formatter_class=argparse.RawDescriptionHelpFormatter, epilog=post.UNLABEL_EPILOG,
-        description="Remove the measuring label from a pull request, if it carries it."))
-    return p
+    g.add_argument("--stallscope-repo", required=True, metavar="OWNER/NAME", help="stallscope's repository: the "
+                   "comment workflow checks it out at --stallscope-ref and runs it on a GitHub-hosted runner")
+    g.add_argument("--stallscope-ref", required=True, metavar="SHA", help="the commit of it to run (40 hex "
+                   "digits: a branch or tag could be moved to other code)")
+    g.add_argument("--setup-stallscope", action="store_true", help="measuring job: check out that commit and "
+                   "`make setup` it on the runner (default: stallscope is on the runner's PATH)")
+    g.add_argument("--measure-pushes", action="store_true", help="also measure pushes to a labelled PR whose "
+                   "branch is in this repository (never a fork's: its label is removed on push)")
+    g.add_argument("--labeled-only", action="store_true", help=argparse.SUPPRESS)   # the default now
+    g.add_argument("--comment-runner", default=workflow.HOSTED_RUNNER, metavar="LABEL",
+                   help=f"GitHub-hosted runner of the comment workflow (default {workflow.HOSTED_RUNNER})")
+    g.add_argument("--pr-cache", metavar="DIR", help="build cache kept between PR jobs on the runner, "
+                   "never read by trusted jobs (default: a fresh one per job under $RUNNER_TEMP)")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -95,17 +117,38 @@ def _check_case(name: str, size: str) -> None:
         raise config.PrConfigError(f"case {name!r} at size {size}: {e}") from None
 
 
-def github(args: argparse.Namespace) -> int:
+def _setup(args: argparse.Namespace) -> workflow.Setup:
     labels = tuple(x.strip() for x in args.runner_labels.split(",") if x.strip())
     if not labels or not all(LABEL.fullmatch(x) for x in labels):
         raise PrError(f"--runner-labels {args.runner_labels!r}: give comma-separated runner labels")
     if not LABEL.fullmatch(args.label) or args.label != args.label.strip():
         raise PrError(f"--label {args.label!r}: letters, digits, spaces and _ . : / + - only")
-    if args.stallscope_repo and not REPO.fullmatch(args.stallscope_repo):
+    if not REPO.fullmatch(args.stallscope_repo):
         raise PrError(f"--stallscope-repo {args.stallscope_repo!r}: give OWNER/NAME")
+    if not FULL_SHA.fullmatch(args.stallscope_ref):
+        raise PrError(f"--stallscope-ref {args.stallscope_ref!r}: give the full commit SHA (40 hex digits) the "
+                      "comment workflow runs; a branch or tag can be moved to other code")
+    hosted = args.comment_runner
+    if not LABEL.fullmatch(hosted) or hosted == "self-hosted" or hosted in labels:
+        raise PrError(f"--comment-runner {hosted!r}: give a GitHub-hosted runner label (e.g. "
+                      f"{workflow.HOSTED_RUNNER}), never the measuring runner's")
+    cache = args.pr_cache
+    if cache is not None and (not cache.startswith(("/", "~/")) or cache.rstrip("/") in TRUSTED_CACHES
+                              or "\n" in cache):
+        raise PrError(f"--pr-cache {cache!r}: give an absolute (or ~/) directory that only PR jobs use, "
+                      "not the runner's own cache ~/.cache/stallscope")
+    return workflow.Setup(stallscope_repo=args.stallscope_repo, stallscope_ref=args.stallscope_ref,
+                          label=args.label, runner_labels=labels, setup_on_runner=args.setup_stallscope,
+                          measure_pushes=args.measure_pushes, comment_runner=hosted, pr_cache=cache)
+
+
+def github(args: argparse.Namespace) -> int:
+    setup = _setup(args)
     cfg = config.load(args.config, _check_case)
-    setup = workflow.Setup(label=args.label, runner_labels=labels, stallscope_repo=args.stallscope_repo,
-                           stallscope_ref=args.stallscope_ref, labeled_only=args.labeled_only)
-    for path in workflow.write(cfg, setup, Path(args.out), args.config):
-        print(path)
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    for name, text in ((workflow.PR_FILE, workflow.render_pr(cfg, setup, args.config)),
+                       (workflow.COMMENT_FILE, trusted_workflow.render_comment(setup))):
+        (out / name).write_text(text)
+        print(out / name)
     return 0

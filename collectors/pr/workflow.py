@@ -1,47 +1,53 @@
 """`stallscope pr github`: the two GitHub Actions workflows of the pull-request workflow
 (docs/pr.md), for a repository of the server (a Redis or Valkey fork).
 
-GitHub's documented pattern for untrusted pull requests, in two files:
-- stallscope-pr.yml, `on: pull_request` (labelled PRs only): builds and measures the PR's
-  merge base and head on the self-hosted runner. A pull_request run from a fork gets a
-  read-only GITHUB_TOKEN and no secrets, and this file asks for nothing more
-  (`permissions: contents: read`), so PR code that runs here can write nowhere. It uploads
-  the reports and pr.json (PR number, head, merge base) as an artifact.
-- stallscope-pr-comment.yml, `on: workflow_run`: runs from the default branch in the base
-  repository's context, with a token that may write (`pull-requests: write`); so it never
-  checks out or runs the PR's code, only downloads the artifact (data) and posts or updates
-  the one comment (`stallscope pr comment`)."""
+GitHub's documented pattern for untrusted pull requests, in two files, and the rule that
+makes it hold: the job that holds a write token never shares a machine, a user or a cache
+with a job that ran the PR's code.
+- stallscope-pr.yml, `on: pull_request` (`labeled` with the label; nothing else by
+  default): builds and measures the PR's merge base and head on the self-hosted runner. A
+  pull_request run from a fork gets a read-only GITHUB_TOKEN and no secrets, and this file
+  asks for nothing more (`permissions: contents: read`); its builds, datasets and noise
+  store go to a cache of its own (STALLSCOPE_CACHE), never the runner's. It uploads the
+  reports and pr.json (PR number, head, merge base) as an artifact.
+- stallscope-pr-comment.yml (collectors/pr/trusted_workflow.py): runs from the default
+  branch on a GitHub-hosted runner with stallscope at a pinned commit; posts the comment
+  from the artifact (workflow_run) and removes the label after a push (pull_request_target).
+  It never checks out or runs the PR's code.
+Third-party actions are pinned by commit (collectors/pr/actions.py)."""
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from pathlib import Path
 
 import yaml
 
+from collectors.pr.actions import CHECKOUT, UPLOAD, annotate
 from collectors.pr.config import PrConfig
 
 PR_NAME = "stallscope PR"
 COMMENT_NAME = "stallscope PR comment"
 PR_FILE = "stallscope-pr.yml"
 COMMENT_FILE = "stallscope-pr-comment.yml"
+PR_PATH = f".github/workflows/{PR_FILE}"      # where GitHub reads it; the comment job checks it
 ARTIFACT = "stallscope-pr"
-CHECKOUT = "actions/checkout@v4"
-UPLOAD = "actions/upload-artifact@v4"
-DOWNLOAD = "actions/download-artifact@v4"
-BUILD_MINUTES = 60        # two server builds (cached on a runner that built them before) + setup
+BUILD_MINUTES = 60        # two server builds (a fresh cache per job by default) + setup
 CASE_MINUTES = 45         # a case's dataset, reps and profile reps beside its --budget
 MAX_MINUTES = 7200        # GitHub's limit for a job on a self-hosted runner: 5 days
+HOSTED_RUNNER = "ubuntu-24.04"   # GitHub-hosted: a fresh VM per job, never the measuring runner
 
 
 @dataclass(frozen=True)
 class Setup:
-    """How the workflows reach the runner and stallscope (the command-line options)."""
+    """How the workflows reach the runners and stallscope (the command-line options)."""
+    stallscope_repo: str                   # OWNER/NAME: the trusted jobs check it out ...
+    stallscope_ref: str                    # ... at this commit (40 hex digits: pinned)
     label: str = "stallscope"
     runner_labels: tuple[str, ...] = ("self-hosted",)
-    stallscope_repo: str | None = None     # OWNER/NAME: check out and `make setup`; None: on PATH
-    stallscope_ref: str = "main"
-    labeled_only: bool = False             # re-measure only when the label is added again
+    setup_on_runner: bool = False          # measuring job: check out + `make setup` (else on PATH)
+    measure_pushes: bool = False           # also measure pushes to a labelled same-repository PR
+    comment_runner: str = HOSTED_RUNNER    # runs-on of the trusted jobs
+    pr_cache: str | None = None            # kept between PR jobs (PR jobs only); None: fresh per job
 
 
 class _Dumper(yaml.SafeDumper):
@@ -52,8 +58,8 @@ _Dumper.add_representer(str, lambda d, s: d.represent_scalar(
     "tag:yaml.org,2002:str", s, style="|" if "\n" in s else None))
 
 
-def _dump(doc: dict) -> str:
-    return yaml.dump(doc, Dumper=_Dumper, sort_keys=False, width=110, allow_unicode=True)
+def dump(doc: dict) -> str:
+    return annotate(yaml.dump(doc, Dumper=_Dumper, sort_keys=False, width=110, allow_unicode=True))
 
 
 def report_dir(case: str) -> str:
@@ -65,19 +71,36 @@ def timeout_minutes(cfg: PrConfig) -> int:
     return min(MAX_MINUTES, BUILD_MINUTES + len(cfg.cases) * (CASE_MINUTES + cfg.budget_minutes()))
 
 
+def checkout_stallscope(s: Setup) -> dict:
+    """stallscope's own repository at the pinned commit (never the PR's code)."""
+    return {"name": "Check out stallscope at the pinned commit", "uses": CHECKOUT,
+            "with": {"repository": s.stallscope_repo, "ref": s.stallscope_ref, "path": "stallscope",
+                     "persist-credentials": False}}
+
+
 def _setup_steps(s: Setup) -> list[dict]:
-    """stallscope itself: a checkout of its own repository (never the PR's), or the one
-    installed on the runner."""
-    if s.stallscope_repo:
-        return [{"name": "Check out stallscope", "uses": CHECKOUT,
-                 "with": {"repository": s.stallscope_repo, "ref": s.stallscope_ref, "path": "stallscope",
-                          "persist-credentials": False}},
+    """The measuring job's stallscope: a checkout of its own repository at the pinned commit
+    (never the PR's), or the one installed on the runner (an ephemeral runner's image)."""
+    if s.setup_on_runner:
+        return [checkout_stallscope(s),
                 {"name": "Set up stallscope (idempotent; fast on a prepared runner)",
                  "run": 'make -C stallscope setup\necho "$GITHUB_WORKSPACE/stallscope/.venv/bin" >> "$GITHUB_PATH"\n'}]
     return [{"name": "stallscope on this runner",
              "run": "command -v stallscope || { echo '::error::stallscope is not on the PATH of this runner: "
                     "run make setup in a stallscope checkout and add its .venv/bin to the PATH of the runner, "
-                    "or regenerate with --stallscope-repo'; exit 1; }\n"}]
+                    "or regenerate with --setup-stallscope'; exit 1; }\n"}]
+
+
+def _cache_step(s: Setup) -> dict:
+    """STALLSCOPE_CACHE for the rest of the job (builds, ccache, datasets, the noise store:
+    collectors/variants/builder.cache_dir): a directory no trusted job reads. A PR's code runs
+    here, so whatever it leaves in a cache is its own; the runner's cache (what scheduled and
+    by-hand runs build with) is never opened. RUNNER_TEMP is emptied at each job's start."""
+    if s.pr_cache:
+        return {"name": "Build cache of PR jobs only (trusted jobs never read it)", "env": {"PR_CACHE": s.pr_cache},
+                "run": 'echo "STALLSCOPE_CACHE=$PR_CACHE" >> "$GITHUB_ENV"\n'}
+    return {"name": "A build cache for this job only (trusted jobs never read it)",
+            "run": 'echo "STALLSCOPE_CACHE=$RUNNER_TEMP/stallscope-cache" >> "$GITHUB_ENV"\n'}
 
 
 def _run_args(cfg: PrConfig) -> str:
@@ -114,11 +137,26 @@ def _case_step(case: str, cfg: PrConfig) -> dict:
 
 
 def _trigger_if(s: Setup) -> str:
+    """When the measuring job runs: the label was added (by someone with triage or write
+    access); with --measure-pushes also a push to a labelled PR whose branch is in this
+    repository (pushed by someone with write access), never a fork's push. This is a
+    courtesy, not the gate: a fork's pull_request run uses the fork's copy of this file
+    (docs/pr.md, "Required repository settings")."""
     labeled = f"(github.event.action == 'labeled' && github.event.label.name == '{s.label}')"
-    if s.labeled_only:
+    if not s.measure_pushes:
         return labeled
     return (f"{labeled} || (github.event.action == 'synchronize' && "
-            f"contains(github.event.pull_request.labels.*.name, '{s.label}'))")
+            f"contains(github.event.pull_request.labels.*.name, '{s.label}') && "
+            "github.event.pull_request.head.repo.full_name == github.repository)")
+
+
+def _concurrency(s: Setup) -> dict:
+    """One measurement per PR and label at a time, on the job: a run started by another
+    label (every `labeled` event starts the workflow) is in another group, so it cancels
+    nothing; the same label added again, or a measured push, replaces the running one."""
+    label = f"github.event.action == 'labeled' && github.event.label.name || '{s.label}'"
+    return {"group": "stallscope-pr-${{ github.event.pull_request.number }}-${{ " + label + " }}",
+            "cancel-in-progress": True}
 
 
 def _commits_step() -> dict:
@@ -138,65 +176,27 @@ def render_pr(cfg: PrConfig, s: Setup, config_path: str | None) -> str:
     steps = [{"name": "Check out the pull request (head, with history for the merge base)", "uses": CHECKOUT,
               "with": {"ref": "${{ github.event.pull_request.head.sha }}", "fetch-depth": 0,
                        "path": "server", "persist-credentials": False}},
-             *_setup_steps(s), _commits_step(), *[_case_step(c, cfg) for c in cfg.cases],
+             *_setup_steps(s), _cache_step(s), _commits_step(), *[_case_step(c, cfg) for c in cfg.cases],
              {"name": "Upload the reports and pr.json", "if": "always()", "uses": UPLOAD,
               "with": {"name": ARTIFACT, "path": "stallscope-out/reports/\nstallscope-out/pr.json\n",
                        "if-no-files-found": "ignore", "retention-days": 30}}]
     job = {"if": _trigger_if(s), "runs-on": list(s.runner_labels), "timeout-minutes": timeout_minutes(cfg),
+           "concurrency": _concurrency(s),
            "env": {"OUT": "${{ github.workspace }}/stallscope-out"}, "steps": steps}
-    types = ["labeled"] if s.labeled_only else ["labeled", "synchronize"]
     doc = {"name": PR_NAME,
-           "on": {"pull_request": {"types": types}},
+           "on": {"pull_request": {"types": ["labeled", "synchronize"] if s.measure_pushes else ["labeled"]}},
            # Read-only, no secrets: this job runs the PR's code (it builds and starts it).
            "permissions": {"contents": "read"},
-           # A new push supersedes the measurement of the previous one.
-           "concurrency": {"group": "stallscope-pr-${{ github.event.pull_request.number }}",
-                           "cancel-in-progress": True},
            "jobs": {"measure": job}}
+    pushes = ("# and pushes to a labelled PR from a branch of this repository" if s.measure_pushes else
+              "# (a later push is measured when the label is added again)")
     header = (f"# Generated by `stallscope pr github{' --config ' + config_path if config_path else ''}`; "
               "regenerate after editing the config (docs/pr.md).\n"
-              f"# Runs when a PR carries the label '{s.label}': builds its merge base and head and measures\n"
-              f"# {', '.join(cfg.cases)} on the self-hosted runner. It runs the PR's code, so it has a\n"
-              "# read-only token and no secrets (a fork's pull_request run gets nothing more anyway); the\n"
-              f"# comment is posted by {COMMENT_FILE} (workflow_run) from the uploaded artifact.\n")
-    return header + _dump(doc)
-
-
-def render_comment(s: Setup) -> str:
-    steps = [*_setup_steps(s),
-             {"name": "Download the reports (data only: nothing in the artifact is run)", "uses": DOWNLOAD,
-              "with": {"name": ARTIFACT, "path": "${{ runner.temp }}/stallscope-pr",
-                       "run-id": "${{ github.event.workflow_run.id }}", "github-token": "${{ github.token }}"}},
-             {"name": "Post or update the one stallscope comment",
-              "env": {"GITHUB_TOKEN": "${{ github.token }}", "REPO": "${{ github.repository }}",
-                      "HEAD_SHA": "${{ github.event.workflow_run.head_sha }}",
-                      "RUN_URL": "${{ github.event.workflow_run.html_url }}",
-                      "ART": "${{ runner.temp }}/stallscope-pr"},
-              # pr.json comes from the PR's run: --require-head checks that PR's head is the
-              # commit this trusted event says was measured, so it cannot aim at another PR.
-              "run": ('stallscope pr comment "$ART/reports" --repo "$REPO" --pr-json "$ART/pr.json" \\\n'
-                      '  --commit "$HEAD_SHA" --require-head --link "$RUN_URL"\n')}]
-    perms = {"pull-requests": "write", "actions": "read"}
-    if s.stallscope_repo:
-        perms["contents"] = "read"      # to check out stallscope's own repository
-    job = {"if": ("github.event.workflow_run.event == 'pull_request' && "
-                  "github.event.workflow_run.conclusion == 'success'"),
-           "runs-on": list(s.runner_labels), "timeout-minutes": 15, "steps": steps}
-    doc = {"name": COMMENT_NAME,
-           "on": {"workflow_run": {"workflows": [PR_NAME], "types": ["completed"]}},
-           "permissions": perms,
-           "jobs": {"comment": job}}
-    header = ("# Generated by `stallscope pr github` (docs/pr.md). Posts the report of a finished\n"
-              f"# '{PR_NAME}' run as one PR comment, updated in place on later pushes. workflow_run runs\n"
-              "# from the default branch in the base repository's context with a write token, so this\n"
-              "# file must never check out or run the PR's code: it reads the artifact as data only.\n"
-              "# It takes effect once it is on the default branch.\n")
-    return header + _dump(doc)
-
-
-def write(cfg: PrConfig, s: Setup, out_dir: Path, config_path: str | None) -> list[Path]:
-    out_dir.mkdir(parents=True, exist_ok=True)
-    paths = [out_dir / PR_FILE, out_dir / COMMENT_FILE]
-    paths[0].write_text(render_pr(cfg, s, config_path))
-    paths[1].write_text(render_comment(s))
-    return paths
+              f"# Runs when the label '{s.label}' is added to a PR\n{pushes}: builds its merge base and\n"
+              f"# head and measures {', '.join(cfg.cases)} on the self-hosted runner.\n"
+              "# It runs the PR's code: a read-only token, no secrets, a build cache of its own. The\n"
+              f"# comment is posted by {COMMENT_FILE} on a GitHub-hosted runner. The label is not\n"
+              "# the gate (a fork's run uses the fork's copy of this file): docs/pr.md lists the\n"
+              "# repository settings that are (approval of outside collaborators' runs, a runner\n"
+              "# group for this repository only, ephemeral runners).\n")
+    return header + dump(doc)
