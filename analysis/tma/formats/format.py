@@ -8,6 +8,11 @@ from analysis.tma.catalog import Catalog
 from analysis.tma.model import TmaResult
 
 
+# The CSV separators people give perf's and toplev's -x: both allow any; ';' is the usual
+# one where the decimal mark is a comma.
+SEPARATORS = (",", ";", "\t", "|")
+
+
 def names_no_cpu(lines: list[str]) -> str | None:
     """For formats whose output never says which CPU it ran on (perf stat)."""
     return None

@@ -7,17 +7,35 @@ so a metric is a top-down value when it is tma_* or a name the result's catalogu
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 
 from analysis.tma.catalog import Catalog
-from analysis.tma.model import TmaParseError, TmaResult, TmaValue
+from analysis.tma.formats.format import SEPARATORS
+from analysis.tma.formats.numbers import parse_number
+from analysis.tma.model import TmaResult, TmaValue
 
 TS = r"\d+\.\d{6,}"                                       # -I interval timestamp
 AGG = r"(?:CPU\d+|S\d+(?:-D\d+)?(?:-[CLN]\d+)?(?:-T\d+)?)"  # -A / --per-* aggregation
 GROUP_NAME = re.compile(r"^(?P<group>[A-Za-z][\w-]*)(?:\s*\((?P<pmu>cpu_\w+)\))?$")
 _HYBRID = re.compile(r"^(cpu_core|cpu_atom)/")
-_NUMBER = re.compile(r"[-+]?[\d,]*\.?\d+(?:[eE][-+]?\d+)?|[-+]?inf")
-_DECIMAL_COMMA = re.compile(r"[-+]?\d+,\d+")
 METRIC_NAME = r"[A-Za-z][\w.]*"
+
+
+@dataclass
+class PerfCounter:
+    """One counter line of a perf stat output (standard, -x or -j), its numbers read in
+    the file's locale: what every perf parser reads before it looks for top-down metrics,
+    so recordings of any event (the software events of a machine without a PMU) test the
+    reading of intervals, separators and numbers that TMA lines go through too."""
+    lineno: int
+    interval: float | None         # the -I timestamp: the interval's end (s)
+    scope: str | None              # -A / --per-* aggregation, hybrid PMU
+    event: str
+    count: float | None            # None: <not counted> / <not supported>
+    unit: str                      # msec, ... ("" for plain counts)
+    multiplex: float | None        # % of the time the counter ran
+    metric: float | None = None    # the metric perf printed beside it, if any
+    metric_unit: str = ""
 
 
 def is_tma_name(name: str, catalog: Catalog) -> bool:
@@ -67,22 +85,18 @@ class PerfValues:
 
 
 def number(text: object, source: str, lineno: int, what: str) -> float | None:
-    """A perf number ("1,234.5", quoted in JSON); None for NaN and empty fields."""
-    t = str(text).strip().strip('"')
-    if t == "" or t.lower() in ("nan", "-nan"):
-        return None
-    if not _NUMBER.fullmatch(t):
-        raise TmaParseError(source, lineno, f"{what}: {t!r} is not a number")
-    return float(t.replace(",", ""))
+    """A perf number that perf prints ungrouped (metric values, running shares, -x and -j
+    fields, --topdown cells): "18.0" or, in a decimal-comma locale, "18,0"; quoted in
+    JSON; None for NaN and empty fields. analysis.tma.formats.numbers reads it."""
+    return parse_number(text, source, lineno, what)
 
 
-def metric_number(text: str, source: str, lineno: int, what: str) -> float | None:
-    """A metric value as perf prints it after '#': printf's %f, never grouped, so a comma
-    is the locale's decimal separator (LC_NUMERIC=de_DE prints "18,0 %")."""
-    t = text.strip()
-    if _DECIMAL_COMMA.fullmatch(t):
-        t = t.replace(",", ".")
-    return number(t, source, lineno, what)
+def timestamp(text: str, source: str, lineno: int) -> float:
+    """An -I timestamp: the interval's end in seconds since counting started, always with
+    a '.' (perf prints it with "%lu.%09lu" whatever the locale)."""
+    value = parse_number(text, source, lineno, "interval timestamp", decimal=".")
+    assert value is not None
+    return value
 
 
 def scope(agg: str | None, event: str | None) -> str | None:

@@ -12,52 +12,109 @@ Two layouts, perf 6.1 to 6.13: event-interleaved
 where the "(pct%)" after a counter's last metric applies to all of its metrics, and
 perf 6.5's default metric groups
     TopdownL1 (cpu_core)  # 68.7 %  tma_backend_bound
-Several `perf stat` blocks in one file merge into one result.
+Several `perf stat` blocks in one file merge into one result. With -I every line starts
+with the interval's end time and the output starts with perf's "# time counts unit
+events" header instead of the banner; with -r N a "( +-  0,19% )" spread ends the line.
+`counters` reads the counter lines themselves, in the file's locale.
 """
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 
 from analysis.tma.catalog import Catalog
 import analysis.tma.formats.perf_common as common
 from analysis.tma.formats.format import Format
+from analysis.tma.formats.numbers import decimal_mark, parse_number
 from analysis.tma.model import TmaParseError, TmaResult, TmaValue
 
-_PREFIX = rf"^\s*(?:(?P<ts>{common.TS})\s+)?(?:(?P<agg>{common.AGG})(?:\s+\d+)?\s+)?"
+# -A prints "CPU3"; --per-socket/-die/-core "S0-C0" and how many CPUs it sums ("S0-C0  2"),
+# which must not take the first digits of a count grouped with spaces ("CPU0  1 006,33").
+_PREFIX = (rf"^\s*(?:(?P<ts>{common.TS})\s+)?(?:(?P<cpu>CPU\d+)\s+|"
+           rf"(?P<agg>(?!CPU){common.AGG})(?:\s+\d+)?\s+)?")
 _VALUE = r"[-+]?(?:\d+(?:[.,]\d*)?|\.\d+)(?:[eE][-+]?\d+)?"
 _TMA_METRIC = re.compile(rf"^#\s*(?P<val>{_VALUE}|-?nan|-?inf)\s*(?P<pct>%)?\s+"
                          rf"(?P<name>{common.METRIC_NAME})\s*$", re.I)
 _PCT_TAIL = re.compile(r"\(\s*(?P<pct>\d+(?:[.,]\d+)?)\s*%\)\s*$")
-# A count grouped the locale's way: 1,234,567 / 1.234.567 / 1 234 567 (also no-break spaces).
-_COUNT = r"\d(?:[\d,.'\u00a0\u202f ]*\d)?"
+# -r N: the relative standard deviation over the N runs, "( +-  0,19% )"; not kept.
+_RSD_TAIL = re.compile(r"\(\s*\+-\s*\d+(?:[.,]\d+)?\s*%\s*\)\s*$")
+# A count grouped the locale's way: 1,234,567 / 1.234.567 / 1 234 567 (also U+00A0,
+# U+202F) / 1’234’567 (de_CH).
+_COUNT = r"\d(?:[\d,.'\u2019\u00a0\u202f ]*\d)?"
+_UNIT = r"msec|ns|us|ms|Joules|MiB|W"
 _COUNTER = re.compile(
     _PREFIX + rf"(?P<count>{_COUNT}|<not supported>|<not counted>)\s+"
-    r"(?:(?:msec|ns|us|ms|Joules|MiB|W)\s+)?(?P<event>\S+)\s*$")
+    rf"(?:(?P<unit>{_UNIT})\s+)?(?P<event>\S+)\s*$")
 _GROUP = re.compile(_PREFIX + r"(?P<group>[A-Za-z][\w-]*)(?:\s*\((?P<pmu>cpu_\w+)\))?\s*$")
 _CONT = re.compile(_PREFIX + "$")
+# Any metric after '#': "2,025 CPUs utilized", "3,34% of all branches", "1,21  insn per cycle".
+_METRIC = re.compile(rf"^\s*({_VALUE})\s*(\S.*?)?\s*$")
+# -I's header: "#           time             counts unit events" (with -A / --per-*:
+# "time CPU  counts ...", "time core  cpus  counts ..."); no banner precedes it.
+_INTERVAL_HEADER = re.compile(r"^#\s+time\s+(?:\S+\s+){0,2}counts\s+unit\s+events\s*$")
+
+
+@dataclass
+class _Line:
+    """What one line of the standard output says: the text left of '#' located (a new
+    counter block or not, its scope, its timestamp, and the counter itself), the text
+    right of it, and the running share at its end."""
+    new_block: bool
+    scope: str | None
+    ts: str | None
+    counter: re.Match | None
+    metric: str | None
+    pct: float | None
 
 
 def detect(lines: list[str]) -> bool:
     return any("Performance counter stats for" in l or "perf stat" in l
                or re.search(r"#\s*\S+\s*%\s+tma_\w+", l)
                or re.match(r"^\s*<not (?:supported|counted)>\s+\S+", l)
+               or _INTERVAL_HEADER.match(l)
                for l in lines)
 
 
+def _agg(m: re.Match) -> str | None:
+    return m.group("cpu") or m.group("agg")
+
+
 def _locate(left: str, has_metric: bool, scope: str | None
-            ) -> tuple[bool, str | None, str | None] | None:
-    """What the text left of '#' says: (starts a new counter block, scope, timestamp);
-    None when it is no counter, continuation or group line."""
+            ) -> tuple[bool, str | None, str | None, re.Match | None] | None:
+    """What the text left of '#' says: (starts a new counter block, scope, timestamp, the
+    counter match); None when it is no counter, continuation or group line."""
     if (m := _COUNTER.match(left)) is not None:
-        return True, common.scope(m.group("agg"), m.group("event")), m.group("ts")
+        return True, common.scope(_agg(m), m.group("event")), m.group("ts"), m
     if not has_metric:
         return None
     if (m := _CONT.match(left)) is not None:
-        return False, m.group("agg") or scope, m.group("ts")
+        return False, _agg(m) or scope, m.group("ts"), None
     if (m := _GROUP.match(left)) is not None:
         pmu = (m.group("pmu") + "/") if m.group("pmu") else None
-        return True, common.scope(m.group("agg"), pmu), m.group("ts")
+        return True, common.scope(_agg(m), pmu), m.group("ts"), None
     return None
+
+
+def _body(line: str) -> tuple[str, str | None]:
+    """The line without its running share "(50,00%)" and -r spread "( +- 0,19% )"; the
+    share's text."""
+    body, pct = line.rstrip(), None
+    if (m := _PCT_TAIL.search(body)) is not None:
+        pct, body = m.group("pct"), body[:m.start()].rstrip()
+    if (m := _RSD_TAIL.search(body)) is not None:
+        body = body[:m.start()].rstrip()
+    return body, pct
+
+
+def _decode(line: str, source: str, lineno: int, scope: str | None) -> _Line | None:
+    """One line, or None when it holds no counter, group or metric continuation."""
+    body, pct_text = _body(line)
+    pct = common.number(pct_text, source, lineno, "running share") if pct_text else None
+    left, hash_, metric = body.partition("#")
+    where = _locate(left, bool(hash_), scope)
+    if where is None:
+        return None
+    return _Line(*where, metric=metric if hash_ else None, pct=pct)
 
 
 def _is_metric(text: str, catalog: Catalog) -> bool:
@@ -74,7 +131,7 @@ def _metric(values: common.PerfValues, text: str, line: str, lineno: int,
         # Intel's tma_* metrics are always printed in percent; a bare number is damage.
         raise TmaParseError(values.res.source, lineno, "malformed tma_ metric (expected "
                             f"'# <value> %  <name>'): {line.strip()!r}")
-    val = common.metric_number(mm.group("val"), values.res.source, lineno, mm.group("name"))
+    val = common.number(mm.group("val"), values.res.source, lineno, mm.group("name"))
     if mm.group("pct") is None and val is not None:
         # The first Neoverse N2 metrics (LKML RFC v2) printed fractions of slots.
         val *= 100.0
@@ -83,7 +140,8 @@ def _metric(values: common.PerfValues, text: str, line: str, lineno: int,
             values.res.warnings.append(
                 f"line {lineno}: metric values printed as fractions with no '%' (as early "
                 "perf patch sets did); read as percent (0.29 -> 29 %)")
-    return values.add(mm.group("name"), val, lineno, scope, float(ts) if ts else None)
+    interval = common.timestamp(ts, values.res.source, lineno) if ts else None
+    return values.add(mm.group("name"), val, lineno, scope, interval)
 
 
 def parse(text: str, source: str, catalog: Catalog) -> TmaResult:
@@ -97,27 +155,49 @@ def parse(text: str, source: str, catalog: Catalog) -> TmaResult:
             if line.strip():
                 common.note(res, lineno, line)
             continue
-        body, pct = line.rstrip(), None
-        if (m := _PCT_TAIL.search(body)) is not None:
-            pct, body = float(m.group("pct").replace(",", ".")), body[:m.start()].rstrip()
-        left, hash_, metric = body.partition("#")
-        named = bool(hash_) and _is_metric(metric, catalog)
-        where = _locate(left, bool(hash_), scope)
-        if where is None:
-            if named:
+        d = _decode(line, source, lineno, scope)
+        named = d is not None and d.metric is not None and _is_metric(d.metric, catalog)
+        if d is None:
+            left, hash_, metric = _body(line)[0].partition("#")
+            if hash_ and _is_metric(metric, catalog):
                 raise TmaParseError(source, lineno, f"malformed perf stat line: {line.strip()!r}")
             common.note(res, lineno, line)
             continue
-        new_block, scope, ts = where
-        if new_block:
+        scope = d.scope
+        if d.new_block:
             pending.clear()
         if named:
-            pending.append(_metric(values, metric, line, lineno, scope, ts))
-        if pct is not None:
+            pending.append(_metric(values, d.metric, line, lineno, scope, d.ts))
+        if d.pct is not None:
             for v in pending:
-                v.multiplex = pct
+                v.multiplex = d.pct
             pending.clear()
     return values.finish()
+
+
+def counters(text: str, source: str) -> list[common.PerfCounter]:
+    """Every counter line, its count read in the file's locale (the decimal mark of its
+    metric values and running shares; perf groups only the counts)."""
+    lines = text.splitlines()
+    mark = decimal_mark(lines)
+    out: list[common.PerfCounter] = []
+    scope: str | None = None
+    for lineno, line in enumerate(lines, 1):
+        if not line.strip() or line.startswith("#"):
+            continue
+        d = _decode(line, source, lineno, scope)
+        if d is None or d.counter is None:
+            continue
+        scope, m = d.scope, d.counter
+        count = None if m.group("count").startswith("<") else \
+            parse_number(m.group("count"), source, lineno, m.group("event"), decimal=mark)
+        metric = _METRIC.match(d.metric or "")
+        out.append(common.PerfCounter(
+            lineno, common.timestamp(d.ts, source, lineno) if d.ts else None, scope,
+            m.group("event"), count, m.group("unit") or "", d.pct,
+            common.number(metric.group(1), source, lineno, "metric") if metric else None,
+            " ".join((metric.group(2) or "").split()) if metric else ""))
+    return out
 
 
 FORMAT = Format("perf", detect, parse)

@@ -40,7 +40,8 @@ _OLD_HEADER = re.compile(_LEAD + rf"(?P<cols>(?:(?:{_OLD})\s*){{2,}})$", re.I)
 _OLD_COL = re.compile(_OLD, re.I)
 _ROW = re.compile(rf"^\s*(?:(?P<ts>{common.TS})\s+)?(?:(?P<agg>{common.AGG})(?:\s+\d+)?\s+)?"
                   r"(?P<vals>\S.*?)\s*$")
-_CELL = re.compile(r"^(?:[-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?|-?nan|-?inf)%?$", re.I)
+# A cell: "11.5", "6.7%" (perf 4.x-5.x) or, in a decimal-comma locale, "11,5" ("%*.1f").
+_CELL = re.compile(r"^(?:[-+]?(?:\d+(?:[.,]\d*)?|\.\d+)(?:[eE][-+]?\d+)?|-?nan|-?inf)%?$", re.I)
 
 
 def header_names(line: str) -> list[str] | None:
@@ -66,7 +67,7 @@ def _row(res: TmaResult, values: common.PerfValues, names: list[str], line: str,
     if len(cells) != len(names):
         raise TmaParseError(res.source, lineno, f"{len(cells)} values for {len(names)} columns "
                             f"({', '.join(names)}) in the header above: {line.strip()!r}")
-    ts = float(m.group("ts")) if m.group("ts") else None
+    ts = common.timestamp(m.group("ts"), res.source, lineno) if m.group("ts") else None
     for name, cell in zip(names, cells):
         val = common.number(cell.rstrip("%"), res.source, lineno, name)
         values.add(name, val, lineno, m.group("agg"), ts)

@@ -7,9 +7,9 @@ import re
 
 from analysis.tma.catalog import Catalog, is_ratio
 import analysis.tma.formats.toplev_common as toplev_common
-from analysis.tma.model import TmaParseError, TmaResult, TmaValue
+from analysis.tma.formats.numbers import parse_number
+from analysis.tma.model import TmaResult, TmaValue
 
-_NUMBER_TEXT = re.compile(r"([-+]?)(\d(?:[\d.,' \u00a0\u202f]*\d)?)(?:[eE]([-+]?\d+))?")
 _MISSING = ("", "nan", "-nan", "+nan", "-", "\u2013", "\u2014", "n/a")
 MPKI_UNIT = re.compile(r"^misses per 1[ ,.'\u00a0\u202f]?000 instructions$", re.I)
 MODEL_IN_TEXT = re.compile(r"\b(Neoverse[ _-]?[A-Z]\d+[A-Z]?)\b", re.I)
@@ -24,22 +24,11 @@ def number(text: str, source: str, lineno: int, what: str) -> float | None:
     """A value as any locale prints it: 16.48 / 16,48 / 1,234.5 / 1.234,5 / 1 234,5 /
     1'234.5. The last '.' or ',' is the decimal separator when it occurs once (topdown-tool
     prints two or three decimals, so "0,372" is 0.372); every other separator must group
-    thousands. "nan", "-" and an empty field are no value (None)."""
-    t = text.strip()
-    if t.lower() in _MISSING:
+    thousands (formats/numbers, the reader every format uses). "nan", "-" and an empty
+    field are no value (None)."""
+    if text.strip().lower() in _MISSING:
         return None
-    m = _NUMBER_TEXT.fullmatch(t)
-    if not m:
-        raise TmaParseError(source, lineno, f"{what}: value {t!r} is not a number")
-    sign, body, exp = m.groups()
-    marks = [c for c in body if c in ".,"]
-    dec = marks[-1] if marks and marks.count(marks[-1]) == 1 else None
-    int_part, _, frac = body.rpartition(dec) if dec else (body, "", "")
-    groups = re.split(r"[.,' \u00a0\u202f]", int_part)
-    if (not frac.isdigit() and dec) or not all(g.isdigit() for g in groups) or (
-            len(groups) > 1 and not (len(groups[0]) <= 3 and all(len(g) == 3 for g in groups[1:]))):
-        raise TmaParseError(source, lineno, f"{what}: value {t!r} is not a number")
-    return float(f"{sign}{''.join(groups)}" + (f".{frac}" if dec else "") + (f"e{exp}" if exp else ""))
+    return parse_number(text, source, lineno, what, noun="value ")
 
 
 def unit_text(unit: str) -> str:

@@ -6,7 +6,8 @@ import re
 from statistics import mean
 
 from analysis.tma.catalog import Catalog
-from analysis.tma.model import TmaParseError, TmaResult, TmaValue
+from analysis.tma.formats.numbers import parse_number
+from analysis.tma.model import TmaResult, TmaValue
 
 # "# 5.01-full-perf on Intel(R) Xeon(R) Platinum 8488C [spr/sapphire_rapids]"
 VERSION = re.compile(r"^#\s*(?P<ver>\d[\w.]*-(?:full|perf)[\w.-]*)\s+on\s+(?P<cpu>.+?)\s*$")
@@ -38,12 +39,10 @@ def take_version(res: TmaResult, line: str) -> bool:
 
 
 def number(text: str, source: str, lineno: int, what: str) -> float | None:
-    t = text.strip()
-    if t.lower() in ("nan", "-nan", ""):
-        return None
-    if not NUM.match(t):
-        raise TmaParseError(source, lineno, f"{what}: value {t!r} is not a number")
-    return float(t)
+    """A value toplev printed: Python's "{:.1f}" / "{:,.1f}" whatever the locale (pmu-tools
+    tl_uval.format_value), so '.' is the decimal mark and ',' groups thousands
+    ("13,273.4"); the one number reader (formats/numbers) reads it."""
+    return parse_number(text, source, lineno, what, decimal=".", noun="value ")
 
 
 def node_value(name: str, val: float | None, unit: str, lineno: int, catalog: Catalog) -> TmaValue:

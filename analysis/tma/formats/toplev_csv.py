@@ -4,7 +4,9 @@ Rows are
     [Timestamp,][CPUs,]Node,Value,Unit[ <],Description,Sample,Stddev,Multiplex,Bottleneck[,Idle]
 with or without a header (whose "Area" column really holds the node name). With
 stdout and stderr captured together, toplev's hint lines and its `# version` line come
-between the rows.
+between the rows. The separator is the one -x / --csv was given (',' ';' tab '|': toplev
+writes through Python's csv module with it); toplev's numbers are Python's ('.' decimals)
+whatever the locale, -I timestamps included.
 """
 from __future__ import annotations
 
@@ -13,7 +15,7 @@ import re
 
 from analysis.tma.catalog import Catalog, is_tree_name
 import analysis.tma.formats.toplev_common as common
-from analysis.tma.formats.format import Format
+from analysis.tma.formats.format import SEPARATORS, Format
 from analysis.tma.model import TmaParseError, TmaResult
 
 _UNIT = re.compile(r"^%(?: [A-Za-z_]+)?(?: [<?])?$")
@@ -23,13 +25,20 @@ _HEADER_KEYS = {"timestamp": "ts", "cpus": "cpu", "cpu": "cpu", "value": "value"
 _HEADER_FIRST = ("Timestamp", "CPUs", "CPU", "Area", "Node")
 
 
+def separator(lines: list[str]) -> str | None:
+    """The separator of a toplev CSV output (one of format.SEPARATORS), or None."""
+    for sep in SEPARATORS:
+        s = re.escape(sep)
+        for l in lines:
+            if re.match(rf"^(?:Timestamp{s})?(?:CPUs?{s})?(?:Area|Node){s}.*Value{s}Unit", l):
+                return sep
+            if re.search(rf"(?:^|{s})[A-Z][\w.]*{s}[-+\d.]+{s}%(?: [A-Za-z_]+)?(?: [<?])?{s}", l):
+                return sep
+    return None
+
+
 def detect(lines: list[str]) -> bool:
-    for l in lines:
-        if re.match(r"^(?:Timestamp,)?(?:CPUs?,)?(?:Area|Node),.*Value,Unit", l):
-            return True
-        if re.search(r"(?:^|,)[A-Z][\w.]*,[-+\d.]+,%(?: [A-Za-z_]+)?(?: [<?])?,", l):
-            return True
-    return False
+    return separator(lines) is not None
 
 
 def _header_map(row: list[str]) -> dict[str, int]:
@@ -98,6 +107,7 @@ def parse(text: str, source: str, catalog: Catalog) -> TmaResult:
     res = TmaResult(source=source, fmt="toplev-csv", catalog=catalog)
     header: dict[str, int] | None = None
     muxes: list[float] = []
+    sep = separator(text.splitlines()) or ","
     for lineno, line in enumerate(text.splitlines(), 1):
         if not line.strip():
             continue
@@ -105,7 +115,7 @@ def parse(text: str, source: str, catalog: Catalog) -> TmaResult:
             if not common.take_version(res, line):
                 res.notes.append(f"line {lineno}: {line.strip()}")
             continue
-        row = next(csv.reader([line]))
+        row = next(csv.reader([line], delimiter=sep))
         if not row or " " in row[0].strip() or len(row) == 1:
             # stderr hint lines interleaved with the rows ("Run toplev --describe ...").
             res.notes.append(f"line {lineno}: {line.strip()}")

@@ -44,11 +44,7 @@ def _marks(rest: str, source: str, lineno: int) -> tuple[bool, bool, float | Non
     mux = None
     m = re.search(r"\[\s*([\d.]+)\s*%\]", rest)
     if m:
-        try:
-            mux = float(m.group(1))
-        except ValueError:
-            raise TmaParseError(source, lineno, f"multiplexing share {m.group(1)!r} is not a "
-                                "number") from None
+        mux = common.number(m.group(1), source, lineno, "multiplexing share")
         rest = rest[:m.start()] + " " + rest[m.end():]
     bottleneck = "<==" in rest
     rest = rest.replace("<==", " ")
@@ -75,7 +71,8 @@ def _node(res: TmaResult, m: re.Match, lineno: int, catalog: Catalog) -> None:
     v.below_threshold, v.bottleneck, v.multiplex = _marks(m.group("rest"), res.source, lineno)
     v.scope = m.group("cpu")
     ts = m.group("ts")
-    v.interval = float(ts) if ts and ts != "SUMMARY" else None
+    if ts and ts != "SUMMARY":
+        v.interval = common.number(ts, res.source, lineno, "timestamp")
     res.values.append(v)
 
 
