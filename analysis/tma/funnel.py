@@ -12,6 +12,12 @@ pipeline utilization, Arm Neoverse top-down); results placed in different vendor
 models' trees are refused (IncompatibleTrees), and each catalogue names its "memory
 stalls" nodes, always shown. Arm's Stage-2 ratios (MPKI, miss ratios) are compared
 relatively, in their own unit, never in points.
+
+A file is one run and gives one value per node whatever it holds: with -I intervals,
+by default their mean weighted by each interval's length (or the interval asked for).
+Intervals of one run are not runs: they share the process, its caches and its placement,
+so treating them as independent would make the interval across runs far too narrow.
+Each value says which interval(s) it comes from (SideStats.intervals, the notes).
 """
 from __future__ import annotations
 
@@ -22,7 +28,8 @@ from typing import Any
 
 from analysis import stats
 from analysis.tma.catalog import Catalog, is_ratio
-from analysis.tma.model import TmaNode, TmaResult, domain_label
+from analysis.tma.model import (TIME_WEIGHTED, IntervalChoice, TmaNode, TmaResult, domain_label,
+                                span_text)
 from analysis.tma.funnel_doc import FunnelDoc
 from analysis.tma.slots import SlotView, slot_view
 
@@ -72,6 +79,7 @@ class SideStats:
     multiplex: float | None        # lowest share of time the counters ran (%), None = full
     slots: list[float] = field(default_factory=list)   # slot-normalised, per run
     excluded: list[str] = field(default_factory=list)  # implausible values left out
+    intervals: list[str] = field(default_factory=list)  # per value: the intervals it is of
 
     @property
     def n(self) -> int:
@@ -86,7 +94,7 @@ class SideStats:
                 "max": self.max, "mad": self.mad, "multiplex": self.multiplex,
                 "estimate": self.multiplex is not None and self.multiplex < 99.995,
                 "slots_values": self.slots, "slots_median": self.slots_median,
-                "excluded": self.excluded}
+                "excluded": self.excluded, "intervals": self.intervals}
 
 
 @dataclass
@@ -117,9 +125,12 @@ class FunnelRow:
         return None if b is None or c is None else c - b
 
 
-def _side(nodes: list[dict[str, TmaNode]], shares: list[dict[str, float]], name: str) -> SideStats:
-    vals, slots, muxes, excluded = [], [], [], []
-    for flat, sh in zip(nodes, shares):
+def _side(nodes: list[dict[str, TmaNode]], shares: list[dict[str, float]], name: str,
+          totals: list[int], how: str) -> SideStats:
+    """One node on one side; `totals` are the runs' numbers of intervals, `how` the mean
+    taken over them (analysis.tma.model.span_text)."""
+    vals, slots, muxes, excluded, ivs = [], [], [], [], []
+    for flat, sh, total in zip(nodes, shares, totals):
         node = flat.get(name)
         if node is None:
             continue
@@ -129,6 +140,7 @@ def _side(nodes: list[dict[str, TmaNode]], shares: list[dict[str, float]], name:
         if node.value is None:
             continue
         vals.append(node.value)
+        ivs.append(span_text(node.intervals, total, how))
         if name in sh:
             slots.append(sh[name])
         if node.multiplexed:
@@ -137,7 +149,7 @@ def _side(nodes: list[dict[str, TmaNode]], shares: list[dict[str, float]], name:
         return SideStats([], None, None, None, None, min(muxes) if muxes else None, [], excluded)
     med = median(vals)
     return SideStats(vals, med, min(vals), max(vals), median(abs(v - med) for v in vals),
-                     min(muxes) if muxes else None, slots, excluded)
+                     min(muxes) if muxes else None, slots, excluded, ivs)
 
 
 def _row(name: str, domain: str | None, level: int, b: SideStats, c: SideStats,
@@ -194,6 +206,7 @@ class Funnel:
     warnings: list[str]              # the parsers', each once (with the files it came from)
     notes: list[str] = field(default_factory=list)   # nodes not slot-normalised and why, scopes
     catalog: Catalog | None = None   # the tree the rows are nodes of (both sides share it)
+    interval: str = TIME_WEIGHTED    # which interval(s) of an -I file a value is of
 
     # ---------------------------------------------------------------- json
     def doc(self) -> FunnelDoc:
@@ -224,7 +237,7 @@ class Funnel:
                 "runs": {"base": len(self.base_sources), "cand": len(self.cand_sources)},
                 "method": self.method, "rows": [row(r) for r in self.rows],
                 "all_rows": [row(r) for r in self.all_rows],
-                "warnings": self.warnings, "notes": self.notes}
+                "warnings": self.warnings, "notes": self.notes, "interval": self.interval}
 
 
 def _scope_note(res: TmaResult) -> str:
@@ -279,10 +292,51 @@ def _selected(name: str, patterns: list[str], catalog: Catalog) -> bool:
     return False
 
 
+def _interval_notes(results: list[TmaResult], flats: list[dict[str, TmaNode]],
+                    keep: set[str], interval: IntervalChoice) -> list[str]:
+    """Which interval(s) each file's values are of (files with -I intervals only), and
+    the rows whose node a file measured in fewer of them."""
+    said = [f"{res.source}: {res.interval_text(interval)}" for res in results if res.timeline()]
+    if not said:
+        return []
+    notes = ["intervals (-I): each file is one run and gives one value per node, "
+             + ("its intervals' mean weighted by their length" if interval == TIME_WEIGHTED
+                else "the mean over its intervals" if interval == "mean" else
+                f"interval {interval}")
+             + " (intervals of one run are not independent runs); " + "; ".join(said)]
+    short: dict[tuple[str, int, int], list[str]] = {}
+    for res, flat in zip(results, flats):
+        total = len(res.timeline())
+        for name, node in flat.items():
+            if name in keep and node.intervals and 1 < total != len(node.intervals) \
+                    and interval in (TIME_WEIGHTED, "mean"):
+                short.setdefault((res.source, len(node.intervals), total), []).append(
+                    name.rsplit(".", 1)[-1])
+    notes += [f"{src}: {', '.join(leaves)} from {n} of its {total} intervals (not measured "
+              "in the others)" for (src, n, total), leaves in short.items()]
+    return notes
+
+
+def _keep(shown: list[FunnelRow], nodes: list[str] | None, catalog: Catalog) -> set[str]:
+    """The rows shown: those asked for, else the roots, the memory path and every node
+    that moved; with their ancestors, which keep the tree readable."""
+    if nodes:
+        keep = {r.name for r in shown if _selected(r.name, nodes, catalog)}
+    else:
+        memory = set(catalog.memory) | (set(MEMORY_PATH) if catalog.vendor == "intel" else set())
+        keep = {r.name for r in shown if r.name in catalog.roots or r.name in memory
+                or r.significant or r.notable}
+    present = {r.name for r in shown}
+    for name in list(keep):
+        parts = name.split(".")
+        keep |= {".".join(parts[:i]) for i in range(1, len(parts))} & present
+    return keep
+
+
 def compare(base: list[TmaResult], cand: list[TmaResult], *, depth: int = 4,
             nodes: list[str] | None = None, base_label: str = "baseline",
             cand_label: str = "candidate", scope: str | None = "auto",
-            method: str = "auto") -> Funnel:
+            method: str = "auto", interval: IntervalChoice = TIME_WEIGHTED) -> Funnel:
     """Compare TMA results of several baseline runs with several candidate runs.
 
     depth: deepest level shown (1 = L1 only). nodes: names/globs to show (dotted path,
@@ -290,6 +344,9 @@ def compare(base: list[TmaResult], cand: list[TmaResult], *, depth: int = 4,
     node that moved significantly. method: "auto" (default: Hodges-Lehmann / Mann-Whitney
     when it reaches 95%, else a Welch t-interval), "hl" (rank interval only, whatever
     coverage it reaches) or "bootstrap" (percentile bootstrap of the median difference).
+    interval: which interval(s) of an -I file give its one value per node
+    (TmaResult.collapse): "time" (default: their mean weighted by length), "mean",
+    "last", a 1-based interval number or a time in seconds.
     """
     if not base or not cand:
         raise ValueError("compare() needs at least one result per side")
@@ -299,35 +356,28 @@ def compare(base: list[TmaResult], cand: list[TmaResult], *, depth: int = 4,
         why = catalog.compatible(res.catalog)
         if why:
             raise IncompatibleTrees(f"cannot compare {base[0].source} with {res.source}: {why}")
-    bflat = [r.collapse(scope) for r in base]
-    cflat = [r.collapse(scope) for r in cand]
+    bflat = [r.collapse(scope, interval) for r in base]
+    cflat = [r.collapse(scope, interval) for r in cand]
     bview = [slot_view(f, catalog) for f in bflat]
     cview = [slot_view(f, catalog) for f in cflat]
     bsh, csh = [v.shares for v in bview], [v.shares for v in cview]
     names = sorted({n for f in bflat + cflat for n in f}, key=catalog.tree_order)
+    how = str(interval) if interval in (TIME_WEIGHTED, "mean") else "one"
+    btot, ctot = [len(r.timeline()) for r in base], [len(r.timeline()) for r in cand]
     rows = []
     for name in names:
         ref = next(f[name] for f in bflat + cflat if name in f)
         node = catalog.get(name)
-        rows.append(_row(name, ref.domain, ref.level, _side(bflat, bsh, name),
-                         _side(cflat, csh, name), method,
+        rows.append(_row(name, ref.domain, ref.level, _side(bflat, bsh, name, btot, how),
+                         _side(cflat, csh, name, ctot, how), method,
                          node.area.partition(":")[2] if node is not None and node.stage2 else ""))
     shown = [r for r in rows if r.level <= depth]
-    if nodes:
-        keep = {r.name for r in shown if _selected(r.name, nodes, catalog)}
-    else:
-        memory = set(catalog.memory) | (set(MEMORY_PATH) if catalog.vendor == "intel" else set())
-        keep = {r.name for r in shown if r.name in catalog.roots or r.name in memory
-                or r.significant or r.notable}
-    # Ancestors keep the tree readable.
-    present = {r.name for r in shown}
-    for name in list(keep):
-        parts = name.split(".")
-        keep |= {".".join(parts[:i]) for i in range(1, len(parts))} & present
+    keep = _keep(shown, nodes, catalog)
     selected = [r for r in shown if r.name in keep]
     warnings = _once([(res.source, w) for res in base + cand for w in res.warnings])
-    notes = _once([(res.source, msg) for res, v in zip(base + cand, bview + cview)
-                   for msg in _skipped(v, keep)])
+    notes = _interval_notes(base + cand, bflat + cflat, keep, interval)
+    notes += _once([(res.source, msg) for res, v in zip(base + cand, bview + cview)
+                    for msg in _skipped(v, keep)])
     notes += _once([(res.source, n) for res in base + cand
                     if scope == "auto" and (n := _scope_note(res))])
     nb, nc = len(base), len(cand)
@@ -336,4 +386,4 @@ def compare(base: list[TmaResult], cand: list[TmaResult], *, depth: int = 4,
     else:
         meth = f"none (needs {MIN_RUNS} runs per side, has {nb} and {nc})"
     return Funnel(selected, rows, base_label, cand_label, [r.source for r in base],
-                  [r.source for r in cand], meth, warnings, notes, catalog)
+                  [r.source for r in cand], meth, warnings, notes, catalog, str(interval))

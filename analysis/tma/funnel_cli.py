@@ -9,6 +9,7 @@ from pathlib import Path
 from analysis.command_end import UserError, end_command
 from analysis.report import funnel_md
 from analysis.tma.catalog import models
+from analysis.tma.cli import INTERVAL_HELP, interval_choice
 from analysis.tma.funnel import IncompatibleTrees, compare
 from analysis.tma.formats import FORMATS, parse_file
 from analysis.tma.model import TmaParseError
@@ -23,7 +24,9 @@ EPILOG = """examples:
 Inputs: toplev human or -x, CSV output, perf stat standard / -x, / -j output with
 Intel tma_*, AMD Zen PipelineL1/L2 or Arm TopdownL1 metrics, Arm topdown-tool output
 (format auto-detected; --input-format to force; the CPU model's tree from the output, or
---catalog). Each file is one run. With at least 2 runs per side every row gets a
+--catalog), in any locale. Each file is one run and gives one value per node: from an
+interval-mode (-I) output the mean of its intervals weighted by their length, or the one
+--interval picks (a note under the table names the intervals of each file). With at least 2 runs per side every row gets a
 confidence interval of the change (percentage points, pp; a ratio such as MPKI in its
 own unit) and a verdict: 2 a side give a Welch t-interval (wide: it holds its 95% but
 needs a large move to exclude 0), 3 or more the rank interval where it reaches 95%; with
@@ -52,6 +55,7 @@ def parser() -> argparse.ArgumentParser:
     ap.add_argument("--catalog", choices=models(),
                     help="CPU model whose tree places the names (default: the model the output "
                          "names, else the one whose names it prints)")
+    ap.add_argument("--interval", default="time", help=INTERVAL_HELP)
     ap.add_argument("--method", choices=("auto", "hl", "bootstrap"), default="auto",
                     help="CI method: auto (default) = Hodges-Lehmann/Mann-Whitney when it reaches "
                          "95%%, else Welch t; hl = rank interval only (3 vs 3 runs reach 90%%); "
@@ -77,7 +81,8 @@ def _funnel(args: argparse.Namespace) -> int:
         funnel = compare(base, cand, depth=args.depth,
                          nodes=[n.strip() for n in args.nodes.split(",")] if args.nodes else None,
                          base_label=labels[0].strip(), cand_label=labels[1].strip(),
-                         scope=scope, method=args.method)
+                         scope=scope, method=args.method,
+                         interval=interval_choice(args.interval))
     except KeyError as e:            # an unknown scope or node: its message says which
         raise UserError(e.args[0]) from None
     data = funnel.to_json()

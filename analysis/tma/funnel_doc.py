@@ -27,6 +27,7 @@ class FunnelSide:
     slots_values: list[float] = field(default_factory=list)
     slots_median: float | None = None
     excluded: list[str] = field(default_factory=list)    # implausible values left out
+    intervals: list[str] = field(default_factory=list)   # per value: its run's intervals
 
 
 @dataclass
@@ -84,6 +85,8 @@ class FunnelDoc:
     all_rows: list[FunnelRowDoc] = field(default_factory=list)   # every node compared
     warnings: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    interval: str = "mean"           # which interval(s) of an -I file a value is of (absent
+                                     # from results.json before it was said: the plain mean)
 
     @classmethod
     def from_json(cls, d: dict[str, Any]) -> "FunnelDoc":

@@ -5,12 +5,17 @@ list of `TmaValue`, one per node x CPU scope x interval, which collapses into on
 `TmaNode` per node (or a tree of them) keyed by toplev's dotted names. Which node sits
 where comes from the result's catalogue (analysis.tma.catalog). This module holds the
 values, the errors every parser raises and the plausibility check; it imports no parser.
+
+Intervals (perf stat -I, toplev -I): every value keeps the end time its tool printed
+(seconds since counting started); `TmaResult.timeline()` gives each interval its start
+(where the one before it ended) and end, and `collapse` gives one value per node from the
+interval(s) asked for: the mean over the intervals, plain or weighted by their length.
 """
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from statistics import mean
+from statistics import mean, median
 
 from analysis.tma.catalog import Catalog, default, is_ratio
 
@@ -20,6 +25,8 @@ from analysis.tma.catalog import Catalog, default, is_ratio
 PLAUSIBLE_RANGE = (-10.0, 110.0)
 # Tools print the share of time a counter ran with two decimals: 99.995 and up is 100 %.
 FULL_TIME = 99.995
+# How collapse() makes one value of several intervals (docs/tma.md, "Intervals").
+TIME_WEIGHTED, PLAIN_MEAN, LAST = "time", "mean", "last"
 
 
 class TmaParseError(Exception):
@@ -59,6 +66,56 @@ def value_text(value: float | None, domain: str | None) -> str:
     return f"{value:.3g}" if is_ratio(domain) else f"{value:.1f}%"
 
 
+@dataclass(frozen=True)
+class Interval:
+    """One -I interval of a run. perf and toplev print its end, in seconds since
+    counting started; it starts where the interval before it ended, the first at 0.
+    When a file does not begin with the run's first interval (a pasted excerpt), the
+    first one's start is its end less the usual interval length, and says so."""
+    index: int                  # 1-based, in time order
+    start: float                # s since counting started
+    end: float                  # s since counting started: what the tool printed
+    start_inferred: bool = False
+
+    @property
+    def seconds(self) -> float:
+        return self.end - self.start
+
+    def text(self) -> str:
+        return f"{self.start:.2f}–{self.end:.2f} s"
+
+
+def timeline(ends: list[float]) -> list[Interval]:
+    """The intervals whose end times a tool printed, in time order, with their starts."""
+    ends = sorted(set(ends))
+    if not ends:
+        return []
+    gaps = [b - a for a, b in zip(ends, ends[1:])]
+    usual = median(gaps) if gaps else ends[0]
+    # perf's first interval runs from 0; a copy that starts later was cut from a longer run.
+    cut = bool(gaps) and ends[0] > 1.5 * usual
+    starts = [ends[0] - usual if cut else 0.0] + ends[:-1]
+    return [Interval(i, st, en, start_inferred=cut and i == 1)
+            for i, (st, en) in enumerate(zip(starts, ends), 1)]
+
+
+def span_text(used: list[Interval], total: int, how: str = TIME_WEIGHTED) -> str:
+    """Which interval(s) a value comes from, in words: "time-weighted mean of 6
+    intervals, 0.00–5.70 s", "interval 3 of 6, 2.01–3.01 s", "whole run"."""
+    if not used:
+        return "whole run"
+    if len(used) == 1:
+        return f"interval {used[0].index} of {total}, {used[0].text()}"
+    lead = "time-weighted mean" if how == TIME_WEIGHTED else "mean"
+    count = f"{len(used)} of {total}" if len(used) < total else str(len(used))
+    return f"{lead} of {count} intervals, {used[0].start:.2f}–{used[-1].end:.2f} s"
+
+
+# What collapse() takes for `interval`: "time", "mean", "last", a 1-based interval number,
+# a time in seconds, or an Interval (None: the whole-run values).
+IntervalChoice = str | int | float | Interval | None
+
+
 @dataclass
 class TmaValue:
     """One measured node value (percent) in one CPU scope and one interval."""
@@ -78,6 +135,7 @@ class TmaValue:
     line: int = 0                  # 1-based line in the source
     implausible: str | None = None # why the value cannot be right, if it cannot
     derived: str | None = None     # how a value the tool did not print was computed
+    start: float | None = None     # the interval's start (s; TmaResult.timeline), if any
 
     @property
     def multiplexed(self) -> bool:
@@ -98,6 +156,7 @@ class TmaNode:
     derived: str | None = None     # "sum of its children" when the tool printed no value
     samples: int = 1               # how many values were averaged (intervals/CPUs)
     children: list["TmaNode"] = field(default_factory=list)
+    intervals: list[Interval] = field(default_factory=list)  # its value's; [] = whole run
 
     @property
     def leaf(self) -> str:
@@ -108,13 +167,19 @@ class TmaNode:
         return self.multiplex is not None and self.multiplex < FULL_TIME
 
 
-def _merge(name: str, vs: list[TmaValue]) -> TmaNode:
-    """One node from the values of several CPUs or intervals: the mean of the usable ones."""
+def _merge(name: str, vs: list[TmaValue], spans: dict[float, Interval], how: str) -> TmaNode:
+    """One node from the values of several CPUs or intervals: the mean of the usable ones,
+    each interval's weighted by its length when `how` is TIME_WEIGHTED."""
     usable = [v for v in vs if v.value is not None and not v.implausible]
     muxes = [v.multiplex for v in vs if v.multiplex is not None]
+    weights = [spans[v.interval].seconds if how == TIME_WEIGHTED and v.interval in spans
+               else 1.0 for v in usable]
+    if usable and sum(weights) <= 0:
+        weights = [1.0] * len(usable)
     return TmaNode(
         name=name,
-        value=mean(v.value for v in usable) if usable else None,
+        value=(sum(w * v.value for w, v in zip(weights, usable)) / sum(weights)
+               if usable else None),
         domain=vs[0].domain,
         level=vs[0].level or name.count(".") + 1,
         multiplex=mean(muxes) if muxes else None,
@@ -124,6 +189,8 @@ def _merge(name: str, vs: list[TmaValue]) -> TmaNode:
         implausible="; ".join(sorted({v.implausible for v in vs if v.implausible})) or None,
         derived=next((v.derived for v in vs if v.derived), None),
         samples=len(usable),
+        intervals=sorted({spans[v.interval] for v in usable if v.interval in spans},
+                         key=lambda i: i.index),
     )
 
 
@@ -168,7 +235,60 @@ class TmaResult:
             return "cpu_core"
         return "mean"
 
-    def _select(self, scope: str | None, interval: float | str | None) -> list[TmaValue]:
+    def timeline(self) -> list[Interval]:
+        """The intervals the values were printed for (-I), in time order; [] for one
+        value per node for the whole run."""
+        return timeline([v.interval for v in self.values if v.interval is not None])
+
+    def set_starts(self) -> None:
+        """Give every interval value its interval's start (parse_output calls this)."""
+        spans = {i.end: i for i in self.timeline()}
+        for v in self.values:
+            v.start = spans[v.interval].start if v.interval in spans else None
+
+    def pick_interval(self, choice: IntervalChoice) -> Interval | None:
+        """One interval: "last", a 1-based index (int), the one holding a time in
+        seconds (float: start < t <= end), or an Interval; None when the result has no
+        intervals and "last" is asked for. KeyError names what exists."""
+        line = self.timeline()
+        if isinstance(choice, Interval) or (choice == LAST and not line):
+            return choice if isinstance(choice, Interval) else None
+        if choice == LAST:
+            return line[-1]
+        if not line:
+            raise KeyError(f"{self.source}: no intervals (one value per node for the whole "
+                           "run), so no interval can be picked")
+        if isinstance(choice, int) and not isinstance(choice, bool):
+            if 1 <= choice <= len(line):
+                return line[choice - 1]
+            raise KeyError(f"{self.source}: no interval {choice}; it has {len(line)} "
+                           f"(1–{len(line)}, {line[0].start:.2f}–{line[-1].end:.2f} s)")
+        if isinstance(choice, float):
+            hit = next((i for i in line if i.start < choice <= i.end), None)
+            if hit is not None:
+                return hit
+            raise KeyError(f"{self.source}: no interval holds {choice:g} s; its {len(line)} "
+                           f"intervals cover {line[0].start:.2f}–{line[-1].end:.2f} s")
+        raise KeyError(f"interval {choice!r}: expected {TIME_WEIGHTED!r}, {PLAIN_MEAN!r}, "
+                       f"{LAST!r}, an interval number or a time in seconds")
+
+    def interval_text(self, interval: IntervalChoice = TIME_WEIGHTED) -> str:
+        """Which interval(s) collapse(interval=...) takes its values from, in words."""
+        line = self.timeline()
+        if not line:
+            return "whole run (no intervals)"
+        if interval in (TIME_WEIGHTED, PLAIN_MEAN):
+            if any(v.interval is None and v.in_tree for v in self.values):
+                return f"the tool's SUMMARY rows (whole run; {len(line)} intervals also printed)"
+            text = span_text(line, len(line), str(interval))
+        else:
+            picked = self.pick_interval(interval)
+            text = span_text([picked] if picked else [], len(line))
+        if line[0].start_inferred:
+            text += " (the file begins mid-run: the first interval's start is inferred)"
+        return text
+
+    def _select(self, scope: str | None, interval: IntervalChoice) -> list[TmaValue]:
         """The tree values of one scope ("mean" = all) and one interval choice."""
         vals = [v for v in self.values if v.in_tree]
         if scope != "mean":
@@ -177,30 +297,35 @@ class TmaResult:
                 raise KeyError(f"{self.source}: no values for CPU scope {scope!r}; "
                                f"scopes present: {', '.join(str(s) for s in self.scopes())}")
         ivs = {v.interval for v in vals}
-        if interval == "mean":
+        if interval in (TIME_WEIGHTED, PLAIN_MEAN):
             # toplev's SUMMARY rows (interval None) already summarise the intervals.
             return [v for v in vals if v.interval is None] if None in ivs and len(ivs) > 1 else vals
-        if interval == "last":
-            interval = max((t for t in ivs if t is not None), default=None)
-        return [v for v in vals if v.interval == interval]
+        picked = None if interval is None else self.pick_interval(interval)
+        return [v for v in vals if v.interval == (picked.end if picked else None)]
 
-    def collapse(self, scope: str | None = "auto", interval: float | str | None = "mean"
+    def collapse(self, scope: str | None = "auto", interval: IntervalChoice = PLAIN_MEAN
                  ) -> dict[str, TmaNode]:
         """One value per tree node.
 
         scope: "auto" (global if present, the only scope, cpu_core on hybrids, else the
         mean over CPUs), None (global only), "mean" (mean over all scopes) or a scope name.
-        interval: "mean" (summary rows if present, else mean over intervals), "last", or
-        an interval timestamp.
+        interval: "mean" (the default, as ever: summary rows if present, else the plain
+        mean over intervals), "time" (the same weighted by each interval's length, what
+        the funnel and `stallscope tma` use: a short last interval counts for its
+        length), "last", an interval number (1-based), a time in seconds (the interval
+        holding it) or an Interval. Each node says which intervals its value covers
+        (TmaNode.intervals).
         """
         if scope == "auto":
             scope = self.default_scope()
         groups: dict[str, list[TmaValue]] = {}
         for v in self._select(scope, interval):
             groups.setdefault(v.name, []).append(v)
-        return {name: _merge(name, vs) for name, vs in groups.items()}
+        spans = {i.end: i for i in self.timeline()}
+        how = str(interval) if interval in (TIME_WEIGHTED, PLAIN_MEAN) else LAST
+        return {name: _merge(name, vs, spans, how) for name, vs in groups.items()}
 
-    def tree(self, scope: str | None = "auto", interval: float | str | None = "mean"
+    def tree(self, scope: str | None = "auto", interval: IntervalChoice = PLAIN_MEAN
              ) -> list[TmaNode]:
         """The collapsed values as a tree (roots = L1 nodes, in toplev order)."""
         flat = self.collapse(scope, interval)

@@ -106,8 +106,8 @@ def _place_legacy(result: TmaResult) -> None:
 
 
 def _check(result: TmaResult) -> TmaResult:
-    """What every format shares: older names placed, plausibility flags and
-    unknown-name warnings."""
+    """What every format shares: older names placed, plausibility flags, unknown-name
+    warnings and each interval value's start."""
     _place_legacy(result)
     for v in result.values:
         if (stale := check_stale(v)) and not v.implausible:
@@ -121,6 +121,7 @@ def _check(result: TmaResult) -> TmaResult:
     if unknown:
         result.warnings.append(
             "names not in the TMA catalogue (kept, not placed in the tree): " + ", ".join(unknown))
+    result.set_starts()
     return result
 
 
