@@ -208,3 +208,15 @@ def test_toplev_csv_with_a_semicolon(tmp_path):
     assert got.fmt == "toplev-csv"
     assert [(v.name, v.value, v.scope, v.below_threshold) for v in got.values] == \
         [(v.name, v.value, v.scope, v.below_threshold) for v in want.values]
+
+
+def test_toplev_groups_large_values_with_commas_in_every_locale():
+    # toplev prints a value over 1000 as Python's "{:16,.1f}" (pmu-tools tl_uval.format_value):
+    # the implausible Bad_Speculation of pmu-tools#369 (its CSV prints 13273.4) reads back
+    from analysis.tma.formats import toplev_common
+    res = parse_file(FIXTURES / "tma" / "toplev" / "toplev_skl6700k_l1_core_C0_csv_issue369.csv")
+    raw = [v for v in res.values if v.name == "Bad_Speculation"][0].value
+    assert f"{raw:16,.1f}".strip() == "13,273.4"
+    assert toplev_common.number(f"{raw:16,.1f}", "f", 3, "Bad_Speculation") == raw
+    with pytest.raises(TmaParseError, match=r"f:3: Bad_Speculation: value '13,2' is not a number"):
+        toplev_common.number("13,2", "f", 3, "Bad_Speculation")
