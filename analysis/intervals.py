@@ -2,8 +2,9 @@
 confidence interval and the p-value of "no change" that belongs to that interval (its
 interval at level 1 - p just reaches 0), with the sentence that names it in a report.
 
-docs/statistics.md explains when each is used: the rank intervals (exact at any n) by
-default, Welch / paired t when too few reps let no rank interval reach the asked
+docs/statistics.md explains when each is used: the rank intervals (exact at any n for a
+pure shift, or symmetric pair differences) by default, Welch / paired t when too few reps
+let no rank interval reach the asked
 confidence, the bootstrap on request, Stein's two-stage interval for runs that added reps
 until they were precise enough.
 """

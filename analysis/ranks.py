@@ -2,8 +2,10 @@
 signed-rank statistics, the Hodges-Lehmann estimators, and the distribution-free
 intervals those distributions give (docs/statistics.md).
 
-Coverage is exact at any n (normal approximation only past m*n = 2500 or 60 pairs), which
-is why analysis.stats prefers these intervals for the few, skewed reps of a benchmark.
+Coverage is exact at any n (normal approximation only past m*n = 2500 or 60 pairs) under
+what each assumes: a pure shift between the sides (Mann-Whitney), pair differences
+symmetric about their centre (signed-rank); no normality, which is why analysis.stats
+prefers these intervals for the few, skewed reps of a benchmark.
 """
 from __future__ import annotations
 

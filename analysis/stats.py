@@ -10,14 +10,16 @@ the interval's method (analysis/intervals.py, `METHODS`: the Hodges-Lehmann shif
 Mann-Whitney interval, and so on), so it always lies inside its own interval.
 
 Every verdict that says "no change" or "unstable" also says how large a change the run
-could have seen (`detectable_size`: 95% confidence, 80% power, from the run's own spread),
+could have seen (`detectable_size`: at its confidence, 80% power, for the method that
+decides, from the run's own spread; analysis/power.py),
 and every change carries the p-value of its own method, which a false-discovery-rate
 correction across many rows ranks.
 
 Why the rank methods by default: benchmark reps are few (3-10) and not normal (one noisy
-neighbour makes a long tail); their coverage is exact at any n. With 3 reps per side (or
-fewer than 6 pairs) no rank interval reaches 95%, so `method="auto"` falls back to the
-t-interval and says so in `Change.method`.
+neighbour makes a long tail); their coverage is exact at any n for a pure shift (or
+symmetric pair differences), without normality. With 3 reps per side (or fewer than 6
+pairs) no rank interval reaches 95%, so `method="auto"` falls back to the t-interval and
+says so in `Change.method`.
 
 Relative changes are ratios on the log scale: the same method on log(values) estimates
 log(cand / base) with its interval, and exp(.) - 1 turns both into fractions, so a relative

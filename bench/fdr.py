@@ -34,6 +34,7 @@ import numpy as np
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from analysis import stats  # noqa: E402
 from analysis.compare import profile_reps, profiles as profiles_mod  # noqa: E402
 from analysis.compare.options import CompareOptions  # noqa: E402
 from analysis.compare.results import ProfileSection  # noqa: E402
@@ -41,7 +42,7 @@ from analysis.inputs.rundir import RunDir, load_run  # noqa: E402
 
 RUN = REPO / "tests" / "data" / "runs" / "mset-aa-default"
 PER_SIDE = 3
-CALLED = ("improvement", "regression")
+CALLED = stats.DECIDED      # a minor change is a decided one too
 
 
 @dataclass
@@ -95,7 +96,8 @@ def _split(a: list[profile_reps.ProfileRep], b: list[profile_reps.ProfileRep], c
         if controlled:
             yield
         else:
-            with mock.patch.object(profiles_mod, "function_fdr", lambda sec, opts: None):
+            with mock.patch.object(profiles_mod, "function_fdr",
+                                   lambda sec, opts, candidates=(): None):
                 yield
 
 

@@ -13,7 +13,11 @@ Each simulated comparison draws both sides from one recorded pool of per-window 
 (log ops/s of the same binary: tests/data/runs/noise-*, recorded on this 2-core VM), so the
 true change is 0 and an interval "holds" when it contains 0 (for `ranges`: when it calls no
 change). Two ways of drawing: `iid` (any 4 windows of the pool) and `in order` (4 windows in
-a row, given to the sides A B A B as interleaved runs are: drift stays in the draw).
+a row, given to the sides A B A B as interleaved runs are: drift stays in the draw); and
+`cand spread x3`, the candidate's deviations from the pool's median tripled (the sides'
+spreads differ, Welch's harder case; the true change is still 0). Share pools: a function's
+% of samples in each of the 16 profile reps of the recorded A/A run (values that are shares,
+as TMA nodes are; repeated TMA outputs of one workload are not recorded here).
 
   .venv/bin/python bench/small_n.py
   .venv/bin/python bench/small_n.py --draws 50000 --n 3
@@ -55,9 +59,37 @@ def recorded_pools(runs_dir: Path = REPO / "tests" / "data" / "runs") -> list[Po
     return pools
 
 
-def draws(pool: np.ndarray, n: int, count: int, in_order: bool, rng: np.random.Generator
-          ) -> tuple[np.ndarray, np.ndarray]:
-    """(count x n base values, count x n cand values) from one pool."""
+def share_pools(run_dir: Path = REPO / "tests" / "data" / "runs" / "mset-aa-default",
+                top: int = 4) -> list[Pool]:
+    """Shares (% of a profile rep's samples) of the run's `top` biggest functions, one pool
+    per function over all 16 profile reps of the recorded A/A run: values that are shares,
+    as the funnel's TMA nodes are (repeated TMA outputs of one workload are not recorded)."""
+    from analysis.compare import profile_reps
+    from analysis.profile.stacks import function_costs
+    run = load_run(run_dir)
+    reps = [r for reps in profile_reps.load(run, tuple(run.manifest.variants)).values()
+            for r in reps]
+    costs = [function_costs(r.stacks) for r in reps]
+    names = sorted(costs[0], key=lambda k: -costs[0][k].flat_share)[:top]
+    return [Pool(f"mset-aa-default share:{n}",
+                 np.array([c[n].flat_share if n in c else 0.0 for c in costs]))
+            for n in names]
+
+
+def draws(pool: np.ndarray, n: int, count: int, in_order: bool, rng: np.random.Generator,
+          spread: float = 1.0) -> tuple[np.ndarray, np.ndarray]:
+    """(count x n base values, count x n cand values) from one pool; `spread`: the cand's
+    deviations from the pool's median scaled by it (unequal spreads, the true change still
+    0: Welch's hard case, where the sides disagree on their noise)."""
+    b, c = _draws(pool, n, count, in_order, rng)
+    if spread != 1.0:
+        mid = float(np.median(pool))
+        c = mid + spread * (c - mid)
+    return b, c
+
+
+def _draws(pool: np.ndarray, n: int, count: int, in_order: bool, rng: np.random.Generator
+           ) -> tuple[np.ndarray, np.ndarray]:
     if not in_order:
         x = rng.choice(pool, size=(count, 2 * n), replace=True)
         return x[:, :n], x[:, n:]
@@ -82,16 +114,22 @@ def holds(b: np.ndarray, c: np.ndarray, confidence: float = 0.95) -> dict[str, n
             "_half": q * se}
 
 
-def simulate(pools: list[Pool], n: int, count: int, seed: int = 1
+MODES = ("iid", "in order", "iid, cand spread x3")
+
+
+def simulate(pools: list[Pool], n: int, count: int, seed: int = 1, modes: tuple[str, ...] = MODES
              ) -> list[tuple[str, str, dict[str, float], float]]:
     """(pool, draw mode, share holding per rule, median Welch half-width in %) per row."""
     rng = np.random.default_rng(seed)
     out = []
     for pool in pools:
-        for mode in ("iid", "in order"):
-            h = holds(*draws(pool.values, n, count, mode == "in order", rng))
+        for mode in modes:
+            spread = 3.0 if "spread" in mode else 1.0
+            h = holds(*draws(pool.values, n, count, mode == "in order", rng, spread))
+            half = float(np.median(h["_half"]))
+            # log throughput: the half-width as a ratio, in %; shares: in pp already
             out.append((pool.name, mode, {r: float(h[r].mean()) for r in RULES},
-                        float(np.expm1(np.median(h["_half"])) * 100)))
+                        half if "share:" in pool.name else float(np.expm1(half) * 100)))
     return out
 
 
@@ -101,12 +139,14 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--draws", type=int, default=20000, help="comparisons per pool and mode")
     a = ap.parse_args(argv)
     rows = simulate(recorded_pools(), a.n, a.draws)
+    rows += simulate(share_pools(), a.n, a.draws, modes=("iid", "iid, cand spread x3"))
     print(f"Figure 8: intervals from {a.n} runs a side, {a.draws:,} A/A comparisons per row "
           f"(share that holds the true change 0; target 95%)")
-    print(f"{'pool (recorded windows)':42} {'draw':9} {'welch':>7} {'normal':>7} {'ranges':>7} "
-          f"{'welch ± (median)':>17}")
+    print(f"{'pool (recorded windows, or shares)':44} {'draw':20} {'welch':>7} {'normal':>7} "
+          f"{'ranges':>7} {'welch ± (median)':>17}")
     for name, mode, share, half in rows:
-        print(f"{name:42} {mode:9} " + " ".join(f"{share[r]:7.1%}" for r in RULES) + f" {half:16.1f}%")
+        print(f"{name:44} {mode:20} " + " ".join(f"{share[r]:7.1%}" for r in RULES)
+              + f" {half:15.1f}{' pp' if 'share:' in name else '%'}")
     worst = min(s["welch"] for _, _, s, _ in rows)
     print(f"worst welch: {worst:.1%}; normal at most {max(s['normal'] for _, _, s, _ in rows):.1%}; "
           f"ranges at most {max(s['ranges'] for _, _, s, _ in rows):.1%}")

@@ -245,7 +245,9 @@ def test_results_json_has_a_row_per_point_with_change_interval_and_lookup(sweep)
         assert m["base"]["median"] > 100 and m["cand"]["median"] > 100   # ops/s
         c = m["change"]
         assert c["rel_ci_low"] <= c["rel"] <= c["rel_ci_high"]
-        assert c["verdict"] in ("improvement", "regression", "no change", "unstable")
+        # 2 paired reps: the interval over window pairs is shown but decides nothing (2-3x
+        # too narrow without the rep-to-rep variation; issue 26 item 6)
+        assert c["verdict"] == "insufficient data" and "over window pairs" in c["reason"]
         lk = p["lookup"]
         assert lk["command"] == "MSET" and lk["function"] == _expected_lookup(sweep["report"] / p["report"])
         assert lk["base"]["median"] > 0 and lk["cand"]["median"] > 0      # ns per MSET

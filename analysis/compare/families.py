@@ -47,11 +47,13 @@ def _function_members(rows: list[FunctionRow]) -> list[Member]:
     return out
 
 
-def _metric_member(row: MetricRow, paired: bool = False) -> Member:
+def _metric_member(row: MetricRow, paired: bool = False, pilot: int | None = None,
+                   name: str = "") -> Member:
     def again(o: CompareOptions) -> ChangeOut:
         return ChangeOut.of(o.relative(row.base.values, row.cand.values,
-                                       higher_is_better=row.higher_is_better, paired=paired), row.unit)
-    return Member(f"{row.test} {row.metric}", row.change, again, _setter([row], "change"))
+                                       higher_is_better=row.higher_is_better, paired=paired,
+                                       pilot=pilot), row.unit)
+    return Member(name or f"{row.test} {row.metric}", row.change, again, _setter([row], "change"))
 
 
 def _display_members(rows: list[FunctionRow]) -> list[Member]:
@@ -78,8 +80,11 @@ def _display_members(rows: list[FunctionRow]) -> list[Member]:
     return out
 
 
-def function_fdr(sec: ProfileSection, opts: CompareOptions) -> FdrFamily | None:
-    rows = sec.focus + sec.focus_other_view + sec.movers
+def function_fdr(sec: ProfileSection, opts: CompareOptions,
+                 candidates: list[FunctionRow] = ()) -> FdrFamily | None:
+    """`candidates`: every function the movers are picked from (after this), judged in the
+    same family as the focus rows."""
+    rows = sec.focus + sec.focus_other_view + list(candidates) + sec.movers
     members = _function_members(rows)
     for t in sec.threads:
         members.append(Member(
@@ -94,3 +99,12 @@ def function_fdr(sec: ProfileSection, opts: CompareOptions) -> FdrFamily | None:
 def metric_fdr(rows: list[MetricRow], opts: CompareOptions) -> FdrFamily | None:
     """The load generator's throughput and latency rows of a run of separate reps."""
     return control("throughput and latency", [_metric_member(r) for r in rows], opts)
+
+
+def sweep_fdr(rows: list[tuple[str, MetricRow, bool, int | None]], opts: CompareOptions
+              ) -> FdrFamily | None:
+    """A sweep's (or an experiment part's) headline rows, one per point: (point id, row,
+    paired, pilot). "An improvement from X on" reads across points, so the points' verdicts
+    are judged together (each alone at 95% gives a false one per twenty null points)."""
+    return control("point", [_metric_member(r, paired, pilot, pid) for pid, r, paired, pilot in rows],
+                   opts)

@@ -20,9 +20,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from analysis.compare.options import MIN_SAMPLES, MIN_SHARE
+from analysis.stats import DECIDED
 from analysis.compare.results import ChangeOut, Judgement, Side
 
-_MOVE = ("improvement", "regression")
+_MOVE = DECIDED        # a decided move, at or under its line
 
 
 @dataclass
@@ -65,7 +66,7 @@ def _dilution(share: str, per_op: str, total: ChangeOut | None = None) -> str:
     unstable side says nothing either way). A cost per op that moved while the share did
     not means the whole profile's cost per op moved alike: `total` (the view's all-samples
     CPU time per operation) shows by how much."""
-    up = {"regression": "up", "improvement": "down"}
+    up = {v: "up" if v.endswith("regression") else "down" for v in _MOVE}
     if share in _MOVE and per_op == "no change":
         return f"share {up[share]} by dilution, cost per op unchanged"
     if share in ("no change", "unstable") and per_op in _MOVE:
@@ -74,7 +75,7 @@ def _dilution(share: str, per_op: str, total: ChangeOut | None = None) -> str:
             alike = (f"the whole profile's CPU time per operation moved {total.rel:+.0%} "
                      f"[{total.rel_ci_low:+.0%}, {total.rel_ci_high:+.0%}] alike")
         return f"share {'unchanged' if share == 'no change' else 'too noisy to say'}, cost per op {up[per_op]}: {alike}"
-    if share in _MOVE and per_op in _MOVE and share != per_op:
+    if share in _MOVE and per_op in _MOVE and up[share] != up[per_op]:
         return f"share {up[share]} by dilution, cost per op {up[per_op]}"
     return ""
 

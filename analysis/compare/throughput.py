@@ -8,6 +8,8 @@ over reps, each its pairs' geometric means (pair_clusters.py says why).
 """
 from __future__ import annotations
 
+import dataclasses
+
 import math
 from pathlib import Path
 
@@ -42,18 +44,46 @@ def bench_rows(rep_dir: Path, command: list[str] | None = None) -> list[RepThrou
     return [row]
 
 
+def blocks(run: RunDir, base: str, cand: str, b: Values, c: Values
+           ) -> tuple[Values, Values, list[int]]:
+    """The reps of separate-rep runs as pairs by block: the i-th throughput rep scheduled for
+    each variant (failed ones included) is block i, one A/B block of the interleaving; a
+    --precision run replaces a failed rep with a whole new block at the end. Pairing the
+    k-th *measured* values instead let one failure shift every later pair by a block.
+    Returns (base, cand) of the complete blocks in block order, and the incomplete blocks
+    (1-based) left out."""
+    index: dict[tuple[str, int], int] = {}
+    count = {base: 0, cand: 0}
+    for rep in run.manifest.schedule:
+        if rep.kind == "throughput" and rep.variant in count:
+            count[rep.variant] += 1
+            index[(rep.variant, rep.rep)] = count[rep.variant]
+    by = {v: {index.get((v, n), -1): (n, x) for n, x in vals}
+          for v, vals in ((base, b), (cand, c))}
+    both = sorted(k for k in by[base].keys() & by[cand].keys() if k > 0)
+    dropped = sorted((by[base].keys() ^ by[cand].keys()) - {-1})
+    return [by[base][k] for k in both], [by[cand][k] for k in both], dropped
+
+
 def metric_row(test: str, metric: str, unit: str, higher_is_better: bool, b: Values, c: Values,
-               opts: CompareOptions, paired: bool = False, pilot: int | None = None) -> MetricRow:
-    """One metric's row. With `pilot` (a --precision run) the k-th base and cand values are
-    pairs and the interval is the two-stage one over them (analysis/twostage.py)."""
-    if pilot is not None:
-        k = min(len(b), len(c))
-        b, c, paired = b[:k], c[:k], True
-        pilot = pilot if k >= pilot else None     # a run cut before its pilot ended
+               opts: CompareOptions, paired: bool = False, pilot: int | None = None,
+               by_block: tuple[RunDir, str, str] | None = None) -> MetricRow:
+    """One metric's row. With `pilot` (a --precision run of separate reps; `by_block`: its
+    run, base and cand) the base and cand values of one block are pairs (`blocks`) and the
+    interval is the two-stage one over them (analysis/twostage.py)."""
+    dropped: list[int] = []
+    if pilot is not None and by_block is not None:
+        b, c, dropped = blocks(*by_block, b, c)
+        paired = True
+        pilot = pilot if len(b) >= pilot else None     # a run cut before its pilot ended
     ch = opts.relative([v for _, v in b], [v for _, v in c], higher_is_better=higher_is_better,
                        paired=paired, pilot=pilot)
-    return MetricRow(test, metric, unit, higher_is_better, Side.of(ch.base, [n for n, _ in b]),
-                     Side.of(ch.cand, [n for n, _ in c]), ChangeOut.of(ch, unit))
+    row = MetricRow(test, metric, unit, higher_is_better, Side.of(ch.base, [n for n, _ in b]),
+                    Side.of(ch.cand, [n for n, _ in c]), ChangeOut.of(ch, unit))
+    if dropped:
+        row.change.method += (f"; block(s) {', '.join(map(str, dropped))} left out: a rep of "
+                              f"one side failed, so the block has no pair")
+    return row
 
 
 def _rows_by_test(run: RunDir, variant: str) -> dict[str, list[tuple[int, RepThroughput]]]:
@@ -89,7 +119,8 @@ def throughput(run: RunDir, base: str, cand: str, opts: CompareOptions
         tput.append(metric_row(test, "throughput", "ops/s", True,
                                [(n, r.ops_per_sec) for n, r in b],
                                [(n, r.ops_per_sec) for n, r in c], opts,
-                               pilot=pilot_of(run) if i == 0 else None))
+                               pilot=pilot_of(run) if i == 0 else None,
+                               by_block=(run, base, cand)))
         for q in ("p50", "p99"):
             bv = [(n, r.latency_ms[q]) for n, r in b if q in r.latency_ms]
             cv = [(n, r.latency_ms[q]) for n, r in c if q in r.latency_ms]
@@ -130,6 +161,16 @@ def paired(run: RunDir, base: str, cand: str, opts: CompareOptions) -> list[Metr
                      "ops/s", True, [(c.rep, c.base) for c in cl], [(c.rep, c.cand) for c in cl],
                      opts, paired=True, pilot=pilot)
     row.change.method += "; " + how
+    if len({c.rep for c in cl}) < pair_clusters.MIN_REPS:
+        # Window pairs of one or two reps as independent units: an interval 2-3x too narrow
+        # (pair_clusters). It is shown, but it decides nothing, and it joins no family.
+        ch = row.change
+        row.change = dataclasses.replace(
+            ch, verdict="insufficient data", p_value=None, line=None,
+            reason=(f"no verdict from {len({c.rep for c in cl})} rep(s): the interval shown is "
+                    f"over window pairs, which leaves out the rep-to-rep variation (2-3x too "
+                    f"narrow on a shared host); {pair_clusters.MIN_REPS} reps or more give an "
+                    f"interval over reps that decides."))
     return [row]
 
 
@@ -141,7 +182,8 @@ def load_time(run: RunDir, base: str, cand: str, opts: CompareOptions) -> list[M
     b, c = _load_times(run, base), _load_times(run, cand)
     if not b or not c:
         return []
-    return [metric_row("RDB load", "load time", "s", False, b, c, opts, pilot=pilot_of(run))]
+    return [metric_row("RDB load", "load time", "s", False, b, c, opts, pilot=pilot_of(run),
+                       by_block=(run, base, cand))]
 
 
 def _load_times(run: RunDir, variant: str) -> Values:
@@ -156,8 +198,8 @@ def _load_times(run: RunDir, variant: str) -> Values:
 
 def main_log_ratios(run: RunDir, base: str, cand: str) -> list[float]:
     """The log ratio cand/base of the run's main metric per unit, in the order measured:
-    each paired rep (its windows' geometric means), or else the k-th rep of each variant
-    (RDB load time in rdb-load cases, the first test's ops/s otherwise): the values a
+    each paired rep (its windows' geometric means), or else each complete A/B block (RDB
+    load time in rdb-load cases, the first test's ops/s otherwise): the values a
     --precision run plans its reps from (collectors/runner/precision.py)."""
     if run.manifest.reps(kind="paired"):
         return [math.log(u.cand / u.base)
@@ -169,5 +211,6 @@ def main_log_ratios(run: RunDir, base: str, cand: str) -> list[float]:
         test = next(iter(per[base]), None)
         b = [(n, r.ops_per_sec) for n, r in per[base].get(test, [])] if test else []
         c = [(n, r.ops_per_sec) for n, r in per[cand].get(test, [])] if test else []
+    b, c, _ = blocks(run, base, cand, b, c)
     return [math.log(y / x) for (_, x), (_, y) in zip(b, c) if x > 0 and y > 0]
 

@@ -89,9 +89,9 @@ def render_md(d: ExperimentManifest, parts: list[PartResult]) -> str:
     out.append("Seed: the seed's own change and numbers for the same setup (its hardware, "
                "its sizes); Agrees: whether our verdict has the seed's direction (gain, loss or "
                "flat within 3%); below what this run could see where the seed's change is "
-               "smaller than the smallest change our run could establish (95% confidence, 80% "
-               "power); undecided where our interval decided nothing about a change it could "
-               "have seen.")
+               "smaller than the smallest change our run could establish (at each part's "
+               "interval level, 80% power); undecided where our interval decided nothing about "
+               "a change it could have seen.")
     return "\n".join(out) + "\n"
 
 

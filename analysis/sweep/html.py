@@ -12,7 +12,9 @@ from pathlib import Path
 from jinja2 import Environment, FileSystemLoader, select_autoescape
 from markupsafe import Markup
 
+from analysis.report.fmt import level
 from analysis.report.html import code_spans
+from analysis.report.markdown_tables import fdr_line
 from analysis.sweep import cells, hosts
 from analysis.sweep.crossover import crossovers, sentence
 from analysis.sweep.markdown import methods
@@ -55,6 +57,8 @@ def _part(p: Part) -> dict:
             "load": cells.is_load_time(res), "lookup_header": header, "lookup_named": named,
             "lookup_shown": cells.show_lookup(res), "lookup_note": cells.lookup_note(res),
             "extra_heads": p.extra_heads, "extra": p.extra,
+            "level": level(res.fdr.level if res.fdr else res.confidence),
+            "fdr": fdr_line(res.fdr)[0] if res.fdr else "",
             "plot": Markup(p.plot if p.plot is not None else crossover_svg(res)),
             "command": shlex.join(res.command),
             "hosts": hosts.host_rows(res) if hosts.show_hosts(res) else [],

@@ -1,5 +1,5 @@
 """The sweep's report.md: the seed-shaped table (one row per point: base, candidate, change
-with its 95% interval and verdict, the lookup's CPU per operation, a link to the point's
+with its interval at the points' family level and verdict, the lookup's CPU per operation, a link to the point's
 own report), where the change turns, and the command that reproduces the sweep.
 Everything from the run is escaped (analysis/report/mdtext.py)."""
 from __future__ import annotations
@@ -9,6 +9,8 @@ import shlex
 from analysis.sweep import cells, hosts
 from analysis.sweep.crossover import crossovers, sentence
 from analysis.sweep.results import PointRow, SweepResults
+from analysis.report.fmt import level
+from analysis.report.markdown_tables import fdr_line
 from analysis.report.mdtext import code_fence, code_span, esc, esc_spans, verdict
 
 
@@ -21,7 +23,8 @@ def table(res: SweepResults) -> list[str]:
     load = cells.is_load_time(res)
     many = len(methods(res)) > 1
     lk_head, lk_named = cells.lookup_header(res)
-    head += [f"Baseline ({esc(res.base)})", f"PR ({esc(res.cand)})", "Change", "95% CI", "Verdict"]
+    head += [f"Baseline ({esc(res.base)})", f"PR ({esc(res.cand)})", "Change",
+             f"{level(res.fdr.level if res.fdr else res.confidence)} CI", "Verdict"]
     if load:
         head += [f"best {esc(res.base)}", f"best {esc(res.cand)}"]
     if many:
@@ -78,7 +81,7 @@ def render(res: SweepResults) -> str:
         out += [f"**Along {esc(res.x_axis)}:** " + " · ".join(esc(t) for t in turns), ""]
     for n in res.notes:
         out += [f"> Note: {esc_spans(n)}", ""]
-    out += table(res) + [""]
+    out += table(res) + [""] + fdr_line(res.fdr)
     if hosts.show_hosts(res):
         out += where_ran(res) + [""]
     if cells.lookup_note(res):
@@ -86,7 +89,7 @@ def render(res: SweepResults) -> str:
     m = methods(res)
     what = "load time per rep (lower is better)" if cells.is_load_time(res) else "throughput"
     out += [f"Medians of the {what}; CV = spread (stdev/mean); the change is a ratio on the log "
-            f"scale with its {res.confidence * 100:g}% interval; verdicts use the noise "
+            f"scale with its interval; verdicts use the noise "
             f"({res.noise * 100:g}%) and regression ({res.regression * 100:g}%) waterlines after "
             "the interval (docs/statistics.md)."
             + (f" Measured by {esc(m[0])}." if len(m) == 1 else "")

@@ -13,6 +13,7 @@ from pathlib import Path
 
 from analysis.compare.engine import analyse_with_profiles
 from analysis.compare.errors import CompareError
+from analysis.compare.families import sweep_fdr
 from analysis.compare.options import CompareOptions
 from analysis.compare.results import FunctionRow, MetricRow, Results
 from analysis.compare.summary import speaking_measure
@@ -164,8 +165,21 @@ def analyse_sweep(sweep_dir: str | Path, opts: CompareOptions | None = None,
         points=[pa.row for pa in points], x_axis=x_axis(m), l3_bytes=m.host.l3_bytes,
         noise=opts.noise, regression=opts.regression, confidence=opts.confidence,
         status=m.status, command=list(m.command), sets=dict(m.sets), fanout=_fanout(m))
+    res.fdr = sweep_fdr([(pa.row.id, pa.row.metric, _paired(pa), _pilot(pa)) for pa in points
+                         if pa.row.metric is not None and pa.results is not None], opts)
     res.notes = _notes(m, res) + host_notes(res.points)
     return res, points
+
+
+def _paired(pa: PointAnalysis) -> bool:
+    """Is the point's headline a comparison of pairs (paired windows, or a --precision run's
+    blocks)?"""
+    return pa.row.metric.metric == "paired throughput" or "two-stage" in pa.row.metric.change.method
+
+
+def _pilot(pa: PointAnalysis) -> int | None:
+    m = pa.results.measurement if pa.results is not None else None
+    return m.pilot if m is not None and "two-stage" in pa.row.metric.change.method else None
 
 
 def _fanout(m: SweepManifest) -> FanoutSummary | None:

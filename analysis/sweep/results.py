@@ -12,7 +12,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
-from analysis.compare.results import ChangeOut, MetricRow, Side
+from analysis.compare.results import ChangeOut, FdrFamily, MetricRow, Side
 from analysis.inputs.host import RunnerHost
 from analysis.inputs.records import Record, plain
 from analysis.sweep.sweep_manifest import PointIdentity
@@ -92,6 +92,8 @@ class SweepResults:
     others: dict[str, str] = field(default_factory=dict)
     # run over many runners (None, written {}, for a sweep run whole)
     fanout: FanoutSummary | None = None
+    # the points' headline verdicts judged together (None: fewer than two to judge)
+    fdr: FdrFamily | None = None
     schema: str = SCHEMA
 
     def to_json(self) -> dict[str, Any]:

@@ -39,7 +39,7 @@ class FunnelRowDoc:
     unit: str
     base: FunnelSide
     cand: FunnelSide
-    delta_pp: float | None           # in delta_unit: pp, or a ratio's own (MPKI)
+    delta_pp: float | None           # in delta_unit: pp; % (a ratio node, log scale); MPKI
     ci_pp: list[float] | None
     confidence: float | None
     verdict: str
