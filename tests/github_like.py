@@ -4,7 +4,7 @@ GitHub's REST documentation (API version 2022-11-28):
 - GET  /repos/{owner}/{repo}/issues/{issue_number}/comments?per_page=&page=   (list, Link header)
 - POST /repos/{owner}/{repo}/issues/{issue_number}/comments   {"body"} -> 201 + the comment
 - PATCH /repos/{owner}/{repo}/issues/comments/{comment_id}    {"body"} -> 200 + the comment
-- GET  /repos/{owner}/{repo}/pulls/{pull_number}              -> the pull request (head.sha,
+- GET  /repos/{owner}/{repo}/pulls/{pull_number}              -> the pull request (head.sha, head.ref,
                                                                  head.repo.full_name, labels[].name)
 - DELETE /repos/{owner}/{repo}/issues/{issue_number}/labels/{name} -> 200 + the labels left;
                                                                  404 when it does not carry it
@@ -46,6 +46,7 @@ class State:
     heads: dict[tuple[str, int], str] = field(default_factory=dict)             # PR head SHAs
     labels: dict[tuple[str, int], list[str]] = field(default_factory=dict)      # PR labels
     forks: dict[tuple[str, int], str] = field(default_factory=dict)             # head repo, if a fork
+    refs: dict[tuple[str, int], str] = field(default_factory=dict)              # head branch, if not "topic"
     requests: list[tuple[str, str]] = field(default_factory=list)               # (method, path?query)
     next_origin: str | None = None     # Link rel="next" to this origin instead (a hostile answer)
     redirect_to: str | None = None     # answer a comment list with 307 to this origin instead
@@ -122,7 +123,7 @@ class Handler(BaseHTTPRequestHandler):
                 return self._reply(404, {"message": "Not Found", "documentation_url": DOCS})
             head_repo = self.state.forks.get(key, key[0])
             return self._reply(200, {"number": key[1], "state": "open",
-                                     "head": {"sha": self.state.heads[key], "ref": "topic",
+                                     "head": {"sha": self.state.heads[key], "ref": self.state.refs.get(key, "topic"),
                                               "repo": {"full_name": head_repo}},
                                      "base": {"sha": "0" * 40, "ref": "unstable", "repo": {"full_name": key[0]}},
                                      "labels": [{"id": i, "name": x, "color": "ededed"}

@@ -125,6 +125,60 @@ def test_the_comment_workflow_call_checks_pr_json_against_the_pr_head(api, repor
     assert "[the workflow run](https://github.com/octo-org/redis/actions/runs/1)" in body
 
 
+
+def test_a_forged_pr_json_cannot_overwrite_another_prs_comment(api, tmp_path, capsys, monkeypatch):
+    """pr.json is the PR's own claim. Mallory's fork PR 9 has the same head commit as the
+    maintainer's PR 7 (she pushed it to her fork) and her artifact names PR 7: PR 7's head
+    SHA matches, but its head repository and branch are not the ones the trusted
+    workflow_run event says were measured (--head-repo, --head-branch), so nothing is
+    posted. For a run of this repository's own branch, the PR must also be one of the
+    event's workflow_run.pull_requests (--run-event) when that list is not empty."""
+    url, state = api
+    monkeypatch.setenv("GITHUB_ACTIONS", "true")
+    for n, head_repo, branch in ((7, "octo-org/redis", "perf-fix"), (8, "octo-org/redis", "perf-fix"),
+                                 (9, "mallory/redis", "topic")):
+        state.heads[("octo-org/redis", n)] = SHA2
+        state.labels[("octo-org/redis", n)] = ["stallscope"]
+        state.refs[("octo-org/redis", n)] = branch
+        if head_repo != "octo-org/redis":
+            state.forks[("octo-org/redis", n)] = head_repo
+    ours = state.add("octo-org/redis", 7, MARKER + "\nthe real numbers", "github-actions[bot]", "Bot")
+    case = tmp_path / "art" / "reports" / "c"
+    case.mkdir(parents=True)
+    (case / "report.md").write_text("**cand is 40% slower; do not merge**\n")
+    pr_json = tmp_path / "art" / "pr.json"
+
+    def post(pr: int, head_repo: str, branch: str, *extra: str) -> int:
+        pr_json.write_text(json.dumps({"pr": pr, "head_sha": SHA2}))
+        return cli.main(["comment", str(case.parent), "--reports-only", "--repo", "octo-org/redis",
+                         "--pr-json", str(pr_json), "--commit", SHA2, "--require-head", "--require-label",
+                         "stallscope", "--author", "github-actions[bot]", "--api-url", url,
+                         "--head-repo", head_repo, "--head-branch", branch, *extra])
+
+    assert post(7, "mallory/redis", "topic") == 2            # the forged pr.json of mallory's run
+    err = capsys.readouterr().err
+    assert "octo-org/redis#7 is from octo-org/redis:perf-fix, not mallory/redis:topic" in err, err
+    assert ours["body"].endswith("the real numbers") and len(state.comments[("octo-org/redis", 7)]) == 1
+    assert post(7, "mallory/redis", "perf-fix") == 2 and post(7, "octo-org/redis", "topic") == 2
+    assert not [r for r in state.requests if r[0] != "GET"]
+    assert post(9, "mallory/redis", "topic") == 0            # her own PR: posted there
+    (mine,) = state.comments[("octo-org/redis", 9)]
+    assert "40% slower" in mine["body"] and ours["body"].endswith("the real numbers")
+
+    event = tmp_path / "event.json"                           # a run of this repository's branch perf-fix
+    event.write_text(json.dumps({"workflow_run": {"head_repository": {"full_name": "octo-org/redis"},
+                                                  "head_branch": "perf-fix", "pull_requests": [
+                                                      {"number": 7, "base": {"repo": {
+                                                          "url": f"{url}/repos/octo-org/redis"}}}]}}))
+    capsys.readouterr()
+    assert post(8, "octo-org/redis", "perf-fix", "--run-event", str(event)) == 2
+    assert "the measured run was for octo-org/redis#7, not #8" in capsys.readouterr().err
+    assert post(7, "octo-org/redis", "perf-fix", "--run-event", str(event)) == 0
+    assert state.requests[-1] == ("PATCH", f"/repos/octo-org/redis/issues/comments/{ours['id']}")
+    event.write_text(json.dumps({"workflow_run": {"head_repository": {"full_name": "octo-org/redis"},
+                                                  "head_branch": "perf-fix", "pull_requests": []}}))
+    assert post(8, "octo-org/redis", "perf-fix", "--run-event", str(event)) == 0   # an empty list: repo + branch
+
 def test_several_cases_are_cut_to_fit_keeping_every_summary(reports, capsys):
     """Three cases' report.md files (all top movers) hold about 3 x 50,000 characters."""
     sizes = [len((d / "report.md").read_text()) for d in reports.iterdir()]

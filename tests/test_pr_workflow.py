@@ -104,10 +104,12 @@ def test_both_workflows_pass_actionlint_and_keep_the_write_token_away_from_pr_co
     assert checkouts and all(c["repository"] == "octo-org/stallscope" for c in checkouts)   # never the PR's
     text = comment_file.read_text()
     assert "pull_request.head" not in text and "git " not in text
-    # the branch name (the PR author's text) only keys the concurrency group, never a step
-    assert "head_branch" not in yaml.safe_dump([j["steps"] for j in com["jobs"].values()])
-    assert text.count("head_branch") == 1
+    # the branch name (the PR author's text) keys the concurrency group and reaches the post
+    # step through env: (compared with the PR's head.ref), never a script's text
+    assert "head_branch" not in yaml.safe_dump([s.get("run", "") for j in com["jobs"].values() for s in j["steps"]])
+    assert text.count("head_branch") == 2
     assert "head_branch" in com["jobs"]["comment"]["concurrency"]["group"]
+    assert steps[-1]["env"]["HEAD_BRANCH"] == "${{ github.event.workflow_run.head_branch }}"
     dl = next(s for s in steps if s.get("uses") == actions.DOWNLOAD)
     assert dl["with"]["run-id"] == "${{ github.event.workflow_run.id }}" and "github-token" in dl["with"]
     post = steps[-1]
@@ -173,12 +175,16 @@ def test_the_trusted_jobs_run_on_a_github_hosted_runner_with_a_pinned_stallscope
 
 def _run_step(step: dict, ctx: dict, tmp_path, extra_env: dict) -> subprocess.CompletedProcess:
     """A rendered `run:` step as the runner runs it: bash -e -o pipefail, its env evaluated
-    from the event, from the workspace; `python3` is this interpreter, told -S by the step."""
+    from the event, the event's payload in $GITHUB_EVENT_PATH, from the workspace; `python3`
+    is this interpreter, told -S by the step."""
     bindir = tmp_path / "bin"
     bindir.mkdir(exist_ok=True)
     if not (bindir / "python3").exists():
         (bindir / "python3").symlink_to(sys.executable)
+    event = tmp_path / "event.json"
+    event.write_text(json.dumps((ctx.get("github") or {}).get("event") or {}))
     env = {"PATH": f"{bindir}:/usr/bin:/bin", "HOME": str(tmp_path), "RUNNER_TEMP": str(tmp_path / "temp"),
+           "GITHUB_EVENT_PATH": str(event),
            **extra_env, **{k: interpolate(str(v), ctx) for k, v in (step.get("env") or {}).items()}}
     return subprocess.run(["bash", "--noprofile", "--norc", "-eo", "pipefail", "-c", step["run"]],
                           cwd=env.get("GITHUB_WORKSPACE", tmp_path), env=env, capture_output=True, text=True,
@@ -211,6 +217,7 @@ def test_the_comment_step_posts_with_the_standard_library_only(tmp_path):
     try:
         state.heads[("octo-org/redis", 42)] = SHA2
         state.labels[("octo-org/redis", 42)] = ["stallscope"]
+        state.forks[("octo-org/redis", 42)] = "mallory/redis"      # the run's head_repository, branch topic
         r = _run_step(job["steps"][-1], ctx, tmp_path, {"GITHUB_WORKSPACE": str(ws), "GITHUB_API_URL": url})
         assert r.returncode == 0, r.stderr
         (c,) = state.comments[("octo-org/redis", 42)]
@@ -226,6 +233,48 @@ def test_the_comment_step_posts_with_the_standard_library_only(tmp_path):
                        env={"PATH": "/usr/bin:/bin"}, timeout=60)
     assert (r.returncode, r.stdout) == (0, "[]\n"), r.stderr
 
+
+def test_the_comment_step_posts_only_on_the_pr_the_trusted_event_measured(tmp_path):
+    """pr.json is written by the PR's code. Mallory's fork PR 9 (mallory/redis, branch
+    topic) has the head commit of the maintainer's PR 7 (octo-org/redis, branch perf-fix)
+    and her artifact names PR 7: the comment step, run as rendered, compares PR 7's head
+    repository and branch with the workflow_run event's (through env:) and posts nothing."""
+    _, comment_file = _write(tmp_path)
+    job = _load(comment_file)["jobs"]["comment"]
+    for s in job["steps"]:
+        assert "${{" not in s.get("run", "")
+    post = job["steps"][-1]
+    assert post["env"]["HEAD_REPO"] == "${{ github.event.workflow_run.head_repository.full_name }}"
+    assert post["env"]["HEAD_BRANCH"] == "${{ github.event.workflow_run.head_branch }}"
+    ws = _workspace(tmp_path)
+    ctx = _ctx("workflow_run", _run_event(head_repo="mallory/redis", branch="topic"), workspace=str(ws))
+    ctx["runner"]["temp"] = str(tmp_path / "temp")
+    art = tmp_path / "temp" / "stallscope-pr"
+    (art / "reports" / "c").mkdir(parents=True)
+    (art / "reports" / "c" / "report.md").write_text("**cand is 40% slower; do not merge**\n")
+    gen = github_like.serve()
+    url, state = next(gen)
+    try:
+        for n, repo, branch in ((7, "octo-org/redis", "perf-fix"), (9, "mallory/redis", "topic")):
+            state.heads[("octo-org/redis", n)] = SHA2
+            state.labels[("octo-org/redis", n)] = ["stallscope"]
+            state.refs[("octo-org/redis", n)] = branch
+            state.forks[("octo-org/redis", n)] = repo
+        ours = state.add("octo-org/redis", 7, "<!-- stallscope-pr-report -->\nreal numbers",
+                         "github-actions[bot]", "Bot")
+        env = {"GITHUB_WORKSPACE": str(ws), "GITHUB_API_URL": url, "GITHUB_ACTIONS": "true"}
+        (art / "pr.json").write_text(json.dumps({"pr": 7, "head_sha": SHA2}))      # forged
+        r = _run_step(post, ctx, tmp_path, env)
+        assert r.returncode == 2, r.stdout + r.stderr
+        assert ours["body"].endswith("real numbers") and len(state.comments[("octo-org/redis", 7)]) == 1
+        assert not [x for x in state.requests if x[0] != "GET"]
+        (art / "pr.json").write_text(json.dumps({"pr": 9, "head_sha": SHA2}))      # her own PR
+        r = _run_step(post, ctx, tmp_path, env)
+        assert r.returncode == 0, r.stderr
+        (c,) = state.comments[("octo-org/redis", 9)]
+        assert "40% slower" in c["body"] and ours["body"].endswith("real numbers")
+    finally:
+        gen.close()
 
 # ------------------------------------------------------------- 2. labelled only; a push drops the label
 def test_measured_when_labelled_and_a_push_removes_the_label(tmp_path):

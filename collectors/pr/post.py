@@ -42,7 +42,9 @@ oldest that starts with the marker AND was written by the identity this token po
 (--author, else GET /user; a workflow's GITHUB_TOKEN posts as github-actions[bot]); else one is
 created (POST). Its text is neutralised (no raw HTML, no @mention) and fits GitHub's 65,536
 characters (details left out first, saying so). With --require-head / --require-label, a PR that
-moved on or lost the label gets nothing and the exit status is 0 (a notice says why). Token:
+moved on or lost the label gets nothing and the exit status is 0 (a notice says why); with
+--head-repo / --head-branch / --run-event, a PR that is not the one the measured run was of gets
+nothing and the exit status is 2 (pr.json names the PR, and it is the PR's own claim). Token:
 --token-file, else $GITHUB_TOKEN, else $GH_TOKEN (a token with 'pull requests: write'); never on
 the command line. API: --api-url, else $GITHUB_API_URL, else https://api.github.com.
 """
@@ -68,6 +70,12 @@ def add_comment_arguments(c: argparse.ArgumentParser) -> None:
                    "(GET /repos/OWNER/REPO/pulls/N; the comment workflow sets it)")
     c.add_argument("--require-label", metavar="LABEL", help="post only if the PR carries this label now "
                    "(the comment workflow sets it)")
+    c.add_argument("--head-repo", metavar="OWNER/REPO", help="refuse (exit 2) unless the PR's head repository "
+                   "is this one (the comment workflow passes workflow_run.head_repository.full_name)")
+    c.add_argument("--head-branch", metavar="BRANCH", help="refuse (exit 2) unless the PR's head branch is "
+                   "this one (the comment workflow passes workflow_run.head_branch)")
+    c.add_argument("--run-event", metavar="FILE", help="the workflow_run event ($GITHUB_EVENT_PATH): for a run "
+                   "of a branch of --repo, refuse a PR that is not one of its pull_requests (if it lists any)")
     c.add_argument("--reports-only", action="store_true", help="read report directories only, never compare "
                    "a run directory (the comment workflow sets it: the standard library suffices)")
     c.add_argument("--author", metavar="LOGIN", help="the account this token posts as, whose marked comment "
@@ -152,7 +160,47 @@ def _target(args: argparse.Namespace) -> tuple[int, comment.Measured]:
         raise PrError("--require-head needs --commit SHA (the head that was measured)")
     if args.author is not None and not LOGIN.fullmatch(args.author):
         raise PrError(f"--author {args.author!r}: give a GitHub login (e.g. github-actions[bot])")
+    if args.head_repo is not None and not REPO.fullmatch(args.head_repo):
+        raise PrError(f"--head-repo {args.head_repo!r}: give OWNER/REPO (the fork or this repository)")
+    if args.head_branch is not None and not args.head_branch.strip():
+        raise PrError("--head-branch is empty: give the branch the measured run was of")
     return pr, comment.Measured(args.commit or head, merge_base, args.link)
+
+
+def run_pulls(path: str, repo: str) -> list[int]:
+    """The pull request numbers of a workflow_run event (GitHub's own payload, written by the
+    runner: trusted) that a run of a branch of `repo` was for; [] for a fork's run (GitHub
+    lists none) or when it lists none. Entries whose base is another repository are skipped."""
+    try:
+        run = json.loads(Path(path).read_text()).get("workflow_run") or {}
+    except (OSError, ValueError, AttributeError) as e:
+        raise PrError(f"--run-event {path}: not a workflow_run event ({str(e)[:200]})") from None
+    if str((run.get("head_repository") or {}).get("full_name") or "").casefold() != repo.casefold():
+        return []
+    out = []
+    for p in [p for p in run.get("pull_requests") or [] if isinstance(p, dict)]:
+        base = str(((p.get("base") or {}).get("repo") or {}).get("url") or "")
+        if isinstance(p.get("number"), int) and (not base or base.casefold().endswith("/repos/" + repo.casefold())):
+            out.append(p["number"])
+    return out
+
+
+def check_bound(pull: dict, args: argparse.Namespace, pr: int) -> None:
+    """PrError unless PR `pr` (GET /pulls/N: `pull`) is the one the trusted event measured:
+    its head repository and branch are --head-repo and --head-branch, and for a run of a
+    branch of this repository, it is one of the event's pull_requests. pr.json, which names
+    the PR, comes from the PR's own run: a head SHA alone can be copied to another PR."""
+    head = pull.get("head") or {}
+    repo, ref = str((head.get("repo") or {}).get("full_name") or ""), str(head.get("ref") or "")
+    want_repo, want_ref = args.head_repo or repo, args.head_branch if args.head_branch is not None else ref
+    if repo.casefold() != want_repo.casefold() or ref != want_ref:
+        raise PrError(f"{args.pr_json or '--pr'} names {args.repo}#{pr}, but {args.repo}#{pr} is from "
+                      f"{repo or 'a deleted repository'}:{ref}, not {want_repo}:{want_ref} (the run that was "
+                      "measured): not posting one pull request's report on another")
+    pulls = run_pulls(args.run_event, args.repo) if args.run_event else []
+    if pulls and pr not in pulls:
+        raise PrError(f"{args.pr_json or '--pr'} names {args.repo}#{pr}, but the measured run was for "
+                      f"{', '.join(f'{args.repo}#{n}' for n in pulls)}, not #{pr}: not posting")
 
 
 def _client(args: argparse.Namespace) -> GitHub:
@@ -164,8 +212,10 @@ def _client(args: argparse.Namespace) -> GitHub:
 
 
 def _why_not_now(gh: GitHub, args: argparse.Namespace, pr: int, measured: comment.Measured) -> str | None:
-    """Why this report is no longer wanted on the PR (None: post it)."""
+    """Why this report is no longer wanted on the PR (None: post it); PrError if it is
+    another PR than the one measured (check_bound)."""
     pull = gh.pull(args.repo, pr)
+    check_bound(pull, args, pr)
     head = str((pull.get("head") or {}).get("sha") or "")
     if args.require_head and head != measured.commit:
         return (f"its head is {head or 'unknown'}, not the measured {measured.commit} (a newer push, "
@@ -184,7 +234,7 @@ def post(args: argparse.Namespace) -> int:
         print(f"stallscope pr comment: {len(text):,} characters (limit {comment.LIMIT:,}); not posted (--dry-run)",
               file=sys.stderr)
         return 0
-    if args.require_head or args.require_label:
+    if args.require_head or args.require_label or args.head_repo or args.head_branch is not None or args.run_event:
         why = _why_not_now(gh, args, pr, measured)
         if why:
             notice(f"not posting the report on {args.repo}#{pr}: {why}")

@@ -7,8 +7,10 @@ a `stallscope` someone could have replaced), and never checks out or runs the PR
 
 - comment (`workflow_run` of "stallscope PR", completed and successful, from the workflow
   file at .github/workflows/stallscope-pr.yml: a fork can add a workflow of the same name
-  elsewhere): downloads the artifact and posts or updates the one comment, only while the
-  PR's head is the measured commit and the PR carries the label. One run per PR branch at a
+  elsewhere): downloads the artifact and posts or updates the one comment, only on a PR
+  from the head repository and branch the event measured (pr.json, which names the PR, is
+  the PR's own claim), while its head is the measured commit and it carries the label. One
+  run per PR branch at a
   time (its concurrency group), so two runs cannot both create the comment.
 - unlabel (`pull_request_target`, `synchronize`): a push to a labelled PR removes the label,
   so the new code is measured only when a maintainer adds it again. With --measure-pushes,
@@ -35,14 +37,19 @@ def _comment_job(s: Setup) -> dict:
     post = {"name": "Post or update the one stallscope comment",
             "env": {"GITHUB_TOKEN": "${{ github.token }}", "REPO": "${{ github.repository }}",
                     "HEAD_SHA": "${{ github.event.workflow_run.head_sha }}",
+                    "HEAD_REPO": "${{ github.event.workflow_run.head_repository.full_name }}",
+                    "HEAD_BRANCH": "${{ github.event.workflow_run.head_branch }}",
                     "RUN_URL": "${{ github.event.workflow_run.html_url }}",
                     "ART": "${{ runner.temp }}/stallscope-pr", "LABEL": s.label},
-            # pr.json comes from the PR's run: --require-head checks that PR's head is the
-            # commit this trusted event says was measured, so it cannot aim at another PR;
-            # --author: the GITHUB_TOKEN posts as github-actions[bot], whose comment is ours.
+            # pr.json comes from the PR's run and names the PR: a head SHA can be copied to
+            # another PR, so the PR must also be from the head repository and branch this
+            # trusted event measured, and (a run of this repository's branch) one of its
+            # pull_requests ($GITHUB_EVENT_PATH); --require-head: its head is still the
+            # commit measured; --author: the GITHUB_TOKEN posts as github-actions[bot].
             "run": ('cd "$GITHUB_WORKSPACE/stallscope"\n'
                     f'{RUN} comment "$ART/reports" --reports-only --repo "$REPO" --pr-json "$ART/pr.json" \\\n'
                     '  --commit "$HEAD_SHA" --require-head --require-label "$LABEL" \\\n'
+                    '  --head-repo "$HEAD_REPO" --head-branch "$HEAD_BRANCH" --run-event "$GITHUB_EVENT_PATH" \\\n'
                     "  --author 'github-actions[bot]' --link \"$RUN_URL\"\n")}
     return {"if": _comment_if(), "runs-on": s.comment_runner, "timeout-minutes": 15,
             "permissions": {"actions": "read", "contents": "read", "pull-requests": "write"},
