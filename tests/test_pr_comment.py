@@ -20,6 +20,7 @@ from collectors.pr.comment import LIMIT, MARKER
 from collectors.pr.sources import shorten
 from tests import github_like
 from tests.conftest import REPO
+from tests.test_pr_neutralise import CLEAN, after
 
 RUNS = REPO / "tests" / "data" / "runs"
 RUN = RUNS / "mset-demo-paired"                  # recorded: Redis vs the MSET prefetch patch
@@ -261,24 +262,6 @@ HOSTILE = (
 )
 
 
-def _structure(md: str) -> tuple[str | None, int, int]:
-    """(fence open at the end, <details> open at the end, least depth seen) of Markdown, read
-    line by line as CommonMark fences and report.md's folds are."""
-    fence, depth, least = None, 0, 0
-    for line in md.split("\n"):
-        m = re.match(r"^ {0,3}(`{3,}|~{3,})", line)
-        if fence is not None:
-            if m and m.group(1)[0] == fence[0] and len(m.group(1)) >= len(fence) \
-                    and not line.strip().strip(fence[0]):
-                fence = None
-        elif m:
-            fence = m.group(1)
-        elif line in ("<details>", "</details>"):
-            depth += 1 if line == "<details>" else -1
-            least = min(least, depth)
-    return fence, depth, least
-
-
 def _raw_html(body: str) -> list[str]:
     """Lines with an HTML tag other than report.md's folds (the marker line aside)."""
     allowed = re.compile(r"<details>|</details>|<summary>[^<]*</summary>")
@@ -301,7 +284,7 @@ def test_a_hostile_artifact_is_posted_inert(api, tmp_path):
     assert not re.search(r"(?<![A-Za-z0-9_])@[A-Za-z0-9]", body)    # nobody mentioned
     assert not re.search(r"&#0*64;|&#[xX]0*40;|&commat;", body)
     assert "@\u200bocto-org/maintainers" in body and "@\u200balice" in body and "@\u200bbob" in body
-    assert _structure(body) == (None, 0, 0)                          # every fold and fence closed
+    assert after(body) == CLEAN                 # GitHub leaves no fence, container or fold open after it
     assert "<summary>Top &lt;b onmouseover=alert(1)>movers&lt;/b> @\u200beve</summary>" in body
 
 
@@ -381,15 +364,15 @@ def test_no_cut_leaves_a_fence_or_details_open():
     text = "## stallscope: x\n\n**Summary:** +1%\n\n<details>\n<summary>Per-rep values</summary>\n\n" \
            + "| 1 | 2 |\n" * 500 + "\n</details>\n\n" + tail
     cut = shorten(text, 20_000)
-    assert len(cut) <= 20_000 and _structure(cut) == (None, 0, 0), cut[-300:]
+    assert len(cut) <= 20_000 and after(cut) == CLEAN, cut[-300:]
     assert "**Summary:** +1%" in cut and "the end of the report" in cut
     greedy = Report("greedy", {}, lambda limit: text)          # a renderer that ignores the limit
     fair = Report("fair", {}, lambda limit: shorten(text, limit))
     for texts in (comment.fit([greedy, fair, greedy], 30_000), comment.fit([fair, fair], 25_000)):
         for t in texts:
-            assert _structure(t) == (None, 0, 0), t[-200:]
+            assert after(t) == CLEAN, t[-200:]
     body = comment.body([fair, greedy, fair], comment.Measured(SHA1))
-    assert len(body) <= LIMIT and _structure(body) == (None, 0, 0)
+    assert len(body) <= LIMIT and after(body) == CLEAN
 
 
 # ------------------------------------------------------------- 7. pagination stays on the API's origin

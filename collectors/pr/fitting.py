@@ -7,14 +7,21 @@
   searched the whole text again (4,000 blocks took 26 s; bench/pr_shorten.py, make bench).
 - `cut(text, keep)`: the longest run of whole lines, at most `keep` characters, after which
   no fence and no `<details>` is open.
+- `Fences`: where fenced code blocks open and close, line by line, as CommonMark says (and
+  GitHub reads them): a run of 3 or more ` or ~ after at most 3 spaces; a backtick fence's
+  info string holds no backtick (else the line is text); the closing line is a run of the
+  same character, at least as long, and nothing after it but spaces and tabs. Lines end at
+  "\n" only: collectors/pr/untrusted.neutralise turns "\r\n" and "\r" into "\n" first,
+  and Python's splitlines() would also break at characters GitHub does not (U+2028, \x85).
+  neutralise uses it too, so the two read fences the same way.
 Standard library only (the comment job runs it with nothing installed)."""
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass
 
-from collectors.pr.untrusted import closes, fence_marker
-
+_FENCE = re.compile(r" {0,3}(`{3,}|~{3,})(.*)")
+_CLOSING = re.compile(r" {0,3}(`{3,}|~{3,})[ \t]*")
 _SUMMARY = re.compile(r"<summary>(.*)</summary>")
 _NOTE = ("\n> Shortened to fit a GitHub comment: left out {what}; report.html and results.json "
          "(the PR workflow's artifact) have everything.\n")
@@ -30,21 +37,64 @@ class Block:
     title: str
 
 
-class _Shape:
-    """Where a line-by-line reading is: inside which fence, how many <details> deep."""
+def fence_marker(line: str) -> str | None:
+    """The run (``` or ~~~, 3 or more) that `line` opens a fenced code block with, or None."""
+    m = _FENCE.fullmatch(line)
+    if not m or (m.group(1)[0] == "`" and "`" in m.group(2)):
+        return None
+    return m.group(1)
+
+
+def closes(line: str, opened: str) -> bool:
+    """Whether `line` closes a fence opened with `opened`."""
+    m = _CLOSING.fullmatch(line)
+    return bool(m) and m.group(1)[0] == opened[0] and len(m.group(1)) >= len(opened)
+
+
+def lines(text: str) -> list[str]:
+    """The lines of `text`, each with its "\n" (the last without one if `text` has none)."""
+    parts = text.split("\n")
+    return [p + "\n" for p in parts[:-1]] + ([parts[-1]] if parts[-1] else [])
+
+
+class Fences:
+    """Which fence a line-by-line reading is inside."""
 
     def __init__(self) -> None:
         self.fence: str | None = None
+
+    def read(self, bare: str) -> str:
+        """Take one line (without its newline): 'opens' or 'closes' a fence, 'code' inside
+        one, or 'out'side every fence."""
+        if self.fence is not None:
+            if closes(bare, self.fence):
+                self.fence = None
+                return "closes"
+            return "code"
+        if (m := fence_marker(bare)) is not None:
+            self.fence = m
+            return "opens"
+        return "out"
+
+
+def open_fence(text: str) -> str | None:
+    """The fence run still open at the end of `text` (None when every fence is closed)."""
+    f = Fences()
+    for line in text.split("\n"):
+        f.read(line)
+    return f.fence
+
+
+class _Shape(Fences):
+    """Where a line-by-line reading is: inside which fence, how many <details> deep."""
+
+    def __init__(self) -> None:
+        super().__init__()
         self.depth = 0
 
     def read(self, bare: str) -> str:
         """Take one line (without its newline); what it was: fence, open, close or text."""
-        if self.fence is not None:
-            if closes(bare, self.fence):
-                self.fence = None
-            return "fence"
-        if (m := fence_marker(bare)) is not None:
-            self.fence = m
+        if super().read(bare) != "out":
             return "fence"
         if bare == "<details>":
             self.depth += 1
@@ -63,11 +113,11 @@ def blocks(text: str) -> list[Block]:
     """The outermost <details> ... </details> blocks of `text`, in order, one pass."""
     out: list[Block] = []
     shape, pos, start, title, after_open = _Shape(), 0, 0, "", False
-    for line in text.splitlines(keepends=True):
-        kind = shape.read(line.rstrip("\r\n"))
+    for line in lines(text):
+        kind = shape.read(line.rstrip("\n"))
         if kind == "open" and shape.depth == 1:
             start, title = pos, ""
-        elif after_open and shape.depth == 1 and (m := _SUMMARY.fullmatch(line.rstrip("\r\n"))):
+        elif after_open and shape.depth == 1 and (m := _SUMMARY.fullmatch(line.rstrip("\n"))):
             title = m.group(1)
         elif kind == "close" and shape.depth == 0:
             out.append(Block(start, pos + len(line), title or "details"))
@@ -82,10 +132,10 @@ def cut(text: str, keep: int) -> str:
     if len(text) <= keep:
         return text
     shape, pos, safe = _Shape(), 0, 0
-    for line in text.splitlines(keepends=True):
+    for line in lines(text):
         if pos + len(line) > keep:
             break
-        shape.read(line.rstrip("\r\n"))
+        shape.read(line.rstrip("\n"))
         pos += len(line)
         if shape.closed:
             safe = pos

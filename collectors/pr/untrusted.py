@@ -4,15 +4,22 @@ its Markdown only after neutralising what would act beyond the comment itself.
 
 - `read_capped`: a regular file (no symbolic link: the comment job's environment holds its
   token, /proc/self/environ is a file too), at most `cap` bytes, decoded leniently.
-- `neutralise`: report.md as inert GitHub Markdown. Raw HTML: every `<` becomes `&lt;`
-  except on the lines report.md folds details with (`<details>`, `</details>`,
-  `<summary>TITLE</summary>`, the title escaped too), and a `<details>` without its
-  `</details>` (or the reverse) is escaped as well, so no report can fold the rest of the
-  comment into itself. @mentions: a zero-width space after every `@` that GitHub would read
-  as a mention (also written as `&#64;`, `&#x40;` or `&commat;`), so no user or team is
-  notified by a report. Everywhere, code included: deciding "this is code" the way GitHub's
-  parser does is what an attacker would aim at, and a `<` shown as `&lt;` in a command is
-  the whole cost. A fence still open at the end is closed.
+- `neutralise`: report.md as inert GitHub Markdown. Lines end at "\n", "\r\n" or "\r" (as
+  GitHub reads them): the last two become "\n" first. Raw HTML: every `<` becomes `&lt;`
+  except on the three tag lines of a fold of exactly report.md's shape, outside fenced code
+  (`<details>`, `<summary>TITLE</summary>` with the title escaped, a blank line, the body, a
+  blank line, `</details>`, with blank lines around it: `_folds`), so that GitHub reads
+  each tag line as an HTML block ending at its blank line, swallowing no line. Anything
+  else, a fold whose closing line is code, one never closed, its summary line too, is
+  escaped text: no report can fold or hide the rest of the comment. Fences are read by
+  collectors/pr/fitting.Fences (what fitting cuts by, too); a line that opens or closes
+  one is moved to the margin, where no list item or quote can hold it (GitHub would end
+  such a fence with its container, where a line-by-line reading would not), and a fence
+  still open at the end is closed. @mentions: a zero-width space after every `@` that
+  GitHub would read as a mention (also written as `&#64;`, `&#x40;` or `&commat;`), so no
+  user or team is notified by a report. Everywhere, code included: deciding "this is code"
+  the way GitHub's parser does is what an attacker would aim at, and a `<` shown as `&lt;`
+  in a command is the whole cost.
 Standard library only (the comment job runs it with nothing installed)."""
 from __future__ import annotations
 
@@ -20,6 +27,8 @@ import os
 import re
 import stat
 from pathlib import Path
+
+from collectors.pr.fitting import Fences
 
 KIB, MIB = 1024, 1024 * 1024
 ZWSP = "\u200b"           # zero-width space: breaks a mention, shows nothing
@@ -29,7 +38,6 @@ _SUMMARY = re.compile(r"<summary>(.*)</summary>")
 # GitHub's mention: an @ at the start or after a character that is not a word character,
 # then a letter or digit (users, organisations, org/team). Entity forms decode to the same @.
 _MENTION = re.compile(r"(?:(?<![A-Za-z0-9_])@|&#0*64;|&#[xX]0*40;|&commat;)(?=[A-Za-z0-9])")
-_FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
 
 
 class Unreadable(Exception):
@@ -62,53 +70,51 @@ def inert(text: str) -> str:
     return _MENTION.sub("@" + ZWSP, text.replace("<", "&lt;"))
 
 
-def fence_marker(line: str) -> str | None:
-    """The fence run (``` or ~~~, 3 or more) a line opens or closes a fenced block with."""
-    m = _FENCE.match(line)
-    return m.group(1) if m else None
+def _folds(lines: list[str], out: list[bool]) -> set[int]:
+    """The indices of the <details>, <summary> and </details> lines of the folds kept:
+    exactly report.md's shape (markdown_details.details), outside fences (`out`), with a
+    blank line (or the start, the end) around it, so that GitHub reads each tag line as an
+    HTML block of its own that ends at that blank line and swallows nothing:
 
+        (blank) <details> / <summary>TITLE</summary> / (blank) ... (blank) / </details> (blank)
 
-def closes(line: str, opened: str) -> bool:
-    """Whether `line` closes a fence opened with `opened` (CommonMark: the same character,
-    at least as many, nothing after it but spaces)."""
-    m = fence_marker(line)
-    return bool(m) and m[0] == opened[0] and len(m) >= len(opened) and not line.strip().strip(m[0])
+    The first </details> outside fences after the opening lines closes it; the fold is kept
+    if that line has its blank lines around it. One pass (the next closing line of each
+    line is known), not a search per <details>."""
+    n = len(lines)
+    closing = [n] * (n + 1)          # closing[i]: the first </details> line outside fences at or after i
+    for i in range(n - 1, -1, -1):
+        closing[i] = i if out[i] and lines[i] == _DETAILS_CLOSE else closing[i + 1]
+    keep: set[int] = set()
+    i = 0
+    while i + 3 < n:
+        j = closing[i + 3]
+        if (lines[i] == _DETAILS_OPEN and out[i] and (i == 0 or lines[i - 1] == "")
+                and _SUMMARY.fullmatch(lines[i + 1]) and lines[i + 2] == ""
+                and j < n and lines[j - 1] == "" and (j + 1 == n or lines[j + 1] == "")):
+            keep.update((i, i + 1, j))
+            i = j + 1
+        else:
+            i += 1
+    return keep
 
 
 def neutralise(text: str) -> str:
     """`text` (report.md) as inert Markdown (the module's docstring says what changes)."""
-    lines = text.split("\n")
-    out: list[str] = []
-    opened: list[int] = []        # indices in `out` of <details> lines not closed yet
-    after_details = False
-    for line in lines:
-        bare = line.rstrip("\r")
-        if bare == _DETAILS_OPEN:
-            opened.append(len(out))
-            out.append(bare)
-        elif bare == _DETAILS_CLOSE and opened:
-            opened.pop()
-            out.append(bare)
-        elif after_details and (m := _SUMMARY.fullmatch(bare)):
-            out.append(f"<summary>{inert(m.group(1))}</summary>")
+    lines = text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
+    fences = Fences()
+    kinds = [fences.read(line) for line in lines]
+    keep = _folds(lines, [k == "out" for k in kinds])
+    result = []
+    for i, (line, kind) in enumerate(zip(lines, kinds)):
+        if i in keep:
+            m = _SUMMARY.fullmatch(line)
+            result.append(f"<summary>{inert(m.group(1))}</summary>" if m else line)
+        elif kind in ("opens", "closes"):
+            result.append(inert(line.lstrip(" ")))       # at the margin: no list item holds it
         else:
-            out.append(inert(line))
-        after_details = bare == _DETAILS_OPEN
-    for i in opened:                # never closed: text, not a fold
-        out[i] = inert(out[i])
-    result = "\n".join(out)
-    fence = open_fence(result)
-    if fence is None:
-        return result
-    return result + ("" if result.endswith("\n") else "\n") + fence + "\n"
-
-
-def open_fence(text: str) -> str | None:
-    """The fence run still open at the end of `text` (None when every fence is closed)."""
-    opened: str | None = None
-    for line in text.split("\n"):
-        if opened is None:
-            opened = fence_marker(line)
-        elif closes(line, opened):
-            opened = None
-    return opened
+            result.append(inert(line))
+    joined = "\n".join(result)
+    if fences.fence is None:
+        return joined
+    return joined + ("" if joined.endswith("\n") else "\n") + fences.fence + "\n"
