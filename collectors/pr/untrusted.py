@@ -15,9 +15,10 @@ its Markdown only after neutralising what would act beyond the comment itself.
   collectors/pr/fitting.Fences (what fitting cuts by, too); a line that opens or closes
   one is moved to the margin, where no list item or quote can hold it (GitHub would end
   such a fence with its container, where a line-by-line reading would not), and a fence
-  still open at the end is closed. @mentions: a zero-width space after every `@` that
-  GitHub would read as a mention (also written as `&#64;`, `&#x40;` or `&commat;`), so no
-  user or team is notified by a report. Everywhere, code included: deciding "this is code"
+  still open at the end is closed. @mentions: a zero-width space after every `@` and
+  every `&commat;`, and a numeric reference that decodes to `@` or to a letter or digit
+  (`&#64;`, `&#x40;`, `&#111;`) escaped to show as written, so no user or team is notified
+  by a report. Everywhere, code included: deciding "this is code"
   the way GitHub's parser does is what an attacker would aim at, and a `<` shown as `&lt;`
   in a command is the whole cost.
 Standard library only (the comment job runs it with nothing installed)."""
@@ -35,9 +36,9 @@ ZWSP = "\u200b"           # zero-width space: breaks a mention, shows nothing
 
 _DETAILS_OPEN, _DETAILS_CLOSE = "<details>", "</details>"
 _SUMMARY = re.compile(r"<summary>(.*)</summary>")
-# GitHub's mention: an @ at the start or after a character that is not a word character,
-# then a letter or digit (users, organisations, org/team). Entity forms decode to the same @.
-_MENTION = re.compile(r"(?:(?<![A-Za-z0-9_])@|&#0*64;|&#[xX]0*40;|&commat;)(?=[A-Za-z0-9])")
+# Numeric character references as CommonMark decodes them, and the one named reference of @.
+_NUMERIC = re.compile(r"&#(?:[xX]([0-9a-fA-F]{1,6})|([0-9]{1,7}));")
+_COMMAT = re.compile(r"&commat;", re.IGNORECASE)
 
 
 class Unreadable(Exception):
@@ -65,9 +66,21 @@ def read_capped(path: Path, cap: int) -> str:
     return data.decode("utf-8", errors="replace").replace("\x00", "\ufffd")
 
 
+def _numeric(m: re.Match) -> str:
+    """A numeric reference that GitHub would decode to @ or to a letter or digit (what a
+    mention is made of), shown as written instead (`&amp;#...`); any other stays."""
+    code = int(m.group(1), 16) if m.group(1) else int(m.group(2))
+    ch = chr(code) if code <= 0x10FFFF else ""
+    return "&amp;" + m.group(0)[1:] if ch == "@" or ch.isalnum() else m.group(0)
+
+
 def inert(text: str) -> str:
-    """A line (or a title) with no HTML and no mention."""
-    return _MENTION.sub("@" + ZWSP, text.replace("<", "&lt;"))
+    """A line (or a title) with no HTML and no mention: `<` as `&lt;`; a zero-width space
+    after every `@` and every `&commat;`, whatever is around it (GitHub's own rules for what
+    starts a mention, after emphasis or an entity, are what an attacker would aim at);
+    numeric references to @ or a letter or digit escaped (`&#64;` shows as written)."""
+    text = _NUMERIC.sub(_numeric, text.replace("<", "&lt;"))
+    return _COMMAT.sub(lambda m: m.group(0) + ZWSP, text.replace("@", "@" + ZWSP))
 
 
 def _folds(lines: list[str], out: list[bool]) -> set[int]:
