@@ -341,12 +341,29 @@ def test_pr_jobs_build_with_a_cache_no_trusted_job_reads(tmp_path, capsys):
     assert r.returncode == 0, r.stderr
     assert genv.read_text() == f"STALLSCOPE_CACHE={tmp_path / 'temp'}/stallscope-cache\n"   # emptied per job
 
+    # --pr-cache: kept between jobs, one directory per head repository and PR, so no PR's
+    # job builds with what another PR's job left (a build under the next merge base's key)
     pr_file, _ = _write(tmp_path / "kept", "--pr-cache", "/srv/stallscope-pr-cache")
     steps = _load(pr_file)["jobs"]["measure"]["steps"]
     (cache,) = [s for s in steps if "STALLSCOPE_CACHE" in s.get("run", "")]
-    genv.unlink()
-    assert _run_step(cache, {}, tmp_path, {"GITHUB_ENV": str(genv)}).returncode == 0
-    assert genv.read_text() == "STALLSCOPE_CACHE=/srv/stallscope-pr-cache\n"
+    assert "${{" not in cache["run"]
+
+    def cache_of(event: dict) -> str | None:
+        genv.unlink(missing_ok=True)
+        r = _run_step(cache, _ctx("pull_request", event), tmp_path, {"GITHUB_ENV": str(genv)})
+        return genv.read_text() if r.returncode == 0 else None
+
+    fork_a = cache_of(_pr_event("labeled", "stallscope", fork=True, number=42))
+    fork_b = cache_of(_pr_event("labeled", "stallscope", fork=True, number=43))
+    own = cache_of(_pr_event("labeled", "stallscope", number=44))
+    assert fork_a == "STALLSCOPE_CACHE=/srv/stallscope-pr-cache/mallory/redis/pr-42\n"
+    assert fork_b == "STALLSCOPE_CACHE=/srv/stallscope-pr-cache/mallory/redis/pr-43\n"
+    assert own == "STALLSCOPE_CACHE=/srv/stallscope-pr-cache/octo-org/redis/pr-44\n"
+    assert cache_of(_pr_event("synchronize", fork=True, number=42)) == fork_a      # the same PR: its own again
+    for head_repo in ("../redis", "mallory/..", "mallory/redis/x", "", "mallory/re dis"):
+        ev = _pr_event("labeled", "stallscope", fork=True)
+        ev["pull_request"]["head"]["repo"] = {"full_name": head_repo}
+        assert cache_of(ev) is None, head_repo
     for bad in ("~/.cache/stallscope", "relative/dir"):
         assert cli.main(["github", "--out", str(tmp_path / "x"), *PIN, "--pr-cache", bad]) == 2
         assert "only PR jobs use" in capsys.readouterr().err

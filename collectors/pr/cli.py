@@ -97,8 +97,9 @@ def _github_arguments(g: argparse.ArgumentParser) -> None:
     g.add_argument("--labeled-only", action="store_true", help=argparse.SUPPRESS)   # the default now
     g.add_argument("--comment-runner", default=workflow.HOSTED_RUNNER, metavar="LABEL",
                    help=f"GitHub-hosted runner of the comment workflow (default {workflow.HOSTED_RUNNER})")
-    g.add_argument("--pr-cache", metavar="DIR", help="build cache kept between PR jobs on the runner, "
-                   "never read by trusted jobs (default: a fresh one per job under $RUNNER_TEMP)")
+    g.add_argument("--pr-cache", metavar="DIR", help="build cache kept between PR jobs on the runner, one "
+                   "DIR/OWNER/REPO/pr-N per head repository and PR, never read by trusted jobs (default: a fresh "
+                   "one per job under $RUNNER_TEMP)")
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -91,14 +91,31 @@ def _setup_steps(s: Setup) -> list[dict]:
                     "or regenerate with --setup-stallscope'; exit 1; }\n"}]
 
 
+# --pr-cache: one directory per head repository (lower case, as GitHub compares names) and PR.
+_PR_CACHE_SCRIPT = (
+    'if ! [[ "$PR" =~ ^[0-9]+$ && "$HEAD_REPO" =~ ^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$ ]] '
+    '|| [[ "$HEAD_REPO" =~ (^|/)\\.\\.?(/|$) ]]; then\n'
+    '  echo "::error::the event names no head repository OWNER/NAME and PR number to key the build cache by"\n'
+    '  exit 1\n'
+    'fi\n'
+    'echo "STALLSCOPE_CACHE=$PR_CACHE/${HEAD_REPO,,}/pr-$PR" >> "$GITHUB_ENV"\n')
+
+
 def _cache_step(s: Setup) -> dict:
     """STALLSCOPE_CACHE for the rest of the job (builds, ccache, datasets, the noise store:
     collectors/variants/builder.cache_dir): a directory no trusted job reads. A PR's code runs
     here, so whatever it leaves in a cache is its own; the runner's cache (what scheduled and
-    by-hand runs build with) is never opened. RUNNER_TEMP is emptied at each job's start."""
+    by-hand runs build with) is never opened. RUNNER_TEMP is emptied at each job's start.
+    --pr-cache DIR is kept between jobs, one DIR/OWNER/REPO/pr-N per head repository and PR:
+    no PR's job is handed a build another PR's job made (the build key is public data, so a
+    shared cache let fork PR A plant the build PR B would reuse). It keys; it does not wall
+    off: the PR's code runs as the runner's user, who can write anywhere under DIR
+    (docs/pr.md: only ephemeral runners isolate jobs)."""
     if s.pr_cache:
-        return {"name": "Build cache of PR jobs only (trusted jobs never read it)", "env": {"PR_CACHE": s.pr_cache},
-                "run": 'echo "STALLSCOPE_CACHE=$PR_CACHE" >> "$GITHUB_ENV"\n'}
+        return {"name": "Build cache of this PR's jobs only (trusted jobs never read it)",
+                "env": {"PR_CACHE": s.pr_cache, "HEAD_REPO": "${{ github.event.pull_request.head.repo.full_name }}",
+                        "PR": "${{ github.event.pull_request.number }}"},
+                "run": _PR_CACHE_SCRIPT}
     return {"name": "A build cache for this job only (trusted jobs never read it)",
             "run": 'echo "STALLSCOPE_CACHE=$RUNNER_TEMP/stallscope-cache" >> "$GITHUB_ENV"\n'}
 
