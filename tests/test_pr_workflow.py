@@ -165,10 +165,17 @@ def test_the_trusted_jobs_run_on_a_github_hosted_runner_with_a_pinned_stallscope
         assert not any(re.search(r"(^|\s)(stallscope|make)\s", s) for s in scripts)
     for bad, said in ((["--comment-runner", "self-hosted"], "GitHub-hosted runner"),
                       (["--comment-runner", "bare-metal"], "never the measuring runner's"),
+                      (["--comment-runner", "x64"], "a label of a GitHub-hosted image"),      # a self-hosted label
+                      (["--comment-runner", "gpu-box"], "a label of a GitHub-hosted image"),
+                      (["--comment-runner", "ubuntu"], "a label of a GitHub-hosted image"),
+                      (["--comment-runner", "windows-2022"], "bash"),
                       (["--stallscope-ref", "main"], "full commit SHA")):
         assert cli.main(["github", "--runner-labels", ",".join(LABELS), "--out", str(tmp_path / "x"),
                          *PIN, *bad]) == 2
         assert said in capsys.readouterr().err
+    for hosted in ("ubuntu-22.04", "ubuntu-latest", "ubuntu-24.04-arm", "macos-14", "macos-latest"):
+        _, comment_file = _write(tmp_path / hosted, "--comment-runner", hosted)
+        assert {j["runs-on"] for j in _load(comment_file)["jobs"].values()} == {hosted}
     with pytest.raises(SystemExit):       # the pin is required
         cli.main(["github", "--out", str(tmp_path / "x")])
 

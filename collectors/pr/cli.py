@@ -33,6 +33,7 @@ relies on are in docs/pr.md. Exit status: 0 done, 2 bad input or a GitHub call t
 """
 
 FULL_SHA = re.compile(r"[0-9a-f]{40}")
+HOSTED = re.compile(r"(?:ubuntu|macos)-[0-9a-z][0-9a-z.-]*")      # GitHub-hosted images' labels
 TRUSTED_CACHES = ("~/.cache/stallscope", "$HOME/.cache/stallscope")
 
 GITHUB_EPILOG = """\
@@ -96,7 +97,8 @@ def _github_arguments(g: argparse.ArgumentParser) -> None:
                    "branch is in this repository (never a fork's: its label is removed on push)")
     g.add_argument("--labeled-only", action="store_true", help=argparse.SUPPRESS)   # the default now
     g.add_argument("--comment-runner", default=workflow.HOSTED_RUNNER, metavar="LABEL",
-                   help=f"GitHub-hosted runner of the comment workflow (default {workflow.HOSTED_RUNNER})")
+                   help=f"GitHub-hosted runner of the comment workflow: an ubuntu-* or macos-* image label "
+                   f"(default {workflow.HOSTED_RUNNER})")
     g.add_argument("--pr-cache", metavar="DIR", help="build cache kept between PR jobs on the runner, one "
                    "DIR/OWNER/REPO/pr-N per head repository and PR, never read by trusted jobs (default: a fresh "
                    "one per job under $RUNNER_TEMP)")
@@ -133,6 +135,13 @@ def _setup(args: argparse.Namespace) -> workflow.Setup:
     if not LABEL.fullmatch(hosted) or hosted == "self-hosted" or hosted in labels:
         raise PrError(f"--comment-runner {hosted!r}: give a GitHub-hosted runner label (e.g. "
                       f"{workflow.HOSTED_RUNNER}), never the measuring runner's")
+    if hosted.startswith("windows-"):
+        raise PrError(f"--comment-runner {hosted!r}: the trusted jobs' steps are bash scripts that run "
+                      "python3 (Windows images run pwsh and have no python3); give ubuntu-* or macos-*")
+    if not HOSTED.fullmatch(hosted):
+        raise PrError(f"--comment-runner {hosted!r}: give a label of a GitHub-hosted image, ubuntu-* or macos-* "
+                      f"(e.g. {workflow.HOSTED_RUNNER}, ubuntu-latest, macos-14): the trusted jobs hold a write "
+                      "token and must get a fresh GitHub-hosted VM; another label names a self-hosted runner")
     cache = args.pr_cache
     if cache is not None and (not cache.startswith(("/", "~/")) or cache.rstrip("/") in TRUSTED_CACHES
                               or "\n" in cache):
