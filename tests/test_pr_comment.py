@@ -324,6 +324,42 @@ def test_an_oversized_or_linked_artifact_is_refused(api, tmp_path, capsys):
     assert not state.comments
 
 
+def test_the_artifact_is_capped_as_a_whole(tmp_path, monkeypatch):
+    """Caps per artifact, not only per file: more report directories than a comment takes
+    are refused before any is read; the files read add up to at most ARTIFACT_CAP bytes;
+    of results.json only what the comment uses is kept."""
+    from collectors.pr import sources
+    root = tmp_path / "reports"
+    reads = []
+    real = sources.read_capped
+    monkeypatch.setattr(sources, "read_capped", lambda path, cap: reads.append(path) or real(path, cap))
+    for i in range(sources.MAX_CASES + 1):
+        (root / f"case{i:03d}").mkdir(parents=True)
+        (root / f"case{i:03d}" / "report.md").write_text("## x\n")
+    with pytest.raises(sources.SourceError, match=f"more than the {sources.MAX_CASES} report directories"):
+        sources.find(root, reports_only=True)
+    assert reads == []                                   # refused before reading one
+    for i in range(3, sources.MAX_CASES + 1):
+        shutil.rmtree(root / f"case{i:03d}")
+    for i in range(3):
+        (root / f"case{i:03d}" / "report.md").write_text("x" * 1_000 + "\n")
+    monkeypatch.setattr(sources, "ARTIFACT_CAP", 2_500, raising=False)
+    with pytest.raises(sources.SourceError, match="together over the 2,500 bytes"):
+        sources.find(root, reports_only=True)
+    monkeypatch.setattr(sources, "ARTIFACT_CAP", 3_500, raising=False)
+    assert len(sources.find(root, reports_only=True)) == 3
+    results = {"case": {"name": "mset-50keys", "file": "cases/mset.yaml"}, "base": "base", "cand": "cand",
+               "functions": [{"name": f"f{i}", "samples": i} for i in range(1_000)],
+               "environment": {"variants": {"base": {"commit": SHA1, "spec": "git:x"}, "cand": {"commit": SHA2},
+                                            "other": {"commit": "0" * 40}}, "cpu": "x"}}
+    (root / "case000" / "results.json").write_text(json.dumps(results))
+    monkeypatch.setattr(sources, "ARTIFACT_CAP", 1_000_000, raising=False)
+    kept = sources.find(root, reports_only=True)[0].results
+    assert kept == {"case": {"name": "mset-50keys"}, "base": "base", "cand": "cand",
+                    "environment": {"variants": {"base": {"commit": SHA1}, "cand": {"commit": SHA2}}}}
+    (root / "case000" / "results.json").write_text(json.dumps({"case": "not an object", "base": ["x"]}))
+    assert sources.find(root, reports_only=True)[0].results == {}
+
 def _many_details(n: int) -> str:
     head = "## stallscope: many\n\n**Summary:** throughput +1.0%\n\n"
     blocks = "".join(f"<details>\n<summary>Block {i:04d}</summary>\n\n" + "| a | b |\n" * (2 + i % 7) + "\n</details>\n\n"

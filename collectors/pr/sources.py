@@ -4,24 +4,29 @@ results.json already written by `stallscope compare`), or a directory holding se
 either (the PR workflow's artifact: reports/<case>/).
 
 The artifact was written by a job that ran the PR's code: its files are read through
-collectors/pr/untrusted.py (no symbolic links, size caps) and its Markdown neutralised;
+collectors/pr/untrusted.py (no symbolic links, size caps) and its Markdown neutralised.
+Caps hold for the artifact as a whole too: more than MAX_CASES directories are refused
+before any is read, the files read add up to at most ARTIFACT_CAP bytes, and of each
+results.json only what the comment uses is kept (`kept`);
 `reports_only` (the comment job) refuses run directories, which would need the analysis
 (and its dependencies) to read. This module needs only the standard library unless a run
 directory is given."""
 from __future__ import annotations
 
 import json
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
 from analysis.inputs.layout import MANIFEST, REPORT_MD, RESULTS_JSON
 from collectors.pr.fitting import shorten
-from collectors.pr.untrusted import MIB, Unreadable, neutralise, read_capped
+from collectors.pr.untrusted import MIB, TooLarge, Unreadable, neutralise, read_capped
 
 REPORT_CAP = 4 * MIB        # a report.md of every top mover is ~60 KB
 RESULTS_CAP = 32 * MIB      # results.json with every function is a few MB
 MAX_CASES = 64              # report directories read from one artifact
+ARTIFACT_CAP = 64 * MIB     # the bytes of all the files read from one artifact
 
 __all__ = ["Report", "SourceError", "find", "shorten"]
 
@@ -33,7 +38,7 @@ class SourceError(Exception):
 @dataclass(frozen=True)
 class Report:
     name: str                          # the directory's name
-    results: dict                      # results.json (base, cand and their commits)
+    results: dict                      # of results.json, what the comment uses (`kept`)
     render: Callable[[int], str]       # its Markdown, neutralised, at most `limit` characters
 
 
@@ -42,26 +47,53 @@ def find(path: str | Path, reports_only: bool = False) -> list[Report]:
     if not p.is_dir():
         raise SourceError(f"{p}: no such directory (give a run directory, a report directory, "
                           "or a directory of them)")
-    one = _one(p, reports_only)
+    budget = [ARTIFACT_CAP]            # bytes left to read
+    one = _one(p, reports_only, budget)
     if one is not None:
         return [one]
-    dirs = sorted(x for x in p.iterdir() if x.is_dir() and not x.is_symlink())
-    found = [r for d in dirs if (r := _one(d, reports_only)) is not None]
+    dirs = []
+    with os.scandir(p) as entries:
+        for e in entries:
+            if e.is_dir(follow_symlinks=False):
+                dirs.append(Path(e.path))
+            if len(dirs) > MAX_CASES:
+                raise SourceError(f"{p}: more than the {MAX_CASES} report directories one comment takes")
+    found = [r for d in sorted(dirs) if (r := _one(d, reports_only, budget)) is not None]
     if not found:
         raise SourceError(f"{p}: neither a run directory (manifest.json) nor a report directory "
                           "(report.md), and no such directory inside it")
-    if len(found) > MAX_CASES:
-        raise SourceError(f"{p}: {len(found)} report directories, more than the {MAX_CASES} one comment "
-                          "takes")
     return found
 
 
-def _one(d: Path, reports_only: bool) -> Report | None:
+def kept(results: dict) -> dict:
+    """Of a results.json, what the comment uses (comment.py): case.name, the names of base
+    and cand and their commits (environment.variants), each a string; the rest (every
+    function of the profile ...) is not kept in memory."""
+    out: dict = {}
+    case, env = results.get("case"), results.get("environment")
+    if isinstance(case, dict) and isinstance(case.get("name"), str):
+        out["case"] = {"name": case["name"]}
+    variants = env.get("variants") if isinstance(env, dict) else None
+    commits = {}
+    for side in ("base", "cand"):
+        name = results.get(side)
+        if not isinstance(name, str):
+            continue
+        out[side] = name
+        v = variants.get(name) if isinstance(variants, dict) else None
+        if isinstance(v, dict) and isinstance(v.get("commit"), str):
+            commits[name] = {"commit": v["commit"]}
+    if commits:
+        out["environment"] = {"variants": commits}
+    return out
+
+
+def _one(d: Path, reports_only: bool, budget: list[int]) -> Report | None:
     run_dir = (d / MANIFEST).is_file() and not (d / MANIFEST).is_symlink()
     if run_dir and not reports_only:
         return _from_run(d)
     if (d / REPORT_MD).exists() or (d / REPORT_MD).is_symlink():
-        return _from_report(d)
+        return _from_report(d, budget)
     if run_dir:
         raise SourceError(f"{d}: a run directory; this comment reads report directories only "
                           "(report.md, results.json)")
@@ -78,24 +110,32 @@ def _from_run(d: Path) -> Report:
         r = analyse(load_run(d), CompareOptions())
     except (RunDirError, CompareError, ValueError) as e:
         raise SourceError(f"{d}: {e}") from None
-    return Report(d.name, r.to_json(), lambda limit: shorten(neutralise(report_md.render(r, limit)), limit))
+    return Report(d.name, kept(r.to_json()), lambda limit: shorten(neutralise(report_md.render(r, limit)), limit))
 
 
-def _read(path: Path, cap: int) -> str:
+def _read(path: Path, cap: int, budget: list[int]) -> str:
+    """read_capped, within what is left of the artifact's ARTIFACT_CAP bytes (`budget`)."""
+    limit = min(cap, budget[0])
     try:
-        return read_capped(path, cap)
+        text = read_capped(path, limit)
     except Unreadable as e:
+        if limit < cap and isinstance(e, TooLarge):
+            raise SourceError(f"{path}: the artifact's files are together over the {ARTIFACT_CAP:,} bytes "
+                              "read from one artifact") from None
         raise SourceError(str(e)) from None
+    budget[0] -= len(text.encode())          # a bad byte, read as U+FFFD, counts 3: never fewer than read
+    return text
 
 
-def _from_report(d: Path) -> Report:
-    text = neutralise(_read(d / REPORT_MD, REPORT_CAP))
+def _from_report(d: Path, budget: list[int]) -> Report:
+    text = neutralise(_read(d / REPORT_MD, REPORT_CAP, budget))
     results: dict = {}
     if (d / RESULTS_JSON).exists() or (d / RESULTS_JSON).is_symlink():
         try:
-            results = json.loads(_read(d / RESULTS_JSON, RESULTS_CAP))
+            doc = json.loads(_read(d / RESULTS_JSON, RESULTS_CAP, budget))
         except (ValueError, RecursionError) as e:
             raise SourceError(f"{d / RESULTS_JSON}: not JSON ({str(e)[:200]})") from None
-        if not isinstance(results, dict):
+        if not isinstance(doc, dict):
             raise SourceError(f"{d / RESULTS_JSON}: not a results.json object (docs/results-json.md)")
+        results = kept(doc)
     return Report(d.name, results, lambda limit: shorten(text, limit))

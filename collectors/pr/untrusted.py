@@ -45,6 +45,10 @@ class Unreadable(Exception):
     """A file of the artifact that is not read: a link, not a regular file, over its cap."""
 
 
+class TooLarge(Unreadable):
+    """A file of the artifact over the bytes it may have."""
+
+
 def read_capped(path: Path, cap: int) -> str:
     """The text of regular file `path` (not a symbolic link), at most `cap` bytes; invalid
     UTF-8 and NUL characters become U+FFFD."""
@@ -59,10 +63,10 @@ def read_capped(path: Path, cap: int) -> str:
         if not stat.S_ISREG(st.st_mode):
             raise Unreadable(f"{path}: not a regular file")
         if st.st_size > cap:
-            raise Unreadable(f"{path}: {st.st_size:,} bytes, over the {cap:,} bytes read from an artifact")
+            raise TooLarge(f"{path}: {st.st_size:,} bytes, over the {cap:,} bytes read from an artifact")
         data = f.read(cap + 1)
     if len(data) > cap:                    # grew while being read
-        raise Unreadable(f"{path}: over the {cap:,} bytes read from an artifact")
+        raise TooLarge(f"{path}: over the {cap:,} bytes read from an artifact")
     return data.decode("utf-8", errors="replace").replace("\x00", "\ufffd")
 
 
