@@ -50,6 +50,7 @@ class State:
     requests: list[tuple[str, str]] = field(default_factory=list)               # (method, path?query)
     next_origin: str | None = None     # Link rel="next" to this origin instead (a hostile answer)
     redirect_to: str | None = None     # answer a comment list with 307 to this origin instead
+    user_forbidden: str | None = None  # answer GET /user with 403 and this message, whatever the token
     next_id: int = 1_000_000
 
     def add(self, repo: str, n: int, body: str, login: str, kind: str = "User") -> dict:
@@ -113,6 +114,8 @@ class Handler(BaseHTTPRequestHandler):
         if self._refused():
             return
         if url.path == "/user":
+            if self.state.user_forbidden:          # e.g. a rate limit, or a token without the user scope
+                return self._reply(403, {"message": self.state.user_forbidden, "documentation_url": DOCS})
             if self._user()["type"] == "Bot":
                 return self._reply(403, {"message": "Resource not accessible by integration", "status": "403",
                                          "documentation_url": DOCS + "/users/users#get-the-authenticated-user"})

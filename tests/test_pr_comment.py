@@ -31,9 +31,12 @@ PR = ["--repo", "octo-org/redis", "--pr", "42"]
 
 @pytest.fixture
 def api(monkeypatch):
+    """The local server; the environment of a workflow's job (GITHUB_ACTIONS=true, its
+    GITHUB_TOKEN), whose comments are by github-actions[bot]."""
     monkeypatch.delenv("GH_TOKEN", raising=False)
     monkeypatch.delenv("GITHUB_API_URL", raising=False)
     monkeypatch.setenv("GITHUB_TOKEN", github_like.TOKEN)
+    monkeypatch.setenv("GITHUB_ACTIONS", "true")
     yield from github_like.serve()
 
 
@@ -94,6 +97,26 @@ def test_bad_or_missing_token_exits_2_saying_what_to_do(api, reports, tmp_path, 
     assert cli.main(["comment", src, *PR, "--author", "github-actions[bot]", "--api-url", "http://127.0.0.1:9"]) == 2
     assert "cannot reach http://127.0.0.1:9/repos/octo-org/redis/issues/42/comments" in capsys.readouterr().err
 
+
+def test_a_token_that_cannot_say_who_it_is_needs_author(api, reports, monkeypatch, capsys):
+    """GET /user answers 403 for an installation token ("Resource not accessible by
+    integration"): that is github-actions[bot] only inside a workflow (GITHUB_ACTIONS=true).
+    Any other 403 (a rate limit, a token of another app outside Actions) is an error that
+    asks for --author, not a guess whose comment to update."""
+    url, state = api
+    src = str(reports / "valkey-get-p1-default")
+    monkeypatch.delenv("GITHUB_ACTIONS")
+    assert cli.main(["comment", src, *PR, "--api-url", url]) == 2
+    err = capsys.readouterr().err
+    assert "GitHub answered 403 to GET" in err and "give --author LOGIN" in err and len(err.splitlines()) == 1
+    monkeypatch.setenv("GITHUB_ACTIONS", "true")
+    state.user_forbidden = "API rate limit exceeded for installation ID 1."
+    assert cli.main(["comment", src, *PR, "--api-url", url]) == 2
+    assert "API rate limit exceeded" in capsys.readouterr().err and not state.comments
+    assert cli.main(["comment", src, *PR, "--api-url", url, "--author", "github-actions[bot]"]) == 0
+    state.user_forbidden = None
+    assert cli.main(["comment", src, *PR, "--api-url", url]) == 0        # in a workflow: the Actions bot
+    assert [r for r in state.requests if r[0] == "PATCH"]                # its own comment, updated
 
 def test_the_comment_workflow_call_checks_pr_json_against_the_pr_head(api, reports, tmp_path, capsys):
     """As stallscope-pr-comment.yml calls it: pr.json from the artifact (untrusted), --commit

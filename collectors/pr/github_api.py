@@ -87,12 +87,17 @@ def send(method: str, url: str, payload: Any = None, headers: dict[str, str] | N
         raise GitHubError(f"cannot reach {url}: {getattr(e, 'reason', e)}") from None
 
 
+def message_of(reply: Reply) -> str:
+    """The `message` of GitHub's error answer (its text when there is none)."""
+    try:
+        return str(json.loads(reply.text).get("message") or reply.text)
+    except (ValueError, AttributeError):
+        return reply.text
+
+
 def explain(method: str, url: str, reply: Reply) -> str:
     """'GitHub answered 401 to GET URL: Bad credentials; the token is wrong ...'"""
-    try:
-        message = json.loads(reply.text).get("message") or reply.text
-    except (ValueError, AttributeError):
-        message = reply.text
+    message = message_of(reply)
     hint = HINTS.get(reply.status)
     return (f"GitHub answered {reply.status} to {method} {url}: {str(message)[:300].strip()}"
             + (f"; {hint}" if hint else ""))
@@ -158,8 +163,10 @@ class Author:
         return user.get("login") == self.login and user.get("type") == self.type
 
 
-# What a workflow's GITHUB_TOKEN posts as: the GitHub Actions app's bot account.
+# What a workflow's GITHUB_TOKEN posts as: the GitHub Actions app's bot account; what GET /user
+# answers such a token (an installation token) with.
 ACTIONS_BOT = Author("github-actions[bot]", "Bot")
+INTEGRATION_403 = "Resource not accessible by integration"
 
 
 class GitHub:
@@ -219,12 +226,18 @@ class GitHub:
 
     def me(self) -> Author:
         """Who this token posts as: GET /user ("Get the authenticated user") for a personal
-        or user token. An installation token, which a workflow's GITHUB_TOKEN is, cannot call
-        it (403 "Resource not accessible by integration"); its comments are by
-        github-actions[bot]."""
+        or user token. An installation token cannot call it (403 "Resource not accessible by
+        integration"); inside a workflow (GITHUB_ACTIONS=true) that is its GITHUB_TOKEN, whose
+        comments are by github-actions[bot]. Any other 403 (a rate limit; another app's
+        token outside Actions) is a GitHubError asking for --author: a wrong guess finds no
+        comment of its own and posts a second one."""
         reply = self.call("GET", "/user", ok=(200, 403))
         if reply.status == 403:
-            return ACTIONS_BOT
+            if message_of(reply) == INTEGRATION_403 and os.environ.get("GITHUB_ACTIONS") == "true":
+                return ACTIONS_BOT
+            raise GitHubError(f"GitHub answered 403 to GET {self.api}/user: {message_of(reply)[:300].strip()}; "
+                              "which account this token posts as is not known (github-actions[bot] is assumed "
+                              "only for that answer inside a workflow, GITHUB_ACTIONS=true): give --author LOGIN")
         user = reply.json()
         login, kind = (user.get("login"), user.get("type")) if isinstance(user, dict) else (None, None)
         if not isinstance(login, str) or not login or kind not in ("User", "Bot"):

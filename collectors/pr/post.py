@@ -39,7 +39,8 @@ RUN_OR_REPORT: a run directory (compared here as `stallscope compare` does), a r
 (report.md + results.json), or a directory of several (one section per case). The comment starts
 with the hidden marker <!-- stallscope-pr-report -->. The one comment updated (PATCH) is the
 oldest that starts with the marker AND was written by the identity this token posts as
-(--author, else GET /user; a workflow's GITHUB_TOKEN posts as github-actions[bot]); else one is
+(--author, else GET /user; a workflow's GITHUB_TOKEN, which GET /user refuses, posts as
+github-actions[bot]: assumed only inside a workflow, GITHUB_ACTIONS=true); else one is
 created (POST). Its text is neutralised (no raw HTML, no @mention) and fits GitHub's 65,536
 characters (details left out first, saying so). With --require-head / --require-label, a PR that
 moved on or lost the label gets nothing and the exit status is 0 (a notice says why); with
