@@ -481,3 +481,22 @@ def test_a_pr_without_the_label_now_gets_nothing_and_exit_0(api, reports, tmp_pa
     assert cli.main(call) == 0
     (c,) = _marked(state)
     assert state.requests[-1] == ("POST", "/repos/octo-org/redis/issues/7/comments")
+
+
+
+# ------------------------------------------------------------- 8. label names, compared as GitHub does
+def test_label_names_are_compared_ignoring_case(api, reports, tmp_path, capsys):
+    """GitHub's label names are case-insensitive (a repository cannot hold 'stallscope' and
+    'StallScope'; the workflows' contains() and == ignore case too): the comment job and
+    unlabel read a label written in another case as the label."""
+    url, state = api
+    state.heads[("octo-org/redis", 7)] = SHA2
+    state.labels[("octo-org/redis", 7)] = ["perf", "StallScope"]
+    call = ["comment", str(reports / "valkey-get-p1-default"), "--repo", "octo-org/redis", "--pr", "7",
+            "--commit", SHA2, "--require-head", "--require-label", "stallscope", "--api-url", url]
+    assert cli.main(call) == 0
+    assert state.requests[-1] == ("POST", "/repos/octo-org/redis/issues/7/comments")
+    assert cli.main(["unlabel", "--repo", "octo-org/redis", "--pr", "7", "--label", "stallscope",
+                     "--api-url", url]) == 0
+    assert state.labels[("octo-org/redis", 7)] == ["perf"]
+    assert ("DELETE", "/repos/octo-org/redis/issues/7/labels/StallScope") in state.requests

@@ -221,7 +221,7 @@ def _why_not_now(gh: GitHub, args: argparse.Namespace, pr: int, measured: commen
     if args.require_head and head != measured.commit:
         return (f"its head is {head or 'unknown'}, not the measured {measured.commit} (a newer push, "
                 "measured when labelled again; or the artifact names another pull request)")
-    if args.require_label and args.require_label not in pull_labels(pull):
+    if args.require_label and carried(pull, args.require_label) is None:
         return f"it does not carry the label {args.require_label!r} now (removed by hand or after a push)"
     return None
 
@@ -246,16 +246,23 @@ def post(args: argparse.Namespace) -> int:
     return 0
 
 
+def carried(pull: dict, label: str) -> str | None:
+    """The name of the pull request's label that is `label`, as GitHub names labels: ignoring
+    case (a repository cannot have both 'stallscope' and 'StallScope'); None if it has none."""
+    return next((x for x in pull_labels(pull) if x.casefold() == label.casefold()), None)
+
+
 def unlabel(args: argparse.Namespace) -> int:
     if not REPO.fullmatch(args.repo):
         raise PrError(f"--repo {args.repo!r}: give OWNER/REPO, e.g. octo-org/redis")
     if not LABEL.fullmatch(args.label):
         raise PrError(f"--label {args.label!r}: letters, digits, spaces and _ . : / + - only")
     gh = _client(args)
-    if args.label not in pull_labels(gh.pull(args.repo, args.pr)):
+    name = carried(gh.pull(args.repo, args.pr), args.label)
+    if name is None:
         print(f"{args.repo}#{args.pr} does not carry the label {args.label!r}: nothing to remove")
         return 0
-    gh.remove_label(args.repo, args.pr, args.label)
+    gh.remove_label(args.repo, args.pr, name)
     notice(f"removed the label {args.label!r} from {args.repo}#{args.pr}: a new push is measured only "
            "when a maintainer adds the label again")
     return 0
