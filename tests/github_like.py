@@ -51,6 +51,7 @@ class State:
     next_origin: str | None = None     # Link rel="next" to this origin instead (a hostile answer)
     redirect_to: str | None = None     # answer a comment list with 307 to this origin instead
     user_forbidden: str | None = None  # answer GET /user with 403 and this message, whatever the token
+    redirect_writes: tuple[int, str] | None = None   # answer POST and PATCH with (status, Location)
     next_id: int = 1_000_000
 
     def add(self, repo: str, n: int, body: str, login: str, kind: str = "User") -> dict:
@@ -150,9 +151,19 @@ class Handler(BaseHTTPRequestHandler):
         self._reply(200, allc[(page - 1) * per_page: page * per_page],
                     {"Link": ", ".join(links)} if links else None)
 
+    def _redirected(self) -> bool:
+        """A write answered with a redirect (a moved repository answers 301, as GitHub does)."""
+        if not self.state.redirect_writes:
+            return False
+        self.rfile.read(int(self.headers.get("Content-Length", 0)))
+        code, location = self.state.redirect_writes
+        self._reply(code, {"message": "Moved Permanently", "url": location, "documentation_url": DOCS},
+                    {"Location": location})
+        return True
+
     def do_POST(self):
         self.state.requests.append(("POST", self.path))
-        if self._refused():
+        if self._refused() or self._redirected():
             return
         m = LIST.match(self.path)
         if not m:
@@ -176,7 +187,7 @@ class Handler(BaseHTTPRequestHandler):
 
     def do_PATCH(self):
         self.state.requests.append(("PATCH", self.path))
-        if self._refused():
+        if self._refused() or self._redirected():
             return
         m = ONE.match(self.path)
         found = [c for (repo, _), cs in self.state.comments.items() for c in cs

@@ -463,6 +463,27 @@ def test_a_next_page_on_another_origin_is_not_followed(api, reports, capsys):
         assert not same_api(bad, "https://api.github.com" if "github" in bad else "https://ghe.example/api/v3"), bad
 
 
+def test_a_redirected_write_is_not_followed_and_said_so(api, reports, capsys):
+    """A POST or PATCH answered with a redirect (GitHub answers 301 for a renamed
+    repository) is not replayed anywhere, not even as a GET, and the error says what
+    happened: where it pointed, and whether that is this API's origin."""
+    url, state = api
+    src = reports / "valkey-get-p1-default"
+    state.redirect_writes = (301, f"{url}/repositories/1296269/issues/42/comments")      # the same origin
+    assert _post(url, src, "--commit", SHA1) == 2
+    err = capsys.readouterr().err
+    assert len(err.splitlines()) == 1 and "Traceback" not in err, err
+    assert f"GitHub answered 301 to POST {url}/repos/octo-org/redis/issues/42/comments" in err, err
+    assert f"redirected to {url}/repositories/1296269/issues/42/comments (this API's origin)" in err, err
+    assert "another origin" not in err and [r[0] for r in state.requests].count("POST") == 1
+    assert state.requests[-1][0] == "POST"                    # nothing followed it, not even a GET
+    state.redirect_writes = None
+    assert _post(url, src, "--commit", SHA1) == 0              # now one comment: PATCH it next
+    state.redirect_writes = (307, "https://elsewhere.example/repos/octo-org/redis/issues/comments/1")
+    assert _post(url, src, "--commit", SHA2) == 2
+    err = capsys.readouterr().err
+    assert "GitHub answered 307 to PATCH" in err and "another origin" in err and len(err.splitlines()) == 1
+
 # ------------------------------------------------------------- 4, 7. the label now; superseded exits 0
 def test_a_pr_without_the_label_now_gets_nothing_and_exit_0(api, reports, tmp_path, capsys, monkeypatch):
     url, state = api

@@ -336,6 +336,21 @@ def test_docs_state_the_repository_settings_that_are_required():
     assert "keep the repository setting" not in doc.lower()
 
 
+def test_docs_say_what_the_trusted_jobs_rely_on():
+    """docs/pr.md once per section; where pull_request_target's workflow file comes from
+    (the default branch on github.com; GitHub Enterprise Server may differ); that the
+    report, from a fork or not, is the PR's own claim."""
+    doc = (REPO / "docs" / "pr.md").read_text()
+    headings = re.findall(r"^#{2,3} .*$", doc, re.M)
+    assert len(headings) == len(set(headings)), headings
+    flat = " ".join(doc.split())
+    for needed in ("runs the default branch's workflow file", "GitHub Enterprise Server versions may still",
+                   "the report (its numbers, its verdicts, the commits in its table) is the PR's own claim",
+                   "from a fork just as from a branch of this repository", "`--head-repo`", "`--run-event",
+                   "DIR/OWNER/REPO/pr-N", "`ubuntu-*` or `macos-*`"):
+        assert needed in flat, needed
+
+
 # ------------------------------------------------------------- 3. a cache of PR jobs' own
 def test_pr_jobs_build_with_a_cache_no_trusted_job_reads(tmp_path, capsys):
     pr_file, _ = _write(tmp_path)
@@ -409,7 +424,8 @@ def test_concurrency_is_per_pr_and_label_on_the_measuring_job_and_per_branch_on_
     conc = com["jobs"]["comment"]["concurrency"]
     assert conc["cancel-in-progress"] is False and "concurrency" not in com
     cgroup = lambda **kw: interpolate(conc["group"], _ctx("workflow_run", _run_event(**kw)))   # noqa: E731
-    assert cgroup() == cgroup() and cgroup() != cgroup(branch="other") != cgroup(head_repo="octo-org/redis")
+    groups = [cgroup(), cgroup(branch="other"), cgroup(head_repo="octo-org/redis")]
+    assert cgroup() == groups[0] and len(set(groups)) == 3          # each pair differs
 
 
 # ------------------------------------------------------------- 7. pinned actions, no persisted credentials

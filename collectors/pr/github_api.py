@@ -11,7 +11,7 @@ import os
 import re
 import urllib.error
 import urllib.request
-from urllib.parse import quote, urlsplit
+from urllib.parse import quote, urljoin, urlsplit
 from dataclasses import dataclass
 from email.message import Message
 from pathlib import Path
@@ -30,8 +30,6 @@ HINTS = {
     404: "no such repository, issue or comment, or the token cannot see a private repository; "
          "check --repo OWNER/REPO and --pr N",
     422: "GitHub refused the content (validation failed); the body may be empty or too long",
-    **{c: "a redirect to another origin, not followed with the token (is --api-url the API's own URL?)"
-       for c in (301, 302, 303, 307, 308)},
 }
 
 
@@ -54,12 +52,16 @@ class Reply:
 
 
 class _TokenStaysHome(urllib.request.HTTPRedirectHandler):
-    """Redirects as urllib follows them, except one that would carry the Authorization
-    header to another origin (urllib copies it to the new request): that one is refused
-    and its status returned."""
+    """Redirects of a GET as urllib follows them, except one that would carry the
+    Authorization header to another origin (urllib copies it to the new request); and no
+    redirect of a write (urllib would replay a POST as a GET, dropping its body): those are
+    refused and their status returned (`explain` says where they pointed)."""
 
     def redirect_request(self, req, fp, code, msg, headers, newurl):
         u = urlsplit(req.full_url)
+        if req.get_method() not in ("GET", "HEAD"):
+            raise urllib.error.HTTPError(req.full_url, code, f"{msg}: a {req.get_method()} is not redirected",
+                                         headers, fp)
         if req.has_header("Authorization") and not same_api(newurl, f"{u.scheme}://{u.netloc}"):
             raise urllib.error.HTTPError(newurl, code, f"{msg}: not following it with the token to another "
                                          f"origin ({newurl[:200]})", headers, fp)
@@ -95,10 +97,24 @@ def message_of(reply: Reply) -> str:
         return reply.text
 
 
+def _redirect_hint(url: str, reply: Reply) -> str:
+    """What a redirect that was not followed pointed to, and why it was not followed."""
+    location = (reply.headers.get("Location") if reply.headers is not None else None) or ""
+    if not location:
+        return "a redirect without a Location, not followed"
+    target = urljoin(url, location)[:200]
+    u = urlsplit(url)
+    if same_api(target, f"{u.scheme}://{u.netloc}"):
+        return (f"redirected to {target} (this API's origin); not followed: a write is not replayed at "
+                "another URL (a renamed or moved repository? give its current --repo OWNER/REPO)")
+    return (f"redirected to {target}, another origin; not followed with the token (is --api-url the "
+            "API's own URL?)")
+
+
 def explain(method: str, url: str, reply: Reply) -> str:
     """'GitHub answered 401 to GET URL: Bad credentials; the token is wrong ...'"""
     message = message_of(reply)
-    hint = HINTS.get(reply.status)
+    hint = _redirect_hint(url, reply) if 300 <= reply.status < 400 else HINTS.get(reply.status)
     return (f"GitHub answered {reply.status} to {method} {url}: {str(message)[:300].strip()}"
             + (f"; {hint}" if hint else ""))
 
