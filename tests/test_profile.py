@@ -102,3 +102,24 @@ def test_write_merge_round_trip(tmp_path, main_st, io_st):
     assert m.total == (1665 + 2767) * NS
     with pytest.raises(ValueError, match="merge"):
         merge([main_st, Stacks()])
+
+
+def test_compiler_clones_are_one_function_across_builds():
+    """A patch elsewhere in a file can make GCC split a function (f -> f.part.0) or specialise
+    it (.constprop.N, .isra.N, .cold): one name, so it is neither gone nor new; f calling
+    its own split-off part is one frame, while real recursion stays two."""
+    assert prof.normalize_frame("aeProcessEvents.part.0") == "aeProcessEvents"
+    assert prof.normalize_frame("dictFind.constprop.0.isra.0") == "dictFind"
+    assert prof.normalize_frame("zmalloc.cold") == "zmalloc"
+    assert prof.normalize_frame("f.llvm.123456") == "f"
+    assert prof.normalize_frame("partial") == "partial"          # a name, not a suffix
+    assert prof.normalize_frame("x.part") == "x"
+    assert prof.normalize_stack(["redis-server", "main", "msetGenericCommand",
+                                 "msetGenericCommand.part.0", "setKey"]) == \
+        ("redis-server", "main", "msetGenericCommand", "setKey")
+    assert prof.normalize_stack(["t", "rec", "rec", "rec"]) == ("t", "rec", "rec", "rec")
+    # a recorded Valkey profile: aeProcessEvents.part.0 costs count under aeProcessEvents
+    st = prof.read_folded(Path(__file__).parent / "data" / "runs" / "valkey-mset-99hz-small"
+                          / "b" / "3" / "perf.folded")
+    names = {fn for frames in st.weights for fn in st.functions_of(frames)}
+    assert "aeProcessEvents" in names and not any(".part." in n for n in names)

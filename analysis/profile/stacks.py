@@ -24,6 +24,13 @@ from typing import Iterable
 UNKNOWN = "[unknown]"
 # inferno-collapse-perf annotations: inlined, kernel, jit
 _SUFFIX = re.compile(r"_\[[ikj]\]$")
+# The parts a compiler splits a function into, and its specialised copies: GCC's
+# `f.part.0` (partial inlining), `.constprop.N`, `.isra.N`, `.cold`, `.lto_priv.N`, clang's
+# `.llvm.N`. Which of them a build has depends on the code around the function, so a patch
+# elsewhere in the file renames it (msetGenericCommand became msetGenericCommand.part.0 when
+# a call was added to it): one name per function, or it reads as gone in one build and new
+# in the other.
+_CLONE = re.compile(r"(?:\.(?:part|constprop|isra|cold|lto_priv|localalias|llvm)(?:\.[0-9]+)?)+$")
 # `comm-pid/tid` or `comm-pid` (inferno --pid / --tid) -> comm
 _THREAD_IDS = re.compile(r"-\d+(?:/\d+)?$")
 
@@ -61,8 +68,9 @@ class FunctionCost:
 
 
 def normalize_frame(frame: str) -> str:
-    """One function name across builds: drop inferno's `_[i]`/`_[k]`/`_[j]` suffix."""
-    return _SUFFIX.sub("", frame.strip())
+    """One function name across builds: drop inferno's `_[i]`/`_[k]`/`_[j]` suffix and the
+    compiler's clone suffixes (`.part.0`, `.constprop.1`, `.cold` ...)."""
+    return _CLONE.sub("", _SUFFIX.sub("", frame.strip()))
 
 
 def thread_name(frame: str) -> str:
@@ -73,14 +81,18 @@ def thread_name(frame: str) -> str:
 def normalize_stack(frames: Iterable[str], thread_frame: bool = True) -> tuple[str, ...]:
     out: list[str] = []
     frames = list(frames)
-    for i, f in enumerate(frames):
+    raw_last = None
+    for i, raw in enumerate(frames):
         if thread_frame and i == 0:
-            out.append(thread_name(f.strip()))
+            out.append(thread_name(raw.strip()))
             continue
-        f = normalize_frame(f)
+        f = normalize_frame(raw)
         if f == UNKNOWN and i != len(frames) - 1:
             continue
+        if out and out[-1] == f and raw.strip() != raw_last:
+            continue        # f calling its own split-off part f.part.0: one frame (not recursion)
         out.append(f)
+        raw_last = raw.strip()
     return tuple(out)
 
 
