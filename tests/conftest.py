@@ -6,15 +6,15 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
-# CI clones the repository with shared/ beside it (../shared/fixtures).
-SHARED = REPO.parent / "shared"
-FIXTURES = SHARED / "fixtures"
+# The real recorded outputs the tests replay, each directory with its SOURCES.md: kept in the
+# repository, so a clone runs its tests alone.
+FIXTURES = REPO / "tests" / "data" / "fixtures"
 
 
 @pytest.fixture(scope="session")
 def fixtures_dir() -> Path:
     if not FIXTURES.is_dir():
-        pytest.fail(f"real recorded fixtures not found at {FIXTURES} (expected ../shared/fixtures)")
+        pytest.fail(f"real recorded fixtures not found at {FIXTURES} (tests/data/fixtures)")
     return FIXTURES
 
 

@@ -1,5 +1,5 @@
 """Parca query client against a local HTTP server answering with REAL recorded responses
-(../shared/fixtures/parca: pprof.json, top.json, window.txt from a real Parca server)."""
+(tests/data/fixtures/parca: pprof.json, top.json, window.txt from a real Parca server)."""
 from __future__ import annotations
 
 import json

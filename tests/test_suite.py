@@ -1,5 +1,5 @@
 """Import of the real redis-benchmarks-specification suite files in
-../shared/fixtures/bench-suites (verbatim copies, see SOURCES.md there)."""
+tests/data/fixtures/bench-suites (verbatim copies, see SOURCES.md there)."""
 from __future__ import annotations
 
 from pathlib import Path

@@ -2,7 +2,7 @@
 key patterns run as documented or are refused with the reason.
 
 The suites are verbatim upstream files (tests/data/suites/SOURCES.md and
-../shared/fixtures/bench-suites). The real tests preload a redis-server on 127.0.0.1 with
+tests/data/fixtures/bench-suites). The real tests preload a redis-server on 127.0.0.1 with
 the imported case's dataset, run the case's command with the real redis-benchmark, and
 read the server's INFO stats keyspace_hits / keyspace_misses."""
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Every file under ../shared/fixtures/tma is read by the tests listed for it, and those
+"""Every file under tests/data/fixtures/tma is read by the tests listed for it, and those
 tests pass; the catalogue matches its source; SOURCES.md documents every fixture.
 
 COVERED is checked by running the listed tests under tests/fixture_reads.py, which records

@@ -1,6 +1,6 @@
 """AMD Zen pipeline utilization and Arm Neoverse top-down beside Intel TMA (issue #17).
 
-Every file in ../shared/fixtures/tma/amd and /arm (REAL outputs recorded by others, see
+Every file in tests/data/fixtures/tma/amd and /arm (REAL outputs recorded by others, see
 their SOURCES.md) parses to a tree or to a clear error naming the file; sampled values per
 format; the catalogues rebuild from the published definitions; funnels compare runs of
 one vendor and refuse two; a replayed AMD and Arm rep lands in a report's TMA section and
@@ -428,7 +428,7 @@ def _replayed_run(tmp_path: Path, base: list[Path], cand: list[Path]) -> Path:
             shutil.copy(f, run / side / str(i) / "tma.json")
     mf = json.loads((run / "manifest.json").read_text())
     mf["tma"] = {"backend": "replay", "status": "replay",
-                 "reason": "test replay of recorded ../shared/fixtures/tma outputs"}
+                 "reason": "test replay of recorded tests/data/fixtures/tma outputs"}
     (run / "manifest.json").write_text(json.dumps(mf))
     return run
 

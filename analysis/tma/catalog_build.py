@@ -3,7 +3,7 @@
     python -m analysis.tma.catalog_build DEFINITIONS_DIR [OUT_DIR]
 
 DEFINITIONS_DIR holds the files as their projects publish them (the test suite reads the
-copies in ../shared/fixtures/tma/definitions, whose SOURCES.md says where each is from):
+copies in tests/data/fixtures/tma/definitions, whose SOURCES.md says where each is from):
 
   linux_perf_amdzen4_pipeline.json / amdzen5   perf's PipelineL1/L2 metrics (Zen 4, Zen 5)
   linux_perf_arm64_sbsa.json                   perf's generic arm64 TopdownL1

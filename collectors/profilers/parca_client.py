@@ -10,7 +10,7 @@ gateway for the merged profile of a window:
       &reportType=REPORT_TYPE_PPROF
   -> {"pprof": base64(gzipped profile.proto), "total": "...", "filtered": "..."}
 
-Quirks of real responses (../shared/fixtures/parca):
+Quirks of real responses (tests/data/fixtures/parca):
   - REPORT_TYPE_PPROF answers "total": "0" even when the profile has samples, so the
     empty-window check decodes the pprof and counts its samples instead.
   - REPORT_TYPE_TOP: values are nanoseconds; the response's "total" is the profile total
