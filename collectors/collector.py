@@ -34,6 +34,7 @@ from typing import Any, Protocol
 from analysis.inputs.collector_facts import CollectorFacts
 from analysis.inputs.host import HostFacts
 from analysis.inputs.manifest import Profiling
+from analysis.inputs.paired import PairedWindow
 from analysis.inputs.tma_plan import TmaPlan
 
 
@@ -75,6 +76,21 @@ class RunSettings(Protocol):
     freq_hz: int
     keep_perf_data: bool
     extra: dict[str, Any]           # plugin flags, by argparse dest
+
+
+class WindowProfiler(Protocol):
+    """Profiles a paired rep's windows (collectors/profilers/perf_paired.py): attached to the
+    server(s) for all windows, sampling only while the runner says on; folded per variant."""
+
+    def probe(self, key: str, pid: int) -> None: ...     # while that server runs its load
+
+    def start(self, pids: dict[str, int]) -> None: ...   # variant (or "server") -> pid
+
+    def set(self, on: bool) -> None: ...
+
+    def stop(self) -> None: ...
+
+    def fold(self, windows: list[PairedWindow]) -> dict[str, CollectorFacts]: ...
 
 
 class RunPlugin(Protocol):

@@ -19,7 +19,12 @@ def _lookup(run: str, names=None):
 def test_redis_lookup_is_its_flat_cost():
     lc = _lookup("mset-demo-paired")
     assert (lc.function, lc.measure, lc.command) == ("dictFindByHash", "flat", "MSET")
-    assert lc.cand.median < lc.base.median and lc.change.verdict == "improvement"
+    # 25.4 -> 6.97 µs per MSET. This recorded run profiled 3 separate reps a side (before
+    # profiles came from the paired windows): judged together with every top-mover candidate
+    # at 99.9%, 3 unpaired reps cannot establish even a 73% fall (its row says what they
+    # could see); the paired profiles of newer runs can (tests/test_known_effects.py).
+    assert lc.cand.median < 0.3 * lc.base.median and lc.change.p_value < 0.01
+    assert lc.change.verdict in ("improvement", "unstable") and lc.change.detectable is not None
 
 
 def test_an_inlined_valkey_lookup_is_its_cumulative_cost_and_new_paths_are_not_the_lookup():

@@ -84,9 +84,10 @@ def test_run_per_variant_with_spread_and_the_note():
     assert t.note.startswith(f"cumulative shares understated by up to {worst:.1f}%: ")
     assert "--call-graph dwarf" in t.note and "je_malloc_usable_size" in t.note
     md = report_md.render(r)
-    cum = md.split("Cumulative cost", 1)[1]
+    cum = md.split("Share of samples, cumulative cost", 1)[1]
+    assert md.index("CPU time per MSET (all threads):") < md.index("Share of samples, cumulative")
     assert cum.index("> ⚠️ Truncated stacks: cumulative shares understated by up to 3.7%") \
-        < cum.index("CPU time per MSET")        # beside the cumulative table
+        < cum.index("Profiler overhead") < cum.index("### TMA")   # beside the cumulative table
     d = json.loads(r.dumps())["profile"]["truncated"]
     assert d["shares"]["base"]["median"] == pytest.approx(t.shares["base"].median)
     # the summary's cumulative item says it too

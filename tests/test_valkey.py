@@ -90,10 +90,17 @@ def test_the_probe_gives_dwarf_to_the_thread_glibc_cuts(valkey_run):
     prof = [r for r in m["schedule"] if r["kind"] == "profile"]
     facts = [json.loads((run_dir / r["dir"] / "rep.json").read_text())["collectors"]["perf"]
              for r in prof]
-    probe = facts[0]["unwind_probe"]
-    assert probe["rep"] == prof[0]["dir"] and probe["callgraph"] == "fp"
+    # the probe ran in the first paired rep, under its load (perf profiles the paired
+    # windows, so that rep comes first); the profile reps and later paired reps reuse it
+    first = next(r for r in m["schedule"] if r["kind"] == "paired")
+    paired = json.loads((run_dir / first["dir"] / "rep.json").read_text())["collectors"]
+    probe = paired["perf:a"]["unwind_probe"]
+    assert probe == paired["perf:b"]["unwind_probe"]
+    assert probe["rep"] == first["dir"] and probe["callgraph"] == "fp"
+    assert paired["perf:a"]["callgraph"] == "fp+dwarf"
+    assert paired["perf:a"]["dwarf_threads"] == ["valkey-server"]
     # its numbers are its own folded stacks', thread by thread
-    stacks = by_thread_name(read_folded(run_dir / prof[0]["dir"] / "perf.probe.folded"))
+    stacks = by_thread_name(read_folded(run_dir / first["dir"] / "perf.probe-server.folded"))
     assert set(stacks) == set(probe["threads"])
     for name, st in stacks.items():
         assert probe["threads"][name]["truncated_pct"] == pytest.approx(truncation(st).share, abs=0.01)
@@ -109,7 +116,7 @@ def test_the_probe_gives_dwarf_to_the_thread_glibc_cuts(valkey_run):
         assert {"valkey-server", "io_thd_1"} <= set(f["threads"])   # both perf.data folded
         if f["windows_error"] is None:              # the windows switched both perf record
             assert f["sampled_s"] > 0 and f["sampled_commands"] > 0
-    assert not any((run_dir / r["dir"] / "perf.probe.folded").exists() for r in prof[1:])
+    assert not any((run_dir / r["dir"] / "perf.probe.folded").exists() for r in prof)
     # DWARF reaches main through glibc: the profile reps' main-thread share is far below
     t = json.loads((out / "results.json").read_text())["profile"]["truncated"]
     assert t["thread"] == "main" and t["callgraph"] == "fp+dwarf"

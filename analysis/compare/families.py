@@ -25,7 +25,7 @@ def _setter(objs: list[object], attr: str) -> Callable[[ChangeOut], None]:
     return store
 
 
-def _function_members(rows: list[FunctionRow]) -> list[Member]:
+def _function_members(rows: list[FunctionRow], paired: bool = False) -> list[Member]:
     groups: dict[tuple[str, str], list[FunctionRow]] = {}
     for r in rows:
         groups.setdefault((r.thread, r.name), []).append(r)
@@ -36,13 +36,17 @@ def _function_members(rows: list[FunctionRow]) -> list[Member]:
             j = getattr(r, f"{k}_verdict")
             if j is None or j.basis == "":
                 continue        # negligible, too few samples, new or gone: no statistic speaks
+            ns = getattr(r, f"{k}_ns_change")
+            if ns is not None and "two-stage" in ns.method:
+                continue        # a --precision --on run's function: the one it was planned for
             if getattr(r, f"{k}_ns_change") is not None:
                 b, c, attr = getattr(r, f"base_{k}_ns"), getattr(r, f"cand_{k}_ns"), f"{k}_ns_change"
-                fn = (lambda o, b=b, c=c: ChangeOut.of(o.relative(b.values, c.values,
-                                                                  higher_is_better=False), "ns/op"))
+                fn = (lambda o, b=b, c=c: ChangeOut.of(o.relative(
+                    b.values, c.values, higher_is_better=False, paired=paired), "ns/op"))
             else:
                 b, c, attr = getattr(r, f"base_{k}"), getattr(r, f"cand_{k}"), f"{k}_change"
-                fn = (lambda o, b=b, c=c: ChangeOut.of(o.points(b.values, c.values), "pp"))
+                fn = (lambda o, b=b, c=c: ChangeOut.of(o.points(b.values, c.values,
+                                                                paired=paired), "pp"))
             out.append(Member(f"{name} ({k}, {thread})", getattr(r, attr), fn, _setter(same, attr)))
     return out
 
@@ -56,7 +60,7 @@ def _metric_member(row: MetricRow, paired: bool = False, pilot: int | None = Non
     return Member(name or f"{row.test} {row.metric}", row.change, again, _setter([row], "change"))
 
 
-def _display_members(rows: list[FunctionRow]) -> list[Member]:
+def _display_members(rows: list[FunctionRow], paired: bool = False) -> list[Member]:
     """Every interval the function tables print that is not a verdict of its own (a share
     beside the CPU time per operation that speaks, a negligible function's): re-computed
     at the family's level too, so one table prints one confidence."""
@@ -69,13 +73,15 @@ def _display_members(rows: list[FunctionRow]) -> list[Member]:
             b, c = getattr(r, f"base_{k}"), getattr(r, f"cand_{k}")
             if not speaks_share:
                 out.append(Member("", getattr(r, f"{k}_change"),
-                                  lambda o, b=b, c=c: ChangeOut.of(o.points(b.values, c.values), "pp"),
+                                  lambda o, b=b, c=c: ChangeOut.of(
+                                      o.points(b.values, c.values, paired=paired), "pp"),
                                   _setter([r], f"{k}_change")))
             bn, cn = getattr(r, f"base_{k}_ns"), getattr(r, f"cand_{k}_ns")
             if bn is not None and cn is not None and not speaks_ns:
                 out.append(Member("", getattr(r, f"{k}_ns_change"),
                                   lambda o, b=bn, c=cn: ChangeOut.of(
-                                      o.relative(b.values, c.values, higher_is_better=False), "ns/op"),
+                                      o.relative(b.values, c.values, higher_is_better=False,
+                                                 paired=paired), "ns/op"),
                                   _setter([r], f"{k}_ns_change")))
     return out
 
@@ -85,15 +91,16 @@ def function_fdr(sec: ProfileSection, opts: CompareOptions,
     """`candidates`: every function the movers are picked from (after this), judged in the
     same family as the focus rows."""
     rows = sec.focus + sec.focus_other_view + list(candidates) + sec.movers
-    members = _function_members(rows)
+    members = _function_members(rows, sec.paired)
     for t in sec.threads:
         members.append(Member(
             f"thread group {t.group}", t.change,
-            lambda o, t=t: ChangeOut.of(o.points(t.base.values, t.cand.values, higher_is_better=True), "pp"),
+            lambda o, t=t: ChangeOut.of(o.points(t.base.values, t.cand.values, higher_is_better=True,
+                                                 paired=sec.paired), "pp"),
             _setter([t], "change")))
     if sec.per_op_total is not None:
-        members.append(_metric_member(sec.per_op_total))
-    return control("function", members, opts, _display_members(rows))
+        members.append(_metric_member(sec.per_op_total, sec.paired))
+    return control("function", members, opts, _display_members(rows, sec.paired))
 
 
 def metric_fdr(rows: list[MetricRow], opts: CompareOptions) -> FdrFamily | None:

@@ -64,9 +64,9 @@ class CompareOptions:
                              method_level=self.method_level)
 
     def points(self, base: Sequence[float], cand: Sequence[float], *,
-               higher_is_better: bool = False) -> stats.Change:
+               higher_is_better: bool = False, paired: bool = False) -> stats.Change:
         """A share (% of samples) with waterlines in percentage points."""
         return stats.compare_shares(base, cand, higher_is_better=higher_is_better,
                                     noise_pp=self.noise_pp, regression_pp=self.regression_pp,
                                     max_cv=self.max_cv, confidence=self.confidence,
-                                    method_level=self.method_level)
+                                    paired=paired, method_level=self.method_level)

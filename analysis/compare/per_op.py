@@ -45,7 +45,7 @@ def op_command(run: RunDir, reps: dict[str, list[ProfileRep]]) -> str:
 
 
 def per_op(run: RunDir, reps: dict[str, list[ProfileRep]], base: str, cand: str, thread: str,
-           main_names: tuple[str, ...], opts: CompareOptions) -> PerOp:
+           main_names: tuple[str, ...], opts: CompareOptions, paired: bool = False) -> PerOp:
     """The per-operation factors of every profile rep, and the all-samples row of the view."""
     if run.manifest.case.workload.tool == "rdb-load":
         return PerOp(None, "an rdb-load case has no load-generator operations")
@@ -59,7 +59,7 @@ def per_op(run: RunDir, reps: dict[str, list[ProfileRep]], base: str, cand: str,
     tot = {v: [(r.rep, view(r.stacks, thread, main_names).total * factors[v][r.rep])
                for r in reps[v]] for v in (base, cand)}
     total = metric_row("all samples", "CPU time per operation", "ns/op", False,
-                       tot[base], tot[cand], opts)
+                       tot[base], tot[cand], opts, paired=paired)
     return PerOp(factors, command=op_command(run, reps),
                  basis="; ".join(sorted({r.ops.basis for r in every})),
                  ops={v: [r.ops.ops for r in reps[v]] for v in (base, cand)}, total=total)

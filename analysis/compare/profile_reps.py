@@ -7,6 +7,7 @@ CPU time per operation (analysis/compare/per_op.py); docs/results-json.md gives 
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -18,7 +19,7 @@ from analysis.inputs.collector_facts import TIME_EVENTS
 from analysis.inputs.repfacts import RepFacts
 from analysis.inputs.rundir import RunDir, read_rep_facts
 from analysis.profile import pprof
-from analysis.profile.stacks import FoldedError, Stacks, read_folded
+from analysis.profile.stacks import FoldedError, Stacks, function_costs, read_folded
 
 
 @dataclass
@@ -139,8 +140,74 @@ def _rep(run: RunDir, rep_no: int, d: Path, stacks: Stacks) -> ProfileRep:
                       sample_weight(stacks, run.manifest.profiling, facts))
 
 
+def paired_profiles(run: RunDir, variants: tuple[str, ...]) -> dict[str, list[ProfileRep]]:
+    """Each paired rep's profile of each variant (collectors/profilers/perf_paired.py: perf
+    in the paired windows; perf-<variant>.folded, rep.json collectors["perf:<variant>"]),
+    numbered by the paired rep: the k-th of each variant are a pair. Empty when the run's
+    paired reps hold no profiles (made before they did, or with --profile off)."""
+    out: dict[str, list[ProfileRep]] = {v: [] for v in variants}
+    for rep in run.manifest.reps(kind="paired"):
+        d = run.rep_dir(rep)
+        facts = read_rep_facts(d)
+        got = {}
+        for v in variants:
+            pf = facts.perf_of(v)
+            path = d / (pf.file if pf is not None and pf.file else f"perf-{v}.folded")
+            if pf is None or not path.is_file():
+                break
+            try:
+                stacks = read_folded(path)
+            except (FoldedError, ValueError) as e:
+                raise CompareError(str(e)) from None
+            if stacks.total <= 0 or not pf.sampled_commands:
+                break
+            got[v] = ProfileRep(rep.rep, d, stacks,
+                                WindowOps(float(pf.sampled_commands),
+                                          "the server's own count of the case's command in the "
+                                          "paired windows perf sampled (INFO commandstats)"),
+                                pf.weights_are_ns,
+                                stacks.total / pf.samples if pf.samples else None)
+        if len(got) == len(variants):        # a pair, or nothing from this rep
+            for v in variants:
+                out[v].append(got[v])
+    _mark_ns(out)
+    return out
+
+
+def function_log_ratios(run: RunDir, base: str, cand: str, fn: str, measure: str = "cum"
+                        ) -> list[float]:
+    """Each paired rep's log ratio cand/base of one function's CPU time per operation (its
+    flat or cumulative weight over all threads / the operations of the perf-on windows), in
+    rep order: what `--precision P --on FUNCTION` narrows (collectors/runner/precision.py).
+    A rep where either side has no sample of the function gives no ratio."""
+    reps = paired_profiles(run, (base, cand))
+    out = []
+    for rb, rc in zip(reps[base], reps[cand]):
+        cost = []
+        for r in (rb, rc):
+            c = function_costs(r.stacks).get(fn)
+            w = getattr(c, measure) if c is not None else 0.0
+            cost.append(w / r.ops.ops if w > 0 and r.ops.ops else 0.0)
+        if cost[0] > 0 and cost[1] > 0:
+            out.append(math.log(cost[1] / cost[0]))
+    return out
+
+
+def _mark_ns(out: dict[str, list[ProfileRep]]) -> None:
+    if all(r.ns for reps in out.values() for r in reps):
+        # cpu-clock folds: the weights are ns, so say so in results.json, the flame
+        # graphs and the pprof files (one unit for all reps: they are merged and diffed).
+        for reps in out.values():
+            for r in reps:
+                r.stacks.unit = "nanoseconds"
+
+
 def load(run: RunDir, variants: tuple[str, ...]) -> dict[str, list[ProfileRep]]:
-    """Every profile rep with samples, per variant, in rep order."""
+    """Every profile rep with samples, per variant, in rep order: the paired reps' profiles
+    when the run has them (they pair), else the separate profile reps."""
+    paired = paired_profiles(run, variants)
+    if all(paired[v] for v in variants):
+        return paired
     out: dict[str, list[ProfileRep]] = {}
     for v in variants:
         reps = []
@@ -153,10 +220,11 @@ def load(run: RunDir, variants: tuple[str, ...]) -> dict[str, list[ProfileRep]]:
             if s is not None and s.total > 0:
                 reps.append(_rep(run, rep.rep, d, s))
         out[v] = sorted(reps, key=lambda r: r.rep)
-    if all(r.ns for reps in out.values() for r in reps):
-        # cpu-clock folds: the weights are ns, so say so in results.json, the flame
-        # graphs and the pprof files (one unit for all reps: they are merged and diffed).
-        for reps in out.values():
-            for r in reps:
-                r.stacks.unit = "nanoseconds"
+    _mark_ns(out)
     return out
+
+
+def are_paired(reps: dict[str, list[ProfileRep]]) -> bool:
+    """Profiles from paired reps: the k-th of each variant were measured side by side."""
+    return all(r.dir.name and (r.dir / "paired.json").is_file() for rs in reps.values() for r in rs) \
+        and len({tuple(r.rep for r in rs) for rs in reps.values()}) == 1

@@ -10,10 +10,15 @@ have no such windows: the section says so.
 """
 from __future__ import annotations
 
+import math
+from itertools import groupby
+
 from analysis import stats
 from analysis.compare import pair_clusters
 from analysis.compare.results import ChangeOut, ProfilerCost
 from analysis.inputs.collector_facts import ProfileWindow
+from analysis.inputs.layout import PAIRED_JSON
+from analysis.inputs.paired import read_paired
 from analysis.inputs.rundir import RunDir
 
 
@@ -30,13 +35,50 @@ def window_pairs(windows: list[ProfileWindow]) -> list[tuple[float, float]]:
 
 
 def _pairs(run: RunDir, variant: str) -> dict[tuple[str, int], list[tuple[float, float]]]:
-    """(variant, rep) -> the rep's (off, on) window pairs."""
+    """(variant, rep) -> the rep's (off, on) window pairs: the paired reps' when perf
+    sampled their windows, else the profile reps'."""
+    paired = _paired_rep_pairs(run, variant)
+    if paired:
+        return paired
     out = {}
     for rep in run.manifest.reps(variant, "profile"):
         perf = run.facts(rep).perf
         if perf is not None and perf.windows and perf.windows_error is None:
             out[(variant, rep.rep)] = window_pairs(perf.windows)
     return out
+
+
+def _paired_rep_pairs(run: RunDir, variant: str) -> dict[tuple[str, int], list[tuple[float, float]]]:
+    """Paired reps with perf in their windows (collectors/profilers/perf_paired.py: perf on
+    in every other ABBA block): the variant's rate in an "off" block against the block beside
+    it, each block its windows' geometric mean (the same server, seconds apart)."""
+    out = {}
+    for rep in run.manifest.reps(kind="paired"):
+        path = run.rep_dir(rep) / PAIRED_JSON
+        if not path.is_file():
+            continue
+        wins = read_paired(path).windows
+        if not any(w.perf is not None for w in wins):
+            continue
+        # a block: the windows of one perf state in a row (whole ABBA blocks, or pairs of
+        # windows in a short rep: collectors/profilers/perf_paired.block_schedule)
+        blocks: list[tuple[bool, list[float]]] = []
+        for on, run_ in groupby(wins, key=lambda w: w.perf):
+            mine = [w.rate for w in run_ if w.variant == variant and w.rate]
+            if mine and on is not None:
+                blocks.append((bool(on), mine))
+        pairs = []
+        for (on_a, a), (on_b, b) in zip(blocks[0::2], blocks[1::2]):
+            if on_a != on_b:
+                off, on = (a, b) if not on_a else (b, a)
+                pairs.append((_gmean(off), _gmean(on)))
+        if pairs:
+            out[(variant, rep.rep)] = pairs
+    return out
+
+
+def _gmean(xs: list[float]) -> float:
+    return math.exp(sum(math.log(x) for x in xs) / len(xs))
 
 
 def _cost(pairs: dict[tuple[str, int], list[tuple[float, float]]], confidence: float
@@ -56,13 +98,23 @@ def _cost(pairs: dict[tuple[str, int], list[tuple[float, float]]], confidence: f
 
 def profiler_cost(run: RunDir, base: str, cand: str, confidence: float = 0.95) -> ProfilerCost:
     prof = run.manifest.profiling
+    hz = _paired_frequency(run) or prof.frequency_hz
     pairs = {v: _pairs(run, v) for v in (base, cand)}
     counts = {v: sum(len(ps) for ps in p.values()) for v, p in pairs.items()}
     if not any(counts.values()):
         return ProfilerCost(False, reason="the profile reps sampled without windows (made before "
                                           "stallscope measured the profiler's cost, or "
                                           "--profile-windows 0)",
-                            frequency_hz=prof.frequency_hz)
+                            frequency_hz=hz)
     per = {v: c for v, p in pairs.items() if (c := _cost(p, confidence)) is not None}
-    return ProfilerCost(True, frequency_hz=prof.frequency_hz, pairs=counts, per_variant=per,
+    return ProfilerCost(True, frequency_hz=hz, pairs=counts, per_variant=per,
                         pooled=_cost({**pairs[base], **pairs[cand]}, confidence))
+
+
+def _paired_frequency(run: RunDir) -> int | None:
+    """The rate perf sampled the paired windows at (rep.json collectors["perf:<variant>"])."""
+    for rep in run.manifest.reps(kind="paired"):
+        for name, c in run.facts(rep).collectors.items():
+            if name.startswith("perf:") and getattr(c, "frequency_hz", None):
+                return c.frequency_hz
+    return None

@@ -103,10 +103,14 @@ def _judge(row: FunctionRow, sh: Shares, sw: SampleWeights, base: str, cand: str
 
 def _function_row(fn: str, sh: Shares, base: str, cand: str, thread: str, opts: CompareOptions,
                   factors: Factors | None, sw: SampleWeights | None = None,
-                  total: ChangeOut | None = None) -> FunctionRow:
+                  total: ChangeOut | None = None, paired: bool = False,
+                  planned: tuple[str, str, int] | None = None) -> FunctionRow:
     """Flat and cumulative share of one function; with `factors` also its CPU time per
     operation (weight in ns × 1 / operations of the rep's window); its verdicts after
-    the materiality rules (analysis/compare/materiality.py)."""
+    the materiality rules (analysis/compare/materiality.py). `paired`: the profiles come
+    from the paired reps, the k-th of each side a pair. `planned`: (function, measure, pilot)
+    of a `--precision P --on FUNCTION` run, whose cost per operation gets the two-stage
+    interval the run's reps were added for."""
     def values(v: str, attr: str, scale: Factors | None = None) -> list[tuple[int, float]]:
         return [(n, (getattr(costs[fn], attr) if fn in costs else 0.0)
                  * (scale[v][n] if scale else 1.0)) for n, costs in sh[v]]
@@ -114,19 +118,29 @@ def _function_row(fn: str, sh: Shares, base: str, cand: str, thread: str, opts: 
     out = {}
     for k in ("flat", "cum"):
         b, c = values(base, f"{k}_share"), values(cand, f"{k}_share")
-        out[k] = _side_change(b, c, opts.points([x for _, x in b], [x for _, x in c]), "pp")
+        out[k] = _side_change(b, c, opts.points([x for _, x in b], [x for _, x in c],
+                                                paired=paired), "pp")
     row = FunctionRow(fn, thread, *out["flat"], *out["cum"])
     if factors:
         ns = {}
         for k in ("flat", "cum"):
             b, c = values(base, k, factors), values(cand, k, factors)
             # An absolute cost: relative waterlines like throughput's, lower is better.
-            ch = opts.relative([x for _, x in b], [x for _, x in c], higher_is_better=False)
+            pilot = planned[2] if planned and planned[:2] == (fn, k) and len(b) >= planned[2] else None
+            ch = opts.relative([x for _, x in b], [x for _, x in c], higher_is_better=False,
+                               paired=paired, pilot=pilot)
             ns[k] = _side_change(b, c, ch, "ns/op")
         row.base_flat_ns, row.cand_flat_ns, row.flat_ns_change = ns["flat"]
         row.base_cum_ns, row.cand_cum_ns, row.cum_ns_change = ns["cum"]
     _judge(row, sh, sw or {}, base, cand, opts, total)
     return row
+
+
+def _planned(run: RunDir, paired: bool) -> tuple[str, str, int] | None:
+    """(function, measure, pilot) of a --precision run on a function (--on)."""
+    p = run.manifest.precision
+    on = p.function if p is not None and paired else None
+    return (on[0], on[1], p.pilot) if on and p.pilot else None
 
 
 def _mover_key(r: FunctionRow) -> tuple:
@@ -138,15 +152,16 @@ def _mover_key(r: FunctionRow) -> tuple:
 
 
 def _candidates(sh: Shares, base: str, cand: str, thread: str, opts: CompareOptions,
-                factors: Factors | None, sw: SampleWeights, total: ChangeOut | None
-                ) -> list[FunctionRow]:
+                factors: Factors | None, sw: SampleWeights, total: ChangeOut | None,
+                paired: bool = False) -> list[FunctionRow]:
     """Every function that could be a top mover (a flat share of MOVER_MIN_SHARE or more in
     some rep). All of them are judged together with the focus rows before the movers are
     picked: picking the 15 that look established at 95% first and correcting over those 15
     alone let selection make the discoveries (a false one in 25% of null runs)."""
     names = sorted({fn for v in sh for _, c in sh[v] for fn, fc in c.items()
                     if fc.flat_share >= MOVER_MIN_SHARE})
-    return [_function_row(fn, sh, base, cand, thread, opts, factors, sw, total) for fn in names]
+    return [_function_row(fn, sh, base, cand, thread, opts, factors, sw, total, paired)
+            for fn in names]
 
 
 def _pick_movers(rows: list[FunctionRow], top: int) -> list[FunctionRow]:
@@ -171,7 +186,8 @@ def _callers(merged: dict[str, Stacks], focus: list[str], base: str, cand: str, 
 
 
 def _thread_rows(reps: dict[str, list[ProfileRep]], base: str, cand: str,
-                 main_names: tuple[str, ...], opts: CompareOptions) -> list[ThreadRow]:
+                 main_names: tuple[str, ...], opts: CompareOptions,
+                 paired: bool = False) -> list[ThreadRow]:
     groups = {v: [(r.rep, thread_groups(r.stacks, main_names), r.stacks.total) for r in reps[v]]
               for v in (base, cand)}
     present = {g for v in groups for _, gs, _ in groups[v] for g in gs}
@@ -179,7 +195,8 @@ def _thread_rows(reps: dict[str, list[ProfileRep]], base: str, cand: str,
     for g in sorted(present, key=THREAD_GROUPS.index):
         b, c = ([(n, 100.0 * gs[g].total / tot if g in gs else 0.0) for n, gs, tot in groups[v]]
                 for v in (base, cand))
-        ch = opts.points([x for _, x in b], [x for _, x in c], higher_is_better=True)
+        ch = opts.points([x for _, x in b], [x for _, x in c], higher_is_better=True,
+                         paired=paired)
         rows.append(ThreadRow(g, *_side_change(b, c, ch, "pp")))
     return rows
 
@@ -200,27 +217,31 @@ def profiles(run: RunDir, base: str, cand: str, focus: list[str], opts: CompareO
     sh = _shares(reps, thread, names)
     known = {fn for v in sh for _, c in sh[v] for fn in c}
     present = [f for f in focus if f in known]
-    ops = per_op(run, reps, base, cand, thread, names, opts)
+    paired = profile_reps.are_paired(reps)
+    ops = per_op(run, reps, base, cand, thread, names, opts, paired)
     sec = ProfileSection(
         True, thread=thread, thread_note=note, weight_unit=reps[base][0].stacks.unit,
         samples={v: [r.stacks.total for r in reps[v]] for v in (base, cand)},
         reps={v: [r.rep for r in reps[v]] for v in (base, cand)},
         missing_focus=[f for f in focus if f not in known],
         per_op=ops.factors is not None, per_op_reason=ops.reason, per_op_command=ops.command,
-        per_op_basis=ops.basis, ops=ops.ops or {}, per_op_total=ops.total)
+        per_op_basis=ops.basis, ops=ops.ops or {}, per_op_total=ops.total, paired=paired,
+        sample_counts={v: [round(r.stacks.total / r.sample_weight) for r in reps[v]
+                           if r.sample_weight] for v in (base, cand)})
     sw = {v: {r.rep: r.sample_weight for r in reps[v]} for v in (base, cand)}
     total = ops.total.change if ops.total is not None else None
-    sec.focus = [_function_row(f, sh, base, cand, thread, opts, ops.factors, sw, total) for f in present]
+    sec.focus = [_function_row(f, sh, base, cand, thread, opts, ops.factors, sw, total, paired,
+                               _planned(run, paired)) for f in present]
     views = {thread: sh}
     if thread != "all":
         views["all"] = _shares(reps, "all", names)
-        sec.focus_other_view = [_function_row(f, views["all"], base, cand, "all", opts, ops.factors, sw)
-                                for f in present]
-    candidates = _candidates(sh, base, cand, thread, opts, ops.factors, sw, total)
+        sec.focus_other_view = [_function_row(f, views["all"], base, cand, "all", opts,
+                                              ops.factors, sw, paired=paired) for f in present]
+    candidates = _candidates(sh, base, cand, thread, opts, ops.factors, sw, total, paired)
     sec.truncated = truncated_stacks(reps, base, cand, thread, names)
     sec.callers = _callers(merged, present, base, cand, thread, names)
     if _has_threads(reps):
-        sec.threads = _thread_rows(reps, base, cand, names, opts)
+        sec.threads = _thread_rows(reps, base, cand, names, opts, paired)
     # correct first (every candidate in the family), then pick the movers
     sec.fdr = function_fdr(sec, opts, candidates)
     sec.movers = _pick_movers(candidates, opts.top)

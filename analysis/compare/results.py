@@ -168,6 +168,10 @@ class ProfileSection:
     per_op_total: "MetricRow | None" = None   # all samples of the view per operation, ns/op
     truncated: TruncationSection = field(default_factory=lambda: TruncationSection(False))
     fdr: FdrFamily | None = None     # the verdicts above, judged together (None: fewer than 2)
+    # the profiles come from the paired reps (perf in the paired windows): the k-th of each
+    # variant were measured side by side, and every row compares them as pairs
+    paired: bool = False
+    sample_counts: dict[str, list[int]] = field(default_factory=dict)   # variant -> samples per rep
 
 
 @dataclass

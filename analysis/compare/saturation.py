@@ -91,6 +91,12 @@ def _facts_of(run: RunDir, variant: str) -> list[Saturation]:
     return []
 
 
+def main_busy(run: RunDir, variant: str) -> float | None:
+    """The median share of the window the variant's server main thread was on a CPU."""
+    mains = [f.main_thread() for f in _facts_of(run, variant)]
+    return _median(m.busy for m in mains if m is not None)
+
+
 def _verdict(s: SaturationSide, cpus: int) -> tuple[str, str, list[str]]:
     """(bottleneck, sentence, suggestions) of one side."""
     busy, working = s.main_busy or 0.0, s.main_working or 0.0

@@ -9,7 +9,7 @@ from __future__ import annotations
 from analysis import stats
 from analysis.compare.profile_reps import ProfileRep
 from analysis.compare.results import Side, TruncationSection
-from analysis.inputs.collector_facts import ThreadProbe
+from analysis.inputs.collector_facts import PerfFacts, ThreadProbe
 from analysis.inputs.rundir import read_rep_facts
 from analysis.profile.stacks import view
 from analysis.profile.truncation import truncation
@@ -23,13 +23,14 @@ def _unwinding(sec: TruncationSection, reps: list[ProfileRep]) -> None:
     """callgraph (each mode the reps recorded), dwarf_threads, the probe, and the sentence."""
     modes: list[str] = []
     for r in reps:
-        perf = read_rep_facts(r.dir).perf
-        if perf is None:
-            continue
-        if perf.callgraph and perf.callgraph not in modes:
-            modes.append(perf.callgraph)
-        sec.dwarf_threads += [t for t in perf.dwarf_threads if t not in sec.dwarf_threads]
-        sec.probe = sec.probe or perf.unwind_probe
+        # a profile rep's collectors.perf, or a paired rep's collectors["perf:<variant>"]
+        for perf in read_rep_facts(r.dir).collectors.values():
+            if not isinstance(perf, PerfFacts):
+                continue
+            if perf.callgraph and perf.callgraph not in modes:
+                modes.append(perf.callgraph)
+            sec.dwarf_threads += [t for t in perf.dwarf_threads if t not in sec.dwarf_threads]
+            sec.probe = sec.probe or perf.unwind_probe
     sec.callgraph = ", ".join(modes)
     sec.unwind = _unwind_text(sec)
 

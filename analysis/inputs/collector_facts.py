@@ -98,6 +98,13 @@ class PerfFacts(CollectorFacts):
     sampled_s: float | None = None
     sampled_commands: int | None = None
     windows_error: str | None = None
+    # Profiles in the paired windows (collectors/profilers/perf_paired.py; rep.json
+    # collectors["perf:<variant>"]): the variant's folded file, and the samples of the
+    # rep's perf that fell outside every counted window (switching, settling, idle)
+    file: str | None = None
+    outside_windows_samples: int | None = None
+    OMIT_IF_NONE: ClassVar[frozenset[str]] = CollectorFacts.OMIT_IF_NONE | {
+        "file", "outside_windows_samples"}
 
     @property
     def weights_are_ns(self) -> bool:
@@ -119,6 +126,13 @@ class TmaFacts(CollectorFacts):
     max_level: int | None = None
     multiplexed: dict[str, float] = field(default_factory=dict)   # node -> % of time counted
     warnings: list[str] = field(default_factory=list)
+    # TMA in the paired windows (collectors/profilers/tma_windows.py; rep.json
+    # collectors["tma:<variant>"]): when perf stat -I started counting, on CLOCK_MONOTONIC
+    # (its intervals' times are seconds since then), and its interval length
+    start_mono: float | None = None
+    interval_ms: int | None = None
+    OMIT_IF_NONE: ClassVar[frozenset[str]] = CollectorFacts.OMIT_IF_NONE | {
+        "start_mono", "interval_ms"}
 
 
 @dataclass

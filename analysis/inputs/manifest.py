@@ -149,6 +149,18 @@ class PrecisionPlan(Record):
     ended_by: str | None = None      # precision | budget | None while running
     note: str = ""
     spent_s: float = 0.0             # wall time of the run so far (all its sessions)
+    # --on FUNCTION[:flat|cum]: the interval made that narrow is that function's CPU time per
+    # operation (from the profiles of the paired windows), not the throughput's
+    on: str | None = None
+    OMIT_IF_NONE = frozenset({"on"})
+
+    @property
+    def function(self) -> tuple[str, str] | None:
+        """(function, "flat" | "cum") of --on, or None (the throughput's interval)."""
+        if not self.on:
+            return None
+        fn, _, measure = self.on.partition(":")
+        return fn, (measure or "cum")
 
 
 @dataclass

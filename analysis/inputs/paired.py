@@ -17,7 +17,7 @@ from analysis.inputs.rundir import RunDirError, read_json
 @dataclass
 class PairedWindow(Record):
     """One window: the active variant and the delta of its server's own counters."""
-    OMIT_IF_NONE = frozenset({"server_cpu_s"})
+    OMIT_IF_NONE = frozenset({"server_cpu_s", "perf", "mono0", "mono1"})
     index: int
     variant: str
     config: dict[str, str | None] = field(default_factory=dict)   # the settings in force
@@ -29,6 +29,12 @@ class PairedWindow(Record):
     ops_per_s: float | None = None
     calls_per_s: float | None = None
     server_cpu_s: float | None = None  # two servers: the main thread's CPU time (schedstat)
+    # Whether perf sampled this window (profiles in the paired windows, collectors/
+    # profilers/perf_paired.py), and its bounds on CLOCK_MONOTONIC: the clock perf's samples
+    # and `perf stat -I`'s start are stamped with (absent in runs made before)
+    perf: bool | None = None
+    mono0: float | None = None
+    mono1: float | None = None
 
     @property
     def rate(self) -> float | None:

@@ -188,13 +188,19 @@ class RepFacts(Record):
         c = self.collectors.get("perf")
         return c if isinstance(c, PerfFacts) else None
 
+    def perf_of(self, variant: str) -> PerfFacts | None:
+        """A paired rep's profile of one variant (collectors["perf:<variant>"])."""
+        c = self.collectors.get(f"perf:{variant}")
+        return c if isinstance(c, PerfFacts) else None
+
     @classmethod
     def load(cls, d: Any, where: str = REP_JSON) -> "RepFacts":
         return cls.from_json(migrate(dict(d) if isinstance(d, dict) else {}), where)
 
 
 def _typed_facts(name: str, c: Any) -> CollectorFacts:
-    cls = FACTS_BY_NAME.get(name, CollectorFacts)
+    # "perf:<variant>": a paired rep's profile of one variant (collectors/profilers/perf_paired.py)
+    cls = FACTS_BY_NAME.get(name.split(":", 1)[0], CollectorFacts)
     if isinstance(c, cls):
         return c
     doc = c.to_json() if isinstance(c, CollectorFacts) else c

@@ -6,10 +6,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-# perf's sampling rate: low enough that the profiler costs the server well under 1% of its
-# CPU (measured with profile windows: ~35 us per cpu-clock sample in a KVM guest), high
-# enough that 3 profile reps give the focus functions thousands of samples.
+# perf's sampling rate when none is chosen from this host's measured cost per sample
+# (collectors/host/sample_cost.py chooses it: the highest rate that keeps the profiler
+# under 1% of the server's CPU); what a caller without a host gets.
 DEFAULT_FREQ_HZ = 99
+SEPARATE_PROFILE_REPS = 3   # where profiles cannot be paired: 3, the fewest with a CI
 PAIRED_WINDOW_S = 0.25   # length of one paired window (s)
 PAIRED_WINDOWS = 64      # windows per paired rep (ABBA...): 32 pairs
 
@@ -20,8 +21,12 @@ class RunOptions:
     plugins' flags, and a key a newer writer added is dropped on read."""
     reps: int = 5                  # throughput reps per variant (paired reps with --paired)
     profile: str = "perf"          # perf | off | a plugin's profiler
-    profile_reps: int = 3          # separate profiled reps per variant (3: fewest with a CI)
-    freq_hz: int = DEFAULT_FREQ_HZ
+    # separate profiled reps per variant; None: none when the run is paired (perf samples
+    # the paired windows, collectors/profilers/perf_paired.py), SEPARATE_PROFILE_REPS when
+    # it cannot pair (api.plan_run decides, the manifest records the number)
+    profile_reps: int | None = None
+    # perf's rate; None: chosen from this host's measured cost per sample (api.plan_run)
+    freq_hz: int | None = None
     keep_perf_data: bool = False
     # auto (default): paired wherever it fits, separate reps otherwise (and why);
     # paired: pairing or an error; unpaired: separate reps (collectors/runner/pairing.py)
@@ -39,5 +44,7 @@ class RunOptions:
     # met or `budget_s` of wall time is spent (collectors/runner/precision.py)
     precision: float | None = None
     budget_s: float | None = None
+    # --on FUNCTION[:flat|cum]: --precision narrows that function's CPU time per operation
+    precision_on: str | None = None
     extra: dict[str, Any] = field(default_factory=dict)   # plugin options (argparse dests)
     report: bool = False           # render the report when the run ends (stallscope run --report)

@@ -18,6 +18,7 @@ an optional [cpu] and a `seconds.fraction:` time stamp begins. Frame lines start
 """
 from __future__ import annotations
 
+import bisect
 import re
 from collections import Counter
 from dataclasses import dataclass
@@ -79,6 +80,10 @@ class ThreadCounter:
         self._count(self._tail + piece[:end])
         self._tail = piece[end:]
 
+    def count(self, tid: bytes, comm: bytes) -> None:
+        """One sample of a thread, read elsewhere (SampleRouter)."""
+        self._counts[(tid, comm)] += 1
+
     def close(self) -> None:
         """The text ended: count its last line when that had no newline."""
         if self._tail:
@@ -112,3 +117,77 @@ class ThreadCounter:
             f.write("tid\tcomm\tsamples\n")
             for (tid, comm), n in self.samples.items():
                 f.write(f"{tid}\t{comm}\t{n}\n")
+
+
+class SampleRouter:
+    """Routes `perf script` text, fed as bytes in pieces of any size, sample by sample: each
+    sample (its header line and the frame lines under it, up to the next header) goes to the
+    key whose time window holds the header's time stamp, or nowhere. How one `perf record`
+    of paired windows (collectors/profilers/perf_paired.py, `perf record -k mono`: the
+    stamps are CLOCK_MONOTONIC seconds, Python's time.monotonic) is split into each
+    variant's samples: only the windows the server's counters measured, so a function's
+    CPU time over them divides by exactly the operations counted in them.
+
+    `windows`: (start s, end s, key), non-overlapping; `sink(key, bytes)` receives a key's
+    lines in order (blank lines between samples kept). Each key's samples are counted per
+    thread as ThreadCounter counts them; `dropped` counts samples outside every window."""
+
+    def __init__(self, windows: list[tuple[float, float, str]], sink,
+                 keys: tuple[str, ...] = ()) -> None:
+        self._starts = sorted(windows)
+        self._sink = sink
+        self._tail = b""
+        self._key: str | None = None          # the current sample's key (None: dropped)
+        # `keys`: every key a caller expects, also one without a window (no samples then)
+        self.threads: dict[str, ThreadCounter] = {k: ThreadCounter() for k in
+                                                  dict.fromkeys([*keys, *(k for _, _, k in windows)])}
+        self.dropped = 0
+
+    def _key_of(self, t: float) -> str | None:
+        i = bisect.bisect_right(self._starts, (t, float("inf"), "")) - 1
+        if i >= 0:
+            t0, t1, key = self._starts[i]
+            if t0 <= t <= t1:
+                return key
+        return None
+
+    def feed(self, piece: bytes) -> None:
+        end = piece.rfind(b"\n") + 1
+        if not end:
+            self._tail += piece
+            return
+        self._route(self._tail + piece[:end])
+        self._tail = piece[end:]
+
+    def end_file(self) -> None:
+        """One `perf script` ended (another may follow): its unfinished line is routed and
+        its last sample closed with a blank line, so the next file's first header starts a
+        sample of its own in inferno's input."""
+        if self._tail:
+            self._route(self._tail + b"\n")
+            self._tail = b""
+        if self._key is not None:
+            self._sink(self._key, b"\n")
+        self._key = None
+
+    def close(self) -> None:
+        self.end_file()
+        for t in self.threads.values():
+            t.close()
+
+    def _route(self, lines: bytes) -> None:
+        out: dict[str, list[bytes]] = {}
+        match = _HEADER_BYTES.match
+        for line in lines.split(b"\n")[:-1]:
+            if line and line[0] != 9 and not line.isspace():
+                m = match(line)
+                if m:
+                    self._key = self._key_of(float(m.group("time")))
+                    if self._key is None:
+                        self.dropped += 1
+                    else:
+                        self.threads[self._key].count(*m.group("tid", "comm"))
+            if self._key is not None:
+                out.setdefault(self._key, []).append(line)
+        for key, kept in out.items():
+            self._sink(key, b"\n".join(kept) + b"\n")

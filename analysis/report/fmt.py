@@ -111,6 +111,8 @@ def quiet_verdict(verdict: str, size: float | None, unit: str, real: bool = Fals
         return verdict
     if verdict == "no change" and real:
         return f"no change (real, under the waterline; could see {d})"
+    if verdict == "no change" and d.startswith("more than"):
+        return f"no change seen (could see only {d})"
     if verdict == "no change":
         return f"no change larger than {d}"
     return f"{verdict} (could see {d})"

@@ -101,21 +101,26 @@ def _profile_main(r: Results) -> list[str]:
     p = r.profile
     if not p.available:
         return ["### Profiles", "", f"No profile comparison: {esc_spans(p.reason)}.", ""]
-    out = [f"### Focus functions ({THREAD_LABEL[p.thread]})", "",
-           f"Shares are % of samples; view: {esc_spans(p.thread_note)} Profile reps: "
-           + ", ".join(f"{esc(v)} {len(n)}" for v, n in p.reps.items()) + ".", ""]
+    out = [f"### Focus functions ({THREAD_LABEL[p.thread]})", "", _profile_source(r), ""]
     if p.focus:
         conf = function_level(r)
-        out += ["Flat (self) cost:", ""] + fn_table(p.focus, "flat", r.base, r.cand, confidence=conf) + [""]
-        out += ["Cumulative cost (self + callees; shows cost that moved into an inlining caller):",
-                ""] + fn_table(p.focus, "cum", r.base, r.cand, confidence=conf) + [""]
+        # CPU time per operation first: a share rises when another function gets cheaper,
+        # a cost per operation does not
+        if p.per_op:
+            out += per_op_table(r)
+        out += ["Share of samples, flat (self) cost:", ""] + fn_table(
+            p.focus, "flat", r.base, r.cand, confidence=conf) + [""]
+        out += ["Share of samples, cumulative cost (self + callees; shows cost that moved into "
+                "an inlining caller):", ""] + fn_table(p.focus, "cum", r.base, r.cand,
+                                                       confidence=conf) + [""]
         out += fdr_line(p.fdr)
         if p.truncated.exceeds:
             out += [f"> ⚠️ Truncated stacks: {esc_spans(p.truncated.note)}", ""]
         elif p.truncated.available:
             out += [esc(truncated_text(p.truncated)), ""]
         out += notes_lines(p.focus, ("flat", "cum"))
-        out += per_op_table(r)
+        if not p.per_op:
+            out += per_op_table(r)
         out += _profiler_cost(r)
     else:
         out += ["No focus functions (the case lists none; `--focus f1,f2` to pick some).", ""]
@@ -123,6 +128,22 @@ def _profile_main(r: Results) -> list[str]:
         out += ["Not in any profile: " + ", ".join(esc(f) for f in p.missing_focus)
                 + " (inlined, renamed, or never on CPU).", ""]
     return out
+
+
+def _profile_source(r: Results) -> str:
+    """Where the profiles come from: the paired reps' windows (compared as pairs) or
+    separate profile reps; the rate and the samples a rep holds."""
+    p, hz = r.profile, r.profiler_cost.frequency_hz
+    n = len(next(iter(p.reps.values()), []))
+    per_rep = "; ".join(f"{esc(v)} {int(sorted(c)[len(c) // 2]):,}" for v, c in p.sample_counts.items() if c)
+    head = (f"Profiles: perf in the windows of the {n} paired reps (each variant's samples in "
+            f"its own perf-on windows), compared as pairs, rep by rep" if p.paired else
+            "Profile reps: " + ", ".join(f"{esc(v)} {len(x)}" for v, x in p.reps.items())
+            + " (separate reps, a server start each)")
+    rate = f", at {hz} Hz" if hz else ""
+    return (f"{head}{rate}; samples per rep (median): {per_rep}. Shares are % of samples; view: "
+            f"{esc_spans(p.thread_note)}" if per_rep else f"{head}{rate}. Shares are % of "
+            f"samples; view: {esc_spans(p.thread_note)}")
 
 
 def _profiler_cost(r: Results) -> list[str]:
@@ -135,11 +156,12 @@ def _profiler_cost(r: Results) -> list[str]:
             continue
         parts.append(f"{esc(v)} {fmt_pct(-ch.rel)} [{fmt_signed(-ch.rel_ci_high * 100)}, "
                      f"{fmt_signed(-ch.rel_ci_low * 100)}]%")
+    where = "paired reps" if r.profile.paired else "profile reps"
     return [f"Profiler overhead (perf cpu-clock at {c.frequency_hz} Hz): " + "; ".join(parts)
             + f". Throughput while perf sampled vs the windows beside it without perf (same "
             f"server, ABBA), {sum(c.pairs.values())} window pairs; the "
             f"{level(r.settings.confidence)} CI is over the "
-            f"profile reps, each rep's pairs one unit (docs/statistics.md).", ""]
+            f"{where}, each rep's pairs one unit (docs/statistics.md).", ""]
 
 
 def _tma(r: Results) -> list[str]:

@@ -13,7 +13,7 @@ PAIRINGS = ("paired", "interleaved")
 class SweepOptions:
     reps: int = 5                    # throughput reps per variant (paired reps when paired)
     profile: str = "perf"            # perf | off | a plugin's profiler
-    profile_reps: int = 3
+    profile_reps: int | None = None  # separate profile reps; None: none where paired, else 3
     frequency: int = 0               # perf Hz; 0: the runner's default
     # paired: config-only variants in one process, two builds loaded at once (where two
     # datasets fit this host, else interleaved); interleaved: a server start per rep

@@ -20,6 +20,7 @@ import subprocess
 import threading
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from analysis.inputs.collector_facts import PerfFacts
 from analysis.inputs.host import HostFacts
@@ -28,6 +29,7 @@ from collectors.host import procs
 from collectors.profilers import perf_unwind
 from collectors.profilers.perf_record import (DWARF_STACK_BYTES, EVENT, ProfileError, fold,
                                               record_argv, require_tools)
+from collectors.profilers.perf_paired import PairedProfiler
 from collectors.profilers.perf_windows import Controls, WindowRunner
 
 CALL_GRAPHS = ("auto", "fp", "dwarf")
@@ -83,17 +85,7 @@ class PerfProfiler:
         self._timer.start()
 
     def _recordings(self, pid: int) -> list[tuple[str, int | list[int]]]:
-        """(mode, pid or tids) per perf record: one for the whole process, or with
-        fp+dwarf one with DWARF for the threads that need it and one with frame pointers
-        for the others (each thread's tids as they are now; threads started later are
-        followed by the perf of the thread that starts them)."""
-        u = self._unwind
-        if u.callgraph != "fp+dwarf":
-            return [(u.callgraph, pid)]
-        dwarf, other = perf_unwind.thread_ids(pid, u.dwarf_threads)
-        if dwarf and other:
-            return [("dwarf", dwarf), ("fp", other)]
-        return [("dwarf" if dwarf else "fp", pid)]
+        return perf_unwind.recordings(self._unwind, pid)
 
     def _interrupt(self) -> None:
         for p in self._procs:
@@ -183,16 +175,18 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> None:
                         f"{DWARF_STACK_BYTES // 1024} KiB of user stack per sample: whole stacks "
                         "through code built without frame pointers, e.g. glibc, at a larger "
                         "perf.data), auto (default: fp, and dwarf for each thread whose stacks "
-                        f"a {perf_unwind.PROBE_MAX_S:g} s frame-pointer probe at the start of "
-                        f"the run's first profile rep finds over {perf_unwind.SWITCH_PCT:g}%% "
-                        "truncated; dwarf throughout for a binary without frame pointers)")
+                        f"a {perf_unwind.PROBE_MAX_S:g} s frame-pointer probe finds over "
+                        f"{perf_unwind.SWITCH_PCT:g}%% truncated: in a paired run during the "
+                        "first rep's warm-up, else at the start of the first profile rep; dwarf "
+                        "throughout for a binary without frame pointers)")
     g.add_argument("--perf-mmap", type=int, default=None, metavar="PAGES",
                    help="perf's ring buffer in pages (perf record -m; default: perf's own)")
     g.add_argument("--profile-windows", type=int, default=PROFILE_WINDOWS, metavar="N",
-                   help="split each profile rep into N windows, perf sampling every other one "
-                        "(ABBA), so the rep measures the profiler's own cost (default %(default)s, "
-                        "at least 0.25 s each; 0: "
-                        "sample the whole window, no cost measured)")
+                   help="separate profile reps: split each into N windows, perf sampling every "
+                        "other one (ABBA), so the rep measures the profiler's own cost (default "
+                        "%(default)s, at least 0.25 s each; 0: sample the whole window, no cost "
+                        "measured). Paired reps need no such split: perf samples every other "
+                        "ABBA block of their windows, and the blocks without it give the cost")
 
 
 def rep_collectors(options: RunSettings, kind: str) -> list[PerfProfiler]:
@@ -203,6 +197,17 @@ def rep_collectors(options: RunSettings, kind: str) -> list[PerfProfiler]:
                          callgraph=extra.get("call_graph") or "auto",
                          mmap_pages=extra.get("perf_mmap"),
                          windows=int(extra.get("profile_windows", PROFILE_WINDOWS)))]
+
+
+def window_profiler(options: RunSettings, rep_dir: Path, cpus: list[int] | None,
+                    binary_mode: str = "fp") -> PairedProfiler | None:
+    """The paired reps' profiler (perf in the paired windows) of a run profiling with perf;
+    `binary_mode`: dwarf when a variant's build has no frame pointers at all."""
+    if options.profile != "perf":
+        return None
+    extra = options.extra or {}
+    return PairedProfiler(rep_dir, options.freq_hz, cpus=cpus, keep_data=options.keep_perf_data,
+                          callgraph=extra.get("call_graph") or "auto", binary_mode=binary_mode)
 
 
 def manifest_sections(options: RunSettings, host: HostFacts) -> ManifestSections:

@@ -5,11 +5,12 @@ same bytes (perf.threads.tsv). The collector that runs them is collectors/profil
 from __future__ import annotations
 
 import subprocess
+from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any, Sequence
 
-from analysis.profile.perfscript import ThreadCounter
+from analysis.profile.perfscript import SampleRouter, ThreadCounter
 from analysis.toolpaths import perf_binary, which_tool
 from collectors.host import procs
 
@@ -41,8 +42,11 @@ DWARF_STACK_BYTES = 16384
 
 
 def record_argv(perf: str, target: int | Sequence[int], out: Path, freq_hz: int,
-                callgraph: str = "fp", mmap_pages: int | None = None) -> list[str]:
-    """`target`: a pid (-p: every thread of the process) or a list of thread ids (-t)."""
+                callgraph: str = "fp", mmap_pages: int | None = None,
+                monotonic: bool = False) -> list[str]:
+    """`target`: a pid (-p: every thread of the process) or a list of thread ids (-t);
+    `monotonic`: stamp samples with CLOCK_MONOTONIC (-k mono), Python's time.monotonic, so
+    they can be split by the windows the runner timed (perf_paired)."""
     # dwarf copies the user stack with every sample and unwinds it afterwards: whole stacks
     # through code without frame pointers, at a much higher cost per sample.
     cg = ["--call-graph", f"dwarf,{DWARF_STACK_BYTES}"] if callgraph == "dwarf" else ["-g"]
@@ -51,7 +55,8 @@ def record_argv(perf: str, target: int | Sequence[int], out: Path, freq_hz: int,
     # No `-- sleep W` workload: perf runs until stop() sends SIGINT, so there is no
     # grandchild that could outlive a SIGKILLed runner (PDEATHSIG reaches perf only).
     # -p follows every thread of the pid (main, io_thd_N, bio_*).
-    return [perf, "record", "-e", EVENT, "-F", str(freq_hz), *cg, *mm, *who, "-o", str(out)]
+    clock = ["-k", "mono"] if monotonic else []
+    return [perf, "record", "-e", EVENT, "-F", str(freq_hz), *cg, *mm, *clock, *who, "-o", str(out)]
 
 
 def fold(perf: str, collapse: str, perf_data: Sequence[Path], folded: Path, err_path: Path,
@@ -111,13 +116,17 @@ class InfernoFold:
     def feed(self, src: IO[bytes]) -> None:
         """Copy `src` to inferno until it ends, counting its samples per thread."""
         while piece := src.read(self._piece):
-            if not self._broken:
-                try:
-                    self._proc.stdin.write(piece)
-                except BrokenPipeError:
-                    self._broken = True
+            self.write(piece)
             self.threads.feed(piece)
         self.threads.close()
+
+    def write(self, piece: bytes) -> None:
+        """`perf script` bytes for inferno (a router's share of them: fold_windows)."""
+        if not self._broken:
+            try:
+                self._proc.stdin.write(piece)
+            except BrokenPipeError:
+                self._broken = True
 
     def finish(self) -> int:
         """Close inferno's input and wait for it to write the folded stacks; its status."""
@@ -128,6 +137,48 @@ class InfernoFold:
         rc = self._proc.wait(600)
         procs.forget(self._proc)
         return rc
+
+
+def fold_windows(perf: str, collapse: str, perf_data: Sequence[Path],
+                 windows: list[tuple[float, float, str]], folded: dict[str, Path], err_path: Path,
+                 threads_tsv: dict[str, Path]) -> tuple[dict[str, Folded], int]:
+    """`perf script` of each file (one per unwinding mode), read once, its samples split by
+    time window into one inferno-collapse-perf per key (analysis/profile/perfscript.
+    SampleRouter): `windows` (start, end, key) in perf's clock (`perf record -k mono`:
+    time.monotonic). Returns each key's Folded and the samples outside every window
+    (switching, settling, the idle server)."""
+    with open(err_path, "ab") as err, ExitStack() as stack:
+        folds = {k: stack.enter_context(InfernoFold(collapse, folded[k], err)) for k in folded}
+        router = SampleRouter(windows, lambda k, b: folds[k].write(b), tuple(folded))
+        rc_ps = [_script_routed(perf, d, router, err) for d in perf_data]
+        router.close()
+        rcs = {k: f.finish() for k, f in folds.items()}
+        if any(rc_ps) or any(rcs.values()):
+            raise ProfileError(f"perf script (status {rc_ps}) | inferno-collapse-perf (status "
+                               f"{rcs}) failed; see {err_path}")
+    out = {}
+    for k in folded:
+        router.threads[k].write_tsv(threads_tsv[k])
+        samples = router.threads[k].samples
+        out[k] = Folded(len(folded[k].read_text(errors="replace").splitlines()),
+                        sum(samples.values()), sorted({comm for _, comm in samples}))
+    return out, router.dropped
+
+
+def _script_routed(perf: str, perf_data: Path, router: SampleRouter, err: IO[bytes]) -> int:
+    ps = procs.spawn([perf, "script", "-i", str(perf_data)], stdout=subprocess.PIPE, stderr=err)
+    try:
+        while piece := ps.stdout.read(1 << 20):
+            router.feed(piece)
+        router.end_file()
+    except BaseException:
+        procs.kill_group(ps, 5.0)          # a Ctrl-C while folding: no perf left behind
+        raise
+    finally:
+        ps.stdout.close()
+    rc = ps.wait(600)
+    procs.forget(ps)
+    return rc
 
 
 def _script_into(perf: str, perf_data: Path, inferno: InfernoFold, err: IO[bytes]) -> int:

@@ -28,7 +28,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from analysis.inputs.collector_facts import ThreadProbe, UnwindProbe
+from analysis.inputs.collector_facts import PerfFacts, ThreadProbe, UnwindProbe
 from analysis.inputs.rundir import RunDirError, read_rep_facts
 from analysis.profile.stacks import Stacks, read_folded
 from analysis.profile.truncation import truncation
@@ -55,7 +55,7 @@ class Unwinding:
 
 
 def choose(asked: str, binary_mode: str, pid: int, rep_dir: Path, window_s: float,
-           cpus: list[int] | None) -> Unwinding:
+           cpus: list[int] | None, stem: str = "perf.probe") -> Unwinding:
     """`asked`: fp | dwarf | auto (--call-graph); `binary_mode`: dwarf when the server has
     no frame pointers at all (collectors/variants/binary.py), then every thread needs it."""
     if asked in ("fp", "dwarf"):
@@ -70,7 +70,7 @@ def choose(asked: str, binary_mode: str, pid: int, rep_dir: Path, window_s: floa
         # counts truncated stacks in the profile itself (analysis/profile/truncation.py).
         return Unwinding("fp")
     if probe is None:
-        probe = run_probe(pid, rep_dir, min(PROBE_MAX_S, PROBE_SHARE * window_s), cpus)
+        probe = run_probe(pid, rep_dir, min(PROBE_MAX_S, PROBE_SHARE * window_s), cpus, stem)
     names = sorted(n for n, t in probe.threads.items()
                    if t.samples >= MIN_SAMPLES and t.truncated_pct > SWITCH_PCT)
     return Unwinding("fp+dwarf" if names else "fp", names, probe)
@@ -85,20 +85,23 @@ def earlier_probe(rep_dir: Path) -> UnwindProbe | None:
     found = []
     for f in run_dir.glob("*/*/rep.json"):
         try:
-            perf = read_rep_facts(f.parent).perf
+            facts = read_rep_facts(f.parent)
         except (OSError, RunDirError):
             continue
-        if perf is not None and perf.unwind_probe is not None:
-            found.append(perf.unwind_probe)
+        # a profile rep's collectors.perf, or a paired rep's collectors["perf:<variant>"]
+        for c in facts.collectors.values():
+            if isinstance(c, PerfFacts) and c.unwind_probe is not None:
+                found.append(c.unwind_probe)
     return min(found, key=lambda p: p.at) if found else None
 
 
-def run_probe(pid: int, rep_dir: Path, seconds: float, cpus: list[int] | None) -> UnwindProbe:
+def run_probe(pid: int, rep_dir: Path, seconds: float, cpus: list[int] | None,
+              stem: str = "perf.probe") -> UnwindProbe:
     """Frame-pointer samples of every thread for `seconds`; per thread name, the share of
     stacks that do not reach the thread's entry and where they start. The folded probe is
-    kept as perf.probe.folded."""
+    kept as <stem>.folded (perf.probe.folded)."""
     perf, collapse = require_tools()
-    data, err_path = rep_dir / "perf.probe.data", rep_dir / "perf.stderr"
+    data, err_path = rep_dir / f"{stem}.data", rep_dir / "perf.stderr"
     t0 = time.time()
     argv = record_argv(perf, pid, data, PROBE_HZ, "fp")
     control = PerfControl()
@@ -120,7 +123,7 @@ def run_probe(pid: int, rep_dir: Path, seconds: float, cpus: list[int] | None) -
             procs.forget(p)
     if rc not in (0, -signal.SIGINT, 128 + signal.SIGINT) or not data.is_file():
         raise ProfileError(f"perf record (unwinding probe) exited with status {rc}; see {err_path}")
-    folded = rep_dir / "perf.probe.folded"
+    folded = rep_dir / f"{stem}.folded"
     fold(perf, collapse, [data], folded, err_path)
     data.unlink()
     threads = {name: _thread_facts(st) for name, st in by_thread_name(read_folded(folded)).items()}
@@ -142,6 +145,19 @@ def _thread_facts(st: Stacks) -> ThreadProbe:
     period_ns = 1e9 / PROBE_HZ          # cpu-clock at -F: a fixed period per sample
     roots = {k: round(100 * w / t.total, 2) for k, w in list(t.roots.items())[:ROOTS_KEPT]}
     return ThreadProbe(round(t.total / period_ns), round(t.share, 2), roots)
+
+
+def recordings(u: Unwinding, pid: int) -> list[tuple[str, int | list[int]]]:
+    """(mode, pid or tids) per perf record: one for the whole process, or with fp+dwarf one
+    with DWARF for the threads that need it and one with frame pointers for the others
+    (each thread's tids as they are now; threads started later are followed by the perf of
+    the thread that starts them)."""
+    if u.callgraph != "fp+dwarf":
+        return [(u.callgraph, pid)]
+    dwarf, other = thread_ids(pid, u.dwarf_threads)
+    if dwarf and other:
+        return [("dwarf", dwarf), ("fp", other)]
+    return [("dwarf" if dwarf else "fp", pid)]
 
 
 def thread_ids(pid: int, dwarf_threads: list[str]) -> tuple[list[int], list[int]]:

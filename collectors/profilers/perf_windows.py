@@ -22,20 +22,12 @@ from pathlib import Path
 import redis
 
 from analysis.inputs.collector_facts import ProfileWindow, WindowPlan
+from collectors.abba import schedule
 
 HOST = "127.0.0.1"
 MIN_WINDOW_S = 0.25
 END_MARGIN_S = 0.3       # the last window ends this long before perf is stopped
 MIN_WAIT_S = 0.05        # a window shorter than this is not started
-
-
-def schedule(windows: int) -> list[bool]:
-    """off on on off off on on off ...: each state takes each position equally often."""
-    out: list[bool] = []
-    for i in range(windows):
-        block, pos = divmod(i, 2)
-        out.append(bool((block + pos) % 2))
-    return out
 
 
 class PerfControl:

@@ -19,17 +19,19 @@ from typing import Callable
 
 from analysis import twostage
 from analysis.inputs.case import Case
+from analysis.inputs.host import HostFacts
 from analysis.inputs.manifest import LoadGenerator, Variant
+from analysis.inputs.run_options import DEFAULT_FREQ_HZ, SEPARATE_PROFILE_REPS
 from analysis.inputs.rundir import save_manifest
 from collectors.variants.builder import build_variant
 from collectors.variants.spec import VariantSpec, parse_variant
-from collectors.host import machine, procs, versions
+from collectors.host import machine, procs, sample_cost, versions
 from collectors.load import memtier
 from collectors.runner import pairing
 from collectors.runner.context import RunContext, bench_bin
 from collectors.runner.new_manifest import apply_sections, make_manifest, new_run_id
 from collectors.runner.options import RUNS_DIR, RunError, RunOptions
-from collectors.runner.plugins import plugins
+from collectors.runner.plugins import plugins, window_profilers
 from collectors.runner.runner import Runner
 from collectors.workload.cases import load_case
 from collectors.workload.overrides import parse_sets
@@ -55,13 +57,19 @@ class RunRequest:
         options.extra are not spelled: no caller of the API sets them)."""
         o = self.options
         a = [self.case, *[x for v in self.variants for x in ("--variant", v)], "--size", o.size,
-             "--reps", str(o.reps), "--profile", o.profile, "--profile-reps", str(o.profile_reps),
-             "--frequency", str(o.freq_hz), "--load-generator", o.load_generator, "--out", str(self.out)]
+             "--reps", str(o.reps), "--profile", o.profile]
+        if o.profile_reps is not None:
+            a += ["--profile-reps", str(o.profile_reps)]
+        if o.freq_hz is not None:
+            a += ["--frequency", str(o.freq_hz)]
+        a += ["--load-generator", o.load_generator, "--out", str(self.out)]
         a += {"paired": ["--paired"], "unpaired": ["--unpaired"]}.get(o.pairing, [])
         if o.pairing != "unpaired":
             a += ["--paired-window", f"{o.paired_window_s:g}", "--paired-windows", str(o.paired_windows)]
         if o.precision is not None:
             a += ["--precision", f"{o.precision:g}"]
+            if o.precision_on:
+                a += ["--on", o.precision_on]
             if o.budget_s is not None:
                 a += ["--budget", f"{o.budget_s:g}"]
         for s in self.sets:
@@ -103,6 +111,10 @@ def plan_run(req: RunRequest, log: Log) -> RunPlan:
                        f"reps (--reps {opts.reps})")
     if opts.budget_s is not None and opts.precision is None:
         raise RunError("--budget goes with --precision (it bounds the reps a precision run adds)")
+    if opts.precision_on is not None and opts.precision is None:
+        raise RunError("--on goes with --precision (it names whose interval to narrow)")
+    if opts.precision_on is not None and opts.precision_on.partition(":")[2] not in ("", "flat", "cum"):
+        raise RunError(f"--on {opts.precision_on}: give FUNCTION, FUNCTION:flat or FUNCTION:cum")
     specs = parse_variants(req.variants)
     if opts.load_generator == "memtier" or (opts.load_generator == "auto" and case.workload.tool == "memtier"):
         memtier.find_memtier()  # a MEMTIER= that points nowhere stops the run before any build
@@ -114,6 +126,13 @@ def plan_run(req: RunRequest, log: Log) -> RunPlan:
     plan, decided = pairing.choose(variants, opts, case, host.memory_bytes)
     opts.paired = plan is not None
     log(f"stallscope run: {'paired' if plan else 'unpaired'}: {decided.reason}")
+    if opts.precision_on is not None and not (opts.paired and opts.profile == "perf"):
+        raise RunError(f"--on {opts.precision_on}: a function's cost per operation is narrowed "
+                       f"from the profiles of paired windows; this run is "
+                       f"{'not paired (' + decided.reason + ')' if not opts.paired else 'not profiled (--profile ' + opts.profile + ')'}")
+    profiling_note = _resolve_profiling(opts, host, case.workload.tool)
+    if profiling_note:
+        log(f"stallscope run: {profiling_note}")
     tools = versions.tool_versions({n: v.benchmark_bin for n, v in variants.items()})
     run_id = new_run_id(case.name, req.out)
     command = ["stallscope", "run", *(req.command if req.command is not None else req.argv())]
@@ -126,8 +145,26 @@ def plan_run(req: RunRequest, log: Log) -> RunPlan:
     save_manifest(run_dir, m)
     log(f"stallscope run: {run_dir}")
     run = RunContext(run_dir, m, case, variants, opts,
-                     collector_factories=[pl.rep_collectors for pl in found], memtier_bin=memtier_bin)
+                     collector_factories=[pl.rep_collectors for pl in found],
+                     window_profiler_factories=window_profilers(found), memtier_bin=memtier_bin)
     return RunPlan(Runner(run, progress=req.progress))
+
+
+def _resolve_profiling(opts: RunOptions, host: HostFacts, tool: str) -> str:
+    """Where profiles come from and at what rate, when the request left them open: perf in
+    the paired windows of a paired run (no separate profile reps), separate profile reps
+    where the run cannot pair; the rate from this host's measured cost per sample."""
+    if opts.profile_reps is None:
+        in_windows = opts.paired and opts.profile == "perf" and tool != "rdb-load"
+        opts.profile_reps = 0 if in_windows or opts.profile == "off" else SEPARATE_PROFILE_REPS
+    if opts.freq_hz is None:
+        if opts.profile != "perf":
+            opts.freq_hz = DEFAULT_FREQ_HZ
+            return ""
+        rate = sample_cost.choose(host.summary())
+        opts.freq_hz = rate.hz
+        return rate.why()
+    return ""
 
 
 def with_plugin_defaults(opts: RunOptions) -> RunOptions:

@@ -9,7 +9,7 @@ from pathlib import Path
 from collectors.variants.spec import GRAMMAR
 from collectors.load import memtier
 from collectors.runner.api import RunRequest
-from collectors.runner.options import (DEFAULT_BUDGET_S, DEFAULT_FREQ_HZ, PAIRED_WINDOW_S,
+from collectors.runner.options import (DEFAULT_BUDGET_S, PAIRED_WINDOW_S, SEPARATE_PROFILE_REPS,
                                        PAIRED_WINDOWS, PRECISION_PILOT, RUNS_DIR,
                                        RunOptions, duration_type, precision_type)
 from collectors.runner.plugins import plugins
@@ -82,14 +82,20 @@ def parser() -> argparse.ArgumentParser:
     found = plugins()
     profilers = [x for pl in found for x in pl.PROFILERS] + ["off"]
     p.add_argument("--profile", choices=profilers, default="perf",
-                   help="CPU profiler for the separate profile reps (default perf)")
-    p.add_argument("--profile-reps", type=int, default=3, metavar="N",
-                   help="profiled reps per variant, separate from throughput reps (default 3: "
-                        "the fewest that give function costs a confidence interval)")
-    p.add_argument("--frequency", type=int, default=DEFAULT_FREQ_HZ, metavar="HZ",
-                   help=f"perf sampling frequency in Hz (default {DEFAULT_FREQ_HZ}: on this "
-                        "project's 2-core KVM guest a cpu-clock sample costs the server ~35 us, "
-                        "so 999 Hz took ~3.7%% of its CPU and 99 Hz ~0.4%%; see docs/statistics.md)")
+                   help="CPU profiler (default perf): in a paired run perf samples the paired "
+                        "windows themselves, so each function's CPU time per operation is a "
+                        "paired ratio per rep; where a run cannot pair, separate profile reps")
+    p.add_argument("--profile-reps", type=int, default=None, metavar="N",
+                   help="separate profiled reps per variant (default: none in a paired run, "
+                        f"whose windows are profiled; {SEPARATE_PROFILE_REPS} where it cannot "
+                        "pair, the fewest that give function costs a confidence interval)")
+    p.add_argument("--frequency", type=int, default=None, metavar="HZ",
+                   help="perf sampling frequency in Hz (default: the highest rate whose "
+                        "predicted cost stays at or under 1%% of the server's CPU, from the "
+                        "cost per sample this host's earlier server-bound runs measured (their perf "
+                        "on/off blocks; 90%% upper bound, pooled with a seed of 35 ± 10 µs measured "
+                        "on a 2-core KVM guest: 199 Hz before any). The report prints the rate and "
+                        "the cost measured in this run")
     p.add_argument("--keep-perf-data", action="store_true", help="keep perf.data beside perf.folded")
     _measurement_arguments(p)
     p.add_argument("--load-generator", choices=memtier.CHOICES, default="auto",
@@ -125,6 +131,11 @@ def _measurement_arguments(p: argparse.ArgumentParser) -> None:
                         "2%%), or --budget is spent: the first --reps paired reps (unpaired: A/B "
                         "blocks) set the spread that decides how many (Stein's two-stage design: "
                         "the interval keeps its 95%%); the report says which ended the run")
+    p.add_argument("--on", dest="precision_on", metavar="FUNCTION[:flat|cum]",
+                   help="with --precision on a paired run: narrow this function's CPU time per "
+                        "operation instead of the throughput (cumulative unless :flat), from the "
+                        "profiles of the paired windows, by the same two-stage rule; e.g. "
+                        "--precision 5%% --on dictFindByHash")
     p.add_argument("--budget", type=duration_type, metavar="TIME",
                    help="with --precision: wall time the run may take (30m, 1h, 1h30m; default "
                         "30m); a paired rep past the first stage starts only if it fits")
@@ -137,7 +148,8 @@ def _measurement_arguments(p: argparse.ArgumentParser) -> None:
 
 KNOWN_DESTS = {"case", "variant", "reps", "size", "profile", "profile_reps", "frequency",
                "keep_perf_data", "pairing", "paired_window", "paired_windows", "resume", "out",
-               "report", "no_progress", "load_generator", "set", "precision", "budget"}
+               "report", "no_progress", "load_generator", "set", "precision", "budget",
+               "precision_on"}
 
 
 def options_from_args(args: argparse.Namespace) -> RunOptions:
@@ -149,6 +161,7 @@ def options_from_args(args: argparse.Namespace) -> RunOptions:
                       pairing=args.pairing, paired_window_s=args.paired_window,
                       paired_windows=args.paired_windows, size=args.size,
                       load_generator=args.load_generator, precision=args.precision,
+                      precision_on=args.precision_on,
                       budget_s=budget, extra=extra)
 
 

@@ -11,7 +11,8 @@ from typing import Callable
 from analysis.inputs.case import Case
 from analysis.inputs.manifest import Manifest, Placement, Variant
 from analysis.inputs.rundir import save_manifest
-from collectors.collector import RepCollector
+from collectors.collector import RepCollector, WindowProfiler
+from collectors.runner.window_collectors import WindowCollectors
 from collectors.host import procs
 from collectors.load.server import ServerOptions
 from collectors.runner.options import RunOptions
@@ -19,6 +20,9 @@ from collectors.runner.progress import Progress
 
 # A plugin's rep_collectors(options, kind).
 CollectorFactory = Callable[[RunOptions, str], list[RepCollector]]
+# A plugin's window_profiler(options, rep_dir, cpus, binary_mode): the paired reps'
+# profiler, or None.
+WindowProfilerFactory = Callable[[RunOptions, Path, "list[int] | None", str], "WindowProfiler | None"]
 
 
 @dataclass
@@ -29,6 +33,7 @@ class RunContext:
     variants: dict[str, Variant]
     opts: RunOptions
     collector_factories: list[CollectorFactory] = field(default_factory=list)
+    window_profiler_factories: list[WindowProfilerFactory] = field(default_factory=list)
     # Set when the manifest's load_generator says memtier (api.plan_run, Runner.resume).
     memtier_bin: str | None = None
     progress: Progress | None = None
@@ -65,6 +70,15 @@ class RunContext:
     def rep_collectors(self, kind: str) -> list[RepCollector]:
         """Every plugin's collectors for a rep of `kind` (throughput | profile)."""
         return [c for f in self.collector_factories for c in (f(self.opts, kind) or [])]
+
+    def window_profiler(self, rep_dir: Path) -> WindowProfiler | None:
+        """What watches a paired rep's windows: every plugin's collector for them, as one
+        (perf's profile; TMA's interval counts on a PMU host); None when no plugin has one."""
+        # a build without frame pointers at all is unwound with DWARF throughout
+        mode = "dwarf" if any(v.callgraph == "dwarf" for v in self.variants.values()) else "fp"
+        found = [p for f in self.window_profiler_factories
+                 if (p := f(self.opts, rep_dir, self.place.client_cpus, mode)) is not None]
+        return WindowCollectors(found) if found else None
 
 
 def bench_bin(v: Variant) -> str:

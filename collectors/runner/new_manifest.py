@@ -69,7 +69,8 @@ def make_manifest(run_id: str, case: Case, variants: dict[str, Variant], opts: R
     m.calibration = {}
     m.paired, m.pairing = paired, pairing
     if opts.precision is not None:
-        m.precision = PrecisionPlan(target=opts.precision, budget_s=opts.budget_s, pilot=opts.reps)
+        m.precision = PrecisionPlan(target=opts.precision, budget_s=opts.budget_s, pilot=opts.reps,
+                                    on=opts.precision_on)
     return m
 
 

@@ -5,7 +5,9 @@ from __future__ import annotations
 
 from analysis.compare.throughput import main_log_ratios
 from analysis.inputs.rundir import RunDir
-from collectors.host import noise
+from analysis.compare.profiler_cost import profiler_cost
+from analysis.compare.saturation import WORKING, main_busy
+from collectors.host import noise, sample_cost
 from collectors.runner.context import RunContext
 from collectors.runner.new_manifest import rep_seconds
 
@@ -29,3 +31,33 @@ def keep(run: RunContext) -> bool:
                                         [s * per_unit for s in secs], m.created))
     except OSError:
         return False
+
+
+def keep_sample_cost(run: RunContext) -> bool:
+    """After a run that profiled: what one perf sample cost the server here, so the next run's
+    rate keeps perf within 1% (host/sample_cost.py). A failure to read or write the store
+    never fails the run."""
+    m = run.manifest
+    names = list(run.variants)
+    if len(names) != 2 or run.opts.profile != "perf":
+        return False
+    try:
+        got = measured_cost(RunDir(run.run_dir, m), names[0], names[1])
+        return got is not None and sample_cost.record(m.host, m.run_id, *got)
+    except (OSError, ValueError):
+        return False
+
+
+def measured_cost(rd: RunDir, base: str, cand: str) -> tuple[int, float, float] | None:
+    """(rate, overhead, its standard error) of a run's perf on/off windows, or None: not
+    measured, or a server main thread under 80% busy (perf's CPU shows in throughput only
+    when the server is the bottleneck; a client-bound run would call sampling free)."""
+    if any((main_busy(rd, v) or 0.0) < WORKING for v in (base, cand)):
+        return None
+    cost = profiler_cost(rd, base, cand)
+    p = cost.pooled
+    if not cost.available or p is None or p.rel is None or p.rel_ci_low is None \
+            or not cost.frequency_hz:
+        return None
+    se = (p.rel_ci_high - p.rel_ci_low) / (2 * 1.96)     # its 95% interval, as one s.e.
+    return int(cost.frequency_hz), -p.rel, se

@@ -9,6 +9,7 @@ import re
 
 # The run's options and their defaults, named here too: every run module imports them from here.
 from analysis.inputs.run_options import (DEFAULT_FREQ_HZ, PAIRED_WINDOW_S,  # noqa: F401
+                                         SEPARATE_PROFILE_REPS,
                                          PAIRED_WINDOWS, RunOptions)
 
 RUNS_DIR = "runs"

@@ -21,6 +21,8 @@ from collectors.runner.rep_order import interleave
 from collectors.load.server import Server
 from analysis.inputs.manifest import Calibration
 from collectors.load.redis_benchmark import redis_benchmark_argv, start_redis_benchmark
+from collectors.abba import block_schedule
+from collectors.collector import WindowProfiler
 
 # After a CONFIG SET, let in-flight batches finish before counting. Only a switch settles:
 # the second window of an ABBA pair follows on directly, counted from where the first ended.
@@ -61,7 +63,11 @@ def switches(order: Sequence[str]) -> int:
 
 def run_paired_windows(srv: Server, variants: dict[str, Any], case: Case, cal: Calibration | None,
                        bench_bin: str, client_cpus: list[int] | None, rep_dir: Path,
-                       window_s: float = 2.0, windows: int = 8) -> dict[str, Any]:
+                       window_s: float = 2.0, windows: int = 8,
+                       profiler: WindowProfiler | None = None) -> dict[str, Any]:
+    """CONFIG SET between ABBA windows of one server; writes paired.json. With `profiler`
+    (a run plugin's WindowProfiler: perf in the paired windows), the server is sampled in
+    every other ABBA block and each variant's windows are folded into its own profile."""
     names = list(variants)
     keys = sorted({k for v in variants.values() for k in (v.config or {})})
     keys = [k for k in keys if len({(variants[n].config or {}).get(k) for n in names}) > 1]
@@ -78,27 +84,13 @@ def run_paired_windows(srv: Server, variants: dict[str, Any], case: Case, cal: C
     rows: list[PairedWindow] = []
     try:
         time.sleep(0.5)  # connections up and warm before the first window
-        a = None
-        for i, name in enumerate(order):
-            if i == 0 or order[i - 1] != name:
-                for k, val in values[name].items():
-                    srv.client.config_set(k, val)
-                time.sleep(SETTLE_S)
-                a = counters(srv, command)
-            time.sleep(window_s)
-            b = counters(srv, command)
-            secs = b["t"] - a["t"]
-            d_total = b["total_commands_processed"] - a["total_commands_processed"]
-            d_calls = (b["calls"] - a["calls"]) if a["calls"] is not None and b["calls"] is not None else None
-            rows.append(PairedWindow(
-                i + 1, name, values[name], round(a["epoch"], 3), round(b["epoch"], 3), round(secs, 6),
-                d_total, d_calls, ops_per_s=d_total / secs if secs > 0 else None,
-                calls_per_s=d_calls / secs if d_calls is not None and secs > 0 else None))
-            a = b       # the next window of the same setting starts where this one ended
-            if bp.proc.poll() is not None:
-                raise RuntimeError(f"load generator ended during paired window {i + 1} "
-                                   f"(status {bp.proc.returncode}); calibration too low?")
+        if profiler is not None:
+            profiler.probe("server", srv.pid)     # the unwinding, chosen under the load
+            profiler.start({"server": srv.pid})
+        _config_windows(srv, bp, order, values, command, window_s, rows, profiler)
     finally:
+        if profiler is not None:
+            profiler.stop()
         # The load generator was sized to outlast the windows: stop it, keep its stderr.
         procs.kill_group(bp.proc, 2.0)
         out, err = bp.proc.communicate()
@@ -108,4 +100,46 @@ def run_paired_windows(srv: Server, variants: dict[str, Any], case: Case, cal: C
                         counter="INFO stats total_commands_processed; calls = INFO commandstats calls",
                         windows=rows)
     write_json(rep_dir / PAIRED_JSON, doc.to_json())
-    return {"order": order, "setting": keys, "counter": doc.counter, "bench_command": argv}
+    return {"order": order, "setting": keys, "counter": doc.counter, "bench_command": argv,
+            "perf": profiler.fold(rows) if profiler is not None else {}}
+
+
+def _config_windows(srv: Server, bp: Any, order: list[str], values: dict[str, dict[str, Any]],
+                    command: str, window_s: float, rows: list[PairedWindow],
+                    profiler: WindowProfiler | None) -> None:
+    """The ABBA windows of one server: CONFIG SET at a switch; with a profiler, perf switched
+    before a block's first count (an "on" window's samples and operations cover one span)."""
+    on_plan = block_schedule(len(order)) if profiler is not None else None
+    a = None
+    for i, name in enumerate(order):
+        on = on_plan[i] if on_plan else None
+        toggle = profiler is not None and (i == 0 or on != on_plan[i - 1])
+        if i == 0 or order[i - 1] != name:
+            for k, val in values[name].items():
+                srv.client.config_set(k, val)
+            if toggle:
+                profiler.set(bool(on))
+            time.sleep(SETTLE_S)
+            a = counters(srv, command)
+        elif toggle:             # a new block of the same setting: count afresh
+            profiler.set(bool(on))
+            a = counters(srv, command)
+        time.sleep(window_s)
+        b = counters(srv, command)
+        rows.append(_row(i, name, values[name], a, b, on))
+        a = b       # the next window of the same setting starts where this one ended
+        if bp.proc.poll() is not None:
+            raise RuntimeError(f"load generator ended during paired window {i + 1} "
+                               f"(status {bp.proc.returncode}); calibration too low?")
+
+
+def _row(i: int, name: str, config: dict[str, Any], a: dict[str, Any], b: dict[str, Any],
+         perf: bool | None) -> PairedWindow:
+    secs = b["t"] - a["t"]
+    d_total = b["total_commands_processed"] - a["total_commands_processed"]
+    d_calls = (b["calls"] - a["calls"]) if a["calls"] is not None and b["calls"] is not None else None
+    return PairedWindow(
+        i + 1, name, config, round(a["epoch"], 3), round(b["epoch"], 3), round(secs, 6),
+        d_total, d_calls, ops_per_s=d_total / secs if secs > 0 else None,
+        calls_per_s=d_calls / secs if d_calls is not None and secs > 0 else None,
+        perf=perf, mono0=round(a["t"], 6), mono1=round(b["t"], 6))

@@ -32,3 +32,9 @@ def plugins() -> list[RunPlugin]:
                               "PLUGIN_MODULES in collectors/runner/plugins.py")
         out.append(mod)
     return out
+
+
+def window_profilers(found: list[RunPlugin]) -> list:
+    """The plugins' optional `window_profiler(options, rep_dir, cpus)` hooks: who profiles a
+    paired rep's windows (perf: collectors/profilers/perf_paired.py)."""
+    return [p.window_profiler for p in found if hasattr(p, "window_profiler")]

@@ -21,6 +21,7 @@ import statistics
 import time
 
 from analysis import twostage
+from analysis.compare.profile_reps import function_log_ratios
 from analysis.compare.throughput import main_log_ratios
 from analysis.inputs.manifest import PrecisionPlan, Rep
 from analysis.inputs.rundir import RunDir
@@ -141,9 +142,12 @@ class PrecisionRun:
         return "paired rep" if self.kind == "paired" else "block"
 
     def log_ratios(self) -> list[float]:
-        """Each measured unit's log ratio of the main metric, in order (the values of the
-        interval)."""
+        """Each measured unit's log ratio of the main metric (--on: the function's CPU time
+        per operation), in order (the values of the interval)."""
         run = RunDir(self.run.run_dir, self.run.manifest)
+        on = self.plan.function
+        if on is not None:
+            return function_log_ratios(run, self.names[0], self.names[1], *on)
         return main_log_ratios(run, self.names[0], self.names[1])
 
     def _progress(self, done: int) -> str:

@@ -214,6 +214,11 @@ class RdbLoadRep(RepKind):
         self.facts.rdb_load_result = out
 
 
+def _record_paired_perf(facts: RepFacts, perf: dict[str, CollectorFacts]) -> None:
+    """The window collectors' facts, by their rep.json names (perf:<variant>, tma:<variant>)."""
+    facts.collectors.update(perf)
+
+
 class PairedRep(RepKind):
     @property
     def variant(self) -> Variant:
@@ -230,7 +235,9 @@ class PairedRep(RepKind):
         watch = CpuWatch(srv.pid, client_capacity(run.case.workload.threads, run.place.client_cpus)).start()
         res = run_paired_windows(srv, run.variants, run.case, run.manifest.calibration.get(first.name),
                                  bench_bin(first), run.place.client_cpus, self.rep_dir,
-                                 window_s=run.opts.paired_window_s, windows=run.opts.paired_windows)
+                                 window_s=run.opts.paired_window_s, windows=run.opts.paired_windows,
+                                 profiler=run.window_profiler(self.rep_dir))
+        _record_paired_perf(self.facts, res["perf"])
         self.facts.saturation = watch.finish()
         self.facts.commands["bench"] = res["bench_command"]
         self.facts.paired = PairedFacts(res["order"], res["setting"], res["counter"])
@@ -273,7 +280,9 @@ class PairedServersRep(RepKind):
                 servers, run.variants, run.case, dict(run.manifest.calibration),
                 {n: bench_bin(v) for n, v in run.variants.items()}, run.place.client_cpus,
                 self.rep_dir, window_s=run.opts.paired_window_s, windows=run.opts.paired_windows,
-                warmup_s=run.case.workload.warmup_s, clock=clock)
+                warmup_s=run.case.workload.warmup_s, clock=clock,
+                profiler=run.window_profiler(self.rep_dir))
+            _record_paired_perf(facts, res["perf"])
             for n, argv in res["bench_commands"].items():
                 facts.commands[f"bench:{n}"] = argv
             facts.paired = PairedFacts(res["order"], res["setting"], res["counter"])

@@ -21,7 +21,7 @@ from analysis.inputs.repfacts import RepFacts
 from analysis.inputs.rundir import load_run, write_rep_facts
 from collectors.variants.builder import build_variant
 from collectors.variants.spec import parse_variant
-from collectors.runner.plugins import plugins
+from collectors.runner.plugins import plugins, window_profilers
 from collectors.host import procs
 from collectors.load import memtier
 from collectors.runner.context import RunContext
@@ -94,6 +94,7 @@ class Runner:
                                   None if not failed else f"{len(failed)} rep(s) failed", now_iso())
         run.save()
         noise_log.keep(run)      # this host's noise, for the plans of later runs
+        noise_log.keep_sample_cost(run)   # what a perf sample cost here, for later runs' rate
         return 0 if not failed else 1
 
     def _next(self) -> Rep | None:
@@ -159,6 +160,7 @@ class Runner:
         opts = dataclasses.replace(m.options)
         run = RunContext(Path(run_dir), m, m.case, variants, opts,
                          collector_factories=[p.rep_collectors for p in plugins()],
+                         window_profiler_factories=window_profilers(plugins()),
                          memtier_bin=memtier_bin)
         return cls(run, progress=progress)
 

@@ -84,8 +84,8 @@ def _run(sched: Schedule, job: Job, case: str, variants: list[str],
     """The job's run through the run API; the job file's extra `run` arguments (run_args)
     are read by `stallscope run`'s own parser, so they mean what they mean there."""
     argv = [case, *[a for v in variants for a in ("--variant", v)], "--reps", str(job.reps),
-            "--profile-reps", str(job.profile_reps), "--size", job.size, "--out", sched.runs_dir,
-            "--no-progress", *job.run_args]
+            *(["--profile-reps", str(job.profile_reps)] if job.profile_reps is not None else []),
+            "--size", job.size, "--out", sched.runs_dir, "--no-progress", *job.run_args]
     if job.profile_reps == 0:
         argv += ["--profile", "off"]
     log("schedule: stallscope run " + " ".join(argv))

@@ -137,7 +137,8 @@ def _job(name: str, node: Node, defaults: dict[str, Node], where: str) -> Job:
     return Job(name=name, cron=cron, cases=cases, candidate=candidate,
                baseline=_baseline(get("baseline"), where),
                reps=_int(get("reps"), "reps", where, 5, 1),
-               profile_reps=_int(get("profile-reps"), "profile-reps", where, 3, 0),
+               profile_reps=(_int(get("profile-reps"), "profile-reps", where, 0, 0)
+                             if get("profile-reps") is not None else None),
                size=_str(get("size"), "size", where, "default") or "default",
                runner_labels=_strs(get("runner-labels"), "runner-labels", where, ("self-hosted",)),
                run_args=_strs(get("run-args"), "run-args", where, ()) if get("run-args") else (),

@@ -34,7 +34,7 @@ class Job:
     candidate: str                # a variant spec; git:PATH@REF moves with REF
     baseline: Baseline
     reps: int = 5
-    profile_reps: int = 3
+    profile_reps: int | None = None   # separate profile reps; None: the run's default
     size: str = "default"
     runner_labels: tuple[str, ...] = ("self-hosted",)
     run_args: tuple[str, ...] = ()

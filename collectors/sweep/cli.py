@@ -94,7 +94,9 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--size", default="default", help="case size knob: small | default | large")
     p.add_argument("--reps", type=int, default=5, help="reps per point: per variant, or paired reps (default 5)")
     p.add_argument("--profile", default="perf", help="profiler of the profile reps: perf | off (default perf)")
-    p.add_argument("--profile-reps", type=int, default=3, metavar="N", help="profile reps per variant (default 3)")
+    p.add_argument("--profile-reps", type=int, default=None, metavar="N",
+                   help="separate profile reps per variant (default: none where a point pairs, "
+                        "its paired windows are profiled; 3 where it cannot)")
     p.add_argument("--pairing", choices=PAIRINGS, default="paired",
                    help="paired (default): config-only variants in one server process (CONFIG SET "
                         "windows), two builds loaded at once (ABBA windows) where two datasets fit "
@@ -141,7 +143,7 @@ def precision_options(args: argparse.Namespace) -> tuple[float | None, float | N
 
 
 def _options(args: argparse.Namespace) -> SweepOptions:
-    if args.reps < 1 or args.profile_reps < 0:
+    if args.reps < 1 or (args.profile_reps is not None and args.profile_reps < 0):
         raise PlanError("--reps must be at least 1 and --profile-reps at least 0")
     precision, budget = precision_options(args)
     if precision is not None and args.reps < 3:

@@ -79,7 +79,11 @@ def _reps_s(case: Case, opts: SweepOptions, mode: str | None, start: float, vari
     else:
         total = variants * (start + CALIBRATE_S) + variants * opts.reps * (start + w.warmup_s + w.duration_s + 1.5)
     if opts.profile != "off":
-        total += variants * opts.profile_reps * (start + w.warmup_s + w.duration_s + PERF_POST_S)
+        # a paired point's windows are profiled (folding: PERF_POST_S a rep); else separate reps
+        separate = opts.profile_reps if opts.profile_reps is not None else (0 if mode else 3)
+        total += variants * separate * (start + w.warmup_s + w.duration_s + PERF_POST_S)
+        if mode:
+            total += opts.reps * PERF_POST_S
     return total
 
 

@@ -57,7 +57,7 @@ def sweep_argv(exp: Experiment, part: Part, size: str, opts: SweepOptions,
                extra: Sequence[str] = ()) -> list[str]:
     """The `stallscope sweep` arguments that run the same part (its sweep.json's command)."""
     argv = [part.case, "--size", size, "--reps", str(opts.reps), "--profile", opts.profile,
-            "--profile-reps", str(opts.profile_reps),
+            *(["--profile-reps", str(opts.profile_reps)] if opts.profile_reps is not None else []),
             "--pairing", opts.pairing, "--paired-window", f"{opts.paired_window_s:g}",
             "--paired-windows", str(opts.paired_windows)]
     if opts.precision is not None:

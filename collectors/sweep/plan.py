@@ -145,7 +145,9 @@ def plan_lines(plan: Plan) -> list[str]:
     o = plan.opts
     axes = " × ".join(f"{a.name} ({len(a.values)})" for a in plan.axes) or "no axis"
     n = len(plan.points)
-    prof = "no profile reps" if o.profile == "off" else f"{o.profile_reps} {o.profile} profile reps per variant"
+    prof = ("no profile" if o.profile == "off" else
+            f"{o.profile} in the paired windows" if o.profile_reps is None
+            else f"{o.profile_reps} {o.profile} profile reps per variant")
     out = [f"plan: {plan.case}, size {plan.size}: {n} point{'s' * (n != 1)} over {axes}",
            f"  variants: {', '.join(plan.variants)} (the first is the baseline)",
            f"  each point: {o.reps} reps ({'paired reps of ' + str(o.paired_windows) + ' windows' if any(p.estimate.paired for p in plan.points) else 'per variant'}), {prof}"]
