@@ -555,7 +555,9 @@ def fake_run(tmp_path: Path, sides: dict[str, list[Path]], tma_block: dict):
             d.mkdir(parents=True)
             (d / "tma.json").write_bytes(f.read_bytes())
             reps[variant].append(SimpleNamespace(dir=f"{variant}/{i}", path=d))
-    manifest = SimpleNamespace(tma=TmaPlan.from_json(tma_block), reps=lambda v: reps[v])
+    # separate reps only (a paired rep's TMA is tests/test_tma_windows.py)
+    manifest = SimpleNamespace(tma=TmaPlan.from_json(tma_block),
+                               reps=lambda v=None, kind=None: [] if kind == "paired" else reps[v])
     return SimpleNamespace(manifest=manifest, rep_dir=lambda rep: rep.path)
 
 

@@ -31,7 +31,8 @@ from analysis.tma.catalog import Catalog, is_ratio
 from analysis.tma.model import (TIME_WEIGHTED, IntervalChoice, TmaNode, TmaResult, domain_label,
                                 span_text)
 from analysis.tma.funnel_doc import FunnelDoc
-from analysis.tma.slots import SlotView, slot_view
+from analysis.tma.funnel_notes import interval_notes, once, scope_note, skipped
+from analysis.tma.slots import slot_view
 
 SCHEMA = "stallscope.tma-funnel/1"
 # The fewest runs a side that get an interval: users bring the outputs they have, often two
@@ -157,7 +158,7 @@ def _side(nodes: list[dict[str, TmaNode]], shares: list[dict[str, float]], name:
 
 
 def _row(name: str, domain: str | None, level: int, b: SideStats, c: SideStats,
-         method: str, group: str = "") -> FunnelRow:
+         method: str, group: str = "", paired: bool = False) -> FunnelRow:
     if not b.n or not c.n:
         missing = "baseline" if not b.n else "candidate"
         return FunnelRow(name, level, domain, b, c, None, None, None, "n/a",
@@ -173,13 +174,15 @@ def _row(name: str, domain: str | None, level: int, b: SideStats, c: SideStats,
         return FunnelRow(name, level, domain, b, c, delta, None, None, verdict,
                          f"no confidence can be given with {b.n} and {c.n} runs",
                          False, notable, direction)
+    # k-th run of each side a pair (the paired reps' windows) while every run has the node
+    pairs = paired and b.n == c.n and not b.excluded and not c.excluded
     if is_ratio(domain):
         # MPKI or a miss ratio: relative thresholds, the change in the metric's own unit.
         ch = stats.compare(b.values, c.values, higher_is_better=name in HIGHER_IS_BETTER,
-                           method=method, min_n=MIN_RUNS)
+                           method=method, min_n=MIN_RUNS, paired=pairs)
     else:
         ch = stats.compare_shares(b.values, c.values, higher_is_better=name in HIGHER_IS_BETTER,
-                                  method=method, min_n=MIN_RUNS)
+                                  method=method, min_n=MIN_RUNS, paired=pairs)
     # The printed change is the estimator that belongs to the interval (pyperf's rule),
     # and its sign says which way the node moved.
     delta, ci, unit = ch.delta, (ch.ci_low, ch.ci_high), delta_unit(domain)
@@ -250,48 +253,6 @@ class Funnel:
                 "warnings": self.warnings, "notes": self.notes, "interval": self.interval}
 
 
-def _scope_note(res: TmaResult) -> str:
-    """What scope "auto" did with a result that has no global rows and several CPU scopes:
-    averaged SMT threads or CPUs (say which), or took each node from its only scope."""
-    if res.default_scope() != "mean":
-        return ""
-    by_node: dict[str, set[str]] = {}
-    for v in res.values:
-        if v.in_tree:
-            by_node.setdefault(v.name, set()).add(str(v.scope))
-    multi = sorted({s for ss in by_node.values() if len(ss) > 1 for s in ss})
-    if multi:
-        return (f"rows averaged over CPU scopes {', '.join(multi)} (scope auto: no global rows; "
-                "--scope NAME picks one)")
-    per = {}
-    for name, ss in by_node.items():
-        per.setdefault(next(iter(ss)), []).append(name.count(".") + 1)
-    return "each node from its only CPU scope, nothing averaged: " + "; ".join(
-        f"{s} (L{min(lv)}{'' if min(lv) == max(lv) else '–L' + str(max(lv))})"
-        for s, lv in sorted(per.items()))
-
-
-def _skipped(view: SlotView, shown: set[str]) -> list[str]:
-    """One line per reason a node has no slot share, naming the rows it concerns."""
-    by: dict[str, list[str]] = {}
-    for name, why in view.skipped.items():
-        if name in shown:
-            by.setdefault(why, []).append(name.rsplit(".", 1)[-1])
-    return [f"{', '.join(leaves)} not slot-normalised: {why}" for why, leaves in by.items()]
-
-
-def _once(items: list[tuple[str, str]]) -> list[str]:
-    """Each message once, with the files that gave it (a warning of every run of a side
-    would otherwise be printed once per file)."""
-    where: dict[str, list[str]] = {}
-    for source, msg in items:
-        where.setdefault(msg, [])
-        if source not in where[msg]:
-            where[msg].append(source)
-    return [f"{msg} ({', '.join(src)})" if len(src) > 1 else f"{src[0]}: {msg}"
-            for msg, src in where.items()]
-
-
 def _selected(name: str, patterns: list[str], catalog: Catalog) -> bool:
     leaf = name.rsplit(".", 1)[-1]
     for p in patterns:
@@ -300,31 +261,6 @@ def _selected(name: str, patterns: list[str], catalog: Catalog) -> bool:
                 or fnmatch("tma_" + leaf.lower(), p) or catalog.resolve(p) == name:
             return True
     return False
-
-
-def _interval_notes(results: list[TmaResult], flats: list[dict[str, TmaNode]],
-                    keep: set[str], interval: IntervalChoice) -> list[str]:
-    """Which interval(s) each file's values are of (files with -I intervals only), and
-    the rows whose node a file measured in fewer of them."""
-    said = [f"{res.source}: {res.interval_text(interval)}" for res in results if res.timeline()]
-    if not said:
-        return []
-    notes = ["intervals (-I): each file is one run and gives one value per node, "
-             + ("its intervals' mean weighted by their length" if interval == TIME_WEIGHTED
-                else "the mean over its intervals" if interval == "mean" else
-                f"interval {interval}")
-             + " (intervals of one run are not independent runs); " + "; ".join(said)]
-    short: dict[tuple[str, int, int], list[str]] = {}
-    for res, flat in zip(results, flats):
-        total = len(res.timeline())
-        for name, node in flat.items():
-            if name in keep and node.intervals and 1 < total != len(node.intervals) \
-                    and interval in (TIME_WEIGHTED, "mean"):
-                short.setdefault((res.source, len(node.intervals), total), []).append(
-                    name.rsplit(".", 1)[-1])
-    notes += [f"{src}: {', '.join(leaves)} from {n} of its {total} intervals (not measured "
-              "in the others)" for (src, n, total), leaves in short.items()]
-    return notes
 
 
 def _keep(shown: list[FunnelRow], nodes: list[str] | None, catalog: Catalog) -> set[str]:
@@ -346,7 +282,8 @@ def _keep(shown: list[FunnelRow], nodes: list[str] | None, catalog: Catalog) -> 
 def compare(base: list[TmaResult], cand: list[TmaResult], *, depth: int = 4,
             nodes: list[str] | None = None, base_label: str = "baseline",
             cand_label: str = "candidate", scope: str | None = "auto",
-            method: str = "auto", interval: IntervalChoice = TIME_WEIGHTED) -> Funnel:
+            method: str = "auto", interval: IntervalChoice = TIME_WEIGHTED,
+            paired: bool = False) -> Funnel:
     """Compare TMA results of several baseline runs with several candidate runs.
 
     depth: deepest level shown (1 = L1 only). nodes: names/globs to show (dotted path,
@@ -356,7 +293,8 @@ def compare(base: list[TmaResult], cand: list[TmaResult], *, depth: int = 4,
     coverage it reaches) or "bootstrap" (percentile bootstrap of the median difference).
     interval: which interval(s) of an -I file give its one value per node
     (TmaResult.collapse): "time" (default: their mean weighted by length), "mean",
-    "last", a 1-based interval number or a time in seconds.
+    "last", a 1-based interval number or a time in seconds. paired: the k-th result of
+    each side were measured side by side (a paired rep's windows): rows compare pairs.
     """
     if not base or not cand:
         raise ValueError("compare() needs at least one result per side")
@@ -380,16 +318,17 @@ def compare(base: list[TmaResult], cand: list[TmaResult], *, depth: int = 4,
         node = catalog.get(name)
         rows.append(_row(name, ref.domain, ref.level, _side(bflat, bsh, name, btot, how),
                          _side(cflat, csh, name, ctot, how), method,
-                         node.area.partition(":")[2] if node is not None and node.stage2 else ""))
+                         node.area.partition(":")[2] if node is not None and node.stage2 else "",
+                         paired))
     shown = [r for r in rows if r.level <= depth]
     keep = _keep(shown, nodes, catalog)
     selected = [r for r in shown if r.name in keep]
-    warnings = _once([(res.source, w) for res in base + cand for w in res.warnings])
-    notes = _interval_notes(base + cand, bflat + cflat, keep, interval)
-    notes += _once([(res.source, msg) for res, v in zip(base + cand, bview + cview)
-                    for msg in _skipped(v, keep)])
-    notes += _once([(res.source, n) for res in base + cand
-                    if scope == "auto" and (n := _scope_note(res))])
+    warnings = once([(res.source, w) for res in base + cand for w in res.warnings])
+    notes = interval_notes(base + cand, bflat + cflat, keep, interval)
+    notes += once([(res.source, msg) for res, v in zip(base + cand, bview + cview)
+                    for msg in skipped(v, keep)])
+    notes += once([(res.source, n) for res in base + cand
+                    if scope == "auto" and (n := scope_note(res))])
     nb, nc = len(base), len(cand)
     if nb >= MIN_RUNS and nc >= MIN_RUNS:
         meth = next((r.ci_method for r in rows if r.ci_method), "none (no node measured on both sides)")

@@ -2,8 +2,7 @@
 
 Intel: toplev or `perf stat -M TopdownL1..Ln` (TMA). AMD Zen 4/5: `perf stat -M
 PipelineL1,PipelineL2` (pipeline utilization, two levels). Arm: `perf stat -M TopdownL1`
-or Arm's topdown-tool. The CPU is identified by the preflight (collectors/host/cpuid.py;
-before it, or without one, the collector builds Intel's command lines as it always did).
+or Arm's topdown-tool, by the CPU the preflight identifies (collectors/host/cpuid.py).
 The collector attaches to the running server (by pid: every thread incl. io-threads; or to
 the cores it is pinned to) for the window only, by making the tool's workload `sleep W`
 (topdown-tool takes no workload beside a pid: it is interrupted, as by Ctrl-C, when the
@@ -20,11 +19,11 @@ amdzen4, neoverse-v2 ...) to decide the rep's status:
   tma.perf-stat.txt, tma.topdown-tool/         topdown-tool only: the perf counts it read
                                                (first tool) / its CSV directory (refactored)
 
-The command lines are collectors.profilers.tma_commands. Use (docs/tma-collection.md):
+Command lines: collectors.profilers.tma_commands. Use (docs/tma-collection.md):
   c = TmaCollector(TmaConfig(backend="auto", level=4))
   pf = c.preflight()              # once per run -> manifest["tma"] = pf.to_manifest()
   c.start(ctx); ...window...; status = c.stop(ctx)   # per rep, when pf.available
-The tool runs through collectors.host.procs.spawn, so Ctrl-C cleanup takes it down too.
+(the tool runs through collectors.host.procs.spawn: Ctrl-C's cleanup takes it down too).
 """
 from __future__ import annotations
 
@@ -51,11 +50,12 @@ from collectors.host import preflight as pre
 from collectors.host.cpuid import CpuId
 from collectors.profilers.tma_commands import (ATTACH, BACKENDS, TOPDOWN_CSV_DIR, TmaConfig,
                                                TmaConfigError, choose_backend,
-                                               collect_topdown_csv, effective_level,
-                                               find_topdown_tool, has_tree, perf_command,
-                                               perf_groups, split_sets, topdown_tool_command,
-                                               topdown_tool_csv_style, toplev_command,
-                                               toplev_cores, vendor_of)
+                                               collect_topdown_csv, config_from_options,
+                                               effective_level, find_topdown_tool, has_tree,
+                                               perf_command, perf_groups, split_sets,
+                                               topdown_tool_command, topdown_tool_csv_style,
+                                               toplev_command, toplev_cores, vendor_of)
+from collectors.profilers.tma_windows import TmaWindowCounter
 
 # topdown-tool's extra raw files in the rep directory (see the module docstring).
 TOPDOWN_PERF_OUTPUT = "tma.perf-stat.txt"
@@ -291,8 +291,8 @@ def _first_line(path: Path) -> str:
 
 
 # --------------------------------------------------------------------------------------
-# Run plugin hooks (collectors.runner.plugins.PLUGIN_MODULES): flags, per-rep collectors and
-# the manifest's "tma" block. Options arrive as argparse dests in options.extra.
+# Run plugin hooks (collectors.runner.plugins.PLUGIN_MODULES): flags, per-rep and per-window
+# collectors, the manifest's "tma" block. Options arrive as argparse dests in options.extra.
 
 PROFILERS: tuple[str, ...] = ()     # TMA counts alongside any profiler; it adds none
 
@@ -322,14 +322,9 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> None:
                    help="one metric-group set per rep so nothing multiplexes (Intel; AMD and Arm "
                         "have one set; see docs/tma-collection.md)")
     g.add_argument("--tma-reps", choices=sorted(TMA_REP_KINDS), default="throughput",
-                   help="which reps count TMA (default throughput: counting, no sampling, "
-                        "so every measured rep adds a TMA sample)")
-
-
-def config_from_options(options: RunSettings) -> TmaConfig:
-    extra = options.extra
-    return TmaConfig(backend=extra.get("tma", "auto"), level=int(extra.get("tma_level", 4)),
-                     attach=extra.get("tma_attach", "pid"), split=bool(extra.get("tma_split", False)))
+                   help="which reps count TMA (default throughput: every measured rep adds a TMA "
+                        "sample; a paired rep counts both servers with perf stat -I through the "
+                        "windows, compared window by window; profile: separate profile reps only)")
 
 
 _PREFLIGHTS: dict[tuple, tuple[TmaCollector, pre.Preflight]] = {}
@@ -380,6 +375,19 @@ class _Unavailable:
 
     def stop(self, ctx: RepContext) -> TmaFacts:
         return TmaFacts(backend=self.pf.backend, status="unavailable", reason=self.pf.reason)
+
+
+def window_profiler(options: RunSettings, rep_dir: Path, cpus: list[int] | None,
+                    binary_mode: str = "fp") -> TmaWindowCounter | None:
+    """`perf stat -I` on a paired rep's servers (tma_windows.py) where TMA counts with perf."""
+    extra = options.extra
+    if extra.get("tma", "auto") == "off" or extra.get("tma_reps", "throughput") == "profile":
+        return None
+    c, pf = _collector_for(options)
+    if not pf.available or c.backend != "perf" or not has_tree(c.cpu):
+        return None
+    return TmaWindowCounter(rep_dir, c._perf, perf_groups(c.level, c.cpu),
+                            perf_version=c._perf_version, cpus=cpus)
 
 
 def rep_collectors(options: RunSettings, kind: str) -> list[TmaCollector | _Unavailable]:
