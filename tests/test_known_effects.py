@@ -1,0 +1,118 @@
+"""Profiles in the paired windows, proved with known effects (issue 27): real Redis 8.0 builds,
+real paired runs at CI size with perf sampling the paired windows.
+
+- cases/patches/known-cost-mset.patch adds a busy wait of 3.0 µs (on the TSC, calibrated
+  against CLOCK_MONOTONIC) inside msetGenericCommand, once per MSET. Its CPU time per MSET
+  must rise by that amount: the interval of the change holds 3.0 µs and excludes 0, and
+  no other function's own cost moves (only the cumulative cost of msetGenericCommand's
+  callers, which hold the wait).
+- cases/patches/known-nocost-text.patch changes an error text on a path MSET never takes:
+  the binary differs, the cost does not. No verdict of a change anywhere.
+
+docs/statistics.md ("Profiles in the paired windows") gives the default-size figures.
+"""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from analysis.profile.stacks import read_folded
+from analysis.stats import DECIDED
+from tests.conftest_run import BASE_SPEC, cli_env
+from tests.conftest import REPO
+
+pytestmark = pytest.mark.slow
+
+KNOWN_NS = 3000.0
+REPS = "5"
+
+
+def _run(tmp: Path, cand: str) -> tuple[dict, Path]:
+    out = tmp / "runs"
+    p = subprocess.run([sys.executable, "-m", "collectors", "run", "mset-50keys", "--size", "small",
+                        "--reps", REPS, "--variant", f"base={BASE_SPEC}", "--variant", cand,
+                        "--out", str(out), "--no-progress", "--report"],
+                       cwd=tmp, env=cli_env(), capture_output=True, text=True, timeout=1500)
+    assert p.returncode == 0, p.stderr[-3000:]
+    run_dir = next(out.iterdir())
+    report = tmp / "reports" / run_dir.name
+    return json.loads((report / "results.json").read_text()), run_dir
+
+
+def _rows(res: dict) -> list[dict]:
+    prof = res["profile"]
+    return prof["focus"] + prof["movers"]
+
+
+@pytest.fixture(scope="module")
+def known_cost(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("known-cost")
+    return _run(tmp, f"kc={BASE_SPEC}+patch={REPO / 'cases/patches/known-cost-mset.patch'}")
+
+
+@pytest.fixture(scope="module")
+def no_cost(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("no-cost")
+    return _run(tmp, f"kn={BASE_SPEC}+patch={REPO / 'cases/patches/known-nocost-text.patch'}")
+
+
+def test_the_profiles_come_from_the_paired_windows(known_cost):
+    res, run_dir = known_cost
+    prof = res["profile"]
+    assert prof["paired"] and prof["reps"]["base"] == prof["reps"]["kc"] == [1, 2, 3, 4, 5]
+    m = json.loads((run_dir / "manifest.json").read_text())
+    assert not [r for r in m["schedule"] if r["kind"] == "profile"]     # no separate reps
+    assert (run_dir / "paired" / "1" / "perf-kc.folded").is_file()
+    cost = res["profiler_cost"]
+    assert cost["available"] and cost["frequency_hz"] >= 49 and cost["pooled"] is not None
+
+
+def test_a_known_cost_shows_as_that_cost_in_that_function(known_cost):
+    res, _ = known_cost
+    row = next(r for r in res["profile"]["focus"] if r["name"] == "msetGenericCommand")
+    ch = row["flat_ns_change"]
+    base = row["base_flat_ns"]["median"]
+    assert row["flat_verdict"]["verdict"] == "regression", row["flat_verdict"]
+    # the interval of the change holds the known 3.0 µs and excludes 0
+    if ch["rel"] is not None:
+        lo, hi = base * (1 + ch["rel_ci_low"]), base * (1 + ch["rel_ci_high"])
+        lo, hi = lo - base, hi - base
+    else:
+        lo, hi = ch["ci_low"], ch["ci_high"]
+    assert 0 < lo <= KNOWN_NS <= hi, (lo, hi, ch)
+
+
+def test_nothing_else_moved(known_cost):
+    """Only msetGenericCommand's own cost moved, and the cumulative cost of what calls it."""
+    res, run_dir = known_cost
+    callers = set()
+    for rep in (run_dir / "paired").iterdir():
+        st = read_folded(rep / "perf-kc.folded")
+        for frames in st.weights:
+            fns = st.functions_of(frames)
+            if "msetGenericCommand" in fns:
+                callers.update(fns[:fns.index("msetGenericCommand")])
+    moved = []
+    for r in _rows(res):
+        if r["name"] == "msetGenericCommand":
+            continue
+        for k in ("flat", "cum"):
+            j = r[f"{k}_verdict"]
+            if j and j["verdict"] in DECIDED and not (k == "cum" and r["name"] in callers):
+                moved.append((r["name"], k, j["verdict"]))
+    assert not moved, moved
+
+
+def test_a_change_without_a_cost_gets_no_verdict(no_cost):
+    res, _ = no_cost
+    decided = [(r["name"], k, r[f"{k}_verdict"]["verdict"]) for r in _rows(res)
+               for k in ("flat", "cum")
+               if r[f"{k}_verdict"] and r[f"{k}_verdict"]["verdict"] in DECIDED]
+    assert not decided, decided
+    assert res["profile"]["paired"]
+    tot = res["profile"]["per_op_total"]["change"]
+    assert tot["verdict"] not in DECIDED, tot
