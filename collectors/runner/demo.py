@@ -6,8 +6,10 @@ technique of redis/redis#15043). Case: MSET with 50 keys per command over a keys
 many times larger than L3. Throughput is measured paired: both builds loaded at once and
 the load switched between them in short ABBA windows (--paired), which gives a far
 narrower interval on a noisy host than a server restart per rep (--unpaired, the old
-way); profile reps are separate, and each measures the profiler's own cost. Then the
-reports in reports/demo/ (report.md, report.html, results.json, flame graphs, pprof).
+way). perf samples both servers in those same windows (every other ABBA block), so each
+function's CPU time per MSET is a paired ratio too, and the blocks without perf measure
+the profiler's own cost. Then the reports in reports/demo/ (report.md, report.html,
+results.json, flame graphs, pprof).
 """
 from __future__ import annotations
 
