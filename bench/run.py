@@ -176,7 +176,7 @@ def bench_ingest(target_mb: float) -> None:
 
 def _record_busy(perf: str, tmp: Path) -> Path | None:
     """A stand-in rep: 2 s of a busy Python at the collector's rate (999 Hz, frame pointers)."""
-    from collectors.profilers.perf_record import record_argv
+    from collectors.profilers.perf.record import record_argv
     data = tmp / "perf.data"
     argv = record_argv(perf, 0, data, 999, "fp")
     argv = argv[:argv.index("-p")] + ["-q", "-o", str(data), "--", sys.executable, "-c",
@@ -187,7 +187,7 @@ def _record_busy(perf: str, tmp: Path) -> Path | None:
 
 def _bench_passes(perf: str, inferno: str, data: Path, tmp: Path) -> None:
     from collections import Counter
-    from collectors.profilers.perf_record import fold
+    from collectors.profilers.perf.record import fold
     text_mb = len(subprocess.run([perf, "script", "-i", str(data)], capture_output=True).stdout) / 1e6
     one, two, facts = [], [], {}
     for _ in range(3):
@@ -216,7 +216,7 @@ def _bench_passes(perf: str, inferno: str, data: Path, tmp: Path) -> None:
 
 def _bench_counting(inferno: str, target_mb: float, tmp: Path) -> None:
     """What reading the bytes on their way to inferno costs (perf script itself left out)."""
-    from collectors.profilers.perf_record import InfernoFold
+    from collectors.profilers.perf.record import InfernoFold
     one = gzip.decompress((DATA / SCRIPT).read_bytes())
     copies = max(1, int(target_mb * 1e6 / len(one)))
     big = tmp / "perf.script"

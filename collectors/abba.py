@@ -1,5 +1,5 @@
 """ABBA schedules of on/off states: each state meets each position equally often, so a drift
-over the rep hits both alike. Used by the profile reps' windows (profilers/perf_windows.py:
+over the rep hits both alike. Used by the profile reps' windows (profilers/perf/windows.py:
 perf sampling every other window) and by the paired reps' windows (runner/paired.py,
 runner/paired_servers.py: perf on for every other block of windows)."""
 from __future__ import annotations

@@ -26,7 +26,7 @@ COMMANDS: list[Command] = [
             "one seed experiment (cases/experiments/): the seed's table on this machine, its numbers beside ours"),
     Command("collect", "demo", "collectors.runner.demo",
             "the main job: Redis vs Redis + the MSET bucket-prefetch patch, run and reported"),
-    Command("collect", "parca", "collectors.profilers.parca_cli",
+    Command("collect", "parca", "collectors.profilers.parca.cli",
             "fetch a merged CPU profile of a time window from a Parca server"),
     *ANALYSIS_COMMANDS,
     Command("keep", "schedule", "collectors.schedule.cli",

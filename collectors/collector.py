@@ -79,7 +79,7 @@ class RunSettings(Protocol):
 
 
 class WindowProfiler(Protocol):
-    """Profiles a paired rep's windows (collectors/profilers/perf_paired.py): attached to the
+    """Profiles a paired rep's windows (collectors/profilers/perf/paired.py): attached to the
     server(s) for all windows, sampling only while the runner says on; folded per variant."""
 
     def probe(self, key: str, pid: int) -> None: ...     # while that server runs its load

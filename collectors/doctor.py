@@ -24,7 +24,7 @@ from analysis.toolpaths import which_tool
 from collectors.variants.builder import cache_dir
 from collectors.host import pmu, versions
 from collectors.host import preflight as pre
-from collectors.profilers.parca_client import DEFAULT_URL_ENV, TOKEN_ENV, ParcaClient, ParcaError
+from collectors.profilers.parca.client import DEFAULT_URL_ENV, TOKEN_ENV, ParcaClient, ParcaError
 
 BUSY_LOOP = "import time\nt = time.time()\nwhile time.time() - t < 0.1: pass\n"
 
@@ -85,7 +85,7 @@ def check_tma(facts: pre.HostFacts) -> list[Check]:
     """Top-down via perf, then via the vendor's other tool (toplev on Intel and AMD, where it
     refuses; topdown-tool on Arm). Each row names this CPU's method, and why it cannot count
     here when it cannot."""
-    from collectors.profilers.tma_commands import find_topdown_tool
+    from collectors.profilers.tma.commands import find_topdown_tool
     out = []
     cpu = facts.cpu_id()
     pf = pre.evaluate(facts, "perf", "pid")

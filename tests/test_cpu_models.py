@@ -27,7 +27,7 @@ from collectors.host import pmu
 from collectors.host import preflight as pre
 from collectors.host.cpuid import identify
 from collectors.profilers.tma import TmaCollector, plan_of
-from collectors.profilers.tma_commands import TmaConfig
+from collectors.profilers.tma.commands import TmaConfig
 
 MACHINES = Path(__file__).parent / "data" / "machines"
 NO_TREE = "no top-down tree on this CPU: "

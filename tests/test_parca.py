@@ -13,7 +13,9 @@ import pytest
 
 from analysis.inputs.host import HostFacts
 from collectors.collector import RepContext
-from collectors.profilers import parca, parca_cli, parca_client
+from collectors.profilers.parca import cli as parca_cli
+from collectors.profilers.parca import client as parca_client
+from collectors.profilers.parca import plugin as parca
 
 
 class FakeParca:

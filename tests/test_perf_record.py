@@ -1,4 +1,4 @@
-"""collectors/profilers/perf.py: real perf record -e cpu-clock on a real Redis with io-threads,
+"""collectors/profilers/perf/plugin.py: real perf record -e cpu-clock on a real Redis with io-threads,
 perf script run once into the real inferno-collapse-perf; thread names kept as first frames."""
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from collectors.host import procs
-from collectors.profilers import perf as profile
+from collectors.profilers.perf import plugin as profile
 from analysis.inputs.case import WorkloadSpec
 from collectors.collector import RepContext
 from collectors.load.server import Server, ServerOptions
@@ -84,7 +84,7 @@ def test_an_earlier_probe_decides_for_the_whole_run(tmp_path):
     for every later rep (resumed runs too): DWARF for each thread with enough probe samples
     and more than SWITCH_PCT % of them truncated; a thread with too few is not judged."""
     from analysis.inputs.collector_facts import UnwindProbe
-    from collectors.profilers import perf_unwind as pu
+    from collectors.profilers.perf import unwind as pu
     run = tmp_path / "run"
     (run / "a" / "1").mkdir(parents=True)
     (run / "b" / "1").mkdir(parents=True)
@@ -186,7 +186,7 @@ def test_perf_failure_is_reported_with_the_reason(tmp_path):
 
 
 def test_window_schedule_is_abba():
-    from collectors.profilers.perf_windows import schedule
+    from collectors.profilers.perf.windows import schedule
     assert schedule(8) == [False, True, True, False, False, True, True, False]
     assert schedule(4) == [False, True, True, False]
     assert sum(schedule(10)) == 5
@@ -238,7 +238,7 @@ def test_windows_that_do_not_fit_still_leave_a_profile(tmp_path):
 
 
 def test_window_plan_makes_room_for_slow_info():
-    from collectors.profilers.perf_windows import WindowRunner
+    from collectors.profilers.perf.windows import WindowRunner
     r = WindowRunner(port=0, total_s=16.0, windows=64)
     assert r.windows == 64
     assert r.plan(15.7, 0.001) == 62          # 0.25 s windows, an on for every off

@@ -1,6 +1,6 @@
 """`perf script` read once: its bytes folded by the real inferno-collapse-perf while
 analysis/profile/perfscript.py counts samples per thread in the same bytes
-(collectors/profilers/perf_record.py). Checked against what the collector did before, on
+(collectors/profilers/perf/record.py). Checked against what the collector did before, on
 recorded `perf script` text (tests/data/profile, inferno's output recorded beside it) and on a
 live recording of a real C++ program: `perf script | inferno-collapse-perf` and
 `perf script -F tid,comm` run by hand."""
@@ -16,7 +16,7 @@ import pytest
 
 from analysis.profile.perfscript import PerfScriptError, SampleHeader, parse_header
 from analysis.toolpaths import which_tool
-from collectors.profilers.perf_record import InfernoFold, fold, record_argv
+from collectors.profilers.perf.record import InfernoFold, fold, record_argv
 
 DATA = Path(__file__).parent / "data" / "profile"
 

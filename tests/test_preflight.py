@@ -8,7 +8,7 @@ import pytest
 
 from collectors.host import preflight as pre
 from collectors.profilers.tma import TmaCollector
-from collectors.profilers.tma_commands import TmaConfig
+from collectors.profilers.tma.commands import TmaConfig
 from tests.conftest import HAS_PMU, no_pmu_only
 
 

@@ -18,7 +18,7 @@ from analysis.inputs.rundir import load_run
 from analysis.toolpaths import perf_binary
 from collectors.host.machine import cache_sizes
 from collectors.runner.cli import main as run_main
-from collectors.profilers.perf_windows import schedule
+from collectors.profilers.perf.windows import schedule
 from collectors.host import sample_cost
 from collectors.runner.options import DEFAULT_FREQ_HZ, RunOptions
 from collectors.runner.placement import placement

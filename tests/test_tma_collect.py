@@ -12,9 +12,10 @@ import pytest
 from analysis.inputs.host import HostFacts
 from collectors.collector import RepContext
 from collectors.host import procs
-from collectors.profilers import tma, tma_commands
+from collectors.profilers.tma import commands as tma_commands
+from collectors.profilers.tma import plugin as tma
 from collectors.profilers.tma import TmaCollector
-from collectors.profilers.tma_commands import TmaConfig, TmaConfigError
+from collectors.profilers.tma.commands import TmaConfig, TmaConfigError
 
 REPLAY = Path(__file__).resolve().parent / "replay"
 L4 = "TopdownL1,TopdownL2,TopdownL3,TopdownL4"

@@ -22,9 +22,10 @@ from collectors.collector import RepContext
 from collectors.host import cpuid
 from collectors.host import preflight as pre
 from collectors.host.cpuid import CpuId, identify, identify_file
-from collectors.profilers import tma, tma_commands
+from collectors.profilers.tma import commands as tma_commands
+from collectors.profilers.tma import plugin as tma
 from collectors.profilers.tma import TmaCollector
-from collectors.profilers.tma_commands import TmaConfig, TmaConfigError
+from collectors.profilers.tma.commands import TmaConfig, TmaConfigError
 from tests.conftest import HAS_PMU
 from tests.test_tma_collect import REPLAY, _replay   # the $PERF replay harness
 

@@ -18,7 +18,7 @@ from analysis.inputs.paired import PairedWindow
 from analysis.inputs.rundir import load_run
 from analysis.tma.formats import parse_file
 from analysis.tma.windows import in_windows
-from collectors.profilers.tma_windows import TmaWindowCounter
+from collectors.profilers.tma.windows import TmaWindowCounter
 
 DATA = Path(__file__).parent / "data"
 KERNEL_DOC = DATA / "tma" / "perf_topdown_I1000_kernel-doc.txt"

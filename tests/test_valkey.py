@@ -13,7 +13,7 @@ import pytest
 
 from analysis.profile.stacks import read_folded
 from analysis.profile.truncation import truncation
-from collectors.profilers.perf_unwind import by_thread_name
+from collectors.profilers.perf.unwind import by_thread_name
 from tests.conftest import REPO
 
 pytestmark = pytest.mark.slow

@@ -86,7 +86,7 @@ def window_ops(rep_dir: Path, facts: RepFacts, command: list[str]) -> WindowOps:
     perf = facts.perf
     if perf is not None and perf.sampled_commands is not None:
         # Profile windows: the server's own command count over exactly the windows perf
-        # sampled (collectors/profilers/perf_windows.py).
+        # sampled (collectors/profilers/perf/windows.py).
         return WindowOps(float(perf.sampled_commands),
                          "the server's commands in the windows perf sampled (INFO stats)")
     if not any((rep_dir / f).is_file() for f in BENCH_FILES):
@@ -141,7 +141,7 @@ def _rep(run: RunDir, rep_no: int, d: Path, stacks: Stacks) -> ProfileRep:
 
 
 def paired_profiles(run: RunDir, variants: tuple[str, ...]) -> dict[str, list[ProfileRep]]:
-    """Each paired rep's profile of each variant (collectors/profilers/perf_paired.py: perf
+    """Each paired rep's profile of each variant (collectors/profilers/perf/paired.py: perf
     in the paired windows; perf-<variant>.folded, rep.json collectors["perf:<variant>"]),
     numbered by the paired rep: the k-th of each variant are a pair. Empty when the run's
     paired reps hold no profiles (made before they did, or with --profile off)."""

@@ -49,7 +49,7 @@ def _pairs(run: RunDir, variant: str) -> dict[tuple[str, int], list[tuple[float,
 
 
 def _paired_rep_pairs(run: RunDir, variant: str) -> dict[tuple[str, int], list[tuple[float, float]]]:
-    """Paired reps with perf in their windows (collectors/profilers/perf_paired.py: perf on
+    """Paired reps with perf in their windows (collectors/profilers/perf/paired.py: perf on
     in every other ABBA block): the variant's rate in an "off" block against the block beside
     it, each block its windows' geometric mean (the same server, seconds apart)."""
     out = {}
@@ -61,7 +61,7 @@ def _paired_rep_pairs(run: RunDir, variant: str) -> dict[tuple[str, int], list[t
         if not any(w.perf is not None for w in wins):
             continue
         # a block: the windows of one perf state in a row (whole ABBA blocks, or pairs of
-        # windows in a short rep: collectors/profilers/perf_paired.block_schedule)
+        # windows in a short rep: collectors/profilers/perf/paired.block_schedule)
         blocks: list[tuple[bool, list[float]]] = []
         for on, run_ in groupby(wins, key=lambda w: w.perf):
             mine = [w.rate for w in run_ if w.variant == variant and w.rate]

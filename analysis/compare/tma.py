@@ -1,6 +1,6 @@
 """The TMA section: the funnel of the reps' TMA outputs, or why there is none.
 
-A rep's TMA output is the file its collector wrote (collectors/profilers/tma.py):
+A rep's TMA output is the file its collector wrote (collectors/profilers/tma/plugin.py):
 tma.csv (toplev -x, / topdown-tool) or tma.json (perf stat -j); analysis.tma.formats reads
 either, with the tma.stderr beside it (where a missing PMU shows), in the catalogue the
 manifest's tma block names ("catalog": amdzen4, neoverse-v2 ...; absent for Intel runs and
@@ -8,7 +8,7 @@ runs made before it was recorded: the output's own or the default catalogue then
 sides whose trees differ (vendors, CPU models) are not compared: the section says why.
 
 A paired run on a PMU host counts TMA in its paired windows instead (`perf stat -I` on each
-server, collectors/profilers/tma_windows.py): each rep gives each variant the intervals of
+server, collectors/profilers/tma/windows.py): each rep gives each variant the intervals of
 its own windows (analysis/tma/windows.py), and the funnel compares the reps as pairs.
 """
 from __future__ import annotations
@@ -28,7 +28,7 @@ FUNNEL_DEPTH = 4
 def paired_tma(run: RunDir, base: str, cand: str, catalog: str | None
                ) -> tuple[dict[str, list[TmaResult]], dict[str, list[str]], list[str]]:
     """Each paired rep's TMA intervals that fall in each variant's own windows
-    (collectors/profilers/tma_windows.py, analysis/tma/windows.py): one result per rep and
+    (collectors/profilers/tma/windows.py, analysis/tma/windows.py): one result per rep and
     variant, the k-th of each side a pair. Empty when the paired reps counted no TMA."""
     res: dict[str, list[TmaResult]] = {base: [], cand: []}
     srcs: dict[str, list[str]] = {base: [], cand: []}

@@ -1,6 +1,6 @@
 """Truncated stacks per profile rep and per variant, and what the report says about them
 (analysis/profile/truncation.py has the rule): always how perf unwound the stacks and, with
-`--call-graph auto`, which probe measurement chose that (collectors/profilers/perf_unwind.py);
+`--call-graph auto`, which probe measurement chose that (collectors/profilers/perf/unwind.py);
 above THRESHOLD % the cumulative tables carry a note: "cumulative shares understated by up
 to x%", with the fix (`--call-graph dwarf`, or frame pointers in the library the truncated
 stacks start in)."""

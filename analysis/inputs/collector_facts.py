@@ -26,7 +26,7 @@ class ThreadProbe(Record):
 @dataclass
 class UnwindProbe(Record):
     """The short frame-pointer profile that chose per-thread DWARF (--call-graph auto,
-    collectors/profilers/perf_unwind.py); made once per run, in its first profile rep."""
+    collectors/profilers/perf/unwind.py); made once per run, in its first profile rep."""
     at: float = 0.0                      # epoch s
     rep: str = ""                        # variant/rep it ran in
     seconds: float = 0.0
@@ -51,7 +51,7 @@ class ProfileWindow(Record):
 
 @dataclass
 class WindowPlan(Record):
-    """How many windows a profile rep asked for and got (collectors/profilers/perf_windows.py)."""
+    """How many windows a profile rep asked for and got (collectors/profilers/perf/windows.py)."""
     asked: int | None = None
     left_s: float | None = None          # window time left after the unwinding probe
     info_ms: float | None = None         # one INFO's round trip (counts the commands)
@@ -85,7 +85,7 @@ class PerfFacts(CollectorFacts):
                                          #   with DWARF, the others with frame pointers
     dwarf_stack_bytes: int | None = None  # user stack copied per DWARF sample
     commands: list[list[str]] = field(default_factory=list)  # fp+dwarf: both perf record
-    # --call-graph auto: the frame-pointer probe that chose the unwinding (perf_unwind.py)
+    # --call-graph auto: the frame-pointer probe that chose the unwinding (perf/unwind.py)
     unwind_probe: UnwindProbe | None = None
     folded_lines: int | None = None
     samples: int | None = None
@@ -98,7 +98,7 @@ class PerfFacts(CollectorFacts):
     sampled_s: float | None = None
     sampled_commands: int | None = None
     windows_error: str | None = None
-    # Profiles in the paired windows (collectors/profilers/perf_paired.py; rep.json
+    # Profiles in the paired windows (collectors/profilers/perf/paired.py; rep.json
     # collectors["perf:<variant>"]): the variant's folded file, and the samples of the
     # rep's perf that fell outside every counted window (switching, settling, idle)
     file: str | None = None
@@ -126,7 +126,7 @@ class TmaFacts(CollectorFacts):
     max_level: int | None = None
     multiplexed: dict[str, float] = field(default_factory=dict)   # node -> % of time counted
     warnings: list[str] = field(default_factory=list)
-    # TMA in the paired windows (collectors/profilers/tma_windows.py; rep.json
+    # TMA in the paired windows (collectors/profilers/tma/windows.py; rep.json
     # collectors["tma:<variant>"]): when perf stat -I started counting, on CLOCK_MONOTONIC
     # (its intervals' times are seconds since then), and its interval length
     start_mono: float | None = None

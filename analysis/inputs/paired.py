@@ -30,7 +30,7 @@ class PairedWindow(Record):
     calls_per_s: float | None = None
     server_cpu_s: float | None = None  # two servers: the main thread's CPU time (schedstat)
     # Whether perf sampled this window (profiles in the paired windows, collectors/
-    # profilers/perf_paired.py), and its bounds on CLOCK_MONOTONIC: the clock perf's samples
+    # profilers/perf/paired.py), and its bounds on CLOCK_MONOTONIC: the clock perf's samples
     # and `perf stat -I`'s start are stamped with (absent in runs made before)
     perf: bool | None = None
     mono0: float | None = None

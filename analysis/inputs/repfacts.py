@@ -199,7 +199,7 @@ class RepFacts(Record):
 
 
 def _typed_facts(name: str, c: Any) -> CollectorFacts:
-    # "perf:<variant>": a paired rep's profile of one variant (collectors/profilers/perf_paired.py)
+    # "perf:<variant>": a paired rep's profile of one variant (collectors/profilers/perf/paired.py)
     cls = FACTS_BY_NAME.get(name.split(":", 1)[0], CollectorFacts)
     if isinstance(c, cls):
         return c

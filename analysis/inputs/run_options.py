@@ -22,7 +22,7 @@ class RunOptions:
     reps: int = 5                  # throughput reps per variant (paired reps with --paired)
     profile: str = "perf"          # perf | off | a plugin's profiler
     # separate profiled reps per variant; None: none when the run is paired (perf samples
-    # the paired windows, collectors/profilers/perf_paired.py), SEPARATE_PROFILE_REPS when
+    # the paired windows, collectors/profilers/perf/paired.py), SEPARATE_PROFILE_REPS when
     # it cannot pair (api.plan_run decides, the manifest records the number)
     profile_reps: int | None = None
     # perf's rate; None: chosen from this host's measured cost per sample (api.plan_run)

@@ -1,6 +1,6 @@
 """manifest.json `tma`: how top-down was (or why it was not) collected for the run.
 
-Written by the TMA run plugin's manifest_sections (collectors/profilers/tma.py) before
+Written by the TMA run plugin's manifest_sections (collectors/profilers/tma/plugin.py) before
 anything is built; per-rep status is in rep.json (collector_facts.TmaFacts). Analysis
 reads `catalog` to parse the reps' outputs in the right vendor's tree (docs/tma.md).
 """

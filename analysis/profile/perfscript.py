@@ -2,7 +2,7 @@
 (period) of which event; and the count of samples per thread that perf.threads.tsv holds.
 
 The stacks are folded by inferno-collapse-perf, not here: the perf collector
-(collectors/profilers/perf_record.py) runs `perf script` once per rep and sends its bytes on
+(collectors/profilers/perf/record.py) runs `perf script` once per rep and sends its bytes on
 to inferno while ThreadCounter reads the same bytes for the sample headers (before, a second
 `perf script -F tid,comm` pass counted them). perf's default layout:
 
@@ -123,7 +123,7 @@ class SampleRouter:
     """Routes `perf script` text, fed as bytes in pieces of any size, sample by sample: each
     sample (its header line and the frame lines under it, up to the next header) goes to the
     key whose time window holds the header's time stamp, or nowhere. How one `perf record`
-    of paired windows (collectors/profilers/perf_paired.py, `perf record -k mono`: the
+    of paired windows (collectors/profilers/perf/paired.py, `perf record -k mono`: the
     stamps are CLOCK_MONOTONIC seconds, Python's time.monotonic) is split into each
     variant's samples: only the windows the server's counters measured, so a function's
     CPU time over them divides by exactly the operations counted in them.

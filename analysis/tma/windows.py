@@ -1,6 +1,6 @@
 """A TMA interval recording lined up with the paired windows: the intervals of one variant.
 
-A paired rep's `perf stat -I` (collectors/profilers/tma_windows.py) counts a server for all
+A paired rep's `perf stat -I` (collectors/profilers/tma/windows.py) counts a server for all
 of the rep's windows; its intervals carry their times in seconds since perf started
 counting, and rep.json records that start on CLOCK_MONOTONIC, the clock paired.json times
 the windows with. A variant's value of a node in that rep is the time-weighted mean of the

@@ -36,5 +36,5 @@ def plugins() -> list[RunPlugin]:
 
 def window_profilers(found: list[RunPlugin]) -> list:
     """The plugins' optional `window_profiler(options, rep_dir, cpus)` hooks: who profiles a
-    paired rep's windows (perf: collectors/profilers/perf_paired.py)."""
+    paired rep's windows (perf: collectors/profilers/perf/paired.py)."""
     return [p.window_profiler for p in found if hasattr(p, "window_profiler")]

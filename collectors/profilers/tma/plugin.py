@@ -19,7 +19,7 @@ amdzen4, neoverse-v2 ...) to decide the rep's status:
   tma.perf-stat.txt, tma.topdown-tool/         topdown-tool only: the perf counts it read
                                                (first tool) / its CSV directory (refactored)
 
-Command lines: collectors.profilers.tma_commands. Use (docs/tma-collection.md):
+Command lines: collectors.profilers.tma.commands. Use (docs/tma-collection.md):
   c = TmaCollector(TmaConfig(backend="auto", level=4))
   pf = c.preflight()              # once per run -> manifest["tma"] = pf.to_manifest()
   c.start(ctx); ...window...; status = c.stop(ctx)   # per rep, when pf.available
@@ -48,14 +48,14 @@ from collectors.collector import ManifestSections, RepContext, RunSettings
 from collectors.host import pmu, procs, versions
 from collectors.host import preflight as pre
 from collectors.host.cpuid import CpuId
-from collectors.profilers.tma_commands import (ATTACH, BACKENDS, TOPDOWN_CSV_DIR, TmaConfig,
+from collectors.profilers.tma.commands import (ATTACH, BACKENDS, TOPDOWN_CSV_DIR, TmaConfig,
                                                TmaConfigError, choose_backend,
                                                collect_topdown_csv, config_from_options,
                                                effective_level, find_topdown_tool, has_tree,
                                                perf_command, perf_groups, split_sets,
                                                topdown_tool_command, topdown_tool_csv_style,
                                                toplev_command, toplev_cores, vendor_of)
-from collectors.profilers.tma_windows import TmaWindowCounter
+from collectors.profilers.tma.windows import TmaWindowCounter
 
 # topdown-tool's extra raw files in the rep directory (see the module docstring).
 TOPDOWN_PERF_OUTPUT = "tma.perf-stat.txt"
@@ -379,7 +379,7 @@ class _Unavailable:
 
 def window_profiler(options: RunSettings, rep_dir: Path, cpus: list[int] | None,
                     binary_mode: str = "fp") -> TmaWindowCounter | None:
-    """`perf stat -I` on a paired rep's servers (tma_windows.py) where TMA counts with perf."""
+    """`perf stat -I` on a paired rep's servers (windows.py) where TMA counts with perf."""
     extra = options.extra
     if extra.get("tma", "auto") == "off" or extra.get("tma_reps", "throughput") == "profile":
         return None

@@ -8,7 +8,7 @@ collector runs everywhere perf is allowed. Output in the rep directory:
   perf.threads.tsv  tid <TAB> comm <TAB> samples, as perf saw them (counted in the same pass)
   perf.stderr       perf's own messages (lost samples, permission problems)
   perf.probe.folded the first profile rep of a run: the frame-pointer probe that chose
-                    which threads perf unwinds with DWARF (collectors/profilers/perf_unwind.py)
+                    which threads perf unwinds with DWARF (collectors/profilers/perf/unwind.py)
 perf.data (and perf.fp.data when two perf record share the threads) is deleted after
 folding unless keep_data (it is large).
 """
@@ -26,15 +26,15 @@ from analysis.inputs.collector_facts import PerfFacts
 from analysis.inputs.host import HostFacts
 from collectors.collector import ManifestSections, RepContext, RunSettings
 from collectors.host import procs
-from collectors.profilers import perf_unwind
-from collectors.profilers.perf_record import (DWARF_STACK_BYTES, EVENT, ProfileError, fold,
+import collectors.profilers.perf.unwind as perf_unwind
+from collectors.profilers.perf.record import (DWARF_STACK_BYTES, EVENT, ProfileError, fold,
                                               record_argv, require_tools)
-from collectors.profilers.perf_paired import PairedProfiler
-from collectors.profilers.perf_windows import Controls, WindowRunner
+from collectors.profilers.perf.paired import PairedProfiler
+from collectors.profilers.perf.windows import Controls, WindowRunner
 
 CALL_GRAPHS = ("auto", "fp", "dwarf")
 
-# Profile windows: ABBA off/on, each at least perf_windows.MIN_WINDOW_S. Short windows pair
+# Profile windows: ABBA off/on, each at least windows.MIN_WINDOW_S. Short windows pair
 # better on a host whose noise drifts over seconds (docs/statistics.md): 64 windows of a
 # 16 s profile rep are 0.25 s each, 32 off/on pairs per rep.
 PROFILE_WINDOWS = 64

@@ -1,7 +1,7 @@
 """The perf commands: `perf record` argv per unwinding mode, and folding what it recorded:
 `perf script` runs once per file, its bytes go on into inferno-collapse-perf (the folder,
 writing perf.folded) while analysis/profile/perfscript.py counts the samples per thread in the
-same bytes (perf.threads.tsv). The collector that runs them is collectors/profilers/perf.py."""
+same bytes (perf.threads.tsv). The collector that runs them is collectors/profilers/perf/plugin.py."""
 from __future__ import annotations
 
 import subprocess
@@ -46,7 +46,7 @@ def record_argv(perf: str, target: int | Sequence[int], out: Path, freq_hz: int,
                 monotonic: bool = False) -> list[str]:
     """`target`: a pid (-p: every thread of the process) or a list of thread ids (-t);
     `monotonic`: stamp samples with CLOCK_MONOTONIC (-k mono), Python's time.monotonic, so
-    they can be split by the windows the runner timed (perf_paired)."""
+    they can be split by the windows the runner timed (paired.py)."""
     # dwarf copies the user stack with every sample and unwinds it afterwards: whole stacks
     # through code without frame pointers, at a much higher cost per sample.
     cg = ["--call-graph", f"dwarf,{DWARF_STACK_BYTES}"] if callgraph == "dwarf" else ["-g"]
@@ -62,7 +62,7 @@ def record_argv(perf: str, target: int | Sequence[int], out: Path, freq_hz: int,
 def fold(perf: str, collapse: str, perf_data: Sequence[Path], folded: Path, err_path: Path,
          threads_tsv: Path | None = None) -> Folded:
     """`perf script` of every file, read once, into ONE inferno-collapse-perf writing `folded`
-    (several files: one perf record per unwinding mode, perf.py; one inferno sums their stacks
+    (several files: one perf record per unwinding mode, plugin.py; one inferno sums their stacks
     as it did when every file's perf script was piped into it); with threads_tsv, the sample
     count of each (tid, comm) there, counted in the same bytes."""
     with open(err_path, "ab") as err:

@@ -2,7 +2,7 @@
 
 Per rep the collector records the wall-clock window (t0, t1) and the labels in
 parca.json, and afterwards asks Parca for the merged profile of that window
-(collectors.profilers.parca_client) into profile.pb.gz. parca-agent itself runs as a
+(collectors.profilers.parca.client) into profile.pb.gz. parca-agent itself runs as a
 service the user operates; stallscope does not start it.
 """
 from __future__ import annotations
@@ -18,7 +18,7 @@ from analysis.inputs.host import HostFacts
 from analysis.inputs.manifest import Profiling
 from collectors.collector import ManifestSections, RepContext, RunSettings
 from collectors.host.preflight import Finding, Preflight
-from collectors.profilers.parca_client import (DEFAULT_TYPE, DEFAULT_URL_ENV, TOKEN_ENV, ParcaClient,
+from collectors.profilers.parca.client import (DEFAULT_TYPE, DEFAULT_URL_ENV, TOKEN_ENV, ParcaClient,
                                                ParcaError, pprof_bytes, pprof_sample_count, rfc3339,
                                                selector)
 

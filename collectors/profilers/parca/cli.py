@@ -10,7 +10,7 @@ from pathlib import Path
 
 from analysis.command_end import UserError
 from collectors.command import run_command
-from collectors.profilers.parca_client import (DEFAULT_TYPE, DEFAULT_URL_ENV, REPORTS, TOKEN_ENV,
+from collectors.profilers.parca.client import (DEFAULT_TYPE, DEFAULT_URL_ENV, REPORTS, TOKEN_ENV,
                                                ParcaClient, ParcaError, parse_time, pprof_bytes,
                                                pprof_sample_count, read_window_file, rfc3339,
                                                selector, top_report, TopReport)

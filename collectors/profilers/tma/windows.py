@@ -23,7 +23,7 @@ from pathlib import Path
 from analysis.inputs.collector_facts import TmaFacts
 from analysis.inputs.paired import PairedWindow
 from collectors.host import procs
-from collectors.profilers.tma_commands import perf_command
+from collectors.profilers.tma.commands import perf_command
 
 INTERVAL_MS = 100        # a 0.25 s window holds two whole intervals
 

@@ -5,7 +5,7 @@ them in ABBA windows; collectors/runner/paired.py: one server, CONFIG SET betwee
 counts each window's operations on the server itself. Here `perf record` samples the
 server(s) for the whole of the windows, stamping each sample with CLOCK_MONOTONIC (`-k
 mono`), the clock the runner times the windows with; after the rep its samples are split by
-window (perf_record.fold_windows), so each variant's profile covers exactly the windows whose
+window (record.fold_windows), so each variant's profile covers exactly the windows whose
 operations were counted: a function's CPU time per operation is a paired ratio per rep,
 judged like throughput (docs/statistics.md, "Profiles in the paired windows").
 
@@ -24,15 +24,15 @@ from pathlib import Path
 from analysis.inputs.collector_facts import PerfFacts
 from analysis.inputs.paired import PairedWindow
 from collectors.host import procs
-from collectors.profilers import perf_unwind
-from collectors.profilers.perf_record import (DWARF_STACK_BYTES, EVENT, ProfileError,
+import collectors.profilers.perf.unwind as perf_unwind
+from collectors.profilers.perf.record import (DWARF_STACK_BYTES, EVENT, ProfileError,
                                               fold_windows, record_argv, require_tools)
-from collectors.profilers.perf_unwind import Unwinding
+from collectors.profilers.perf.unwind import Unwinding
 
 # The probe's window for perf_unwind.choose: long enough for its 1 s probe (it probes a
 # tenth of the window, at most 1 s); the probe runs in a server's warm-up, not its windows.
 PROBE_WINDOW_S = 10.0
-from collectors.profilers.perf_windows import PerfControl
+from collectors.profilers.perf.windows import PerfControl
 
 
 @dataclass
@@ -53,7 +53,7 @@ class PairedProfiler:
 
     def probe(self, key: str, pid: int) -> None:
         """Choose the unwinding while this server runs its load (the warm-up): the run's
-        earlier probe, or a 1 s frame-pointer probe now (collectors/profilers/perf_unwind.py:
+        earlier probe, or a 1 s frame-pointer probe now (collectors/profilers/perf/unwind.py:
         DWARF for each thread whose frame-pointer stacks are over 1% truncated). One probe
         serves both servers of the rep: their threads are the same program's."""
         earlier = next(iter(self._unwind.values()), None)

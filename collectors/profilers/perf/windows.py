@@ -77,7 +77,7 @@ class PerfControl:
 
 
 class Controls:
-    """The control FIFOs of several perf processes (one per unwinding mode, perf.py),
+    """The control FIFOs of several perf processes (one per unwinding mode, plugin.py),
     switched together: each window enables or disables all of them."""
 
     def __init__(self, n: int) -> None:

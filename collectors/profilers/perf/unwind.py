@@ -33,8 +33,8 @@ from analysis.inputs.rundir import RunDirError, read_rep_facts
 from analysis.profile.stacks import Stacks, read_folded
 from analysis.profile.truncation import truncation
 from collectors.host import procs
-from collectors.profilers.perf_record import ProfileError, fold, record_argv, require_tools
-from collectors.profilers.perf_windows import PerfControl
+from collectors.profilers.perf.record import ProfileError, fold, record_argv, require_tools
+from collectors.profilers.perf.windows import PerfControl
 
 PROBE_HZ = 999           # ~1000 samples per busy thread in a 1 s probe: a 1% share is ±0.3
 PROBE_MAX_S = 1.0
