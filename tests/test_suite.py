@@ -8,7 +8,8 @@ import pytest
 
 from collectors.workload import cases_cli
 from collectors.workload.cases import load_case
-from collectors.workload.suite import SuiteError, import_suite, parse_memtier, write_case_yaml
+from collectors.workload.memtier_args import parse_memtier
+from collectors.workload.suite import SuiteError, import_suite, write_case_yaml
 
 
 def _suite(fixtures_dir: Path, name: str) -> Path:

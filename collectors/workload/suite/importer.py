@@ -19,9 +19,9 @@ import yaml
 
 from collectors.workload.memtier_args import (MEMTIER_DEFAULTS, OUTPUT_OPTS, WORKLOAD_OPTS, MemtierArgs,
                                               MemtierArgsError, parse_memtier)
-from collectors.workload.suite_dataset import PreloadError, SuiteDataset, line_of, suite_dataset
-from collectors.workload.suite_keys import KeyNameError, translate
-from collectors.workload.suite_mix import MixError, Part, base_part, mix_note, parts, pattern_keyspace
+from collectors.workload.suite.dataset import PreloadError, SuiteDataset, line_of, suite_dataset
+from collectors.workload.suite.keys import KeyNameError, translate
+from collectors.workload.suite.mix import MixError, Part, base_part, mix_note, parts, pattern_keyspace
 
 # Scheduling and packaging metadata of the suite: not a property of the workload.
 IGNORED_TOP = ("version", "build-variants", "tested-groups", "priority", "exporter")

@@ -1,5 +1,5 @@
 """What an imported suite preloads, in the case's terms: dataset kind, key count, value
-size, fields/members, and how the suite names those keys (suite_keys.Naming) so that
+size, fields/members, and how the suite names those keys (keys.Naming) so that
 the commands' key words can be translated to the dataset's names.
 
 The suite's preload is either memtier arguments (`preload_tool`) or literal commands
@@ -15,7 +15,7 @@ from typing import Any
 
 from collectors.workload.command_keys import key_words
 from collectors.workload.memtier_args import MEMTIER_DEFAULTS, OUTPUT_OPTS, parse_memtier
-from collectors.workload.suite_keys import Naming
+from collectors.workload.suite.keys import Naming
 
 KIND_PREFIX = {"strings": "key:", "hashes": "hash:", "zsets": "zset:"}
 
