@@ -22,7 +22,7 @@ COMMANDS: list[Command] = [
             "run a case for two or more variants into runs/<run-id>/ (--resume finishes one)"),
     Command("collect", "sweep", "collectors.sweep.cli",
             "run a case over axes (key counts, value sizes ...) for two or more variants: table + crossover plot"),
-    Command("collect", "experiment", "collectors.sweep.experiment_cli",
+    Command("collect", "experiment", "collectors.sweep.experiment.cli",
             "one seed experiment (cases/experiments/): the seed's table on this machine, its numbers beside ours"),
     Command("collect", "demo", "collectors.runner.demo",
             "the main job: Redis vs Redis + the MSET bucket-prefetch patch, run and reported"),

@@ -436,7 +436,7 @@ def _uses_lines(text: str) -> list[str]:
 def _generated(tmp_path) -> dict[str, str]:
     """Every workflow stallscope writes: the PR pair, the schedule's, an experiment's."""
     from collectors.schedule import cli as schedule_cli
-    from collectors.sweep import experiment_workflow
+    from collectors.sweep.experiment import workflow as experiment_workflow
     pr_file, comment_file = _write(tmp_path, "--setup-stallscope")
     sched = tmp_path / "schedule.yml"
     assert schedule_cli.main(["github", str(REPO / "tests" / "data" / "schedule" / "two-jobs.yaml"),

@@ -95,7 +95,7 @@ def test_fanout_entries_are_typed_and_keep_their_keys(tmp_path):
     the merged one read back as records, write back the same JSON (a newer writer's key
     kept), and carry the documented keys; a merged experiment part's identity is the
     experiment's."""
-    from analysis.sweep.experiment_manifest import ExperimentManifest
+    from analysis.sweep.experiment.manifest import ExperimentManifest
     from analysis.sweep.fanout_entry import ExperimentIdentity, MergedPoint, PartIdentity, SweepIdentity
     from analysis.sweep.sweep_manifest import SweepFanout, SweepManifest, load_sweep, save_sweep
     from collectors.sweep.cli import create_point, host_summary

@@ -1,10 +1,10 @@
 """A sweep or experiment over many runners (docs/sweeps.md, "Over many runners"), as records:
 the plan's identity every point run records, the "fanout" entry of sweep.json and
 experiment.json (what the two share: `FanoutEntry`; each file's own entry,
-`sweep_manifest.SweepFanout` and `experiment_manifest.ExperimentFanout`, says what its
+`sweep_manifest.SweepFanout` and `experiment.manifest.ExperimentFanout`, says what its
 identity and whole plan are), and the `--emit-matrix` rows.
 
-Written by collectors.sweep (fanout, cli, experiment_fanout, merge); read by merge and by
+Written by collectors.sweep (fanout, cli, experiment.fanout, merge); read by merge and by
 the sweep's report. Unknown keys are kept (Record.extra), as everywhere in sweep.json.
 """
 from __future__ import annotations

@@ -15,7 +15,7 @@ from typing import Any, Callable, TypeVar
 
 from analysis.inputs.host import RunnerHost
 from analysis.inputs.layout import EXPERIMENT_JSON, SWEEP_JSON
-from analysis.sweep.experiment_manifest import (ExperimentFanout, ExperimentWhole, load_experiment_dir,
+from analysis.sweep.experiment.manifest import (ExperimentFanout, ExperimentWhole, load_experiment_dir,
                                                 save_experiment_dir)
 from analysis.sweep.fanout_entry import FanoutEntry, MergedPoint
 from analysis.sweep.hosts import model

@@ -2,7 +2,7 @@
 beside each row and whether the direction agrees, the crossover plot of each part, the
 points' own reports, and results.json ("stallscope.experiment-results/1").
 
-experiment.json (analysis/sweep/experiment_manifest.py, written by collectors.sweep) names
+experiment.json (analysis/sweep/experiment/manifest.py, written by collectors.sweep) names
 the parts, their sweep directories and the seed rows; this module reads it alone
 (docs/experiments.md)."""
 from __future__ import annotations
@@ -16,7 +16,7 @@ from analysis.inputs.layout import REPORT_HTML, REPORT_MD, RESULTS_JSON, SWEEP_J
 from analysis.sweep import html as sweep_html
 from analysis.sweep import markdown as sweep_md
 from analysis.sweep.point_rows import analyse_sweep
-from analysis.sweep.experiment_manifest import ExperimentManifest, load_experiment_dir
+from analysis.sweep.experiment.manifest import ExperimentManifest, load_experiment_dir
 from analysis.sweep.plot import crossover_svg
 from analysis.sweep.results import SweepResults, json_clean
 from analysis.sweep.seeds import SeedRow, agree_cell, agreement, match, seed_cell

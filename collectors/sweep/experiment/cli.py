@@ -8,8 +8,8 @@ import sys
 from pathlib import Path
 
 from analysis.inputs.manifest import Resume
-from analysis.sweep.experiment_manifest import load_experiment_dir, save_experiment_dir
-from analysis.sweep.experiment_report import report_experiment
+from analysis.sweep.experiment.manifest import load_experiment_dir, save_experiment_dir
+from analysis.sweep.experiment.report import report_experiment
 from analysis.sweep.sweep_manifest import SweepError
 from collectors.host import procs
 from collectors.command import run_command
@@ -19,8 +19,8 @@ from collectors.runner.progress import duration
 from collectors.sweep.cli import (add_precision_arguments, build_all, create, host_summary,
                                   precision_options)
 from collectors.sweep.fanout import add_fanout_arguments
-from collectors.sweep.experiment import Experiment, experiment_files, load_experiment
-from collectors.sweep.experiment_parts import (PREFIX, experiment_doc, part_entry, part_plan, run_parts,
+from collectors.sweep.experiment.file import Experiment, experiment_files, load_experiment
+from collectors.sweep.experiment.parts import (PREFIX, experiment_doc, part_entry, part_plan, run_parts,
                                                seed_of, sweep_argv, sweep_options)
 from collectors.sweep.noise_plan import noise_lines
 from collectors.sweep.plan import PlanError, check_fit, plan_lines, total_s
@@ -130,7 +130,7 @@ def report(exp_dir: Path, out: Path | None) -> None:
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if argv[:1] == ["github"]:
-        from collectors.sweep import experiment_workflow
+        from collectors.sweep.experiment import workflow as experiment_workflow
         return experiment_workflow.main(argv[1:])
     args = parser().parse_args(argv)
     log = (lambda msg: print(msg, file=sys.stderr, flush=True))
@@ -141,8 +141,8 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _fanout(args: argparse.Namespace, argv: list[str], log, report_out: Path | None) -> int:
-    """--merge, --emit-matrix and --point (collectors.sweep.experiment_fanout)."""
-    from collectors.sweep import experiment_fanout as fan
+    """--merge, --emit-matrix and --point (collectors.sweep.experiment.fanout)."""
+    from collectors.sweep.experiment import fanout as fan
     if args.merge:
         exp_dir, status = fan.merge(args, log)
         print(str(exp_dir))

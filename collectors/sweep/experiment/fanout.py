@@ -14,12 +14,12 @@ import re
 from pathlib import Path
 
 from analysis.inputs.host import HostSummary
-from analysis.sweep.experiment_manifest import ExperimentFanout, ExperimentWhole, save_experiment_dir
+from analysis.sweep.experiment.manifest import ExperimentFanout, ExperimentWhole, save_experiment_dir
 from analysis.sweep.fanout_entry import ExperimentIdentity, PartIdentity
 from analysis.sweep.sweep_options import SweepOptions
 from collectors.sweep.cli import build_all, create, host_summary, manifest_of, precision_options
-from collectors.sweep.experiment import Experiment, Part
-from collectors.sweep.experiment_parts import (PREFIX, experiment_doc, part_entry, part_plan, run_parts,
+from collectors.sweep.experiment.file import Experiment, Part
+from collectors.sweep.experiment.parts import (PREFIX, experiment_doc, part_entry, part_plan, run_parts,
                                                sweep_argv, sweep_options)
 from collectors.runner.new_manifest import unique_id
 from collectors.sweep.fanout import (digest, find_point, identity, matrix_entry, matrix_json, point_host,

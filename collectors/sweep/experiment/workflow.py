@@ -21,7 +21,7 @@ from pathlib import Path
 import yaml
 
 from collectors.pr.actions import CHECKOUT, DOWNLOAD, UPLOAD, annotate
-from collectors.sweep.experiment import load_experiment
+from collectors.sweep.experiment.file import load_experiment
 from collectors.workload.casefile import CaseError
 
 CHECKOUT_STEP = {"uses": CHECKOUT, "with": {"persist-credentials": False}}

@@ -1,14 +1,14 @@
 """An experiment's parts as sweeps: the sweep options at a size, each part's plan and the
 `stallscope sweep` arguments that run it, the experiment.json that lists them, and the
-loop that runs every part's sweep (collectors.sweep.experiment_cli and
-collectors.sweep.experiment_fanout both use these)."""
+loop that runs every part's sweep (collectors.sweep.experiment.cli and
+collectors.sweep.experiment.fanout both use these)."""
 from __future__ import annotations
 
 from dataclasses import replace
 from pathlib import Path
 from typing import Sequence
 
-from analysis.sweep.experiment_manifest import (ExperimentManifest, ExperimentPart, load_experiment_dir,
+from analysis.sweep.experiment.manifest import (ExperimentManifest, ExperimentPart, load_experiment_dir,
                                                 save_experiment_dir)
 from analysis.inputs.host import HostSummary
 from analysis.sweep.sweep_manifest import load_sweep
@@ -17,7 +17,7 @@ from analysis.clock import now_iso
 from analysis.sweep.sweep_options import SweepOptions
 from collectors.runner.options import DEFAULT_BUDGET_S
 from collectors.runner.progress import duration
-from collectors.sweep.experiment import Experiment, Part
+from collectors.sweep.experiment.file import Experiment, Part
 from collectors.sweep.plan import Plan, PlanError, make_plan
 from collectors.sweep.selection import Keep
 from collectors.sweep.sweeper import Sweeper, options_of
