@@ -15,17 +15,20 @@ is wanted is widened), which is how a case file's values are checked
 """
 from __future__ import annotations
 
+
 import dataclasses
 import types
 import typing
 from functools import lru_cache
 from typing import Any, ClassVar, TypeVar
 
+from analysis.errors import UserError
+
 R = TypeVar("R", bound="Record")
 T = TypeVar("T")
 
 
-class RecordError(ValueError):
+class RecordError(UserError, ValueError):
     """A JSON value that does not fit the record's declared shape."""
 
 

@@ -108,7 +108,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(sys.argv[1:] if argv is None else argv)
     if args.action != "github":
         return post.run(args)
-    return run_command("stallscope pr github", lambda: github(args), (PrError, config.PrConfigError))
+    return run_command("stallscope pr github", lambda: github(args))
 
 
 def _check_case(name: str, size: str) -> None:

@@ -18,6 +18,7 @@ from typing import Any
 
 import yaml
 
+from analysis.errors import UserError
 from collectors.runner.options import parse_duration, parse_precision
 
 KEYS = ("cases", "size", "precision", "budget", "reps", "pairing")
@@ -26,7 +27,7 @@ PAIRINGS = ("paired", "auto", "unpaired")
 DEFAULT_CASES = ("mset-50keys",)
 
 
-class PrConfigError(Exception):
+class PrConfigError(UserError):
     """A config file that cannot be used; exit status 2."""
 
 

@@ -10,12 +10,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any, Sequence
 
+from analysis.errors import Failed
 from analysis.profile.perfscript import SampleRouter, ThreadCounter
 from analysis.toolpaths import perf_binary, which_tool
 from collectors.host import procs
 
 
-class ProfileError(Exception):
+class ProfileError(Failed):
     """perf recorded nothing usable; the message names the file with perf's own words."""
 
 

@@ -8,6 +8,7 @@ import argparse
 import re
 
 # The run's options and their defaults, named here too: every run module imports them from here.
+from analysis.errors import UserError
 from analysis.inputs.run_options import (DEFAULT_FREQ_HZ, PAIRED_WINDOW_S,  # noqa: F401
                                          SEPARATE_PROFILE_REPS,
                                          PAIRED_WINDOWS, RunOptions)
@@ -17,7 +18,7 @@ PRECISION_PILOT = 8      # first-stage paired reps of a --precision run (docs/st
 DEFAULT_BUDGET_S = 1800  # --precision without --budget: 30 minutes
 
 
-class RunError(Exception):
+class RunError(UserError):
     """A problem with the run as a whole (bad options, unusable variants); exit status 2."""
 
 

@@ -3,10 +3,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from analysis.errors import UserError
+
 BASELINE_POLICIES = ("previous", "pinned", "last-good")
 
 
-class ScheduleError(Exception):
+class ScheduleError(UserError):
     """A schedule that cannot be loaded or run; the message starts with file:line when it
     comes from the file."""
 

@@ -11,7 +11,7 @@ from pathlib import Path
 from analysis.compare.options import CompareOptions
 from analysis.inputs.host import HostSummary
 from analysis.inputs.manifest import Resume
-from analysis.sweep.sweep_manifest import SweepError, SweepFanout, SweepManifest, load_sweep, save_sweep
+from analysis.sweep.sweep_manifest import SweepFanout, SweepManifest, load_sweep, save_sweep
 from analysis.sweep.sweep_options import PAIRINGS, SweepOptions
 from analysis.sweep.writer import report_sweep
 from collectors.variants.builder import build_variant
@@ -28,7 +28,6 @@ from collectors.sweep.merge import merge_sweep
 from collectors.sweep.noise_plan import noise_lines
 from collectors.sweep.plan import Plan, PlanError, check_fit, make_plan, parse_variants, plan_lines
 from collectors.sweep.sweeper import PREFIX, Sweeper, options_of
-from collectors.workload.casefile import CaseError
 from collectors.workload.overrides import parse_sets
 
 SWEEPS_DIR = "sweeps"
@@ -209,7 +208,6 @@ def main(argv: list[str] | None = None) -> int:
     log = (lambda msg: print(msg, file=sys.stderr, flush=True))
     procs.install_signal_handlers()
     return run_command("stallscope sweep", lambda: _main(args, argv, log),
-                       (PlanError, CaseError, SweepError, ValueError, procs.ToolNotFound),
                        "before the first point (builds finished so far are cached)")
 
 

@@ -10,7 +10,6 @@ from pathlib import Path
 from analysis.inputs.manifest import Resume
 from analysis.sweep.experiment_manifest import load_experiment_dir, save_experiment_dir
 from analysis.sweep.experiment_report import report_experiment
-from analysis.sweep.sweep_manifest import SweepError
 from collectors.host import procs
 from collectors.command import run_command
 from analysis.clock import now_iso
@@ -25,7 +24,6 @@ from collectors.sweep.experiment_parts import (PREFIX, experiment_doc, part_entr
 from collectors.sweep.noise_plan import noise_lines
 from collectors.sweep.plan import PlanError, check_fit, plan_lines, total_s
 from collectors.sweep.selection import select
-from collectors.workload.casefile import CaseError
 
 EPILOG = """\
 Examples:
@@ -136,7 +134,6 @@ def main(argv: list[str] | None = None) -> int:
     log = (lambda msg: print(msg, file=sys.stderr, flush=True))
     procs.install_signal_handlers()
     return run_command("stallscope experiment", lambda: _main(args, argv, log),
-                       (PlanError, CaseError, SweepError, ValueError, procs.ToolNotFound),
                        "before the first point (builds so far are cached)")
 
 

@@ -10,9 +10,9 @@ from pathlib import Path
 import yaml
 
 from collectors.command import run_command
-from collectors.workload.cases import CaseError, case_files, load_case, load_doc, variants_of
+from collectors.workload.cases import case_files, load_case, load_doc, variants_of
 from collectors.workload.overrides import parse_sets
-from collectors.workload.suite import SuiteError, import_suite, write_case_yaml
+from collectors.workload.suite import import_suite, write_case_yaml
 
 HELP = """\
 List cases, show one resolved (size knob and matrix applied), or import a
@@ -54,7 +54,7 @@ def main(argv: list[str]) -> int:
     p_imp.add_argument("suite", help="a test-suite .yml file (memtier_benchmark arguments)")
     p_imp.add_argument("-o", "--output", help="write the case YAML here (default: print it)")
     args = ap.parse_args(argv)
-    return run_command("stallscope cases", lambda: _cases(args), (CaseError, SuiteError))
+    return run_command("stallscope cases", lambda: _cases(args))
 
 
 def _cases(args: argparse.Namespace) -> int:
