@@ -55,7 +55,9 @@ or with --unpaired, every rep restarts one server and runs redis-benchmark (-n c
 rep lasts about duration_s), reps interleaved A B B A; stderr and manifest.json `pairing` say
 which and why. A case with workload.tool memtier (suite imports), or --load-generator memtier,
 runs memtier_benchmark for duration_s instead when it is installed (PATH or MEMTIER=/path).
-Profile reps (perf record -e cpu-clock -g on the server) are separate from throughput reps.
+Profiles: in a paired run perf (record -e cpu-clock -g) samples both servers in every other
+ABBA block of the same windows, so each function's CPU per operation is a paired ratio per
+rep and the blocks without perf measure perf's own cost; unpaired, 3 separate profile reps.
 Progress goes to stderr: a bar on a terminal, one line per finished rep otherwise. Output:
 runs/<run-id>/, layout in docs/run-directory.md. Exit status: 0 all reps ok, 1 some rep failed, 2 bad input,
 130 interrupted (resume with --resume).
