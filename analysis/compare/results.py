@@ -97,7 +97,7 @@ class FdrFamily:
     """Verdicts judged together (analysis/compare/multiplicity.py): `comparisons` rows with
     a p-value, `discoveries` of them called a change by Benjamini-Hochberg at `q`, every
     row's interval re-computed at `level`."""
-    family: str              # "function" | "throughput and latency"
+    family: str              # "focus function" | "top mover" | "throughput and latency" | "point"
     comparisons: int
     discoveries: int
     q: float
