@@ -17,6 +17,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from analysis.inputs.option_specs import PROFILE_REPS, REPS, SEPARATE_PROFILE_REPS, SIZE
 from analysis.report.summary_text import text_lines
 from analysis.report.writer import report_run
 from collectors.command import run_command
@@ -72,13 +73,9 @@ def parser() -> argparse.ArgumentParser:
             "The same comparison for any case and variants: make compare CASE=... BASE=... CAND=..."
         ),
     )
-    p.add_argument("--size", choices=sorted(SIZES), default="default",
-                   help="default: 10M keys (~1 GB, far beyond L3); small: 200k keys for CI")
-    p.add_argument("--reps", type=int, help="paired reps (default: 10 of 64 window pairs; small: 3 of 32); "
-                                            "with --unpaired: throughput reps per variant")
-    p.add_argument("--profile-reps", type=int,
-                   help="separate perf profile reps per variant (default: none, perf samples the "
-                        "paired windows; 3 with --unpaired)")
+    SIZE.add(p, "demo", choices=sorted(SIZES))
+    REPS.add(p, "demo")
+    PROFILE_REPS.add(p, "demo", metavar=None)
     p.add_argument("--unpaired", action="store_true",
                    help="restart the server for every throughput rep instead of pairing windows "
                         "(needs no room for two datasets; wider intervals)")
@@ -106,7 +103,7 @@ def main(argv: list[str] | None = None) -> int:
     how = ("throughput reps per variant, interleaved" if args.unpaired
            else "paired reps (both servers loaded, ABBA windows)")
     prof = ("perf in the paired windows" if req.options.profile_reps is None and not args.unpaired
-             else f"{req.options.profile_reps or 3} profile reps per variant")
+             else f"{req.options.profile_reps or SEPARATE_PROFILE_REPS} profile reps per variant")
     print(f"stallscope demo: {BASE}  vs  {req.variants[1]}\n"
           f"  case {req.case} (size {args.size}), {req.options.reps} {how} + {prof}"
           + (f"; set: {', '.join(args.set)}" if args.set else ""), file=sys.stderr)

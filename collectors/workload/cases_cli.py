@@ -9,6 +9,7 @@ from pathlib import Path
 
 import yaml
 
+from analysis.inputs.option_specs import SIZE
 from collectors.command import run_command
 from collectors.workload.cases import case_files, load_case, load_doc, variants_of
 from collectors.workload.overrides import parse_sets
@@ -39,7 +40,7 @@ def main(argv: list[str]) -> int:
     p_list.add_argument("--names", action="store_true", help="names only, one per line")
     p_show = sub.add_parser("show", help="one case, resolved, as YAML (or --json)")
     p_show.add_argument("name", help="case name, name@axis=value,..., or a path to a .yaml file")
-    p_show.add_argument("--size", default="default", help="size knob: small, default, large ... (default: default)")
+    SIZE.add(p_show, "cases show")
     p_show.add_argument("--json", action="store_true", help="print JSON instead of YAML")
     p_show.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE",
                         help="override a field after the size, as `stallscope run --set` does (repeat)")
