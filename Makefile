@@ -14,7 +14,7 @@ PROFILE_REPS ?= 3
 SIZE  ?= default
 RUN   ?=
 
-.PHONY: help setup test demo demo-small compare run funnel report doctor bench clean
+.PHONY: help setup test test-fast demo demo-small compare run funnel report doctor bench clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
@@ -24,6 +24,9 @@ setup: ## install everything (apt, inferno via cargo, Python venv); idempotent
 
 test: ## run the whole test suite (real servers, real perf, fixture replays)
 	$(PY) -m pytest
+
+test-fast: ## the fast lane: tests not marked slow (no server builds, no real load), a few minutes
+	$(PY) -m pytest -m "not slow"
 
 demo: ## main job: Redis (Debian source) vs the same + cases/patches MSET prefetch -> reports/demo/
 	$(SS) demo --out reports/demo

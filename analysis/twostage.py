@@ -33,7 +33,8 @@ from typing import Sequence
 import numpy as np
 from scipy import stats as sps
 
-MIN_PILOT = 3      # fewest pilot reps: s0 needs 2 degrees of freedom to mean anything
+# fewest pilot reps (s0 needs 2 degrees of freedom to mean anything): declared with the options
+from analysis.inputs.option_specs import MIN_PILOT  # noqa: F401
 
 
 def quantile(pilot: int, confidence: float = 0.95) -> float:

@@ -73,7 +73,7 @@ class ManifestSections:
 class RunSettings(Protocol):
     """What a plugin may read of the run's options (collectors.runner.options.RunOptions)."""
     profile: str                    # perf | off | a plugin's profiler
-    freq_hz: int
+    frequency_hz: int
     keep_perf_data: bool
     extra: dict[str, Any]           # plugin flags, by argparse dest
 

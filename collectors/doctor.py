@@ -21,6 +21,7 @@ from dataclasses import dataclass, asdict
 from pathlib import Path
 
 from analysis.toolpaths import which_tool
+from collectors.command import run_command
 from collectors.variants.builder import cache_dir
 from collectors.host import pmu, versions
 from collectors.host import preflight as pre
@@ -217,6 +218,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--parca-token-file", metavar="PATH",
                     help=f"file holding the bearer token (default ${TOKEN_ENV}; never on the command line)")
     a = ap.parse_args(argv)
+    return run_command("stallscope doctor", lambda: _doctor(a))
+
+
+def _doctor(a: argparse.Namespace) -> int:
     checks = run_checks(a.parca_url, a.parca_token_file)
     if a.json:
         print(json.dumps([asdict(c) for c in checks], indent=2))

@@ -256,12 +256,14 @@ def test_cli_bad_spec_exits_2_without_traceback():
     assert "not supported" in p.stderr and "Traceback" not in p.stderr
 
 
-def test_cli_missing_binary_exits_1_with_clear_message(tmp_path):
+def test_cli_missing_binary_exits_2_with_clear_message(tmp_path):
+    """A bin: path that is not there is bad input (2), in `build` as in `run` (the error's
+    own status, docs/errors.md); before, `build` said 1 and `run` said 2."""
     p = subprocess.run([sys.executable, "-m", "collectors", "build",
                         f"x=bin:{tmp_path}/nope/redis-server"],
                        cwd=REPO, capture_output=True, text=True,
                        env={**os.environ, "PYTHONPATH": str(REPO)})
-    assert p.returncode == 1
+    assert p.returncode == 2
     assert f"{tmp_path}/nope/redis-server does not exist" in p.stderr
     assert "Traceback" not in p.stderr
 

@@ -13,6 +13,7 @@ import pytest
 from analysis.command_end import Failed, UserError, end_command
 from collectors.command import run_command
 from collectors.host import procs
+from collectors.variants.builder import BuildError
 from tests.conftest import REPO
 
 
@@ -47,8 +48,14 @@ def test_the_statuses_and_their_lines(capsys, monkeypatch):
     assert end_command("stallscope x", fail(UserError("--depth must be at least 1"))) == 2
     assert capsys.readouterr().err == "stallscope x: error: --depth must be at least 1\n"
     assert end_command("stallscope x", fail(Failed("make failed"))) == 1
-    assert end_command("stallscope x", fail(OSError("disk")), failed=(OSError,)) == 1
-    assert capsys.readouterr().err == "stallscope x: error: make failed\nstallscope x: error: disk\n"
+    assert end_command("stallscope x", fail(BuildError("make: step 2 failed"))) == 1
+    assert capsys.readouterr().err == ("stallscope x: error: make failed\n"
+                                       "stallscope x: error: make: step 2 failed\n")
+    assert end_command("stallscope x", fail(UserError("no perf", hint="apt-get install linux-perf"))) == 2
+    assert capsys.readouterr().err == ("stallscope x: error: no perf\n"
+                                       "stallscope x: hint: apt-get install linux-perf\n")
+    assert end_command("stallscope x", fail(ValueError("bad number 'x'"))) == 2
+    assert capsys.readouterr().err == "stallscope x: error: bad number 'x'\n"
     assert end_command("stallscope x", fail(ZeroDivisionError("division by zero"))) == 2
     assert capsys.readouterr().err == "stallscope x: error: ZeroDivisionError: division by zero\n"
     monkeypatch.setenv("STALLSCOPE_DEBUG", "1")

@@ -26,5 +26,7 @@ def test_judged_together_the_function_tables_of_aa_splits_rarely_call_a_change()
     assert naive.runs == ctrl.runs == SPLITS and naive.rows > 10      # many rows a table
     # the naive rule: false verdicts in a large share of runs, as ~20 tests at 5% predict
     assert naive.rate >= 0.25 and example, (naive, example)
-    # the rule stallscope ships: at most about 5% (2 of 40 is 5%; 4 would be 10%)
-    assert ctrl.rate <= 0.1 and ctrl.with_false < naive.with_false / 3, (ctrl, naive)
+    # the rule stallscope ships: at most about 5% per family (2 of 40 is 5%; 4 would be 10%),
+    # so at most about 10% over the two function families together
+    assert ctrl.with_false_focus <= 4 and ctrl.with_false_movers <= 4, ctrl
+    assert ctrl.rate <= 0.15 and ctrl.with_false < naive.with_false / 3, (ctrl, naive)

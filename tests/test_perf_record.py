@@ -142,7 +142,7 @@ def test_profile_of_io_threaded_server_keeps_thread_names(tmp_path):
         ctx = RepContext(rep_dir=tmp_path, window_s=1.5, pid=srv.pid, cpus=cpus, client_cpus=client,
                          callgraph=v.callgraph)
         bp = start_redis_benchmark(redis_benchmark_argv(v.benchmark_bin, srv.port, w, 10_000_000), client)
-        prof = profile.PerfProfiler(freq_hz=999, callgraph="fp")   # the probe: test_valkey.py
+        prof = profile.PerfProfiler(frequency_hz=999, callgraph="fp")   # the probe: test_valkey.py
         prof.start(ctx)
         time.sleep(3)            # the profiler ends its window itself after window_s
         assert all(p.poll() is not None for p in prof._procs)
@@ -220,7 +220,7 @@ def test_windows_that_do_not_fit_still_leave_a_profile(tmp_path):
         ctx = RepContext(rep_dir=tmp_path, window_s=2.0, pid=srv.pid, port=srv.port,
                          callgraph=v.callgraph)
         # fp: no unwinding probe, which would take a share of this short window
-        prof = profile.PerfProfiler(freq_hz=999, windows=8, callgraph="fp")
+        prof = profile.PerfProfiler(frequency_hz=999, windows=8, callgraph="fp")
         prof.start(ctx)
         time.sleep(2.5)
         facts = prof.stop(ctx)       # before the fix: ProfileError, perf saw no samples

@@ -21,7 +21,7 @@ def _round_trip(req: RunRequest) -> RunRequest:
 
 @pytest.mark.parametrize("opts,sets,report", [
     (RunOptions(), [], False),
-    (RunOptions(reps=8, profile="off", profile_reps=0, freq_hz=49, pairing="paired",
+    (RunOptions(reps=8, profile="off", profile_reps=0, frequency_hz=49, pairing="paired",
                 paired_window_s=0.5, paired_windows=16, size="small", precision=0.02, budget_s=900.0,
                 keep_perf_data=True), ["dataset.keys=1M", "workload.pipeline=16"], True),
     (RunOptions(reps=3, pairing="unpaired", load_generator="redis-benchmark"), [], False),

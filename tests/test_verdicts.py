@@ -128,21 +128,18 @@ def test_swapped_the_helpers_are_gone():
 
 
 def test_share_verdict_never_contradicts_the_per_op_one(res):
-    # dictSdsKeyLen: its share rose ("regression") while its CPU time per MSET did not move:
-    # every other function got cheaper. The verdict is the per-op one, and says why. (With
-    # every top-mover candidate in the family, 105 comparisons, lookupKey's share-flat but
-    # -30% per MSET no longer clears the family's level: adjusted p 0.059.)
-    r = row(res.profile.movers, "dictSdsKeyLen")
-    assert r.flat_change.verdict == "regression" and r.flat_ns_change.verdict == "no change"
-    assert r.flat_verdict.verdict == "no change"
-    assert r.flat_verdict.basis == "CPU time per operation"
-    assert r.flat_verdict.note == "share up by dilution, cost per op unchanged"
+    # __memcmp_evex_movbe: its share rose (a "minor regression") while its CPU time per MSET
+    # did not move: every other function got cheaper. The verdict is the per-op one, and
+    # says why. (dictSdsKeyLen's share rise was a "regression" too while the top movers
+    # shared one family with the focus rows; in a family of their own, 101 candidates with
+    # 5 discoveries, it no longer clears the level, 99.75%.)
+    memcmp = row(res.profile.movers, "__memcmp_evex_movbe")
+    assert memcmp.flat_change.verdict == "minor regression" and memcmp.flat_ns_change.verdict == "no change"
+    assert memcmp.flat_verdict.verdict == "no change"
+    assert memcmp.flat_verdict.basis == "CPU time per operation"
+    assert memcmp.flat_verdict.note == "share up by dilution, cost per op unchanged"
     t = res.profile.per_op_total.change
     assert t.verdict == "improvement"                 # the whole profile got cheaper per MSET
-    # a minor share move is dilution too
-    memcmp = row(res.profile.movers, "__memcmp_evex_movbe")
-    assert memcmp.flat_change.verdict == "minor regression"
-    assert memcmp.flat_verdict.note == "share up by dilution, cost per op unchanged"
     for f in res.profile.focus + res.profile.movers:
         for k in ("flat", "cum"):
             j, ns = getattr(f, f"{k}_verdict"), getattr(f, f"{k}_ns_change")
@@ -298,16 +295,17 @@ def test_unpipelined_the_summary_says_the_server_could_not_show_the_change():
     assert top.what == "paired throughput"
     assert "the host, not the server's main thread, limited throughput" in top.note
     # the lookup's cumulative cost is in the summary (hashtableFind is inlined here): about
-    # 70% cheaper per GET in 3 profile reps a side, but with reps this far apart (CV 31%) it
-    # is not established once its 52 function verdicts (every top-mover candidate) are judged together (Benjamini-Hochberg,
-    # adjusted p ~0.1), and the row says how large a change it could have seen
+    # 70% cheaper per GET in 3 profile reps a side. Judged among its 52 function verdicts
+    # (every top-mover candidate) it was "unstable" (adjusted p ~0.1); the focus functions
+    # the case declares are their own family now (analysis/compare/families.py), and at
+    # that family's level the reps, far apart as they are (CV 31%), establish it
     look = next(i for i in r.summary if i.subject == "hashtableFind")
     assert look.values[0].measure == "cumulative share"
-    assert look.values[1].change < -0.5 and look.verdict == "unstable"
-    fam = next(f for f in r.fdr if f.family == "function")
-    assert fam.comparisons == 52 and fam.discoveries == 0
-    row = next(f for f in r.profile.focus if f.name == "hashtableFind")
-    assert row.cum_verdict.detectable is not None and row.cum_verdict.detectable > 0.7
+    assert look.values[1].change < -0.5 and look.verdict == "improvement"
+    assert look.values[1].ci_high < 0
+    fam = next(f for f in r.fdr if f.family == "focus function")
+    assert fam.discoveries >= 1 and look.values[1].ci_low < look.values[1].change
+    assert next(f for f in r.fdr if f.family == "top mover").discoveries == 0
 
 
 def test_the_demo_report_prints_its_truncated_share_even_when_fine(tmp_path):

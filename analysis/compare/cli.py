@@ -10,9 +10,7 @@ import argparse
 import sys
 
 from analysis.command_end import end_command
-from analysis.compare.errors import CompareError
 from analysis.compare.options import DEFAULT_TOP, MIN_SAMPLES, MIN_SHARE, THREAD_VIEWS, CompareOptions
-from analysis.inputs.rundir import RunDirError
 from analysis.report.summary_text import text_lines
 from analysis.report.writer import report_run
 
@@ -70,9 +68,7 @@ def options(args: argparse.Namespace) -> CompareOptions:
 
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
-    # ValueError: bad options; parser errors from throughput/profile name their file
-    return end_command("stallscope compare", lambda: _compare(args),
-                       (RunDirError, CompareError, ValueError))
+    return end_command("stallscope compare", lambda: _compare(args))
 
 
 def _compare(args: argparse.Namespace) -> int:

@@ -114,7 +114,7 @@ def analyse_with_profiles(run: RunDir, opts: CompareOptions) -> tuple[Results, d
     r.tma = tma(run, base, cand)
     r.environment = environment(run, base, cand)
     r.reproduce = reproduce(run)
-    r.fdr = [f for f in (metrics, r.profile.fdr) if f is not None]
+    r.fdr = [f for f in (metrics, r.profile.fdr, r.profile.movers_fdr) if f is not None]
     main = r.paired[0] if r.paired else (r.throughput[0] if r.throughput else None)
     r.measurement = measurement(m, main)
     r.notes = _notes(run, r)

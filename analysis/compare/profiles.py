@@ -155,9 +155,10 @@ def _candidates(sh: Shares, base: str, cand: str, thread: str, opts: CompareOpti
                 factors: Factors | None, sw: SampleWeights, total: ChangeOut | None,
                 paired: bool = False) -> list[FunctionRow]:
     """Every function that could be a top mover (a flat share of MOVER_MIN_SHARE or more in
-    some rep). All of them are judged together with the focus rows before the movers are
-    picked: picking the 15 that look established at 95% first and correcting over those 15
-    alone let selection make the discoveries (a false one in 25% of null runs)."""
+    some rep). All of them are judged together (the focus functions among them in their own
+    family, analysis/compare/families.py) before the movers are picked: picking the 15 that
+    look established at 95% first and correcting over those 15 alone let selection make the
+    discoveries (a false one in 25% of null runs)."""
     names = sorted({fn for v in sh for _, c in sh[v] for fn, fc in c.items()
                     if fc.flat_share >= MOVER_MIN_SHARE})
     return [_function_row(fn, sh, base, cand, thread, opts, factors, sw, total, paired)
@@ -242,9 +243,11 @@ def profiles(run: RunDir, base: str, cand: str, focus: list[str], opts: CompareO
     sec.callers = _callers(merged, present, base, cand, thread, names)
     if _has_threads(reps):
         sec.threads = _thread_rows(reps, base, cand, names, opts, paired)
-    # correct first (every candidate in the family), then pick the movers
-    sec.fdr = function_fdr(sec, opts, candidates)
-    sec.movers = _pick_movers(candidates, opts.top)
+    # correct first (every candidate in its family), then pick the movers (not the focus
+    # functions: they have their own table and family)
+    sec.fdr, sec.movers_fdr = function_fdr(sec, opts, candidates)
+    asked = {r.name for r in sec.focus}
+    sec.movers = _pick_movers([c for c in candidates if c.name not in asked], opts.top)
     final = sec.per_op_total.change if sec.per_op_total is not None else None
     for row in sec.focus + sec.movers + sec.focus_other_view:
         # the verdicts again, from the intervals at the family's level

@@ -97,7 +97,7 @@ class FdrFamily:
     """Verdicts judged together (analysis/compare/multiplicity.py): `comparisons` rows with
     a p-value, `discoveries` of them called a change by Benjamini-Hochberg at `q`, every
     row's interval re-computed at `level`."""
-    family: str              # "function" | "throughput and latency"
+    family: str              # "focus function" | "top mover" | "throughput and latency" | "point"
     comparisons: int
     discoveries: int
     q: float
@@ -167,7 +167,8 @@ class ProfileSection:
     ops: dict[str, list[float]] = field(default_factory=dict)   # variant -> ops per profile rep
     per_op_total: "MetricRow | None" = None   # all samples of the view per operation, ns/op
     truncated: TruncationSection = field(default_factory=lambda: TruncationSection(False))
-    fdr: FdrFamily | None = None     # the verdicts above, judged together (None: fewer than 2)
+    fdr: FdrFamily | None = None     # the focus verdicts, judged together (None: fewer than 2)
+    movers_fdr: FdrFamily | None = None   # the top-mover candidates', a family of their own
     # the profiles come from the paired reps (perf in the paired windows): the k-th of each
     # variant were measured side by side, and every row compares them as pairs
     paired: bool = False

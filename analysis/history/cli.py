@@ -10,7 +10,6 @@ import json
 import sys
 from pathlib import Path
 
-from analysis.history.schema import SchemaError
 from analysis.command_end import end_command
 from analysis.history.store import HistoryError, HistoryStore
 
@@ -70,8 +69,7 @@ def parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     a = parser().parse_args(argv)
-    return end_command("stallscope history", lambda: COMMANDS[a.cmd](HistoryStore.open(a.history), a),
-                       (HistoryError, SchemaError))
+    return end_command("stallscope history", lambda: COMMANDS[a.cmd](HistoryStore.open(a.history), a))
 
 
 def _ingest(store: HistoryStore, a) -> int:

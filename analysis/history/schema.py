@@ -15,6 +15,8 @@ from typing import Callable
 
 import sqlalchemy as sa
 
+from analysis.errors import UserError
+
 SCHEMA_VERSION = 3
 
 
@@ -124,7 +126,7 @@ def _v2_to_v3(conn: sa.Connection) -> None:
 MIGRATIONS: dict[int, Callable[[sa.Connection], None]] = {1: _v1_to_v2, 2: _v2_to_v3}
 
 
-class SchemaError(Exception):
+class SchemaError(UserError):
     """The store is newer than this stallscope, or not a stallscope history store."""
 
 

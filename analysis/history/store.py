@@ -14,6 +14,7 @@ from typing import Any
 import sqlalchemy as sa
 
 from analysis.clock import now_iso
+from analysis.errors import UserError
 from analysis.history.extract import extract
 from analysis.history.schema import migrate, tables
 
@@ -23,7 +24,7 @@ CHANGE_MARKS = ("acknowledged", "expected", "false-positive")
 RUN_CHUNK = 5000       # run ids per query (bind parameters stay far below the drivers' limits)
 
 
-class HistoryError(Exception):
+class HistoryError(UserError):
     """Bad input to the store (a path without results, an unknown run or mark)."""
 
 

@@ -26,12 +26,13 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from analysis.errors import UserError
 from analysis.inputs.layout import BENCH_CSV, BENCH_JSON, BENCH_TXT
 
 LATENCY_KEYS = ("avg", "min", "p50", "p95", "p99", "max")
 
 
-class ThroughputError(ValueError):
+class ThroughputError(UserError, ValueError):
     """A load-generator output we cannot read; the message starts with file[:line]."""
 
 

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
+from analysis.errors import UserError
 from analysis.inputs.layout import MANIFEST
 from analysis.inputs.case import Case
 from analysis.inputs.host import HostFacts
@@ -27,7 +28,7 @@ REP_STATUSES = ("pending", "running", "ok", "failed")
 REP_KINDS = ("throughput", "profile", "paired", "warmup")
 
 
-class ManifestError(ValueError):
+class ManifestError(UserError, ValueError):
     """A manifest that cannot be read; the message names the file."""
 
 

@@ -11,9 +11,12 @@ lists and dicts of records by their type hints) and keeps every other key in `ex
 them: nothing rewrites those files), lists, dicts and optionals of them. With
 `strict=True` it also checks every scalar against its declared type (an int where a float
 is wanted is widened), which is how a case file's values are checked
-(collectors/workload/casefile.py adds the file and line).
+(collectors/workload/casefile.py adds the file and line). A data class may name fields it
+once called otherwise (`RENAMED = {"freq_hz": "frequency_hz"}`): an old file's key is read as
+the new field.
 """
 from __future__ import annotations
+
 
 import dataclasses
 import types
@@ -21,11 +24,13 @@ import typing
 from functools import lru_cache
 from typing import Any, ClassVar, TypeVar
 
+from analysis.errors import UserError
+
 R = TypeVar("R", bound="Record")
 T = TypeVar("T")
 
 
-class RecordError(ValueError):
+class RecordError(UserError, ValueError):
     """A JSON value that does not fit the record's declared shape."""
 
 
@@ -110,8 +115,11 @@ def _dataclass(cls: Any, d: Any, where: str, strict: bool) -> Any:
         raise RecordError(f"{where or cls.__name__}: expected a JSON object, got {type(d).__name__}")
     h = hints(cls)
     names = set(field_names(cls))
+    # a field read under its older name (RENAMED: old -> new) unless the new one is there too
+    renamed = {old: new for old, new in getattr(cls, "RENAMED", {}).items() if new not in d}
     known, extra = {}, {}
     for k, v in d.items():
+        k = renamed.get(k, k)
         if k in names:
             known[k] = convert(v, h[k], f"{where}.{k}" if where else k, strict)
         else:

@@ -14,12 +14,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from analysis.errors import UserError
 from analysis.inputs.layout import MANIFEST, REP_JSON
 from analysis.inputs.manifest import Manifest, ManifestError, Rep
 from analysis.inputs.records import RecordError
 from analysis.inputs.repfacts import RepFacts
 
-class RunDirError(Exception):
+class RunDirError(UserError):
     """A run directory that cannot be read; the message names the file."""
 
 

@@ -24,6 +24,8 @@ from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
+from analysis.errors import UserError
+
 # One definition, compiled for str (parse_header) and for bytes (ThreadCounter reads perf
 # script's bytes as they stream past). [0-9] rather than \d: the same digits in both.
 _HEADER_PATTERN = (
@@ -34,7 +36,7 @@ _HEADER = re.compile(_HEADER_PATTERN)
 _HEADER_BYTES = re.compile(_HEADER_PATTERN.encode())
 
 
-class PerfScriptError(ValueError):
+class PerfScriptError(UserError, ValueError):
     """`perf script` text we cannot read; the message names the line."""
 
 

@@ -20,13 +20,14 @@ from pathlib import Path
 
 from google.protobuf.message import DecodeError
 
+from analysis.errors import UserError
 from analysis.profile import profile_pb2
 from analysis.profile.stacks import Stacks, normalize_stack
 
 THREAD_LABELS = ("thread_name", "comm", "thread")
 
 
-class PprofError(ValueError):
+class PprofError(UserError, ValueError):
     """A pprof file we cannot read; the message names the file."""
 
 

@@ -21,6 +21,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable
 
+from analysis.errors import UserError
+
 UNKNOWN = "[unknown]"
 # inferno-collapse-perf annotations: inlined, kernel, jit
 _SUFFIX = re.compile(r"_\[[ikj]\]$")
@@ -35,7 +37,7 @@ _CLONE = re.compile(r"(?:\.(?:part|constprop|isra|cold|lto_priv|localalias|llvm)
 _THREAD_IDS = re.compile(r"-\d+(?:/\d+)?$")
 
 
-class FoldedError(ValueError):
+class FoldedError(UserError, ValueError):
     """A malformed folded-stacks file; the message starts with file:line."""
 
 

@@ -11,10 +11,11 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
+from analysis.errors import Failed
 from analysis.toolpaths import cargo_home, which_tool
 
 
-class FlameGraphError(RuntimeError):
+class FlameGraphError(Failed, RuntimeError):
     """inferno missing or failing; the message says what and how to fix."""
 
 

@@ -23,7 +23,7 @@ from analysis.report.fmt import (THREAD_LABEL, change_cells, fmt_ns, fmt_pct, fm
                                  fn_verdict, known, level, patches, pp_ci, quiet_verdict,
                                  row_name, samples, share, short_test, truncated_text, value,
                                  verdict_notes)
-from analysis.report.markdown_tables import function_level, per_op_note
+from analysis.report.markdown_tables import function_level, movers_level, per_op_note
 from analysis.report.summary_text import lines as summary_lines
 
 TEMPLATES = Path(__file__).with_name("templates")
@@ -80,5 +80,5 @@ def render(r: Results, out_dir: Path) -> str:
         r=r, summary=summary_lines(r), tput_plots=tput_plots, share_plots=share_plots,
         funnel_plot=funnel_plot, flames=flames, metric_fdr=metric_fdr,
         metric_level=metric_fdr.level if metric_fdr else r.settings.confidence,
-        fn_level=function_level(r),
+        fn_level=function_level(r), movers_level=movers_level(r),
         tma_moved=explain(r.tma.funnel.rows) if r.tma.funnel else [])

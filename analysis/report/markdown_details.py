@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from analysis.compare.results import Results, Side
 from analysis.report.fmt import THREAD_LABEL, fmt_ns, fmt_signed, level, pp_ci, row_name, share, value
-from analysis.report.markdown_tables import fn_table, function_level, notes_lines
+from analysis.report.markdown_tables import fdr_line, fn_table, function_level, movers_level, notes_lines
 from analysis.report.mdtext import esc
 
 
@@ -71,10 +71,11 @@ def movers(r: Results, n: int) -> list[str]:
         return []
     rows = p.movers[:n]
     body = [f"Flat share change, {THREAD_LABEL[p.thread]}, established moves (interval clear "
-            f"of 0) first, then by size. {len(rows)} of {len(p.movers)} listed.", ""]
+            f"of 0) first, then by size. {len(rows)} of {len(p.movers)} listed; the focus "
+            "functions are in their own table above.", ""]
     body += fn_table(rows, "flat", r.base, r.cand, p.per_op_command if p.per_op else "",
-                     function_level(r))
-    body += [""] + notes_lines(rows, ("flat",))
+                     movers_level(r))
+    body += [""] + fdr_line(p.movers_fdr) + notes_lines(rows, ("flat",))
     return details(f"Top movers ({THREAD_LABEL[p.thread]})", body)
 
 

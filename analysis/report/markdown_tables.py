@@ -43,6 +43,12 @@ def function_level(r: Results) -> float:
     return r.profile.fdr.level if r.profile.fdr is not None else r.settings.confidence
 
 
+def movers_level(r: Results) -> float:
+    """The confidence of the top movers' intervals (a family of their own)."""
+    fam = r.profile.movers_fdr
+    return fam.level if fam is not None else r.settings.confidence
+
+
 def fdr_line(fam: FdrFamily | None) -> list[str]:
     """The sentence under a table whose verdicts were judged together."""
     if fam is None:

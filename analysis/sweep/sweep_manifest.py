@@ -15,6 +15,7 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
+from analysis.errors import UserError
 from analysis.inputs.host import HostSummary, RunnerHost
 from analysis.inputs.layout import SWEEP_JSON
 from analysis.inputs.manifest import Resume
@@ -27,7 +28,7 @@ SCHEMA = 1
 POINT_STATES = ("pending", "running", "complete", "incomplete", "failed", "interrupted", "skipped")
 
 
-class SweepError(Exception):
+class SweepError(UserError):
     """A sweep directory that cannot be read or run; the message names the file."""
 
 

@@ -26,6 +26,8 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 
+from analysis.errors import UserError
+
 
 CATALOG_DIR = Path(__file__).with_name("catalogs")
 # Used when a file names no CPU model (perf never does) or one without a catalogue: the
@@ -48,7 +50,7 @@ def is_ratio(domain: str | None) -> bool:
                              or " per " in domain)
 
 
-class CatalogError(Exception):
+class CatalogError(UserError):
     """A catalogue file that cannot be read; the message names file:line and the fix."""
 
 

@@ -9,8 +9,7 @@ from dataclasses import asdict
 from analysis.command_end import UserError, end_command
 from analysis.tma.catalog import DEFAULT_MODEL, models
 from analysis.tma.formats import FORMATS, parse_file
-from analysis.tma.model import (TIME_WEIGHTED, IntervalChoice, TmaNode, TmaParseError,
-                                domain_label, is_invalid, value_text)
+from analysis.tma.model import TIME_WEIGHTED, IntervalChoice, TmaNode, domain_label, is_invalid, value_text
 
 EPILOG = """examples:
   stallscope tma runs/RUN/base/1/tma.csv
@@ -88,7 +87,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--interval", default=TIME_WEIGHTED, help=INTERVAL_HELP)
     ap.add_argument("--json", action="store_true", help="print the parsed values as JSON")
     args = ap.parse_args(argv)
-    return end_command("stallscope tma", lambda: _show(args), (TmaParseError,))
+    return end_command("stallscope tma", lambda: _show(args))
 
 
 def _show(args: argparse.Namespace) -> int:

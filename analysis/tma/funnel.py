@@ -27,6 +27,7 @@ from statistics import median
 from typing import Any
 
 from analysis import stats
+from analysis.errors import UserError
 from analysis.tma.catalog import Catalog, is_ratio
 from analysis.tma.model import (TIME_WEIGHTED, IntervalChoice, TmaNode, TmaResult, domain_label,
                                 span_text)
@@ -55,7 +56,7 @@ NEUTRAL_GROUPS = ("Operation_Mix", "InstructionMix", "PEutilization", "FP_Precis
                   "SVE_Effectiveness", "FP_Arithmetic_Intensity")
 
 
-class IncompatibleTrees(ValueError):
+class IncompatibleTrees(UserError, ValueError):
     """Results placed in different vendors' or CPU models' top-down trees."""
 # Shown by default: the path to the memory stalls a prefetch change is meant to move.
 MEMORY_PATH = (

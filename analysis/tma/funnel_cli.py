@@ -10,9 +10,8 @@ from analysis.command_end import UserError, end_command
 from analysis.report import funnel_md
 from analysis.tma.catalog import models
 from analysis.tma.cli import INTERVAL_HELP, interval_choice
-from analysis.tma.funnel import IncompatibleTrees, compare
+from analysis.tma.funnel import compare
 from analysis.tma.formats import FORMATS, parse_file
-from analysis.tma.model import TmaParseError
 
 EPILOG = """examples:
   stallscope funnel base.txt --vs cand.txt
@@ -65,7 +64,7 @@ def parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
-    return end_command("stallscope funnel", lambda: _funnel(args), (TmaParseError, IncompatibleTrees))
+    return end_command("stallscope funnel", lambda: _funnel(args))
 
 
 def _funnel(args: argparse.Namespace) -> int:

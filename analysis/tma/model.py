@@ -17,6 +17,7 @@ import math
 from dataclasses import dataclass, field
 from statistics import mean, median
 
+from analysis.errors import UserError
 from analysis.tma.catalog import Catalog, default, is_ratio
 
 # Any TMA node is a fraction of something in [0, 1]; toplev/perf print small negative or
@@ -29,7 +30,7 @@ FULL_TIME = 99.995
 TIME_WEIGHTED, PLAIN_MEAN, LAST = "time", "mean", "last"
 
 
-class TmaParseError(Exception):
+class TmaParseError(UserError):
     """Input that cannot be read as a TMA measurement; the message names file:line."""
 
     def __init__(self, source: str, line: int | None, message: str):

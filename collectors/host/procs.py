@@ -20,6 +20,8 @@ import threading
 import time
 from typing import IO, Sequence
 
+from analysis.errors import UserError
+
 _PR_SET_PDEATHSIG = 1
 _libc = ctypes.CDLL(None, use_errno=True)
 
@@ -35,7 +37,7 @@ class Interrupted(BaseException):
         super().__init__(f"interrupted by {signal.Signals(signum).name}")
 
 
-class ToolNotFound(Exception):
+class ToolNotFound(UserError):
     """A binary the run needs is missing; the message says which and how to get it."""
 
 

@@ -27,6 +27,7 @@ from dataclasses import dataclass, asdict
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
+from analysis.errors import UserError
 from analysis.inputs.case import Case
 from analysis.inputs.manifest import LoadGenerator
 from collectors.host import procs, versions
@@ -38,11 +39,11 @@ INSTALL_HINT = "install it from its release or build it from source, or set MEMT
 KEY_DIGITS = 12          # DatasetSpec.key_name's zero padding
 
 
-class MemtierError(Exception):
+class MemtierError(UserError):
     """memtier was asked for explicitly (MEMTIER=) and cannot be used: the run stops."""
 
 
-class MappingError(ValueError):
+class MappingError(UserError, ValueError):
     """The case cannot be expressed as memtier arguments: the runner falls back."""
 
 

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
 
+from analysis.errors import Failed
 from analysis.inputs.bench import ThroughputError, parse_redis_benchmark_csv_text
 from analysis.inputs.case import WorkloadSpec
 from analysis.inputs.manifest import Calibration
@@ -23,7 +24,7 @@ from collectors.host import procs
 HOST = "127.0.0.1"
 
 
-class BenchError(Exception):
+class BenchError(Failed):
     """The load generator failed or printed nothing parseable; names the raw file."""
 
 

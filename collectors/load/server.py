@@ -18,6 +18,7 @@ from typing import Any
 
 import redis
 
+from analysis.errors import Failed
 from analysis.inputs.repfacts import Settle
 from collectors.host import procs
 from collectors.load.settle import SettleTimeout, settle_together
@@ -25,7 +26,7 @@ from collectors.load.settle import SettleTimeout, settle_together
 HOST = "127.0.0.1"
 
 
-class ServerError(Exception):
+class ServerError(Failed):
     """The server did not start or misbehaved; the message includes the log tail."""
 
 

@@ -8,13 +8,14 @@ from typing import Any
 
 import redis
 
+from analysis.errors import Failed
 from analysis.inputs.repfacts import Settle
 
 REHASHING = "mem_overhead_db_hashtable_rehashing"
 SETTLE_HZ = 500
 
 
-class SettleTimeout(RuntimeError):
+class SettleTimeout(Failed, RuntimeError):
     """A server still rehashing after the time allowed."""
 
 

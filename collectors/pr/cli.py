@@ -78,9 +78,10 @@ def parser() -> argparse.ArgumentParser:
 
 
 def _github_arguments(g: argparse.ArgumentParser) -> None:
+    _d = config.PrConfig()     # the defaults, as the config file's reader has them
     g.add_argument("--config", metavar="FILE", help="PR config (YAML: cases, size, precision, budget, reps, "
-                   f"pairing; docs/pr.md); default: cases {', '.join(config.DEFAULT_CASES)}, size default, "
-                   "precision 2%%, budget 30m per case")
+                   f"pairing; docs/pr.md); default: cases {', '.join(_d.cases)}, size {_d.size}, "
+                   f"precision {str(_d.precision).replace('%', '%%')}, budget {_d.budget} per case")
     g.add_argument("--label", default="stallscope", help="the PR label that asks for a measurement "
                    "(default stallscope)")
     g.add_argument("--runner-labels", default="self-hosted", metavar="L1,L2",
@@ -108,7 +109,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(sys.argv[1:] if argv is None else argv)
     if args.action != "github":
         return post.run(args)
-    return run_command("stallscope pr github", lambda: github(args), (PrError, config.PrConfigError))
+    return run_command("stallscope pr github", lambda: github(args))
 
 
 def _check_case(name: str, size: str) -> None:

@@ -18,30 +18,35 @@ from typing import Any
 
 import yaml
 
-from collectors.runner.options import parse_duration, parse_precision
+from analysis.errors import UserError
+from analysis.inputs.option_specs import (BUDGET, PR_PRECISION, PRECISION, REPS, SIZE, SIZES, budget_for,
+                                          format_precision, precision_problem)
 
-KEYS = ("cases", "size", "precision", "budget", "reps", "pairing")
-SIZES = ("small", "default", "large")
+# the keys of the options it shares with `stallscope run` are declared in option_specs
+KEYS = ("cases", *(o.key for o in (SIZE, PRECISION, BUDGET, REPS)), "pairing")
 PAIRINGS = ("paired", "auto", "unpaired")
 DEFAULT_CASES = ("mset-50keys",)
 
 
-class PrConfigError(Exception):
+class PrConfigError(UserError):
     """A config file that cannot be used; exit status 2."""
 
 
 @dataclass(frozen=True)
 class PrConfig:
     cases: tuple[str, ...] = DEFAULT_CASES
-    size: str = "default"
-    precision: str | None = "2%"      # as written: it goes into the workflow as is
-    budget: str | None = "30m"
+    size: str = SIZE.default
+    precision: str | None = format_precision(PR_PRECISION)   # as written: it goes into the workflow as is
+    budget: str | None = None         # None with a precision: the run's default budget
     reps: int | None = None
     pairing: str = "paired"           # --paired, or auto (the run's default) / --unpaired
     path: str | None = None           # the file it came from (None: the defaults)
 
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "budget", budget_for(self.precision, self.budget))
+
     def budget_minutes(self) -> int:
-        return int(parse_duration(self.budget) // 60) if self.precision and self.budget else 0
+        return int(BUDGET.parse(self.budget) // 60) if self.precision and self.budget else 0
 
 
 def load(path: str | Path | None, check_case=None) -> PrConfig:
@@ -83,9 +88,10 @@ def _read(path: Path) -> PrConfig:
         fields[k.value] = _value(k.value, v, f"{where}:{v.start_mark.line + 1}")
     if "cases" not in fields:
         raise PrConfigError(f"{where}:1: no 'cases:' list (e.g. cases: [mset-50keys])")
-    if "precision" in fields and fields["precision"] is None and fields.get("budget"):
-        raise PrConfigError(f"{where}: budget goes with precision (it bounds the reps a precision "
-                            "run adds); give both, or neither")
+    problem = precision_problem(fields.get("precision", PrConfig.precision), fields.get("budget"),
+                                fields.get("reps"), keys=True)
+    if problem:
+        raise PrConfigError(f"{where}: {problem}")
     return PrConfig(path=where, **fields)
 
 
@@ -111,7 +117,7 @@ def _value(key: str, node: yaml.Node, at: str) -> Any:
             raise PrConfigError(f"{at}: reps must be a whole number of at least 2, not {value!r}")
         return value
     try:
-        (parse_precision if key == "precision" else parse_duration)(str(value))
+        (PRECISION if key == PRECISION.key else BUDGET).parse(str(value))
     except ValueError as e:
         raise PrConfigError(f"{at}: {e}") from None
     return str(value)

@@ -17,6 +17,8 @@ from email.message import Message
 from pathlib import Path
 from typing import Any, Iterator
 
+from analysis.errors import UserError
+
 API_VERSION = "2022-11-28"
 DEFAULT_API = "https://api.github.com"
 USER_AGENT = "stallscope"
@@ -33,7 +35,7 @@ HINTS = {
 }
 
 
-class GitHubError(Exception):
+class GitHubError(UserError):
     """A GitHub call that did not work, worded as one line with what to do."""
 
 

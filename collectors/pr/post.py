@@ -17,10 +17,10 @@ import re
 import sys
 from pathlib import Path
 
+from analysis.errors import UserError
 from collectors.command import run_command
 from collectors.pr import comment, sources
-from collectors.pr.github_api import (DEFAULT_API, Author, GitHub, GitHubError, pull_labels, read_token,
-                                      upsert_comment)
+from collectors.pr.github_api import DEFAULT_API, Author, GitHub, pull_labels, read_token, upsert_comment
 from collectors.pr.untrusted import KIB, Unreadable, read_capped
 
 REPO = re.compile(r"[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+")
@@ -56,7 +56,7 @@ Example (what the comment workflow's unlabel job runs after a push to a labelled
 """
 
 
-class PrError(Exception):
+class PrError(UserError):
     """Bad input to `stallscope pr`; exit status 2."""
 
 
@@ -116,7 +116,7 @@ def main(argv: list[str] | None = None) -> int:
 
 def run(args: argparse.Namespace) -> int:
     body = post if args.action == "comment" else unlabel
-    return run_command(f"stallscope pr {args.action}", lambda: body(args), (PrError, sources.SourceError, GitHubError))
+    return run_command(f"stallscope pr {args.action}", lambda: body(args))
 
 
 def notice(text: str) -> None:

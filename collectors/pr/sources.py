@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
+from analysis.errors import UserError
 from analysis.inputs.layout import MANIFEST, REPORT_MD, RESULTS_JSON
 from collectors.pr.fitting import shorten
 from collectors.pr.untrusted import MIB, TooLarge, Unreadable, neutralise, read_capped
@@ -31,7 +32,7 @@ ARTIFACT_CAP = 64 * MIB     # the bytes of all the files read from one artifact
 __all__ = ["Report", "SourceError", "find", "shorten"]
 
 
-class SourceError(Exception):
+class SourceError(UserError):
     """Nothing to report on at the path given; exit status 2."""
 
 

@@ -29,6 +29,7 @@ import re
 import stat
 from pathlib import Path
 
+from analysis.errors import UserError
 from collectors.pr.fitting import Fences
 
 KIB, MIB = 1024, 1024 * 1024
@@ -41,7 +42,7 @@ _NUMERIC = re.compile(r"&#(?:[xX]([0-9a-fA-F]{1,6})|([0-9]{1,7}));")
 _COMMAT = re.compile(r"&commat;", re.IGNORECASE)
 
 
-class Unreadable(Exception):
+class Unreadable(UserError):
     """A file of the artifact that is not read: a link, not a regular file, over its cap."""
 
 

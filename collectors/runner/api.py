@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from analysis import twostage
+from analysis.inputs.option_specs import precision_problem
 from analysis.inputs.case import Case
 from analysis.inputs.host import HostFacts
 from analysis.inputs.manifest import LoadGenerator, Variant
@@ -60,8 +60,8 @@ class RunRequest:
              "--reps", str(o.reps), "--profile", o.profile]
         if o.profile_reps is not None:
             a += ["--profile-reps", str(o.profile_reps)]
-        if o.freq_hz is not None:
-            a += ["--frequency", str(o.freq_hz)]
+        if o.frequency_hz is not None:
+            a += ["--frequency", str(o.frequency_hz)]
         a += ["--load-generator", o.load_generator, "--out", str(self.out)]
         a += {"paired": ["--paired"], "unpaired": ["--unpaired"]}.get(o.pairing, [])
         if o.pairing != "unpaired":
@@ -106,11 +106,9 @@ def plan_run(req: RunRequest, log: Log) -> RunPlan:
     opts = with_plugin_defaults(req.options)
     if opts.reps < 1:
         raise RunError("--reps must be at least 1")
-    if opts.precision is not None and opts.reps < twostage.MIN_PILOT:
-        raise RunError(f"--precision needs a first stage of at least {twostage.MIN_PILOT} paired "
-                       f"reps (--reps {opts.reps})")
-    if opts.budget_s is not None and opts.precision is None:
-        raise RunError("--budget goes with --precision (it bounds the reps a precision run adds)")
+    problem = precision_problem(opts.precision, opts.budget_s, opts.reps)
+    if problem:
+        raise RunError(problem)
     if opts.precision_on is not None and opts.precision is None:
         raise RunError("--on goes with --precision (it names whose interval to narrow)")
     if opts.precision_on is not None and opts.precision_on.partition(":")[2] not in ("", "flat", "cum"):
@@ -157,12 +155,12 @@ def _resolve_profiling(opts: RunOptions, host: HostFacts, tool: str) -> str:
     if opts.profile_reps is None:
         in_windows = opts.paired and opts.profile == "perf" and tool != "rdb-load"
         opts.profile_reps = 0 if in_windows or opts.profile == "off" else SEPARATE_PROFILE_REPS
-    if opts.freq_hz is None:
+    if opts.frequency_hz is None:
         if opts.profile != "perf":
-            opts.freq_hz = DEFAULT_FREQ_HZ
+            opts.frequency_hz = DEFAULT_FREQ_HZ
             return ""
         rate = sample_cost.choose(host.summary())
-        opts.freq_hz = rate.hz
+        opts.frequency_hz = rate.hz
         return rate.why()
     return ""
 

@@ -9,9 +9,9 @@ from pathlib import Path
 from collectors.variants.spec import GRAMMAR
 from collectors.load import memtier
 from collectors.runner.api import RunRequest
-from collectors.runner.options import (DEFAULT_BUDGET_S, PAIRED_WINDOW_S, SEPARATE_PROFILE_REPS,
-                                       PAIRED_WINDOWS, PRECISION_PILOT, RUNS_DIR,
-                                       RunOptions, duration_type, precision_type)
+from analysis.inputs.option_specs import (FREQUENCY, PRECISION, PROFILE, budget_for, first_stage,
+                                          taken_by)
+from collectors.runner.options import RUNS_DIR, RunOptions
 from collectors.runner.plugins import plugins
 
 HELP_EPILOG = """\
@@ -55,7 +55,9 @@ or with --unpaired, every rep restarts one server and runs redis-benchmark (-n c
 rep lasts about duration_s), reps interleaved A B B A; stderr and manifest.json `pairing` say
 which and why. A case with workload.tool memtier (suite imports), or --load-generator memtier,
 runs memtier_benchmark for duration_s instead when it is installed (PATH or MEMTIER=/path).
-Profile reps (perf record -e cpu-clock -g on the server) are separate from throughput reps.
+Profiles: in a paired run perf (record -e cpu-clock -g) samples both servers in every other
+ABBA block of the same windows, so each function's CPU per operation is a paired ratio per
+rep and the blocks without perf measure perf's own cost; unpaired, 3 separate profile reps.
 Progress goes to stderr: a bar on a terminal, one line per finished rep otherwise. Output:
 runs/<run-id>/, layout in docs/run-directory.md. Exit status: 0 all reps ok, 1 some rep failed, 2 bad input,
 130 interrupted (resume with --resume).
@@ -71,33 +73,18 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("case", nargs="?", help="case name (cases/*.yaml, e.g. mset-50keys) or path to a case file")
     p.add_argument("--variant", action="append", default=[], metavar="NAME=SPEC",
                    help="a variant (repeat; at least two unless --resume); grammar below")
-    p.add_argument("--reps", type=int, default=None,
-                   help="paired reps (each both variants, side by side), or with separate reps "
-                        f"throughput reps per variant (default 5; with --precision the first "
-                        f"stage, default {PRECISION_PILOT})")
-    p.add_argument("--size", default="default", help="case size knob: small | default | large (default: default)")
+    shared = {o.name: o for o in taken_by("run")}
+    shared["reps"].add(p, "run")
+    shared["size"].add(p, "run")
     p.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE",
                    help="override one case field after the size, type-checked like a case file "
                         "(repeat): workload.pipeline=16, dataset.keys=1M, server.config.NAME=VALUE")
     found = plugins()
-    profilers = [x for pl in found for x in pl.PROFILERS] + ["off"]
-    p.add_argument("--profile", choices=profilers, default="perf",
-                   help="CPU profiler (default perf): in a paired run perf samples the paired "
-                        "windows themselves, so each function's CPU time per operation is a "
-                        "paired ratio per rep; where a run cannot pair, separate profile reps")
-    p.add_argument("--profile-reps", type=int, default=None, metavar="N",
-                   help="separate profiled reps per variant (default: none in a paired run, "
-                        f"whose windows are profiled; {SEPARATE_PROFILE_REPS} where it cannot "
-                        "pair, the fewest that give function costs a confidence interval)")
-    p.add_argument("--frequency", type=int, default=None, metavar="HZ",
-                   help="perf sampling frequency in Hz (default: the highest rate whose "
-                        "predicted cost stays at or under 1%% of the server's CPU, from the "
-                        "cost per sample this host's earlier server-bound runs measured (their perf "
-                        "on/off blocks; 90%% upper bound, pooled with a seed of 35 ± 10 µs measured "
-                        "on a 2-core KVM guest: 199 Hz before any). The report prints the rate and "
-                        "the cost measured in this run")
+    PROFILE.add(p, "run", choices=[x for pl in found for x in pl.PROFILERS] + ["off"])
+    shared["profile_reps"].add(p, "run")
+    FREQUENCY.add(p, "run")
     p.add_argument("--keep-perf-data", action="store_true", help="keep perf.data beside perf.folded")
-    _measurement_arguments(p)
+    _measurement_arguments(p, shared)
     p.add_argument("--load-generator", choices=memtier.CHOICES, default="auto",
                    help="auto (default): the case's workload.tool; memtier runs memtier_benchmark "
                         "(PATH or MEMTIER=/path) and falls back to redis-benchmark, saying why")
@@ -111,7 +98,7 @@ def parser() -> argparse.ArgumentParser:
     return p
 
 
-def _measurement_arguments(p: argparse.ArgumentParser) -> None:
+def _measurement_arguments(p: argparse.ArgumentParser, shared: dict) -> None:
     """How throughput is measured: paired or not, and --precision."""
     pair = p.add_mutually_exclusive_group()
     pair.add_argument("--paired", dest="pairing", action="store_const", const="paired", default="auto",
@@ -125,44 +112,29 @@ def _measurement_arguments(p: argparse.ArgumentParser) -> None:
                       help="separate reps: a server start (and dataset reload) per rep, interleaved "
                            "A B B A; no room needed for two datasets, but every restart's noise "
                            "stays in the interval (about 4x wider on a shared 2-core VM)")
-    p.add_argument("--precision", type=precision_type, metavar="PCT",
-                   help="add reps until the 95%% interval of the throughput change (an rdb-load "
-                        "case: the load time) is at most PCT of the ratio wide either way (e.g. "
-                        "2%%), or --budget is spent: the first --reps paired reps (unpaired: A/B "
-                        "blocks) set the spread that decides how many (Stein's two-stage design: "
-                        "the interval keeps its 95%%); the report says which ended the run")
+    PRECISION.add(p, "run")
     p.add_argument("--on", dest="precision_on", metavar="FUNCTION[:flat|cum]",
                    help="with --precision on a paired run: narrow this function's CPU time per "
                         "operation instead of the throughput (cumulative unless :flat), from the "
                         "profiles of the paired windows, by the same two-stage rule; e.g. "
                         "--precision 5%% --on dictFindByHash")
-    p.add_argument("--budget", type=duration_type, metavar="TIME",
-                   help="with --precision: wall time the run may take (30m, 1h, 1h30m; default "
-                        "30m); a paired rep past the first stage starts only if it fits")
-    p.add_argument("--paired-window", type=float, default=PAIRED_WINDOW_S, metavar="SECONDS",
-                   help=f"length of one paired window in s (default {PAIRED_WINDOW_S:g}: short "
-                        "windows pair better on a host whose noise drifts over seconds)")
-    p.add_argument("--paired-windows", type=int, default=PAIRED_WINDOWS, metavar="N",
-                   help=f"windows per paired rep, ABBA order (default {PAIRED_WINDOWS})")
+    for name in ("budget_s", "paired_window_s", "paired_windows"):
+        shared[name].add(p, "run")
 
 
-KNOWN_DESTS = {"case", "variant", "reps", "size", "profile", "profile_reps", "frequency",
-               "keep_perf_data", "pairing", "paired_window", "paired_windows", "resume", "out",
-               "report", "no_progress", "load_generator", "set", "precision", "budget",
-               "precision_on"}
+# The run's own flags (every other dest is a plugin's, kept in RunOptions.extra).
+KNOWN_DESTS = {"case", "variant", "keep_perf_data", "pairing", "resume", "out", "report",
+               "no_progress", "load_generator", "set", "precision_on",
+               *(o.name for o in taken_by("run"))}
 
 
 def options_from_args(args: argparse.Namespace) -> RunOptions:
     extra = {k: v for k, v in vars(args).items() if k not in KNOWN_DESTS}
-    reps = args.reps if args.reps is not None else (PRECISION_PILOT if args.precision else 5)
-    budget = args.budget if args.budget is not None else (DEFAULT_BUDGET_S if args.precision else None)
-    return RunOptions(reps=reps, profile=args.profile, profile_reps=args.profile_reps,
-                      freq_hz=args.frequency, keep_perf_data=args.keep_perf_data,
-                      pairing=args.pairing, paired_window_s=args.paired_window,
-                      paired_windows=args.paired_windows, size=args.size,
-                      load_generator=args.load_generator, precision=args.precision,
-                      precision_on=args.precision_on,
-                      budget_s=budget, extra=extra)
+    shared = {o.name: getattr(args, o.name) for o in taken_by("run")}
+    shared["reps"] = first_stage(args.reps, args.precision)
+    shared["budget_s"] = budget_for(args.precision, args.budget_s)
+    return RunOptions(**shared, keep_perf_data=args.keep_perf_data, pairing=args.pairing,
+                      load_generator=args.load_generator, precision_on=args.precision_on, extra=extra)
 
 
 def request_from_args(args: argparse.Namespace, argv: list[str]) -> RunRequest:

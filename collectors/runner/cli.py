@@ -15,12 +15,8 @@ from analysis.report.summary_text import text_lines
 from analysis.report.writer import report_run
 from collectors.command import run_command
 from collectors.host import procs
-from collectors.load import memtier
-from collectors.load.redis_benchmark import BenchError
-from collectors.load.server import ServerError
 from collectors.runner.api import execute, plan_run, resume_run
 from collectors.runner.arguments import parser, request_from_args
-from collectors.runner.options import RunError
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -30,9 +26,7 @@ def main(argv: list[str] | None = None) -> int:
     # Now, not in Runner.run(): Ctrl-C during a build or apt-get source must end in the
     # one-line message below, not a KeyboardInterrupt traceback.
     procs.install_signal_handlers()
-    known = (RunError, RunDirError, procs.ToolNotFound, ServerError, BenchError, ValueError,
-             memtier.MemtierError)
-    return run_command("stallscope run", lambda: _run(args, argv, log), known,
+    return run_command("stallscope run", lambda: _run(args, argv, log),
                        "before the first rep (builds finished so far are cached)")
 
 

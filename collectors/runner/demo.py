@@ -17,19 +17,13 @@ import argparse
 import sys
 from pathlib import Path
 
-from analysis.compare.errors import CompareError
-from analysis.inputs.rundir import RunDirError
+from analysis.inputs.option_specs import PROFILE_REPS, REPS, SEPARATE_PROFILE_REPS, SIZE
 from analysis.report.summary_text import text_lines
 from analysis.report.writer import report_run
 from collectors.command import run_command
 from collectors.host import procs
-from collectors.load.redis_benchmark import BenchError
-from collectors.load.server import ServerError
 from collectors.runner.api import RunOutcome, RunRequest, execute, plan_run
-from collectors.runner.options import RunError, RunOptions
-
-KNOWN_ERRORS = (RunError, RunDirError, CompareError, procs.ToolNotFound, ServerError, BenchError,
-                ValueError)
+from collectors.runner.options import RunOptions
 
 REPO = Path(__file__).resolve().parents[2]
 PATCH = "cases/patches/mset-bucket-prefetch.patch"   # relative to REPO
@@ -47,18 +41,22 @@ def cand_spec(cwd: Path | None = None) -> str:
         return CAND
     return f"prefetch=debsrc:redis@8.0+patch={REPO / PATCH}"
 
-# Per size: (case, paired reps (each: 64 ABBA windows of 0.25 s, 32 pairs; perf samples
-# every other ABBA block of them, so the profiles are paired too). Unpaired (--unpaired), the
-# number is throughput reps per variant and 3 separate profile reps per variant follow. The
-# paired interval is over reps (docs/statistics.md, "The rep is the unit"): the per-rep log
-# ratios of the demo spread by sd ~0.03 on this project's VM (2026-11-23/24), so 8 reps gave
-# a half-width of 3.2 points (t 2.36/sqrt 8) and 10 gave 2.7 (t 2.26/sqrt 10) for 2 more
-# minutes: under the 3 points issue #20 asks of the demo.
+# Per size: (case, paired reps, windows per paired rep). Each window is 0.25 s and perf
+# samples every other ABBA block of them, so the profiles are paired too. Unpaired
+# (--unpaired), the reps are throughput reps per variant and 3 separate profile reps per
+# variant follow. The paired interval is over reps (docs/statistics.md, "The rep is the
+# unit"). Throughput needs few windows (10 reps of 64 gave +-1.3 points on 2026-11-27); a
+# function's cost per MSET needs samples: at the rate a 1% profiler budget allows here
+# (199 Hz), lookupKey's flat cost (11% of samples) is ~90 samples a rep a side, a per-rep
+# spread of ~15% from counting alone, so 10 reps of 64 windows gave +-16 points at the
+# family-corrected 99.3%. A rep's fixed part (two 10M-key loads, rehash, warm-up) is ~27 s
+# and a window ~0.33 s, so 128 windows double the samples for ~4.5 more minutes; the
+# README gives the figures this measured.
 SIZES = {
-    "default": ("mset-50keys", 10),
+    "default": ("mset-50keys", 10, 128),
     # 3: the fewest paired reps whose interval is over reps and decides (window pairs of
     # fewer reps are shown but decide nothing: docs/statistics.md)
-    "small": ("mset-50keys", 3),
+    "small": ("mset-50keys", 3, 64),
 }
 
 
@@ -75,13 +73,9 @@ def parser() -> argparse.ArgumentParser:
             "The same comparison for any case and variants: make compare CASE=... BASE=... CAND=..."
         ),
     )
-    p.add_argument("--size", choices=sorted(SIZES), default="default",
-                   help="default: 10M keys (~1 GB, far beyond L3); small: 200k keys for CI")
-    p.add_argument("--reps", type=int, help="paired reps, 32 window pairs each (default: 10, small: 3); "
-                                            "with --unpaired: throughput reps per variant")
-    p.add_argument("--profile-reps", type=int,
-                   help="separate perf profile reps per variant (default: none, perf samples the "
-                        "paired windows; 3 with --unpaired)")
+    SIZE.add(p, "demo", choices=sorted(SIZES))
+    REPS.add(p, "demo")
+    PROFILE_REPS.add(p, "demo", metavar=None)
     p.add_argument("--unpaired", action="store_true",
                    help="restart the server for every throughput rep instead of pairing windows "
                         "(needs no room for two datasets; wider intervals)")
@@ -96,8 +90,8 @@ def parser() -> argparse.ArgumentParser:
 
 def request(args: argparse.Namespace) -> RunRequest:
     """The demo's run, typed (what `make demo` measures)."""
-    case, reps = SIZES[args.size]
-    opts = RunOptions(reps=args.reps or reps, profile_reps=args.profile_reps,
+    case, reps, windows = SIZES[args.size]
+    opts = RunOptions(reps=args.reps or reps, profile_reps=args.profile_reps, paired_windows=windows,
                       size=args.size, pairing="unpaired" if args.unpaired else "auto")
     return RunRequest(case, [BASE, cand_spec()], opts, sets=list(args.set), out=Path(args.runs),
                       progress=not args.no_progress)
@@ -109,14 +103,14 @@ def main(argv: list[str] | None = None) -> int:
     how = ("throughput reps per variant, interleaved" if args.unpaired
            else "paired reps (both servers loaded, ABBA windows)")
     prof = ("perf in the paired windows" if req.options.profile_reps is None and not args.unpaired
-             else f"{req.options.profile_reps or 3} profile reps per variant")
+             else f"{req.options.profile_reps or SEPARATE_PROFILE_REPS} profile reps per variant")
     print(f"stallscope demo: {BASE}  vs  {req.variants[1]}\n"
           f"  case {req.case} (size {args.size}), {req.options.reps} {how} + {prof}"
           + (f"; set: {', '.join(args.set)}" if args.set else ""), file=sys.stderr)
     log = (lambda msg: print(msg, file=sys.stderr))
     procs.install_signal_handlers()
     outcome: list[RunOutcome] = []
-    rc = run_command("stallscope demo", lambda: _run(req, args.out, log, outcome), KNOWN_ERRORS,
+    rc = run_command("stallscope demo", lambda: _run(req, args.out, log, outcome),
                      "(finished reps are kept: stallscope run --resume RUN_DIR)")
     if rc == 0 and outcome:
         print(f"stallscope demo: report in {args.out}/report.md, {args.out}/report.html, "

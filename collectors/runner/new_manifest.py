@@ -45,7 +45,7 @@ def profiling(case: Case, opts: RunOptions) -> Profiling:
     # perf records cpu-clock (a software event: it works without a PMU); a plugin that
     # profiles otherwise replaces this block through its manifest_sections.
     return Profiling(opts.profile, "separate", event="cpu-clock" if opts.profile == "perf" else None,
-                     frequency_hz=opts.freq_hz, reps_per_variant=opts.profile_reps,
+                     frequency_hz=opts.frequency_hz, reps_per_variant=opts.profile_reps,
                      note="throughput reps are unprofiled; profile reps run the same load "
                           "with perf attached (their bench.csv shows the profiled throughput)")
 

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from analysis.inputs.layout import BENCH_TXT, PAIRED_JSON
+from analysis.inputs.option_specs import PAIRED_WINDOW_S, PAIRED_WINDOWS
 from collectors.host import procs
 from analysis.inputs.case import Case
 from analysis.inputs.paired import PairedWindow, PairedWindows
@@ -63,7 +64,7 @@ def switches(order: Sequence[str]) -> int:
 
 def run_paired_windows(srv: Server, variants: dict[str, Any], case: Case, cal: Calibration | None,
                        bench_bin: str, client_cpus: list[int] | None, rep_dir: Path,
-                       window_s: float = 2.0, windows: int = 8,
+                       window_s: float = PAIRED_WINDOW_S, windows: int = PAIRED_WINDOWS,
                        profiler: WindowProfiler | None = None) -> dict[str, Any]:
     """CONFIG SET between ABBA windows of one server; writes paired.json. With `profiler`
     (a run plugin's WindowProfiler: perf in the paired windows), the server is sampled in

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from analysis.inputs.layout import PAIRED_JSON
+from analysis.inputs.option_specs import PAIRED_WINDOW_S, PAIRED_WINDOWS
 from analysis.inputs.case import Case
 from analysis.inputs.manifest import Calibration, Variant
 from analysis.inputs.paired import PairedServer, PairedWindow, PairedWindows
@@ -52,8 +53,9 @@ def _signal(bp: BenchProcess, sig: int) -> None:
 
 def run_server_windows(servers: dict[str, Server], variants: dict[str, Variant], case: Case,
                        calibration: dict[str, Calibration | None], bench_bins: dict[str, str],
-                       client_cpus: list[int] | None, rep_dir: Path, window_s: float = 2.0,
-                       windows: int = 8, warmup_s: float = 2.0, clock: PhaseClock | None = None,
+                       client_cpus: list[int] | None, rep_dir: Path,
+                       window_s: float = PAIRED_WINDOW_S, windows: int = PAIRED_WINDOWS,
+                       warmup_s: float = 2.0, clock: PhaseClock | None = None,
                        profiler: WindowProfiler | None = None) -> dict[str, Any]:
     """Warm each server for warmup_s, then `windows` ABBA windows; writes paired.json.
     With `clock`, the warm-up and the windows are booked as phases of the rep; with

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import importlib
 
+from analysis.errors import UserError
 from collectors.collector import RunPlugin
 
 # perf first: its PROFILERS value is the default of `run --profile`.
@@ -14,7 +15,7 @@ PLUGIN_MODULES = ("collectors.profilers.perf", "collectors.profilers.tma",
 PLUGIN_HOOKS = ("PROFILERS", "add_run_arguments", "rep_collectors", "manifest_sections")
 
 
-class PluginError(Exception):
+class PluginError(UserError):
     """A module in PLUGIN_MODULES that is not a run plugin."""
 
 

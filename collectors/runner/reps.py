@@ -18,6 +18,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Protocol
 
+from analysis.errors import Failed
 from analysis.inputs.collector_facts import CollectorFacts
 from analysis.inputs.layout import BENCH_JSON, INFO_TXT, RDB_LOAD_JSON, SERVER_LOG
 from analysis.inputs.manifest import Rep, Variant
@@ -38,7 +39,7 @@ from collectors.runner.phases import PhaseClock
 from collectors.runner.snapshot import verify_rep
 
 
-class CollectorError(Exception):
+class CollectorError(Failed):
     """One or more collectors failed to stop cleanly; rep.json has each one's error."""
 
 

@@ -14,7 +14,7 @@ from typing import Any
 from analysis.inputs.case import Case
 from analysis.inputs.layout import PAIRED_JSON
 from analysis.inputs.paired import read_paired
-from analysis.inputs.rundir import RunDirError
+from analysis.inputs.rundir import RunDirError, write_json
 from analysis.inputs.manifest import Calibration, DatasetInfo, Variant
 from analysis.inputs.repfacts import DatasetCheck
 from collectors.variants.builder import cache_dir
@@ -92,7 +92,7 @@ def _preload(run: RunContext, first: Variant, rdb: Path, ds_dir: Path, info: Dat
     try:
         pre = dataset.preload(run.case, srv.client, first, ds_dir)
         ver = dataset.verify(run.case, srv.client)
-        (ds_dir / "verify.json").write_text(json.dumps(ver.to_json(), indent=2) + "\n")
+        write_json(ds_dir / "verify.json", ver.to_json())          # atomic: a crash leaves no half file
         srv.snapshot(rdb)
     finally:
         srv.stop()
@@ -107,7 +107,7 @@ def verify_rep(run: RunContext, srv: Server) -> DatasetCheck | None:
     ver = dataset.verify(run.case, srv.client)
     vf = run.run_dir / "dataset" / "verify.json"
     if not vf.is_file():
-        vf.write_text(json.dumps(ver.to_json(), indent=2) + "\n")
+        write_json(vf, ver.to_json())
     return ver
 
 

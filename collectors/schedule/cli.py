@@ -63,7 +63,7 @@ def parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(sys.argv[1:] if argv is None else argv)
-    return run_command("stallscope schedule", lambda: _main(args), (ScheduleError,),
+    return run_command("stallscope schedule", lambda: _main(args),
                        "(recorded runs are kept)")
 
 

@@ -8,12 +8,14 @@ from typing import Any
 import yaml
 from croniter import croniter
 
+from analysis.inputs.option_specs import DEFAULT_REPS, PROFILE_REPS, REPS, SIZE, taken_by
 from collectors.variants.spec import parse_variant
 from collectors.schedule.model import BASELINE_POLICIES, Alert, Baseline, Job, Schedule, ScheduleError
 
 TOP_KEYS = {"version", "history", "runs-dir", "reports-dir", "defaults", "jobs"}
-JOB_KEYS = {"cron", "case", "cases", "candidate", "baseline", "reps", "profile-reps", "size",
-            "runner-labels", "run-args", "alerts"}
+# reps, profile-reps and size: as `stallscope run` takes them (analysis/inputs/option_specs.py)
+SHARED = {o.key: o for o in taken_by("schedule")}
+JOB_KEYS = {"cron", "case", "cases", "candidate", "baseline", *SHARED, "runner-labels", "run-args", "alerts"}
 DEFAULT_KEYS = JOB_KEYS - {"case", "cases", "candidate"}
 
 
@@ -136,10 +138,10 @@ def _job(name: str, node: Node, defaults: dict[str, Node], where: str) -> Job:
     candidate = _spec(body["candidate"], "candidate", where)
     return Job(name=name, cron=cron, cases=cases, candidate=candidate,
                baseline=_baseline(get("baseline"), where),
-               reps=_int(get("reps"), "reps", where, 5, 1),
-               profile_reps=(_int(get("profile-reps"), "profile-reps", where, 0, 0)
-                             if get("profile-reps") is not None else None),
-               size=_str(get("size"), "size", where, "default") or "default",
+               reps=_int(get(REPS.key), REPS.key, where, DEFAULT_REPS, 1),
+               profile_reps=(_int(get(PROFILE_REPS.key), PROFILE_REPS.key, where, 0, 0)
+                             if get(PROFILE_REPS.key) is not None else PROFILE_REPS.default),
+               size=_str(get(SIZE.key), SIZE.key, where, SIZE.default) or SIZE.default,
                runner_labels=_strs(get("runner-labels"), "runner-labels", where, ("self-hosted",)),
                run_args=_strs(get("run-args"), "run-args", where, ()) if get("run-args") else (),
                alerts=_alerts(get("alerts"), where), line=node.line)

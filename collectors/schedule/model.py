@@ -3,10 +3,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from analysis.errors import UserError
+from analysis.inputs.option_specs import DEFAULT_REPS, DEFAULT_SIZE
+
 BASELINE_POLICIES = ("previous", "pinned", "last-good")
 
 
-class ScheduleError(Exception):
+class ScheduleError(UserError):
     """A schedule that cannot be loaded or run; the message starts with file:line when it
     comes from the file."""
 
@@ -33,9 +36,9 @@ class Job:
     cases: tuple[str, ...]
     candidate: str                # a variant spec; git:PATH@REF moves with REF
     baseline: Baseline
-    reps: int = 5
+    reps: int = DEFAULT_REPS
     profile_reps: int | None = None   # separate profile reps; None: the run's default
-    size: str = "default"
+    size: str = DEFAULT_SIZE
     runner_labels: tuple[str, ...] = ("self-hosted",)
     run_args: tuple[str, ...] = ()
     alerts: tuple[Alert, ...] = ()

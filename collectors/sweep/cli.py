@@ -11,7 +11,8 @@ from pathlib import Path
 from analysis.compare.options import CompareOptions
 from analysis.inputs.host import HostSummary
 from analysis.inputs.manifest import Resume
-from analysis.sweep.sweep_manifest import SweepError, SweepFanout, SweepManifest, load_sweep, save_sweep
+from analysis.inputs.option_specs import OptionError, budget_for, check_precision, first_stage, taken_by
+from analysis.sweep.sweep_manifest import SweepFanout, SweepManifest, load_sweep, save_sweep
 from analysis.sweep.sweep_options import PAIRINGS, SweepOptions
 from analysis.sweep.writer import report_sweep
 from collectors.variants.builder import build_variant
@@ -20,15 +21,12 @@ from collectors.host import machine, procs
 from collectors.command import run_command
 from analysis.clock import now_iso
 from collectors.runner.new_manifest import new_run_id, unique_id
-from collectors.runner.options import (DEFAULT_BUDGET_S, PAIRED_WINDOW_S, PAIRED_WINDOWS,
-                                       duration_type, precision_type)
 from collectors.sweep.fanout import (add_fanout_arguments, digest, find_point, identity, matrix_entry,
                                      matrix_json, point_host, whole_argv)
 from collectors.sweep.merge import merge_sweep
 from collectors.sweep.noise_plan import noise_lines
 from collectors.sweep.plan import Plan, PlanError, check_fit, make_plan, parse_variants, plan_lines
 from collectors.sweep.sweeper import PREFIX, Sweeper, options_of
-from collectors.workload.casefile import CaseError
 from collectors.workload.overrides import parse_sets
 
 SWEEPS_DIR = "sweeps"
@@ -91,21 +89,15 @@ def parser() -> argparse.ArgumentParser:
                    help="an axis to sweep (repeat); see Axes below")
     p.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE",
                    help="override a case field at every point, after the size (repeat)")
-    p.add_argument("--size", default="default", help="case size knob: small | default | large")
-    p.add_argument("--reps", type=int, default=5, help="reps per point: per variant, or paired reps (default 5)")
-    p.add_argument("--profile", default="perf", help="profiler of the profile reps: perf | off (default perf)")
-    p.add_argument("--profile-reps", type=int, default=None, metavar="N",
-                   help="separate profile reps per variant (default: none where a point pairs, "
-                        "its paired windows are profiled; 3 where it cannot)")
+    shared = {o.name: o for o in taken_by("sweep")}
+    for name in ("size", "reps", "profile", "profile_reps", "frequency_hz"):
+        shared[name].add(p, "sweep")
     p.add_argument("--pairing", choices=PAIRINGS, default="paired",
                    help="paired (default): config-only variants in one server process (CONFIG SET "
                         "windows), two builds loaded at once (ABBA windows) where two datasets fit "
                         "this host's memory, else interleaved; interleaved: a server start per rep")
-    p.add_argument("--paired-window", type=float, default=PAIRED_WINDOW_S, metavar="SECONDS",
-                   help=f"paired window length (default {PAIRED_WINDOW_S:g})")
-    p.add_argument("--paired-windows", type=int, default=PAIRED_WINDOWS, metavar="N",
-                   help=f"windows per paired rep (default {PAIRED_WINDOWS})")
-    add_precision_arguments(p)
+    for name in ("paired_window_s", "paired_windows", "precision", "budget_s"):
+        shared[name].add(p, "sweep")
     p.add_argument("--lookup", metavar="F1,F2", type=lambda s: [x for x in s.split(",") if x],
                    help="the function of the lookup column (first found); default: the focus "
                         "function with the highest baseline CPU time per operation")
@@ -123,35 +115,26 @@ def parser() -> argparse.ArgumentParser:
     return p
 
 
-def add_precision_arguments(p: argparse.ArgumentParser) -> None:
-    """--precision and --budget, per point (sweep and experiment)."""
-    p.add_argument("--precision", type=precision_type, metavar="PCT",
-                   help="each point adds reps (paired reps, or one rep per variant where it "
-                        "cannot pair) until the interval of its main change is at most PCT of the "
-                        "ratio wide either way (e.g. 2%%), or its --budget is spent "
-                        "(`stallscope run --precision`); --reps is then each point's first stage")
-    p.add_argument("--budget", type=duration_type, metavar="TIME",
-                   help="with --precision: wall time per point (30m, 1h; default 30m)")
-
-
-def precision_options(args: argparse.Namespace) -> tuple[float | None, float | None]:
-    if args.budget is not None and args.precision is None:
-        raise PlanError("--budget goes with --precision (it bounds the reps each point adds)")
-    budget = args.budget if args.budget is not None else (DEFAULT_BUDGET_S if args.precision else None)
-    return args.precision, budget
-
+def precision_options(args: argparse.Namespace, reps: int | None = None) -> tuple[float | None, float | None]:
+    """--precision and its budget (the default one with a precision), checked with the first
+    stage `reps` (sweep and experiment: PlanError for a broken rule)."""
+    try:
+        check_precision(args.precision, args.budget_s, reps)
+    except OptionError as e:
+        raise PlanError(str(e)) from None
+    return args.precision, budget_for(args.precision, args.budget_s)
 
 
 def _options(args: argparse.Namespace) -> SweepOptions:
-    if args.reps < 1 or (args.profile_reps is not None and args.profile_reps < 0):
+    reps = first_stage(args.reps, args.precision)
+    if reps < 1 or (args.profile_reps is not None and args.profile_reps < 0):
         raise PlanError("--reps must be at least 1 and --profile-reps at least 0")
-    precision, budget = precision_options(args)
-    if precision is not None and args.reps < 3:
-        raise PlanError("--precision needs a first stage of at least 3 paired reps (--reps)")
-    return SweepOptions(reps=args.reps, profile=args.profile, profile_reps=args.profile_reps,
-                        pairing=args.pairing, paired_window_s=args.paired_window,
-                        paired_windows=args.paired_windows, lookup=list(args.lookup or []),
-                        skip_unfit=args.skip_unfit, precision=precision, budget_s=budget)
+    precision, budget = precision_options(args, reps)
+    return SweepOptions(reps=reps, profile=args.profile, profile_reps=args.profile_reps,
+                        frequency_hz=args.frequency_hz, pairing=args.pairing,
+                        paired_window_s=args.paired_window_s, paired_windows=args.paired_windows,
+                        lookup=list(args.lookup or []), skip_unfit=args.skip_unfit,
+                        precision=precision, budget_s=budget)
 
 
 def host_summary() -> HostSummary:
@@ -209,7 +192,6 @@ def main(argv: list[str] | None = None) -> int:
     log = (lambda msg: print(msg, file=sys.stderr, flush=True))
     procs.install_signal_handlers()
     return run_command("stallscope sweep", lambda: _main(args, argv, log),
-                       (PlanError, CaseError, SweepError, ValueError, procs.ToolNotFound),
                        "before the first point (builds finished so far are cached)")
 
 

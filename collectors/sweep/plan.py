@@ -7,6 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
+from analysis.errors import UserError
 from analysis.inputs.case import Case
 from analysis.inputs.host import HostSummary
 from analysis.sweep.sweep_manifest import Estimate, SweepAxis, SweepPoint
@@ -23,7 +24,7 @@ from collectors.workload.overrides import show
 BUILD_S = 180.0      # one new Debian-source build on 2 cores (1.5-3 min)
 
 
-class PlanError(Exception):
+class PlanError(UserError):
     """A sweep that cannot start as asked; the message says what and how to fix it."""
 
 

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Callable
 
 from analysis.inputs.layout import MANIFEST
+from analysis.inputs.option_specs import MeasureOptions, budget_for
 from analysis.compare.engine import analyse
 from analysis.compare.options import CompareOptions
 from analysis.inputs.rundir import load_run
@@ -41,16 +42,12 @@ PREFIX = "stallscope sweep:"
 def point_request(m: SweepManifest, p: SweepPoint, opts: SweepOptions, out: Path,
                   progress: bool) -> RunRequest:
     """One point's run, typed (its manifest's command is the request spelled as arguments)."""
-    run = RunOptions(reps=opts.reps, profile=opts.profile, profile_reps=opts.profile_reps,
-                     load_generator=opts.load_generator, size=m.size,
+    shared = {f.name: getattr(opts, f.name) for f in dataclasses.fields(MeasureOptions)}
+    shared["budget_s"] = budget_for(opts.precision, opts.budget_s)
+    run = RunOptions(**shared, size=m.size,
                      # the plan chose paired or separate reps for this point; unpaired, a
                      # precision run's unit is a block of one rep per variant (runner/precision.py)
-                     pairing="paired" if p.estimate.paired else "unpaired",
-                     paired_window_s=opts.paired_window_s, paired_windows=opts.paired_windows,
-                     precision=opts.precision,
-                     budget_s=opts.budget_s if opts.precision is not None else None)
-    if opts.frequency:
-        run.freq_hz = opts.frequency
+                     pairing="paired" if p.estimate.paired else "unpaired")
     return RunRequest(p.case, list(m.variants), run, sets=[f"{k}={show(v)}" for k, v in p.sets.items()],
                       out=out, progress=progress)
 

@@ -21,6 +21,8 @@ from pathlib import Path
 
 from debian.debian_support import Version
 
+from analysis.errors import Failed
+
 # forky (Debian testing when this was written) carries redis 5:8.0.6 and valkey 9.1.2;
 # trixie has redis 8.0.2 but valkey 8.1, sid the same as forky but moves daily.
 DEFAULT_SUITE = "forky"
@@ -29,7 +31,7 @@ DEFAULT_SUITE = "forky"
 LISTS_MAX_AGE_S = 24 * 3600
 
 
-class AptSourceError(Exception):
+class AptSourceError(Failed):
     """A problem with the apt configuration or a source fetch; the message says what to do."""
 
 

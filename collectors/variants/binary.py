@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
+from analysis.errors import UserError
 from analysis.inputs.manifest import Variant
 from collectors.variants.spec import VariantSpec
 from collectors.host import versions
@@ -48,7 +49,7 @@ class BinaryFacts:
         return "fp" if self.symbols and self.frame_pointers else "dwarf"
 
 
-class BinaryError(Exception):
+class BinaryError(UserError):
     """A server binary that cannot be used; the message says which and why."""
 
 

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Callable
 
 from analysis.clock import now_iso
+from analysis.errors import Failed
 from analysis.inputs.manifest import Variant
 from collectors.variants import aptsource
 from collectors.variants.binary import binary_variant, inspect_binary, note_missing_symbols, sha256_file
@@ -31,7 +32,7 @@ BUILD_RECIPE = 2   # 2: CFLAGS reaches the bundled deps (frame pointers in jemal
 JOBS = 2
 
 
-class BuildError(Exception):
+class BuildError(Failed):
     """A build that failed; the message names the step, the file and how to look further."""
 
 

@@ -7,10 +7,8 @@ import json
 import sys
 from pathlib import Path
 
-from collectors.variants import aptsource
 from collectors.command import run_command
-from collectors.variants.binary import BinaryError
-from collectors.variants.builder import BuildError, build_variant
+from collectors.variants.builder import build_variant
 from collectors.variants.spec import GRAMMAR, parse_variant
 
 DESCRIPTION = """\
@@ -43,9 +41,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--cache", type=Path, default=None,
                     help="cache directory (default: $STALLSCOPE_CACHE or ~/.cache/stallscope)")
     args = ap.parse_args(argv)
-    # A spec that does not parse is bad input (2); a build or binary that fails ran (1).
-    return run_command("stallscope build", lambda: _build(args), known=(ValueError,),
-                       failed=(BuildError, BinaryError, aptsource.AptSourceError),
+    # A spec that does not parse is bad input (2); a build that fails ran (1): the
+    # errors' own statuses (analysis/errors.py).
+    return run_command("stallscope build", lambda: _build(args),
                        interrupted="(builds finished so far are cached)")
 
 

@@ -11,6 +11,8 @@ import re
 from typing import Callable
 from dataclasses import dataclass, field
 
+from analysis.errors import UserError
+
 GRAMMAR = """\
 Variant spec grammar:   NAME=SOURCE[+MODIFIER]...
 
@@ -48,6 +50,10 @@ _MODIFIER_SPLIT = re.compile(r"\+(?=(?:patch|make|config)=)")
 _MAKE_VAR_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
 _CONFIG_NAME_RE = re.compile(r"^[A-Za-z][A-Za-z0-9_-]*$")
 
+class SpecError(UserError, ValueError):
+    """A variant spec that does not parse; the message quotes it and gives the grammar."""
+
+
 @dataclass
 class VariantSpec:
     name: str
@@ -81,8 +87,8 @@ def _apply_modifier(vs: VariantSpec, modifier: str, bad: Callable[[str], ValueEr
 
 def parse_variant(text: str) -> VariantSpec:
     """Parse NAME=SPEC. Raises ValueError saying what is wrong and what would be right."""
-    def bad(msg: str) -> ValueError:
-        return ValueError(f"variant {text!r}: {msg}\n\n{GRAMMAR}")
+    def bad(msg: str) -> SpecError:
+        return SpecError(f"variant {text!r}: {msg}\n\n{GRAMMAR}")
 
     name, sep, spec = text.partition("=")
     name = name.strip()

@@ -12,6 +12,7 @@ from typing import Any
 
 import yaml
 
+from analysis.errors import UserError
 from analysis.inputs.case import DatasetSpec, ServerSpec, WorkloadSpec
 from analysis.inputs.records import RecordError, convert, field_names, hints
 
@@ -21,7 +22,7 @@ SECTIONS = {"server": ServerSpec, "dataset": DatasetSpec, "workload": WorkloadSp
 TOP_FIELDS = {"description": str, "focus": list[str], "notes": list[str]}
 
 
-class CaseError(Exception):
+class CaseError(UserError):
     """A case that cannot be loaded; the message starts with file:line."""
 
 

@@ -9,10 +9,11 @@ from pathlib import Path
 
 import yaml
 
+from analysis.inputs.option_specs import SIZE
 from collectors.command import run_command
-from collectors.workload.cases import CaseError, case_files, load_case, load_doc, variants_of
+from collectors.workload.cases import case_files, load_case, load_doc, variants_of
 from collectors.workload.overrides import parse_sets
-from collectors.workload.suite import SuiteError, import_suite, write_case_yaml
+from collectors.workload.suite import import_suite, write_case_yaml
 
 HELP = """\
 List cases, show one resolved (size knob and matrix applied), or import a
@@ -39,7 +40,7 @@ def main(argv: list[str]) -> int:
     p_list.add_argument("--names", action="store_true", help="names only, one per line")
     p_show = sub.add_parser("show", help="one case, resolved, as YAML (or --json)")
     p_show.add_argument("name", help="case name, name@axis=value,..., or a path to a .yaml file")
-    p_show.add_argument("--size", default="default", help="size knob: small, default, large ... (default: default)")
+    SIZE.add(p_show, "cases show")
     p_show.add_argument("--json", action="store_true", help="print JSON instead of YAML")
     p_show.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE",
                         help="override a field after the size, as `stallscope run --set` does (repeat)")
@@ -54,7 +55,7 @@ def main(argv: list[str]) -> int:
     p_imp.add_argument("suite", help="a test-suite .yml file (memtier_benchmark arguments)")
     p_imp.add_argument("-o", "--output", help="write the case YAML here (default: print it)")
     args = ap.parse_args(argv)
-    return run_command("stallscope cases", lambda: _cases(args), (CaseError, SuiteError))
+    return run_command("stallscope cases", lambda: _cases(args))
 
 
 def _cases(args: argparse.Namespace) -> int:

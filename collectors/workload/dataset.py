@@ -19,6 +19,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from analysis.errors import Failed
 from analysis.inputs.case import Case, DatasetSpec
 from analysis.inputs.manifest import Preload
 from analysis.inputs.repfacts import DatasetCheck, KeySample
@@ -77,7 +78,7 @@ return last - first + 1
 """
 
 
-class DatasetError(Exception):
+class DatasetError(Failed):
     """The dataset is not what the case promises; the message says what and why."""
 
 

@@ -6,6 +6,8 @@ import shlex
 from dataclasses import dataclass, field
 from typing import Any
 
+from analysis.errors import UserError
+
 # memtier_benchmark defaults (memtier_benchmark --help, 2.x) for options a suite omits.
 MEMTIER_DEFAULTS = {"clients": 50, "threads": 4, "key-minimum": 0, "key-maximum": 10_000_000,
                     "data-size": 32, "key-prefix": "memtier-", "pipeline": 1}
@@ -22,7 +24,7 @@ WORKLOAD_OPTS = {"command", "clients", "threads", "pipeline", "test-time", "requ
                  "command-ratio", "key-stddev", "key-median"}
 
 
-class MemtierArgsError(ValueError):
+class MemtierArgsError(UserError, ValueError):
     """Arguments that cannot be read; the message starts with where they came from."""
 
 

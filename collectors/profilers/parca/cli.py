@@ -61,7 +61,7 @@ def main(argv: list[str] | None = None) -> int:
     a = ap.parse_args(argv)
     # A URL, token or window we cannot use is bad input (2); Parca unreachable, refusing
     # or answering nonsense: it ran, but failed (1).
-    return run_command("stallscope parca", lambda: _query(ap, a), failed=(ParcaError,))
+    return run_command("stallscope parca", lambda: _query(ap, a))
 
 
 def _query(ap: argparse.ArgumentParser, a: argparse.Namespace) -> int:

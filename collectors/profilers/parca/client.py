@@ -32,6 +32,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from analysis.errors import Failed
 from analysis.profile import profile_pb2
 
 DEFAULT_TYPE = "parca_agent:samples:count:cpu:nanoseconds:delta"
@@ -40,7 +41,7 @@ TOKEN_ENV = "STALLSCOPE_PARCA_TOKEN"
 REPORTS = {"pprof": "REPORT_TYPE_PPROF", "top": "REPORT_TYPE_TOP"}
 
 
-class ParcaError(Exception):
+class ParcaError(Failed):
     """A query that did not give a profile; the message says why and what to do."""
 
 

@@ -40,7 +40,7 @@ class PairedProfiler:
     """perf record of each server of a paired rep (one process with CONFIG SET: one perf;
     two with fp+dwarf unwinding, one per thread set)."""
     rep_dir: Path
-    freq_hz: int
+    frequency_hz: int
     cpus: list[int] | None = None          # where perf runs: the client CPUs
     keep_data: bool = False
     callgraph: str = "auto"                # --call-graph: auto | fp | dwarf
@@ -75,7 +75,7 @@ class PairedProfiler:
             self._unwind[key] = u
             for mode, target in perf_unwind.recordings(u, pid):
                 data = self.rep_dir / f"perf-{key}.{mode}.data"
-                argv = record_argv(perf, target, data, self.freq_hz, mode, monotonic=True)
+                argv = record_argv(perf, target, data, self.frequency_hz, mode, monotonic=True)
                 ctl = PerfControl()
                 argv[2:2] = ctl.argv()
                 self._data.setdefault(key, []).append(data)
@@ -134,7 +134,7 @@ class PairedProfiler:
             for v in keys:
                 on = [w for w in windows if w.variant == v and w.perf]
                 out[f"perf:{v}"] = PerfFacts(
-                    command=self._argv[key][0], event=EVENT, frequency_hz=self.freq_hz,
+                    command=self._argv[key][0], event=EVENT, frequency_hz=self.frequency_hz,
                     callgraph=u.callgraph, dwarf_threads=list(u.dwarf_threads),
                     dwarf_stack_bytes=DWARF_STACK_BYTES if "dwarf" in u.callgraph else None,
                     commands=self._argv[key] if len(self._argv[key]) > 1 else [],

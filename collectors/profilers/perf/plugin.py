@@ -24,6 +24,7 @@ from pathlib import Path
 
 from analysis.inputs.collector_facts import PerfFacts
 from analysis.inputs.host import HostFacts
+from analysis.inputs.option_specs import DEFAULT_FREQ_HZ
 from collectors.collector import ManifestSections, RepContext, RunSettings
 from collectors.host import procs
 import collectors.profilers.perf.unwind as perf_unwind
@@ -43,7 +44,7 @@ PROFILE_WINDOWS = 64
 class PerfProfiler:
     """A RepCollector: start() attaches perf to the server for the steady window,
     stop() waits for it and folds the stacks."""
-    freq_hz: int = 99
+    frequency_hz: int = DEFAULT_FREQ_HZ
     keep_data: bool = False
     callgraph: str = "auto"          # auto: measured per run (perf_unwind), fp, or dwarf
     mmap_pages: int | None = None    # perf's ring buffer (-m), None: perf's default
@@ -64,7 +65,7 @@ class PerfProfiler:
         for mode, target in self._recordings(ctx.pid):
             self._modes.append(mode)
             self._data.append(ctx.rep_dir / ("perf.data" if not self._data else f"perf.{mode}.data"))
-            self._argvs.append(record_argv(perf, target, self._data[-1], self.freq_hz, mode,
+            self._argvs.append(record_argv(perf, target, self._data[-1], self.frequency_hz, mode,
                                            self.mmap_pages))
         self._control = self._windows = None
         if self.windows and ctx.port:      # windows count on the server: they need its port
@@ -122,7 +123,7 @@ class PerfProfiler:
         if not self.keep_data:
             for d in self._data:
                 d.unlink()
-        out = PerfFacts(command=self._argvs[0], event=EVENT, frequency_hz=self.freq_hz,
+        out = PerfFacts(command=self._argvs[0], event=EVENT, frequency_hz=self.frequency_hz,
                         window_s=round(window, 3), mmap_pages=self.mmap_pages,
                         folded_lines=facts.lines, samples=facts.samples, threads=facts.threads)
         self._add_unwind_facts(out)
@@ -163,7 +164,7 @@ class PerfProfiler:
 # --------------------------------------------------------------------------------------
 # Run plugin hooks (collectors.runner.plugins.PLUGIN_MODULES): `run --profile perf` (the
 # default) attaches a PerfProfiler to every profile rep. --frequency and --keep-perf-data
-# are the runner's own flags (RunOptions.freq_hz, keep_perf_data).
+# are the runner's own flags (RunOptions.frequency_hz, keep_perf_data).
 
 PROFILERS = ("perf",)
 
@@ -193,7 +194,7 @@ def rep_collectors(options: RunSettings, kind: str) -> list[PerfProfiler]:
     if options.profile != "perf" or kind != "profile":
         return []
     extra = options.extra or {}
-    return [PerfProfiler(freq_hz=options.freq_hz, keep_data=options.keep_perf_data,
+    return [PerfProfiler(frequency_hz=options.frequency_hz, keep_data=options.keep_perf_data,
                          callgraph=extra.get("call_graph") or "auto",
                          mmap_pages=extra.get("perf_mmap"),
                          windows=int(extra.get("profile_windows", PROFILE_WINDOWS)))]
@@ -206,7 +207,7 @@ def window_profiler(options: RunSettings, rep_dir: Path, cpus: list[int] | None,
     if options.profile != "perf":
         return None
     extra = options.extra or {}
-    return PairedProfiler(rep_dir, options.freq_hz, cpus=cpus, keep_data=options.keep_perf_data,
+    return PairedProfiler(rep_dir, options.frequency_hz, cpus=cpus, keep_data=options.keep_perf_data,
                           callgraph=extra.get("call_graph") or "auto", binary_mode=binary_mode)
 
 

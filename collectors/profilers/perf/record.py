@@ -10,12 +10,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any, Sequence
 
+from analysis.errors import Failed
 from analysis.profile.perfscript import SampleRouter, ThreadCounter
 from analysis.toolpaths import perf_binary, which_tool
 from collectors.host import procs
 
 
-class ProfileError(Exception):
+class ProfileError(Failed):
     """perf recorded nothing usable; the message names the file with perf's own words."""
 
 
@@ -41,7 +42,7 @@ EVENT = "cpu-clock"        # a software clock: works without a hardware PMU; per
 DWARF_STACK_BYTES = 16384
 
 
-def record_argv(perf: str, target: int | Sequence[int], out: Path, freq_hz: int,
+def record_argv(perf: str, target: int | Sequence[int], out: Path, frequency_hz: int,
                 callgraph: str = "fp", mmap_pages: int | None = None,
                 monotonic: bool = False) -> list[str]:
     """`target`: a pid (-p: every thread of the process) or a list of thread ids (-t);
@@ -56,7 +57,7 @@ def record_argv(perf: str, target: int | Sequence[int], out: Path, freq_hz: int,
     # grandchild that could outlive a SIGKILLed runner (PDEATHSIG reaches perf only).
     # -p follows every thread of the pid (main, io_thd_N, bio_*).
     clock = ["-k", "mono"] if monotonic else []
-    return [perf, "record", "-e", EVENT, "-F", str(freq_hz), *cg, *mm, *clock, *who, "-o", str(out)]
+    return [perf, "record", "-e", EVENT, "-F", str(frequency_hz), *cg, *mm, *clock, *who, "-o", str(out)]
 
 
 def fold(perf: str, collapse: str, perf_data: Sequence[Path], folded: Path, err_path: Path,

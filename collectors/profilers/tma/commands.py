@@ -20,6 +20,7 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from analysis.errors import UserError
 from collectors.host.cpuid import CpuId
 from collectors.host.pmu import find_toplev
 
@@ -42,7 +43,7 @@ SPLIT_SETS: list[tuple[list[str], str | None, int]] = [
 ]
 
 
-class TmaConfigError(Exception):
+class TmaConfigError(UserError):
     """A configuration the collector cannot run (message says what to change)."""
 
 

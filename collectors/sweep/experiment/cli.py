@@ -10,14 +10,13 @@ from pathlib import Path
 from analysis.inputs.manifest import Resume
 from analysis.sweep.experiment.manifest import load_experiment_dir, save_experiment_dir
 from analysis.sweep.experiment.report import report_experiment
-from analysis.sweep.sweep_manifest import SweepError
 from collectors.host import procs
 from collectors.command import run_command
 from analysis.clock import now_iso
 from collectors.runner.new_manifest import new_run_id
 from collectors.runner.progress import duration
-from collectors.sweep.cli import (add_precision_arguments, build_all, create, host_summary,
-                                  precision_options)
+from analysis.inputs.option_specs import BUDGET, PRECISION, SIZE
+from collectors.sweep.cli import build_all, create, host_summary, precision_options
 from collectors.sweep.fanout import add_fanout_arguments
 from collectors.sweep.experiment.file import Experiment, experiment_files, load_experiment
 from collectors.sweep.experiment.parts import (PREFIX, experiment_doc, part_entry, part_plan, run_parts,
@@ -25,7 +24,6 @@ from collectors.sweep.experiment.parts import (PREFIX, experiment_doc, part_entr
 from collectors.sweep.noise_plan import noise_lines
 from collectors.sweep.plan import PlanError, check_fit, plan_lines, total_s
 from collectors.sweep.selection import select
-from collectors.workload.casefile import CaseError
 
 EPILOG = """\
 Examples:
@@ -59,7 +57,7 @@ def parser() -> argparse.ArgumentParser:
                     "variants on this machine, with the seed's own numbers in a column beside ours "
                     "and whether the direction agrees.", epilog=EPILOG)
     p.add_argument("name", nargs="?", help="an experiment (cases/experiments/NAME.yaml), a file, or `list`")
-    p.add_argument("--size", default="default", help="small (CI, minutes) | default (the README's run time)")
+    SIZE.add(p, "experiment")
     p.add_argument("--plan", action="store_true", help="print every part's plan and exit")
     p.add_argument("--skip-unfit", action="store_true", help="run the points that fit this host's memory")
     p.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE",
@@ -69,7 +67,8 @@ def parser() -> argparse.ArgumentParser:
                    help="run only these rows (repeat; --plan shows the parts and their points): "
                         "`load` is a whole part, `load:value=10,keys=10M` one row; the report "
                         "holds the selected rows, each beside its seed row")
-    add_precision_arguments(p)
+    PRECISION.add(p, "experiment")
+    BUDGET.add(p, "experiment")
     add_fanout_arguments(p, "experiment", "PART.ID",
                          '{"point": PART.ID, "part": ..., "labels": ..., "estimate_s": ...}')
     p.add_argument("--resume", metavar="EXP_DIR", help="run what an interrupted experiment left")
@@ -136,7 +135,6 @@ def main(argv: list[str] | None = None) -> int:
     log = (lambda msg: print(msg, file=sys.stderr, flush=True))
     procs.install_signal_handlers()
     return run_command("stallscope experiment", lambda: _main(args, argv, log),
-                       (PlanError, CaseError, SweepError, ValueError, procs.ToolNotFound),
                        "before the first point (builds so far are cached)")
 
 

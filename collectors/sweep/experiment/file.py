@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from analysis.inputs.option_specs import file_type, taken_by
 from analysis.sweep.seeds import SeedRow
 from collectors.workload.casefile import CaseError, read_yaml_lines
 from collectors.workload.cases import CASES_DIR
@@ -18,10 +19,10 @@ PART = {"id": str, "heading": str, "case": str, "axes": list, "set": list, "size
         "metric": str, "seed_rows": list, "lookup": list}
 SEED_ROW = {"at": dict, "setup": str, "base": (int, float), "cand": (int, float),
             "gain": (int, float), "unit": str}
-# Sweep options an experiment may fix (per size too): the names of analysis.sweep.sweep_options.SweepOptions.
-OPTIONS = {"reps": int, "profile_reps": int, "profile": str, "paired_window_s": (int, float),
-           "paired_windows": int, "pairing": str, "skip_unfit": bool,
-           "precision": (int, float), "budget_s": (int, float)}
+# Sweep options an experiment may fix (per size too): the names of analysis.sweep.sweep_options.SweepOptions,
+# those shared with `stallscope run` as declared in analysis/inputs/option_specs.py.
+OPTIONS = {**{o.name: file_type(o) for o in taken_by("experiment file")},
+           "pairing": str, "skip_unfit": bool}
 
 
 @dataclass

@@ -15,7 +15,7 @@ from analysis.sweep.sweep_manifest import load_sweep
 from analysis.sweep.seeds import match
 from analysis.clock import now_iso
 from analysis.sweep.sweep_options import SweepOptions
-from collectors.runner.options import DEFAULT_BUDGET_S
+from analysis.inputs.option_specs import OptionError, budget_for, check_precision, first_stage
 from collectors.runner.progress import duration
 from collectors.sweep.experiment.file import Experiment, Part
 from collectors.sweep.plan import Plan, PlanError, make_plan
@@ -37,9 +37,14 @@ def sweep_options(exp: Experiment, size: str, skip_unfit: bool,
     opts["skip_unfit"] = skip_unfit or bool(opts.get("skip_unfit"))
     if precision[0] is not None:
         opts["precision"], opts["budget_s"] = precision
-    elif opts.get("precision") is not None and opts.get("budget_s") is None:
-        opts["budget_s"] = DEFAULT_BUDGET_S
-    return SweepOptions(**opts)
+    opts["budget_s"] = budget_for(opts.get("precision"), opts.get("budget_s"))
+    opts["reps"] = first_stage(opts.get("reps"), opts.get("precision"))
+    out = SweepOptions(**opts)
+    try:
+        check_precision(out.precision, out.budget_s, out.reps)
+    except OptionError as e:
+        raise PlanError(f"{exp.path}: {e}") from None
+    return out
 
 
 def part_plan(exp: Experiment, part: Part, size: str, opts: SweepOptions, host: HostSummary,

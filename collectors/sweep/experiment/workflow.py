@@ -20,6 +20,7 @@ from pathlib import Path
 
 import yaml
 
+from analysis.inputs.option_specs import SIZE
 from collectors.pr.actions import CHECKOUT, DOWNLOAD, UPLOAD, annotate
 from collectors.sweep.experiment.file import load_experiment
 from collectors.workload.casefile import CaseError
@@ -107,7 +108,7 @@ def parser() -> argparse.ArgumentParser:
                    help="points running at once (default 4)")
     p.add_argument("--timeout", type=int, default=360, metavar="MINUTES",
                    help="one point's job timeout in minutes (default 360)")
-    p.add_argument("--size", default="default", help="the experiment's size (default: default)")
+    SIZE.add(p, "experiment github")
     p.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE",
                    help="a case override every point runs with (repeat)")
     p.add_argument("--only", action="append", default=[], metavar="PART[:AXIS=VALUE,...]",

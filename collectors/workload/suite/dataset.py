@@ -13,6 +13,7 @@ import shlex
 from dataclasses import dataclass, field
 from typing import Any
 
+from analysis.errors import UserError
 from collectors.workload.command_keys import key_words
 from collectors.workload.memtier_args import MEMTIER_DEFAULTS, OUTPUT_OPTS, parse_memtier
 from collectors.workload.suite.keys import Naming
@@ -20,7 +21,7 @@ from collectors.workload.suite.keys import Naming
 KIND_PREFIX = {"strings": "key:", "hashes": "hash:", "zsets": "zset:"}
 
 
-class PreloadError(ValueError):
+class PreloadError(UserError, ValueError):
     """A preload that cannot be read; the message names where."""
 
 

@@ -17,6 +17,7 @@ from typing import Any
 
 import yaml
 
+from analysis.errors import UserError
 from collectors.workload.memtier_args import (MEMTIER_DEFAULTS, OUTPUT_OPTS, WORKLOAD_OPTS, MemtierArgs,
                                               MemtierArgsError, parse_memtier)
 from collectors.workload.suite.dataset import PreloadError, SuiteDataset, line_of, suite_dataset
@@ -41,9 +42,7 @@ FOCUS = {
 SMALL_KEYS = {"strings": 200_000, "hashes": 2000, "zsets": 2000}
 
 
-
-
-class SuiteError(Exception):
+class SuiteError(UserError):
     """A suite file that cannot be imported; the message names the file."""
 
 

@@ -15,10 +15,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from analysis.errors import UserError
 from collectors.workload.command_keys import key_words, recorded_from
 
 
-class KeyNameError(ValueError):
+class KeyNameError(UserError, ValueError):
     """A key the imported case cannot name; the message says which and why."""
 
 

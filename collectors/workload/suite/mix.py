@@ -18,6 +18,7 @@ import math
 import shlex
 from dataclasses import dataclass
 
+from analysis.errors import UserError
 from collectors.workload.memtier_args import MemtierArgs
 
 TRANSACTION = {"MULTI", "EXEC", "WATCH", "DISCARD", "UNWATCH"}
@@ -25,7 +26,7 @@ TRANSACTION = {"MULTI", "EXEC", "WATCH", "DISCARD", "UNWATCH"}
 GAUSS_WINDOW = math.sqrt(2 * math.pi * math.e)
 
 
-class MixError(ValueError):
+class MixError(UserError, ValueError):
     """A mix or pattern that cannot run as one redis-benchmark command; says why."""
 
 

@@ -1,0 +1,269 @@
+"""The options several commands share, each declared once: its name (the field of RunOptions,
+SweepOptions and the argparse dest), flag, parser, default, unit, help and the commands that
+take it; and the rules between them, each written once as a function (docs/statistics.md,
+"A target precision").
+
+    run, sweep, experiment    their argparse arguments are made here (Option.add)
+    demo, experiment github   --size, --reps, --profile-reps made here too
+    pr config, schedule       read their defaults and parsers from here (the file's keys)
+
+tests/test_option_specs.py fails when one of these defaults or rules is written a second time
+anywhere else in analysis/ or collectors/. Standard library only: the PR config reader and
+every manifest reader import it.
+"""
+from __future__ import annotations
+
+import argparse
+import re
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from analysis.errors import UserError
+
+# --------------------------------------------------------------------- the defaults
+DEFAULT_REPS = 5           # throughput reps per variant, or paired reps, without --precision
+PRECISION_PILOT = 8        # --precision without --reps: the first stage (t at 7 df: 2.36)
+MIN_PILOT = 3              # fewest first-stage units: s0 needs 2 degrees of freedom to mean anything
+DEFAULT_BUDGET_S = 1800.0  # --precision without --budget: 30 minutes of wall time
+PR_PRECISION = 0.02        # the PR config's precision when it names none
+# perf's sampling rate when none is chosen from this host's measured cost per sample
+# (collectors/host/sample_cost.py chooses it: the highest rate that keeps the profiler
+# under 1% of the server's CPU); what a caller without a host gets.
+DEFAULT_FREQ_HZ = 99
+SEPARATE_PROFILE_REPS = 3  # where profiles cannot be paired: 3, the fewest with a CI
+# Short windows pair better: on the 2-core VM the host's noise drifts over seconds, so two
+# 0.25 s windows side by side differ by ~8% where two 2 s windows differ by ~11%, and 8x as
+# many pairs fit in the same time (docs/statistics.md, "Paired windows").
+PAIRED_WINDOW_S = 0.25     # length of one paired window (s)
+PAIRED_WINDOWS = 64        # windows per paired rep (ABBA...): 32 pairs
+DEFAULT_SIZE = "default"   # the case's own size
+SIZES = ("small", "default", "large")
+
+
+class OptionError(UserError, ValueError):
+    """Options that break a rule between them; each command raises it as its own error."""
+
+
+# ------------------------------------------------------------------- units, parsers
+def parse_duration(text: Any) -> float:
+    """'30m', '1h', '90s', '1h30m' or plain seconds -> seconds (ValueError otherwise)."""
+    t = str(text).strip().lower()
+    if re.fullmatch(r"\d+(\.\d+)?", t):
+        return float(t)
+    parts = re.fullmatch(r"(?:(\d+)h)?(?:(\d+)m)?(?:(\d+)s)?", t)
+    if not t or parts is None or not any(parts.groups()):
+        raise ValueError(f"duration {text!r}: give e.g. 30m, 1h, 90s or 1h30m")
+    h, m, s = (int(x or 0) for x in parts.groups())
+    return float(h * 3600 + m * 60 + s)
+
+
+def format_duration(seconds: float) -> str:
+    """Seconds as parse_duration reads them back: 1800 -> '30m', 5400 -> '1h30m', 90 -> '1m30s'."""
+    s = int(round(seconds))
+    h, m, sec = s // 3600, s % 3600 // 60, s % 60
+    return "".join(f"{v}{u}" for v, u in ((h, "h"), (m, "m"), (sec, "s")) if v) or "0s"
+
+
+def parse_precision(text: Any) -> float:
+    """'2%' or '0.02' -> 0.02 (ValueError outside (0, 50%))."""
+    t = str(text).strip()
+    try:
+        v = float(t[:-1]) / 100 if t.endswith("%") else float(t)
+    except ValueError:
+        raise ValueError(f"precision {text!r}: give a percentage like 2% (or a fraction like 0.02)") from None
+    if not 0 < v < 0.5:
+        raise ValueError(f"precision {text!r}: must be between 0% and 50%")
+    return v
+
+
+def format_precision(fraction: float) -> str:
+    """0.02 -> '2%' (parse_precision reads it back)."""
+    return f"{fraction * 100:g}%"
+
+
+def argparse_type(parse: Callable[[str], Any]) -> Callable[[str], Any]:
+    """A parser's ValueError as argparse's error (its message, not 'invalid value')."""
+    def convert(text: str) -> Any:
+        try:
+            return parse(text)
+        except ValueError as e:
+            raise argparse.ArgumentTypeError(str(e)) from None
+    convert.__name__ = parse.__name__
+    return convert
+
+
+# -------------------------------------------------------------------------- the rules
+def first_stage(reps: int | None, precision: float | None) -> int:
+    """--reps as given, else PRECISION_PILOT first-stage units with --precision, else DEFAULT_REPS."""
+    if reps is not None:
+        return reps
+    return PRECISION_PILOT if precision is not None else DEFAULT_REPS
+
+
+def budget_for(precision: Any, budget: Any) -> Any:
+    """The budget of a run: as given, else DEFAULT_BUDGET_S with a precision, else None.
+    A budget written as text (the PR config's) gets the default as text ('30m')."""
+    if budget is not None or not precision:
+        return budget
+    return format_duration(DEFAULT_BUDGET_S) if isinstance(precision, str) else DEFAULT_BUDGET_S
+
+
+def precision_problem(precision: Any, budget: Any, reps: int | None, keys: bool = False) -> str | None:
+    """What is wrong with these --precision, --budget and --reps together, or None:
+    a budget needs a precision; a precision needs a first stage of at least MIN_PILOT.
+    `keys`: name them as a file's keys (precision) rather than flags (--precision)."""
+    name = (lambda o: o.key) if keys else (lambda o: o.flag)
+    if budget is not None and not precision:
+        return (f"{name(BUDGET)} goes with {name(PRECISION)} (it bounds the reps a precision run "
+                "adds)" + ("; give both, or neither" if keys else ""))
+    if precision and reps is not None and reps < MIN_PILOT:
+        return (f"{name(PRECISION)} needs a first stage of at least {MIN_PILOT} paired reps "
+                f"({name(REPS)} {reps})")
+    return None
+
+
+def check_precision(precision: Any, budget: Any, reps: int | None, keys: bool = False) -> None:
+    """precision_problem as OptionError."""
+    problem = precision_problem(precision, budget, reps, keys)
+    if problem:
+        raise OptionError(problem)
+
+
+# ---------------------------------------------------------------------- declarations
+@dataclass(frozen=True)
+class Option:
+    """One option as every command that takes it spells it."""
+    name: str                        # RunOptions / SweepOptions field, argparse dest
+    flag: str                        # the command line's spelling
+    parse: Callable[[str], Any]      # text -> value (ValueError on bad text)
+    default: Any                     # None: a rule or the run decides (said in help)
+    unit: str                        # of the parsed value
+    help: str                        # run's help; `helps` has the other commands'
+    # where it is taken: commands (run, sweep, experiment, demo, "experiment github", "cases
+    # show") and files ("pr": the PR config, "schedule", "experiment file": its options)
+    commands: tuple[str, ...]
+    metavar: str | None = None
+    key: str | None = None           # its key in the PR config and schedule files
+    helps: dict[str, str] = field(default_factory=dict)
+
+    def add(self, parser: Any, command: str, **kw: Any) -> argparse.Action:
+        """This option's argument on `command`'s parser (kw: choices, a default of its own)."""
+        if command not in self.commands:
+            raise ValueError(f"{self.flag} is not an option of {command} (declared: {self.commands})")
+        args: dict[str, Any] = {"dest": self.name, "default": self.default, "metavar": self.metavar,
+                                "help": self.helps.get(command, self.help)}
+        if self.parse is not str:
+            args["type"] = argparse_type(self.parse) if self.parse not in (int, float) else self.parse
+        args.update(kw)
+        return parser.add_argument(self.flag, **args)
+
+
+_MEASURED = ("run", "sweep", "experiment")
+REPS = Option(
+    "reps", "--reps", int, None, "reps", key="reps",
+    commands=("run", "sweep", "demo", "pr", "schedule", "experiment file"),
+    help="paired reps (each both variants, side by side), or with separate reps throughput reps "
+         f"per variant (default {DEFAULT_REPS}; with --precision the first stage, default {PRECISION_PILOT})",
+    helps={"sweep": f"reps per point: per variant, or paired reps (default {DEFAULT_REPS}; with "
+                    f"--precision each point's first stage, default {PRECISION_PILOT})",
+           "demo": "paired reps (default: 10 of 64 window pairs; small: 3 of 32); with --unpaired: "
+                   "throughput reps per variant"})
+PROFILE = Option(
+    "profile", "--profile", str, "perf", "", commands=("run", "sweep", "experiment file"),
+    help="CPU profiler (default perf): in a paired run perf samples the paired windows themselves, "
+         "so each function's CPU time per operation is a paired ratio per rep; where a run cannot "
+         "pair, separate profile reps",
+    helps={"sweep": "profiler of the profile reps: perf | off (default perf)"})
+PROFILE_REPS = Option(
+    "profile_reps", "--profile-reps", int, None, "reps", metavar="N", key="profile-reps",
+    commands=("run", "sweep", "demo", "schedule", "experiment file"),
+    help="separate profiled reps per variant (default: none in a paired run, whose windows are "
+         f"profiled; {SEPARATE_PROFILE_REPS} where it cannot pair, the fewest that give function "
+         "costs a confidence interval)",
+    helps={"sweep": "separate profile reps per variant (default: none where a point pairs, its "
+                    f"paired windows are profiled; {SEPARATE_PROFILE_REPS} where it cannot)",
+           "demo": "separate perf profile reps per variant (default: none, perf samples the paired "
+                   f"windows; {SEPARATE_PROFILE_REPS} with --unpaired)"})
+FREQUENCY = Option(
+    "frequency_hz", "--frequency", int, None, "Hz", metavar="HZ", commands=("run", "sweep"),
+    help="perf sampling frequency in Hz (default: the highest rate whose predicted cost stays at "
+         "or under 1%% of the server's CPU, from the cost per sample this host's earlier "
+         "server-bound runs measured (their perf on/off blocks; 90%% upper bound, pooled with a "
+         "seed of 35 ± 10 µs measured on a 2-core KVM guest: 199 Hz before any). The report "
+         "prints the rate and the cost measured in this run",
+    helps={"sweep": "perf sampling frequency in Hz at every point (default: each point's run "
+                    "chooses it from this host's measured cost per sample, as `stallscope run`)"})
+PAIRED_WINDOW = Option(
+    "paired_window_s", "--paired-window", float, PAIRED_WINDOW_S, "s", metavar="SECONDS",
+    commands=("run", "sweep", "experiment file"),
+    help=f"length of one paired window in s (default {PAIRED_WINDOW_S:g}: short windows pair "
+         "better on a host whose noise drifts over seconds)",
+    helps={"sweep": f"paired window length (default {PAIRED_WINDOW_S:g})"})
+PAIRED_WINDOWS_OPT = Option(
+    "paired_windows", "--paired-windows", int, PAIRED_WINDOWS, "windows", metavar="N",
+    commands=("run", "sweep", "experiment file"),
+    help=f"windows per paired rep, ABBA order (default {PAIRED_WINDOWS})",
+    helps={"sweep": f"windows per paired rep (default {PAIRED_WINDOWS})"})
+SIZE = Option(
+    "size", "--size", str, DEFAULT_SIZE, "", key="size",
+    commands=("run", "sweep", "experiment", "experiment github", "demo", "cases show", "pr", "schedule"),
+    help="case size knob: small | default | large (default: default)",
+    helps={"sweep": "case size knob: small | default | large",
+           "experiment": "small (CI, minutes) | default (the README's run time)",
+           "experiment github": "the experiment's size (default: default)",
+           "demo": "default: 10M keys (~1 GB, far beyond L3); small: 200k keys for CI",
+           "cases show": "size knob: small, default, large ... (default: default)"})
+PRECISION = Option(
+    "precision", "--precision", parse_precision, None, "fraction of the ratio", metavar="PCT",
+    key="precision", commands=(*_MEASURED, "pr", "experiment file"),
+    help="add reps until the 95%% interval of the throughput change (an rdb-load case: the load "
+         "time) is at most PCT of the ratio wide either way (e.g. 2%%), or --budget is spent: the "
+         "first --reps paired reps (unpaired: A/B blocks) set the spread that decides how many "
+         "(Stein's two-stage design: the interval keeps its 95%%); the report says which ended the run",
+    helps={c: "each point adds reps (paired reps, or one rep per variant where it cannot pair) "
+              "until the interval of its main change is at most PCT of the ratio wide either way "
+              "(e.g. 2%%), or its --budget is spent (`stallscope run --precision`); --reps is then "
+              "each point's first stage" for c in ("sweep", "experiment")})
+BUDGET = Option(
+    "budget_s", "--budget", parse_duration, None, "s", metavar="TIME", key="budget",
+    commands=(*_MEASURED, "pr", "experiment file"),
+    help=f"with --precision: wall time the run may take (30m, 1h, 1h30m; default "
+         f"{format_duration(DEFAULT_BUDGET_S)}); a paired rep past the first stage starts only if it fits",
+    helps={c: f"with --precision: wall time per point (30m, 1h; default {format_duration(DEFAULT_BUDGET_S)})"
+           for c in ("sweep", "experiment")})
+
+OPTIONS = (REPS, PROFILE, PROFILE_REPS, FREQUENCY, PAIRED_WINDOW, PAIRED_WINDOWS_OPT, SIZE,
+           PRECISION, BUDGET)
+
+
+def taken_by(command: str) -> tuple[Option, ...]:
+    """The shared options `command` takes, in declaration order."""
+    return tuple(o for o in OPTIONS if command in o.commands)
+
+
+def file_type(o: Option) -> Any:
+    """The YAML type of the option's value in a file that gives it as a number or word."""
+    return {int: int, str: str}.get(o.parse, (int, float))
+
+
+@dataclass
+class MeasureOptions:
+    """The fields a run's options (RunOptions, manifest.json) and a sweep's (SweepOptions,
+    sweep.json) share: the options above, each with its declared default."""
+    reps: int = DEFAULT_REPS         # throughput reps per variant, or paired reps
+    profile: str = PROFILE.default   # perf | off | a plugin's profiler
+    # separate profiled reps per variant; None: none where a run pairs (perf samples the
+    # paired windows, collectors/profilers/perf_paired.py), SEPARATE_PROFILE_REPS where it
+    # cannot (api.plan_run decides, the manifest records the number)
+    profile_reps: int | None = None
+    # perf's rate (--frequency); None: chosen from this host's measured cost per sample
+    # (api.plan_run). Older files call it freq_hz (manifest.json) or frequency (sweep.json).
+    frequency_hz: int | None = None
+    paired_window_s: float = PAIRED_WINDOW_S
+    paired_windows: int = PAIRED_WINDOWS
+    load_generator: str = "auto"     # auto (the case's workload.tool) | redis-benchmark | memtier
+    # --precision: the half-width asked of the throughput interval, as a fraction of the
+    # ratio (0.02); units are added after the `reps` first-stage ones until it is met or
+    # `budget_s` of wall time is spent (collectors/runner/precision.py)
+    precision: float | None = None
+    budget_s: float | None = None

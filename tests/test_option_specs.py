@@ -1,0 +1,191 @@
+"""One options model (analysis/inputs/option_specs.py): every option that several commands
+share is declared once, its default and its rules written once, and the commands' parsers are
+made from the declarations. The scan below fails when a default or a rule is written a second
+time anywhere in analysis/ or collectors/; the test after it shows the scan can fail."""
+from __future__ import annotations
+
+import ast
+import json
+from pathlib import Path
+
+import pytest
+
+from analysis.inputs import option_specs as specs
+from analysis.inputs.option_specs import (DEFAULT_BUDGET_S, DEFAULT_FREQ_HZ, DEFAULT_REPS, MIN_PILOT,
+                                          PAIRED_WINDOW_S, PAIRED_WINDOWS, PRECISION_PILOT,
+                                          SEPARATE_PROFILE_REPS)
+from analysis.inputs.records import from_json
+from analysis.inputs.run_options import RunOptions
+from analysis.sweep.sweep_options import SweepOptions
+from tests.conftest import REPO
+
+HOME = "analysis/inputs/option_specs.py"
+# constants only option_specs may give a value
+DECLARED = {"DEFAULT_REPS", "PRECISION_PILOT", "MIN_PILOT", "DEFAULT_BUDGET_S", "PR_PRECISION",
+            "DEFAULT_FREQ_HZ", "SEPARATE_PROFILE_REPS", "PAIRED_WINDOW_S", "PAIRED_WINDOWS", "DEFAULT_SIZE"}
+# constants only the rules use: a use elsewhere is the rule written again
+RULE_ONLY = {"DEFAULT_BUDGET_S", "PRECISION_PILOT"}
+# a field of these names with its declared default written as a literal
+FIELD_DEFAULTS = {"reps": DEFAULT_REPS, "frequency_hz": DEFAULT_FREQ_HZ, "freq_hz": DEFAULT_FREQ_HZ,
+                  "frequency": DEFAULT_FREQ_HZ, "budget_s": DEFAULT_BUDGET_S,
+                  "budget": specs.format_duration(DEFAULT_BUDGET_S), "paired_window_s": PAIRED_WINDOW_S,
+                  "paired_windows": PAIRED_WINDOWS, "profile_reps": SEPARATE_PROFILE_REPS}
+# parameters whose default is an option's: never a literal (paired.py said 2.0 s x 8 windows)
+PARAMS = {"window_s", "windows", "paired_window_s", "paired_windows", "freq_hz", "frequency_hz",
+          "budget_s", "precision"}
+RULE_TEXTS = ("budget goes with", "needs a first stage of at least")
+FLAGS = {o.flag for o in specs.OPTIONS}
+
+
+def _strings(node: ast.AST) -> list[str]:
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return [node.value]
+    return []
+
+
+def _mentions_reps(node: ast.AST) -> bool:
+    return any((isinstance(n, ast.Name) and "reps" in n.id) or (isinstance(n, ast.Attribute) and "reps" in n.attr)
+               for n in ast.walk(node))
+
+
+def _is_literal(node: ast.AST | None, value: object = None) -> bool:
+    if not isinstance(node, ast.Constant) or node.value is None or isinstance(node.value, bool):
+        return False
+    return value is None or node.value == value
+
+
+def repeats(path: str, text: str) -> list[str]:
+    """Where `text` writes an option's default or rule again (empty for option_specs itself)."""
+    if path == HOME:
+        return []
+    out = []
+    for node in ast.walk(ast.parse(text, path)):
+        at = f"{path}:{getattr(node, 'lineno', '?')}"
+        if isinstance(node, (ast.Assign, ast.AnnAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            for t in targets:
+                if isinstance(t, ast.Name) and t.id in DECLARED and _is_literal(node.value):
+                    out.append(f"{at}: {t.id} given a value again")
+        if isinstance(node, ast.ClassDef):
+            for f in node.body:
+                if (isinstance(f, ast.AnnAssign) and isinstance(f.target, ast.Name)
+                        and f.target.id in FIELD_DEFAULTS and _is_literal(f.value, FIELD_DEFAULTS[f.target.id])):
+                    out.append(f"{path}:{f.lineno}: field {f.target.id} = {f.value.value!r}, a declared default")
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            a = node.args
+            pos = a.posonlyargs + a.args
+            pairs = list(zip(pos[len(pos) - len(a.defaults):], a.defaults)) + list(zip(a.kwonlyargs, a.kw_defaults))
+            out += [f"{at}: {node.name}({arg.arg}={d.value!r}): an option's default as a literal"
+                    for arg, d in pairs if arg.arg in PARAMS and _is_literal(d)]
+        if isinstance(node, (ast.Name, ast.Attribute)):
+            name = node.id if isinstance(node, ast.Name) else node.attr
+            if name in RULE_ONLY:
+                out.append(f"{at}: {name} used outside the rules")
+        if isinstance(node, ast.Constant) and not isinstance(node.value, bool):
+            if node.value in (DEFAULT_BUDGET_S, FIELD_DEFAULTS["budget"]):
+                out.append(f"{at}: the default budget {node.value!r} written again")
+            if isinstance(node.value, str) and any(r in node.value for r in RULE_TEXTS):
+                out.append(f"{at}: a rule's message written again: {node.value[:50]!r}")
+        if isinstance(node, ast.Compare) and _mentions_reps(node) and any(
+                _is_literal(c, MIN_PILOT) for c in [node.left, *node.comparators]):
+            out.append(f"{at}: the first-stage minimum {MIN_PILOT} written again")
+        if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "add_argument"
+                and node.args and any(s in FLAGS for s in _strings(node.args[0]))):
+            out.append(f"{at}: {node.args[0].value} made by hand (Option.add makes it)")
+    return out
+
+
+def test_no_option_default_or_rule_is_written_twice():
+    found = []
+    for pkg in ("analysis", "collectors"):
+        for p in sorted((REPO / pkg).rglob("*.py")):
+            rel = str(p.relative_to(REPO))
+            found += repeats(rel, p.read_text())
+    assert not found, "declare these once in analysis/inputs/option_specs.py:\n" + "\n".join(found)
+
+
+@pytest.mark.parametrize("source,what", [
+    ("DEFAULT_BUDGET_S = 1800\n", "given a value again"),
+    ("PAIRED_WINDOWS = 64\n", "given a value again"),
+    ("budget = args.budget if args.budget is not None else (DEFAULT_BUDGET_S if args.precision else None)\n",
+     "used outside the rules"),
+    ("reps = args.reps or (PRECISION_PILOT if precision else 5)\n", "used outside the rules"),
+    ("class Job:\n    reps: int = 5\n", "a declared default"),
+    ("class PerfProfiler:\n    freq_hz: int = 99\n", "a declared default"),
+    ("class PrConfig:\n    budget: str = '30m'\n", "the default budget"),
+    ("def run_server_windows(servers, window_s: float = 2.0, windows: int = 8): pass\n",
+     "an option's default as a literal"),
+    ("def f(args):\n    if args.precision is not None and args.reps < 3:\n        raise PlanError('x')\n",
+     "the first-stage minimum"),
+    ("raise PlanError('--budget goes with --precision (it bounds the reps each point adds)')\n",
+     "a rule's message"),
+    ("p.add_argument('--frequency', type=int, default=None)\n", "made by hand"),
+    ("timeout = 1800.0\n", "the default budget"),
+])
+def test_the_scan_finds_a_default_or_rule_written_again(source, what):
+    found = repeats("collectors/sweep/cli.py", source)
+    assert any(what in f for f in found), found
+    assert repeats(HOME, source) == []       # the declarations' own module may
+
+
+def test_the_rules():
+    assert specs.first_stage(None, None) == DEFAULT_REPS and specs.first_stage(None, 0.02) == PRECISION_PILOT
+    assert specs.first_stage(4, 0.02) == 4
+    assert specs.budget_for(0.02, None) == DEFAULT_BUDGET_S and specs.budget_for(None, None) is None
+    assert specs.budget_for("2%", None) == "30m" and specs.budget_for("2%", "20m") == "20m"
+    assert specs.precision_problem(0.02, None, MIN_PILOT) is None
+    assert specs.precision_problem(None, 60.0, 5).startswith("--budget goes with --precision")
+    assert specs.precision_problem(None, "1h", 5, keys=True).startswith("budget goes with precision")
+    assert "at least 3 paired reps (--reps 2)" in specs.precision_problem(0.02, None, 2)
+    assert specs.parse_duration(specs.format_duration(5400)) == 5400 and specs.format_duration(90) == "1m30s"
+    assert specs.parse_precision(specs.format_precision(0.025)) == 0.025
+
+
+def test_the_commands_take_the_declared_options_with_the_declared_defaults():
+    from collectors.runner import arguments
+    from collectors.sweep import cli as sweep_cli, experiment_cli
+
+    run = arguments.parser().parse_args(["c"])
+    sweep = sweep_cli.parser().parse_args(["c"])
+    for o in specs.taken_by("run"):
+        assert getattr(run, o.name) == o.default, o.flag
+    for o in specs.taken_by("sweep"):
+        assert getattr(sweep, o.name) == o.default, o.flag
+    exp = experiment_cli.parser().parse_args(["x", "--precision", "2%"])
+    assert (exp.precision, exp.budget_s) == (0.02, None)
+    # the rules fill what was left open, the same way for a run and for a sweep
+    opts = arguments.options_from_args(arguments.parser().parse_args(["c", "--precision", "2%"]))
+    assert (opts.reps, opts.budget_s) == (PRECISION_PILOT, DEFAULT_BUDGET_S)
+    sw = sweep_cli._options(sweep_cli.parser().parse_args(["c", "--precision", "2%", "--frequency", "199"]))
+    assert (sw.reps, sw.budget_s, sw.frequency_hz) == (PRECISION_PILOT, DEFAULT_BUDGET_S, 199)
+    with pytest.raises(Exception, match="needs a first stage of at least 3"):
+        sweep_cli._options(sweep_cli.parser().parse_args(["c", "--precision", "2%", "--reps", "2"]))
+
+
+def test_the_pr_config_and_the_schedule_take_their_defaults_from_the_declarations(tmp_path):
+    from collectors.pr import config
+    from collectors.schedule.loader import JOB_KEYS
+    from collectors.schedule.model import Job
+
+    d = config.PrConfig()
+    assert (d.precision, d.budget, d.budget_minutes()) == ("2%", "30m", 30)
+    assert config.PrConfig(precision=None).budget is None
+    f = tmp_path / "pr.yaml"
+    f.write_text("cases: [mset-50keys]\nprecision: 3%\nreps: 2\n")
+    with pytest.raises(config.PrConfigError, match="precision needs a first stage of at least 3"):
+        config.load(f)
+    assert {"reps", "profile-reps", "size"} <= JOB_KEYS
+    assert Job.__dataclass_fields__["reps"].default == DEFAULT_REPS
+
+
+def test_the_sampling_frequency_has_one_name_and_old_files_keep_theirs():
+    old = from_json(RunOptions, {"reps": 5, "freq_hz": 999})
+    assert old.frequency_hz == 999
+    assert "freq_hz" not in json.dumps(vars(old)) and vars(RunOptions(frequency_hz=49))["frequency_hz"] == 49
+    assert from_json(SweepOptions, {"frequency": 0}).frequency_hz is None
+    assert from_json(SweepOptions, {"frequency": 199}).frequency_hz == 199
+    assert from_json(SweepOptions, {"frequency_hz": 299, "frequency": 0}).frequency_hz == 299
+    from analysis.inputs.rundir import load_run
+    run = load_run(REPO / "tests" / "data" / "runs" / "mset-99hz-small")
+    assert run.manifest.options.frequency_hz == 99
+    assert '"freq_hz"' in (Path(run.path) / "manifest.json").read_text()   # an old run, as written
