@@ -33,7 +33,8 @@ def test_layout_names_every_package_and_top_level_module():
         here = {p.name + "/" for p in (REPO / stage).iterdir() if (p / "__init__.py").exists()}
         here |= {p.name for p in (REPO / stage).glob("*.py") if not p.name.startswith("__")}
         assert here <= named, f"{stage}/ row misses {sorted(here - named)}"
-        gone = {n for n in named if not (REPO / stage / n.rstrip("/")).exists()}
+        # a sub-package (profilers' perf/, workload's suite/) may be named in its parent's words
+        gone = {n for n in named if not any((REPO / stage).rglob(n.rstrip("/")))}
         assert not gone, f"{stage}/ row names what is not there: {sorted(gone)}"
 
 

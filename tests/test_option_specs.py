@@ -143,7 +143,8 @@ def test_the_rules():
 
 def test_the_commands_take_the_declared_options_with_the_declared_defaults():
     from collectors.runner import arguments
-    from collectors.sweep import cli as sweep_cli, experiment_cli
+    from collectors.sweep import cli as sweep_cli
+    from collectors.sweep.experiment import cli as experiment_cli
 
     run = arguments.parser().parse_args(["c"])
     sweep = sweep_cli.parser().parse_args(["c"])
