@@ -47,11 +47,11 @@ def cand_spec(cwd: Path | None = None) -> str:
 # variant follow. The paired interval is over reps (docs/statistics.md, "The rep is the
 # unit"). Throughput needs few windows (10 reps of 64 gave +-1.3 points on 2026-11-27); a
 # function's cost per MSET needs samples: at the rate a 1% profiler budget allows here
-# (199 Hz), lookupKey's flat cost (11% of samples) is ~90 samples a rep a side, a per-rep
-# spread of ~15% from counting alone, so 10 reps of 64 windows gave +-16 points at the
-# family-corrected 99.3%. A rep's fixed part (two 10M-key loads, rehash, warm-up) is ~27 s
-# and a window ~0.33 s, so 128 windows double the samples for ~4.5 more minutes; the
-# README gives the figures this measured.
+# (199 Hz), lookupKey's flat cost (11% of samples) is ~90 samples a rep a side at 64
+# windows, a per-rep spread of ~15% from counting alone: +-12 points over 10 reps. A rep's
+# fixed part (two 10M-key loads, rehash, warm-up) is ~27 s and a window ~0.33 s, so 128
+# windows double the samples for ~3 more minutes: +-9.4 points, the demo 12 min 47 s from
+# a fresh clone (README).
 SIZES = {
     "default": ("mset-50keys", 10, 128),
     # 3: the fewest paired reps whose interval is over reps and decides (window pairs of
@@ -67,7 +67,7 @@ def parser() -> argparse.ArgumentParser:
         description=__doc__,
         epilog=(
             "examples:\n"
-            "  make demo                                   # full size, ~13 min on 2 cores (builds cached)\n"
+            "  make demo                                   # full size, ~13 min on 2 cores (builds and dataset included)\n"
             "  stallscope demo --size small      # CI size, a few minutes\n"
             "  stallscope demo --reps 16 --out reports/demo16   # a narrower interval\n\n"
             "The same comparison for any case and variants: make compare CASE=... BASE=... CAND=..."
