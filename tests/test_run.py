@@ -289,8 +289,11 @@ def test_ctrl_c_while_variants_are_checked_ends_in_one_line_not_a_traceback(tmp_
     p = subprocess.Popen([sys.executable, "-m", "collectors", "run", *args], cwd=REPO, env=cli_env(),
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 20
-    while time.monotonic() < deadline:   # wait until it is inside `redis-server --version`
-        if subprocess.run(["pgrep", "-P", str(p.pid)], capture_output=True).returncode == 0:
+    # wait until it is inside `redis-server --version`: the fake itself, not any child (a tool
+    # probe while the run is planned can come first; a SIGINT then may meet a process started
+    # with SIGINT ignored, as a background job of a non-interactive shell is, and be lost)
+    while time.monotonic() < deadline:
+        if subprocess.run(["pgrep", "-f", f"{fake} --version"], capture_output=True).returncode == 0:
             break
         time.sleep(0.05)
     p.send_signal(signal.SIGINT)
