@@ -8,7 +8,7 @@ import subprocess
 from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any, Sequence
+from typing import IO, Any, Callable, Sequence
 
 from analysis.errors import Failed
 from analysis.profile.perfscript import SampleRouter, ThreadCounter
@@ -68,7 +68,7 @@ def fold(perf: str, collapse: str, perf_data: Sequence[Path], folded: Path, err_
     count of each (tid, comm) there, counted in the same bytes."""
     with open(err_path, "ab") as err:
         with InfernoFold(collapse, folded, err) as inferno:
-            rc_ps = [_script_into(perf, d, inferno, err) for d in perf_data]
+            rc_ps = [_script(perf, d, inferno.feed, err) for d in perf_data]
             rc_col = inferno.finish()
         if any(rc_ps) or rc_col != 0:
             raise ProfileError(f"perf script (status {', '.join(map(str, rc_ps))}) | "
@@ -151,7 +151,7 @@ def fold_windows(perf: str, collapse: str, perf_data: Sequence[Path],
     with open(err_path, "ab") as err, ExitStack() as stack:
         folds = {k: stack.enter_context(InfernoFold(collapse, folded[k], err)) for k in folded}
         router = SampleRouter(windows, lambda k, b: folds[k].write(b), tuple(folded))
-        rc_ps = [_script_routed(perf, d, router, err) for d in perf_data]
+        rc_ps = [_script(perf, d, _routed(router), err) for d in perf_data]
         router.close()
         rcs = {k: f.finish() for k, f in folds.items()}
         if any(rc_ps) or any(rcs.values()):
@@ -166,26 +166,20 @@ def fold_windows(perf: str, collapse: str, perf_data: Sequence[Path],
     return out, router.dropped
 
 
-def _script_routed(perf: str, perf_data: Path, router: SampleRouter, err: IO[bytes]) -> int:
-    ps = procs.spawn([perf, "script", "-i", str(perf_data)], stdout=subprocess.PIPE, stderr=err)
-    try:
-        while piece := ps.stdout.read(1 << 20):
+def _routed(router: SampleRouter) -> Callable[[IO[bytes]], None]:
+    """Feed perf script's text to the router a MiB at a time, then close its file."""
+    def feed(out: IO[bytes]) -> None:
+        while piece := out.read(1 << 20):
             router.feed(piece)
         router.end_file()
-    except BaseException:
-        procs.kill_group(ps, 5.0)          # a Ctrl-C while folding: no perf left behind
-        raise
-    finally:
-        ps.stdout.close()
-    rc = ps.wait(600)
-    procs.forget(ps)
-    return rc
+    return feed
 
 
-def _script_into(perf: str, perf_data: Path, inferno: InfernoFold, err: IO[bytes]) -> int:
+def _script(perf: str, perf_data: Path, consume: Callable[[IO[bytes]], None], err: IO[bytes]) -> int:
+    """`perf script` of one file, its stdout read by `consume`; perf's exit status."""
     ps = procs.spawn([perf, "script", "-i", str(perf_data)], stdout=subprocess.PIPE, stderr=err)
     try:
-        inferno.feed(ps.stdout)
+        consume(ps.stdout)
     except BaseException:
         procs.kill_group(ps, 5.0)          # a Ctrl-C while folding: no perf left behind
         raise
