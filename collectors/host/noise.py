@@ -20,15 +20,14 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import statistics
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from analysis.clock import now_iso
 from analysis.inputs.host import HostSummary
+from analysis.inputs.rundir import write_json
 from collectors.variants.builder import cache_dir
 
 SCHEMA = 1
@@ -73,12 +72,7 @@ def record(host: HostSummary, case: str, size: str, entry: dict[str, Any],
     runs = doc["hosts"].setdefault(host_key(host), {}).setdefault(f"{case}@{size}", [])
     runs[:] = [r for r in runs if r.get("run") != entry.get("run")] + [entry]
     del runs[:-MAX_KEPT]
-    path.parent.mkdir(parents=True, exist_ok=True)
-    # atomic: a plan reading the file meanwhile sees the old or the new one, never half
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".noise-")
-    with os.fdopen(fd, "w") as f:
-        json.dump(doc, f, indent=1)
-    os.replace(tmp, path)
+    write_json(path, doc)         # atomic: a reader sees the old file or the new one
     return True
 
 

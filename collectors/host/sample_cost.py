@@ -25,14 +25,13 @@ from __future__ import annotations
 
 import json
 import math
-import os
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from analysis.clock import now_iso
 from analysis.inputs.host import HostSummary
+from analysis.inputs.rundir import write_json
 from collectors.variants.builder import cache_dir
 
 SCHEMA = 1
@@ -117,9 +116,5 @@ def record(host: HostSummary, run_id: str, hz: int, overhead: float, se: float,
                     "us_per_sample": round(overhead / hz * 1e6, 3),
                     "se_us": round(se / hz * 1e6, 3)})
     del entries[:-MAX_KEPT]
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".sample_cost.")
-    with os.fdopen(fd, "w") as f:
-        json.dump(doc, f, indent=1)
-    os.replace(tmp, path)
+    write_json(path, doc)         # atomic: a reader sees the old file or the new one
     return True
