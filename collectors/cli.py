@@ -29,6 +29,8 @@ COMMANDS: list[Command] = [
     Command("collect", "parca", "collectors.profilers.parca.cli",
             "fetch a merged CPU profile of a time window from a Parca server"),
     *ANALYSIS_COMMANDS,
+    Command("keep", "bisect", "collectors.bisect.cli",
+            "the commit of a range that changed a case's throughput, and the functions it moved"),
     Command("keep", "schedule", "collectors.schedule.cli",
             "scheduled profiling: run a schedule file's due jobs into the history; systemd / GitHub Actions"),
     Command("keep", "pr", "collectors.pr.cli",

@@ -19,7 +19,7 @@ from analysis.history import store as store_mod
 from analysis.history.changepoints import detect
 from analysis.history.sources import ingest_path
 from collectors.schedule import cli
-from tests.schedule_repo import LOOKUP_FUNCTIONS, git, redis_repo
+from tests.schedule_repo import CULPRIT, LOOKUP_FUNCTIONS, git, redis_repo
 
 
 
@@ -80,43 +80,46 @@ def test_scheduled_jobs_flag_the_injected_regression(tmp_path, request, repo, ho
     sched = tmp_path / "nightly.yaml"
     sched.write_text(SCHEDULE.format(d=tmp_path, repo=path, hook=hook))
     Hook.got.clear()
-    git(path, "branch", "-f", "unstable", commits[1])
+    git(path, "branch", "-f", "unstable", commits[CULPRIT - 1])
     # both jobs never ran: due; a first run compares the candidate with its parent
     assert cli.main(["run", str(sched), "--once", "--history", url]) == 0
     store = store_mod.HistoryStore.open(url)
-    assert [(r.commits["base"], r.commits["cand"]) for r in store.runs("sched-lookup")] == [tuple(commits[:2])]
-    assert [r.commits["cand"] for r in store.runs("sched-mset")] == [commits[1]]
+    assert [(r.commits["base"], r.commits["cand"]) for r in store.runs("sched-lookup")] == \
+        [tuple(commits[CULPRIT - 2:CULPRIT])]
+    assert [r.commits["cand"] for r in store.runs("sched-mset")] == [commits[CULPRIT - 1]]
     # the same commit again: skipped, nothing new recorded
     assert cli.main(["run", str(sched), "--once", "--force", "--history", url]) == 0
     assert len(store.runs("sched-lookup")) == 1 and len(store.runs("sched-mset")) == 1
-    git(path, "branch", "-f", "unstable", commits[2])
+    # two commits at once, the regression the first of them
+    good, bad = commits[CULPRIT - 1], commits[CULPRIT + 1]
+    git(path, "branch", "-f", "unstable", bad)
     assert cli.main(["run", str(sched), "--once", "--force", "--job", "sched-lookup", "--history", url]) == 0
     runs = store.runs("sched-lookup")
-    assert [r.commits["cand"] for r in runs] == commits[1:]
-    assert runs[1].commits["base"] == commits[1]             # baseline policy previous
+    assert [r.commits["cand"] for r in runs] == [good, bad]
+    assert runs[1].commits["base"] == good                   # baseline policy previous
     flagged = [c for c in detect(store, "sched-lookup") if c.direction == "regression" and c.first_run.id == runs[1].id]
     assert flagged, "the slow-lookup commit was not flagged"
-    assert any(tuple(c.commit_range) == (commits[1], commits[2]) for c in flagged)
+    assert any(tuple(c.commit_range) == (good, bad) for c in flagged)
     movers = {m for c in flagged for m in (c.movers or [])}
     assert any(f in str(m) for m in movers for f in LOOKUP_FUNCTIONS), movers
-    assert Hook.got and Hook.got[-1]["run_id"] == runs[1].run_id and commits[2][:12] in Hook.got[-1]["markdown"]
+    assert Hook.got and Hook.got[-1]["run_id"] == runs[1].run_id and bad[:12] in Hook.got[-1]["markdown"]
     assert (tmp_path / "alerts" / "sched-lookup.md").read_text() == Hook.got[-1]["markdown"]
     # the same runs into PostgreSQL (tests/pg.py: a real local server, shared by the session)
     pg = store_mod.HistoryStore.open(request.getfixturevalue("postgres_url"))
     for r in runs:
         ingest_path(pg, Path(r.report).parent, job="e2e-sched-lookup", commits=r.commits, meta=r.meta)
     pg_runs = pg.runs("e2e-sched-lookup")
-    assert [r.commits["cand"] for r in pg_runs] == commits[1:]
+    assert [r.commits["cand"] for r in pg_runs] == [good, bad]
     pg_flagged = [c for c in detect(pg, "e2e-sched-lookup")
                   if c.direction == "regression" and c.first_run.id == pg_runs[1].id]
-    assert any(tuple(c.commit_range) == (commits[1], commits[2]) for c in pg_flagged)
+    assert any(tuple(c.commit_range) == (good, bad) for c in pg_flagged)
     assert {c.series for c in pg_flagged} == {c.series for c in flagged}
 
 
-def test_git_repo_has_the_three_commits(repo):
+def test_git_repo_has_the_nine_commits(repo):
     path, commits = repo
     log = git(path, "log", "--format=%H %s", "unstable").splitlines()
-    assert [ln.split()[0] for ln in log][::-1] == commits
-    diff = subprocess.run(["git", "-C", str(path), "diff", commits[1], commits[2], "--stat"],
+    assert len(commits) == 9 and [ln.split()[0] for ln in log][::-1] == commits
+    diff = subprocess.run(["git", "-C", str(path), "diff", commits[CULPRIT - 1], commits[CULPRIT], "--stat"],
                           capture_output=True, text=True, check=True).stdout
     assert "src/dict.c" in diff and "1 file changed" in diff

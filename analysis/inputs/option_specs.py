@@ -25,6 +25,8 @@ DEFAULT_REPS = 5           # throughput reps per variant, or paired reps, withou
 PRECISION_PILOT = 8        # --precision without --reps: the first stage (t at 7 df: 2.36)
 MIN_PILOT = 3              # fewest first-stage units: s0 needs 2 degrees of freedom to mean anything
 DEFAULT_BUDGET_S = 1800.0  # --precision without --budget: 30 minutes of wall time
+DEFAULT_BISECT_BUDGET_S = 7200.0  # stallscope bisect without --budget: 2 hours of wall time
+DEFAULT_MIN_CHANGE = 0.05       # stallscope bisect on a host that has recorded no noise for the case
 PR_PRECISION = 0.02        # the PR config's precision when it names none
 # perf's sampling rate when none is chosen from this host's measured cost per sample
 # (collectors/host/sample_cost.py chooses it: the highest rate that keeps the profiler
@@ -201,12 +203,15 @@ PAIRED_WINDOW = Option(
     helps={"sweep": f"paired window length (default {PAIRED_WINDOW_S:g})"})
 PAIRED_WINDOWS_OPT = Option(
     "paired_windows", "--paired-windows", int, PAIRED_WINDOWS, "windows", metavar="N",
-    commands=("run", "sweep", "experiment file"),
+    commands=("run", "sweep", "experiment file", "bisect", "schedule bisect"),
     help=f"windows per paired rep, ABBA order (default {PAIRED_WINDOWS})",
-    helps={"sweep": f"windows per paired rep (default {PAIRED_WINDOWS})"})
+    helps={"sweep": f"windows per paired rep (default {PAIRED_WINDOWS})",
+           "bisect": f"windows per paired rep of every step (default {PAIRED_WINDOWS}; the steps "
+                     "decide over reps, so fewer windows make a rep cheaper and a little noisier)"})
 SIZE = Option(
     "size", "--size", str, DEFAULT_SIZE, "", key="size",
-    commands=("run", "sweep", "experiment", "experiment github", "demo", "cases show", "pr", "schedule"),
+    commands=("run", "sweep", "experiment", "experiment github", "demo", "cases show", "pr", "schedule",
+              "bisect"),
     help="case size knob: small | default | large (default: default)",
     helps={"sweep": "case size knob: small | default | large",
            "experiment": "small (CI, minutes) | default (the README's run time)",
@@ -226,14 +231,25 @@ PRECISION = Option(
               "each point's first stage" for c in ("sweep", "experiment")})
 BUDGET = Option(
     "budget_s", "--budget", parse_duration, None, "s", metavar="TIME", key="budget",
-    commands=(*_MEASURED, "pr", "experiment file"),
+    commands=(*_MEASURED, "pr", "experiment file", "bisect", "schedule bisect"),
     help=f"with --precision: wall time the run may take (30m, 1h, 1h30m; default "
          f"{format_duration(DEFAULT_BUDGET_S)}); a paired rep past the first stage starts only if it fits",
     helps={c: f"with --precision: wall time per point (30m, 1h; default {format_duration(DEFAULT_BUDGET_S)})"
-           for c in ("sweep", "experiment")})
+           for c in ("sweep", "experiment")}
+    | {"bisect": f"wall time the whole bisection may take (default "
+                 f"{format_duration(DEFAULT_BISECT_BUDGET_S)}); when it is spent the report says "
+                 "where the culprit is so far, and --resume goes on",
+       "schedule bisect": "wall time a job's automatic bisection may take"})
+MIN_CHANGE = Option(
+    "min_change", "--min-change", parse_precision, None, "fraction of the ratio", metavar="PCT",
+    key="min-change", commands=("bisect", "schedule bisect"),
+    help="the smallest throughput change a bisection looks for (e.g. 2%%): a step is 'different' "
+         "when its interval excludes every change of half of it, 'same' when it excludes every "
+         "change of all of it (default: from this host's recorded noise for the case, the "
+         "smallest change a step can find with 80%% power; 5%% before the host has any)")
 
 OPTIONS = (REPS, PROFILE, PROFILE_REPS, FREQUENCY, PAIRED_WINDOW, PAIRED_WINDOWS_OPT, SIZE,
-           PRECISION, BUDGET)
+           PRECISION, BUDGET, MIN_CHANGE)
 
 
 def taken_by(command: str) -> tuple[Option, ...]:

@@ -256,7 +256,11 @@ def _find_binaries(tree: Path) -> dict[str, str]:
 
 
 def build_key(ident: dict, patches: list[dict[str, str]], flags: list[str]) -> str:
-    blob = json.dumps({"recipe": BUILD_RECIPE, "source": ident,
+    # A git commit names its tree wherever it is cloned and whatever ref reached it: keyed by
+    # the commit alone, `git:R@unstable` and `git:R@<its hash>` (a schedule's run and the
+    # bisection after it) share one build.
+    source = {"kind": "git", "commit": ident["commit"]} if ident.get("kind") == "git" else ident
+    blob = json.dumps({"recipe": BUILD_RECIPE, "source": source,
                        "patches": [p["sha256"] for p in patches], "make": flags},
                       sort_keys=True)
     return hashlib.sha256(blob.encode()).hexdigest()[:20]

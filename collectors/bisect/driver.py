@@ -1,0 +1,143 @@
+"""Run a bisection: the steps analysis/bisect/search.py asks for, each look a run through the
+run API (collectors/runner/api.py) of the two commits as git: variants, paired where the
+case pairs. bisect.json is written after every run, so Ctrl-C (or a crash) loses at most the
+unfinished run's unfinished reps: `stallscope bisect --resume DIR` resumes that run through
+the run API's own resume and goes on.
+
+Probe runs are not profiled (throughput decides them, and perf would add its processing to
+every look); the functions step (the culprit's parent against the culprit) is, with perf in
+the paired windows, and its comparison report is rendered beside bisect.json.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import asdict
+from pathlib import Path
+from typing import Callable
+
+from analysis.bisect import rule
+from analysis.bisect.search import FUNCTIONS, RUNNING, UNRESOLVED, Bisection, Step
+from analysis.compare.throughput import main_log_ratios
+from analysis.inputs.rundir import RunDir, load_run, read_json, write_json
+from analysis.report.writer import report_run
+from analysis.stats import DECIDED
+from collectors.bisect.commits import BisectError
+from collectors.runner.api import RunRequest, execute, plan_run, resume_run
+from collectors.runner.options import RunOptions
+
+Log = Callable[[str], None]
+STATE = "bisect.json"
+FUNCTION_REPS = 6        # the functions step: one profiled run of this many paired reps
+
+
+def load(out: Path) -> Bisection:
+    try:
+        return Bisection.from_json(read_json(out / STATE))
+    except FileNotFoundError:
+        raise BisectError(f"{out}: no {STATE} (not a bisection directory; start one with "
+                          "stallscope bisect CASE --repo ... --good ... --bad ...)") from None
+    except (KeyError, TypeError, ValueError) as e:
+        raise BisectError(f"{out / STATE}: not a bisection state file ({e})") from None
+
+
+def save(out: Path, b: Bisection) -> None:
+    write_json(out / STATE, b.to_json())
+
+
+def bisect(out: Path, b: Bisection, log: Log, progress: bool = True) -> Bisection:
+    """Run steps until the search ends or the budget is spent; returns the final state."""
+    t0, spent0 = time.monotonic(), b.spent_s
+    b.status = RUNNING
+    k = sum(1 for s in b.steps if s.decision is not None)
+    while (step := b.next_step()) is not None:
+        b.spent_s = round(spent0 + time.monotonic() - t0, 1)
+        if b.spent_s >= b.budget_s:
+            b.status, b.why = UNRESOLVED, (f"budget spent ({b.spent_s / 60:.0f} of {b.budget_s / 60:.0f} "
+                                           f"min) before the search ended; resume with a larger --budget")
+            break
+        k += step.decision is None
+        left = b.probes_left()
+        log(f"bisect: step {k} of ~{k + left - 1}: {_describe(b, step)}; "
+            f"{b.spent_s / 60:.1f} min spent{_eta(b, left)}")
+        _look(out, b, step, log, progress)
+        save(out, b)
+    b.spent_s = round(spent0 + time.monotonic() - t0, 1)
+    save(out, b)
+    log(f"bisect: {b.why}")
+    return b
+
+
+def _describe(b: Bisection, s: Step) -> str:
+    c = b.commits
+    return (f"{s.role}: {c[s.probe].sha[:12]} ({c[s.probe].subject[:50]}) against "
+            f"{c[s.base].sha[:12]}, {len(s.log_ratios)} paired rep(s) so far")
+
+
+def _eta(b: Bisection, left: int) -> str:
+    reps = sum(len(s.log_ratios) for s in b.steps)
+    if not reps or not b.spent_s:
+        return ""
+    per_step = b.spent_s / max(1, sum(1 for s in b.steps if s.decision is not None))
+    return f", ~{per_step * left / 60:.0f} min left"
+
+
+def _look(out: Path, b: Bisection, step: Step, log: Log, progress: bool) -> None:
+    """One look of `step`: finish its unfinished run, or run the reps its next look needs."""
+    if len(step.runs) > step.counted:
+        run_dir = Path(step.runs[-1])
+        log(f"bisect: resuming {run_dir}")
+        status = execute(resume_run(run_dir, log, progress=progress)).status
+    else:
+        reps = FUNCTION_REPS if step.role == FUNCTIONS else \
+            (rule.next_look(len(step.log_ratios), b.looks) or b.looks[-1]) - len(step.log_ratios)
+        plan = plan_run(_request(out, b, step, reps, progress), log)
+        step.runs.append(str(plan.run_dir))
+        save(out, b)                      # an interrupted run is found again by --resume
+        status = execute(plan).status
+    if status == 130:
+        raise KeyboardInterrupt
+    run_dir = Path(step.runs[-1])
+    names = [f"c{step.base}", f"c{step.probe}"]
+    step.log_ratios += main_log_ratios(RunDir(run_dir, load_run(run_dir).manifest), *names)
+    step.counted = len(step.runs)
+    # the functions step looks once, at all its reps; the others at their planned looks
+    looks = (len(step.log_ratios),) if step.role == FUNCTIONS else b.looks
+    d = rule.decide(step.log_ratios, b.min_change, b.alpha, looks)
+    step.decision = asdict(d)
+    log(f"bisect: {b.commits[step.probe].sha[:12]} against {b.commits[step.base].sha[:12]}: {d.text()}")
+    if step.role == FUNCTIONS:
+        b.functions = _functions(out, run_dir, log)
+        step.report = str(out / "functions" / "report.md")
+
+
+def _request(out: Path, b: Bisection, step: Step, reps: int, progress: bool) -> RunRequest:
+    c = b.commits
+    variants = [f"c{i}=git:{b.repo}@{c[i].sha}" for i in (step.base, step.probe)]
+    opts = RunOptions(reps=reps, size=b.size, profile="perf" if step.role == FUNCTIONS else "off")
+    if b.paired_windows:
+        opts.paired_windows = b.paired_windows
+    return RunRequest(b.case, variants, opts, out=out / "runs", progress=progress)
+
+
+def _functions(out: Path, run_dir: Path, log: Log) -> list[dict]:
+    """The rows of the functions step whose CPU per operation moved (a decided verdict on
+    the flat or the cumulative cost), from its comparison (rendered into out/functions)."""
+    try:
+        r, _ = report_run(run_dir, out / "functions")
+    except (OSError, ValueError) as e:    # the search's result stands without this table
+        log(f"bisect: the functions comparison of {run_dir} failed: {e}")
+        return []
+    rows: list[dict] = []
+    if not r.profile.available:
+        return rows
+    for f in [*r.profile.focus, *r.profile.movers]:
+        for basis, ch, j, base, cand in (
+                ("flat", f.flat_ns_change, f.flat_verdict, f.base_flat_ns, f.cand_flat_ns),
+                ("cumulative", f.cum_ns_change, f.cum_verdict, f.base_cum_ns, f.cand_cum_ns)):
+            if ch is None or j is None or j.verdict not in DECIDED:
+                continue
+            # ns per operation beside the change: a function new at the culprit has no ratio
+            rows.append({"function": f.name, "basis": basis, "verdict": j.verdict,
+                         "change": ch.rel, "low": ch.rel_ci_low, "high": ch.rel_ci_high,
+                         "base_ns": base.median if base else None, "cand_ns": cand.median if cand else None})
+    return rows

@@ -1,0 +1,173 @@
+"""The three-way rule of a bisection step (analysis/bisect/rule.py) and the search over a range
+(analysis/bisect/search.py), proven by simulation from recorded per-rep values (bench/
+bisection.py: the paired reps of three runs recorded on this project's 2-core VM, each run's
+mean taken out, drawn with replacement, plus a known change), against the naive rule that
+fails; then the search's logic on scripted step outcomes, and the range from a real git
+repository."""
+from __future__ import annotations
+
+import math
+import subprocess
+
+import numpy as np
+import pytest
+
+from analysis.bisect import rule
+from analysis.bisect.report import markdown
+from analysis.bisect.search import (CULPRIT, ENDS, FUNCTIONS, NO_CULPRIT, PROBE, REST, UNRESOLVED,
+                                    Bisection, Commit)
+from bench.bisection import COMMITS, bisection, one_step, residuals
+from collectors.bisect.commits import BisectError, first_parent_range
+
+SIMS = 1500
+
+
+@pytest.fixture(scope="module")
+def res() -> np.ndarray:
+    return residuals()
+
+
+def _mc(p: float, n: int) -> float:
+    """Three standard errors of a simulated share (the test's own slack)."""
+    return 3 * math.sqrt(max(p * (1 - p), 1e-4) / n)
+
+
+def test_the_recorded_reps_are_the_three_real_runs(res):
+    assert len(res) == 12 + 8 + 5
+    assert abs(res.mean()) < 1e-12 and 0.01 < res.std(ddof=1) < 0.05
+
+
+def test_one_step_errs_at_most_its_alpha_and_the_naive_rule_does_not_keep_its_5pct(res):
+    alpha = rule.step_alpha(COMMITS)
+    m = rule.default_min_change(float(res.std(ddof=1)), alpha)
+    got = one_step(res, m, alpha, SIMS)
+    # no change: "different" is the error; a change of m: "same" is the error
+    assert got[0.0]["three-way"]["different"] <= alpha + _mc(alpha, SIMS)
+    assert got[1.0]["three-way"]["same"] <= alpha + _mc(alpha, SIMS)
+    # the default minimum change is the one a step finds with 95% power (by its last look)
+    assert got[1.0]["three-way"]["different"] >= 0.88
+    assert got[2.0]["three-way"]["different"] >= 0.99
+    # the naive rule at half the minimum: "different" most of the time (no indifference zone)
+    assert got[0.5]["naive"]["different"] > 0.5 > got[0.5]["three-way"]["different"]
+
+
+def test_whole_bisections_name_the_right_culprit_and_the_naive_rule_names_wrong_ones(res):
+    alpha = rule.step_alpha(COMMITS)
+    m = rule.default_min_change(float(res.std(ddof=1)), alpha)
+    rng = np.random.default_rng(7)
+    n = 400
+    ours = [bisection(res, m, int(rng.integers(1, COMMITS + 1)), rng)[0] for _ in range(n)]
+    naive = [bisection(res, m, int(rng.integers(1, COMMITS + 1)), rng, naive_steps=True)[0]
+             for _ in range(n)]
+    none = [bisection(res, m, None, rng)[0] for _ in range(n)]
+    wrong = ours.count("wrong culprit") / n
+    assert wrong <= rule.ALPHA, wrong               # the claim: at most 5% wrong culprits
+    assert ours.count("right culprit") / n >= 0.75
+    assert none.count("no culprit") / n >= 0.95 and "wrong culprit" not in none
+    # each naive step spends its 5%, so the search as a whole does not keep it
+    assert naive.count("wrong culprit") / n > rule.ALPHA
+
+
+def test_a_decision_looks_only_at_its_planned_looks():
+    x = [0.2, 0.21, 0.19, 0.2, 0.5]          # five units: the look is at 3, the 5th is unused
+    d = rule.decide(x, 0.05, 0.01)
+    assert d.n == 3 and d.verdict == rule.DIFFERENT and math.isclose(d.change, math.expm1(0.2), rel_tol=1e-9)
+    assert rule.decide(x[:2], 0.05, 0.01).verdict == rule.NOT_YET
+    assert rule.next_look(3) == 6 and rule.next_look(12) is None
+    same = rule.decide([0.001, -0.002, 0.0, 0.001, -0.001, 0.0], 0.05, 0.01)
+    assert same.verdict == rule.SAME and same.n == 6
+
+
+# ------------------------------------------------------------------ the search, scripted
+def _bis(n: int = 8) -> Bisection:
+    commits = [Commit(f"{i:02d}" * 20, f"subject {i}", "2026-11-27T00:00:00+00:00") for i in range(n + 1)]
+    return Bisection("mset-50keys", "/r", "good", "bad", commits, 0.05, "as given",
+                     rule.step_alpha(n), list(rule.LOOKS), 3600.0)
+
+
+def _say(step, verdict: str) -> None:
+    n = rule.LOOKS[-1] if verdict == rule.NOT_YET else rule.LOOKS[1]   # "not yet" at the last look
+    step.log_ratios = [0.0] * n
+    step.decision = {"verdict": verdict, "n": n, "change": -0.1 if verdict == "different" else 0.0,
+                     "low": -0.12, "high": -0.08, "level": 0.99}
+
+
+def _drive(b: Bisection, truth) -> list[tuple[str, int, int]]:
+    asked: list[tuple[str, int, int]] = []
+    while (s := b.next_step()) is not None:
+        asked.append((s.role, s.base, s.probe))
+        assert len(asked) < 30, asked
+        _say(s, truth(s))
+    return asked
+
+
+def test_the_search_finds_the_first_different_commit():
+    b = _bis()
+    asked = _drive(b, lambda s: "different" if s.probe >= 5 and s.base < 5 else "same")
+    assert b.status == CULPRIT and b.culprit().sha == "05" * 20
+    assert [a for a in asked if a[0] in (ENDS, PROBE)] == [(ENDS, 0, 8), (PROBE, 0, 4), (PROBE, 0, 6), (PROBE, 0, 5)]
+    assert asked[-2:] == [(FUNCTIONS, 4, 5), (REST, 5, 8)]
+    assert "Culprit: `050505050505`" in markdown(b)
+
+
+def test_no_change_between_the_ends_is_no_culprit_after_one_step():
+    b = _bis()
+    assert _drive(b, lambda s: "same") == [(ENDS, 0, 8)]
+    assert b.status == NO_CULPRIT and b.why.startswith("no culprit: the bad end is the same")
+
+
+def test_an_undecided_probe_leaves_the_range_it_narrowed_to():
+    b = _bis()
+    _drive(b, lambda s: {8: "different", 4: "same"}.get(s.probe, "not yet"))
+    assert b.status == UNRESOLVED and "the culprit is in 040404040404..080808080808" in b.why
+
+
+def test_two_changes_name_the_first_and_say_the_rest_is_unresolved():
+    b = _bis()
+    # changes at commits 3 and 7: against the good end every commit from 3 on differs
+    _drive(b, lambda s: "different" if (s.base < 3 <= s.probe) or (s.base < 7 <= s.probe) else "same")
+    assert b.culprit().sha == "03" * 20
+    assert "another change may lie after the culprit; it is unresolved" in markdown(b)
+
+
+def test_the_state_survives_json_and_resumes_at_the_same_step():
+    b = _bis()
+    _say(b.next_step(), "different")
+    again = Bisection.from_json(b.to_json())
+    nxt = again.next_step()
+    assert (nxt.role, nxt.probe) == (PROBE, 4) and again.bounds() == (0, 8)
+
+
+# -------------------------------------------------------------- the range, a real git repo
+def _repo(tmp_path, n: int = 4):
+    r = tmp_path / "r"
+    r.mkdir()
+    run = lambda *a: subprocess.run(["git", "-C", str(r), *a], check=True, capture_output=True, text=True).stdout.strip()
+    run("init", "-q", "-b", "main")
+    run("config", "user.email", "t@example.invalid")
+    run("config", "user.name", "t")
+    shas = []
+    for i in range(n):
+        (r / "f").write_text(str(i))
+        run("add", "f")
+        run("commit", "-q", "-m", f"commit {i}")
+        shas.append(run("rev-parse", "HEAD"))
+    return r, shas, run
+
+
+def test_the_range_is_the_first_parent_line_oldest_first(tmp_path):
+    r, shas, run = _repo(tmp_path)
+    got = first_parent_range(r, shas[0], "main")
+    assert [c.sha for c in got] == shas and got[-1].subject == "commit 3" and got[0].date
+
+
+def test_bad_ranges_say_what_is_wrong(tmp_path):
+    r, shas, run = _repo(tmp_path)
+    with pytest.raises(BisectError, match="not on the first-parent line"):
+        first_parent_range(r, shas[3], shas[0])
+    with pytest.raises(BisectError, match="'nope' not found"):
+        first_parent_range(r, "nope", "main")
+    with pytest.raises(BisectError, match="the same commit"):
+        first_parent_range(r, "main", shas[3])
+    with pytest.raises(BisectError, match="not a git repository"):
+        first_parent_range(tmp_path, "a", "b")
