@@ -19,6 +19,7 @@ from analysis.report.fmt import (THREAD_LABEL, fmt_pct, fmt_signed, known, level
 from analysis.report.markdown_tables import (fdr_line, fn_table, function_level, metric_rows,
                                              notes_lines, per_op_table)
 from analysis.report.mdtext import code_fence, code_span, esc, esc_spans
+from analysis.report.table import md_table
 from analysis.report.summary_text import lines as summary_lines
 
 GITHUB_COMMENT_LIMIT = 65536
@@ -47,12 +48,11 @@ def _throughput(r: Results) -> list[str]:
         return []
     fam = next((f for f in r.fdr if f.family == "throughput and latency"), None)
     conf = fam.level if fam is not None else r.settings.confidence
-    out = ["### Throughput", "",
-           f"| Test | Baseline ({esc(r.base)}) | PR ({esc(r.cand)}) | Change | {level(conf)} CI | Verdict |",
-           "|---|---|---|---|---|---|"]
-    out += metric_rows(r.throughput, False)
-    out += metric_rows(r.paired, True)
-    out += metric_rows(r.latency, True)
+    out = ["### Throughput", ""]
+    out += md_table(["Test", f"Baseline ({esc(r.base)})", f"PR ({esc(r.cand)})", "Change",
+                     f"{level(conf)} CI", "Verdict"],
+                    metric_rows(r.throughput, False) + metric_rows(r.paired, True)
+                    + metric_rows(r.latency, True))
     out += ["", "Medians over reps; CV = spread (stdev/mean); the change is a ratio on the "
             f"log scale. Waterlines: noise {r.settings.noise * 100:g}%, regression "
             f"{r.settings.regression * 100:g}%, decided after the confidence interval "

@@ -8,6 +8,7 @@ from analysis.report.fmt import (THREAD_LABEL, change_cells, fmt_ns, fmt_pct, fm
                                  fn_verdict, level, pp_ci, quiet_verdict, row_name, samples,
                                  share, value, verdict_notes)
 from analysis.report.mdtext import esc, esc_spans, verdict
+from analysis.report.table import md_table
 
 
 def side_cell(s: Side, unit: str) -> str:
@@ -27,13 +28,13 @@ def judgement_verdict(j: Judgement) -> str:
                                             line=j.line))
 
 
-def metric_rows(rows: list[MetricRow], with_metric: bool) -> list[str]:
+def metric_rows(rows: list[MetricRow], with_metric: bool) -> list[list[str]]:
     out = []
     for r in rows:
         change, ci = change_cells(r.change, r.unit)
         name = esc(row_name(r)) + (f" · {esc(r.metric)}" if with_metric else "")
-        out.append(f"| {name} | {side_cell(r.base, r.unit)} | {side_cell(r.cand, r.unit)} | "
-                   f"{change} | {ci} | {change_verdict(r.change)} |")
+        out.append([name, side_cell(r.base, r.unit), side_cell(r.cand, r.unit), change, ci,
+                    change_verdict(r.change)])
     return out
 
 
@@ -63,25 +64,27 @@ def fn_table(rows: list[FunctionRow], kind: str, base: str, cand: str,
              per_op: str = "", confidence: float = 0.95) -> list[str]:
     """Share table; with `per_op` (the command, e.g. "MSET") a column with the flat CPU
     time per operation and its change (used by the top movers)."""
-    extra = f" {kind} per {esc(per_op)} |" if per_op else ""
-    out = [f"| Function | {esc(base)} ({kind}) | {esc(cand)} ({kind}) | Change | {level(confidence)} CI | Verdict |"
-           + extra, "|---|---|---|---|---|---|" + ("---|" if per_op else "")]
+    heads = ["Function", f"{esc(base)} ({kind})", f"{esc(cand)} ({kind})", "Change",
+             f"{level(confidence)} CI", "Verdict"] + ([f"{kind} per {esc(per_op)}"] if per_op else [])
+    out = []
     for r in rows:
         b, c, ch = ((r.base_flat, r.cand_flat, r.flat_change) if kind == "flat"
                     else (r.base_cum, r.cand_cum, r.cum_change))
         rel = f" ({fmt_pct(ch.rel, 0)})" if ch.rel is not None else ""
-        cell = ""
-        if per_op:
-            bn, cn, nch = ((r.base_flat_ns, r.cand_flat_ns, r.flat_ns_change) if kind == "flat"
-                           else (r.base_cum_ns, r.cand_cum_ns, r.cum_ns_change))
-            cell = (f" {fmt_ns(bn.median)} → {fmt_ns(cn.median)} ({change_cells(nch, 'ns/op', 0)[0]}) |"
-                    if bn is not None and cn is not None and nch is not None else " n/a |")
         j = fn_verdict(r, kind)
-        out.append(f"| {esc(r.name)} | {share(b.median)}{samples(j.base_samples)} | "
-                   f"{share(c.median)}{samples(j.cand_samples)} | "
-                   f"{fmt_signed(ch.delta, 2)} pp{rel} | {pp_ci(ch, 2)} pp | {judgement_verdict(j)} |"
-                   + cell)
-    return out
+        out.append([esc(r.name), f"{share(b.median)}{samples(j.base_samples)}",
+                    f"{share(c.median)}{samples(j.cand_samples)}", f"{fmt_signed(ch.delta, 2)} pp{rel}",
+                    f"{pp_ci(ch, 2)} pp", judgement_verdict(j)] + ([_per_op_cell(r, kind)] if per_op else []))
+    return md_table(heads, out)
+
+
+def _per_op_cell(r: FunctionRow, kind: str) -> str:
+    """A mover's CPU time per operation, base → cand, with its change."""
+    bn, cn, nch = ((r.base_flat_ns, r.cand_flat_ns, r.flat_ns_change) if kind == "flat"
+                   else (r.base_cum_ns, r.cand_cum_ns, r.cum_ns_change))
+    if bn is None or cn is None or nch is None:
+        return "n/a"
+    return f"{fmt_ns(bn.median)} → {fmt_ns(cn.median)} ({change_cells(nch, 'ns/op', 0)[0]})"
 
 
 def notes_lines(rows: list[FunctionRow], kinds: tuple[str, ...]) -> list[str]:
@@ -120,13 +123,8 @@ def per_op_table(r: Results) -> list[str]:
                          if kind == "flat" else (f.base_cum_ns, f.cand_cum_ns, f.cum_ns_change)),
                          judgement_verdict(fn_verdict(f, kind))))
     conf = p.fdr.level if p.fdr is not None else r.settings.confidence
-    out = [f"CPU time per {esc(p.per_op_command)} ({THREAD_LABEL[p.thread]}):", "",
-           f"| Function | {esc(r.base)} | {esc(r.cand)} | Change | {level(conf)} CI | Verdict |",
-           "|---|---|---|---|---|---|"]
-    for name, b, c, ch, v in rows:
-        if b is None or c is None or ch is None:
-            continue
-        change, ci = change_cells(ch, "ns/op", 0)
-        out.append(f"| {name} | {fmt_ns(b.median)} | {fmt_ns(c.median)} | {change} | "
-                   f"{ci} | {v} |")
+    cells = [[name, fmt_ns(b.median), fmt_ns(c.median), *change_cells(ch, "ns/op", 0), v]
+             for name, b, c, ch, v in rows if b is not None and c is not None and ch is not None]
+    out = [f"CPU time per {esc(p.per_op_command)} ({THREAD_LABEL[p.thread]}):", ""]
+    out += md_table(["Function", esc(r.base), esc(r.cand), "Change", f"{level(conf)} CI", "Verdict"], cells)
     return out + ["", esc(per_op_note(p, conf)), ""]

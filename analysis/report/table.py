@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Callable, Union
+from typing import Callable, Iterable, Union
 
 from analysis.report.mdtext import verdict
 
@@ -110,3 +110,11 @@ def markdown(t: Table) -> list[str]:
     out += [line(head), "|" + "".join(ALIGN[c.align] + "|" for c in t.columns)]
     out += [line([_md_cell(c, t.escape) for c in r.cells]) for r in t.rows]
     return out + ([""] + t.notes if t.notes else [])
+
+
+def md_table(heads: list[str], rows: Iterable[list[str]]) -> list[str]:
+    """The lines of a Markdown-only table whose header and cells are Markdown already."""
+    t = Table([Column(h) for h in heads])
+    for r in rows:
+        t.add(r)
+    return markdown(t)
