@@ -4,10 +4,11 @@ the comment must fit GitHub's limit (markdown.render)."""
 from __future__ import annotations
 
 from analysis.compare.results import Results, Side
-from analysis.report.fmt import THREAD_LABEL, fmt_ns, fmt_signed, level, pp_ci, row_name, share, value
+from analysis.report.fmt import THREAD_LABEL, fmt_ns, row_name, share
 from analysis.report.markdown_tables import fdr_line, fn_table, function_level, movers_level, notes_lines
 from analysis.report.mdtext import esc
-from analysis.report.table import md_table
+from analysis.report import tables
+from analysis.report.table import markdown, md_table
 
 
 def details(summary: str, body: list[str]) -> list[str]:
@@ -47,9 +48,7 @@ def per_rep(r: Results) -> list[str]:
     body = []
     for row in r.throughput + r.paired + r.latency:
         body += [f"**{esc(row_name(row))} · {esc(row.metric)} ({esc(row.unit)})**", ""]
-        body += md_table(["Variant", "reps", "values"],
-                         [[esc(v), ", ".join(map(str, side.reps)), ", ".join(value(x, row.unit) for x in side.values)]
-                          for v, side in ((r.base, row.base), (r.cand, row.cand))]) + [""]
+        body += markdown(tables.rep_values(r, row)) + [""]
     for fr in r.profile.focus:
         body += [f"**{esc(fr.name)} flat / cum, % of samples ({THREAD_LABEL[fr.thread]})**", ""]
         body += _rep_rows(r, ((fr.base_flat, fr.base_cum), (fr.cand_flat, fr.cand_cum)), share)
@@ -68,7 +67,7 @@ def movers(r: Results, n: int) -> list[str]:
             f"of 0) first, then by size. {len(rows)} of {len(p.movers)} listed; the focus "
             "functions are in their own table above.", ""]
     body += fn_table(rows, "flat", r.base, r.cand, p.per_op_command if p.per_op else "",
-                     movers_level(r))
+                     confidence=movers_level(r))
     body += [""] + fdr_line(p.movers_fdr) + notes_lines(rows, ("flat",))
     return details(f"Top movers ({THREAD_LABEL[p.thread]})", body)
 
@@ -80,9 +79,7 @@ def callers(r: Results) -> list[str]:
     body = [f"Samples of each focus function by caller, % of the {THREAD_LABEL[p.thread]}'s "
             "samples, profile reps merged. A prefetch loop inlined into a caller moves cost "
             "there; this is where to look.", ""]
-    body += md_table(["Function", "Caller", esc(r.base), esc(r.cand), "Δ"],
-                     [[esc(c.function), esc(c.caller), share(c.base_share), share(c.cand_share),
-                       f"{fmt_signed(c.cand_share - c.base_share, 2)} pp"] for c in p.callers])
+    body += markdown(tables.callers(r))
     return details("Callers of the focus functions", body)
 
 
@@ -93,9 +90,7 @@ def threads(r: Results) -> list[str]:
     body = []
     if p.threads:
         body += ["Share of all samples per thread group (% of samples):", ""]
-        body += md_table(["Thread group", esc(r.base), esc(r.cand), "Change", f"{level(function_level(r))} CI"],
-                         [[esc(t.group), share(t.base.median), share(t.cand.median),
-                           f"{fmt_signed(t.change.delta, 1)} pp", f"{pp_ci(t.change)} pp"] for t in p.threads])
+        body += markdown(tables.threads(r, function_level(r)))
         body.append("")
     if p.focus_other_view:
         body += ["Focus functions over all threads (process-wide, % of all samples):", ""]

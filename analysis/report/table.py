@@ -8,9 +8,10 @@ hosts table), its template renders the same Table (analysis/report/templates/tab
 the two cannot drift and an experiment adds its columns as data (`Table.insert`).
 
 Cells come in two kinds, one per kind of table:
-- `Cell`: plain text from the run, escaped by each renderer (`Table.escape` here, Jinja's
-  autoescaping in HTML), with an optional link and the verdict it states (the mark in
-  Markdown, the colour in HTML). Tables that HTML also renders hold only these.
+- `Cell`: plain text, escaped by each renderer (`Table.escape` here, Jinja's autoescaping
+  in HTML) unless it is `literal` (our own numbers, which Markdown gets as they are), with an
+  optional link, note, tooltip and the verdict it states (the mark in Markdown, the colour in
+  HTML). Tables that HTML also renders hold only these.
 - `str`: a cell its Markdown-only table already wrote as Markdown (escaped names, code spans,
   verdict marks), for tables whose `escape` is None; written as it is, but guarded.
 
@@ -46,6 +47,11 @@ class Cell:
     cls: str = ""            # the HTML class ("why", "agree-yes"), beside the column's
     href: str = ""           # a link around the text
     verdict: str = ""        # the verdict the text states (stats.VERDICTS)
+    note: str = ""           # a quieter part after the text: "(CV 1.2%, n=5)"
+    title: str = ""          # HTML: what hovering the cell shows (a verdict's reason)
+    # text stallscope composed from its own numbers (a share, an interval): Markdown gets it
+    # as it is, where text from the run is escaped; guarded either way
+    literal: bool = False
 
 
 CellLike = Union[Cell, str]
@@ -97,7 +103,9 @@ def _md_cell(c: CellLike, escape: Callable[[str], str] | None) -> str:
         raise TypeError("a Cell in a table without an escape: give Table.escape")
     if c.verdict:
         return verdict(c.verdict, c.text)
-    return f"[{escape(c.text)}]({c.href})" if c.href else escape(c.text)
+    text, note = (c.text, c.note) if c.literal else (escape(c.text), escape(c.note))
+    text += f" {note}" if note else ""
+    return f"[{text}]({c.href})" if c.href else text
 
 
 def markdown(t: Table) -> list[str]:
