@@ -11,8 +11,8 @@ plain data.
 """
 from __future__ import annotations
 
-from analysis import stats
 from analysis.compare.results import Results
+from analysis.power import POWER
 from analysis.report import funnel_md, markdown_details as det
 from analysis.report.fmt import (THREAD_LABEL, fmt_pct, fmt_signed, known, level, patches,
                                  truncated_text)
@@ -55,7 +55,7 @@ def _throughput(r: Results) -> list[str]:
             f"{r.settings.regression * 100:g}%, decided after the confidence interval "
             "(latency: lower is better). A verdict that saw no change says how large a change "
             f"the run could have seen ({level(r.settings.confidence)} confidence, "
-            f"{stats.POWER:.0%} power, from its own spread).", ""]
+            f"{POWER:.0%} power, from its own spread).", ""]
     out += fdr_line(fam) + _pairing(r)
     return out + _saturation(r)
 
