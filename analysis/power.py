@@ -28,6 +28,12 @@ P(exclude 0 | d) = P(l_j > -d) + P(h_j < -d). Scale-equivariance makes K a pure 
 tests/test_trust_stats.py checks the 80% on recorded per-rep values, and the old rule failing.
 Past the exact rank range (more than 60 pairs, or m x n above 2500) the rank methods use the
 t size (at 60) times sqrt(pi/3), their efficiency against t under normal noise.
+
+This is the one home of the detectable size: a comparison's (`detectable`, through
+stats.detectable_size) and a plan's before its run (`planned_size`, `planned_change`,
+`units_to_detect`: the sweep and experiment `--plan` lines, collectors/sweep/noise_plan.py).
+Every one takes the confidence it is asked for: the plan's is the comparison's setting
+(CompareOptions.confidence), so a plan promises what the report will judge with.
 """
 from __future__ import annotations
 
@@ -43,6 +49,11 @@ SIMULATIONS = 4000
 SEED = 20261127
 NOISE_DF = 6            # the reference noise: Student's t, 6 degrees of freedom
 PAIRED = ("signed-rank", "paired-t", "two-stage")
+POWER = 0.80            # of the detectable size: the conventional 80%
+# The fewest reps a side that get an interval (so a detectable size). 3 where stallscope
+# chooses the reps (a run, a sweep point): the smallest n at which the rank methods exist
+# beside the t fallback.
+MIN_N = 3
 
 
 def _rank_index(cdf: tuple[float, ...], alpha: float, n: int) -> int | None:
@@ -149,7 +160,7 @@ def detectable(key: str, b: np.ndarray, c: np.ndarray, confidence: float, power:
     return None if k is None else k * se
 
 
-def planned_size(n: int, sd: float, confidence: float = 0.95, power: float = 0.80) -> float:
+def planned_size(n: int, sd: float, confidence: float, power: float = POWER) -> float:
     """The detectable size (log scale) of n paired units whose log ratio has sd `sd`, with
     the method a run of n pairs decides with (signed-rank where it reaches `confidence`,
     else the paired t): what a plan promises before the run (sweep and experiment plans)."""
@@ -157,3 +168,23 @@ def planned_size(n: int, sd: float, confidence: float = 0.95, power: float = 0.8
     key = "signed-rank" if paired_max_confidence(n) + 1e-12 >= confidence else "paired-t"
     k = multiplier(key, n, n, round(confidence, 9), power)
     return math.inf if k is None else k * sd / math.sqrt(n)
+
+
+def planned_change(n: int, sd: float, confidence: float, power: float = POWER) -> float:
+    """planned_size as a relative change (0.043 = 4.3% either way); inf below MIN_N units,
+    which get no interval."""
+    return math.inf if n < MIN_N else math.expm1(planned_size(n, sd, confidence, power))
+
+
+def units_to_detect(change: float, sd: float, confidence: float, power: float = POWER,
+                    limit: int = 1000) -> int | None:
+    """Fewest paired units (reps, or A/B blocks) whose interval of a relative change would
+    establish `change` (a fraction: 0.043) with probability `power`, when one unit's log
+    ratio has sd `sd`, with the method a run of that many pairs uses. None past `limit`."""
+    target = abs(math.log1p(change))
+    if target == 0:
+        return None
+    for n in range(MIN_N, limit + 1):
+        if planned_size(n, sd, confidence, power) <= target:
+            return n
+    return None

@@ -35,6 +35,7 @@ from typing import Callable, Sequence
 import numpy as np
 
 from analysis import power as power_mod
+from analysis.power import MIN_N, POWER
 from analysis.intervals import METHODS, Estimate, level_text, method_text, p_value
 from analysis.ranks import paired_max_confidence, shift_max_confidence
 
@@ -44,15 +45,13 @@ from analysis.ranks import paired_max_confidence, shift_max_confidence
 VERDICTS = ("improvement", "regression", "minor improvement", "minor regression", "no change",
             "unstable", "insufficient data")
 DECIDED = ("improvement", "regression", "minor improvement", "minor regression")
-# The fewest reps a side that get an interval. 3 where stallscope chooses the reps (a run,
-# a sweep point): the smallest n at which the rank methods exist beside the t fallback.
-MIN_N = 3
+# MIN_N, the fewest reps a side that get an interval, and POWER, of the detectable size, are
+# declared with the detectable sizes (analysis/power.py).
 # Where the user brings what they have (the TMA funnel over toplev/perf outputs): 2 a side
 # still give a Welch t-interval that holds its 95% on recorded reps (make bench figure 8,
 # bench/small_n.py: 95.6-100% at 2+2, where the normal interval holds 80-93% and "the ranges
 # do not overlap" calls a change in a fifth to a third of identical pairs). Wide, but honest.
 SMALL_N = 2
-POWER = 0.80            # of the detectable size: the conventional 80%
 
 
 @dataclass
@@ -116,7 +115,7 @@ class Change:
 
 # ------------------------------------------------------------- the detectable size
 
-def detectable_size(key: str, b: np.ndarray, c: np.ndarray, confidence: float = 0.95,
+def detectable_size(key: str, b: np.ndarray, c: np.ndarray, confidence: float,
                     power: float = POWER, pilot: int | None = None, min_n: int = MIN_N
                     ) -> float | None:
     """The smallest true shift (in the values' unit) that method `key` (intervals.METHODS)
@@ -129,20 +128,6 @@ def detectable_size(key: str, b: np.ndarray, c: np.ndarray, confidence: float = 
     # the bootstrap (asked for by name) gets the Welch size: it has no fixed steps
     return power_mod.detectable("welch" if key == "bootstrap" else key, b, c, confidence, power,
                                 pilot)
-
-
-def units_to_detect(change: float, sd: float, confidence: float = 0.95, power: float = POWER,
-                    limit: int = 1000) -> int | None:
-    """Fewest paired units (reps, or A/B blocks) whose interval of a relative change would
-    establish `change` (a fraction: 0.043) with probability `power`, when one unit's log
-    ratio has sd `sd`, with the method a run of that many pairs uses. None past `limit`."""
-    target = abs(math.log1p(change))
-    if target == 0:
-        return None
-    for n in range(MIN_N, limit + 1):
-        if power_mod.planned_size(n, sd, confidence, power) <= target:
-            return n
-    return None
 
 
 # ----------------------------------------------------------------------------- compare

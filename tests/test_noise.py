@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 
 from analysis.inputs.host import HostSummary
-from analysis import stats
+from analysis import power
+from analysis.compare.options import CompareOptions
 from analysis.compare.throughput import main_log_ratios
 from analysis.inputs.rundir import load_run
 from analysis.sweep.sweep_options import SweepOptions
@@ -67,14 +68,13 @@ def test_too_few_units_say_nothing(tmp_path):
 def test_units_to_detect_solves_the_detectable_size():
     """The fewest paired units whose planned size (the method a run of n pairs decides with,
     analysis/power.py) reaches the change; more than the normal-theory count would say."""
-    from analysis import power
-    n = stats.units_to_detect(0.043, 0.0345)
+    n = power.units_to_detect(0.043, 0.0345, 0.95)
     target = math.log1p(0.043)
-    assert power.planned_size(n, 0.0345) <= target < power.planned_size(n - 1, 0.0345)
+    assert power.planned_size(n, 0.0345, 0.95) <= target < power.planned_size(n - 1, 0.0345, 0.95)
     from scipy import stats as sps
     q = lambda k: sps.t.ppf(0.975, k - 1) + sps.t.ppf(0.8, k - 1)   # noqa: E731
     assert q(n) * 0.0345 / math.sqrt(n) <= target            # the old count was fewer
-    assert stats.units_to_detect(0.0, 0.03) is None
+    assert power.units_to_detect(0.0, 0.03, 0.95) is None
 
 
 def test_the_plan_says_how_many_reps_the_seeds_change_needs(tmp_path, monkeypatch):
@@ -89,9 +89,33 @@ def test_the_plan_says_how_many_reps_the_seeds_change_needs(tmp_path, monkeypatc
                      "CASE --variant a=SPEC --variant b=SPEC`), as does any paired run or `make bench`"]
     keep(store, RUNS[0])
     lines = noise_lines(plan, lambda p: 0.043)
-    need = stats.units_to_detect(0.043, noise.lookup(host, "x", "default", path=store).sd)
+    need = power.units_to_detect(0.043, noise.lookup(host, "x", "default", path=store).sd, 0.95)
     assert lines[0].startswith("  noise here: sd 0.03") and "1 run(s) of other cases on this host" in lines[0]
     assert len(lines) == 3 and all(f"the seed's +4.3% needs {need} reps, about " in x for x in lines[1:])
     # no seed: what the point's own reps could see
     plain = noise_lines(plan)
     assert all("5 reps see changes of about ±" in x for x in plain[1:])
+
+
+@pytest.mark.parametrize("confidence", [0.90, 0.99])
+def test_the_plans_detectable_size_is_at_the_confidence_the_report_judges_with(tmp_path, monkeypatch,
+                                                                               confidence):
+    """The sizes a plan promises are analysis/power.py's at the comparison's confidence
+    (CompareOptions.confidence), not a 95% written into the plan: at 90% a point's reps see a
+    smaller change than at 95%, at 99% a larger one, and a seed's change needs fewer or
+    more reps."""
+    store = tmp_path / "noise.json"
+    monkeypatch.setattr(noise, "store_path", lambda: store)
+    host = load_run(DATA / RUNS[0]).manifest.host
+    plan = make_plan("mset-50keys", "default", ["base=debsrc:redis@8.0", "cand=debsrc:redis@8.0"],
+                     ["keys=1M"], {}, SweepOptions(reps=8), host)
+    keep(store, RUNS[0])
+    sd = noise.lookup(host, "x", "default", path=store).sd
+    at95, at = noise_lines(plan), noise_lines(plan, opts=CompareOptions(confidence=confidence))
+    assert "; 95% confidence, 80% power:" in at95[0] and f"; {confidence:.0%} confidence, 80% power:" in at[0]
+    size = power.planned_change(8, sd, confidence)
+    assert size != power.planned_change(8, sd, 0.95)
+    assert f"8 reps see changes of about ±{size:.1%} or more" in at[1] and at[1] != at95[1]
+    seed95 = noise_lines(plan, lambda p: 0.043)[1]
+    seed = noise_lines(plan, lambda p: 0.043, CompareOptions(confidence=confidence))[1]
+    assert f"needs {power.units_to_detect(0.043, sd, confidence)} reps" in seed and seed != seed95

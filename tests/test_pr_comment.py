@@ -521,3 +521,16 @@ def test_label_names_are_compared_ignoring_case(api, reports, tmp_path, capsys):
                      "--api-url", url]) == 0
     assert state.labels[("octo-org/redis", 7)] == ["perf"]
     assert ("DELETE", "/repos/octo-org/redis/issues/7/labels/StallScope") in state.requests
+
+
+def test_a_pipe_in_an_untrusted_commit_stays_in_its_cell():
+    """The case table is written by the one table writer (analysis/report/table.py): a
+    commit that is not a SHA is a code span, where GitHub would still split the row at a
+    bare `|`; the writer escapes it, and the header is neutralised as before."""
+    from collectors.pr.comment import Measured, header
+    from collectors.pr.sources import Report
+    results = {"case": {"name": "mset"}, "base": "a", "cand": "b",
+               "environment": {"variants": {"a": {"commit": "x|<b>y</b>|@eve"}, "b": {"commit": "c" * 40}}}}
+    text = header([Report("mset", results, lambda n: "")], Measured())
+    (row,) = [x for x in text.splitlines() if x.startswith("| mset")]
+    assert row.count(" | ") == 2 and "`x\\|&lt;b>y&lt;/b>\\|@\u200beve`" in row

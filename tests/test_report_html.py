@@ -182,3 +182,15 @@ def test_variant_labels_and_run_id_are_text(tmp_path):
     assert "<img" not in page and EVIL not in page
     assert page.count("b&lt;img src=x onerror=alert(1)&gt;") >= 4
     assert "id &lt;script&gt;alert(1)&lt;/script&gt;" in page
+
+
+def test_the_detectable_size_sentence_is_at_the_runs_confidence(tmp_path):
+    """report.html says at which confidence a quiet verdict's size is, from the settings, as
+    report.md does (it said 95% whatever the comparison's confidence was)."""
+    from analysis.compare.engine import analyse
+    from analysis.compare.options import CompareOptions
+    from analysis.inputs.rundir import load_run
+    from analysis.report import html as report_html, markdown as report_md
+    r = analyse(load_run(RUN), CompareOptions(confidence=0.90))
+    said = "could have seen (90% confidence, 80% power, from its own spread)"
+    assert said in report_html.render(r, tmp_path) and said in report_md.render(r)

@@ -10,6 +10,7 @@ from analysis.history.changepoints import PVALUE, ChangePoint
 from analysis.history.paired_signal import ALPHA
 from analysis.history.store import StoredRun
 from analysis.report.mdtext import esc
+from analysis.report.table import md_table
 
 
 def _pct(x: float | None) -> str:
@@ -61,12 +62,10 @@ def render_alert(changes: list[ChangePoint], run: StoredRun, *, report_url: str 
     for heading, items in (("Regressions", regressions), ("Improvements", improvements)):
         if not items:
             continue
-        lines += [f"#### {heading}", "",
-                  "| series | how found | change (95% CI) | commits | moved at the same point |",
-                  "|---|---|---|---|---|"]
-        for c in items:
-            lines.append(f"| {esc(c.series)} | {_found(c)} | {_pct(c.shift)}{_ci(c.shift_low, c.shift_high)} "
-                         f"| {_range(c)} | {_movers(c)} |")
+        lines += [f"#### {heading}", ""]
+        lines += md_table(["series", "how found", "change (95% CI)", "commits", "moved at the same point"],
+                          [[esc(c.series), _found(c), f"{_pct(c.shift)}{_ci(c.shift_low, c.shift_high)}",
+                            _range(c), _movers(c)] for c in items])
         lines.append("")
     lines += [f"In-run paired: a one-sided test of the run's paired change against its baseline "
               f"(or, with the same baseline as the run before, against that run's change) at p < {ALPHA}; "

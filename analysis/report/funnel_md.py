@@ -7,6 +7,7 @@ variant labels and file names come from the run."""
 from __future__ import annotations
 
 from analysis.report.mdtext import esc_words
+from analysis.report.table import md_table
 from analysis.report.fmt import fmt_delta
 from analysis.report.funnel_rules import explain
 from analysis.stats import SMALL_N
@@ -46,7 +47,7 @@ def _table(doc: FunnelDoc, with_ci: bool, rows: list[FunnelRowDoc] | None = None
         conf = min((r.confidence for r in rows if r.confidence), default=0.95)
         head += [f"CI ({conf:.0%})", "Verdict"]
     head += ["Slots Δ"]
-    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    body = []
     for r in rows:
         depth = r.node.count(".")
         label = ("&nbsp;&nbsp;" * (depth - 1) + "└ " if depth else "") + esc_words(r.leaf)
@@ -60,8 +61,8 @@ def _table(doc: FunnelDoc, with_ci: bool, rows: list[FunnelRowDoc] | None = None
             cells += [f"[{fmt_delta(ci[0], unit)[:-cut]}, {fmt_delta(ci[1], unit)[:-cut]}] {esc_words(unit)}"
                       if ci else "n/a", esc_words(r.verdict)]
         cells.append(_slots(r))
-        lines.append("| " + " | ".join(cells) + " |")
-    return lines
+        body.append(cells)
+    return md_table(head, body)
 
 
 def _notes(doc: FunnelDoc, with_ci: bool) -> list[str]:

@@ -17,7 +17,8 @@ from jinja2 import Environment, FileSystemLoader, select_autoescape
 from markupsafe import Markup
 
 from analysis.compare.results import Results
-from analysis.report import plots
+from analysis.power import POWER
+from analysis.report import plots, tables
 from analysis.report.funnel_rules import explain
 from analysis.report.fmt import (THREAD_LABEL, change_cells, fmt_ns, fmt_pct, fmt_signed,
                                  fn_verdict, known, level, patches, pp_ci, quiet_verdict,
@@ -46,7 +47,8 @@ def _env() -> Environment:
                        patches=patches, samples=samples)
     env.globals.update(change_cells=change_cells, pp_ci=pp_ci, thread_label=THREAD_LABEL,
                        per_op_note=per_op_note, fn_verdict=fn_verdict, verdict_notes=verdict_notes,
-                       truncated_text=truncated_text, level=level, quiet=quiet_verdict)
+                       truncated_text=truncated_text, level=level, quiet=quiet_verdict,
+                       tables=tables, power=POWER)
     return env
 
 

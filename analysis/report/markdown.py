@@ -11,14 +11,16 @@ plain data.
 """
 from __future__ import annotations
 
-from analysis import stats
 from analysis.compare.results import Results
+from analysis.power import POWER
 from analysis.report import funnel_md, markdown_details as det
 from analysis.report.fmt import (THREAD_LABEL, fmt_pct, fmt_signed, known, level, patches,
                                  truncated_text)
-from analysis.report.markdown_tables import (fdr_line, fn_table, function_level, metric_rows,
+from analysis.report.markdown_tables import (fdr_line, fn_table, function_level,
                                              notes_lines, per_op_table)
 from analysis.report.mdtext import code_fence, code_span, esc, esc_spans
+from analysis.report import tables
+from analysis.report.table import markdown
 from analysis.report.summary_text import lines as summary_lines
 
 GITHUB_COMMENT_LIMIT = 65536
@@ -47,18 +49,13 @@ def _throughput(r: Results) -> list[str]:
         return []
     fam = next((f for f in r.fdr if f.family == "throughput and latency"), None)
     conf = fam.level if fam is not None else r.settings.confidence
-    out = ["### Throughput", "",
-           f"| Test | Baseline ({esc(r.base)}) | PR ({esc(r.cand)}) | Change | {level(conf)} CI | Verdict |",
-           "|---|---|---|---|---|---|"]
-    out += metric_rows(r.throughput, False)
-    out += metric_rows(r.paired, True)
-    out += metric_rows(r.latency, True)
+    out = ["### Throughput", ""] + markdown(tables.metrics(r, conf))
     out += ["", "Medians over reps; CV = spread (stdev/mean); the change is a ratio on the "
             f"log scale. Waterlines: noise {r.settings.noise * 100:g}%, regression "
             f"{r.settings.regression * 100:g}%, decided after the confidence interval "
             "(latency: lower is better). A verdict that saw no change says how large a change "
             f"the run could have seen ({level(r.settings.confidence)} confidence, "
-            f"{stats.POWER:.0%} power, from its own spread).", ""]
+            f"{POWER:.0%} power, from its own spread).", ""]
     out += fdr_line(fam) + _pairing(r)
     return out + _saturation(r)
 

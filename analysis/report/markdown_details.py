@@ -4,9 +4,11 @@ the comment must fit GitHub's limit (markdown.render)."""
 from __future__ import annotations
 
 from analysis.compare.results import Results, Side
-from analysis.report.fmt import THREAD_LABEL, fmt_ns, fmt_signed, level, pp_ci, row_name, share, value
+from analysis.report.fmt import THREAD_LABEL, fmt_ns, row_name, share
 from analysis.report.markdown_tables import fdr_line, fn_table, function_level, movers_level, notes_lines
 from analysis.report.mdtext import esc
+from analysis.report import tables
+from analysis.report.table import markdown, md_table
 
 
 def details(summary: str, body: list[str]) -> list[str]:
@@ -14,32 +16,28 @@ def details(summary: str, body: list[str]) -> list[str]:
 
 
 def _rep_rows(r: Results, sides: tuple[tuple[Side, Side], tuple[Side, Side]], fmt) -> list[str]:
-    """| variant | reps | first values | second values | for base and cand."""
-    out = []
-    for v, (a, b) in zip((r.base, r.cand), sides):
-        out.append(f"| {esc(v)} | {', '.join(map(str, a.reps))} | "
-                   f"{', '.join(fmt(x) for x in a.values)} | {', '.join(fmt(x) for x in b.values)} |")
-    return out
+    """Variant | reps | flat per rep | cum per rep, for base and cand."""
+    return md_table(["Variant", "reps", "flat per rep", "cum per rep"],
+                    [[esc(v), ", ".join(map(str, a.reps)), ", ".join(fmt(x) for x in a.values),
+                      ", ".join(fmt(x) for x in b.values)] for v, (a, b) in zip((r.base, r.cand), sides)])
 
 
 def _per_op_reps(r: Results) -> list[str]:
     p = r.profile
     body = [f"**{esc(p.per_op_command)} commands in each profile window (ops/s × seconds "
-            f"perf was attached, or the load's request count)**", "",
-            "| Variant | reps | operations | all samples per op |", "|---|---|---|---|"]
+            f"perf was attached, or the load's request count)**", ""]
     tot = p.per_op_total
+    rows = []
     for v in (r.base, r.cand):
         side = (tot.base if v == r.base else tot.cand) if tot else None
-        body.append(f"| {esc(v)} | {', '.join(map(str, p.reps.get(v, [])))} | "
-                    + ", ".join(f"{x:,.0f}" for x in p.ops.get(v, [])) + " | "
-                    + (", ".join(fmt_ns(x) for x in side.values) if side else "n/a") + " |")
-    body.append("")
+        rows.append([esc(v), ", ".join(map(str, p.reps.get(v, []))), ", ".join(f"{x:,.0f}" for x in p.ops.get(v, [])),
+                     ", ".join(fmt_ns(x) for x in side.values) if side else "n/a"])
+    body += md_table(["Variant", "reps", "operations", "all samples per op"], rows) + [""]
     for fr in p.focus:
         if fr.base_flat_ns is None:
             continue
         body += [f"**{esc(fr.name)} flat / cum, CPU time per {esc(p.per_op_command)} "
-                 f"({THREAD_LABEL[fr.thread]})**", "",
-                 "| Variant | reps | flat per rep | cum per rep |", "|---|---|---|---|"]
+                 f"({THREAD_LABEL[fr.thread]})**", ""]
         body += _rep_rows(r, ((fr.base_flat_ns, fr.base_cum_ns), (fr.cand_flat_ns, fr.cand_cum_ns)),
                           fmt_ns)
         body.append("")
@@ -49,15 +47,10 @@ def _per_op_reps(r: Results) -> list[str]:
 def per_rep(r: Results) -> list[str]:
     body = []
     for row in r.throughput + r.paired + r.latency:
-        body += [f"**{esc(row_name(row))} · {esc(row.metric)} ({esc(row.unit)})**", "",
-                 "| Variant | reps | values |", "|---|---|---|"]
-        for v, side in ((r.base, row.base), (r.cand, row.cand)):
-            body.append(f"| {esc(v)} | {', '.join(map(str, side.reps))} | "
-                        + ", ".join(value(x, row.unit) for x in side.values) + " |")
-        body.append("")
+        body += [f"**{esc(row_name(row))} · {esc(row.metric)} ({esc(row.unit)})**", ""]
+        body += markdown(tables.rep_values(r, row)) + [""]
     for fr in r.profile.focus:
-        body += [f"**{esc(fr.name)} flat / cum, % of samples ({THREAD_LABEL[fr.thread]})**", "",
-                 "| Variant | reps | flat per rep | cum per rep |", "|---|---|---|---|"]
+        body += [f"**{esc(fr.name)} flat / cum, % of samples ({THREAD_LABEL[fr.thread]})**", ""]
         body += _rep_rows(r, ((fr.base_flat, fr.base_cum), (fr.cand_flat, fr.cand_cum)), share)
         body.append("")
     if r.profile.per_op:
@@ -74,7 +67,7 @@ def movers(r: Results, n: int) -> list[str]:
             f"of 0) first, then by size. {len(rows)} of {len(p.movers)} listed; the focus "
             "functions are in their own table above.", ""]
     body += fn_table(rows, "flat", r.base, r.cand, p.per_op_command if p.per_op else "",
-                     movers_level(r))
+                     confidence=movers_level(r))
     body += [""] + fdr_line(p.movers_fdr) + notes_lines(rows, ("flat",))
     return details(f"Top movers ({THREAD_LABEL[p.thread]})", body)
 
@@ -85,11 +78,8 @@ def callers(r: Results) -> list[str]:
         return []
     body = [f"Samples of each focus function by caller, % of the {THREAD_LABEL[p.thread]}'s "
             "samples, profile reps merged. A prefetch loop inlined into a caller moves cost "
-            "there; this is where to look.", "",
-            f"| Function | Caller | {esc(r.base)} | {esc(r.cand)} | Δ |", "|---|---|---|---|---|"]
-    for c in p.callers:
-        body.append(f"| {esc(c.function)} | {esc(c.caller)} | {share(c.base_share)} | "
-                    f"{share(c.cand_share)} | {fmt_signed(c.cand_share - c.base_share, 2)} pp |")
+            "there; this is where to look.", ""]
+    body += markdown(tables.callers(r))
     return details("Callers of the focus functions", body)
 
 
@@ -99,12 +89,8 @@ def threads(r: Results) -> list[str]:
         return []
     body = []
     if p.threads:
-        body += ["Share of all samples per thread group (% of samples):", "",
-                 f"| Thread group | {esc(r.base)} | {esc(r.cand)} | Change | {level(function_level(r))} CI |",
-                 "|---|---|---|---|---|"]
-        for t in p.threads:
-            body.append(f"| {esc(t.group)} | {share(t.base.median)} | {share(t.cand.median)} | "
-                        f"{fmt_signed(t.change.delta, 1)} pp | {pp_ci(t.change)} pp |")
+        body += ["Share of all samples per thread group (% of samples):", ""]
+        body += markdown(tables.threads(r, function_level(r)))
         body.append("")
     if p.focus_other_view:
         body += ["Focus functions over all threads (process-wide, % of all samples):", ""]

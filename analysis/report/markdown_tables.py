@@ -1,40 +1,13 @@
-"""The tables report.md shares between its sections: metric rows (throughput, latency,
-paired), function shares (focus, movers, per thread) and CPU time per operation."""
+"""What report.md's sections share around their tables (analysis/report/tables.py, the
+data): function shares and CPU time per operation as Markdown, the confidence each table's
+intervals are at, the sentence under a family judged together, the verdict notes."""
 from __future__ import annotations
 
-from analysis.compare.results import (ChangeOut, FdrFamily, FunctionRow, Judgement, MetricRow,
-                                      ProfileSection, Results, Side)
-from analysis.report.fmt import (THREAD_LABEL, change_cells, fmt_ns, fmt_pct, fmt_signed,
-                                 fn_verdict, level, pp_ci, quiet_verdict, row_name, samples,
-                                 share, value, verdict_notes)
-from analysis.report.mdtext import esc, esc_spans, verdict
-
-
-def side_cell(s: Side, unit: str) -> str:
-    return f"{value(s.median, unit)} (CV {s.cv * 100:.1f}%, n={s.n})" if s.cv is not None \
-        else f"{value(s.median, unit)} (n={s.n})"
-
-
-def change_verdict(c: ChangeOut) -> str:
-    """A metric's verdict cell: the mark, and for a verdict that saw nothing the size the
-    run could have seen."""
-    return verdict(c.verdict, quiet_verdict(c.verdict, c.detectable, "pp" if c.unit == "pp" else "rel",
-                                            c.clears_zero, c.line))
-
-
-def judgement_verdict(j: Judgement) -> str:
-    return verdict(j.verdict, quiet_verdict(j.verdict, j.detectable, j.detectable_unit or "rel",
-                                            line=j.line))
-
-
-def metric_rows(rows: list[MetricRow], with_metric: bool) -> list[str]:
-    out = []
-    for r in rows:
-        change, ci = change_cells(r.change, r.unit)
-        name = esc(row_name(r)) + (f" · {esc(r.metric)}" if with_metric else "")
-        out.append(f"| {name} | {side_cell(r.base, r.unit)} | {side_cell(r.cand, r.unit)} | "
-                   f"{change} | {ci} | {change_verdict(r.change)} |")
-    return out
+from analysis.compare.results import FdrFamily, FunctionRow, ProfileSection, Results
+from analysis.report import tables
+from analysis.report.fmt import THREAD_LABEL, level, verdict_notes
+from analysis.report.mdtext import esc, esc_spans
+from analysis.report.table import markdown
 
 
 def function_level(r: Results) -> float:
@@ -60,28 +33,9 @@ def fdr_line(fam: FdrFamily | None) -> list[str]:
 
 
 def fn_table(rows: list[FunctionRow], kind: str, base: str, cand: str,
-             per_op: str = "", confidence: float = 0.95) -> list[str]:
-    """Share table; with `per_op` (the command, e.g. "MSET") a column with the flat CPU
-    time per operation and its change (used by the top movers)."""
-    extra = f" {kind} per {esc(per_op)} |" if per_op else ""
-    out = [f"| Function | {esc(base)} ({kind}) | {esc(cand)} ({kind}) | Change | {level(confidence)} CI | Verdict |"
-           + extra, "|---|---|---|---|---|---|" + ("---|" if per_op else "")]
-    for r in rows:
-        b, c, ch = ((r.base_flat, r.cand_flat, r.flat_change) if kind == "flat"
-                    else (r.base_cum, r.cand_cum, r.cum_change))
-        rel = f" ({fmt_pct(ch.rel, 0)})" if ch.rel is not None else ""
-        cell = ""
-        if per_op:
-            bn, cn, nch = ((r.base_flat_ns, r.cand_flat_ns, r.flat_ns_change) if kind == "flat"
-                           else (r.base_cum_ns, r.cand_cum_ns, r.cum_ns_change))
-            cell = (f" {fmt_ns(bn.median)} → {fmt_ns(cn.median)} ({change_cells(nch, 'ns/op', 0)[0]}) |"
-                    if bn is not None and cn is not None and nch is not None else " n/a |")
-        j = fn_verdict(r, kind)
-        out.append(f"| {esc(r.name)} | {share(b.median)}{samples(j.base_samples)} | "
-                   f"{share(c.median)}{samples(j.cand_samples)} | "
-                   f"{fmt_signed(ch.delta, 2)} pp{rel} | {pp_ci(ch, 2)} pp | {judgement_verdict(j)} |"
-                   + cell)
-    return out
+             per_op: str = "", *, confidence: float) -> list[str]:
+    """Share table (tables.functions) as Markdown lines."""
+    return markdown(tables.functions(rows, kind, base, cand, confidence, per_op))
 
 
 def notes_lines(rows: list[FunctionRow], kinds: tuple[str, ...]) -> list[str]:
@@ -109,24 +63,6 @@ def per_op_table(r: Results) -> list[str]:
     if not p.per_op:
         return ([f"No CPU time per operation: {esc_spans(p.per_op_reason)}.", ""]
                 if p.per_op_reason else [])
-    rows = []
-    t = p.per_op_total
-    if t is not None:
-        rows.append((f"all samples ({THREAD_LABEL[p.thread]})", t.base, t.cand, t.change,
-                     change_verdict(t.change)))
-    for kind in ("flat", "cum"):
-        for f in p.focus:
-            rows.append((f"{esc(f.name)} ({kind})", *((f.base_flat_ns, f.cand_flat_ns, f.flat_ns_change)
-                         if kind == "flat" else (f.base_cum_ns, f.cand_cum_ns, f.cum_ns_change)),
-                         judgement_verdict(fn_verdict(f, kind))))
-    conf = p.fdr.level if p.fdr is not None else r.settings.confidence
-    out = [f"CPU time per {esc(p.per_op_command)} ({THREAD_LABEL[p.thread]}):", "",
-           f"| Function | {esc(r.base)} | {esc(r.cand)} | Change | {level(conf)} CI | Verdict |",
-           "|---|---|---|---|---|---|"]
-    for name, b, c, ch, v in rows:
-        if b is None or c is None or ch is None:
-            continue
-        change, ci = change_cells(ch, "ns/op", 0)
-        out.append(f"| {name} | {fmt_ns(b.median)} | {fmt_ns(c.median)} | {change} | "
-                   f"{ci} | {v} |")
-    return out + ["", esc(per_op_note(p, conf)), ""]
+    conf = function_level(r)
+    out = [f"CPU time per {esc(p.per_op_command)} ({THREAD_LABEL[p.thread]}):", ""]
+    return out + markdown(tables.per_op(r, conf)) + ["", esc(per_op_note(p, conf)), ""]

@@ -6,7 +6,7 @@ with extra columns (the seed's numbers)."""
 from __future__ import annotations
 
 import shlex
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 from jinja2 import Environment, FileSystemLoader, select_autoescape
@@ -15,33 +15,30 @@ from markupsafe import Markup
 from analysis.report.fmt import level
 from analysis.report.html import code_spans
 from analysis.report.markdown_tables import fdr_line
+from analysis.report.table import Table
 from analysis.sweep import cells, hosts
 from analysis.sweep.crossover import crossovers, sentence
-from analysis.sweep.markdown import methods
+from analysis.sweep.tables import hosts_table, methods, points_table
 from analysis.sweep.plot import crossover_svg
 from analysis.sweep.results import SweepResults
 
 TEMPLATES = Path(__file__).with_name("templates")
-
-
-@dataclass
-class Cell:
-    text: str
-    cls: str = ""
+# table.j2: the HTML render of analysis/report/table.py's Table, shared with report.html
+TABLES = Path(__file__).parent.parent / "report" / "templates"
 
 
 @dataclass
 class Part:
-    """One sweep in a page: its results, and columns an experiment adds (the seed's)."""
+    """One sweep in a page: its results, and its points table (an experiment's has the
+    seed's columns; None: the sweep's own)."""
     res: SweepResults
     heading: str = ""
-    extra_heads: list[str] = field(default_factory=list)
-    extra: list[list[Cell]] = field(default_factory=list)   # per column, a cell per point
+    table: Table | None = None
     plot: str | None = None          # the crossover SVG (drawn when None)
 
 
 def _env() -> Environment:
-    env = Environment(loader=FileSystemLoader(str(TEMPLATES)),
+    env = Environment(loader=FileSystemLoader([str(TEMPLATES), str(TABLES)]),
                       autoescape=select_autoescape(["html", "j2"], default=True),
                       trim_blocks=True, lstrip_blocks=True)
     env.filters.update(code=code_spans)
@@ -56,12 +53,12 @@ def _part(p: Part) -> dict:
             "turns": [sentence(c, res.x_axis) for c in crossovers(res)] if res.x_axis else [],
             "load": cells.is_load_time(res), "lookup_header": header, "lookup_named": named,
             "lookup_shown": cells.show_lookup(res), "lookup_note": cells.lookup_note(res),
-            "extra_heads": p.extra_heads, "extra": p.extra,
+            "table": p.table or points_table(res, "report.html"),
             "level": level(res.fdr.level if res.fdr else res.confidence),
             "fdr": fdr_line(res.fdr)[0] if res.fdr else "",
             "plot": Markup(p.plot if p.plot is not None else crossover_svg(res)),
             "command": shlex.join(res.command),
-            "hosts": hosts.host_rows(res) if hosts.show_hosts(res) else [],
+            "hosts": hosts_table(res) if hosts.show_hosts(res) else None,
             "where": hosts.where_text(res)}
 
 

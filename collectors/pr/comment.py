@@ -10,6 +10,7 @@ import re
 from dataclasses import dataclass
 
 from analysis.report.mdtext import code_span, esc
+from analysis.report.table import md_table
 from collectors.pr.fitting import cut
 from collectors.pr.sources import Report
 from collectors.pr.untrusted import neutralise
@@ -46,15 +47,15 @@ def _sides(results: dict) -> tuple[tuple[str, str], tuple[str, str]]:
 
 
 def _case_rows(reports: list[Report], m: Measured) -> tuple[list[str], list[str]]:
-    rows, warnings = ["| case | baseline | candidate |", "|---|---|---|"], []
+    cells, warnings = [], []
     for rep in reports:
         (bn, bc), (cn, cc) = _sides(rep.results)
         case = (rep.results.get("case") or {}).get("name") or rep.name
-        rows.append(f"| {esc(case)} | {esc(bn)} at {commit_text(bc)} | {esc(cn)} at {commit_text(cc)} |")
+        cells.append([esc(case), f"{esc(bn)} at {commit_text(bc)}", f"{esc(cn)} at {commit_text(cc)}"])
         if m.commit and _SHA.fullmatch(cc) and not (cc.startswith(m.commit) or m.commit.startswith(cc)):
             warnings.append(f"> ⚠️ {esc(case)}: the candidate measured is commit {cc}, "
                             f"not {commit_text(m.commit)}.")
-    return rows, warnings
+    return md_table(["case", "baseline", "candidate"], cells), warnings
 
 
 def header(reports: list[Report], m: Measured) -> str:

@@ -20,8 +20,10 @@ from analysis.sweep.experiment.manifest import ExperimentManifest, load_experime
 from analysis.sweep.plot import crossover_svg
 from analysis.sweep.results import SweepResults, json_clean
 from analysis.sweep.seeds import SeedRow, agree_cell, agreement, match, seed_cell
+from analysis.sweep.tables import points_table as sweep_points_table
 from analysis.sweep.writer import write_point_reports
 from analysis.report.mdtext import esc
+from analysis.report.table import Cell, Column, Table
 
 SCHEMA = "stallscope.experiment-results/1"
 
@@ -57,23 +59,21 @@ def analyse_experiment(exp_dir: Path, out: Path, opts: CompareOptions | None = N
     return d, parts
 
 
-def _md_part(pr: PartResult) -> list[str]:
-    lines = sweep_md.render(pr.res).splitlines()
-    # the sweep table with two more columns before "Report": the seed and the agreement
+def points_table(pr: PartResult, page: str) -> Table:
+    """The part's sweep table with two more columns before "Report": the seed's numbers and
+    whether our verdict agrees with it (both renders, from the same data)."""
+    t = sweep_points_table(pr.res, page)
     seeds = pr.seeds()
-    out, i = [], 0
-    for line in lines:
-        if line.startswith("| ") and "| Report |" in line:
-            line = line.replace("| Report |", "| Seed | Agrees | Report |")
-        elif line.startswith("|---"):
-            line += "---|---|"
-        elif line.startswith("| ") and i < len(seeds):
-            cells = line.rsplit(" | ", 1)
-            p = pr.res.points[i]
-            line = f"{cells[0]} | {esc(seed_cell(seeds[i]))} | {esc(agree_cell(p, seeds[i]))} | {cells[1]}"
-            i += 1
-        out.append(line.replace("## stallscope sweep:", "### Part " + pr.id + ":", 1))
-    return out
+    t.insert(-1, [Column("Seed"), Column("Agrees")],
+             [[Cell(seed_cell(s)), Cell(agree_cell(p, s), cls=f"agree-{agreement(p, s)}")]
+              for p, s in zip(pr.res.points, seeds)])
+    return t
+
+
+def _md_part(pr: PartResult) -> list[str]:
+    r = pr.res
+    heading = f"### Part {esc(pr.id)}: {esc(r.case)}: {esc(r.cand)} vs {esc(r.base)}"
+    return sweep_md.render(r, points_table(pr, "report.md"), heading).splitlines()
 
 
 def render_md(d: ExperimentManifest, parts: list[PartResult]) -> str:
@@ -96,14 +96,8 @@ def render_md(d: ExperimentManifest, parts: list[PartResult]) -> str:
 
 
 def render_html(d: ExperimentManifest, parts: list[PartResult]) -> str:
-    hparts = []
-    for pr in parts:
-        seeds = pr.seeds()
-        agree = [sweep_html.Cell(agree_cell(p, s), f"agree-{agreement(p, s)}")
-                 for p, s in zip(pr.res.points, seeds)]
-        hparts.append(sweep_html.Part(
-            pr.res, heading=f"Part {pr.id}: {pr.heading}", extra_heads=["Seed", "Agrees"],
-            extra=[[sweep_html.Cell(seed_cell(s)) for s in seeds], agree], plot=pr.svg))
+    hparts = [sweep_html.Part(pr.res, heading=f"Part {pr.id}: {pr.heading}",
+                              table=points_table(pr, "report.html"), plot=pr.svg) for pr in parts]
     intro = f"Seed: {d.seed}. {d.technique} Size {d.size}; status {d.status}."
     return sweep_html.render_page(f"stallscope experiment {d.name}: {d.title}", hparts,
                                   intro=intro, footnotes=list(d.notes))
