@@ -157,7 +157,7 @@ def test_schema1_rep_json_hand_recorded_is_migrated_to_facts():
 
 def test_schema1_rep_json_from_the_runner_is_migrated_to_facts():
     run = load_run(RUNS / "mset-demo-small-v1")
-    assert run.manifest.schema == 2 and run.manifest.variants["base"].callgraph == "fp"
+    assert run.manifest.schema == SCHEMA and run.manifest.variants["base"].callgraph == "fp"
     facts = run.facts(run.manifest.find_rep("base", 4))
     assert facts.perf.event == "cpu-clock" and facts.perf.frequency_hz == 999
     assert facts.requests == facts.bench.requests == 63616
@@ -174,3 +174,18 @@ def test_analysis_never_rewrites_an_old_run_directory(tmp_path):
         run.facts(rep)
     assert (dst / "manifest.json").read_bytes() == before
     assert json.loads((dst / "base" / "4" / "rep.json").read_text()).get("schema") is None
+
+
+def test_schema2_precision_target_is_stored_once_after_migration(tmp_path):
+    """Schema 2 wrote the --precision target twice (precision.target and options.precision);
+    it loads with the target in options only, so a resume writes it once."""
+    run = load_run(RUNS / "valkey-rdb-load-1m-1000b")
+    m = run.manifest
+    assert m.schema == SCHEMA and m.options.precision == 0.02
+    assert "target" not in m.precision.to_json() and "target" not in m.precision.extra
+    # a schema-2 manifest whose options did not hold the precision: the target moves there
+    d = json.loads((RUNS / "valkey-rdb-load-1m-1000b" / "manifest.json").read_text())
+    d["options"].pop("precision")
+    m2 = Manifest.load(d, "old/manifest.json")
+    assert m2.options.precision == 0.02 and "target" not in m2.to_json()["precision"]
+    assert m2.to_json()["options"]["precision"] == 0.02

@@ -494,7 +494,7 @@ def test_the_merge_base_step_runs(tmp_path):
     ("cases: [mset-50keys]\nbudgit: 20m\n", ":2: unknown key 'budgit'"),
     ("cases: [no-such-case]\n", "case 'no-such-case' at size default: no case named 'no-such-case'"),
     ("cases: [mset-50keys]\nprecision: 80%\n", ":2: precision '80%': must be between 0% and 50%"),
-    ("cases: [mset-50keys]\nprecision:\nbudget: 1h\n", "budget goes with precision"),
+    ("cases: [mset-50keys]\nprecision:\nbudget: 1h\n", ":3: budget goes with precision"),
     ("size: small\n", ":1: no 'cases:' list"),
     ("cases: ['mset; rm -rf ~']\n", ":1: case 'mset; rm -rf ~': letters, digits"),
 ])

@@ -92,7 +92,7 @@ def test_github_errors_say_what_went_wrong(api, tmp_path, monkeypatch):
     monkeypatch.delenv("GITHUB_TOKEN", raising=False)
     with pytest.raises(ScheduleError, match=r"no GitHub token: set \$GITHUB_TOKEN"):
         deliver(Alert("github", "o/r#1", api_url=api), MD, {})
-    with pytest.raises(ScheduleError, match="token file .*No such file"):
+    with pytest.raises(ScheduleError, match="cannot read the GitHub token file: No such file"):
         deliver(Alert("github", "o/r#1", token_file=str(tmp_path / "none"), api_url=api), MD, {})
     with pytest.raises(ScheduleError, match="cannot reach"):
         deliver(Alert("webhook", "http://127.0.0.1:9/hook"), MD, {}, timeout=5)

@@ -6,5 +6,6 @@ outputs of the tools the collectors ran.
 - `manifest` manifest.json: the run, its variants, the rep schedule, typed sections
 - `repfacts` rep.json: what one rep ran and saw (window, requests, perf event and rate)
 - `rundir`   reading and writing a run directory (atomic manifest, schema migration)
+- `yaml_lines` the one YAML reader: values with the line each came from (file:line errors)
 - `bench`    load-generator outputs: redis-benchmark CSV/text, memtier JSON
 """

@@ -5,6 +5,8 @@ Schema history (docs/run-directory.md):
   1  the first layout (sections optional, added within schema 1 over time)
   2  typed sections; profiling.event names the perf event; unknown fields are kept on
      every level (Record.extra), so a resume never drops what a newer writer added.
+  3  the --precision target is stored once, as options.precision (schema 2 also wrote it
+     as precision.target; the migration moves it there).
 `migrate()` brings any older manifest dict up to SCHEMA on load; files are never
 rewritten by analysis.
 """
@@ -22,7 +24,7 @@ from analysis.inputs.records import Record, RecordError
 from analysis.inputs.run_options import RunOptions
 from analysis.inputs.tma_plan import TmaPlan
 
-SCHEMA = 2
+SCHEMA = 3
 
 REP_STATUSES = ("pending", "running", "ok", "failed")
 REP_KINDS = ("throughput", "profile", "paired", "warmup")
@@ -138,11 +140,11 @@ class Pairing(Record):
 @dataclass
 class PrecisionPlan(Record):
     """--precision: paired reps added until the throughput interval is that narrow or the
-    budget is spent (Stein's two-stage design, docs/statistics.md). `target` is the
-    half-width asked, as a fraction of the ratio (0.02: cand/base known within a factor
-    1.02 either way); the first `pilot` reps set the spread `pilot_sd` (sd of their log
-    ratios) that decides `planned`, the total the run aims at."""
-    target: float = 0.0
+    budget is spent (Stein's two-stage design, docs/statistics.md). The half-width asked is
+    the manifest's `options.precision` (a fraction of the ratio; 0.02: cand/base known
+    within a factor 1.02 either way), stored there only; the first `pilot` reps set the
+    spread `pilot_sd` (sd of their log ratios) that decides `planned`, the total the run
+    aims at."""
     budget_s: float | None = None
     pilot: int = 0
     pilot_sd: float | None = None
@@ -316,6 +318,8 @@ def migrate(d: dict[str, Any], path: Path | str) -> dict[str, Any]:
                             f"understands ({SCHEMA}); upgrade stallscope to read it")
     if schema == 1:
         d = _v1_to_v2(d)
+    if d["schema"] == 2:
+        d = _v2_to_v3(d)
     return d
 
 
@@ -329,5 +333,21 @@ def _v1_to_v2(d: dict[str, Any]) -> dict[str, Any]:
     for k in ("status", "dataset", "placement", "tma"):
         if d.get(k) is None:
             d.pop(k, None)       # absent in early schema-1 runs: the typed default
-    d["schema"] = SCHEMA
+    d["schema"] = 2
+    return d
+
+
+def _v2_to_v3(d: dict[str, Any]) -> dict[str, Any]:
+    """The --precision target, written twice by schema 2 (precision.target and
+    options.precision), kept once: in options (what the run was asked; a resume reuses it).
+    Dropped from precision, or Record.extra would keep it and a resume write it again."""
+    d = dict(d)
+    if isinstance(d.get("precision"), dict) and "target" in d["precision"]:
+        plan = dict(d["precision"])
+        target = plan.pop("target")
+        options = dict(d.get("options") or {})
+        if options.get("precision") is None:
+            options["precision"] = target
+        d["precision"], d["options"] = plan, options
+    d["schema"] = 3
     return d

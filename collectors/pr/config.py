@@ -16,11 +16,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from analysis.errors import UserError
 from analysis.inputs.option_specs import (BUDGET, PR_PRECISION, PRECISION, REPS, SIZE, SIZES, budget_for,
                                           format_precision, precision_problem)
+from analysis.inputs.yaml_lines import parse, read_text
 
 # the keys of the options it shares with `stallscope run` are declared in option_specs
 KEYS = ("cases", *(o.key for o in (SIZE, PRECISION, BUDGET, REPS)), "pairing")
@@ -69,34 +68,28 @@ def _is_path(case: str) -> bool:
 
 def _read(path: Path) -> PrConfig:
     where = str(path)
-    try:
-        root = yaml.compose(path.read_text(), Loader=yaml.SafeLoader)
-    except OSError as e:
-        raise PrConfigError(f"{where}: cannot read the PR config: {e.strerror}") from None
-    except yaml.MarkedYAMLError as e:
-        mark = e.problem_mark or e.context_mark
-        raise PrConfigError(f"{where}:{mark.line + 1 if mark else '?'}: malformed YAML: {e.problem or e}") from None
-    if not isinstance(root, yaml.MappingNode):
+    root = parse(read_text(path, "PR config", PrConfigError), where, PrConfigError)
+    if root is None or not isinstance(root.value, dict):
         raise PrConfigError(f"{where}:1: the PR config must be a mapping with at least 'cases:' (docs/pr.md)")
     fields: dict[str, Any] = {}
-    for k, v in root.value:
-        line = k.start_mark.line + 1
-        if k.value not in KEYS:
-            raise PrConfigError(f"{where}:{line}: unknown key {k.value!r} (known: {', '.join(KEYS)})")
-        if k.value in fields:
-            raise PrConfigError(f"{where}:{line}: duplicate key {k.value!r}")
-        fields[k.value] = _value(k.value, v, f"{where}:{v.start_mark.line + 1}")
+    for key, node in root.value.items():
+        if key not in KEYS:
+            raise PrConfigError(f"{where}:{node.key_line}: unknown key {key!r} (known: {', '.join(KEYS)})")
+        fields[key] = _value(key, node.plain(), f"{where}:{node.line}")
     if "cases" not in fields:
         raise PrConfigError(f"{where}:1: no 'cases:' list (e.g. cases: [mset-50keys])")
     problem = precision_problem(fields.get("precision", PrConfig.precision), fields.get("budget"),
                                 fields.get("reps"), keys=True)
     if problem:
-        raise PrConfigError(f"{where}: {problem}")
+        # the line of the key at fault: a budget without a precision, else a first stage too short
+        # (its reps:, or the precision that asked for one when reps: is not written)
+        culprit = BUDGET.key if problem.startswith(BUDGET.key) else REPS.key
+        line = next((root.value[k].key_line for k in (culprit, PRECISION.key) if k in root.value), 1)
+        raise PrConfigError(f"{where}:{line}: {problem}")
     return PrConfig(path=where, **fields)
 
 
-def _value(key: str, node: yaml.Node, at: str) -> Any:
-    value = yaml.SafeLoader("").construct_object(node, deep=True)
+def _value(key: str, value: Any, at: str) -> Any:
     if key == "cases":
         cases = [value] if isinstance(value, str) else value
         if not isinstance(cases, list) or not cases or not all(isinstance(c, str) and c for c in cases):

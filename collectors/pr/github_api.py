@@ -2,26 +2,24 @@
 issue comments (a pull request is an issue for comments), one pull request, its labels and
 the token's own account, with the documented headers (Accept: application/vnd.github+json,
 Authorization: Bearer, X-GitHub-Api-Version: 2022-11-28). `stallscope pr comment` and the
-schedule's alert delivery (collectors/schedule/deliver.py) both use it. Standard library
-only: the PR workflow's comment job runs it with nothing installed (docs/pr.md)."""
+schedule's alert delivery (collectors/schedule/deliver.py) both use it. It sends through
+collectors/http_client.py (retries of what is safe to repeat; no write redirected, no token
+sent to another origin). Standard library only: the PR workflow's comment job runs it with
+nothing installed (docs/pr.md)."""
 from __future__ import annotations
 
 import json
 import os
 import re
-import urllib.error
-import urllib.request
 from urllib.parse import quote, urljoin, urlsplit
 from dataclasses import dataclass
-from email.message import Message
-from pathlib import Path
 from typing import Any, Iterator
 
 from analysis.errors import UserError
+from collectors.http_client import Reply, Unreachable, same_api, send
 
 API_VERSION = "2022-11-28"
 DEFAULT_API = "https://api.github.com"
-USER_AGENT = "stallscope"
 PER_PAGE = 100            # the most GitHub lists in one page
 
 # What a status means for a comment call, and what the user can do about it.
@@ -39,56 +37,12 @@ class GitHubError(UserError):
     """A GitHub call that did not work, worded as one line with what to do."""
 
 
-@dataclass(frozen=True)
-class Reply:
-    status: int
-    headers: Message
-    text: str
-
-    def json(self) -> Any:
-        try:
-            return json.loads(self.text)
-        except ValueError:
-            raise GitHubError(f"GitHub answered {self.status} with something that is not JSON: "
-                              f"{self.text[:200]!r}") from None
-
-
-class _TokenStaysHome(urllib.request.HTTPRedirectHandler):
-    """Redirects of a GET as urllib follows them, except one that would carry the
-    Authorization header to another origin (urllib copies it to the new request); and no
-    redirect of a write (urllib would replay a POST as a GET, dropping its body): those are
-    refused and their status returned (`explain` says where they pointed)."""
-
-    def redirect_request(self, req, fp, code, msg, headers, newurl):
-        u = urlsplit(req.full_url)
-        if req.get_method() not in ("GET", "HEAD"):
-            raise urllib.error.HTTPError(req.full_url, code, f"{msg}: a {req.get_method()} is not redirected",
-                                         headers, fp)
-        if req.has_header("Authorization") and not same_api(newurl, f"{u.scheme}://{u.netloc}"):
-            raise urllib.error.HTTPError(newurl, code, f"{msg}: not following it with the token to another "
-                                         f"origin ({newurl[:200]})", headers, fp)
-        return super().redirect_request(req, fp, code, msg, headers, newurl)
-
-
-_OPENER = urllib.request.build_opener(_TokenStaysHome())
-
-
-def send(method: str, url: str, payload: Any = None, headers: dict[str, str] | None = None,
-         timeout: float = 30.0) -> Reply:
-    """One HTTP request with a JSON body (when `payload` is given); any status is returned,
-    a connection that fails raises GitHubError ("cannot reach ..."). A redirect to another
-    origin is not followed with the token."""
-    data = None if payload is None else json.dumps(payload).encode()
-    hdrs = {"User-Agent": USER_AGENT, **({"Content-Type": "application/json"} if data is not None else {}),
-            **(headers or {})}
-    req = urllib.request.Request(url, data=data, method=method, headers=hdrs)
+def _json(reply: Reply) -> Any:
     try:
-        with _OPENER.open(req, timeout=timeout) as resp:
-            return Reply(resp.status, resp.headers, resp.read().decode(errors="replace"))
-    except urllib.error.HTTPError as e:
-        return Reply(e.code, e.headers, e.read().decode(errors="replace"))
-    except (urllib.error.URLError, OSError) as e:
-        raise GitHubError(f"cannot reach {url}: {getattr(e, 'reason', e)}") from None
+        return json.loads(reply.text)
+    except ValueError:
+        raise GitHubError(f"GitHub answered {reply.status} with something that is not JSON: "
+                          f"{reply.text[:200]!r}") from None
 
 
 def message_of(reply: Reply) -> str:
@@ -121,24 +75,6 @@ def explain(method: str, url: str, reply: Reply) -> str:
             + (f"; {hint}" if hint else ""))
 
 
-def read_token(token_file: str | None, env_names: tuple[str, ...]) -> str | None:
-    """The token from `token_file` (GitHubError if unreadable or empty), else the first
-    non-empty environment variable of `env_names`, else None."""
-    if token_file:
-        try:
-            token = Path(token_file).expanduser().read_text().strip()
-        except OSError as e:
-            raise GitHubError(f"GitHub token file {token_file}: {e.strerror}") from None
-        if not token:
-            raise GitHubError(f"GitHub token file {token_file} is empty")
-        return token
-    for name in env_names:
-        token = os.environ.get(name, "").strip()
-        if token:
-            return token
-    return None
-
-
 _NEXT = re.compile(r'<([^>]+)>\s*;\s*rel="?next"?')
 
 
@@ -149,19 +85,6 @@ def next_link(link: str | None) -> str | None:
         if m:
             return m.group(1)
     return None
-
-
-def same_api(url: str, api: str) -> bool:
-    """Whether `url` is on the API's own origin (scheme, host and port) and under its path
-    (GitHub Enterprise Server serves the API under /api/v3). The token goes only there: a
-    Link header is data from the answer, and a next page elsewhere would get the token."""
-    try:
-        u, a = urlsplit(url), urlsplit(api)
-        ports = [p.port or {"http": 80, "https": 443}.get(p.scheme) for p in (u, a)]
-    except ValueError:                      # a port that is not a number
-        return False
-    return (u.scheme, (u.hostname or "").lower(), ports[0]) == (a.scheme, (a.hostname or "").lower(), ports[1]) \
-        and (u.path.rstrip("/") + "/").startswith(a.path.rstrip("/") + "/")
 
 
 @dataclass(frozen=True)
@@ -200,7 +123,7 @@ class GitHub:
         url = path_or_url if "://" in path_or_url else self.api + path_or_url
         try:
             reply = send(method, url, payload, self.headers, self.timeout)
-        except GitHubError as e:
+        except Unreachable as e:
             raise GitHubError(f"{e} (is the API URL right? --api-url or $GITHUB_API_URL, "
                               f"default {DEFAULT_API})") from None
         if reply.status not in ok:
@@ -214,7 +137,7 @@ class GitHub:
         url: str | None = f"/repos/{repo}/issues/{number}/comments?per_page={PER_PAGE}&page=1"
         while url:
             reply = self.call("GET", url)
-            page = reply.json()
+            page = _json(reply)
             if not isinstance(page, list):
                 raise GitHubError(f"GitHub answered GET {url} with {type(page).__name__}, not a list of comments")
             yield from page
@@ -224,14 +147,14 @@ class GitHub:
                                   f"{url[:200]!r}, outside the API ({self.api}): not sending the token there")
 
     def create_comment(self, repo: str, number: int, body: str) -> dict:
-        return self.call("POST", f"/repos/{repo}/issues/{number}/comments", {"body": body}, ok=(201,)).json()
+        return _json(self.call("POST", f"/repos/{repo}/issues/{number}/comments", {"body": body}, ok=(201,)))
 
     def update_comment(self, repo: str, comment_id: int, body: str) -> dict:
-        return self.call("PATCH", f"/repos/{repo}/issues/comments/{comment_id}", {"body": body}).json()
+        return _json(self.call("PATCH", f"/repos/{repo}/issues/comments/{comment_id}", {"body": body}))
 
     def pull(self, repo: str, number: int) -> dict:
         """GET /repos/{repo}/pulls/{n}: its `head.sha`, `head.repo.full_name`, `labels[].name`."""
-        pr = self.call("GET", f"/repos/{repo}/pulls/{number}").json()
+        pr = _json(self.call("GET", f"/repos/{repo}/pulls/{number}"))
         if not isinstance(pr, dict):
             raise GitHubError(f"GitHub answered GET /repos/{repo}/pulls/{number} with {type(pr).__name__}, "
                               "not a pull request")
@@ -256,7 +179,7 @@ class GitHub:
             raise GitHubError(f"GitHub answered 403 to GET {self.api}/user: {message_of(reply)[:300].strip()}; "
                               "which account this token posts as is not known (github-actions[bot] is assumed "
                               "only for that answer inside a workflow, GITHUB_ACTIONS=true): give --author LOGIN")
-        user = reply.json()
+        user = _json(reply)
         login, kind = (user.get("login"), user.get("type")) if isinstance(user, dict) else (None, None)
         if not isinstance(login, str) or not login or kind not in ("User", "Bot"):
             raise GitHubError(f"GitHub answered GET /user without a login and type: {reply.text[:200]!r}")

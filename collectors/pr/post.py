@@ -20,7 +20,8 @@ from pathlib import Path
 from analysis.errors import UserError
 from collectors.command import run_command
 from collectors.pr import comment, sources
-from collectors.pr.github_api import DEFAULT_API, Author, GitHub, pull_labels, read_token, upsert_comment
+from collectors.http_client import read_token
+from collectors.pr.github_api import DEFAULT_API, Author, GitHub, GitHubError, pull_labels, upsert_comment
 from collectors.pr.untrusted import KIB, Unreadable, read_capped
 
 REPO = re.compile(r"[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+")
@@ -205,7 +206,7 @@ def check_bound(pull: dict, args: argparse.Namespace, pr: int) -> None:
 
 
 def _client(args: argparse.Namespace) -> GitHub:
-    token = read_token(args.token_file, ("GITHUB_TOKEN", "GH_TOKEN"))
+    token = read_token(args.token_file, ("GITHUB_TOKEN", "GH_TOKEN"), "GitHub", GitHubError)
     if not token:
         raise PrError("no GitHub token: give --token-file FILE or set $GITHUB_TOKEN (or $GH_TOKEN) to a "
                       "token with 'pull requests: write' on the repository")

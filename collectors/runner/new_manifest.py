@@ -69,7 +69,8 @@ def make_manifest(run_id: str, case: Case, variants: dict[str, Variant], opts: R
     m.calibration = {}
     m.paired, m.pairing = paired, pairing
     if opts.precision is not None:
-        m.precision = PrecisionPlan(target=opts.precision, budget_s=opts.budget_s, pilot=opts.reps,
+        # the target itself is options.precision (stored once, manifest schema 3)
+        m.precision = PrecisionPlan(budget_s=opts.budget_s, pilot=opts.reps,
                                     on=opts.precision_on)
     return m
 

@@ -38,6 +38,7 @@ class PrecisionRun:
     def __init__(self, run: RunContext):
         self.run = run
         self.plan: PrecisionPlan = run.manifest.precision
+        self.target: float = run.manifest.options.precision   # the half-width asked (a fraction)
         self.names = list(run.variants)
         self.kind = "paired" if run.opts.paired else "throughput"
         self._t0 = time.monotonic()
@@ -91,13 +92,13 @@ class PrecisionRun:
             self.run.note(self._progress(done), always=True)
         if self.plan.planned is not None and done >= self.plan.planned and self.plan.ended_by is None:
             self.plan.ended_by = "precision"
-            self.plan.note = f"{done} {self._word()}s as planned for ±{self.plan.target:.1%} of the ratio"
+            self.plan.note = f"{done} {self._word()}s as planned for ±{self.target:.1%} of the ratio"
 
     def _plan(self, done: int) -> None:
         x = self.log_ratios()[: self.plan.pilot]
         sd0 = float(statistics.stdev(x))
         self.plan.pilot_sd = round(sd0, 6)
-        want = twostage.planned_reps(sd0, self.plan.pilot, math.log1p(self.plan.target))
+        want = twostage.planned_reps(sd0, self.plan.pilot, math.log1p(self.target))
         self.plan.planned = min(want, MAX_UNITS)
         if want > MAX_UNITS:
             self.plan.note = f"the first stage's spread asks for {want} {self._word()}s; capped at {MAX_UNITS}"
@@ -162,5 +163,5 @@ class PrecisionRun:
         budget = f"; {duration(self.spent())} of the {duration(p.budget_s)} budget spent" if p.budget_s else ""
         return (f"precision: {done} {self._word()}s, change {math.expm1(iv.mean):+.1%} "
                 f"[{math.expm1(iv.low):+.1%}, {math.expm1(iv.high):+.1%}] (±{math.expm1(iv.half_width):.1%} "
-                f"of the ratio, target ±{p.target:.1%}); {left} more planned{eta}{budget}")
+                f"of the ratio, target ±{self.target:.1%}); {left} more planned{eta}{budget}")
 

@@ -1,14 +1,14 @@
-"""Read and check a schedule file. The YAML is composed into PyYAML's node tree first so
-every error names the file and the line it comes from (docs/schedule.md, the format)."""
+"""Read and check a schedule file. The YAML is read with the line of every value
+(analysis/inputs/yaml_lines.py) so every error names the file and the line it comes from
+(docs/schedule.md, the format)."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
-import yaml
 from croniter import croniter
 
 from analysis.inputs.option_specs import DEFAULT_REPS, PROFILE_REPS, REPS, SIZE, taken_by
+from analysis.inputs.yaml_lines import Node, parse, read_text
 from collectors.variants.spec import parse_variant
 from collectors.schedule.model import BASELINE_POLICIES, Alert, Baseline, Job, Schedule, ScheduleError
 
@@ -19,49 +19,11 @@ JOB_KEYS = {"cron", "case", "cases", "candidate", "baseline", *SHARED, "runner-l
 DEFAULT_KEYS = JOB_KEYS - {"case", "cases", "candidate"}
 
 
-class Node:
-    """A plain value with the line it was written on."""
-    def __init__(self, value: Any, line: int):
-        self.value, self.line = value, line
-        self.key_line = line      # a mapping's value: the line of its key (where a job starts)
-
-
-def _plain(node: yaml.Node, where: str) -> Node:
-    line = node.start_mark.line + 1
-    if isinstance(node, yaml.MappingNode):
-        out: dict[str, Node] = {}
-        for k, v in node.value:
-            key = _scalar(k) if isinstance(k, yaml.ScalarNode) else None
-            if not isinstance(key, (str, int)):
-                raise ScheduleError(f"{where}:{k.start_mark.line + 1}: mapping keys must be plain words")
-            if str(key) in out:
-                raise ScheduleError(f"{where}:{k.start_mark.line + 1}: duplicate key {key!r}")
-            out[str(key)] = _plain(v, where)
-            out[str(key)].key_line = k.start_mark.line + 1
-        return Node(out, line)
-    if isinstance(node, yaml.SequenceNode):
-        return Node([_plain(n, where) for n in node.value], line)
-    return Node(_scalar(node), line)
-
-
-def _scalar(node: yaml.Node) -> Any:
-    return yaml.SafeLoader("").construct_object(node, deep=True)
-
-
 def load_schedule(path: str | Path) -> Schedule:
     where = str(path)
-    try:
-        text = Path(path).read_text()
-    except OSError as e:
-        raise ScheduleError(f"{where}: cannot read the schedule file: {e.strerror}") from None
-    try:
-        root = yaml.compose(text, Loader=yaml.SafeLoader)
-    except yaml.MarkedYAMLError as e:
-        mark = e.problem_mark or e.context_mark
-        raise ScheduleError(f"{where}:{mark.line + 1 if mark else '?'}: malformed YAML: {e.problem or e}") from None
-    if root is None:
+    doc = parse(read_text(path, "schedule file", ScheduleError), where, ScheduleError)
+    if doc is None:
         raise ScheduleError(f"{where}:1: the schedule file is empty; it needs a 'jobs:' mapping")
-    doc = _plain(root, where)
     top = _mapping(doc, "the file", TOP_KEYS, where)
     if top.get("version") is not None and top["version"].value != 1:
         raise ScheduleError(f"{where}:{top['version'].line}: version must be 1")

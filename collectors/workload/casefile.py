@@ -1,5 +1,5 @@
-"""One case file, read and checked: the YAML composed into PyYAML's node tree first, so
-every error names the file and line it comes from, then turned into plain values and
+"""One case file, read and checked: the YAML read with the line of every value
+(analysis/inputs/yaml_lines.py), so every error names the file and line it comes from, then
 checked against the case model's data classes (analysis.inputs.case). docs/cases.md
 documents the format; collectors.workload.cases resolves a checked file into a Case.
 """
@@ -10,11 +10,11 @@ import typing
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from analysis.errors import UserError
 from analysis.inputs.case import DatasetSpec, ServerSpec, WorkloadSpec
 from analysis.inputs.records import RecordError, convert, field_names, hints
+from analysis.inputs.yaml_lines import load as load_yaml
+from analysis.inputs.yaml_lines import read_text
 
 TOP_KEYS = {"name", "description", "focus", "server", "dataset", "workload", "sizes",
             "matrix", "notes"}
@@ -24,59 +24,6 @@ TOP_FIELDS = {"description": str, "focus": list[str], "notes": list[str]}
 
 class CaseError(UserError):
     """A case that cannot be loaded; the message starts with file:line."""
-
-
-# ---------------------------------------------------------------- YAML with line numbers
-Path_ = tuple  # a path into the document: ("dataset", "keys")
-
-
-def _compose(text: str, where: str) -> yaml.Node | None:
-    try:
-        return yaml.compose(text, Loader=yaml.SafeLoader)
-    except yaml.MarkedYAMLError as e:
-        mark = e.problem_mark or e.context_mark
-        line = mark.line + 1 if mark else "?"
-        raise CaseError(f"{where}:{line}: malformed YAML: {e.problem or e}") from None
-    except yaml.YAMLError as e:
-        raise CaseError(f"{where}: malformed YAML: {e}") from None
-
-
-def _plain(node: yaml.Node, path: Path_, lines: dict[Path_, int], where: str) -> Any:
-    """Node tree -> plain Python values, remembering the line of every path."""
-    lines[path] = node.start_mark.line + 1
-    if isinstance(node, yaml.MappingNode):
-        out: dict[Any, Any] = {}
-        for knode, vnode in node.value:
-            key = _scalar(knode, where)
-            if not isinstance(key, (str, int, float)):
-                raise CaseError(f"{where}:{knode.start_mark.line + 1}: mapping keys must be plain words")
-            key = str(key)
-            if key in out:
-                raise CaseError(f"{where}:{knode.start_mark.line + 1}: duplicate key {key!r}")
-            out[key] = _plain(vnode, path + (key,), lines, where)
-            lines[path + (key,)] = knode.start_mark.line + 1
-        return out
-    if isinstance(node, yaml.SequenceNode):
-        return [_plain(n, path + (i,), lines, where) for i, n in enumerate(node.value)]
-    return _scalar(node, where)
-
-
-def read_yaml_lines(text: str, where: str) -> tuple[Any, dict[Path_, int]]:
-    """A YAML document as plain values, with the line of every path in it (for file:line
-    errors); (None, {}) for an empty document. CaseError on malformed YAML."""
-    lines: dict[Path_, int] = {}
-    node = _compose(text, where)
-    return (_plain(node, (), lines, where) if node is not None else None), lines
-
-
-def _scalar(node: yaml.Node, where: str) -> Any:
-    if not isinstance(node, yaml.ScalarNode):
-        raise CaseError(f"{where}:{node.start_mark.line + 1}: expected a plain value here")
-    loader = yaml.SafeLoader("")
-    try:
-        return loader.construct_object(node, deep=True)
-    finally:
-        loader.dispose()
 
 
 # ---------------------------------------------------------------- type checking
@@ -134,11 +81,7 @@ class CaseFile:
 
     def __init__(self, path: Path):
         self.path = path
-        try:
-            text = path.read_text()
-        except OSError as e:
-            raise CaseError(f"{path}: cannot read: {e.strerror}") from None
-        self.data, self.lines = read_yaml_lines(text, str(path))
+        self.data, self.lines = load_yaml(read_text(path, "case file", CaseError), str(path), CaseError)
         if self.data is None:
             raise CaseError(f"{path}:1: empty case file")
         if not isinstance(self.data, dict):
@@ -191,7 +134,7 @@ def _check_document(doc: CaseFile) -> None:
             _check_overrides(doc, over, ("matrix", axis, value))
 
 
-def _check_overrides(doc: CaseFile, over: Any, path: Path_) -> None:
+def _check_overrides(doc: CaseFile, over: Any, path: tuple) -> None:
     where = ".".join(map(str, path))
     if over is None:
         return

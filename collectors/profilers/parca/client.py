@@ -10,6 +10,9 @@ gateway for the merged profile of a window:
       &reportType=REPORT_TYPE_PPROF
   -> {"pprof": base64(gzipped profile.proto), "total": "...", "filtered": "..."}
 
+Requests go through collectors/http_client.py (a GET answered 502/503/504 or 429 is tried
+again; the bearer token is not sent on to another origin by a redirect).
+
 Quirks of real responses (tests/data/fixtures/parca):
   - REPORT_TYPE_PPROF answers "total": "0" even when the profile has samples, so the
     empty-window check decodes the pprof and counts its samples instead.
@@ -24,9 +27,7 @@ import base64
 import gzip
 import json
 import os
-import urllib.error
 import urllib.parse
-import urllib.request
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -34,6 +35,7 @@ from typing import Any
 
 from analysis.errors import Failed
 from analysis.profile import profile_pb2
+from collectors.http_client import Unreachable, read_token, send
 
 DEFAULT_TYPE = "parca_agent:samples:count:cpu:nanoseconds:delta"
 DEFAULT_URL_ENV = "STALLSCOPE_PARCA_URL"
@@ -43,20 +45,6 @@ REPORTS = {"pprof": "REPORT_TYPE_PPROF", "top": "REPORT_TYPE_TOP"}
 
 class ParcaError(Failed):
     """A query that did not give a profile; the message says why and what to do."""
-
-
-def read_token(token_file: str | os.PathLike | None) -> str | None:
-    """The bearer token: the first line of `token_file` when given, else $STALLSCOPE_PARCA_TOKEN."""
-    if token_file:
-        p = Path(token_file)
-        try:
-            token = p.read_text().strip()
-        except OSError as e:
-            raise ParcaError(f"{p}: cannot read the Parca token file: {e.strerror}") from None
-        if not token:
-            raise ParcaError(f"{p}: the Parca token file is empty; put the bearer token in it")
-        return token
-    return os.environ.get(TOKEN_ENV) or None
 
 
 # --------------------------------------------------------------------------------------
@@ -209,25 +197,22 @@ class ParcaClient:
         url = url or os.environ.get(DEFAULT_URL_ENV)
         if not url:
             raise ParcaError(f"no Parca URL: pass --parca-url URL or set {DEFAULT_URL_ENV}")
-        return cls(url.rstrip("/"), read_token(token_file))
+        return cls(url.rstrip("/"), read_token(token_file, (TOKEN_ENV,), "Parca", ParcaError))
 
     def _get(self, path: str, params: dict[str, str]) -> dict[str, Any]:
         qs = urllib.parse.urlencode(params, quote_via=urllib.parse.quote)
         full = f"{self.url.rstrip('/')}{path}" + (f"?{qs}" if qs else "")
-        req = urllib.request.Request(full, headers={"Accept": "application/json"})
-        if self.token:
-            req.add_header("Authorization", f"Bearer {self.token}")
+        headers = {"Accept": "application/json", **({"Authorization": f"Bearer {self.token}"} if self.token else {})}
         try:
-            with urllib.request.urlopen(req, timeout=self.timeout_s) as r:
-                body = r.read()
-        except urllib.error.HTTPError as e:
-            raise _HttpError(e.code, _error_text(e.read())) from None
-        except urllib.error.URLError as e:
-            why = getattr(e.reason, "strerror", None) or str(e.reason)
-            raise ParcaError(f"cannot reach Parca at {self.url}: {why.lower()}; is the server "
+            reply = send("GET", full, headers=headers, timeout=self.timeout_s)
+        except Unreachable as e:
+            if e.timed_out:
+                raise ParcaError(f"Parca at {self.url} did not answer within {self.timeout_s:g} s") from None
+            raise ParcaError(f"cannot reach Parca at {self.url}: {e.reason}; is the server "
                              f"running? set --parca-url (or {DEFAULT_URL_ENV})") from None
-        except TimeoutError:
-            raise ParcaError(f"Parca at {self.url} did not answer within {self.timeout_s:g} s") from None
+        if not 200 <= reply.status < 300:
+            raise _HttpError(reply.status, _error_text(reply.body))
+        body = reply.body
         try:
             return json.loads(body)
         except json.JSONDecodeError as e:

@@ -9,7 +9,9 @@ from typing import Any
 
 from analysis.inputs.option_specs import file_type, taken_by
 from analysis.sweep.seeds import SeedRow
-from collectors.workload.casefile import CaseError, read_yaml_lines
+from analysis.inputs.yaml_lines import load as load_yaml
+from analysis.inputs.yaml_lines import read_text
+from collectors.workload.casefile import CaseError
 from collectors.workload.cases import CASES_DIR
 
 EXPERIMENTS_DIR = CASES_DIR / "experiments"
@@ -133,7 +135,7 @@ def load_experiment(name_or_path: str) -> Experiment:
     """The checked experiment; CaseError names the file and line of what is wrong."""
     path = find(name_or_path)
     where = str(path)
-    d, lines = read_yaml_lines(path.read_text(), where)
+    d, lines = load_yaml(read_text(path, "experiment file", CaseError), where, CaseError)
     c = _Check(where, lines)
     c.mapping(d, TOP, (), ("name", "title", "seed", "variants", "parts"))
     if d["name"] != path.stem:

@@ -36,17 +36,11 @@ class SuiteDataset:
     naming: Naming = field(default_factory=Naming)
 
 
-def line_of(text: str, needle: str) -> int:
-    for n, line in enumerate(text.splitlines(), 1):
-        if needle in line:
-            return n
-    return 1
-
-
-def suite_dataset(where: str, text: str, db: dict[str, Any], notes: list[str]) -> SuiteDataset:
+def suite_dataset(where: str, lines: dict[tuple, int], db: dict[str, Any], notes: list[str]) -> SuiteDataset:
+    """`lines`: the line of every path of the suite file (analysis/inputs/yaml_lines.load)."""
     ds = SuiteDataset(keys=(db.get("check") or {}).get("keyspacelen"))
     if db.get("preload_tool"):
-        _preload_tool(ds, where, text, db["preload_tool"], notes)
+        _preload_tool(ds, where, lines, db["preload_tool"], notes)
     elif db.get("init_commands"):
         _init_commands(ds, db["init_commands"], notes)
     ds.keys = int(ds.keys or 0)
@@ -68,8 +62,9 @@ def suite_dataset(where: str, text: str, db: dict[str, Any], notes: list[str]) -
     return ds
 
 
-def _preload_tool(ds: SuiteDataset, where: str, text: str, pre: dict[str, Any], notes: list[str]) -> None:
-    at = f"{where}:{line_of(text, 'preload_tool')}"
+def _preload_tool(ds: SuiteDataset, where: str, lines: dict[tuple, int], pre: dict[str, Any],
+                  notes: list[str]) -> None:
+    at = f"{where}:{lines.get(('dbconfig', 'preload_tool'), 1)}"
     if pre.get("tool") != "memtier_benchmark":
         raise PreloadError(f"{at}: preload tool {pre.get('tool')!r} is not memtier_benchmark: cannot "
                            "translate its arguments")

@@ -18,9 +18,11 @@ from typing import Any
 import yaml
 
 from analysis.errors import UserError
+from analysis.inputs.yaml_lines import load as load_yaml
+from analysis.inputs.yaml_lines import read_text
 from collectors.workload.memtier_args import (MEMTIER_DEFAULTS, OUTPUT_OPTS, WORKLOAD_OPTS, MemtierArgs,
                                               MemtierArgsError, parse_memtier)
-from collectors.workload.suite.dataset import PreloadError, SuiteDataset, line_of, suite_dataset
+from collectors.workload.suite.dataset import PreloadError, SuiteDataset, suite_dataset
 from collectors.workload.suite.keys import KeyNameError, translate
 from collectors.workload.suite.mix import MixError, Part, base_part, mix_note, parts, pattern_keyspace
 
@@ -84,31 +86,23 @@ def _encoding(kind: str, value_size: int, fields: int, members: int, config: dic
 def import_suite(path: Path) -> SuiteImport:
     """Translate one test-suite file; raises SuiteError naming the file (and line)."""
     path = Path(path)
-    try:
-        text = path.read_text()
-    except OSError as e:
-        raise SuiteError(f"{path}: cannot read: {e.strerror}") from None
-    try:
-        suite = yaml.safe_load(text)
-    except yaml.MarkedYAMLError as e:
-        line = e.problem_mark.line + 1 if e.problem_mark else 1
-        raise SuiteError(f"{path}:{line}: malformed YAML: {e.problem}") from None
+    suite, lines = load_yaml(read_text(path, "test-suite file", SuiteError), str(path), SuiteError)
     if not isinstance(suite, dict) or "clientconfig" not in suite:
         raise SuiteError(f"{path}:1: not a redis-benchmarks-specification test-suite file "
                          "(no clientconfig section)")
     try:
-        return _translate(path, text, suite)
+        return _translate(path, lines, suite)
     except (MemtierArgsError, PreloadError) as e:
         raise SuiteError(str(e)) from None
 
 
-def _translate(path: Path, text: str, suite: dict[str, Any]) -> SuiteImport:
+def _translate(path: Path, lines: dict[tuple, int], suite: dict[str, Any]) -> SuiteImport:
     notes: list[str] = []
     db = suite.get("dbconfig") or {}
     client = suite["clientconfig"] or {}
     server = _server(suite, db, notes)
-    ds = suite_dataset(str(path), text, db, notes)
-    workload, matrix, max_index = _workload(str(path), text, client, ds, notes)
+    ds = suite_dataset(str(path), lines, db, notes)
+    workload, matrix, max_index = _workload(str(path), lines, client, ds, notes)
     focus = _focus(suite, db, client, notes)
     enc = _encoding(ds.kind, ds.value_size, ds.fields, ds.members, server["config"])
     name = re.sub(r"^memtier_benchmark-", "", str(suite.get("name") or path.stem)).lower()
@@ -154,11 +148,11 @@ def _server(suite: dict[str, Any], db: dict[str, Any], notes: list[str]) -> dict
     return {"config": config, "io_threads": 1, "cluster": cluster, "persistence": persistence}
 
 
-def _workload(where: str, text: str, client: dict[str, Any], ds: SuiteDataset,
+def _workload(where: str, lines: dict[tuple, int], client: dict[str, Any], ds: SuiteDataset,
               notes: list[str]) -> tuple[dict[str, Any], dict[str, Any], int]:
     """The case's workload, its matrix (axis op for a command mix) and the highest dataset
     key index a command names literally (the small size must keep it)."""
-    cwhere = f"{where}:{line_of(text, 'clientconfig')}"
+    cwhere = f"{where}:{lines.get(('clientconfig',), 1)}"
     if client.get("tool") != "memtier_benchmark":
         raise SuiteError(f"{cwhere}: client tool {client.get('tool')!r} is not memtier_benchmark: "
                          "cannot translate its arguments")
