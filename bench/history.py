@@ -9,6 +9,9 @@
    injected shift is a true positive; any other finding a false one. False alerts per 100
    runs come from the shift-free jobs. Then what the in-run paired test needs to reach the
    issue's goals (recall 0.9 at 5%, 0.5 at 2%), from the same noise model.
+3. (5c) The function series (analysis/history/function_series.py): recall, precision and
+   false alerts per 100 runs at throughput shifts of 1, 2 and 5% caused by one function,
+   against a pinned baseline, without and with the function series.
 2. Store speed at about one million stored metric points, on SQLite and on PostgreSQL (a
    real local server started for the benchmark, or --pg URL), each beside its target
    (issue 18): the ingest rate (batches of BATCH runs; generating the runs is not timed),
@@ -20,6 +23,7 @@ Examples:
   .venv/bin/python bench/history.py
   .venv/bin/python bench/history.py --points 200000 --jobs 20 --noise noisy
   .venv/bin/python bench/history.py --figure 5b          # the store at scale only
+  .venv/bin/python bench/history.py --figure 5c          # the function series only
 """
 from __future__ import annotations
 
@@ -39,7 +43,8 @@ sys.path.insert(0, str(REPO))
 from analysis.history.changepoints import detect  # noqa: E402
 from analysis.history.paired_signal import ALPHA  # noqa: E402
 from analysis.history.store import HistoryStore, Incoming  # noqa: E402
-from bench.synthetic_history import FUNCTIONS, NOISY, PAIRS, QUIET, REPS, Noise, Shift, make_job  # noqa: E402
+from analysis.history.extract import extract  # noqa: E402
+from bench.synthetic_history import NOISY, PAIRS, QUIET, REPS, Noise, Shift, make_job, shares  # noqa: E402
 
 SIGNALS = (("series", "change point"), ("paired", "paired"), ("combined", None))
 GOALS = ((-0.05, 0.9), (-0.02, 0.5))          # (shift, recall) the issue asks for
@@ -135,12 +140,67 @@ def detector(jobs: int, runs: int, noise: Noise, seed: int = 1) -> None:
         _takes(n, REPS)
 
 
+FN_SIZES = (-0.01, -0.02, -0.05)
+FN_GOAL = (0.9, 0.9, 1.0)        # recall and precision at 2%, false alerts per 100 runs
+
+
+def _fn_score(found: list, ids: list[int], at: int | None) -> tuple[int, int]:
+    """(found the shift within a run: 0/1, false findings) over every finding of one job."""
+    hits = [ids.index(c.first_run.id) for c in found]
+    good = any(at is not None and abs(x - at) <= 1 for x in hits)
+    return int(good), len(hits) - int(good)
+
+
+def _fn_jobs(st: HistoryStore, n: int, size: float | None, runs: int, noise: Noise, rng: random.Random,
+             tally: dict) -> None:
+    """n jobs (a shift of `size` in one recorded top function at a random run, or none),
+    each detected without and with the function series; tally[label] += (hits, false)."""
+    movers = [f for f, s in shares().items() if s >= 0.01]
+    for j in range(n):
+        at = rng.randrange(runs // 4, 3 * runs // 4) if size else None
+        fn = rng.choice(movers)
+        h = make_job(f"{size}-{j}", runs, [Shift(at, size, fn)] if size else [], seed=rng.getrandbits(32),
+                     noise=noise, baseline="pinned")
+        for r in h.runs:
+            st.ingest_results(r, job=h.job)
+        ids = [r.id for r in st.runs(h.job)]
+        for label, functions in (("without", False), ("with", True)):
+            t, f = _fn_score(detect(st, h.job, ("paired:",), functions=functions), ids, at)
+            tally[label] = (tally[label][0] + t, tally[label][1] + f)
+
+
+def function_series(jobs: int, runs: int, noise: Noise, seed: int = 1) -> None:
+    print(f"== 5c. function series: {jobs} jobs x {runs} runs per shift size, {2 * jobs} without a shift; "
+          f"pinned baseline, noise of the {noise.name}; the throughput shift is one recorded top function "
+          "(>= 1% of the CPU, chosen at random) growing by shift / its share; profile reps drawn from the "
+          "16 of tests/data/runs/mset-aa-default")
+    print("   without = the paired series' signals (in-run paired, E-Divisive); with = and the function "
+          "series (Benjamini-Hochberg over the job's, findings placed by them). A hit: a finding within one "
+          "run of the shift; precision over every finding of the jobs with a shift")
+    rng = random.Random(seed)
+    with tempfile.TemporaryDirectory() as d:
+        st = HistoryStore.open(Path(d) / "fn.sqlite")
+        null = {"without": (0, 0), "with": (0, 0)}
+        _fn_jobs(st, 2 * jobs, None, runs, noise, rng, null)
+        for size in FN_SIZES:
+            tally = {"without": (0, 0), "with": (0, 0)}
+            _fn_jobs(st, jobs, size, runs, noise, rng, tally)
+            cells = [f"{label} recall {_ci(t, jobs)} precision " + (f"{t / (t + f):.2f}" if t + f else "n/a")
+                     for label, (t, f) in tally.items()]
+            print(f"     shift {100 * size:+3.0f}%: " + "   ".join(cells))
+    fa = "  ".join(f"{label} {_ci(f, 2 * jobs * runs, 100)}" for label, (_, f) in null.items())
+    print(f"     false alerts per 100 runs [95% CI] ({2 * jobs * runs} shift-free runs): {fa}")
+    print(f"     goal at -2%: recall >= {FN_GOAL[0]}, precision >= {FN_GOAL[1]}; at most {FN_GOAL[2]:.0f} "
+          "false alert per 100 runs")
+
+
 def _many_functions_job(job: str, days: int, seed: int) -> list[dict]:
-    """A job whose runs carry 48 focus functions: ~100 points per run, like a profile-rich job."""
+    """A job whose runs carry 48 focus functions: ~200 points per run, like a profile-rich job."""
     runs = make_job(job, days, [], seed=seed).runs
     for r in runs:
         focus = r["profile"]["focus"]
         r["profile"]["focus"] = [dict(f, name=f"{f['name']}_{k}") for k in range(12) for f in focus]
+        r["profile"]["movers"] = []
     return runs
 
 
@@ -175,7 +235,7 @@ def store_speed(url: str, label: str, points: int, jobs: int) -> None:
     st = HistoryStore.open(url)
     if st.jobs():
         raise SystemExit(f"bench/history.py: {label} store {url} holds runs already: give an empty one")
-    per_run = 2 + 2 * 12 * len(FUNCTIONS)          # paired + 48 functions, both roles
+    per_run = len(extract(_many_functions_job("probe", 1, 0)[0])[0])   # both roles
     days = max(1, points // (per_run * jobs))
     n, dt = _ingest(st, jobs, days)
     total = n * per_run
@@ -213,12 +273,14 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--pg", metavar="URL", help="PostgreSQL for 5b (default: a local server started here)")
     ap.add_argument("--noise", choices=("quiet", "noisy"), default="quiet",
                     help="noise of 5a: the quiet evening (default) or the noisier day recorded here")
-    ap.add_argument("--figure", choices=("5a", "5b", "all"), default="all",
-                    help="5a (detectors), 5b (store at scale) or both (default)")
+    ap.add_argument("--figure", choices=("5a", "5b", "5c", "all"), default="all",
+                    help="5a (detectors), 5b (store at scale), 5c (function series) or all (default)")
     a = ap.parse_args(argv)
     if a.figure in ("5a", "all"):
         detector(a.jobs, a.runs, QUIET if a.noise == "quiet" else NOISY)
-    if a.figure == "5a":
+    if a.figure in ("5c", "all"):
+        function_series(a.jobs, a.runs, QUIET if a.noise == "quiet" else NOISY)
+    if a.figure in ("5a", "5c"):
         return 0
     print(f"== 5b. history store at about {a.points:,} metric points (times: the best of 3-5 calls)")
     with tempfile.TemporaryDirectory() as d:

@@ -33,9 +33,18 @@ and analysis.compare.pair_clusters, MSET of 50 keys over 10M keys, 0.25 s window
   had mean log base rates 8.673, 8.582, 8.693, spread by 0.059, of which their reps'
   own spread explains 0.035: the rest is the run's. Three runs: a rough number (2 df).
   With them, a run's median rep moves by ~6% (sd of its log) between runs of one build.
-- cv_cpu 0.04: a focus function's CPU per operation over 3 profile reps in
-  tests/data/runs/mset-demo-small-v1 (dictFindByHash 3.6% and 2.9%, lookupKey 3.9% and
-  7.9%: the two with the most samples).
+
+The profile reps are not modelled: each run's three profile reps per side are drawn (with
+replacement) from the 16 real profile reps of one build in tests/data/runs/mset-aa-default
+(an A/A run of the demo case: every function's flat CPU time per MSET in each rep, read as
+`stallscope compare` reads them, analysis.compare.profile_reps), so every function's
+spread between server starts, and how functions move together within a rep, are the
+recorded ones (dictFindByHash: 35% of the CPU, its cost per op spread by 18% between reps;
+je_free 4%, 24%). A rep's costs are scaled by the run's level (exp(-L_k): a slower night
+costs more per operation). A shift of the throughput by `size` caused by function f is
+f's cost growing by what makes the rep's whole CPU per op grow by 1/(1 + size) - 1: a
+function holding share s of the CPU that grows by x moves throughput by about s·x, so a
+2% shift is +6% of dictFindByHash or +49% of je_free.
 
 `baseline` is the schedule's policy: "pinned" (every run against the same build, which
 carries no shift) or "previous" (each run against the previous run's candidate, the first
@@ -44,19 +53,26 @@ against its parent).
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import math
 import random
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
 
 from analysis import stats
 from analysis.compare.results import SCHEMA, MetricRow
 from analysis.compare.values import ChangeOut, Side
 
-FUNCTIONS = ("dictFindLinkInternal", "lookupKey", "msetGenericCommand", "setKey")
 REPS = 5               # a schedule job's default `reps`
 PAIRS = 32             # window pairs per paired rep: the runner's default 64 windows
 PAIR_SD = 0.134        # one window pair's log ratio, within a rep (QUIET)
-CV_CPU = 0.04
+PROFILE_REPS = 3       # a run's profile reps per side (the default --profile-reps)
+RECORDED = Path(__file__).resolve().parents[1] / "tests" / "data" / "runs" / "mset-aa-default"
+# The recording's focus functions that have samples (its case's list), and its top
+# functions: every other function with at least TOP_SHARE of the CPU (the movers a run
+# of it shows); the bench shifts one of those holding at least 1%.
+FUNCTIONS = ("dictFindByHash", "lookupKey", "msetGenericCommand", "dictFind")
+TOP_SHARE = 0.005
 
 
 @dataclass(frozen=True)
@@ -81,7 +97,7 @@ NOISY = Noise("noisier day (mset-demo-paired)", start_sd=0.0558, pair_sd=0.155)
 class Shift:
     run: int                      # index of the first run after the shift
     size: float                   # relative (-0.05: throughput 5% lower; cost 5% higher)
-    function: str = "dictFindLinkInternal"   # whose CPU per op moves with it
+    function: str = "dictFindByHash"   # whose CPU per op moves with it (a recorded function)
 
 
 @dataclass
@@ -101,35 +117,90 @@ def _effect(shifts: list[Shift], run: int) -> float:
     return sum(math.log1p(s.size) for s in shifts if run >= s.run)
 
 
-def _cost(shifts: list[Shift], run: int) -> dict[str, float]:
-    """CPU per operation of the focus functions in the candidate build of `run`: the
-    shifted function pays all the CPU per op that the throughput change implies."""
-    cost = dict(zip(FUNCTIONS, (12000.0, 9000.0, 400.0, 2500.0)))
-    total = sum(cost.values())
-    for s in shifts:
-        if run >= s.run:
-            cost[s.function] += total * (1 / (1 + s.size) - 1)
-    return cost
-
-
 def _paired_row(job: str, base: list[float], cand: list[float]) -> dict:
     ch = stats.compare(base, cand, paired=True)
     return asdict(MetricRow(job, "paired throughput", "ops/s", True, Side.of(ch.base, list(range(1, len(base) + 1))),
                             Side.of(ch.cand, list(range(1, len(cand) + 1))), ChangeOut.of(ch, "ops/s")))
 
 
-def _focus(rng: random.Random, base_cost: dict[str, float], cand_cost: dict[str, float], cv: float) -> list[dict]:
+@functools.lru_cache(maxsize=1)
+def recorded_reps() -> tuple[tuple[float, dict[str, float]], ...]:
+    """Each recorded profile rep's whole CPU time per operation and its functions' flat CPU
+    time per operation (ns/op), as `stallscope compare` reads them (module docstring)."""
+    from analysis.compare import profile_reps
+    from analysis.inputs.rundir import load_run
+    from analysis.profile.stacks import function_costs
+    run = load_run(RECORDED)
     out = []
-    for f in FUNCTIONS:
-        cn = [cand_cost[f] * rng.gauss(1.0, cv) for _ in range(3)]
-        bn = [base_cost[f] * rng.gauss(1.0, cv) for _ in range(3)]
-        out.append({"name": f, "base_flat_ns": _side(bn), "cand_flat_ns": _side(cn),
-                    "flat_ns_change": {"rel": _side(cn)["median"] / _side(bn)["median"] - 1, "verdict": ""}})
-    return out
+    for reps in profile_reps.load(run, tuple(run.manifest.variants)).values():
+        for r in reps:
+            ops = r.ops.ops
+            out.append((r.stacks.total / ops, {f: c.flat / ops for f, c in function_costs(r.stacks).items()}))
+    return tuple(out)
+
+
+@functools.lru_cache(maxsize=1)
+def shares() -> dict[str, float]:
+    """Each recorded function's share of the CPU (flat, over the 16 reps), largest first."""
+    reps = recorded_reps()
+    whole = sum(t for t, _ in reps)
+    out: dict[str, float] = {}
+    for _, costs in reps:
+        for f, c in costs.items():
+            out[f] = out.get(f, 0.0) + c / whole
+    return dict(sorted(out.items(), key=lambda kv: -kv[1]))
+
+
+def top_functions() -> tuple[str, ...]:
+    """The run's top functions besides the focus ones (TOP_SHARE of the CPU or more)."""
+    return tuple(f for f, s in shares().items() if s >= TOP_SHARE and f not in FUNCTIONS)
+
+
+def _rep(rng: random.Random, shifts: list[Shift], run: int, level: float) -> tuple[float, dict[str, float]]:
+    """One profile rep of the build measured as candidate at `run`: a recorded rep at the
+    night's level, the shifted functions paying what each shift costs the whole."""
+    whole, costs = rng.choice(recorded_reps())
+    scale = math.exp(-level)
+    whole *= scale
+    out = {f: costs.get(f, 0.0) * scale for f in FUNCTIONS + top_functions()}
+    for s in shifts:
+        if run >= s.run:
+            add = whole * (1 / (1 + s.size) - 1)
+            out[s.function] = out.get(s.function, 0.0) + add
+            whole += add
+    return whole, out
+
+
+def _change(base: list[float], cand: list[float], unit: str) -> dict:
+    """The in-run change of a profile row: its size only. A real run judges the functions
+    in families (analysis/compare/families.py); the history's detectors do not read these
+    verdicts, and judging 50 rows a run would be most of the bench's time."""
+    b, c = sorted(base)[len(base) // 2], sorted(cand)[len(cand) // 2]
+    return {"rel": c / b - 1 if b > 0 else None, "verdict": "", "unit": unit}
+
+
+def _function_row(f: str, base: list, cand: list) -> dict:
+    """A profile table row as results.json has it: flat CPU per op (ns) and flat share (%)."""
+    ns = [[c.get(f, 0.0) for _, c in reps] for reps in (base, cand)]
+    pct = [[100 * c.get(f, 0.0) / w for w, c in reps] for reps in (base, cand)]
+    return {"name": f, "thread": "all", "base_flat_ns": _side(ns[0]), "cand_flat_ns": _side(ns[1]),
+            "flat_ns_change": _change(*ns, "ns/op"), "base_flat": _side(pct[0]), "cand_flat": _side(pct[1]),
+            "flat_change": _change(*pct, "pp")}
+
+
+def _profile(rng: random.Random, shifts: list[Shift], base_run: int, cand_run: int, level: float) -> dict:
+    """The profile section of one run: PROFILE_REPS reps per side (each its own server start)."""
+    base = [_rep(rng, shifts, base_run, level) for _ in range(PROFILE_REPS)]
+    cand = [_rep(rng, shifts, cand_run, level) for _ in range(PROFILE_REPS)]
+    whole = [[w for w, _ in reps] for reps in (base, cand)]
+    return {"focus": [_function_row(f, base, cand) for f in FUNCTIONS],
+            "movers": [_function_row(f, base, cand) for f in top_functions()],
+            "per_op_total": {"base": _side(whole[0]), "cand": _side(whole[1]), "unit": "ns/op",
+                             "change": _change(*whole, "ns/op")}}
 
 
 def make_job(job: str, days: int, shifts: list[Shift], *, seed: int = 0, reps: int = REPS,
-             pairs: int = PAIRS, noise: Noise = QUIET, baseline: str = "pinned", cv_cpu: float = CV_CPU,
+             pairs: int = PAIRS, noise: Noise = QUIET, baseline: str = "pinned",
              start: dt.datetime | None = None, base_ops: float = 20000.0) -> JobHistory:
     if baseline not in ("pinned", "previous"):
         raise ValueError(f"baseline {baseline!r}: 'pinned' or 'previous'")
@@ -154,7 +225,7 @@ def make_job(job: str, days: int, shifts: list[Shift], *, seed: int = 0, reps: i
             "schema": SCHEMA, "run_id": f"{created[:10].replace('-', '')}-{job}", "created": created,
             "case": {"name": job, "size": "default"}, "base": "base", "cand": "cand",
             "paired": [_paired_row(job, base, cand)],
-            "profile": {"focus": _focus(rng, _cost(shifts, prev), _cost(shifts, day), cv_cpu)},
+            "profile": _profile(rng, shifts, prev, day, run_level),
             "environment": {"variants": {"base": {"commit": base_commit}, "cand": {"commit": commit}}},
         })
         if baseline == "previous":

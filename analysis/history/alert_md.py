@@ -1,8 +1,8 @@
 """The alert a scheduled job posts: in the shape of the Redis benchmark automation's
 "Automated performance analysis summary", but every change with its 95% interval, the
 commit range where it happened, which signal found it (the in-run paired test, E-Divisive
-on the series, the run's own verdict; a shift two of them found is one row that names
-both), and the functions (CPU per operation) and TMA nodes that moved at the same point.
+on the series, the run's own verdict, a function's own series; a shift two of them found
+is one row that names both; a function that rose ahead of the throughput says so), and the functions (CPU per operation) and TMA nodes that moved at the same point.
 Plain Markdown; names from runs are escaped."""
 from __future__ import annotations
 
@@ -29,7 +29,7 @@ def _range(c: ChangePoint) -> str:
 
 
 SIGNAL_NAMES = {"paired": "in-run paired", "change point": "E-Divisive on the series",
-                "in-run": "in-run verdict"}
+                "in-run": "in-run verdict", "function": "function series"}
 
 
 def _found(c: ChangePoint) -> str:
@@ -40,7 +40,8 @@ def _found(c: ChangePoint) -> str:
         shift = "" if x is c else f" ({_pct(x.shift)}{_ci(x.shift_low, x.shift_high)})"
         parts.append(f"{SIGNAL_NAMES.get(x.signal, x.signal)}: {esc(x.how)}{where}{shift}")
     both = f"found by {len(c.signals)} signals: " if len(c.signals) > 1 else ""
-    return both + "; ".join(parts)
+    ahead = f"**{esc(c.ahead)}**; " if c.ahead else ""
+    return ahead + both + "; ".join(parts)
 
 
 def _movers(c: ChangePoint) -> str:
@@ -70,6 +71,8 @@ def render_alert(changes: list[ChangePoint], run: StoredRun, *, report_url: str 
     lines += [f"In-run paired: a one-sided test of the run's paired change against its baseline "
               f"(or, with the same baseline as the run before, against that run's change) at p < {ALPHA}; "
               f"E-Divisive on the series: E-Divisive means over each series (p < {PVALUE}); in-run "
-              "verdict: the run's candidate vs its baseline. Intervals are 95%, ratios on the log scale. "
+              "verdict: the run's candidate vs its baseline; function series: a rise of one function's share of "
+              "the CPU across runs, tested over every function series of the job together (Benjamini-Hochberg), "
+              "\"ahead of throughput\" when no throughput finding is within a run of it. Intervals are 95%, ratios on the log scale. "
               "Mark a change: `stallscope history mark ID acknowledged|expected|false-positive`."]
     return "\n".join(lines) + "\n"

@@ -123,6 +123,8 @@ def _changes(store: HistoryStore, a) -> int:
             ci = "" if c.shift_low is None else f" [{100 * c.shift_low:+.1f}, {100 * c.shift_high:+.1f}]%"
             print(f"{c.id:>4}  {job:<20} {c.series:<44} {c.direction:<11} {100 * c.shift:+.1f}%{ci}  "
                   f"{lo[:12]}..{hi[:12]}  at {c.first_run.run_id}  by {c.kind}  {c.mark or ''}")
+            if c.ahead:
+                print(f"        {c.ahead}")
             for m in c.movers[:3]:
                 print(f"        moved with it: {m.series} {100 * m.shift:+.1f}%")
     return 0

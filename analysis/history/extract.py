@@ -6,9 +6,10 @@ of each series. Series keys (docs/history.md):
   paired:<test>               ops/s from paired windows
   p50 latency:<test> ...      ms
   cpu_per_op:all              CPU time per operation, all samples (ns/op)
-  cpu_per_op:<function>       a focus function's flat CPU time per operation (ns/op)
-  cum_per_op:<function>       its cumulative CPU time per operation (ns/op)
-  flat_share:<function>       % of samples, flat; cum_share:<function> cumulative
+  cpu_per_op:<function>       a focus or top function's flat CPU time per operation (ns/op)
+  cum_per_op:<function>       a focus function's cumulative CPU time per operation (ns/op)
+  flat_share:<function>       % of samples, flat (focus and top functions); cum_share:<function>
+                              cumulative (focus functions)
   tma:<node>                  a TMA node (% of its domain)
   new:<function>, gone:<function>   in-run changes only: a top mover the run calls new in
                               the candidate (or gone from it), its own CPU time per operation
@@ -84,6 +85,17 @@ def _rows(results: dict) -> Iterator[tuple[str, dict, dict, Any, str, bool]]:
                 (f"cum_per_op:{name}", "base_cum_ns", "cand_cum_ns", "cum_ns_change", "ns/op"),
                 (f"flat_share:{name}", "base_flat", "cand_flat", "flat_change", "%"),
                 (f"cum_share:{name}", "base_cum", "cand_cum", "cum_change", "%")):
+            yield series, f.get(b), f.get(c), f.get(ch), unit, False
+    # The run's top functions (its top movers: every function with a share of the CPU
+    # large enough to be one, ranked by how much it moved): their flat cost per operation
+    # and share, so each is a series of its own (function_series.py tests them together).
+    for f in prof.get("movers") or []:
+        name = f.get("name", "")
+        if any(g.get("name") == name for g in prof.get("focus") or []):
+            continue
+        for series, b, c, ch, unit in (
+                (f"cpu_per_op:{name}", "base_flat_ns", "cand_flat_ns", "flat_ns_change", "ns/op"),
+                (f"flat_share:{name}", "base_flat", "cand_flat", "flat_change", "%")):
             yield series, f.get(b), f.get(c), f.get(ch), unit, False
     funnel = (results.get("tma") or {}).get("funnel") or {}
     for row in funnel.get("rows") or []:

@@ -36,6 +36,8 @@ import numpy as np
 from scipy import special
 from scipy import stats as sps
 
+from analysis.history.function_series import MIN_SIDE, split_t
+
 ALPHA = 0.005          # one-sided, per run and series: half the 1-in-100 budget (docs/history.md)
 PRIOR_RUNS = 30        # the runs before the tested one whose variances form the prior
 MIN_PRIOR = 5          # fewer earlier runs than this: the run's own variance alone
@@ -164,3 +166,34 @@ def regressions(ratios: list[RunRatios], hib: bool = True, alpha: float = ALPHA)
         if t is not None and t.p_value <= alpha:
             out.append(t)
     return out
+
+
+CONFIRM_P = 0.05       # the runs after a pinned-baseline finding must hold the shift at this level
+CONFIRM_RUNS = 2       # fewer runs after it than this: the finding is provisional
+
+
+def confirmed(ratios: list[RunRatios], k: int, lo: int, hi: int, hib: bool = True) -> bool | None:
+    """Do the runs after run k (k+1 .. hi-1) hold the shift the test found at k, against
+    the runs before it (lo .. k-1), all against one baseline build? A one-sided Welch t-test
+    of their in-run changes at CONFIRM_P; None while fewer than CONFIRM_RUNS runs follow.
+
+    Run k itself is left out of both sides: the per-run test picked it for being low, so
+    only the runs after it are an independent look. A false alert is one low run and the
+    next ones are back at the old level; a real shift stays."""
+    after = [r.mean for r in ratios[k + 1:hi]]
+    before = [r.mean for r in ratios[lo:k]]
+    if len(after) < CONFIRM_RUNS:
+        return None
+    if len(before) < 2:
+        return True           # nothing to compare with: the test's word stands
+    t = sps.ttest_ind(after, before, equal_var=False, alternative="less" if hib else "greater")
+    return bool(t.pvalue <= CONFIRM_P)
+
+
+def place(means: list[float], at: int) -> int:
+    """The most likely place of one shift of the mean in `means` (the split with the largest
+    two-sample |t|), E-Divisive's `at` kept when the series is too short to say."""
+    y = np.asarray(means, dtype=float)
+    if len(y) < 2 * MIN_SIDE + 1:
+        return at
+    return MIN_SIDE + int(np.argmax(np.abs(split_t(y))))

@@ -276,7 +276,9 @@ class HistoryStore:
                 res = conn.execute(q)
                 keys = list(res.keys())
                 rows += [dict(zip(keys, r)) for r in res.all()]     # fetchall: not a call per row
-        rows.sort(key=lambda r: order[r["run"]])
+        # by run, then by name: PostgreSQL returns a run's rows in heap order, and the
+        # series' order must not depend on the database
+        rows.sort(key=lambda r: (order[r["run"]], r["series"]))
         out: dict[str, dict[str, list[tuple[StoredRun, dict]]]] = {v: {} for v in variants}
         for row in rows:
             out[row["variant"]].setdefault(row["series"], []).append((job_runs[order[row["run"]]], row))
