@@ -1,8 +1,9 @@
 """Issue 11's end-to-end at CI size: a schedule file with two jobs over a local Redis git
-repository (tests/schedule_repo.py: as shipped, a harmless commit, a commit that slows every
-key lookup), `stallscope schedule run FILE --once` into SQLite; the third commit is flagged with its
-commit range and the lookup function that moved, and the alert reaches a local HTTP endpoint
-(a webhook). The same recorded runs are then stored into a real local PostgreSQL and found
+repository (tests/schedule_repo.py: nine commits, commit 4 slows every key lookup),
+`stallscope schedule run FILE --once` into SQLite; moving the branch over two commits at once
+(3 -> 5) is flagged with its commit range and the lookup function that moved, the job
+bisects the range on its own (issue 29) and the alert, which reaches a local HTTP endpoint
+(a webhook), names commit 4 as the culprit. The same recorded runs are then stored into a real local PostgreSQL and found
 there alike: the scheduler is the same code over either store, so its runs (5 minutes) are
 made once, and every store test runs on both backends (test_history*.py)."""
 from __future__ import annotations
@@ -15,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from analysis.history import cli as history_cli
 from analysis.history import store as store_mod
 from analysis.history.changepoints import detect
 from analysis.history.sources import ingest_path
@@ -60,6 +62,7 @@ jobs:
     case: mget-100keys@pipeline=16       # pipelined: the server is the bottleneck
     candidate: git:{repo}@unstable
     baseline: previous
+    bisect: {{budget: 20m, min-change: 10%, paired-windows: 16}}
     alerts:
       - webhook: {hook}
       - file: {d}/alerts/sched-lookup.md
@@ -74,7 +77,7 @@ jobs:
 
 
 @pytest.mark.timeout(1800)
-def test_scheduled_jobs_flag_the_injected_regression(tmp_path, request, repo, hook):
+def test_scheduled_jobs_flag_the_injected_regression(tmp_path, request, repo, hook, capsys):
     path, commits = repo
     url = f"sqlite:///{tmp_path / 'history.sqlite'}"
     sched = tmp_path / "nightly.yaml"
@@ -104,6 +107,15 @@ def test_scheduled_jobs_flag_the_injected_regression(tmp_path, request, repo, ho
     assert any(f in str(m) for m in movers for f in LOOKUP_FUNCTIONS), movers
     assert Hook.got and Hook.got[-1]["run_id"] == runs[1].run_id and bad[:12] in Hook.got[-1]["markdown"]
     assert (tmp_path / "alerts" / "sched-lookup.md").read_text() == Hook.got[-1]["markdown"]
+    # the job bisected the two commits on its own, kept the culprit and the alert names it
+    culprit = commits[CULPRIT]
+    kept = runs[1].meta["bisect"]
+    assert kept["status"] == "culprit" and kept["culprit"] == culprit, kept
+    assert f"**Culprit: `{culprit[:12]}` dict: slower lookup (injected regression)**" in Hook.got[-1]["markdown"]
+    assert Path(kept["report"]).is_file()
+    capsys.readouterr()
+    assert history_cli.main(["--history", url, "changes", "--job", "sched-lookup"]) == 0
+    assert f"culprit: {culprit[:12]} dict: slower lookup" in capsys.readouterr().out
     # the same runs into PostgreSQL (tests/pg.py: a real local server, shared by the session)
     pg = store_mod.HistoryStore.open(request.getfixturevalue("postgres_url"))
     for r in runs:

@@ -58,6 +58,32 @@ def test_bad_files_name_file_and_line(tmp_path, text, line, msg):
     assert msg in str(e.value)
 
 
+JOB = "jobs:\n  a:\n    cron: '0 2 * * *'\n    case: x\n    candidate: git:/r@main\n"
+
+
+def test_a_bisect_block_is_read_with_its_defaults(tmp_path):
+    f = tmp_path / "s.yaml"
+    f.write_text(JOB + "    bisect: {budget: 45m, min-change: 3%, paired-windows: 16}\n")
+    b = load_schedule(f).jobs[0].bisect
+    assert (b.budget_s, b.min_change, b.paired_windows) == (2700.0, 0.03, 16)
+    f.write_text(JOB + "    bisect: true\n")
+    b = load_schedule(f).jobs[0].bisect
+    assert (b.budget_s, b.min_change, b.paired_windows) == (7200.0, None, None)
+    f.write_text(JOB)
+    assert load_schedule(f).jobs[0].bisect is None
+
+
+@pytest.mark.parametrize("block,msg", [("{budgt: 1h}", "unknown key 'budgt' in bisect"),
+                                       ("{min-change: 70%}", "bisect min-change: precision '70%'"),
+                                       ("{budget: soon}", "bisect budget: duration 'soon'"),
+                                       ("{paired-windows: 1}", "paired-windows must be a whole number >= 2")])
+def test_a_bad_bisect_block_names_its_line(tmp_path, block, msg):
+    f = tmp_path / "s.yaml"
+    f.write_text(JOB + f"    bisect: {block}\n")
+    with pytest.raises(ScheduleError, match=f"s.yaml:6: .*{msg}"):
+        load_schedule(f)
+
+
 def test_missing_file_says_so(tmp_path):
     with pytest.raises(ScheduleError, match="cannot read the schedule file"):
         load_schedule(tmp_path / "nope.yaml")

@@ -58,6 +58,13 @@ def render_alert(changes: list[ChangePoint], run: StoredRun, *, report_url: str 
              f"Job **{esc(run.job)}**, run `{esc(run.run_id)}` ({esc(run.started_at)}), "
              f"{esc(run.base)} `{run.commit('base')[:12]}` vs {esc(run.cand)} `{run.commit('cand')[:12]}`"
              + (f" — [full report]({report_url or run.report})" if (report_url or run.report) else "") + ".", ""]
+    b = run.meta.get("bisect") if run.meta else None
+    if b and regressions:
+        lines += [(f"**Culprit: `{esc(b['culprit'][:12])}` {esc(b.get('subject', ''))}** "
+                   f"({esc(b.get('date', ''))}), found by bisecting `{esc(b.get('good', '')[:12])}.."
+                   f"{esc(b.get('bad', '')[:12])}`: {esc(b.get('why', ''))}") if b.get("culprit") else
+                  f"Bisecting `{esc(b.get('good', '')[:12])}..{esc(b.get('bad', '')[:12])}`: {esc(b.get('why', ''))}",
+                  ""]
     if not regressions and not improvements:
         lines += ["No regression: no series shifted, and the run's own comparison found none.", ""]
     for heading, items in (("Regressions", regressions), ("Improvements", improvements)):

@@ -125,9 +125,21 @@ def _changes(store: HistoryStore, a) -> int:
                   f"{lo[:12]}..{hi[:12]}  at {c.first_run.run_id}  by {c.kind}  {c.mark or ''}")
             if c.ahead:
                 print(f"        {c.ahead}")
+            if culprit_line(c.first_run):
+                print(f"        {culprit_line(c.first_run)}")
             for m in c.movers[:3]:
                 print(f"        moved with it: {m.series} {100 * m.shift:+.1f}%")
     return 0
+
+
+def culprit_line(run) -> str:
+    """What bisecting the run's range found (schedule jobs with a bisect: block), one line."""
+    b = (getattr(run, "meta", None) or {}).get("bisect")
+    if not b:
+        return ""
+    if b.get("culprit"):
+        return f"culprit: {b['culprit'][:12]} {b.get('subject', '')} (bisected: {b.get('why', '')})"
+    return f"bisected: {b.get('why', b.get('status', ''))}"
 
 
 def _mark(store: HistoryStore, a) -> int:

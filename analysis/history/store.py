@@ -325,6 +325,18 @@ class HistoryStore:
             if not conn.execute(runs.update().where(runs.c.id == run_id).values(mark=mark or None)).rowcount:
                 raise HistoryError(f"no stored run {run_id}")
 
+    def set_culprit(self, run_id: int, bisection: dict[str, Any]) -> None:
+        """Keep what bisecting the range behind this run found (its `meta.bisect`: status,
+        culprit commit and subject, the range, why, where its report is); the alert and
+        `history changes` show it beside the range."""
+        runs = self.t["runs"]
+        with self.engine.begin() as conn:
+            row = conn.execute(sa.select(runs.c.meta).where(runs.c.id == run_id)).first()
+            if row is None:
+                raise HistoryError(f"no stored run {run_id}")
+            meta = {**(row.meta or {}), "bisect": bisection}
+            conn.execute(runs.update().where(runs.c.id == run_id).values(meta=meta))
+
     def mark(self, change_id: int, mark: str, note: str = "") -> None:
         """Mark a detected change point; kept by (job, series, first run) across re-detection."""
         if mark not in CHANGE_MARKS:

@@ -202,7 +202,7 @@ PAIRED_WINDOW = Option(
          "better on a host whose noise drifts over seconds)",
     helps={"sweep": f"paired window length (default {PAIRED_WINDOW_S:g})"})
 PAIRED_WINDOWS_OPT = Option(
-    "paired_windows", "--paired-windows", int, PAIRED_WINDOWS, "windows", metavar="N",
+    "paired_windows", "--paired-windows", int, PAIRED_WINDOWS, "windows", metavar="N", key="paired-windows",
     commands=("run", "sweep", "experiment file", "bisect", "schedule bisect"),
     help=f"windows per paired rep, ABBA order (default {PAIRED_WINDOWS})",
     helps={"sweep": f"windows per paired rep (default {PAIRED_WINDOWS})",

@@ -6,16 +6,15 @@ import argparse
 import sys
 from pathlib import Path
 
-from analysis.bisect import rule
 from analysis.bisect.report import markdown
 from analysis.bisect.search import CULPRIT, NO_CULPRIT, Bisection
 from analysis.clock import now_iso
-from analysis.inputs.option_specs import (BUDGET, DEFAULT_BISECT_BUDGET_S, DEFAULT_MIN_CHANGE,
-                                          MIN_CHANGE, PAIRED_WINDOWS_OPT, SIZE)
+from analysis.inputs.option_specs import (BUDGET, DEFAULT_BISECT_BUDGET_S, MIN_CHANGE,
+                                          PAIRED_WINDOWS_OPT, SIZE)
 from collectors.bisect import driver
-from collectors.bisect.commits import BisectError, first_parent_range
+from collectors.bisect.commits import BisectError
 from collectors.command import run_command
-from collectors.host import machine, noise, procs
+from collectors.host import procs
 from collectors.workload.cases import load_case
 
 
@@ -67,7 +66,6 @@ def _main(args: argparse.Namespace) -> int:
     else:
         out, b = start(args, log)
     b = driver.bisect(out, b, log, progress=not args.no_progress)
-    (out / "report.md").write_text(markdown(b))
     print(markdown(b))
     print(f"wrote {out / 'report.md'}, {out / driver.STATE}")
     return 0 if b.status in (CULPRIT, NO_CULPRIT) else 1
@@ -77,32 +75,11 @@ def start(args: argparse.Namespace, log) -> tuple[Path, Bisection]:
     if not (args.case and args.repo and args.good and args.bad):
         raise BisectError("give CASE, --repo, --good and --bad (or --resume DIR)")
     repo = Path(args.repo.removeprefix("git:")).expanduser().resolve()
-    commits = first_parent_range(repo, args.good, args.bad)
     case = load_case(args.case, args.size)          # a misspelt case fails before any build
-    alpha = rule.step_alpha(len(commits) - 1)
-    min_change, why = args.min_change, "as given"
-    if min_change is None:
-        min_change, why = default_min_change(case.name, args.size, alpha)
     out = args.out or Path("reports") / "bisect" / f"{case.name}-{now_iso()[:16].replace(':', '')}"
-    if (out / driver.STATE).exists():
-        raise BisectError(f"{out} holds a bisection already: --resume {out}, or give another --out")
-    out.mkdir(parents=True, exist_ok=True)
-    b = Bisection(args.case, str(repo), args.good, args.bad, commits, min_change, why, alpha,
-                  list(rule.LOOKS), args.budget_s, size=args.size, paired_windows=args.paired_windows)
-    driver.save(out, b)
-    log(f"bisect: {len(commits) - 1} commits from {args.good} to {args.bad}, ~"
-        f"{b.probes_left()} steps; minimum change ±{min_change:.1%} ({why}); {out}")
+    b = driver.start(out, args.case, repo, args.good, args.bad, size=args.size, min_change=args.min_change,
+                     budget_s=args.budget_s, paired_windows=args.paired_windows, log=log)
     return out, b
-
-
-def default_min_change(case: str, size: str, alpha: float) -> tuple[float, str]:
-    """From this host's recorded noise (collectors/host/noise.py), else DEFAULT_MIN_CHANGE."""
-    n = noise.lookup(machine.host_facts().summary(), case, size)
-    if n is None:
-        return DEFAULT_MIN_CHANGE, "this host has recorded no paired run yet"
-    m = max(rule.default_min_change(n.sd, alpha), 0.005)
-    return m, (f"the smallest change a step finds with 80% power here: a paired rep's spread "
-               f"±{n.sd:.1%} from {n.runs} run(s) of {n.source}")
 
 
 if __name__ == "__main__":

@@ -21,9 +21,13 @@ from analysis.compare.throughput import main_log_ratios
 from analysis.inputs.rundir import RunDir, load_run, read_json, write_json
 from analysis.report.writer import report_run
 from analysis.stats import DECIDED
-from collectors.bisect.commits import BisectError
+from analysis.bisect.report import markdown
+from analysis.inputs.option_specs import DEFAULT_MIN_CHANGE
+from collectors.bisect.commits import BisectError, first_parent_range
+from collectors.host import machine, noise
 from collectors.runner.api import RunRequest, execute, plan_run, resume_run
 from collectors.runner.options import RunOptions
+from collectors.workload.cases import load_case
 
 Log = Callable[[str], None]
 STATE = "bisect.json"
@@ -42,6 +46,36 @@ def load(out: Path) -> Bisection:
 
 def save(out: Path, b: Bisection) -> None:
     write_json(out / STATE, b.to_json())
+
+
+def start(out: Path, case: str, repo: Path, good: str, bad: str, *, size: str, min_change: float | None,
+          budget_s: float, paired_windows: int | None, log: Log) -> Bisection:
+    """A new bisection of good..bad in `out` (bisect.json written): the range, each step's
+    alpha, the minimum change (given, or the host's default)."""
+    commits = first_parent_range(repo, good, bad)
+    alpha = rule.step_alpha(len(commits) - 1)
+    why = "as given"
+    if min_change is None:
+        min_change, why = default_min_change(case, size, alpha)
+    if (out / STATE).exists():
+        raise BisectError(f"{out} holds a bisection already: --resume {out}, or give another --out")
+    out.mkdir(parents=True, exist_ok=True)
+    b = Bisection(case, str(repo), good, bad, commits, min_change, why, alpha, list(rule.LOOKS),
+                  budget_s, size=size, paired_windows=paired_windows)
+    save(out, b)
+    log(f"bisect: {len(commits) - 1} commits from {good} to {bad}, ~{b.probes_left()} steps; "
+        f"minimum change ±{min_change:.1%} ({why}); {out}")
+    return b
+
+
+def default_min_change(case: str, size: str, alpha: float) -> tuple[float, str]:
+    """From this host's recorded noise (collectors/host/noise.py), else DEFAULT_MIN_CHANGE."""
+    n = noise.lookup(machine.host_facts().summary(), load_case(case, size).name, size)
+    if n is None:
+        return DEFAULT_MIN_CHANGE, "this host has recorded no paired run yet"
+    m = max(rule.default_min_change(n.sd, alpha), 0.005)
+    return m, (f"the smallest change a step finds with 95% power here: a paired rep's spread "
+               f"±{n.sd:.1%} from {n.runs} run(s) of {n.source}")
 
 
 def bisect(out: Path, b: Bisection, log: Log, progress: bool = True) -> Bisection:
@@ -63,6 +97,7 @@ def bisect(out: Path, b: Bisection, log: Log, progress: bool = True) -> Bisectio
         save(out, b)
     b.spent_s = round(spent0 + time.monotonic() - t0, 1)
     save(out, b)
+    (out / "report.md").write_text(markdown(b))
     log(f"bisect: {b.why}")
     return b
 

@@ -19,6 +19,7 @@ from collectors.host import procs
 from collectors.runner import arguments
 from collectors.runner.api import execute, plan_run
 from collectors.schedule import baseline
+from collectors.schedule.autobisect import bisect_regression
 from collectors.schedule.model import Job, Schedule, ScheduleError
 from collectors.schedule.refs import resolve
 
@@ -74,6 +75,8 @@ def run_case(sched: Schedule, job: Job, case: str, store: Any, log: Callable[[st
     out.changes = _changes_at(store, series_job, stored)
     log(f"schedule: {series_job}: recorded {run_dir}"
         + (f"; {len(out.changes)} change point(s) at this run" if out.changes else ""))
+    if bisect_regression(sched, job, case, cand.spec, stored, store, out.changes, log) is not None:
+        stored = store.run(stored.id)          # the alert names the culprit it keeps
     if out.changes and deliver is not None:
         deliver(job, out.changes, stored)
     return out

@@ -7,15 +7,20 @@ from pathlib import Path
 
 from croniter import croniter
 
-from analysis.inputs.option_specs import DEFAULT_REPS, PROFILE_REPS, REPS, SIZE, taken_by
+from analysis.inputs.option_specs import (BUDGET, DEFAULT_BISECT_BUDGET_S, DEFAULT_REPS, MIN_CHANGE,
+                                          PAIRED_WINDOWS_OPT, PROFILE_REPS, REPS, SIZE, taken_by)
 from analysis.inputs.yaml_lines import Node, parse, read_text
 from collectors.variants.spec import parse_variant
-from collectors.schedule.model import BASELINE_POLICIES, Alert, Baseline, Job, Schedule, ScheduleError
+from collectors.schedule.model import (BASELINE_POLICIES, Alert, Baseline, BisectPolicy, Job, Schedule,
+                                       ScheduleError)
 
 TOP_KEYS = {"version", "history", "runs-dir", "reports-dir", "defaults", "jobs"}
 # reps, profile-reps and size: as `stallscope run` takes them (analysis/inputs/option_specs.py)
 SHARED = {o.key: o for o in taken_by("schedule")}
-JOB_KEYS = {"cron", "case", "cases", "candidate", "baseline", *SHARED, "runner-labels", "run-args", "alerts"}
+JOB_KEYS = {"cron", "case", "cases", "candidate", "baseline", *SHARED, "runner-labels", "run-args", "alerts",
+            "bisect"}
+# a job's bisect: block, as `stallscope bisect` takes them
+BISECT = {o.key: o for o in taken_by("schedule bisect")}
 DEFAULT_KEYS = JOB_KEYS - {"case", "cases", "candidate"}
 
 
@@ -106,7 +111,27 @@ def _job(name: str, node: Node, defaults: dict[str, Node], where: str) -> Job:
                size=_str(get(SIZE.key), SIZE.key, where, SIZE.default) or SIZE.default,
                runner_labels=_strs(get("runner-labels"), "runner-labels", where, ("self-hosted",)),
                run_args=_strs(get("run-args"), "run-args", where, ()) if get("run-args") else (),
-               alerts=_alerts(get("alerts"), where), line=node.line)
+               alerts=_alerts(get("alerts"), where), bisect=_bisect(get("bisect"), where), line=node.line)
+
+
+def _bisect(node: Node | None, where: str) -> BisectPolicy | None:
+    """`bisect: {budget: 1h, min-change: 3%, paired-windows: 16}` (each optional) or
+    `bisect: true` (every default); absent or false: no automatic bisection."""
+    if node is None or node.value is False:
+        return None
+    body = {} if node.value is True else _mapping(node, "bisect", set(BISECT), where)
+    got = {}
+    for key, n in body.items():
+        o = BISECT[key]
+        if o is PAIRED_WINDOWS_OPT:
+            got[o.name] = _int(n, key, where, 0, 2)
+            continue
+        try:
+            got[o.name] = o.parse(str(n.value))
+        except ValueError as e:
+            raise ScheduleError(f"{where}:{n.line}: bisect {key}: {e}") from None
+    return BisectPolicy(budget_s=got.get(BUDGET.name, DEFAULT_BISECT_BUDGET_S),
+                        min_change=got.get(MIN_CHANGE.name), paired_windows=got.get(PAIRED_WINDOWS_OPT.name))
 
 
 def _spec(node: Node, what: str, where: str) -> str:

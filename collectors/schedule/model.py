@@ -42,11 +42,21 @@ class Job:
     runner_labels: tuple[str, ...] = ("self-hosted",)
     run_args: tuple[str, ...] = ()
     alerts: tuple[Alert, ...] = ()
+    bisect: BisectPolicy | None = None   # None: regressions are reported with their range only
     line: int = 0                 # where the job starts in its file (for messages)
 
     def store_job(self, case: str) -> str:
         """The history store's job name: one series per job and case."""
         return self.name if len(self.cases) == 1 else f"{self.name}/{case}"
+
+
+@dataclass(frozen=True)
+class BisectPolicy:
+    """A job's `bisect:` block: when its run regresses against its baseline over more than
+    one commit, bisect that range within this budget (docs/schedule.md, docs/bisect.md)."""
+    budget_s: float
+    min_change: float | None = None      # None: from the host's noise (stallscope bisect's default)
+    paired_windows: int | None = None    # None: the run's default
 
 
 @dataclass

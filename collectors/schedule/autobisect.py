@@ -1,0 +1,65 @@
+"""A scheduled job bisects its own regressions: when a job with a `bisect:` block records a run
+whose change points hold a regression, and the run's baseline and candidate are two commits
+of one local git repository, the first-parent range between them is bisected within the
+block's budget (collectors/bisect/driver.py, the same code as `stallscope bisect`), and what
+it found (the culprit, or why none) is kept on the stored run (`meta.bisect`), where the
+alert and `stallscope history changes` show it beside the range. A range of one commit
+needs no bisection: that commit is the culprit."""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Callable
+
+from analysis.bisect.search import CULPRIT, Bisection
+from collectors.bisect import driver
+from collectors.bisect.commits import BisectError, first_parent_range
+from collectors.schedule.baseline import BASE, CAND
+from collectors.schedule.model import Job, Schedule
+from collectors.variants.spec import parse_variant
+
+Log = Callable[[str], None]
+
+
+def bisect_regression(sched: Schedule, job: Job, case: str, candidate: str, stored: Any, store: Any,
+                      changes: list, log: Log) -> dict[str, Any] | None:
+    """Bisect the run's range when the job asks and a regression was found; returns what was
+    kept on the stored run (None: nothing to bisect, or it could not be)."""
+    if job.bisect is None or not any(getattr(c, "direction", "") == "regression" for c in changes):
+        return None
+    good, bad = stored.commits.get(BASE), stored.commits.get(CAND)
+    spec = parse_variant(f"x={candidate}")
+    if spec.kind != "git" or not good or not bad:
+        log(f"schedule: {stored.job}: a regression, but its ends are not two commits of a git "
+            f"repository (candidate {candidate}): not bisected")
+        return None
+    repo = Path(spec.source).expanduser().resolve()
+    try:
+        commits = first_parent_range(repo, good, bad)
+    except BisectError as e:
+        log(f"schedule: {stored.job}: not bisected: {e}")
+        return None
+    if len(commits) == 2:
+        c = commits[-1]
+        found = {"status": CULPRIT, "culprit": c.sha, "subject": c.subject, "date": c.date,
+                 "good": good, "bad": bad, "why": "the range holds this one commit"}
+    else:
+        out = Path(sched.reports_dir) / stored.run_id / "bisect"
+        log(f"schedule: {stored.job}: bisecting {good[:12]}..{bad[:12]} ({len(commits) - 1} commits) "
+            f"into {out}")
+        p = job.bisect
+        b = driver.load(out) if (out / driver.STATE).exists() else driver.start(
+            out, case, repo, good, bad, size=job.size, min_change=p.min_change, budget_s=p.budget_s,
+            paired_windows=p.paired_windows, log=log)
+        found = _found(driver.bisect(out, b, log, progress=False), out)
+    store.set_culprit(stored.id, found)
+    return found
+
+
+def _found(b: Bisection, out: Path) -> dict[str, Any]:
+    c = b.culprit()
+    got: dict[str, Any] = {"status": b.status, "good": b.commits[0].sha, "bad": b.commits[-1].sha,
+                           "why": b.why, "report": str(out / "report.md")}
+    if c is not None:
+        got.update(culprit=c.sha, subject=c.subject, date=c.date,
+                   functions=[f["function"] for f in b.functions][:5])
+    return got
