@@ -171,3 +171,16 @@ def test_bad_ranges_say_what_is_wrong(tmp_path):
         first_parent_range(r, "main", shas[3])
     with pytest.raises(BisectError, match="not a git repository"):
         first_parent_range(tmp_path, "a", "b")
+
+
+def test_the_command_says_what_is_wrong_and_exits_2(tmp_path, capsys):
+    from collectors.cli import main
+    assert main(["bisect", "mset-50keys", "--repo", f"git:{tmp_path}", "--good", "a", "--bad", "b"]) == 2
+    assert f"stallscope bisect: error: {tmp_path} is not a git repository" in capsys.readouterr().err
+    assert main(["bisect", "--resume", str(tmp_path)]) == 2
+    assert "no bisect.json (not a bisection directory" in capsys.readouterr().err
+    assert main(["bisect", "mset-50keys"]) == 2
+    assert "give CASE, --repo, --good and --bad" in capsys.readouterr().err
+    r, shas, _ = _repo(tmp_path)
+    assert main(["bisect", "no-such-case", "--repo", str(r), "--good", shas[0], "--bad", shas[-1]]) == 2
+    assert "no-such-case" in capsys.readouterr().err
