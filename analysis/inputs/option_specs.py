@@ -246,7 +246,7 @@ MIN_CHANGE = Option(
     help="the smallest throughput change a bisection looks for (e.g. 2%%): a step is 'different' "
          "when its interval excludes every change of half of it, 'same' when it excludes every "
          "change of all of it (default: from this host's recorded noise for the case, the "
-         "smallest change a step can find with 80%% power; 5%% before the host has any)")
+         "smallest change a step finds with 95%% power by its last look; 5%% before the host has any)")
 
 OPTIONS = (REPS, PROFILE, PROFILE_REPS, FREQUENCY, PAIRED_WINDOW, PAIRED_WINDOWS_OPT, SIZE,
            PRECISION, BUDGET, MIN_CHANGE)
