@@ -23,6 +23,18 @@ def repo_root() -> Path:
     return REPO
 
 
+@pytest.fixture(autouse=True)
+def _signal_handlers_restored():
+    """Each test starts with the signal handlers the session started with: a command called
+    in-process (`main([...])`) installs the collectors' SIGINT/SIGTERM handlers, and left in
+    place they turn a later test's Ctrl-C into a different exception."""
+    import signal
+    saved = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
+    yield
+    for s, h in saved.items():
+        signal.signal(s, h)
+
+
 def host_has_pmu() -> bool:
     """Independent of collectors.preflight: does `perf stat -e cycles` count here? Tests of
     the no-PMU path run where it does not (CI, VMs); on bare metal they are skipped and the
