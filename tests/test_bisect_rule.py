@@ -184,3 +184,18 @@ def test_the_command_says_what_is_wrong_and_exits_2(tmp_path, capsys):
     r, shas, _ = _repo(tmp_path)
     assert main(["bisect", "no-such-case", "--repo", str(r), "--good", shas[0], "--bad", shas[-1]]) == 2
     assert "no-such-case" in capsys.readouterr().err
+
+
+def test_a_smaller_minimum_change_plans_more_reps_and_keeps_its_power(res):
+    alpha = rule.step_alpha(COMMITS)
+    sd = float(res.std(ddof=1))
+    assert rule.plan_looks(rule.default_min_change(sd, alpha), sd, alpha) == rule.LOOKS
+    looks = rule.plan_looks(0.06, sd, alpha)
+    assert looks[0] == 3 and looks[-1] > rule.LOOKS[-1] and rule.default_min_change(sd, alpha, looks) <= 0.06
+    # the power it plans for, on the recorded reps: 95% by the last look (less the slack)
+    rng = np.random.default_rng(11)
+    from bench.bisection import sequential
+    calls = [sequential(x, 0.06, alpha, looks)[0]
+             for x in rng.choice(res, size=(600, looks[-1])) + math.log1p(0.06)]
+    assert calls.count(rule.DIFFERENT) / 600 >= 0.88
+    assert rule.plan_looks(0.001, sd, alpha)[-1] == rule.MAX_LAST_LOOK
