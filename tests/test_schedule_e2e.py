@@ -130,7 +130,7 @@ def test_scheduled_jobs_flag_the_injected_regression(tmp_path, request, repo, ho
 
 def test_git_repo_has_the_nine_commits(repo):
     path, commits = repo
-    log = git(path, "log", "--format=%H %s", "unstable").splitlines()
+    log = git(path, "log", "--format=%H %s", commits[-1]).splitlines()   # `unstable` is moved by the tests
     assert len(commits) == 9 and [ln.split()[0] for ln in log][::-1] == commits
     diff = subprocess.run(["git", "-C", str(path), "diff", commits[CULPRIT - 1], commits[CULPRIT], "--stat"],
                           capture_output=True, text=True, check=True).stdout
