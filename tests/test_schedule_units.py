@@ -91,3 +91,42 @@ def test_systemd_units_verify(tmp_path):
     problems = [ln for ln in (r.stdout + r.stderr).splitlines()
                 if "ss-nightly" in ln or "Unknown" in ln or "Invalid" in ln]
     assert r.returncode == 0 and not problems, r.stdout + r.stderr
+
+
+def _git_range(tmp_path, n: int = 3):
+    import subprocess
+    r = tmp_path / "repo"
+    r.mkdir()
+    run = lambda *a: subprocess.run(["git", "-C", str(r), *a], check=True, capture_output=True, text=True).stdout.strip()
+    run("init", "-q", "-b", "main")
+    run("config", "user.email", "t@example.invalid")
+    run("config", "user.name", "t")
+    shas = []
+    for i in range(n):
+        (r / "f").write_text(str(i))
+        run("add", "f")
+        run("commit", "-q", "-m", f"commit {i}")
+        shas.append(run("rev-parse", "HEAD"))
+    return r, shas
+
+
+def test_a_regression_over_one_commit_names_it_and_a_failed_bisection_is_kept_with_why(tmp_path):
+    from types import SimpleNamespace as NS
+    from collectors.schedule.autobisect import bisect_regression
+    from collectors.schedule.model import Baseline, BisectPolicy, Job, Schedule
+    r, shas = _git_range(tmp_path)
+    kept = {}
+    store = NS(set_culprit=lambda rid, found: kept.update({rid: found}))
+    job = Job("j", "0 2 * * *", ("no-such-case",), f"git:{r}@main", Baseline("previous"),
+              bisect=BisectPolicy(budget_s=60))
+    sched = Schedule(str(tmp_path / "s.yaml"), reports_dir=str(tmp_path / "reports"))
+    regression = [NS(direction="regression")]
+    one = NS(id=1, job="j", run_id="r1", commits={"base": shas[1], "cand": shas[2]})
+    found = bisect_regression(sched, job, "no-such-case", job.candidate, one, store, regression, print)
+    assert found["culprit"] == shas[2] and found["subject"] == "commit 2" and kept[1] is found
+    # two commits: a bisection, which fails on the unknown case; the schedule goes on with why
+    two = NS(id=2, job="j", run_id="r2", commits={"base": shas[0], "cand": shas[2]})
+    found = bisect_regression(sched, job, "no-such-case", job.candidate, two, store, regression, print)
+    assert found["status"] == "failed" and "no-such-case" in found["why"] and kept[2] is found
+    # no regression, or no bisect: block: nothing
+    assert bisect_regression(sched, job, "x", job.candidate, two, store, [NS(direction="improvement")], print) is None
