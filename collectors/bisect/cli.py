@@ -32,7 +32,7 @@ def parser() -> argparse.ArgumentParser:
                 "  stallscope bisect mset-50keys --repo git:~/src/redis --good v8.0.0 --bad unstable\n"
                 "  stallscope bisect mget-100keys@pipeline=16 --repo git:. --good HEAD~20 --bad HEAD "
                 "--min-change 3% --budget 3h\n"
-                "  stallscope bisect --resume reports/bisect/mset-50keys-20261127T0800\n\n"
+                "  stallscope bisect --resume reports/bisect/mset-50keys-2026-11-27T0800\n\n"
                 "Exit status: 0 a culprit or 'no culprit' proven; 1 unresolved (budget spent or a "
                 "step undecided); 2 bad input; 130 interrupted (resume it)."))
     p.add_argument("case", nargs="?", help="the case (stallscope cases list), e.g. mset-50keys")
