@@ -208,7 +208,7 @@ def test_doctor_and_a_runs_tma_plan_on_that_machine(m, repo_root):
     """`stallscope doctor` and the manifest's tma block (the run plugin's manifest_sections,
     as `stallscope run` writes it) on a Zen 2/3/4/5 host: no Intel groups on any of them."""
     code = ("import json, sys\n"
-            "from collectors.cli import entry\n"
+            "from commands.table import entry\n"
             "from collectors.profilers import tma\n"
             "from collectors.runner.options import RunOptions\n"
             "from analysis.inputs.host import HostFacts\n"

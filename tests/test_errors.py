@@ -15,9 +15,8 @@ import sys
 import pytest
 
 from analysis.command_end import end_command
-from analysis.commands import COMMANDS as ANALYSIS_COMMANDS
 from analysis.errors import BAD_INPUT, FAILED, Failed, UserError
-from collectors.cli import COMMANDS
+from commands.table import ANALYSIS_COMMANDS, COMMANDS
 from tests.conftest import REPO
 from tests.test_architecture import GENERATED, module_files
 

@@ -13,7 +13,7 @@ import pytest
 
 from analysis.inputs.host import HostFacts
 from collectors.collector import RepContext
-from collectors.profilers.parca import cli as parca_cli
+from commands import parca as parca_cli
 from collectors.profilers.parca import client as parca_client
 from collectors.profilers.parca import plugin as parca
 
@@ -261,7 +261,7 @@ def test_runner_hooks(pdir, tmp_path, monkeypatch):
 def test_token_comes_from_a_file_or_the_environment_never_a_flag(pdir, tmp_path, monkeypatch, capsys):
     """A token on the command line shows in `ps` (and in a run's manifest command): the
     parca and doctor commands take a file (--parca-token-file) or $STALLSCOPE_PARCA_TOKEN."""
-    from collectors import doctor
+    from commands import doctor
     for main in (parca_cli.main, doctor.main):
         with pytest.raises(SystemExit) as e:
             main(["--parca-token", "s3cret", "--parca-url", "http://127.0.0.1:1"])

@@ -16,7 +16,8 @@ import sys
 import pytest
 import yaml
 
-from collectors.pr import actions, cli, workflow
+from collectors.pr import actions, workflow
+from commands import pr as cli
 from tests import github_like
 from tests.actionlint import lint
 from tests.conftest import REPO
@@ -435,7 +436,7 @@ def _uses_lines(text: str) -> list[str]:
 
 def _generated(tmp_path) -> dict[str, str]:
     """Every workflow stallscope writes: the PR pair, the schedule's, an experiment's."""
-    from collectors.schedule import cli as schedule_cli
+    from commands import schedule as schedule_cli
     from collectors.sweep.experiment import workflow as experiment_workflow
     pr_file, comment_file = _write(tmp_path, "--setup-stallscope")
     sched = tmp_path / "schedule.yml"

@@ -17,7 +17,7 @@ from analysis.inputs.collector_facts import CollectorFacts
 from analysis.inputs.rundir import load_run
 from analysis.toolpaths import perf_binary
 from collectors.host.machine import cache_sizes
-from collectors.runner.cli import main as run_main
+from commands.run import main as run_main
 from collectors.profilers.perf.windows import schedule
 from collectors.host import sample_cost
 from collectors.runner.options import DEFAULT_FREQ_HZ, RunOptions

@@ -21,13 +21,14 @@ from collectors.host import machine, procs
 from collectors.command import run_command
 from analysis.clock import now_iso
 from collectors.runner.new_manifest import new_run_id, unique_id
-from collectors.sweep.fanout import (add_fanout_arguments, digest, find_point, identity, matrix_entry,
+from collectors.sweep.fanout import (digest, find_point, identity, matrix_entry,
                                      matrix_json, point_host, whole_argv)
 from collectors.sweep.merge import merge_sweep
 from collectors.sweep.noise_plan import noise_lines
 from collectors.sweep.plan import Plan, PlanError, check_fit, make_plan, parse_variants, plan_lines
 from collectors.sweep.sweeper import PREFIX, Sweeper, options_of
 from collectors.workload.overrides import parse_sets
+from commands.options import add_option, add_fanout_arguments
 
 SWEEPS_DIR = "sweeps"
 
@@ -91,13 +92,13 @@ def parser() -> argparse.ArgumentParser:
                    help="override a case field at every point, after the size (repeat)")
     shared = {o.name: o for o in taken_by("sweep")}
     for name in ("size", "reps", "profile", "profile_reps", "frequency_hz"):
-        shared[name].add(p, "sweep")
+        add_option(shared[name], p, "sweep")
     p.add_argument("--pairing", choices=PAIRINGS, default="paired",
                    help="paired (default): config-only variants in one server process (CONFIG SET "
                         "windows), two builds loaded at once (ABBA windows) where two datasets fit "
                         "this host's memory, else interleaved; interleaved: a server start per rep")
     for name in ("paired_window_s", "paired_windows", "precision", "budget_s"):
-        shared[name].add(p, "sweep")
+        add_option(shared[name], p, "sweep")
     p.add_argument("--lookup", metavar="F1,F2", type=lambda s: [x for x in s.split(",") if x],
                    help="the function of the lookup column (first found); default: the focus "
                         "function with the highest baseline CPU time per operation")

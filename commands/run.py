@@ -16,7 +16,7 @@ from analysis.report.writer import report_run
 from collectors.command import run_command
 from collectors.host import procs
 from collectors.runner.api import execute, plan_run, resume_run
-from collectors.runner.arguments import parser, request_from_args
+from commands.run_arguments import parser, request_from_args
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -1,39 +1,49 @@
 """`stallscope COMMAND ...`: the one command over every stage, in pipeline order.
 
-The collecting stages are listed here; the analysis stage's commands come from
-analysis/commands.py (which also holds the dispatcher). `python -m collectors` is an alias.
+Every command module is in this package (commands/dispatch.py runs the one named).
+`python -m collectors` is an alias; `python -m analysis` serves the analysis commands alone,
+which load nothing of collectors/.
 """
 from __future__ import annotations
 
 import signal
 import sys
 
-from analysis.commands import COMMANDS as ANALYSIS_COMMANDS
-from analysis.commands import Command, dispatch
+from commands.dispatch import Command, dispatch
+
+ANALYSIS_COMMANDS: list[Command] = [
+    Command("analyse", "compare", "commands.compare",
+            "compare the variants of a run directory: report.md, report.html, results.json, flame graphs"),
+    Command("analyse", "funnel", "commands.funnel",
+            "TMA top-down funnel of toplev/perf outputs: A1 A2 A3 --vs B1 B2 B3"),
+    Command("analyse", "tma", "commands.tma", "parse one toplev/perf TMA output and print its tree"),
+    Command("keep", "history", "commands.history",
+            "history of runs (SQLite/PostgreSQL): ingest, change points, marks, compare, trend pages, alerts"),
+]
 
 COMMANDS: list[Command] = [
-    Command("prepare", "cases", "collectors.workload.cases_cli",
+    Command("prepare", "cases", "commands.cases",
             "list the cases, show one resolved, or import a redis-benchmarks-specification suite file"),
-    Command("prepare", "build", "collectors.variants.cli",
+    Command("prepare", "build", "commands.build",
             "build (or take from the cache) one variant and print where its binaries are"),
-    Command("prepare", "doctor", "collectors.doctor",
+    Command("prepare", "doctor", "commands.doctor",
             "which collectors work on this machine (perf, PMU, toplev, Parca ...) and how to fix the rest"),
-    Command("collect", "run", "collectors.runner.cli",
+    Command("collect", "run", "commands.run",
             "run a case for two or more variants into runs/<run-id>/ (--resume finishes one)"),
-    Command("collect", "sweep", "collectors.sweep.cli",
+    Command("collect", "sweep", "commands.sweep",
             "run a case over axes (key counts, value sizes ...) for two or more variants: table + crossover plot"),
-    Command("collect", "experiment", "collectors.sweep.experiment.cli",
+    Command("collect", "experiment", "commands.experiment",
             "one seed experiment (cases/experiments/): the seed's table on this machine, its numbers beside ours"),
-    Command("collect", "demo", "collectors.runner.demo",
+    Command("collect", "demo", "commands.demo",
             "the main job: Redis vs Redis + the MSET bucket-prefetch patch, run and reported"),
-    Command("collect", "parca", "collectors.profilers.parca.cli",
+    Command("collect", "parca", "commands.parca",
             "fetch a merged CPU profile of a time window from a Parca server"),
     *ANALYSIS_COMMANDS,
-    Command("keep", "bisect", "collectors.bisect.cli",
+    Command("keep", "bisect", "commands.bisect",
             "the commit of a range that changed a case's throughput, and the functions it moved"),
-    Command("keep", "schedule", "collectors.schedule.cli",
+    Command("keep", "schedule", "commands.schedule",
             "scheduled profiling: run a schedule file's due jobs into the history; systemd / GitHub Actions"),
-    Command("keep", "pr", "collectors.pr.cli",
+    Command("keep", "pr", "commands.pr",
             "pull requests: GitHub workflows that measure a labelled PR and keep one comment; post it by hand"),
 ]
 
