@@ -7,6 +7,7 @@ import argparse
 from typing import Any, Callable
 
 from analysis.inputs.option_specs import Option
+from collectors.collector import RunFlags
 
 
 def argparse_type(parse: Callable[[str], Any]) -> Callable[[str], Any]:
@@ -30,6 +31,22 @@ def add_option(option: Option, parser: Any, command: str, **kw: Any) -> argparse
         args["type"] = argparse_type(option.parse) if option.parse not in (int, float) else option.parse
     args.update(kw)
     return parser.add_argument(option.flag, **args)
+
+
+def add_run_flags(parser: argparse.ArgumentParser, flags: RunFlags) -> None:
+    """A run plugin's flags (collectors/collector.py RunFlag) as one group of `stallscope run`."""
+    g = parser.add_argument_group(flags.title, flags.description)
+    for f in flags.flags:
+        args: dict[str, Any] = {"help": f.help, "default": f.default_value()}
+        if f.action:
+            args["action"] = f.action
+        if f.parse is not None:
+            args["type"] = f.parse
+        if f.choices is not None:
+            args["choices"] = f.choices
+        if f.metavar is not None:
+            args["metavar"] = f.metavar
+        g.add_argument(f.flag, **args)
 
 
 def add_fanout_arguments(p: argparse.ArgumentParser, what: str, point_id: str, entry: str) -> None:

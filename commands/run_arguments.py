@@ -13,7 +13,7 @@ from analysis.inputs.option_specs import (FREQUENCY, PRECISION, PROFILE, budget_
                                           taken_by)
 from collectors.runner.options import RUNS_DIR, RunOptions
 from collectors.runner.plugins import plugins
-from commands.options import add_option
+from commands.options import add_option, add_run_flags
 
 HELP_EPILOG = """\
 Examples:
@@ -95,7 +95,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--no-progress", action="store_true",
                    help="no progress on stderr (neither the bar nor the per-rep lines)")
     for pl in found:
-        pl.add_run_arguments(p)
+        add_run_flags(p, pl.RUN_FLAGS)
     return p
 
 

@@ -232,12 +232,13 @@ def test_cli_without_url_is_a_clear_error(capsys, monkeypatch):
 
 def test_runner_hooks(pdir, tmp_path, monkeypatch):
     import argparse
+    from commands.options import add_run_flags
     from collectors.runner.options import RunOptions
     monkeypatch.delenv("STALLSCOPE_PARCA_TOKEN", raising=False)
     token = tmp_path / "token"
     token.write_text("filetok\n")
     p = argparse.ArgumentParser()
-    parca.add_run_arguments(p)
+    add_run_flags(p, parca.RUN_FLAGS)
     with FakeParca({"/api/profiles/query": (200, (pdir / "pprof.json").read_bytes())}) as srv:
         a = p.parse_args(["--parca-url", srv.url, "--parca-token-file", str(token),
                           "--parca-label", "host=bench1", "--parca-settle", "0"])

@@ -412,7 +412,7 @@ def test_plugins_are_discovered_and_the_runner_names_no_collector(monkeypatch):
     assert [x for p in found for x in p.PROFILERS] == ["perf", "parca"]
     monkeypatch.setattr(collector, "PLUGIN_MODULES", ("collectors.host.procs",))
     with pytest.raises(collector.PluginError, match=r"procs\.py: run plugin collectors.host.procs lacks "
-                                                    r"PROFILERS, add_run_arguments, rep_collectors"):
+                                                    r"PROFILERS, RUN_FLAGS, rep_collectors"):
         collector.plugins()
     monkeypatch.setattr(collector, "PLUGIN_MODULES", ("collectors.profilers.no_such_plugin",))
     with pytest.raises(ModuleNotFoundError):     # an installation error is not skipped

@@ -28,5 +28,5 @@ class RunOptions(MeasureOptions):
     size: str = DEFAULT_SIZE
     # --on FUNCTION[:flat|cum]: --precision narrows that function's CPU time per operation
     precision_on: str | None = None
-    extra: dict[str, Any] = field(default_factory=dict)   # plugin options (argparse dests)
+    extra: dict[str, Any] = field(default_factory=dict)   # plugin options (by RunFlag.dest)
     report: bool = False           # render the report when the run ends (stallscope run --report)

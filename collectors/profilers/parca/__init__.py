@@ -11,7 +11,7 @@ names (`from collectors.profilers.parca.client import ...`), never through this 
 which imports `plugin` and would close a cycle.
 """
 from collectors.profilers.parca.plugin import (PROFILERS, ParcaProfileCollector, ParcaRepCollector,
-                                               add_run_arguments, manifest_sections, rep_collectors)
+                                               RUN_FLAGS, manifest_sections, rep_collectors)
 
-__all__ = ["PROFILERS", "ParcaProfileCollector", "ParcaRepCollector", "add_run_arguments",
+__all__ = ["PROFILERS", "ParcaProfileCollector", "ParcaRepCollector", "RUN_FLAGS",
            "manifest_sections", "rep_collectors"]
