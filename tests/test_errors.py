@@ -71,8 +71,8 @@ def _calls_in(module: str) -> set[str]:
 
 @pytest.mark.parametrize("command", [c for c in COMMANDS], ids=lambda c: c.name)
 def test_every_command_ends_through_the_one_ending(command):
-    """Each command module calls end_command or run_command (pr's other actions: post.run)."""
-    modules = [command.module] + (["collectors.pr.post"] if command.name == "pr" else [])
+    """Each command module calls end_command or run_command (pr's other actions: pr_post.run)."""
+    modules = [command.module] + (["commands.pr_post"] if command.name == "pr" else [])
     assert any({"end_command", "run_command"} & _calls_in(m) for m in modules), command.module
     assert all(c in COMMANDS for c in ANALYSIS_COMMANDS)
 
