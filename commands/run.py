@@ -1,6 +1,6 @@
 """`stallscope run`: run a case for two or more variants into runs/<run-id>/.
 
-A thin shell: arguments (collectors/runner/arguments.py) -> RunRequest -> the run API
+A thin shell: arguments (commands/run_arguments.py) -> RunRequest -> the run API
 (collectors/runner/api.py: plan_run checks and builds, execute runs the reps), then the
 report when asked. `--resume RUN_DIR` finishes an interrupted run.
 """

@@ -114,6 +114,43 @@ def test_every_command_module_is_under_commands():
     assert {c.module for c in COMMANDS} <= set(module_files())
 
 
+# Library modules that may import argparse, each with the reason. None: options are declared
+# as data (analysis/inputs/option_specs.py Option, collectors/collector.py RunFlag) and only
+# commands/ makes them into a parser. A new entry needs a comment saying why it cannot wait.
+ARGPARSE_ALLOWED: dict[str, str] = {}
+
+
+def argparse_importers(files: dict[str, Path]) -> list[str]:
+    """The modules of `files` under analysis/ or collectors/ (not entry points) whose source
+    imports argparse anywhere (also inside a function or under TYPE_CHECKING)."""
+    out = []
+    for name, path in files.items():
+        if name.split(".")[0] not in LIBRARY or name in ENTRY_POINTS:
+            continue
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if (isinstance(node, ast.Import) and any(a.name.split(".")[0] == "argparse" for a in node.names)) \
+                    or (isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] == "argparse"):
+                out.append(name)
+                break
+    return out
+
+
+def test_no_library_module_imports_argparse():
+    """Only the command layer parses a command line (issue 28, item 2)."""
+    found = argparse_importers(module_files())
+    assert set(found) <= set(ARGPARSE_ALLOWED), \
+        f"argparse imported outside commands/: {sorted(set(found) - set(ARGPARSE_ALLOWED))}"
+
+
+def test_the_argparse_check_finds_an_import(tmp_path):
+    lazy = tmp_path / "lazy.py"
+    lazy.write_text("def f():\n    from argparse import Namespace\n    return Namespace\n")
+    typed = tmp_path / "typed.py"
+    typed.write_text("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    import argparse\n")
+    files = {"collectors.lazy": lazy, "analysis.typed": typed, "commands.ok": typed, "collectors.__main__": typed}
+    assert argparse_importers(files) == ["collectors.lazy", "analysis.typed"]
+
+
 def test_comparison_does_not_import_the_renderers():
     """Formatting lives with the renderers; only the command (commands/compare.py) runs both stages."""
     bad = {m: sorted(i for i in deps if i.startswith("analysis.report"))

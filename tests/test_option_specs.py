@@ -123,7 +123,7 @@ def test_no_option_default_or_rule_is_written_twice():
     ("timeout = 1800.0\n", "the default budget"),
 ])
 def test_the_scan_finds_a_default_or_rule_written_again(source, what):
-    found = repeats("collectors/sweep/cli.py", source)
+    found = repeats("commands/sweep.py", source)
     assert any(what in f for f in found), found
     assert repeats(HOME, source) == []       # the declarations' own module may
 
