@@ -16,7 +16,8 @@ from analysis.clock import now_iso
 from collectors.runner.new_manifest import new_run_id
 from collectors.runner.progress import duration
 from analysis.inputs.option_specs import BUDGET, PRECISION, SIZE
-from commands.sweep import build_all, create, host_summary, precision_options
+from collectors.sweep.directory import build_all, create, host_summary
+from commands.sweep import precision_options
 from collectors.sweep.experiment.file import Experiment, experiment_files, load_experiment
 from collectors.sweep.experiment.parts import (PREFIX, experiment_doc, part_entry, part_plan, run_parts,
                                                seed_of, sweep_argv, sweep_options)
