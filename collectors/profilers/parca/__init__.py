@@ -1,9 +1,9 @@
-"""Parca: the run plugin (`run --profile parca`), its query client and `stallscope parca`.
+"""Parca: the run plugin (`run --profile parca`) and its query client (`stallscope parca` is
+commands/parca.py).
 
 - `plugin`  the per-rep collector (the window and labels in parca.json, the merged profile
             into profile.pb.gz) and the run plugin's hooks
 - `client`  the Parca query client
-- `cli`     `stallscope parca`: a merged profile of a time window, as pprof or top functions
 
 This package is the run plugin named in collectors/runner/plugins.py: its hooks are
 re-exported here from `plugin`. The modules of the package import each other by their full
