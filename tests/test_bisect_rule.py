@@ -174,7 +174,7 @@ def test_bad_ranges_say_what_is_wrong(tmp_path):
 
 
 def test_the_command_says_what_is_wrong_and_exits_2(tmp_path, capsys):
-    from collectors.cli import main
+    from commands.table import main
     assert main(["bisect", "mset-50keys", "--repo", f"git:{tmp_path}", "--good", "a", "--bad", "b"]) == 2
     assert f"stallscope bisect: error: {tmp_path} is not a git repository" in capsys.readouterr().err
     assert main(["bisect", "--resume", str(tmp_path)]) == 2

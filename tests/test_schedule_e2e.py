@@ -16,11 +16,11 @@ from pathlib import Path
 
 import pytest
 
-from analysis.history import cli as history_cli
+from commands import history as history_cli
 from analysis.history import store as store_mod
 from analysis.history.changepoints import detect
 from analysis.history.sources import ingest_path
-from collectors.schedule import cli
+from commands import schedule as cli
 from tests.schedule_repo import CULPRIT, LOOKUP_FUNCTIONS, git, redis_repo
 
 

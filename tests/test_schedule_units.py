@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from collectors.schedule import cli
+from commands import schedule as cli
 from collectors.schedule.workflow import SECRET
 from tests.actionlint import actionlint as _actionlint
 

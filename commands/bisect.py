@@ -17,6 +17,7 @@ from collectors.bisect.commits import BisectError
 from collectors.command import run_command
 from collectors.host import procs
 from collectors.workload.cases import load_case
+from commands.options import add_option
 
 
 def parser() -> argparse.ArgumentParser:
@@ -39,10 +40,10 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--repo", help="git:PATH (or PATH) of a Redis/Valkey clone")
     p.add_argument("--good", help="a ref whose throughput is as it should be")
     p.add_argument("--bad", help="a later ref (first-parent descendant of --good) where it changed")
-    MIN_CHANGE.add(p, "bisect")
-    BUDGET.add(p, "bisect", default=DEFAULT_BISECT_BUDGET_S)
-    SIZE.add(p, "bisect")
-    PAIRED_WINDOWS_OPT.add(p, "bisect")
+    add_option(MIN_CHANGE, p, "bisect")
+    add_option(BUDGET, p, "bisect", default=DEFAULT_BISECT_BUDGET_S)
+    add_option(SIZE, p, "bisect")
+    add_option(PAIRED_WINDOWS_OPT, p, "bisect")
     p.add_argument("--out", type=Path, help="the bisection's directory (default reports/bisect/CASE-TIME)")
     p.add_argument("--resume", type=Path, metavar="DIR", help="go on with an interrupted bisection")
     p.add_argument("--no-progress", action="store_true",
