@@ -93,28 +93,12 @@ def test_systemd_units_verify(tmp_path):
     assert r.returncode == 0 and not problems, r.stdout + r.stderr
 
 
-def _git_range(tmp_path, n: int = 3):
-    import subprocess
-    r = tmp_path / "repo"
-    r.mkdir()
-    run = lambda *a: subprocess.run(["git", "-C", str(r), *a], check=True, capture_output=True, text=True).stdout.strip()
-    run("init", "-q", "-b", "main")
-    run("config", "user.email", "t@example.invalid")
-    run("config", "user.name", "t")
-    shas = []
-    for i in range(n):
-        (r / "f").write_text(str(i))
-        run("add", "f")
-        run("commit", "-q", "-m", f"commit {i}")
-        shas.append(run("rev-parse", "HEAD"))
-    return r, shas
-
-
 def test_a_regression_over_one_commit_names_it_and_a_failed_bisection_is_kept_with_why(tmp_path):
     from types import SimpleNamespace as NS
     from collectors.schedule.autobisect import bisect_regression
+    from tests.git_history import small_repo
     from collectors.schedule.model import Baseline, BisectPolicy, Job, Schedule
-    r, shas = _git_range(tmp_path)
+    r, shas = small_repo(tmp_path, 3)
     kept = {}
     store = NS(set_culprit=lambda rid, found: kept.update({rid: found}))
     job = Job("j", "0 2 * * *", ("no-such-case",), f"git:{r}@main", Baseline("previous"),
