@@ -123,14 +123,9 @@ def _measurement_arguments(p: argparse.ArgumentParser, shared: dict) -> None:
         add_option(shared[name], p, "run")
 
 
-# The run's own flags (every other dest is a plugin's, kept in RunOptions.extra).
-KNOWN_DESTS = {"case", "variant", "keep_perf_data", "pairing", "resume", "out", "report",
-               "no_progress", "load_generator", "set", "precision_on",
-               *(o.name for o in taken_by("run"))}
-
-
 def options_from_args(args: argparse.Namespace) -> RunOptions:
-    extra = {k: v for k, v in vars(args).items() if k not in KNOWN_DESTS}
+    # The plugins' flags, by their own declarations (RunFlag.dest): nothing listed by hand
+    extra = {f.dest: getattr(args, f.dest) for pl in plugins() for f in pl.RUN_FLAGS.flags}
     shared = {o.name: getattr(args, o.name) for o in taken_by("run")}
     shared["reps"] = first_stage(args.reps, args.precision)
     shared["budget_s"] = budget_for(args.precision, args.budget_s)

@@ -190,3 +190,22 @@ def test_the_sampling_frequency_has_one_name_and_old_files_keep_theirs():
     run = load_run(REPO / "tests" / "data" / "runs" / "mset-99hz-small")
     assert run.manifest.options.frequency_hz == 99
     assert '"freq_hz"' in (Path(run.path) / "manifest.json").read_text()   # an old run, as written
+
+
+def test_every_run_flag_lands_in_one_declared_place():
+    """Each `stallscope run` flag is a field of the request or its options, or a plugin's
+    declared RunFlag (options.extra): nothing listed by hand, nothing dropped on the way."""
+    import dataclasses
+    from commands import run_arguments as arguments
+    from collectors.runner.api import RunRequest
+    from collectors.runner.plugins import plugins
+
+    args = arguments.parser().parse_args(["c", "--variant", "a=bin:/x", "--variant", "b=bin:/x",
+                                          "--tma-level", "3"])
+    opts = arguments.options_from_args(args)
+    declared = {f.dest: f for pl in plugins() for f in pl.RUN_FLAGS.flags}
+    assert set(opts.extra) == set(declared)
+    assert opts.extra["tma_level"] == 3 != declared["tma_level"].default_value()
+    homes = ({f.name for f in dataclasses.fields(RunOptions)} | {f.name for f in dataclasses.fields(RunRequest)}
+             | set(declared) | {"variant", "set", "no_progress", "resume"})
+    assert set(vars(args)) <= homes, set(vars(args)) - homes
