@@ -73,7 +73,9 @@ def test_a_thread_that_shares_its_cpu_waits_and_the_host_is_busy():
             p.wait()
     main = sat.main_thread()
     assert main is not None and main.waiting is not None
-    assert 0.25 < main.busy < 0.75 and 0.25 < main.waiting < 0.75
+    # about half each on a quiet host; other processes on CPU 0 (a loaded CI host) take
+    # from its time on the CPU and add to its wait, never the other way round
+    assert 0.1 < main.busy < 0.75 and main.waiting > 0.25
     assert main.busy + main.waiting == pytest.approx(1.0, abs=0.15)
     assert sat.host_busy is not None and sat.host_busy >= 0.4     # one of 2 CPUs at least
     assert sat.host_steal is not None and 0.0 <= sat.host_steal <= 1.0
