@@ -76,6 +76,7 @@ def parser() -> argparse.ArgumentParser:
     shared = {o.name: o for o in taken_by("run")}
     shared["reps"].add(p, "run")
     shared["size"].add(p, "run")
+    shared["layouts"].add(p, "run")
     p.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE",
                    help="override one case field after the size, type-checked like a case file "
                         "(repeat): workload.pipeline=16, dataset.keys=1M, server.config.NAME=VALUE")
