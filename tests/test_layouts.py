@@ -207,3 +207,38 @@ def test_the_line_holds_only_when_every_layout_excludes_zero_on_one_side():
     thin = layouts.spread({1: [0.02], 2: [0.01, 0.015]})
     assert thin.holds is None and "fewer than 2 reps" in thin.line
     assert layouts.spread({1: [0.02, 0.03]}) is None
+
+
+def _addresses(binary: str, names: tuple[str, ...]) -> dict[str, str]:
+    out = subprocess.run(["nm", binary], capture_output=True, text=True, check=True).stdout
+    return {w[2]: w[0] for w in (ln.split() for ln in out.splitlines()) if len(w) == 3 and w[2] in names}
+
+
+@pytest.mark.slow
+def test_a_live_aa_run_over_two_layouts_at_ci_size(tmp_path):
+    from tests.conftest import REPO
+    from tests.conftest_run import BASE_SPEC, cli_env
+    import sys
+    p = subprocess.run([sys.executable, "-m", "collectors", "run", "mset-50keys", "--size", "small",
+                        "--variant", f"a={BASE_SPEC}", "--variant", f"b={BASE_SPEC}", "--layouts", "2",
+                        "--reps", "2", "--paired-windows", "16", "--profile", "off", "--report",
+                        "--out", str(tmp_path), "--no-progress"],
+                       cwd=REPO, env=cli_env(), capture_output=True, text=True, timeout=1800)
+    assert p.returncode == 0, p.stderr[-3000:]
+    assert "2 layouts of every variant (link-order seeds 1, 2)" in p.stderr
+    run_dir = Path(p.stdout.strip().splitlines()[-1])
+    m = load_run(run_dir).manifest
+    assert m.options.layouts == 2
+    assert [(r.rep, r.layout) for r in m.reps(kind="paired")] == [(1, 1), (2, 2), (3, 1), (4, 2)]
+    lays = m.variants["a"].layouts
+    assert [x["seed"] for x in lays] == [1, 2] and m.variants["a"].layout["seed"] == 1
+    assert lays == m.variants["b"].layouts            # A/A: layout i is one build on both sides
+    assert lays[0]["binary_sha256"] != lays[1]["binary_sha256"]
+    hot = ("dictFind", "processCommand", "call", "msetCommand")
+    one, two = (_addresses(x["server_bin"], hot) for x in lays)
+    assert one.keys() == two.keys() == set(hot) and one != two
+    build = json.loads((Path(lays[1]["server_bin"]).parents[2] / "build.json").read_text())
+    assert build["layout"]["seed"] == 2 and len(build["layout"]["order"]) > 90
+    md = (run_dir / "report.md").read_text()
+    line = next(ln for ln in md.splitlines() if ln.startswith("> Code layouts: "))
+    assert any(w in line for w in ("holds across 2 layouts", "depends on layout", "cannot tell"))
