@@ -149,13 +149,18 @@ def test_a_rep_runs_its_layouts_binary_of_every_variant():
 
 def test_layouts_are_refused_where_they_cannot_work():
     specs = [parse_variant("a=debsrc:redis"), parse_variant("b=bin:/usr/bin/redis-server")]
+    two = [specs[0], parse_variant("c=debsrc:redis+config=x=1")]
     run_layouts.check(RunOptions(layouts=1), specs)        # today's run: nothing to check
+    run_layouts.check(RunOptions(layouts=2), two)
     with pytest.raises(RunError, match="prebuilt"):
         run_layouts.check(RunOptions(layouts=2), specs)
     with pytest.raises(RunError, match="precision"):
-        run_layouts.check(RunOptions(layouts=2, precision=0.02), specs[:1])
+        run_layouts.check(RunOptions(layouts=2, precision=0.02), two)
     with pytest.raises(RunError, match="at least 1"):
-        run_layouts.check(RunOptions(layouts=0), specs[:1])
+        run_layouts.check(RunOptions(layouts=0), two)
+    for opts, given in ((RunOptions(layouts=2, pairing="unpaired"), two), (RunOptions(layouts=2), specs[:1])):
+        with pytest.raises(RunError, match="two variants and no --unpaired"):
+            run_layouts.check(opts, given)
 
 
 def _with_layouts(tmp_path: Path, n: int) -> Path:

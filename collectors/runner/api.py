@@ -115,13 +115,13 @@ def plan_run(req: RunRequest, log: Log) -> RunPlan:
     if opts.precision_on is not None and opts.precision_on.partition(":")[2] not in ("", "flat", "cum"):
         raise RunError(f"--on {opts.precision_on}: give FUNCTION, FUNCTION:flat or FUNCTION:cum")
     specs = parse_variants(req.variants)
+    layouts.check(opts, specs)
     if opts.load_generator == "memtier" or (opts.load_generator == "auto" and case.workload.tool == "memtier"):
         memtier.find_memtier()  # a MEMTIER= that points nowhere stops the run before any build
     host = machine.host_facts()
     found = plugins()
     # Plugins judge the run before anything is built (perf missing, no PMU, token file).
     sections = [pl.manifest_sections(opts, host) for pl in found]
-    layouts.check(opts, specs)
     variants = layouts.build_all(specs, opts, log)
     plan, decided = pairing.choose(variants, opts, case, host.memory_bytes)
     opts.paired = plan is not None

@@ -41,6 +41,9 @@ def check(opts: RunOptions, specs: list[VariantSpec]) -> None:
         raise RunError("--layouts must be at least 1")
     if opts.layouts == 1:
         return
+    if opts.pairing == "unpaired" or len(specs) != 2:
+        raise RunError(f"--layouts {opts.layouts} pairs layout i of one variant with layout i of "
+                       f"the other in paired reps: give two variants and no --unpaired")
     given = [s.name for s in specs if s.kind == "binary"]
     if given:
         raise RunError(f"--layouts {opts.layouts}: variant(s) {', '.join(given)} are prebuilt "
