@@ -194,6 +194,8 @@ def test_a_layouts_run_reports_over_layouts_and_prints_the_line(tmp_path):
     assert "over 3 code layouts" in row.change.method and row.base.n == 3
     text = markdown.render(r)
     assert "> Code layouts: " in text and r.measurement.layouts.line.split(" (")[0] in text
+    from analysis.report import html
+    assert f"<b>Code layouts:</b> {r.measurement.layouts.line.split(' (')[0]}" in html.render(r, tmp_path)
     plain = analyse(load_run(NOISE), CompareOptions())
     assert plain.measurement.layouts is None and "layout" not in plain.paired[0].change.method
     assert "Code layouts" not in markdown.render(plain)
