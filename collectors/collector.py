@@ -16,7 +16,9 @@ rep.json says which collector failed and why.
 A **run plugin** is a module named in collectors/runner/plugins.py's PLUGIN_MODULES with
 these four names:
   PROFILERS = ("parca",)                       values it adds to `run --profile`
-  add_run_arguments(parser)                    its run flags (dests land in options.extra)
+  RUN_FLAGS = RunFlags(...)                    its run flags, as data (each lands in
+                                               options.extra under its dest; commands/
+                                               options.py makes them `stallscope run` flags)
   rep_collectors(options, kind) -> list        RepCollectors for a rep of `kind`
   manifest_sections(options, host) -> ManifestSections
                                                the manifest's sections it sets (`tma`,
@@ -26,10 +28,9 @@ these four names:
 """
 from __future__ import annotations
 
-import argparse
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Callable, Protocol
 
 from analysis.inputs.collector_facts import CollectorFacts
 from analysis.inputs.host import HostFacts
@@ -75,7 +76,7 @@ class RunSettings(Protocol):
     profile: str                    # perf | off | a plugin's profiler
     frequency_hz: int
     keep_perf_data: bool
-    extra: dict[str, Any]           # plugin flags, by argparse dest
+    extra: dict[str, Any]           # plugin flags, by dest (RunFlag.dest)
 
 
 class WindowProfiler(Protocol):
@@ -93,10 +94,48 @@ class WindowProfiler(Protocol):
     def fold(self, windows: list[PairedWindow]) -> dict[str, CollectorFacts]: ...
 
 
+@dataclass(frozen=True)
+class RunFlag:
+    """One flag a run plugin adds to `stallscope run`, declared as data: the command layer
+    makes the argument (commands/options.py), the run API fills options.extra with `default`
+    for a caller that sets no flags (collectors/runner/api.py with_plugin_defaults)."""
+    flag: str                                 # --tma-level
+    help: str                                 # argparse's help text (%(default)s, %% as there)
+    default: Any = None
+    parse: Callable[[str], Any] | None = None   # text -> value; None keeps the text
+    choices: tuple[str, ...] | None = None
+    metavar: str | None = None
+    # None: takes a value; "store_true": a switch (default False); "append": repeatable,
+    # a list (default: a fresh list of `default`'s items)
+    action: str | None = None
+
+    @property
+    def dest(self) -> str:
+        """Its key in options.extra: the flag without dashes, '-' as '_' (argparse's dest)."""
+        return self.flag.lstrip("-").replace("-", "_")
+
+    def default_value(self) -> Any:
+        if self.action == "store_true":
+            return bool(self.default)
+        if self.action == "append":
+            return list(self.default or ())
+        return self.default
+
+
+@dataclass(frozen=True)
+class RunFlags:
+    """A plugin's flags, shown as one group in `stallscope run --help`."""
+    title: str
+    description: str | None
+    flags: tuple[RunFlag, ...]
+
+    def defaults(self) -> dict[str, Any]:
+        return {f.dest: f.default_value() for f in self.flags}
+
+
 class RunPlugin(Protocol):
     PROFILERS: tuple[str, ...]
-
-    def add_run_arguments(self, parser: argparse.ArgumentParser) -> None: ...
+    RUN_FLAGS: RunFlags
 
     def rep_collectors(self, options: RunSettings, kind: str) -> list[RepCollector]: ...
 

@@ -15,5 +15,8 @@ from collectors.host import procs
 def run_command(prog: str, body: Callable[[], int | None], interrupted: str = "") -> int:
     """body()'s exit status, or 1 / 2 / 130 with the one-line message. `interrupted` ends
     the sentence "PROG: interrupted ..." (what was kept)."""
-    return end_command(prog, body, interrupted,
-                       interrupts=(procs.Interrupted, KeyboardInterrupt), on_interrupt=procs.kill_all)
+    try:
+        return end_command(prog, body, interrupted,
+                           interrupts=(procs.Interrupted, KeyboardInterrupt), on_interrupt=procs.kill_all)
+    finally:
+        procs.restore_signal_handlers()

@@ -5,23 +5,20 @@ Every check is real: it finds the binary, asks its version, and for perf really 
 reuse the preflight (collectors/host/preflight.py), which identifies the CPU and names its
 top-down method (Intel TMA, AMD Zen 4/5 pipeline utilization, Arm top-down) and why it
 cannot count here. Informational: exit code 0 unless --strict.
-It sits above the packages it checks (host, build, profilers), as a command of its own.
+It sits above the packages it checks (host, build, profilers); the command is commands/doctor.py.
 """
 from __future__ import annotations
 
-import argparse
-import json
 import os
 import re
 import shutil
 import subprocess
 import sys
 import tempfile
-from dataclasses import dataclass, asdict
+from dataclasses import dataclass
 from pathlib import Path
 
 from analysis.toolpaths import which_tool
-from collectors.command import run_command
 from collectors.variants.builder import cache_dir
 from collectors.host import pmu, versions
 from collectors.host import preflight as pre
@@ -200,35 +197,3 @@ def render(checks: list[Check]) -> str:
         if c.fix and not c.available:
             lines.append(f"{'':<{w}}  {'':<13}  fix: {c.fix}")
     return "\n".join(lines)
-
-
-def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(
-        prog="stallscope doctor",
-        # No abbreviations: `--parca-token SECRET` must not pass as --parca-token-file.
-        allow_abbrev=False,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-        description="List every stallscope collector with available / NOT available and why, "
-                    "on this machine (real checks: perf really samples 0.1 s).",
-        epilog="examples:\n  stallscope doctor\n  stallscope doctor --json > doctor.json\n"
-               "  stallscope doctor --parca-url http://127.0.0.1:7070 --strict")
-    ap.add_argument("--json", action="store_true", help="print JSON instead of a table")
-    ap.add_argument("--strict", action="store_true", help="exit 1 if any collector is not available")
-    ap.add_argument("--parca-url", help="also check this Parca server (default $STALLSCOPE_PARCA_URL)")
-    ap.add_argument("--parca-token-file", metavar="PATH",
-                    help=f"file holding the bearer token (default ${TOKEN_ENV}; never on the command line)")
-    a = ap.parse_args(argv)
-    return run_command("stallscope doctor", lambda: _doctor(a))
-
-
-def _doctor(a: argparse.Namespace) -> int:
-    checks = run_checks(a.parca_url, a.parca_token_file)
-    if a.json:
-        print(json.dumps([asdict(c) for c in checks], indent=2))
-    else:
-        print(render(checks))
-    return 1 if a.strict and not all(c.available for c in checks) else 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -25,12 +25,17 @@ def repo_root() -> Path:
 
 @pytest.fixture(autouse=True)
 def _signal_handlers_restored():
-    """Each test starts with the signal handlers the session started with: a command called
-    in-process (`main([...])`) installs the collectors' SIGINT/SIGTERM handlers, and left in
-    place they turn a later test's Ctrl-C into a different exception."""
+    """Each test starts with the signal handlers the session started with and no interrupt
+    pending: a command called in-process (`main([...])`) installs the collectors'
+    SIGINT/SIGTERM handlers (collectors/command.py puts them back when it ends; a test that
+    installs them by hand does not), and a handler or a recorded SIGINT left in place turned
+    a later test's run into "interrupted" in the clean-clone run."""
     import signal
+
+    from collectors.host import procs
     saved = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
     yield
+    procs.restore_signal_handlers()     # a test that installed them without a command, too
     for s, h in saved.items():
         signal.signal(s, h)
 

@@ -2,7 +2,8 @@
 
 docs/architecture.md describes the layering; this test holds the code to it. The import
 graph is read from the source (every `import` and `from ... import`, also inside
-functions), so a lazy import cannot hide a cycle.
+functions), so a lazy import cannot hide a cycle. The layers: commands -> collectors ->
+analysis; nothing imports the commands, and only the commands parse a command line.
 """
 from __future__ import annotations
 
@@ -16,7 +17,13 @@ import pytest
 
 from tests.conftest import REPO
 
-PACKAGES = ("analysis", "collectors")
+PACKAGES = ("analysis", "collectors", "commands")
+LIBRARY = ("analysis", "collectors")
+# Entry points, not library: `python -m analysis`, `python -m collectors`, and the console
+# script of installs made before the command layer moved (collectors.cli:entry; `make setup`
+# rewrites it to commands.table:entry). Nothing imports them; each only hands argv to
+# commands/. The only modules outside commands/ that may import it.
+ENTRY_POINTS = {"analysis.__main__", "collectors.__main__", "collectors.cli"}
 MODULE_LINES = 400          # "no module over ~400 lines"
 FUNCTION_LINES = 60         # "no function over ~60 lines"
 GENERATED = {"analysis.profile.profile_pb2"}   # protoc output, not ours to shape
@@ -90,13 +97,66 @@ def test_analysis_never_imports_collectors():
     assert not {m: d for m, d in bad.items() if d}
 
 
+def test_nothing_imports_the_commands():
+    """commands/ is the top layer: a library module that imported a command would depend on
+    argument parsing and exit statuses (the entry points above only forward argv)."""
+    bad = {m: sorted(i for i in deps if i.split(".")[0] == "commands")
+           for m, deps in import_graph().items()
+           if m.split(".")[0] != "commands" and m not in ENTRY_POINTS}
+    assert not {m: d for m, d in bad.items() if d}
+
+
+def test_every_command_module_is_under_commands():
+    """One direction, commands -> collectors -> analysis: the command table names every
+    command module, and every command module is under commands/."""
+    from commands.table import COMMANDS
+    assert all(c.module.startswith("commands.") for c in COMMANDS)
+    assert {c.module for c in COMMANDS} <= set(module_files())
+
+
+# Library modules that may import argparse, each with the reason. None: options are declared
+# as data (analysis/inputs/option_specs.py Option, collectors/collector.py RunFlag) and only
+# commands/ makes them into a parser. A new entry needs a comment saying why it cannot wait.
+ARGPARSE_ALLOWED: dict[str, str] = {}
+
+
+def argparse_importers(files: dict[str, Path]) -> list[str]:
+    """The modules of `files` under analysis/ or collectors/ (not entry points) whose source
+    imports argparse anywhere (also inside a function or under TYPE_CHECKING)."""
+    out = []
+    for name, path in files.items():
+        if name.split(".")[0] not in LIBRARY or name in ENTRY_POINTS:
+            continue
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if (isinstance(node, ast.Import) and any(a.name.split(".")[0] == "argparse" for a in node.names)) \
+                    or (isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] == "argparse"):
+                out.append(name)
+                break
+    return out
+
+
+def test_no_library_module_imports_argparse():
+    """Only the command layer parses a command line (issue 28, item 2)."""
+    found = argparse_importers(module_files())
+    assert set(found) <= set(ARGPARSE_ALLOWED), \
+        f"argparse imported outside commands/: {sorted(set(found) - set(ARGPARSE_ALLOWED))}"
+
+
+def test_the_argparse_check_finds_an_import(tmp_path):
+    lazy = tmp_path / "lazy.py"
+    lazy.write_text("def f():\n    from argparse import Namespace\n    return Namespace\n")
+    typed = tmp_path / "typed.py"
+    typed.write_text("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    import argparse\n")
+    files = {"collectors.lazy": lazy, "analysis.typed": typed, "commands.ok": typed, "collectors.__main__": typed}
+    assert argparse_importers(files) == ["collectors.lazy", "analysis.typed"]
+
+
 def test_comparison_does_not_import_the_renderers():
-    """Formatting lives with the renderers; only the command (cli) runs both stages."""
+    """Formatting lives with the renderers; only the command (commands/compare.py) runs both stages."""
     bad = {m: sorted(i for i in deps if i.startswith("analysis.report"))
            for m, deps in import_graph().items()
            if m.startswith(("analysis.compare", "analysis.stats", "analysis.inputs", "analysis.tma.model",
-                            "analysis.tma.formats", "analysis.tma.funnel"))
-           and not m.rsplit(".", 1)[-1].endswith("cli")}
+                            "analysis.tma.formats", "analysis.tma.funnel"))}
     assert not {m: d for m, d in bad.items() if d}
 
 
@@ -104,13 +164,13 @@ HISTORY_RENDERERS = {"analysis.history.alert_md", "analysis.history.trends", "an
 
 
 def test_only_commands_and_the_sweep_import_the_renderers():
-    """docs/architecture.md's sentence, held: outside analysis/report/, a module importing
-    analysis.report is a command module (`*cli`), part of the sweep's own report, or one of
-    the history's renderers."""
+    """docs/architecture.md's sentence, held: in analysis/, outside analysis/report/, a module
+    importing analysis.report is part of the sweep's own report or one of the history's
+    renderers (the commands, commands/, run the report stage too)."""
     bad = {m: sorted(i for i in deps if i.startswith("analysis.report"))
            for m, deps in import_graph().items()
            if m.startswith("analysis.") and not m.startswith(("analysis.report", "analysis.sweep"))
-           and not m.endswith("cli") and m not in HISTORY_RENDERERS}
+           and m not in HISTORY_RENDERERS}
     assert not {m: d for m, d in bad.items() if d}
 
 
@@ -196,12 +256,11 @@ def test_the_doc_check_finds_a_module_missing_from_the_table():
 
 
 def test_modules_named_as_strings_are_edges():
-    """collectors/runner/plugins.py names the profilers for importlib; the command tables name the
+    """collectors/runner/plugins.py names the profilers for importlib; the command table names the
     command modules: the graph holds those edges, so a cycle through them is caught too."""
     graph = import_graph()
     assert "collectors.profilers.perf" in graph["collectors.runner.plugins"]
-    assert "collectors.runner.cli" in graph["collectors.cli"]
-    assert "analysis.compare.cli" in graph["analysis.commands"]
+    assert {"commands.run", "commands.compare"} <= graph["commands.table"]
 
 
 STAGES = ("run", "compare", "demo", "funnel", "tma", "doctor", "cases", "build", "parca", "sweep", "experiment")

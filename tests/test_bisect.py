@@ -15,7 +15,7 @@ import sys
 
 import pytest
 
-from collectors.cli import main
+from commands.table import main
 from tests.conftest import REPO
 from tests.conftest_run import cli_env, descendants, still_alive, wait_for
 from tests.schedule_repo import CULPRIT, LOOKUP_FUNCTIONS, redis_repo

@@ -7,7 +7,6 @@ repository."""
 from __future__ import annotations
 
 import math
-import subprocess
 
 import numpy as np
 import pytest
@@ -18,6 +17,7 @@ from analysis.bisect.search import (CULPRIT, ENDS, FUNCTIONS, NO_CULPRIT, PROBE,
                                     Bisection, Commit)
 from bench.bisection import COMMITS, bisection, one_step, residuals
 from collectors.bisect.commits import BisectError, first_parent_range
+from tests.git_history import small_repo
 
 SIMS = 1500
 
@@ -139,30 +139,14 @@ def test_the_state_survives_json_and_resumes_at_the_same_step():
 
 
 # -------------------------------------------------------------- the range, a real git repo
-def _repo(tmp_path, n: int = 4):
-    r = tmp_path / "r"
-    r.mkdir()
-    run = lambda *a: subprocess.run(["git", "-C", str(r), *a], check=True, capture_output=True, text=True).stdout.strip()
-    run("init", "-q", "-b", "main")
-    run("config", "user.email", "t@example.invalid")
-    run("config", "user.name", "t")
-    shas = []
-    for i in range(n):
-        (r / "f").write_text(str(i))
-        run("add", "f")
-        run("commit", "-q", "-m", f"commit {i}")
-        shas.append(run("rev-parse", "HEAD"))
-    return r, shas, run
-
-
 def test_the_range_is_the_first_parent_line_oldest_first(tmp_path):
-    r, shas, run = _repo(tmp_path)
+    r, shas = small_repo(tmp_path)
     got = first_parent_range(r, shas[0], "main")
     assert [c.sha for c in got] == shas and got[-1].subject == "commit 3" and got[0].date
 
 
 def test_bad_ranges_say_what_is_wrong(tmp_path):
-    r, shas, run = _repo(tmp_path)
+    r, shas = small_repo(tmp_path)
     with pytest.raises(BisectError, match="not on the first-parent line"):
         first_parent_range(r, shas[3], shas[0])
     with pytest.raises(BisectError, match="'nope' not found"):
@@ -174,13 +158,28 @@ def test_bad_ranges_say_what_is_wrong(tmp_path):
 
 
 def test_the_command_says_what_is_wrong_and_exits_2(tmp_path, capsys):
-    from collectors.cli import main
+    from commands.table import main
     assert main(["bisect", "mset-50keys", "--repo", f"git:{tmp_path}", "--good", "a", "--bad", "b"]) == 2
     assert f"stallscope bisect: error: {tmp_path} is not a git repository" in capsys.readouterr().err
     assert main(["bisect", "--resume", str(tmp_path)]) == 2
     assert "no bisect.json (not a bisection directory" in capsys.readouterr().err
     assert main(["bisect", "mset-50keys"]) == 2
     assert "give CASE, --repo, --good and --bad" in capsys.readouterr().err
-    r, shas, _ = _repo(tmp_path)
+    r, shas = small_repo(tmp_path)
     assert main(["bisect", "no-such-case", "--repo", str(r), "--good", shas[0], "--bad", shas[-1]]) == 2
     assert "no-such-case" in capsys.readouterr().err
+
+
+def test_a_smaller_minimum_change_plans_more_reps_and_keeps_its_power(res):
+    alpha = rule.step_alpha(COMMITS)
+    sd = float(res.std(ddof=1))
+    assert rule.plan_looks(rule.default_min_change(sd, alpha), sd, alpha) == rule.LOOKS
+    looks = rule.plan_looks(0.06, sd, alpha)
+    assert looks[0] == 3 and looks[-1] > rule.LOOKS[-1] and rule.default_min_change(sd, alpha, looks) <= 0.06
+    # the power it plans for, on the recorded reps: 95% by the last look (less the slack)
+    rng = np.random.default_rng(11)
+    from bench.bisection import sequential
+    calls = [sequential(x, 0.06, alpha, looks)[0]
+             for x in rng.choice(res, size=(600, looks[-1])) + math.log1p(0.06)]
+    assert calls.count(rule.DIFFERENT) / 600 >= 0.88
+    assert rule.plan_looks(0.001, sd, alpha)[-1] == rule.MAX_LAST_LOOK

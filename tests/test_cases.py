@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from collectors.workload import cases_cli
+from commands import cases as cases_cli
 from collectors.workload.cases import CASES_DIR, CaseError, list_cases, load_case, sizes_of
 from analysis.inputs.case import Case
 

@@ -75,3 +75,18 @@ def test_ctrl_c_is_130_with_what_was_kept(capsys):
     assert run_command("stallscope run", body, interrupted="(finished reps are kept)") == 130
     assert child.poll() is not None and child not in procs.live()
     assert capsys.readouterr().err == "stallscope run: interrupted (finished reps are kept)\n"
+
+
+def test_a_command_in_process_leaves_no_handler_and_no_pending_interrupt(capsys):
+    """A command that installed the collectors' handlers and was interrupted: when it has
+    ended, the process has its handlers back and no SIGINT recorded (the scheduler's next
+    job, or the next test, would otherwise be 'interrupted' at its first checkpoint)."""
+    before = signal.getsignal(signal.SIGINT)
+
+    def body():
+        procs.install_signal_handlers()
+        os.kill(os.getpid(), signal.SIGINT)
+    assert run_command("stallscope run", body) == 130
+    assert signal.getsignal(signal.SIGINT) is before
+    procs.raise_if_interrupted()                  # nothing pending: no Interrupted
+    assert run_command("stallscope run", lambda: procs.raise_if_interrupted() or 0) == 0

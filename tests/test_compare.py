@@ -18,7 +18,8 @@ import numpy as np
 import pytest
 from scipy.stats import ttest_ind
 
-from analysis.compare import cli, profile_reps
+from analysis.compare import profile_reps
+from commands import compare as cli
 from analysis.compare.options import DEFAULT_TOP
 from analysis.inputs.manifest import Profiling
 from analysis.inputs.rundir import read_rep_facts

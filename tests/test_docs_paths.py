@@ -9,7 +9,7 @@ from pathlib import Path
 
 from tests.conftest import REPO
 
-TOP = ("collectors", "analysis", "tests", "cases", "docs", "bench", "scripts", "reports")
+TOP = ("commands", "collectors", "analysis", "tests", "cases", "docs", "bench", "scripts", "reports")
 PATH = re.compile(r"(?<![\w./-])((?:%s)/[\w./-]*\w/?)([-_]?\*)?" % "|".join(TOP))
 # Paths a command writes, not files of the repository (reports/ is ignored by git).
 OUTPUTS = ("reports/", "cases/x.yaml")
@@ -28,7 +28,7 @@ def test_layout_names_every_package_and_top_level_module():
                              check=True).stdout.split()
     tops = {p.split("/")[0] for p in tracked if "/" in p} - {".ci"}
     assert {f"{t}/" for t in tops} <= set(rows), f"Layout table misses: {sorted({f'{t}/' for t in tops} - set(rows))}"
-    for stage in ("collectors", "analysis"):
+    for stage in ("commands", "collectors", "analysis"):
         named = set(re.findall(r"`(\w+/|\w+\.py)`", rows[f"{stage}/"]))
         here = {p.name + "/" for p in (REPO / stage).iterdir() if (p / "__init__.py").exists()}
         here |= {p.name for p in (REPO / stage).glob("*.py") if not p.name.startswith("__")}

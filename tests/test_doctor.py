@@ -9,6 +9,7 @@ import sys
 import pytest
 
 from collectors import doctor
+from commands import doctor as doctor_command
 from tests.conftest import no_pmu_only
 from tests.test_parca import FakeParca, _free_port
 
@@ -82,9 +83,9 @@ def test_table_and_strict(capsys, monkeypatch):
     monkeypatch.setattr(doctor, "run_checks", lambda *a: [
         doctor.Check("perf", True, "perf 6.1.187"),
         doctor.Check("TMA via perf", False, "no hardware PMU", "bare metal")])
-    assert doctor.main([]) == 0
+    assert doctor_command.main([]) == 0
     out = capsys.readouterr().out.splitlines()
     assert out[2] == "perf          available      perf 6.1.187"
     assert out[3] == "TMA via perf  NOT available  no hardware PMU"
     assert out[4].strip() == "fix: bare metal"
-    assert doctor.main(["--strict"]) == 1
+    assert doctor_command.main(["--strict"]) == 1

@@ -15,9 +15,8 @@ import sys
 import pytest
 
 from analysis.command_end import end_command
-from analysis.commands import COMMANDS as ANALYSIS_COMMANDS
 from analysis.errors import BAD_INPUT, FAILED, Failed, UserError
-from collectors.cli import COMMANDS
+from commands.table import ANALYSIS_COMMANDS, COMMANDS
 from tests.conftest import REPO
 from tests.test_architecture import GENERATED, module_files
 
@@ -72,8 +71,8 @@ def _calls_in(module: str) -> set[str]:
 
 @pytest.mark.parametrize("command", [c for c in COMMANDS], ids=lambda c: c.name)
 def test_every_command_ends_through_the_one_ending(command):
-    """Each command module calls end_command or run_command (pr's other actions: post.run)."""
-    modules = [command.module] + (["collectors.pr.post"] if command.name == "pr" else [])
+    """Each command module calls end_command or run_command (pr's other actions: pr_post.run)."""
+    modules = [command.module] + (["commands.pr_post"] if command.name == "pr" else [])
     assert any({"end_command", "run_command"} & _calls_in(m) for m in modules), command.module
     assert all(c in COMMANDS for c in ANALYSIS_COMMANDS)
 

@@ -88,7 +88,7 @@ def test_cli_list_and_plan():
     # the seed's 2M sets (about 34 GiB with the server's overhead): listed as not run where
     # they do not fit, and the plan is not refused (the file sets skip_unfit)
     line = next(l for l in p.stderr.splitlines() if "p05-keys-2M" in l)
-    from collectors.sweep.cli import host_summary
+    from collectors.sweep.directory import host_summary
     if (host_summary().memory_bytes or 0) < 32 * 2**30:
         assert "NOT RUN: needs about" in line
     assert "zrange-2867 at size default: about" in p.stderr

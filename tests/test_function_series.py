@@ -13,7 +13,7 @@ import pytest
 from analysis.history import function_series
 from analysis.history.alert_md import render_alert
 from analysis.history.changepoints import detect
-from analysis.history.cli import main as history_main
+from commands.history import main as history_main
 from analysis.history.store import HistoryStore
 from bench.synthetic_history import FUNCTIONS, Shift, make_job, shares, top_functions
 

@@ -13,7 +13,7 @@ import pytest
 import sqlalchemy as sa
 
 from analysis.history.changepoints import detect, in_run
-from analysis.history.cli import main as history_main
+from commands.history import main as history_main
 from analysis.history.schema import SCHEMA_VERSION, create_version, stored_version
 from analysis.history.sources import ingest_path
 from analysis.history.store import HistoryError, HistoryStore, url_of

@@ -16,7 +16,7 @@ import pytest
 import sqlalchemy as sa
 
 from analysis.history.changepoints import HEADLINE, detect
-from analysis.history.cli import main as history_main
+from commands.history import main as history_main
 from analysis.history.downsample import downsample
 from analysis.history.extract import extract
 from analysis.history.store import HistoryStore, Incoming

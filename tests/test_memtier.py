@@ -15,7 +15,7 @@ from collectors.load import memtier
 from analysis.inputs.case import Case, DatasetSpec, ServerSpec, WorkloadSpec
 from collectors.workload.cases import load_case
 from collectors.runner.api import choose_load_generator
-from collectors.runner.cli import main as run_main
+from commands.run import main as run_main
 from collectors.runner.options import RunOptions
 from collectors.workload.suite import import_suite, write_case_yaml
 

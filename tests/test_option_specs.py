@@ -91,13 +91,13 @@ def repeats(path: str, text: str) -> list[str]:
             out.append(f"{at}: the first-stage minimum {MIN_PILOT} written again")
         if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "add_argument"
                 and node.args and any(s in FLAGS for s in _strings(node.args[0]))):
-            out.append(f"{at}: {node.args[0].value} made by hand (Option.add makes it)")
+            out.append(f"{at}: {node.args[0].value} made by hand (commands/options.py add_option makes it)")
     return out
 
 
 def test_no_option_default_or_rule_is_written_twice():
     found = []
-    for pkg in ("analysis", "collectors"):
+    for pkg in ("analysis", "collectors", "commands"):
         for p in sorted((REPO / pkg).rglob("*.py")):
             rel = str(p.relative_to(REPO))
             found += repeats(rel, p.read_text())
@@ -123,7 +123,7 @@ def test_no_option_default_or_rule_is_written_twice():
     ("timeout = 1800.0\n", "the default budget"),
 ])
 def test_the_scan_finds_a_default_or_rule_written_again(source, what):
-    found = repeats("collectors/sweep/cli.py", source)
+    found = repeats("commands/sweep.py", source)
     assert any(what in f for f in found), found
     assert repeats(HOME, source) == []       # the declarations' own module may
 
@@ -142,9 +142,9 @@ def test_the_rules():
 
 
 def test_the_commands_take_the_declared_options_with_the_declared_defaults():
-    from collectors.runner import arguments
-    from collectors.sweep import cli as sweep_cli
-    from collectors.sweep.experiment import cli as experiment_cli
+    from commands import run_arguments as arguments
+    from commands import sweep as sweep_cli
+    from commands import experiment as experiment_cli
 
     run = arguments.parser().parse_args(["c"])
     sweep = sweep_cli.parser().parse_args(["c"])

@@ -13,7 +13,7 @@ import pytest
 
 from analysis.inputs.host import HostFacts
 from collectors.collector import RepContext
-from collectors.profilers.parca import cli as parca_cli
+from commands import parca as parca_cli
 from collectors.profilers.parca import client as parca_client
 from collectors.profilers.parca import plugin as parca
 
@@ -232,12 +232,13 @@ def test_cli_without_url_is_a_clear_error(capsys, monkeypatch):
 
 def test_runner_hooks(pdir, tmp_path, monkeypatch):
     import argparse
+    from commands.options import add_run_flags
     from collectors.runner.options import RunOptions
     monkeypatch.delenv("STALLSCOPE_PARCA_TOKEN", raising=False)
     token = tmp_path / "token"
     token.write_text("filetok\n")
     p = argparse.ArgumentParser()
-    parca.add_run_arguments(p)
+    add_run_flags(p, parca.RUN_FLAGS)
     with FakeParca({"/api/profiles/query": (200, (pdir / "pprof.json").read_bytes())}) as srv:
         a = p.parse_args(["--parca-url", srv.url, "--parca-token-file", str(token),
                           "--parca-label", "host=bench1", "--parca-settle", "0"])
@@ -261,7 +262,7 @@ def test_runner_hooks(pdir, tmp_path, monkeypatch):
 def test_token_comes_from_a_file_or_the_environment_never_a_flag(pdir, tmp_path, monkeypatch, capsys):
     """A token on the command line shows in `ps` (and in a run's manifest command): the
     parca and doctor commands take a file (--parca-token-file) or $STALLSCOPE_PARCA_TOKEN."""
-    from collectors import doctor
+    from commands import doctor
     for main in (parca_cli.main, doctor.main):
         with pytest.raises(SystemExit) as e:
             main(["--parca-token", "s3cret", "--parca-url", "http://127.0.0.1:1"])

@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from analysis.compare import cli as compare_cli
-from collectors.pr import cli
+from commands import compare as compare_cli
+from commands import pr as cli
 from collectors.pr.comment import LIMIT, MARKER
 from collectors.pr.sources import shorten
 from tests import github_like

@@ -16,7 +16,8 @@ import sys
 import pytest
 import yaml
 
-from collectors.pr import actions, cli, workflow
+from collectors.pr import actions, post, workflow
+from commands import pr as cli
 from tests import github_like
 from tests.actionlint import lint
 from tests.conftest import REPO
@@ -114,7 +115,7 @@ def test_both_workflows_pass_actionlint_and_keep_the_write_token_away_from_pr_co
     assert dl["with"]["run-id"] == "${{ github.event.workflow_run.id }}" and "github-token" in dl["with"]
     post = steps[-1]
     assert post["env"]["GITHUB_TOKEN"] == "${{ github.token }}"
-    assert "collectors.pr.post comment" in post["run"] and "--require-head" in post["run"]
+    assert "commands.pr_post comment" in post["run"] and "--require-head" in post["run"]
     for j in com["jobs"].values():
         assert all("${{" not in s.get("run", "") for s in j["steps"])
 
@@ -160,7 +161,7 @@ def test_the_trusted_jobs_run_on_a_github_hosted_runner_with_a_pinned_stallscope
                                    "with": {"repository": "octo-org/stallscope", "ref": STALLSCOPE_SHA,
                                             "path": "stallscope", "persist-credentials": False}}
         scripts = [s["run"] for s in job["steps"] if "run" in s]
-        assert scripts and all(s.startswith('cd "$GITHUB_WORKSPACE/stallscope"\npython3 -S -m collectors.pr.post ')
+        assert scripts and all(s.startswith('cd "$GITHUB_WORKSPACE/stallscope"\npython3 -S -m commands.pr_post ')
                                for s in scripts)
         assert not any(re.search(r"(^|\s)(stallscope|make)\s", s) for s in scripts)
     for bad, said in ((["--comment-runner", "self-hosted"], "GitHub-hosted runner"),
@@ -234,7 +235,7 @@ def test_the_comment_step_posts_with_the_standard_library_only(tmp_path):
     finally:
         gen.close()
     # what that interpreter loaded: the standard library and stallscope's own modules
-    probe = ("import sys, collectors.pr.post; print(sorted({m.split('.')[0] for m in sys.modules} & "
+    probe = ("import sys, commands.pr_post; print(sorted({m.split('.')[0] for m in sys.modules} & "
              "{'numpy', 'scipy', 'yaml', 'jinja2', 'matplotlib', 'sqlalchemy'}))")
     r = subprocess.run([sys.executable, "-S", "-c", probe], cwd=ws / "stallscope", capture_output=True, text=True,
                        env={"PATH": "/usr/bin:/bin"}, timeout=60)
@@ -435,7 +436,7 @@ def _uses_lines(text: str) -> list[str]:
 
 def _generated(tmp_path) -> dict[str, str]:
     """Every workflow stallscope writes: the PR pair, the schedule's, an experiment's."""
-    from collectors.schedule import cli as schedule_cli
+    from commands import schedule as schedule_cli
     from collectors.sweep.experiment import workflow as experiment_workflow
     pr_file, comment_file = _write(tmp_path, "--setup-stallscope")
     sched = tmp_path / "schedule.yml"
@@ -487,7 +488,7 @@ def test_the_merge_base_step_runs(tmp_path):
                        env=env, capture_output=True, text=True, timeout=60)
     assert r.returncode == 0, r.stderr
     assert (ws / "github_output").read_text() == f"merge_base={shas[0]}\n"
-    assert cli.post.read_pr_json(str(out / "pr.json")) == (42, shas[2], shas[0])
+    assert post.read_pr_json(str(out / "pr.json")) == (42, shas[2], shas[0])
 
 
 @pytest.mark.parametrize("text, message", [

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from analysis.compare import cli
+from commands import compare as cli
 from tests.conftest import REPO
 
 RUN = REPO / "tests" / "data" / "runs" / "io-threads-mset"

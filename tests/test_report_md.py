@@ -7,7 +7,8 @@ import re
 
 import pytest
 
-from analysis.compare import cli, engine as compare
+from analysis.compare import engine as compare
+from commands import compare as cli
 from analysis.compare.summary import summary as build_summary
 from analysis.report import markdown as report_md
 from analysis.inputs.rundir import load_run

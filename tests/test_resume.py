@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from analysis.compare import cli as compare_cli
+from commands import compare as compare_cli
 from analysis.inputs.rundir import load_run
 from tests.conftest import REPO
 from tests.conftest_run import (BASE_SPEC, base_variant, cli_env, descendants, mentioning, start_cli,

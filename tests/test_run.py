@@ -17,7 +17,7 @@ from analysis.inputs.collector_facts import CollectorFacts
 from analysis.inputs.rundir import load_run
 from analysis.toolpaths import perf_binary
 from collectors.host.machine import cache_sizes
-from collectors.runner.cli import main as run_main
+from commands.run import main as run_main
 from collectors.profilers.perf.windows import schedule
 from collectors.host import sample_cost
 from collectors.runner.options import DEFAULT_FREQ_HZ, RunOptions
@@ -412,7 +412,7 @@ def test_plugins_are_discovered_and_the_runner_names_no_collector(monkeypatch):
     assert [x for p in found for x in p.PROFILERS] == ["perf", "parca"]
     monkeypatch.setattr(collector, "PLUGIN_MODULES", ("collectors.host.procs",))
     with pytest.raises(collector.PluginError, match=r"procs\.py: run plugin collectors.host.procs lacks "
-                                                    r"PROFILERS, add_run_arguments, rep_collectors"):
+                                                    r"PROFILERS, RUN_FLAGS, rep_collectors"):
         collector.plugins()
     monkeypatch.setattr(collector, "PLUGIN_MODULES", ("collectors.profilers.no_such_plugin",))
     with pytest.raises(ModuleNotFoundError):     # an installation error is not skipped

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from collectors.runner import arguments
+from commands import run_arguments as arguments
 from collectors.runner.api import RunRequest, plan_run, with_plugin_defaults
 from collectors.runner.options import RunError, RunOptions
 
@@ -60,7 +60,7 @@ def test_new_runs_sweeps_and_experiments_share_one_id_with_a_collision_suffix(tm
     import re
     from analysis.clock import parse_iso, now_iso
     from collectors.runner.new_manifest import new_run_id
-    from collectors.sweep.cli import new_sweep_id
+    from collectors.sweep.directory import new_sweep_id
     first = new_run_id("cases/mset@1.yaml", tmp_path)
     assert re.fullmatch(r"\d{8}-\d{6}-cases_mset_1\.yaml", first)
     (tmp_path / first).mkdir()

@@ -24,7 +24,7 @@ SIDE_KEYS = ("n", "median", "mean", "stdev", "min", "max", "values", "reps")
 
 @pytest.fixture(scope="module")
 def results(tmp_path_factory) -> dict:
-    from analysis.compare import cli
+    from commands import compare as cli
     out = tmp_path_factory.mktemp("compat")
     assert cli.main([str(RUN), "--out", str(out)]) == 0
     return json.loads((out / "results.json").read_text())

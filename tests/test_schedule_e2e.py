@@ -16,11 +16,11 @@ from pathlib import Path
 
 import pytest
 
-from analysis.history import cli as history_cli
+from commands import history as history_cli
 from analysis.history import store as store_mod
 from analysis.history.changepoints import detect
 from analysis.history.sources import ingest_path
-from collectors.schedule import cli
+from commands import schedule as cli
 from tests.schedule_repo import CULPRIT, LOOKUP_FUNCTIONS, git, redis_repo
 
 
@@ -130,7 +130,7 @@ def test_scheduled_jobs_flag_the_injected_regression(tmp_path, request, repo, ho
 
 def test_git_repo_has_the_nine_commits(repo):
     path, commits = repo
-    log = git(path, "log", "--format=%H %s", "unstable").splitlines()
+    log = git(path, "log", "--format=%H %s", commits[-1]).splitlines()   # `unstable` is moved by the tests
     assert len(commits) == 9 and [ln.split()[0] for ln in log][::-1] == commits
     diff = subprocess.run(["git", "-C", str(path), "diff", commits[CULPRIT - 1], commits[CULPRIT], "--stat"],
                           capture_output=True, text=True, check=True).stdout

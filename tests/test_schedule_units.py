@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from collectors.schedule import cli
+from commands import schedule as cli
 from collectors.schedule.workflow import SECRET
 from tests.actionlint import actionlint as _actionlint
 
@@ -91,3 +91,26 @@ def test_systemd_units_verify(tmp_path):
     problems = [ln for ln in (r.stdout + r.stderr).splitlines()
                 if "ss-nightly" in ln or "Unknown" in ln or "Invalid" in ln]
     assert r.returncode == 0 and not problems, r.stdout + r.stderr
+
+
+def test_a_regression_over_one_commit_names_it_and_a_failed_bisection_is_kept_with_why(tmp_path):
+    from types import SimpleNamespace as NS
+    from collectors.schedule.autobisect import bisect_regression
+    from tests.git_history import small_repo
+    from collectors.schedule.model import Baseline, BisectPolicy, Job, Schedule
+    r, shas = small_repo(tmp_path, 3)
+    kept = {}
+    store = NS(set_culprit=lambda rid, found: kept.update({rid: found}))
+    job = Job("j", "0 2 * * *", ("no-such-case",), f"git:{r}@main", Baseline("previous"),
+              bisect=BisectPolicy(budget_s=60))
+    sched = Schedule(str(tmp_path / "s.yaml"), reports_dir=str(tmp_path / "reports"))
+    regression = [NS(direction="regression")]
+    one = NS(id=1, job="j", run_id="r1", commits={"base": shas[1], "cand": shas[2]})
+    found = bisect_regression(sched, job, "no-such-case", job.candidate, one, store, regression, print)
+    assert found["culprit"] == shas[2] and found["subject"] == "commit 2" and kept[1] is found
+    # two commits: a bisection, which fails on the unknown case; the schedule goes on with why
+    two = NS(id=2, job="j", run_id="r2", commits={"base": shas[0], "cand": shas[2]})
+    found = bisect_regression(sched, job, "no-such-case", job.candidate, two, store, regression, print)
+    assert found["status"] == "failed" and "no-such-case" in found["why"] and kept[2] is found
+    # no regression, or no bisect: block: nothing
+    assert bisect_regression(sched, job, "x", job.candidate, two, store, [NS(direction="improvement")], print) is None

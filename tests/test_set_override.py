@@ -9,7 +9,7 @@ import sys
 import pytest
 
 from analysis.inputs.case import Case
-from collectors.workload import cases_cli
+from commands import cases as cases_cli
 from collectors.workload.cases import CaseError, load_case
 from collectors.workload.overrides import parse_count, parse_set, parse_sets, show
 from tests.conftest import REPO

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from collectors.workload import cases_cli
+from commands import cases as cases_cli
 from collectors.workload.cases import load_case
 from collectors.workload.memtier_args import parse_memtier
 from collectors.workload.suite import SuiteError, import_suite, write_case_yaml

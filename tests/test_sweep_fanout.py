@@ -98,7 +98,7 @@ def test_fanout_entries_are_typed_and_keep_their_keys(tmp_path):
     from analysis.sweep.experiment.manifest import ExperimentManifest
     from analysis.sweep.fanout_entry import ExperimentIdentity, MergedPoint, PartIdentity, SweepIdentity
     from analysis.sweep.sweep_manifest import SweepFanout, SweepManifest, load_sweep, save_sweep
-    from collectors.sweep.cli import create_point, host_summary
+    from collectors.sweep.directory import create_point, host_summary
     from collectors.sweep.fanout import matrix_entry
     from collectors.sweep.merge import merge_sweep
     host, axis, opts = host_summary(), ["dataset.keys=20K,50K"], SweepOptions(reps=2, profile="off")

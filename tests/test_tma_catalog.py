@@ -117,7 +117,7 @@ def test_unknown_catalogue_named_by_caller():
 
 
 def test_tma_cli_names_the_catalogue():
-    from analysis.tma import cli
+    from commands import tma as cli
     import contextlib
     import io
     out = io.StringIO()

@@ -274,11 +274,12 @@ def test_real_perf_on_this_machine_is_unavailable_not_a_crash(tmp_path, monkeypa
 
 def test_runner_hooks_on_this_machine(monkeypatch, tmp_path):
     import argparse
+    from commands.options import add_run_flags
     from collectors.runner.options import RunOptions
     monkeypatch.delenv("PERF", raising=False)
     monkeypatch.setattr(tma, "_PREFLIGHTS", {})
     p = argparse.ArgumentParser()
-    tma.add_run_arguments(p)
+    add_run_flags(p, tma.RUN_FLAGS)
     a = p.parse_args(["--tma", "perf", "--tma-level", "3", "--tma-split"])
     opts = RunOptions(extra=vars(a))
     block = tma.manifest_sections(opts, host=HostFacts()).tma

@@ -415,11 +415,12 @@ def test_doctor_names_this_cpus_path_and_why_not_here(repo_root):
 
 def test_runner_manifest_on_this_machine_records_the_cpu(monkeypatch):
     import argparse
+    from commands.options import add_run_flags
     from collectors.runner.options import RunOptions
     monkeypatch.delenv("PERF", raising=False)
     monkeypatch.setattr(tma, "_PREFLIGHTS", {})
     p = argparse.ArgumentParser()
-    tma.add_run_arguments(p)
+    add_run_flags(p, tma.RUN_FLAGS)
     assert "Intel CPU" not in p.format_help()
     block = tma.manifest_sections(RunOptions(extra=vars(p.parse_args([]))), host=HostFacts()).tma
     cpu = identify_file()

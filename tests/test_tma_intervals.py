@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from analysis.tma import cli, funnel_cli
+from commands import funnel as funnel_cli
+from commands import tma as cli
 from analysis.tma.formats import parse_file, parse_output
 from analysis.tma.funnel import compare
 from analysis.tma.model import Interval, timeline

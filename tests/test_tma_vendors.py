@@ -435,7 +435,7 @@ def _replayed_run(tmp_path: Path, base: list[Path], cand: list[Path]) -> Path:
 
 @pytest.mark.parametrize("vendor", ["amd", "arm"])
 def test_replayed_rep_lands_in_report_and_summary(tmp_path, fixtures_dir, vendor):
-    from analysis.compare import cli
+    from commands import compare as cli
     if vendor == "amd":
         base = [AMD / f"amd_zen4_7700x_benchpicalc_SerialPi_{i}.txt" for i in (1, 2, 3)]
         cand = [AMD / f"amd_zen4_7700x_benchpicalc_NaiveOmpPi_{i}.txt" for i in (1, 2, 3)]

@@ -96,6 +96,21 @@ def decide(log_ratios: Sequence[float], min_change: float, alpha: float,
     return Decision(verdict, n, math.expm1(mean), math.expm1(lo), math.expm1(hi), level)
 
 
+MAX_LAST_LOOK = 48      # a step past this many paired reps is a sign to ask for a larger change
+
+
+def plan_looks(min_change: float, unit_sd: float, alpha: float) -> tuple[int, ...]:
+    """The looks that give a step 95% power at `min_change` on a host whose paired rep spreads
+    by unit_sd: LOOKS when they suffice, else (3, N/2, N) with the smallest N (up to
+    MAX_LAST_LOOK) that does. Fixed before the step's first rep (from the host's earlier runs,
+    never from this step's), so the error bound still counts three looks."""
+    for last in (LOOKS[-1], 16, 24, 32, MAX_LAST_LOOK):
+        looks = LOOKS if last == LOOKS[-1] else (LOOKS[0], last // 2, last)
+        if default_min_change(unit_sd, alpha, looks) <= min_change:
+            return looks
+    return (LOOKS[0], MAX_LAST_LOOK // 2, MAX_LAST_LOOK)
+
+
 def default_min_change(unit_sd: float, alpha: float, looks: Sequence[int] = LOOKS) -> float:
     """The smallest minimum change a step calls "different" with 95% power by its last look,
     given the host's spread of one unit (log ratio): the interval's lower end must clear d/2

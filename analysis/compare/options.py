@@ -1,6 +1,6 @@
 """What a comparison is asked for: the options of `stallscope compare`, as data.
 
-`analysis.compare.cli` builds a CompareOptions from the command line; scripts and tests
+`commands.compare` builds a CompareOptions from the command line; scripts and tests
 build one directly. The statistics of every section go through `relative()` and
 `points()`, so all of them use the same waterlines and confidence.
 """

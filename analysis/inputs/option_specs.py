@@ -3,8 +3,8 @@ SweepOptions and the argparse dest), flag, parser, default, unit, help and the c
 take it; and the rules between them, each written once as a function (docs/statistics.md,
 "A target precision").
 
-    run, sweep, experiment    their argparse arguments are made here (Option.add)
-    demo, experiment github   --size, --reps, --profile-reps made here too
+    run, sweep, experiment    their arguments are made from these (commands/options.py)
+    demo, experiment github   --size, --reps, --profile-reps too
     pr config, schedule       read their defaults and parsers from here (the file's keys)
 
 tests/test_option_specs.py fails when one of these defaults or rules is written a second time
@@ -13,7 +13,6 @@ every manifest reader import it.
 """
 from __future__ import annotations
 
-import argparse
 import re
 from dataclasses import dataclass, field
 from typing import Any, Callable
@@ -85,17 +84,6 @@ def format_precision(fraction: float) -> str:
     return f"{fraction * 100:g}%"
 
 
-def argparse_type(parse: Callable[[str], Any]) -> Callable[[str], Any]:
-    """A parser's ValueError as argparse's error (its message, not 'invalid value')."""
-    def convert(text: str) -> Any:
-        try:
-            return parse(text)
-        except ValueError as e:
-            raise argparse.ArgumentTypeError(str(e)) from None
-    convert.__name__ = parse.__name__
-    return convert
-
-
 # -------------------------------------------------------------------------- the rules
 def first_stage(reps: int | None, precision: float | None) -> int:
     """--reps as given, else PRECISION_PILOT first-stage units with --precision, else DEFAULT_REPS."""
@@ -137,7 +125,7 @@ def check_precision(precision: Any, budget: Any, reps: int | None, keys: bool = 
 @dataclass(frozen=True)
 class Option:
     """One option as every command that takes it spells it."""
-    name: str                        # RunOptions / SweepOptions field, argparse dest
+    name: str                        # RunOptions / SweepOptions field, the parsed argument's name
     flag: str                        # the command line's spelling
     parse: Callable[[str], Any]      # text -> value (ValueError on bad text)
     default: Any                     # None: a rule or the run decides (said in help)
@@ -149,17 +137,6 @@ class Option:
     metavar: str | None = None
     key: str | None = None           # its key in the PR config and schedule files
     helps: dict[str, str] = field(default_factory=dict)
-
-    def add(self, parser: Any, command: str, **kw: Any) -> argparse.Action:
-        """This option's argument on `command`'s parser (kw: choices, a default of its own)."""
-        if command not in self.commands:
-            raise ValueError(f"{self.flag} is not an option of {command} (declared: {self.commands})")
-        args: dict[str, Any] = {"dest": self.name, "default": self.default, "metavar": self.metavar,
-                                "help": self.helps.get(command, self.help)}
-        if self.parse is not str:
-            args["type"] = argparse_type(self.parse) if self.parse not in (int, float) else self.parse
-        args.update(kw)
-        return parser.add_argument(self.flag, **args)
 
 
 _MEASURED = ("run", "sweep", "experiment")

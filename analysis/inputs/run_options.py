@@ -1,6 +1,6 @@
 """manifest.json `options`: what a run was asked to do (RunOptions), so that `--resume`
-runs the rest the same way. Built by `stallscope run`'s flags (collectors/runner/
-arguments.py) or by a caller of the run API (collectors/runner/api.py RunRequest). The
+runs the rest the same way. Built by `stallscope run`'s flags (commands/run_arguments.py)
+or by a caller of the run API (collectors/runner/api.py RunRequest). The
 fields it shares with a sweep's options (MeasureOptions), their defaults and the rules
 between them are declared in analysis/inputs/option_specs.py."""
 from __future__ import annotations
@@ -28,7 +28,7 @@ class RunOptions(MeasureOptions):
     size: str = DEFAULT_SIZE
     # --on FUNCTION[:flat|cum]: --precision narrows that function's CPU time per operation
     precision_on: str | None = None
-    extra: dict[str, Any] = field(default_factory=dict)   # plugin options (argparse dests)
+    extra: dict[str, Any] = field(default_factory=dict)   # plugin options (by RunFlag.dest)
     report: bool = False           # render the report when the run ends (stallscope run --report)
     # --layouts N: each variant built N times in shuffled link orders, --reps paired reps on
     # each (collectors/runner/layouts.py); 1: the upstream order only

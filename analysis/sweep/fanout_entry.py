@@ -4,7 +4,7 @@ experiment.json (what the two share: `FanoutEntry`; each file's own entry,
 `sweep_manifest.SweepFanout` and `experiment.manifest.ExperimentFanout`, says what its
 identity and whole plan are), and the `--emit-matrix` rows.
 
-Written by collectors.sweep (fanout, cli, experiment.fanout, merge); read by merge and by
+Written by collectors.sweep (fanout, directory, merge) and commands/experiment_fanout.py; read by merge and by
 the sweep's report. Unknown keys are kept (Record.extra), as everywhere in sweep.json.
 """
 from __future__ import annotations

@@ -1,2 +1,2 @@
 """`stallscope bisect`: the commits of a range (commits.py), the comparisons that decide each
-step, run through the run API (driver.py), and the command (cli.py). docs/bisect.md."""
+step, run through the run API (driver.py), and the command (commands/bisect.py). docs/bisect.md."""

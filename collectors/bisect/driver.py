@@ -54,28 +54,30 @@ def start(out: Path, case: str, repo: Path, good: str, bad: str, *, size: str, m
     alpha, the minimum change (given, or the host's default)."""
     commits = first_parent_range(repo, good, bad)
     alpha = rule.step_alpha(len(commits) - 1)
-    why = "as given"
+    why, looks = "as given", rule.LOOKS
+    spread = noise.lookup(machine.host_facts().summary(), load_case(case, size).name, size)
     if min_change is None:
-        min_change, why = default_min_change(case, size, alpha)
+        min_change, why = default_min_change(spread, alpha)
+    elif spread is not None:       # reps enough for 95% power at the change asked, if the host knows its noise
+        looks = rule.plan_looks(min_change, spread.sd, alpha)
     if (out / STATE).exists():
         raise BisectError(f"{out} holds a bisection already: --resume {out}, or give another --out")
     out.mkdir(parents=True, exist_ok=True)
-    b = Bisection(case, str(repo), good, bad, commits, min_change, why, alpha, list(rule.LOOKS),
+    b = Bisection(case, str(repo), good, bad, commits, min_change, why, alpha, list(looks),
                   budget_s, size=size, paired_windows=paired_windows)
     save(out, b)
     log(f"bisect: {len(commits) - 1} commits from {good} to {bad}, ~{b.probes_left()} steps; "
-        f"minimum change ±{min_change:.1%} ({why}); {out}")
+        f"minimum change ±{min_change:.1%} ({why}); looks after {', '.join(map(str, looks))} paired reps; {out}")
     return b
 
 
-def default_min_change(case: str, size: str, alpha: float) -> tuple[float, str]:
-    """From this host's recorded noise (collectors/host/noise.py), else DEFAULT_MIN_CHANGE."""
-    n = noise.lookup(machine.host_facts().summary(), load_case(case, size).name, size)
-    if n is None:
+def default_min_change(spread: noise.Noise | None, alpha: float) -> tuple[float, str]:
+    """From this host's recorded noise of the case (collectors/host/noise.py), else DEFAULT_MIN_CHANGE."""
+    if spread is None:
         return DEFAULT_MIN_CHANGE, "this host has recorded no paired run yet"
-    m = max(rule.default_min_change(n.sd, alpha), 0.005)
+    m = max(rule.default_min_change(spread.sd, alpha), 0.005)
     return m, (f"the smallest change a step finds with 95% power here: a paired rep's spread "
-               f"±{n.sd:.1%} from {n.runs} run(s) of {n.source}")
+               f"±{spread.sd:.1%} from {spread.runs} run(s) of {spread.source}")
 
 
 def bisect(out: Path, b: Bisection, log: Log, progress: bool = True) -> Bisection:

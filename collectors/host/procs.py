@@ -18,7 +18,7 @@ import subprocess
 import sys
 import threading
 import time
-from typing import IO, Sequence
+from typing import IO, Any, Sequence
 
 from analysis.errors import UserError
 
@@ -168,19 +168,37 @@ def raise_if_interrupted() -> None:
 
 
 _installed = False
+_before: dict[int, Any] = {}          # the handlers install_signal_handlers replaced
+_atexit = False
 
 
 def install_signal_handlers() -> None:
     """SIGINT/SIGTERM raise Interrupted in the main thread (the runner records the rep as
     failed and cleans up); atexit kills whatever is still tracked."""
-    global _installed
+    global _installed, _atexit
     if _installed:
         return
+    _before.update({s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)})
     signal.signal(signal.SIGINT, _raise_interrupted)
     signal.signal(signal.SIGTERM, _raise_interrupted)
     sys.unraisablehook = _quiet_unraisable
-    atexit.register(kill_all)
+    if not _atexit:
+        atexit.register(kill_all)
+        _atexit = True
     _installed = True
+
+
+def restore_signal_handlers() -> None:
+    """The handlers as they were before install_signal_handlers, and no interrupt pending:
+    a command called in-process (a test, the scheduler's jobs, a program that embeds
+    stallscope) leaves the process as it found it. Without this, one command's Ctrl-C stayed
+    recorded and the next command's first checkpoint raised it again."""
+    global _installed, _received
+    if _installed:
+        for s, h in _before.items():
+            signal.signal(s, h)
+        sys.unraisablehook = sys.__unraisablehook__
+    _installed, _received = False, None
 
 
 def run_capture(argv: Sequence[str], timeout_s: float = 30.0, **kw) -> subprocess.CompletedProcess:

@@ -1,24 +1,20 @@
-"""`stallscope pr comment` and `stallscope pr unlabel`: what the PR workflow's trusted jobs
-run (docs/pr.md). Those jobs run on a GitHub-hosted runner, never the measuring one, from a
-checkout of stallscope at a pinned commit, as
-
-    python3 -S -m collectors.pr.post comment ARTIFACT/reports --reports-only ...
-    python3 -S -m collectors.pr.post unlabel --repo OWNER/REPO --pr N --label LABEL
-
-so this module and what it imports need the standard library only (-S: not even the
-runner image's site-packages). Nothing of the pull request is executed: the artifact is
-data (collectors/pr/untrusted.py)."""
+"""What the PR workflow's trusted jobs do (docs/pr.md): post or update the one comment on a
+pull request, remove its label. The command is commands/pr_post.py (`stallscope pr comment`,
+`stallscope pr unlabel`, and `python3 -S -m commands.pr_post` in the comment workflow); the
+`args` below are its parsed arguments. Those jobs run on a GitHub-hosted runner, never the
+measuring one, from a checkout of stallscope at a pinned commit, so this module and what it
+imports need the standard library only (-S: not even the runner image's site-packages).
+Nothing of the pull request is executed: the artifact is data (collectors/pr/untrusted.py)."""
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import re
 import sys
 from pathlib import Path
+from typing import Any
 
 from analysis.errors import UserError
-from collectors.command import run_command
 from collectors.pr import comment, sources
 from collectors.http_client import read_token
 from collectors.pr.github_api import DEFAULT_API, Author, GitHub, GitHubError, pull_labels, upsert_comment
@@ -30,94 +26,8 @@ SHA = re.compile(r"[0-9a-f]{7,40}")
 LOGIN = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?(?:\[bot\])?")
 PR_JSON_CAP = 4 * KIB
 
-COMMENT_EPILOG = """\
-Examples:
-  stallscope pr comment runs/20261123-035105-mset-50keys --repo octo-org/redis --pr 42 --commit 1a2b3c4d
-  stallscope pr comment reports/X --repo octo-org/redis --pr 42 --token-file ~/.config/stallscope/gh-token
-  stallscope pr comment artifact/reports --repo octo-org/redis --pr-json artifact/pr.json --dry-run
-
-RUN_OR_REPORT: a run directory (compared here as `stallscope compare` does), a report directory
-(report.md + results.json), or a directory of several (one section per case). The comment starts
-with the hidden marker <!-- stallscope-pr-report -->. The one comment updated (PATCH) is the
-oldest that starts with the marker AND was written by the identity this token posts as
-(--author, else GET /user; a workflow's GITHUB_TOKEN, which GET /user refuses, posts as
-github-actions[bot]: assumed only inside a workflow, GITHUB_ACTIONS=true); else one is
-created (POST). Its text is neutralised (no raw HTML, no @mention) and fits GitHub's 65,536
-characters (details left out first, saying so). With --require-head / --require-label, a PR that
-moved on or lost the label gets nothing and the exit status is 0 (a notice says why); with
---head-repo / --head-branch / --run-event, a PR that is not the one the measured run was of gets
-nothing and the exit status is 2 (pr.json names the PR, and it is the PR's own claim). Token:
---token-file, else $GITHUB_TOKEN, else $GH_TOKEN (a token with 'pull requests: write'); never on
-the command line. API: --api-url, else $GITHUB_API_URL, else https://api.github.com.
-"""
-
-UNLABEL_EPILOG = """\
-Example (what the comment workflow's unlabel job runs after a push to a labelled pull request):
-  stallscope pr unlabel --repo octo-org/redis --pr 42 --label stallscope
-"""
-
-
 class PrError(UserError):
     """Bad input to `stallscope pr`; exit status 2."""
-
-
-def add_comment_arguments(c: argparse.ArgumentParser) -> None:
-    c.add_argument("source", metavar="RUN_OR_REPORT", help="run directory, report directory, or a directory of them")
-    c.add_argument("--repo", required=True, metavar="OWNER/REPO", help="the repository of the pull request")
-    c.add_argument("--pr", type=int, metavar="N", help="pull request number (or --pr-json)")
-    c.add_argument("--pr-json", metavar="FILE", help="pr.json of the PR workflow's artifact: the PR number, "
-                   "the head measured and its merge base")
-    c.add_argument("--commit", metavar="SHA", help="the PR head commit that was measured (said in the comment)")
-    c.add_argument("--require-head", action="store_true", help="post only if the PR's head is --commit "
-                   "(GET /repos/OWNER/REPO/pulls/N; the comment workflow sets it)")
-    c.add_argument("--require-label", metavar="LABEL", help="post only if the PR carries this label now "
-                   "(the comment workflow sets it)")
-    c.add_argument("--head-repo", metavar="OWNER/REPO", help="refuse (exit 2) unless the PR's head repository "
-                   "is this one (the comment workflow passes workflow_run.head_repository.full_name)")
-    c.add_argument("--head-branch", metavar="BRANCH", help="refuse (exit 2) unless the PR's head branch is "
-                   "this one (the comment workflow passes workflow_run.head_branch)")
-    c.add_argument("--run-event", metavar="FILE", help="the workflow_run event ($GITHUB_EVENT_PATH): for a run "
-                   "of a branch of --repo, refuse a PR that is not one of its pull_requests (if it lists any)")
-    c.add_argument("--reports-only", action="store_true", help="read report directories only, never compare "
-                   "a run directory (the comment workflow sets it: the standard library suffices)")
-    c.add_argument("--author", metavar="LOGIN", help="the account this token posts as, whose marked comment "
-                   "is updated (default: GET /user; github-actions[bot] for a workflow's GITHUB_TOKEN)")
-    c.add_argument("--link", metavar="URL", help="where the full report is (e.g. the workflow run's page)")
-    _token_arguments(c)
-    c.add_argument("--dry-run", action="store_true", help="print the comment instead of posting it")
-
-
-def add_unlabel_arguments(u: argparse.ArgumentParser) -> None:
-    u.add_argument("--repo", required=True, metavar="OWNER/REPO", help="the repository of the pull request")
-    u.add_argument("--pr", required=True, type=int, metavar="N", help="pull request number")
-    u.add_argument("--label", required=True, help="the label to remove, if the PR carries it")
-    _token_arguments(u)
-
-
-def _token_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--token-file", metavar="FILE", help="file holding the GitHub token "
-                   "(default $GITHUB_TOKEN, then $GH_TOKEN)")
-    p.add_argument("--api-url", metavar="URL", help=f"GitHub API base (default $GITHUB_API_URL, else {DEFAULT_API})")
-
-
-def parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="stallscope pr", description="The PR workflow's trusted steps.")
-    sub = p.add_subparsers(dest="action", required=True, metavar="ACTION")
-    add_comment_arguments(sub.add_parser("comment", epilog=COMMENT_EPILOG,
-                                         formatter_class=argparse.RawDescriptionHelpFormatter))
-    add_unlabel_arguments(sub.add_parser("unlabel", epilog=UNLABEL_EPILOG,
-                                         formatter_class=argparse.RawDescriptionHelpFormatter))
-    return p
-
-
-def main(argv: list[str] | None = None) -> int:
-    args = parser().parse_args(sys.argv[1:] if argv is None else argv)
-    return run(args)
-
-
-def run(args: argparse.Namespace) -> int:
-    body = post if args.action == "comment" else unlabel
-    return run_command(f"stallscope pr {args.action}", lambda: body(args))
 
 
 def notice(text: str) -> None:
@@ -145,7 +55,7 @@ def read_pr_json(path: str) -> tuple[int, str | None, str | None]:
     return pr, shas[0], shas[1]
 
 
-def _target(args: argparse.Namespace) -> tuple[int, comment.Measured]:
+def _target(args: Any) -> tuple[int, comment.Measured]:
     if not REPO.fullmatch(args.repo):
         raise PrError(f"--repo {args.repo!r}: give OWNER/REPO, e.g. octo-org/redis")
     pr, head, merge_base = read_pr_json(args.pr_json) if args.pr_json else (args.pr, None, None)
@@ -187,7 +97,7 @@ def run_pulls(path: str, repo: str) -> list[int]:
     return out
 
 
-def check_bound(pull: dict, args: argparse.Namespace, pr: int) -> None:
+def check_bound(pull: dict, args: Any, pr: int) -> None:
     """PrError unless PR `pr` (GET /pulls/N: `pull`) is the one the trusted event measured:
     its head repository and branch are --head-repo and --head-branch, and for a run of a
     branch of this repository, it is one of the event's pull_requests. pr.json, which names
@@ -205,7 +115,7 @@ def check_bound(pull: dict, args: argparse.Namespace, pr: int) -> None:
                       f"{', '.join(f'{args.repo}#{n}' for n in pulls)}, not #{pr}: not posting")
 
 
-def _client(args: argparse.Namespace) -> GitHub:
+def _client(args: Any) -> GitHub:
     token = read_token(args.token_file, ("GITHUB_TOKEN", "GH_TOKEN"), "GitHub", GitHubError)
     if not token:
         raise PrError("no GitHub token: give --token-file FILE or set $GITHUB_TOKEN (or $GH_TOKEN) to a "
@@ -213,7 +123,7 @@ def _client(args: argparse.Namespace) -> GitHub:
     return GitHub(token, args.api_url or os.environ.get("GITHUB_API_URL") or DEFAULT_API)
 
 
-def _why_not_now(gh: GitHub, args: argparse.Namespace, pr: int, measured: comment.Measured) -> str | None:
+def _why_not_now(gh: GitHub, args: Any, pr: int, measured: comment.Measured) -> str | None:
     """Why this report is no longer wanted on the PR (None: post it); PrError if it is
     another PR than the one measured (check_bound)."""
     pull = gh.pull(args.repo, pr)
@@ -227,7 +137,7 @@ def _why_not_now(gh: GitHub, args: argparse.Namespace, pr: int, measured: commen
     return None
 
 
-def post(args: argparse.Namespace) -> int:
+def post(args: Any) -> int:
     pr, measured = _target(args)
     gh = None if args.dry_run else _client(args)
     text = comment.body(sources.find(args.source, args.reports_only), measured)
@@ -253,7 +163,7 @@ def carried(pull: dict, label: str) -> str | None:
     return next((x for x in pull_labels(pull) if x.casefold() == label.casefold()), None)
 
 
-def unlabel(args: argparse.Namespace) -> int:
+def unlabel(args: Any) -> int:
     if not REPO.fullmatch(args.repo):
         raise PrError(f"--repo {args.repo!r}: give OWNER/REPO, e.g. octo-org/redis")
     if not LABEL.fullmatch(args.label):
@@ -268,6 +178,3 @@ def unlabel(args: argparse.Namespace) -> int:
            "when a maintainer adds the label again")
     return 0
 
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -23,7 +23,7 @@ from collectors.pr.actions import DOWNLOAD
 from collectors.pr.workflow import (ARTIFACT, COMMENT_NAME, PR_NAME, PR_PATH, Setup, checkout_stallscope,
                                     dump)
 
-RUN = "python3 -S -m collectors.pr.post"       # from the stallscope checkout: standard library only
+RUN = "python3 -S -m commands.pr_post"       # from the stallscope checkout: standard library only
 
 
 def _comment_if() -> str:

@@ -11,7 +11,6 @@ takes the dataset snapshot, calibrates and runs the reps (collectors.runner.runn
 """
 from __future__ import annotations
 
-import argparse
 import dataclasses
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -174,10 +173,7 @@ def with_plugin_defaults(opts: RunOptions) -> RunOptions:
     """opts with every plugin flag it does not set at the flag's default: a caller of the API
     sets RunOptions fields, not the plugins' flags (call graphs, TMA, Parca), and a plugin
     reads its flags from options.extra as `stallscope run` would have filled it."""
-    p = argparse.ArgumentParser(add_help=False)
-    for pl in plugins():
-        pl.add_run_arguments(p)
-    defaults = vars(p.parse_args([]))
+    defaults = {k: v for pl in plugins() for k, v in pl.RUN_FLAGS.defaults().items()}
     return dataclasses.replace(opts, extra={**defaults, **opts.extra})
 
 

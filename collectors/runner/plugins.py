@@ -12,7 +12,7 @@ from collectors.collector import RunPlugin
 # perf first: its PROFILERS value is the default of `run --profile`.
 PLUGIN_MODULES = ("collectors.profilers.perf", "collectors.profilers.tma",
                   "collectors.profilers.parca")
-PLUGIN_HOOKS = ("PROFILERS", "add_run_arguments", "rep_collectors", "manifest_sections")
+PLUGIN_HOOKS = ("PROFILERS", "RUN_FLAGS", "rep_collectors", "manifest_sections")
 
 
 class PluginError(UserError):

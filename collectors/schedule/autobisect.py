@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from analysis.bisect.search import CULPRIT, Bisection
+from analysis.errors import StallscopeError
 from collectors.bisect import driver
 from collectors.bisect.commits import BisectError, first_parent_range
 from collectors.schedule.baseline import BASE, CAND
@@ -47,10 +48,19 @@ def bisect_regression(sched: Schedule, job: Job, case: str, candidate: str, stor
         log(f"schedule: {stored.job}: bisecting {good[:12]}..{bad[:12]} ({len(commits) - 1} commits) "
             f"into {out}")
         p = job.bisect
-        b = driver.load(out) if (out / driver.STATE).exists() else driver.start(
-            out, case, repo, good, bad, size=job.size, min_change=p.min_change, budget_s=p.budget_s,
-            paired_windows=p.paired_windows, log=log)
-        found = _found(driver.bisect(out, b, log, progress=False), out)
+        try:
+            b = driver.load(out) if (out / driver.STATE).exists() else driver.start(
+                out, case, repo, good, bad, size=job.size, min_change=p.min_change, budget_s=p.budget_s,
+                paired_windows=p.paired_windows, log=log)
+            b = driver.bisect(out, b, log, progress=False)
+        except StallscopeError as e:
+            # a commit of the range that does not build, a run that cannot start: the alert
+            # still goes out, with the range and why it was not narrowed
+            log(f"schedule: {stored.job}: the bisection failed: {e}")
+            found = {"status": "failed", "good": good, "bad": bad, "why": f"the bisection failed: {e}",
+                     "report": str(out / "report.md")}
+        else:
+            found = _found(b, out)
     store.set_culprit(stored.id, found)
     return found
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Protocol
 
 from analysis.compare.errors import CompareError
 from analysis.inputs.rundir import RunDirError
@@ -16,12 +16,20 @@ from analysis.history.sources import ingest_path
 from analysis.report.summary_text import text_lines
 from analysis.report.writer import report_run
 from collectors.host import procs
-from collectors.runner import arguments
-from collectors.runner.api import execute, plan_run
+from collectors.runner.api import RunRequest, execute, plan_run
 from collectors.schedule import baseline
 from collectors.schedule.autobisect import bisect_regression
 from collectors.schedule.model import Job, Schedule, ScheduleError
 from collectors.schedule.refs import resolve
+
+
+class RunArguments(Protocol):
+    """`stallscope run`'s parser, which reads a job's extra run arguments (run_args) so they
+    mean what they mean there: commands/run_arguments.py, which the schedule command passes
+    in (the library never imports the command layer)."""
+    def parser(self) -> Any: ...
+
+    def request_from_args(self, args: Any, argv: list[str]) -> RunRequest: ...
 
 
 @dataclass
@@ -37,12 +45,13 @@ class CaseOutcome:
 
 
 def run_job(sched: Schedule, job: Job, store: Any, log: Callable[[str], None],
-            deliver: Callable[[Job, list, Any], None] | None = None) -> list[CaseOutcome]:
-    return [run_case(sched, job, case, store, log, deliver) for case in job.cases]
+            deliver: Callable[[Job, list, Any], None] | None = None, *,
+            run_arguments: RunArguments) -> list[CaseOutcome]:
+    return [run_case(sched, job, case, store, log, deliver, run_arguments) for case in job.cases]
 
 
 def run_case(sched: Schedule, job: Job, case: str, store: Any, log: Callable[[str], None],
-             deliver: Callable[[Job, list, Any], None] | None) -> CaseOutcome:
+             deliver: Callable[[Job, list, Any], None] | None, run_arguments: RunArguments) -> CaseOutcome:
     series_job = job.store_job(case)
     cand = resolve(job.candidate)
     key = {baseline.CAND: cand.commit} if cand.commit else {}
@@ -58,7 +67,7 @@ def run_case(sched: Schedule, job: Job, case: str, store: Any, log: Callable[[st
         if choice.resolved.commit:
             commits[baseline.BASE] = choice.resolved.commit
     variants.append(f"{baseline.CAND}={cand.spec}")
-    run_dir, rc = _run(sched, job, case, variants, log)
+    run_dir, rc = _run(sched, job, case, variants, log, run_arguments)
     if run_dir is None:
         return CaseOutcome(series_job, case, "failed", commits, message=f"stallscope run exited {rc}")
     report = Path(sched.reports_dir) / run_dir.name
@@ -83,7 +92,7 @@ def run_case(sched: Schedule, job: Job, case: str, store: Any, log: Callable[[st
 
 
 def _run(sched: Schedule, job: Job, case: str, variants: list[str],
-         log: Callable[[str], None]) -> tuple[Path | None, int]:
+         log: Callable[[str], None], arguments: RunArguments) -> tuple[Path | None, int]:
     """The job's run through the run API; the job file's extra `run` arguments (run_args)
     are read by `stallscope run`'s own parser, so they mean what they mean there."""
     argv = [case, *[a for v in variants for a in ("--variant", v)], "--reps", str(job.reps),

@@ -9,7 +9,6 @@ what each host decides for itself (its memory picks paired windows or interleave
 its estimates) and --skip-unfit, so one sweep planned on two runners has one identity."""
 from __future__ import annotations
 
-import argparse
 import hashlib
 import json
 import socket
@@ -23,21 +22,6 @@ from collectors.host import machine
 from collectors.sweep.plan import Plan, PlannedPoint, PlanError
 
 HOST_LOCAL = ("skip_unfit",)     # options each runner may set for itself
-
-
-def add_fanout_arguments(p: argparse.ArgumentParser, what: str, point_id: str, entry: str) -> None:
-    """--emit-matrix, --point and --merge, worded for `what` (sweep or experiment): one set of
-    flags for both commands. `point_id` is how a point is named, `entry` a matrix row."""
-    p.add_argument("--emit-matrix", action="store_true",
-                   help="print the points as a GitHub Actions matrix (JSON on stdout: "
-                        f'{{"include": [{entry}]}}) and exit; nothing is built or run')
-    p.add_argument("--point", metavar=point_id,
-                   help="run only this point (as --emit-matrix names it; both variants on this "
-                        f"machine) into its own {what} directory, for --merge; renders no report")
-    p.add_argument("--merge", nargs="+", metavar="DIR",
-                   help=f"assemble the {what} from point directories run anywhere (--point), or "
-                        "directories holding them, and report it; refuses points of another plan, "
-                        "flags points from different host models, lists missing points as not run")
 
 
 def _plain(x: Any) -> Any:

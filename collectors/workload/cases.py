@@ -2,7 +2,7 @@
 
 collectors.workload.casefile reads and checks one file (errors name file:line); this
 module finds case files by name, applies a size and matrix choice, and checks the values
-that only make sense together. The `cases` command is collectors.workload.cases_cli.
+that only make sense together. The `cases` command is commands.cases.
 """
 from __future__ import annotations
 

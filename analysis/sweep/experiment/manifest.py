@@ -1,7 +1,7 @@
 """experiment.json: what an experiment directory is (the experiment file it came from, its
 size and variants), its parts (each a sweep directory, with the seed's rows beside it) and
-its state; written by collectors.sweep (experiment.parts, experiment.cli, experiment.fanout,
-merge) and read by analysis.sweep.experiment.report (docs/experiments.md). Unknown fields
+its state; written by collectors.sweep (experiment.parts, merge) and the experiment
+commands (commands/experiment.py, commands/experiment_fanout.py), and read by analysis.sweep.experiment.report (docs/experiments.md). Unknown fields
 are kept (Record.extra), as in sweep.json. Run over many runners, it adds "fanout", an
 `ExperimentFanout` (analysis/sweep/fanout_entry.py; docs/experiments.md).
 """

@@ -7,7 +7,6 @@ service the user operates; stallscope does not start it.
 """
 from __future__ import annotations
 
-import argparse
 import json
 import time
 from pathlib import Path
@@ -16,7 +15,7 @@ from typing import Any
 from analysis.inputs.collector_facts import ParcaFacts
 from analysis.inputs.host import HostFacts
 from analysis.inputs.manifest import Profiling
-from collectors.collector import ManifestSections, RepContext, RunSettings
+from collectors.collector import ManifestSections, RepContext, RunFlag, RunFlags, RunSettings
 from collectors.host.preflight import Finding, Preflight
 from collectors.profilers.parca.client import (DEFAULT_TYPE, DEFAULT_URL_ENV, TOKEN_ENV, ParcaClient,
                                                ParcaError, pprof_bytes, pprof_sample_count, rfc3339,
@@ -127,20 +126,19 @@ class ParcaRepCollector(ParcaProfileCollector):
 PROFILERS = ("parca",)
 
 
-def add_run_arguments(parser: argparse.ArgumentParser) -> None:
-    g = parser.add_argument_group(
-        "Parca profiles (--profile parca)",
-        "profile reps record their window; the merged CPU profile of that window is fetched "
-        "from Parca (parca-agent must run as a service) into <variant>/<rep>/profile.pb.gz")
-    g.add_argument("--parca-url", help=f"Parca base URL (default ${DEFAULT_URL_ENV})")
-    g.add_argument("--parca-token-file", metavar="PATH",
-                   help=f"file holding the bearer token (default ${TOKEN_ENV}; never stored in the run)")
-    g.add_argument("--parca-comm", default="redis-server",
-                   help="process name to select (comm label; default redis-server, '' for none)")
-    g.add_argument("--parca-label", action="append", default=[], metavar="K=V",
-                   help="label the agent attaches (its --metadata-external-labels), repeatable")
-    g.add_argument("--parca-settle", type=float, default=15.0, metavar="SECONDS",
-                   help="wait after a window before querying, for the agent to ship (default 15)")
+RUN_FLAGS = RunFlags(
+    "Parca profiles (--profile parca)",
+    "profile reps record their window; the merged CPU profile of that window is fetched "
+    "from Parca (parca-agent must run as a service) into <variant>/<rep>/profile.pb.gz",
+    (RunFlag("--parca-url", f"Parca base URL (default ${DEFAULT_URL_ENV})"),
+     RunFlag("--parca-token-file", f"file holding the bearer token (default ${TOKEN_ENV}; never stored in the run)",
+             metavar="PATH"),
+     RunFlag("--parca-comm", "process name to select (comm label; default redis-server, '' for none)",
+             default="redis-server"),
+     RunFlag("--parca-label", "label the agent attaches (its --metadata-external-labels), repeatable",
+             action="append", metavar="K=V"),
+     RunFlag("--parca-settle", "wait after a window before querying, for the agent to ship (default 15)",
+             default=15.0, parse=float, metavar="SECONDS")))
 
 
 def client_from_options(options: RunSettings) -> ParcaClient:

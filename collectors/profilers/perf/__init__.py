@@ -12,8 +12,8 @@ names (`from collectors.profilers.perf.record import ...`), never through this p
 which imports `plugin` and would close a cycle.
 """
 from collectors.profilers.perf.plugin import (CALL_GRAPHS, PROFILE_WINDOWS, PROFILERS, PerfProfiler,
-                                              add_run_arguments, manifest_sections, rep_collectors,
+                                              RUN_FLAGS, manifest_sections, rep_collectors,
                                               window_profiler)
 
-__all__ = ["CALL_GRAPHS", "PROFILE_WINDOWS", "PROFILERS", "PerfProfiler", "add_run_arguments",
+__all__ = ["CALL_GRAPHS", "PROFILE_WINDOWS", "PROFILERS", "PerfProfiler", "RUN_FLAGS",
            "manifest_sections", "rep_collectors", "window_profiler"]

@@ -14,7 +14,6 @@ folding unless keep_data (it is large).
 """
 from __future__ import annotations
 
-import argparse
 import signal
 import subprocess
 import threading
@@ -25,7 +24,7 @@ from pathlib import Path
 from analysis.inputs.collector_facts import PerfFacts
 from analysis.inputs.host import HostFacts
 from analysis.inputs.option_specs import DEFAULT_FREQ_HZ
-from collectors.collector import ManifestSections, RepContext, RunSettings
+from collectors.collector import ManifestSections, RepContext, RunFlag, RunFlags, RunSettings
 from collectors.host import procs
 import collectors.profilers.perf.unwind as perf_unwind
 from collectors.profilers.perf.record import (DWARF_STACK_BYTES, EVENT, ProfileError, fold,
@@ -169,25 +168,24 @@ class PerfProfiler:
 PROFILERS = ("perf",)
 
 
-def add_run_arguments(parser: argparse.ArgumentParser) -> None:
-    g = parser.add_argument_group("perf profile (--profile perf)")
-    g.add_argument("--call-graph", choices=CALL_GRAPHS, default="auto",
-                   help="stack unwinding: fp (frame pointers, cheap), dwarf (copies "
-                        f"{DWARF_STACK_BYTES // 1024} KiB of user stack per sample: whole stacks "
-                        "through code built without frame pointers, e.g. glibc, at a larger "
-                        "perf.data), auto (default: fp, and dwarf for each thread whose stacks "
-                        f"a {perf_unwind.PROBE_MAX_S:g} s frame-pointer probe finds over "
-                        f"{perf_unwind.SWITCH_PCT:g}%% truncated: in a paired run during the "
-                        "first rep's warm-up, else at the start of the first profile rep; dwarf "
-                        "throughout for a binary without frame pointers)")
-    g.add_argument("--perf-mmap", type=int, default=None, metavar="PAGES",
-                   help="perf's ring buffer in pages (perf record -m; default: perf's own)")
-    g.add_argument("--profile-windows", type=int, default=PROFILE_WINDOWS, metavar="N",
-                   help="separate profile reps: split each into N windows, perf sampling every "
-                        "other one (ABBA), so the rep measures the profiler's own cost (default "
-                        "%(default)s, at least 0.25 s each; 0: sample the whole window, no cost "
-                        "measured). Paired reps need no such split: perf samples every other "
-                        "ABBA block of their windows, and the blocks without it give the cost")
+RUN_FLAGS = RunFlags("perf profile (--profile perf)", None, (
+    RunFlag("--call-graph", "stack unwinding: fp (frame pointers, cheap), dwarf (copies "
+            f"{DWARF_STACK_BYTES // 1024} KiB of user stack per sample: whole stacks "
+            "through code built without frame pointers, e.g. glibc, at a larger "
+            "perf.data), auto (default: fp, and dwarf for each thread whose stacks "
+            f"a {perf_unwind.PROBE_MAX_S:g} s frame-pointer probe finds over "
+            f"{perf_unwind.SWITCH_PCT:g}%% truncated: in a paired run during the "
+            "first rep's warm-up, else at the start of the first profile rep; dwarf "
+            "throughout for a binary without frame pointers)",
+            default="auto", choices=tuple(CALL_GRAPHS)),
+    RunFlag("--perf-mmap", "perf's ring buffer in pages (perf record -m; default: perf's own)",
+            parse=int, metavar="PAGES"),
+    RunFlag("--profile-windows", "separate profile reps: split each into N windows, perf sampling every "
+            "other one (ABBA), so the rep measures the profiler's own cost (default "
+            "%(default)s, at least 0.25 s each; 0: sample the whole window, no cost "
+            "measured). Paired reps need no such split: perf samples every other "
+            "ABBA block of their windows, and the blocks without it give the cost",
+            default=PROFILE_WINDOWS, parse=int, metavar="N")))
 
 
 def rep_collectors(options: RunSettings, kind: str) -> list[PerfProfiler]:

@@ -10,9 +10,9 @@ re-exported here from `plugin`. The modules of the package import each other by 
 names (`from collectors.profilers.tma.commands import ...`), never through this package,
 which imports `plugin` and would close a cycle.
 """
-from collectors.profilers.tma.plugin import (PROFILERS, TmaCollector, add_run_arguments,
+from collectors.profilers.tma.plugin import (PROFILERS, TmaCollector, RUN_FLAGS,
                                              manifest_sections, plan_of, rep_collectors,
                                              window_profiler)
 
-__all__ = ["PROFILERS", "TmaCollector", "add_run_arguments", "manifest_sections", "plan_of",
+__all__ = ["PROFILERS", "TmaCollector", "RUN_FLAGS", "manifest_sections", "plan_of",
            "rep_collectors", "window_profiler"]

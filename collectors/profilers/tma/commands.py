@@ -67,7 +67,7 @@ class TmaConfig:
 
 
 def config_from_options(options) -> TmaConfig:
-    """The TMA flags of a run (options.extra, argparse dests) as a TmaConfig."""
+    """The TMA flags of a run (options.extra, by RunFlag.dest) as a TmaConfig."""
     extra = options.extra
     return TmaConfig(backend=extra.get("tma", "auto"), level=int(extra.get("tma_level", 4)),
                      attach=extra.get("tma_attach", "pid"), split=bool(extra.get("tma_split", False)))

@@ -27,7 +27,6 @@ Command lines: collectors.profilers.tma.commands. Use (docs/tma-collection.md):
 """
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import shlex
 import shutil
@@ -44,7 +43,7 @@ from analysis.inputs.tma_plan import TmaCpu, TmaGroupSet, TmaPlan
 from analysis.tma.formats import parse_file
 from analysis.tma.model import NoPmuError, TmaParseError
 from analysis.toolpaths import perf_binary
-from collectors.collector import ManifestSections, RepContext, RunSettings
+from collectors.collector import ManifestSections, RepContext, RunFlag, RunFlags, RunSettings
 from collectors.host import pmu, procs, versions
 from collectors.host import preflight as pre
 from collectors.host.cpuid import CpuId
@@ -292,7 +291,7 @@ def _first_line(path: Path) -> str:
 
 # --------------------------------------------------------------------------------------
 # Run plugin hooks (collectors.runner.plugins.PLUGIN_MODULES): flags, per-rep and per-window
-# collectors, the manifest's "tma" block. Options arrive as argparse dests in options.extra.
+# collectors, the manifest's "tma" block. Options arrive in options.extra by RunFlag.dest.
 
 PROFILERS: tuple[str, ...] = ()     # TMA counts alongside any profiler; it adds none
 
@@ -300,31 +299,30 @@ TMA_REP_KINDS = {"throughput": ("throughput",), "profile": ("profile",),
                  "all": ("throughput", "profile")}
 
 
-def add_run_arguments(parser: argparse.ArgumentParser) -> None:
-    g = parser.add_argument_group(
-        "TMA (top-down) collection",
-        "top-down counters attached to the server for the steady window, per CPU vendor: "
-        "Intel perf stat -M TopdownL1..L4 or toplev; AMD Zen 4/5 perf stat -M "
-        "PipelineL1,PipelineL2; Arm perf stat -M TopdownL1 or topdown-tool. Raw output in "
-        "<variant>/<rep>/tma.*. Needs a hardware PMU and a CPU with top-down metrics: without "
-        "them the run goes on and the manifest says why (stallscope doctor).")
-    g.add_argument("--tma", choices=BACKENDS, default="auto",
-                   help="back end: auto (Intel: toplev if $TOPLEV or on PATH, else perf; AMD: "
-                        "perf; Arm: topdown-tool if $TOPDOWN_TOOL or on PATH, else perf), "
-                        "toplev (Intel only), perf, topdown-tool (Arm only), off")
-    g.add_argument("--tma-level", type=int, default=4, metavar="N",
-                   help="deepest top-down level, 1..6 (default 4: Intel's DRAM_Bound -> "
-                        "MEM_Latency/MEM_Bandwidth; AMD has 2 levels, perf on Arm 1: deeper "
-                        "asks count what there is, and the manifest says so)")
-    g.add_argument("--tma-attach", choices=ATTACH, default="pid",
-                   help="pid: the server process, all threads (default); cpus: the cores it is pinned to")
-    g.add_argument("--tma-split", action="store_true",
-                   help="one metric-group set per rep so nothing multiplexes (Intel; AMD and Arm "
-                        "have one set; see docs/tma-collection.md)")
-    g.add_argument("--tma-reps", choices=sorted(TMA_REP_KINDS), default="throughput",
-                   help="which reps count TMA (default throughput: every measured rep adds a TMA "
-                        "sample; a paired rep counts both servers with perf stat -I through the "
-                        "windows, compared window by window; profile: separate profile reps only)")
+RUN_FLAGS = RunFlags(
+    "TMA (top-down) collection",
+    "top-down counters attached to the server for the steady window, per CPU vendor: "
+    "Intel perf stat -M TopdownL1..L4 or toplev; AMD Zen 4/5 perf stat -M "
+    "PipelineL1,PipelineL2; Arm perf stat -M TopdownL1 or topdown-tool. Raw output in "
+    "<variant>/<rep>/tma.*. Needs a hardware PMU and a CPU with top-down metrics: without "
+    "them the run goes on and the manifest says why (stallscope doctor).",
+    (RunFlag("--tma", "back end: auto (Intel: toplev if $TOPLEV or on PATH, else perf; AMD: "
+                      "perf; Arm: topdown-tool if $TOPDOWN_TOOL or on PATH, else perf), "
+                      "toplev (Intel only), perf, topdown-tool (Arm only), off",
+             default="auto", choices=tuple(BACKENDS)),
+     RunFlag("--tma-level", "deepest top-down level, 1..6 (default 4: Intel's DRAM_Bound -> "
+                            "MEM_Latency/MEM_Bandwidth; AMD has 2 levels, perf on Arm 1: deeper "
+                            "asks count what there is, and the manifest says so)",
+             default=4, parse=int, metavar="N"),
+     RunFlag("--tma-attach", "pid: the server process, all threads (default); cpus: the cores it is pinned to",
+             default="pid", choices=tuple(ATTACH)),
+     RunFlag("--tma-split", "one metric-group set per rep so nothing multiplexes (Intel; AMD and Arm "
+                            "have one set; see docs/tma-collection.md)",
+             action="store_true"),
+     RunFlag("--tma-reps", "which reps count TMA (default throughput: every measured rep adds a TMA "
+                           "sample; a paired rep counts both servers with perf stat -I through the "
+                           "windows, compared window by window; profile: separate profile reps only)",
+             default="throughput", choices=tuple(sorted(TMA_REP_KINDS)))))
 
 
 _PREFLIGHTS: dict[tuple, tuple[TmaCollector, pre.Preflight]] = {}

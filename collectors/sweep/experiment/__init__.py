@@ -1,11 +1,11 @@
 """`stallscope experiment`: one seed experiment (cases/experiments/NAME.yaml), each part a
-sweep (docs/experiments.md).
+sweep (docs/experiments.md). The commands are commands/experiment.py (with
+experiment_fanout.py: `--emit-matrix` / `--point` / `--merge` over many runners, and
+experiment_github.py).
 
 - `file`      one experiment file read and checked: `Experiment`, its `Part`s
-- `cli`       the command
 - `parts`     an experiment's parts as sweeps: options, plans, the loop
-- `fanout`    `--emit-matrix` / `--point` / `--merge`: an experiment over many runners
-- `workflow`  `stallscope experiment github`: the GitHub Actions workflow that does that
+- `workflow`  the GitHub Actions workflow `stallscope experiment github` writes
 
 The experiment file's API (`file`) is re-exported here.
 """

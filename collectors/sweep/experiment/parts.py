@@ -1,7 +1,7 @@
 """An experiment's parts as sweeps: the sweep options at a size, each part's plan and the
 `stallscope sweep` arguments that run it, the experiment.json that lists them, and the
-loop that runs every part's sweep (collectors.sweep.experiment.cli and
-collectors.sweep.experiment.fanout both use these)."""
+loop that runs every part's sweep (commands.experiment and
+commands.experiment_fanout both use these)."""
 from __future__ import annotations
 
 from dataclasses import replace

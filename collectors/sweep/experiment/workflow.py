@@ -13,17 +13,11 @@ the plan; --merge refuses any that do not. Third-party actions are pinned by com
 (collectors/pr/actions.py); checkouts keep no credentials (`persist-credentials: false`)."""
 from __future__ import annotations
 
-import argparse
 import shlex
-import sys
-from pathlib import Path
 
 import yaml
 
-from analysis.inputs.option_specs import SIZE
 from collectors.pr.actions import CHECKOUT, DOWNLOAD, UPLOAD, annotate
-from collectors.sweep.experiment.file import load_experiment
-from collectors.workload.casefile import CaseError
 
 CHECKOUT_STEP = {"uses": CHECKOUT, "with": {"persist-credentials": False}}
 SETUP = {"name": "Set up stallscope (idempotent; fast on a prepared runner)", "run": "make setup"}
@@ -90,52 +84,3 @@ def render(name: str, args: list[str], labels: list[str], max_parallel: int, tim
               "# experiment or its options. Needs self-hosted runners with the labels below, each\n"
               "# prepared by `make setup`; every point runs both variants on one runner.\n")
     return header + annotate(yaml.dump(doc, Dumper=_Dumper, sort_keys=False, width=100))
-
-
-def parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
-        prog="stallscope experiment github",
-        description="Write a GitHub Actions workflow that runs one experiment over many self-hosted "
-                    "runners: a plan job (--emit-matrix), one job per point (--point, fail-fast off), "
-                    "and a merge job (--merge) that uploads the report.",
-        epilog="Example:\n  stallscope experiment github mset-15043 --runner-labels self-hosted,bare-metal "
-               "\\\n      --max-parallel 4 --out .github/workflows/mset-15043.yml",
-        formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("name", help="an experiment (cases/experiments/NAME.yaml)")
-    p.add_argument("--runner-labels", default="self-hosted,linux", metavar="L1,L2",
-                   help="labels of the runners every job runs on (default self-hosted,linux)")
-    p.add_argument("--max-parallel", type=int, default=4, metavar="N",
-                   help="points running at once (default 4)")
-    p.add_argument("--timeout", type=int, default=360, metavar="MINUTES",
-                   help="one point's job timeout in minutes (default 360)")
-    SIZE.add(p, "experiment github")
-    p.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE",
-                   help="a case override every point runs with (repeat)")
-    p.add_argument("--only", action="append", default=[], metavar="PART[:AXIS=VALUE,...]",
-                   help="only these rows (repeat)")
-    p.add_argument("--out", metavar="FILE", help="write the workflow here (default: stdout)")
-    return p
-
-
-def main(argv: list[str]) -> int:
-    a = parser().parse_args(argv)
-    try:
-        load_experiment(a.name)            # a typo fails here, not on the runners
-    except CaseError as e:
-        print(f"stallscope experiment github: error: {e}", file=sys.stderr)
-        return 2
-    labels = [x.strip() for x in a.runner_labels.split(",") if x.strip()]
-    if not labels or a.max_parallel < 1 or a.timeout < 1:
-        print("stallscope experiment github: error: give --runner-labels, and --max-parallel and "
-              "--timeout of at least 1", file=sys.stderr)
-        return 2
-    args = ["--size", a.size, *[x for s in a.set for x in ("--set", s)],
-            *[x for o in a.only for x in ("--only", o)]]
-    text = render(a.name, args, labels, a.max_parallel, a.timeout)
-    if a.out:
-        Path(a.out).parent.mkdir(parents=True, exist_ok=True)
-        Path(a.out).write_text(text)
-        print(f"stallscope experiment github: wrote {a.out}", file=sys.stderr)
-    else:
-        sys.stdout.write(text)
-    return 0

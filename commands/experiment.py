@@ -16,14 +16,15 @@ from analysis.clock import now_iso
 from collectors.runner.new_manifest import new_run_id
 from collectors.runner.progress import duration
 from analysis.inputs.option_specs import BUDGET, PRECISION, SIZE
-from collectors.sweep.cli import build_all, create, host_summary, precision_options
-from collectors.sweep.fanout import add_fanout_arguments
+from collectors.sweep.directory import build_all, create, host_summary
+from commands.sweep import precision_options
 from collectors.sweep.experiment.file import Experiment, experiment_files, load_experiment
 from collectors.sweep.experiment.parts import (PREFIX, experiment_doc, part_entry, part_plan, run_parts,
                                                seed_of, sweep_argv, sweep_options)
 from collectors.sweep.noise_plan import noise_lines
 from collectors.sweep.plan import PlanError, check_fit, plan_lines, total_s
 from collectors.sweep.selection import select
+from commands.options import add_option, add_fanout_arguments
 
 EPILOG = """\
 Examples:
@@ -57,7 +58,7 @@ def parser() -> argparse.ArgumentParser:
                     "variants on this machine, with the seed's own numbers in a column beside ours "
                     "and whether the direction agrees.", epilog=EPILOG)
     p.add_argument("name", nargs="?", help="an experiment (cases/experiments/NAME.yaml), a file, or `list`")
-    SIZE.add(p, "experiment")
+    add_option(SIZE, p, "experiment")
     p.add_argument("--plan", action="store_true", help="print every part's plan and exit")
     p.add_argument("--skip-unfit", action="store_true", help="run the points that fit this host's memory")
     p.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE",
@@ -67,8 +68,8 @@ def parser() -> argparse.ArgumentParser:
                    help="run only these rows (repeat; --plan shows the parts and their points): "
                         "`load` is a whole part, `load:value=10,keys=10M` one row; the report "
                         "holds the selected rows, each beside its seed row")
-    PRECISION.add(p, "experiment")
-    BUDGET.add(p, "experiment")
+    add_option(PRECISION, p, "experiment")
+    add_option(BUDGET, p, "experiment")
     add_fanout_arguments(p, "experiment", "PART.ID",
                          '{"point": PART.ID, "part": ..., "labels": ..., "estimate_s": ...}')
     p.add_argument("--resume", metavar="EXP_DIR", help="run what an interrupted experiment left")
@@ -129,8 +130,8 @@ def report(exp_dir: Path, out: Path | None) -> None:
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if argv[:1] == ["github"]:
-        from collectors.sweep.experiment import workflow as experiment_workflow
-        return experiment_workflow.main(argv[1:])
+        from commands import experiment_github
+        return experiment_github.main(argv[1:])
     args = parser().parse_args(argv)
     log = (lambda msg: print(msg, file=sys.stderr, flush=True))
     procs.install_signal_handlers()
@@ -139,8 +140,8 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _fanout(args: argparse.Namespace, argv: list[str], log, report_out: Path | None) -> int:
-    """--merge, --emit-matrix and --point (collectors.sweep.experiment.fanout)."""
-    from collectors.sweep.experiment import fanout as fan
+    """--merge, --emit-matrix and --point (commands.experiment_fanout)."""
+    from commands import experiment_fanout as fan
     if args.merge:
         exp_dir, status = fan.merge(args, log)
         print(str(exp_dir))

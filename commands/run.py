@@ -1,6 +1,6 @@
 """`stallscope run`: run a case for two or more variants into runs/<run-id>/.
 
-A thin shell: arguments (collectors/runner/arguments.py) -> RunRequest -> the run API
+A thin shell: arguments (commands/run_arguments.py) -> RunRequest -> the run API
 (collectors/runner/api.py: plan_run checks and builds, execute runs the reps), then the
 report when asked. `--resume RUN_DIR` finishes an interrupted run.
 """
@@ -16,7 +16,7 @@ from analysis.report.writer import report_run
 from collectors.command import run_command
 from collectors.host import procs
 from collectors.runner.api import execute, plan_run, resume_run
-from collectors.runner.arguments import parser, request_from_args
+from commands.run_arguments import parser, request_from_args
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -1,9 +1,7 @@
-"""The analysis stage's commands, and the dispatcher every command table uses.
+"""The dispatcher every command table uses (commands/table.py holds the tables).
 
 A command is a module with `main(argv) -> int`, imported only when it runs (so `--help`
-is instant and a stage's dependencies load only for that stage). The full `stallscope`
-command (collectors/cli.py) adds the collecting stages to this table; `python -m
-analysis` serves this table alone (analysis never imports collectors).
+is instant and a stage's dependencies load only for that stage).
 """
 from __future__ import annotations
 
@@ -20,15 +18,6 @@ class Command:
     help: str
 
 
-COMMANDS: list[Command] = [
-    Command("analyse", "compare", "analysis.compare.cli",
-            "compare the variants of a run directory: report.md, report.html, results.json, flame graphs"),
-    Command("analyse", "funnel", "analysis.tma.funnel_cli",
-            "TMA top-down funnel of toplev/perf outputs: A1 A2 A3 --vs B1 B2 B3"),
-    Command("analyse", "tma", "analysis.tma.cli", "parse one toplev/perf TMA output and print its tree"),
-    Command("keep", "history", "analysis.history.cli",
-            "history of runs (SQLite/PostgreSQL): ingest, change points, marks, compare, trend pages, alerts"),
-]
 ALIASES = {"report": "compare"}
 
 

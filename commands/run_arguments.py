@@ -13,6 +13,7 @@ from analysis.inputs.option_specs import (FREQUENCY, PRECISION, PROFILE, budget_
                                           taken_by)
 from collectors.runner.options import RUNS_DIR, RunOptions
 from collectors.runner.plugins import plugins
+from commands.options import add_option, add_run_flags
 
 HELP_EPILOG = """\
 Examples:
@@ -74,16 +75,16 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--variant", action="append", default=[], metavar="NAME=SPEC",
                    help="a variant (repeat; at least two unless --resume); grammar below")
     shared = {o.name: o for o in taken_by("run")}
-    shared["reps"].add(p, "run")
-    shared["size"].add(p, "run")
-    shared["layouts"].add(p, "run")
+    add_option(shared["reps"], p, "run")
+    add_option(shared["size"], p, "run")
+    add_option(shared["layouts"], p, "run")
     p.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE",
                    help="override one case field after the size, type-checked like a case file "
                         "(repeat): workload.pipeline=16, dataset.keys=1M, server.config.NAME=VALUE")
     found = plugins()
-    PROFILE.add(p, "run", choices=[x for pl in found for x in pl.PROFILERS] + ["off"])
-    shared["profile_reps"].add(p, "run")
-    FREQUENCY.add(p, "run")
+    add_option(PROFILE, p, "run", choices=[x for pl in found for x in pl.PROFILERS] + ["off"])
+    add_option(shared["profile_reps"], p, "run")
+    add_option(FREQUENCY, p, "run")
     p.add_argument("--keep-perf-data", action="store_true", help="keep perf.data beside perf.folded")
     _measurement_arguments(p, shared)
     p.add_argument("--load-generator", choices=memtier.CHOICES, default="auto",
@@ -95,7 +96,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--no-progress", action="store_true",
                    help="no progress on stderr (neither the bar nor the per-rep lines)")
     for pl in found:
-        pl.add_run_arguments(p)
+        add_run_flags(p, pl.RUN_FLAGS)
     return p
 
 
@@ -113,14 +114,14 @@ def _measurement_arguments(p: argparse.ArgumentParser, shared: dict) -> None:
                       help="separate reps: a server start (and dataset reload) per rep, interleaved "
                            "A B B A; no room needed for two datasets, but every restart's noise "
                            "stays in the interval (about 4x wider on a shared 2-core VM)")
-    PRECISION.add(p, "run")
+    add_option(PRECISION, p, "run")
     p.add_argument("--on", dest="precision_on", metavar="FUNCTION[:flat|cum]",
                    help="with --precision on a paired run: narrow this function's CPU time per "
                         "operation instead of the throughput (cumulative unless :flat), from the "
                         "profiles of the paired windows, by the same two-stage rule; e.g. "
                         "--precision 5%% --on dictFindByHash")
     for name in ("budget_s", "paired_window_s", "paired_windows"):
-        shared[name].add(p, "run")
+        add_option(shared[name], p, "run")
 
 
 # The run's own flags (every other dest is a plugin's, kept in RunOptions.extra).

@@ -17,7 +17,8 @@ from analysis.inputs.host import HostSummary
 from analysis.sweep.experiment.manifest import ExperimentFanout, ExperimentWhole, save_experiment_dir
 from analysis.sweep.fanout_entry import ExperimentIdentity, PartIdentity
 from analysis.sweep.sweep_options import SweepOptions
-from collectors.sweep.cli import build_all, create, host_summary, manifest_of, precision_options
+from collectors.sweep.directory import build_all, create, host_summary, manifest_of
+from commands.sweep import precision_options
 from collectors.sweep.experiment.file import Experiment, Part
 from collectors.sweep.experiment.parts import (PREFIX, experiment_doc, part_entry, part_plan, run_parts,
                                                sweep_argv, sweep_options)

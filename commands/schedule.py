@@ -13,6 +13,7 @@ from collectors.schedule import due, jobrun, systemd, workflow
 from collectors.schedule.alerting import make_deliverer
 from collectors.schedule.loader import load_schedule
 from collectors.schedule.model import Job, Schedule, ScheduleError
+from commands import run_arguments
 
 EPILOG = """\
 Examples:
@@ -136,7 +137,7 @@ def run_pass(sched: Schedule, jobs: list[Job], store, force: bool, log) -> int:
         if not force and not due.is_due(job.cron, last):
             log(f"schedule: {job.name}: not due (last run {last:%Y-%m-%d %H:%M} UTC, cron {job.cron!r})")
             continue
-        for out in jobrun.run_job(sched, job, store, log, deliver):
+        for out in jobrun.run_job(sched, job, store, log, deliver, run_arguments=run_arguments):
             if out.status == "failed":
                 log(f"schedule: {out.job}: failed: {out.message}")
                 rc = 1

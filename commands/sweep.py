@@ -4,30 +4,27 @@ variants, one run directory per point, and report the table and the crossover pl
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import sys
 from pathlib import Path
 
 from analysis.compare.options import CompareOptions
-from analysis.inputs.host import HostSummary
 from analysis.inputs.manifest import Resume
 from analysis.inputs.option_specs import OptionError, budget_for, check_precision, first_stage, taken_by
-from analysis.sweep.sweep_manifest import SweepFanout, SweepManifest, load_sweep, save_sweep
+from analysis.sweep.sweep_manifest import load_sweep
 from analysis.sweep.sweep_options import PAIRINGS, SweepOptions
 from analysis.sweep.writer import report_sweep
-from collectors.variants.builder import build_variant
 from collectors.variants.spec import GRAMMAR
-from collectors.host import machine, procs
+from collectors.host import procs
 from collectors.command import run_command
 from analysis.clock import now_iso
-from collectors.runner.new_manifest import new_run_id, unique_id
-from collectors.sweep.fanout import (add_fanout_arguments, digest, find_point, identity, matrix_entry,
-                                     matrix_json, point_host, whole_argv)
+from collectors.sweep.directory import build_all, create, create_point, host_summary
+from collectors.sweep.fanout import digest, find_point, identity, matrix_entry, matrix_json
 from collectors.sweep.merge import merge_sweep
 from collectors.sweep.noise_plan import noise_lines
-from collectors.sweep.plan import Plan, PlanError, check_fit, make_plan, parse_variants, plan_lines
+from collectors.sweep.plan import PlanError, check_fit, make_plan, plan_lines
 from collectors.sweep.sweeper import PREFIX, Sweeper, options_of
 from collectors.workload.overrides import parse_sets
+from commands.options import add_option, add_fanout_arguments
 
 SWEEPS_DIR = "sweeps"
 
@@ -91,13 +88,13 @@ def parser() -> argparse.ArgumentParser:
                    help="override a case field at every point, after the size (repeat)")
     shared = {o.name: o for o in taken_by("sweep")}
     for name in ("size", "reps", "profile", "profile_reps", "frequency_hz"):
-        shared[name].add(p, "sweep")
+        add_option(shared[name], p, "sweep")
     p.add_argument("--pairing", choices=PAIRINGS, default="paired",
                    help="paired (default): config-only variants in one server process (CONFIG SET "
                         "windows), two builds loaded at once (ABBA windows) where two datasets fit "
                         "this host's memory, else interleaved; interleaved: a server start per rep")
     for name in ("paired_window_s", "paired_windows", "precision", "budget_s"):
-        shared[name].add(p, "sweep")
+        add_option(shared[name], p, "sweep")
     p.add_argument("--lookup", metavar="F1,F2", type=lambda s: [x for x in s.split(",") if x],
                    help="the function of the lookup column (first found); default: the focus "
                         "function with the highest baseline CPU time per operation")
@@ -135,47 +132,6 @@ def _options(args: argparse.Namespace) -> SweepOptions:
                         paired_window_s=args.paired_window_s, paired_windows=args.paired_windows,
                         lookup=list(args.lookup or []), skip_unfit=args.skip_unfit,
                         precision=precision, budget_s=budget)
-
-
-def host_summary() -> HostSummary:
-    """What a sweep plan records of this host (sweep.json `host`)."""
-    return machine.host_facts().summary()
-
-
-def new_sweep_id(case: str, out: Path) -> str:
-    return new_run_id(case, out)
-
-
-def case_name(plan: Plan) -> str:
-    return Path(plan.case.partition("@")[0]).stem
-
-
-def manifest_of(plan: Plan, argv: list[str], sweep_id: str, extra: dict | None = None) -> SweepManifest:
-    """The sweep.json of a new sweep of `plan` (every point pending or skipped)."""
-    m = SweepManifest(sweep_id=sweep_id, created=now_iso(), command=["stallscope", "sweep", *argv],
-                      case=plan.case, size=plan.size, variants=list(plan.variants),
-                      axes=plan.sweep_axes(), points=plan.sweep_points(), sets=dict(plan.sets),
-                      options=dataclasses.replace(plan.opts), host=plan.host)
-    m.extra.update(extra or {})
-    return m
-
-
-def create(plan: Plan, argv: list[str], out: Path, sweep_id: str | None = None,
-           extra: dict | None = None, fanout: SweepFanout | None = None) -> Path:
-    """Make the sweep directory and its sweep.json (every point pending or skipped)."""
-    sid = sweep_id or new_sweep_id(case_name(plan), out)
-    m = manifest_of(plan, argv, sid, extra)
-    m.fanout = fanout
-    d = out / sid
-    d.mkdir(parents=True, exist_ok=False)
-    save_sweep(d, m)
-    return d
-
-
-def build_all(variants: list[str], log) -> None:
-    """Every variant built (or found in the cache) before the first point."""
-    for s in parse_variants(variants):
-        build_variant(s, log=log)
 
 
 def report(sweep_dir: Path, out: Path | None, lookup: list[str] | None = None) -> int:
@@ -226,18 +182,6 @@ def _merge(args: argparse.Namespace, log) -> int:
     if not args.no_report:
         report(dest, Path(args.report_out) if args.report_out else None, args.lookup)
     return 0 if m.status == "complete" else 1
-
-
-def create_point(whole: Plan, plan: Plan, argv: list[str], out: Path, point: str) -> Path:
-    """The sweep directory of one point run (`--point`): the point alone, as a sweep of one
-    point, with what --merge needs in sweep.json "fanout": the plan's identity, the host,
-    and the whole sweep's sweep.json."""
-    ident = identity(whole)
-    h = digest(ident)
-    wid = f"{case_name(whole)}-{h[:10]}"
-    fan = SweepFanout(plan=h, identity=ident, point=point, host=point_host(),
-                      whole=manifest_of(whole, whole_argv(argv), wid))
-    return create(plan, argv, out, sweep_id=unique_id(f"{wid}-{point}", out), fanout=fan)
 
 
 def _new(args: argparse.Namespace, argv: list[str], log) -> Sweeper | None:

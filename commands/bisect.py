@@ -17,6 +17,7 @@ from collectors.bisect.commits import BisectError
 from collectors.command import run_command
 from collectors.host import procs
 from collectors.workload.cases import load_case
+from commands.options import add_option
 
 
 def parser() -> argparse.ArgumentParser:
@@ -32,17 +33,17 @@ def parser() -> argparse.ArgumentParser:
                 "  stallscope bisect mset-50keys --repo git:~/src/redis --good v8.0.0 --bad unstable\n"
                 "  stallscope bisect mget-100keys@pipeline=16 --repo git:. --good HEAD~20 --bad HEAD "
                 "--min-change 3% --budget 3h\n"
-                "  stallscope bisect --resume reports/bisect/mset-50keys-20261127T0800\n\n"
+                "  stallscope bisect --resume reports/bisect/mset-50keys-2026-11-27T0800\n\n"
                 "Exit status: 0 a culprit or 'no culprit' proven; 1 unresolved (budget spent or a "
                 "step undecided); 2 bad input; 130 interrupted (resume it)."))
     p.add_argument("case", nargs="?", help="the case (stallscope cases list), e.g. mset-50keys")
     p.add_argument("--repo", help="git:PATH (or PATH) of a Redis/Valkey clone")
     p.add_argument("--good", help="a ref whose throughput is as it should be")
     p.add_argument("--bad", help="a later ref (first-parent descendant of --good) where it changed")
-    MIN_CHANGE.add(p, "bisect")
-    BUDGET.add(p, "bisect", default=DEFAULT_BISECT_BUDGET_S)
-    SIZE.add(p, "bisect")
-    PAIRED_WINDOWS_OPT.add(p, "bisect")
+    add_option(MIN_CHANGE, p, "bisect")
+    add_option(BUDGET, p, "bisect", default=DEFAULT_BISECT_BUDGET_S)
+    add_option(SIZE, p, "bisect")
+    add_option(PAIRED_WINDOWS_OPT, p, "bisect")
     p.add_argument("--out", type=Path, help="the bisection's directory (default reports/bisect/CASE-TIME)")
     p.add_argument("--resume", type=Path, metavar="DIR", help="go on with an interrupted bisection")
     p.add_argument("--no-progress", action="store_true",

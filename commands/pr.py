@@ -1,5 +1,5 @@
 """`stallscope pr github|comment|unlabel`: the pull-request workflow (docs/pr.md). `github`
-writes the two workflow files; `comment` and `unlabel` are collectors/pr/post.py (what the
+writes the two workflow files; `comment` and `unlabel` are commands/pr_post.py (what the
 trusted jobs run, standard library only)."""
 from __future__ import annotations
 
@@ -9,8 +9,9 @@ import sys
 from pathlib import Path
 
 from collectors.command import run_command
-from collectors.pr import config, post, trusted_workflow, workflow
+from collectors.pr import config, trusted_workflow, workflow
 from collectors.pr.post import LABEL, REPO, PrError
+from commands import pr_post
 
 EPILOG = """\
 Examples:
@@ -65,14 +66,14 @@ def parser() -> argparse.ArgumentParser:
                                    "the self-hosted runner) and stallscope-pr-comment.yml (GitHub-hosted, posts the "
                                    "comment and removes the label after a push, never runs PR code) into --out.")
     _github_arguments(g)
-    post.add_comment_arguments(sub.add_parser(
+    pr_post.add_comment_arguments(sub.add_parser(
         "comment", help="post or update the one stallscope comment on a PR",
-        formatter_class=argparse.RawDescriptionHelpFormatter, epilog=post.COMMENT_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter, epilog=pr_post.COMMENT_EPILOG,
         description="Build the PR comment from a run or report directory and post it, or update the one "
                     "posted before."))
-    post.add_unlabel_arguments(sub.add_parser(
+    pr_post.add_unlabel_arguments(sub.add_parser(
         "unlabel", help="remove the label from a PR (the comment workflow's job after a push)",
-        formatter_class=argparse.RawDescriptionHelpFormatter, epilog=post.UNLABEL_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter, epilog=pr_post.UNLABEL_EPILOG,
         description="Remove the measuring label from a pull request, if it carries it."))
     return p
 
@@ -108,7 +109,7 @@ def _github_arguments(g: argparse.ArgumentParser) -> None:
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(sys.argv[1:] if argv is None else argv)
     if args.action != "github":
-        return post.run(args)
+        return pr_post.run(args)
     return run_command("stallscope pr github", lambda: github(args))
 
 

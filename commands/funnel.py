@@ -9,7 +9,7 @@ from pathlib import Path
 from analysis.command_end import UserError, end_command
 from analysis.report import funnel_md
 from analysis.tma.catalog import models
-from analysis.tma.cli import INTERVAL_HELP, interval_choice
+from commands.tma import INTERVAL_HELP, interval_choice
 from analysis.tma.funnel import compare
 from analysis.tma.formats import FORMATS, parse_file
 

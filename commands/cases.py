@@ -14,6 +14,7 @@ from collectors.command import run_command
 from collectors.workload.cases import case_files, load_case, load_doc, variants_of
 from collectors.workload.overrides import parse_sets
 from collectors.workload.suite import import_suite, write_case_yaml
+from commands.options import add_option
 
 HELP = """\
 List cases, show one resolved (size knob and matrix applied), or import a
@@ -40,7 +41,7 @@ def main(argv: list[str]) -> int:
     p_list.add_argument("--names", action="store_true", help="names only, one per line")
     p_show = sub.add_parser("show", help="one case, resolved, as YAML (or --json)")
     p_show.add_argument("name", help="case name, name@axis=value,..., or a path to a .yaml file")
-    SIZE.add(p_show, "cases show")
+    add_option(SIZE, p_show, "cases show")
     p_show.add_argument("--json", action="store_true", help="print JSON instead of YAML")
     p_show.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE",
                         help="override a field after the size, as `stallscope run --set` does (repeat)")

@@ -1,0 +1,91 @@
+"""`stallscope demo`: the demo's run (collectors/runner/demo.py names its variants and
+sizes) through the run API, then its report; --help prints that module's description."""
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from analysis.inputs.option_specs import PROFILE_REPS, REPS, SEPARATE_PROFILE_REPS, SIZE
+from analysis.report.summary_text import text_lines
+from analysis.report.writer import report_run
+from collectors.command import run_command
+from collectors.host import procs
+from collectors.runner import demo
+from collectors.runner.api import RunOutcome, RunRequest, execute, plan_run
+from collectors.runner.options import RunOptions
+from commands.options import add_option
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="stallscope demo",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        description=demo.__doc__,
+        epilog=(
+            "examples:\n"
+            "  make demo                                   # full size, ~13 min on 2 cores (builds and dataset included)\n"
+            "  stallscope demo --size small      # CI size, a few minutes\n"
+            "  stallscope demo --reps 16 --out reports/demo16   # a narrower interval\n\n"
+            "The same comparison for any case and variants: make compare CASE=... BASE=... CAND=..."
+        ),
+    )
+    add_option(SIZE, p, "demo", choices=sorted(demo.SIZES))
+    add_option(REPS, p, "demo")
+    add_option(PROFILE_REPS, p, "demo", metavar=None)
+    p.add_argument("--unpaired", action="store_true",
+                   help="restart the server for every throughput rep instead of pairing windows "
+                        "(needs no room for two datasets; wider intervals)")
+    p.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE",
+                   help="override one field of the case, type-checked like a case file (repeat): "
+                        "workload.pipeline=16, dataset.keys=1M")
+    p.add_argument("--out", default="reports/demo", help="report directory (default reports/demo)")
+    p.add_argument("--runs", default="runs", help="where the run directory goes (default runs/)")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
+    return p
+
+
+def request(args: argparse.Namespace) -> RunRequest:
+    """The demo's run, typed (what `make demo` measures)."""
+    case, reps, windows = demo.SIZES[args.size]
+    opts = RunOptions(reps=args.reps or reps, profile_reps=args.profile_reps, paired_windows=windows,
+                      size=args.size, pairing="unpaired" if args.unpaired else "auto")
+    return RunRequest(case, [demo.BASE, demo.cand_spec()], opts, sets=list(args.set), out=Path(args.runs),
+                      progress=not args.no_progress)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parser().parse_args(sys.argv[1:] if argv is None else argv)
+    req = request(args)
+    how = ("throughput reps per variant, interleaved" if args.unpaired
+           else "paired reps (both servers loaded, ABBA windows)")
+    prof = ("perf in the paired windows" if req.options.profile_reps is None and not args.unpaired
+             else f"{req.options.profile_reps or SEPARATE_PROFILE_REPS} profile reps per variant")
+    print(f"stallscope demo: {demo.BASE}  vs  {req.variants[1]}\n"
+          f"  case {req.case} (size {args.size}), {req.options.reps} {how} + {prof}"
+          + (f"; set: {', '.join(args.set)}" if args.set else ""), file=sys.stderr)
+    log = (lambda msg: print(msg, file=sys.stderr))
+    procs.install_signal_handlers()
+    outcome: list[RunOutcome] = []
+    rc = run_command("stallscope demo", lambda: _run(req, args.out, log, outcome),
+                     "(finished reps are kept: stallscope run --resume RUN_DIR)")
+    if rc == 0 and outcome:
+        print(f"stallscope demo: report in {args.out}/report.md, {args.out}/report.html, "
+              f"{args.out}/results.json (run directory {outcome[0].run_dir})", file=sys.stderr)
+    return rc
+
+
+def _run(req: RunRequest, out: str, log, outcome: list[RunOutcome]) -> int:
+    done = execute(plan_run(req, log))
+    outcome.append(done)
+    if done.status not in (0, 1):
+        log(f"stallscope demo: the run stopped (exit {done.status}); finished reps are kept, "
+            f"finish it with: stallscope run --resume {done.run_dir}")
+        return done.status
+    r, _ = report_run(done.run_dir, out)
+    print("\n".join(text_lines(r)))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
