@@ -77,6 +77,7 @@ def parser() -> argparse.ArgumentParser:
     shared = {o.name: o for o in taken_by("run")}
     add_option(shared["reps"], p, "run")
     add_option(shared["size"], p, "run")
+    add_option(shared["layouts"], p, "run")
     p.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE",
                    help="override one case field after the size, type-checked like a case file "
                         "(repeat): workload.pipeline=16, dataset.keys=1M, server.config.NAME=VALUE")

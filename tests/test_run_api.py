@@ -25,6 +25,7 @@ def _round_trip(req: RunRequest) -> RunRequest:
                 paired_window_s=0.5, paired_windows=16, size="small", precision=0.02, budget_s=900.0,
                 keep_perf_data=True), ["dataset.keys=1M", "workload.pipeline=16"], True),
     (RunOptions(reps=3, pairing="unpaired", load_generator="redis-benchmark"), [], False),
+    (RunOptions(reps=2, layouts=3, profile="off"), [], False),
 ])
 def test_a_request_spelled_as_arguments_parses_back_to_itself(opts, sets, report):
     req = RunRequest("mset-50keys", ["base=debsrc:redis@8.0", "cand=debsrc:redis@8.0+patch=x.patch"],
@@ -46,6 +47,10 @@ def test_bad_requests_stop_before_anything_is_built(tmp_path):
                  log.append)
     with pytest.raises(RunError, match="variant name 'a' given twice"):
         plan_run(RunRequest("mset-50keys", ["a=bin:/bin/true", "a=bin:/bin/true"], out=tmp_path), log.append)
+    with pytest.raises(RunError, match="--layouts 2: variant\\(s\\) a are prebuilt"):
+        plan_run(RunRequest("mset-50keys", ["a=bin:/bin/true", "b=debsrc:redis"], RunOptions(layouts=2),
+                            out=tmp_path),
+                 log.append)
     assert list(tmp_path.iterdir()) == [] and log == []
 
 

@@ -69,7 +69,7 @@ def test_parse_make_value_with_spaces_and_equals():
     ("a=debsrc:redis+config=maxmemory", "expected NAME=VALUE"),
     ("a=debsrc:redis+patch=", "needs a value"),
     ("a=bin:/usr/bin/redis-server+patch=x.patch", "cannot take +patch="),
-    ("a=bin:/usr/bin/redis-server+make=A=1", "cannot take +patch= or +make="),
+    ("a=bin:/usr/bin/redis-server+make=A=1", "cannot take +patch=, +make= or +layout="),
 ])
 def test_parse_errors_are_clear(text, needle):
     with pytest.raises(ValueError) as e:

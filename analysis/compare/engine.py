@@ -20,7 +20,7 @@ from analysis.compare.profiles import main_names, profiles
 from analysis.compare.saturation import saturation
 from analysis.compare.results import CaseInfo, Results, Settings
 from analysis.compare.summary import summary
-from analysis.compare.throughput import load_time, paired, throughput
+from analysis.compare.throughput import layout_spread, load_time, paired, throughput
 from analysis.compare.tma import tma
 from analysis.inputs.rundir import RunDir
 from analysis.profile.stacks import Stacks
@@ -117,6 +117,7 @@ def analyse_with_profiles(run: RunDir, opts: CompareOptions) -> tuple[Results, d
     r.fdr = [f for f in (metrics, r.profile.fdr, r.profile.movers_fdr) if f is not None]
     main = r.paired[0] if r.paired else (r.throughput[0] if r.throughput else None)
     r.measurement = measurement(m, main)
+    r.measurement.layouts = layout_spread(run, base, cand, opts.confidence)
     r.notes = _notes(run, r)
     r.summary = summary(r)
     return r, merged

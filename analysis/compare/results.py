@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from analysis.compare.summary_items import SummaryItem
-from analysis.compare.values import ChangeOut, Side
+from analysis.compare.values import ChangeOut, LayoutSpread, Side
 from analysis.inputs.collector_facts import UnwindProbe
 from analysis.inputs.host import HostFacts
 from analysis.inputs.manifest import LoadGenerator, Placement, Profiling
@@ -250,6 +250,7 @@ class Measurement:
     units: int | None = None     # paired reps (or A/B blocks) measured
     ended_by: str | None = None  # precision | budget | None (cut short, or still running)
     half_width: float | None = None   # reached, fraction of the ratio
+    layouts: LayoutSpread | None = None   # stallscope run --layouts N (N > 1)
 
 
 @dataclass

@@ -13,7 +13,7 @@ import dataclasses
 import math
 from pathlib import Path
 
-from analysis.compare import pair_clusters
+from analysis.compare import layouts, pair_clusters
 from analysis.compare.errors import CompareError
 from analysis.compare.options import CompareOptions
 from analysis.compare.results import ChangeOut, MetricRow, Side
@@ -151,9 +151,11 @@ def paired_units(run: RunDir, base: str, cand: str) -> dict[int, list[tuple[floa
 def paired(run: RunDir, base: str, cand: str, opts: CompareOptions) -> list[MetricRow]:
     """Paired windows as pairs (so slow drift cancels), the interval over reps
     (analysis/compare/pair_clusters.py says why): one row, or none without windows."""
-    cl, how = pair_clusters.units(paired_units(run, base, cand))
+    pairs = paired_units(run, base, cand)
+    cl, how = pair_clusters.units(pairs)
     if not cl:
         return []
+    cl, how = _over_layouts(run, pairs, cl, how)
     name = str(run.manifest.case.name or "")
     how_paired = "two servers" if getattr(run.manifest.paired, "mode", "") == "servers" else "one process"
     pilot = pilot_of(run) if len(cl) >= pair_clusters.MIN_REPS else None
@@ -172,6 +174,29 @@ def paired(run: RunDir, base: str, cand: str, opts: CompareOptions) -> list[Metr
                     f"narrow on a shared host); {pair_clusters.MIN_REPS} reps or more give an "
                     f"interval over reps that decides."))
     return [row]
+
+
+def _over_layouts(run: RunDir, pairs: dict[int, list[tuple[float, float]]],
+                  cl: list[pair_clusters.Unit], how: str) -> tuple[list[pair_clusters.Unit], str]:
+    """A --layouts run: with 3 layouts or more the units are the layouts (each its reps'
+    geometric means), so the layout spread is inside the interval (layouts.py says why);
+    with 2 the interval stays over reps and its method says what it leaves out."""
+    by = layouts.group(pair_clusters.rep_units(pairs), layouts.rep_layouts(run))
+    if len(by) < 2:
+        return cl, how
+    if len(by) >= pair_clusters.MIN_REPS:
+        reps = sum(len(us) for us in by.values())
+        return layouts.layout_units(by), (
+            f"over {len(by)} code layouts, each the geometric mean of its reps ({reps} reps in "
+            f"all): a layout's effect is shared by all its reps, so the layout spread is inside "
+            f"this interval")
+    return cl, how + (f"; {len(by)} code layouts, fewer than {pair_clusters.MIN_REPS}: this "
+                      f"interval leaves the layout-to-layout spread out (the layout line gives it)")
+
+
+def layout_spread(run: RunDir, base: str, cand: str, confidence: float) -> layouts.LayoutSpread | None:
+    """The change per code layout and over layouts (None for a run without --layouts)."""
+    return layouts.of_run(run, pair_clusters.rep_units(paired_units(run, base, cand)), confidence)
 
 
 def load_time(run: RunDir, base: str, cand: str, opts: CompareOptions) -> list[MetricRow]:

@@ -65,3 +65,26 @@ class ChangeOut:
         return cls(c.delta, c.rel, c.ci_low, c.ci_high, c.rel_ci_low, c.rel_ci_high,
                    c.confidence, c.method, c.verdict, c.reason, c.unit or unit, c.estimator,
                    c.detectable, c.p_value, c.line)
+
+
+@dataclass
+class LayoutChange:
+    """One code layout's change (stallscope run --layouts): cand/base - 1 over its reps."""
+    seed: int
+    reps: int
+    change: float                  # geometric mean of its reps' ratios, minus 1
+    ci_low: float | None = None    # t-interval over its reps (None with one rep)
+    ci_high: float | None = None
+
+
+@dataclass
+class LayoutSpread:
+    """The change across code layouts (analysis/compare/layouts.py): each layout's, the
+    mean over layouts with a t-interval over layouts, and the report's line."""
+    layouts: int
+    per_layout: list[LayoutChange]
+    change: float
+    ci_low: float | None
+    ci_high: float | None
+    holds: bool | None             # None: a layout has too few reps to tell
+    line: str

@@ -45,6 +45,8 @@ class Rep(Record):
     started: str | None = None
     finished: str | None = None
     dir: str = ""                   # <variant>/<rep>, relative to the run directory
+    layout: int | None = None       # --layouts N: the seed of the builds this rep ran
+    OMIT_IF_NONE: ClassVar[frozenset[str]] = frozenset({"layout"})
 
     def __post_init__(self) -> None:
         if not self.dir:
@@ -80,6 +82,12 @@ class Variant(Record):
     deps_frame_pointers: bool | None = None   # the bundled jemalloc too (None: not bundled)
     symbols: bool | None = None
     callgraph: str = "fp"            # fp | dwarf (dwarf when the binary lacks frame pointers)
+    # +layout=SEED: {"seed", "variable", "objects", "first"} (collectors/variants/linkorder.py)
+    layout: dict[str, Any] | None = None
+    # stallscope run --layouts N: every layout's build, [{"seed", "server_bin",
+    # "binary_sha256"}]; the rep's `layout` picks one (this record's binary is the first's)
+    layouts: list[dict[str, Any]] | None = None
+    OMIT_IF_NONE: ClassVar[frozenset[str]] = frozenset({"layout", "layouts"})
 
 
 @dataclass

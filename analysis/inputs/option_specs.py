@@ -38,6 +38,8 @@ SEPARATE_PROFILE_REPS = 3  # where profiles cannot be paired: 3, the fewest with
 PAIRED_WINDOW_S = 0.25     # length of one paired window (s)
 PAIRED_WINDOWS = 64        # windows per paired rep (ABBA...): 32 pairs
 DEFAULT_SIZE = "default"   # the case's own size
+# --layouts: code layouts per variant; 1 is the upstream link order, as before layouts existed
+DEFAULT_LAYOUTS = 1
 SIZES = ("small", "default", "large")
 
 
@@ -225,8 +227,16 @@ MIN_CHANGE = Option(
          "change of all of it (default: from this host's recorded noise for the case, the "
          "smallest change a step finds with 95%% power by its last look; 5%% before the host has any)")
 
+LAYOUTS = Option(
+    "layouts", "--layouts", int, DEFAULT_LAYOUTS, "layouts", metavar="N", commands=("run",),
+    help=f"build every variant N times, its objects linked in N orders (seeds 1..N, recorded; "
+         f"default {DEFAULT_LAYOUTS}: the upstream order), run --reps paired reps on each layout "
+         "(layout i of one side against layout i of the other) and give the change over layouts, "
+         "the layout spread inside its interval, with a line: holds across N layouts, or depends "
+         "on layout (docs/statistics.md, \"Code layout\"); paired runs of built variants only")
+
 OPTIONS = (REPS, PROFILE, PROFILE_REPS, FREQUENCY, PAIRED_WINDOW, PAIRED_WINDOWS_OPT, SIZE,
-           PRECISION, BUDGET, MIN_CHANGE)
+           PRECISION, BUDGET, MIN_CHANGE, LAYOUTS)
 
 
 def taken_by(command: str) -> tuple[Option, ...]:

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 # The defaults, named here too (older imports): declared in option_specs.
-from analysis.inputs.option_specs import (DEFAULT_FREQ_HZ, DEFAULT_SIZE,  # noqa: F401
+from analysis.inputs.option_specs import (DEFAULT_FREQ_HZ, DEFAULT_LAYOUTS, DEFAULT_SIZE,  # noqa: F401
                                           PAIRED_WINDOW_S, PAIRED_WINDOWS, SEPARATE_PROFILE_REPS,
                                           MeasureOptions)
 
@@ -30,3 +30,6 @@ class RunOptions(MeasureOptions):
     precision_on: str | None = None
     extra: dict[str, Any] = field(default_factory=dict)   # plugin options (by RunFlag.dest)
     report: bool = False           # render the report when the run ends (stallscope run --report)
+    # --layouts N: each variant built N times in shuffled link orders, --reps paired reps on
+    # each (collectors/runner/layouts.py); 1: the upstream order only
+    layouts: int = DEFAULT_LAYOUTS

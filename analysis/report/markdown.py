@@ -39,6 +39,8 @@ def _head(r: Results) -> list[str]:
     out += ["**Summary:** " + " · ".join(items), ""]
     if r.measurement.aa:
         out += [f"> A/A run: {esc_spans(r.measurement.aa)}", ""]
+    if r.measurement.layouts is not None:      # stallscope run --layouts N
+        out += [f"> Code layouts: {esc_spans(r.measurement.layouts.line)}", ""]
     for n in r.notes:
         out += [f"> Note: {esc_spans(n)}", ""]
     return out

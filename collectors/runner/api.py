@@ -22,11 +22,10 @@ from analysis.inputs.host import HostFacts
 from analysis.inputs.manifest import LoadGenerator, Variant
 from analysis.inputs.run_options import DEFAULT_FREQ_HZ, SEPARATE_PROFILE_REPS
 from analysis.inputs.rundir import save_manifest
-from collectors.variants.builder import build_variant
 from collectors.variants.spec import VariantSpec, parse_variant
 from collectors.host import machine, procs, sample_cost, versions
 from collectors.load import memtier
-from collectors.runner import pairing
+from collectors.runner import layouts, pairing
 from collectors.runner.context import RunContext, bench_bin
 from collectors.runner.new_manifest import apply_sections, make_manifest, new_run_id
 from collectors.runner.options import RUNS_DIR, RunError, RunOptions
@@ -71,6 +70,8 @@ class RunRequest:
                 a += ["--on", o.precision_on]
             if o.budget_s is not None:
                 a += ["--budget", f"{o.budget_s:g}"]
+        if o.layouts != 1:
+            a += ["--layouts", str(o.layouts)]
         for s in self.sets:
             a += ["--set", s]
         a += ["--keep-perf-data"] * o.keep_perf_data + ["--report"] * self.report
@@ -113,15 +114,19 @@ def plan_run(req: RunRequest, log: Log) -> RunPlan:
     if opts.precision_on is not None and opts.precision_on.partition(":")[2] not in ("", "flat", "cum"):
         raise RunError(f"--on {opts.precision_on}: give FUNCTION, FUNCTION:flat or FUNCTION:cum")
     specs = parse_variants(req.variants)
+    layouts.check(opts, specs)
     if opts.load_generator == "memtier" or (opts.load_generator == "auto" and case.workload.tool == "memtier"):
         memtier.find_memtier()  # a MEMTIER= that points nowhere stops the run before any build
     host = machine.host_facts()
     found = plugins()
     # Plugins judge the run before anything is built (perf missing, no PMU, token file).
     sections = [pl.manifest_sections(opts, host) for pl in found]
-    variants = {s.name: build_variant(s, log=log) for s in specs}
+    variants = layouts.build_all(specs, opts, log)
     plan, decided = pairing.choose(variants, opts, case, host.memory_bytes)
     opts.paired = plan is not None
+    if opts.layouts > 1 and not opts.paired:
+        raise RunError(f"--layouts {opts.layouts}: pairs layout i of one variant with layout i "
+                       f"of the other in paired reps; this run cannot pair ({decided.reason})")
     log(f"stallscope run: {'paired' if plan else 'unpaired'}: {decided.reason}")
     if opts.precision_on is not None and not (opts.paired and opts.profile == "perf"):
         raise RunError(f"--on {opts.precision_on}: a function's cost per operation is narrowed "

@@ -9,12 +9,13 @@ from pathlib import Path
 from typing import Callable
 
 from analysis.inputs.case import Case
-from analysis.inputs.manifest import Manifest, Placement, Variant
+from analysis.inputs.manifest import Manifest, Placement, Rep, Variant
 from analysis.inputs.rundir import save_manifest
 from collectors.collector import RepCollector, WindowProfiler
 from collectors.runner.window_collectors import WindowCollectors
 from collectors.host import procs
 from collectors.load.server import ServerOptions
+from collectors.runner.layouts import variants_for
 from collectors.runner.options import RunOptions
 from collectors.runner.progress import Progress
 
@@ -55,6 +56,10 @@ class RunContext:
             self.progress.note(msg, always)
         elif always:
             print(f"stallscope run: {msg}", file=sys.stderr)
+
+    def rep_variants(self, rep: Rep) -> dict[str, Variant]:
+        """The variants as `rep` runs them: with --layouts, each one's build of the rep's layout."""
+        return variants_for(self.variants, rep.layout)
 
     def server_opts(self, variant: Variant, tag: str, logfile: Path, rdb: Path | None,
                     with_variant_config: bool = True) -> ServerOptions:

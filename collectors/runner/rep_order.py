@@ -3,6 +3,7 @@ variant alike. Throughput (or paired) reps first, then the separate profile reps
 from __future__ import annotations
 
 from analysis.inputs.manifest import Rep
+from collectors.runner.layouts import rep_layout
 from collectors.runner.options import RunOptions
 
 
@@ -27,8 +28,9 @@ def build_rep_order(variants: list[str], opts: RunOptions, workload_tool: str) -
         sched.append(Rep(variant=v, rep=counters[v], kind=kind))
 
     if opts.paired:
-        for i in range(opts.reps):
-            sched.append(Rep(variant="paired", rep=i + 1, kind="paired"))
+        # --layouts N: --reps reps on each layout, the layouts taking turns (layouts.py)
+        for i in range(opts.reps * opts.layouts):
+            sched.append(Rep(variant="paired", rep=i + 1, kind="paired", layout=rep_layout(opts, i)))
     else:
         for v in interleave(variants, opts.reps):
             add(v, "throughput")

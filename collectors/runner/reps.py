@@ -224,7 +224,7 @@ class PairedRep(RepKind):
     @property
     def variant(self) -> Variant:
         # One server for both variants: the first one's binary, no variant config at start.
-        return next(iter(self.run.variants.values()))
+        return next(iter(self.run.rep_variants(self.rep).values()))
 
     def start_server(self, variant: Variant, with_variant_config: bool = True) -> Server:
         return super().start_server(variant, with_variant_config=False)
@@ -234,7 +234,7 @@ class PairedRep(RepKind):
         self.facts.settle = srv.settle()
         # Who was busy over all windows (the load generator is reaped before it returns).
         watch = CpuWatch(srv.pid, client_capacity(run.case.workload.threads, run.place.client_cpus)).start()
-        res = run_paired_windows(srv, run.variants, run.case, run.manifest.calibration.get(first.name),
+        res = run_paired_windows(srv, run.rep_variants(self.rep), run.case, run.manifest.calibration.get(first.name),
                                  bench_bin(first), run.place.client_cpus, self.rep_dir,
                                  window_s=run.opts.paired_window_s, windows=run.opts.paired_windows,
                                  profiler=run.window_profiler(self.rep_dir))
@@ -257,7 +257,8 @@ class PairedServersRep(RepKind):
         place = run.place
         load_cpus = sorted(set(place.server_cpus or []) | set(place.client_cpus or [])) or None
         try:
-            for name, v in run.variants.items():
+            variants = run.rep_variants(self.rep)      # --layouts: this rep's layout
+            for name, v in variants.items():
                 opts = run.server_opts(v, f"paired-{self.rep.rep}-{name}",
                                        self.rep_dir / f"server-{name}.log", self.rdb)
                 srv = Server(replace(opts, cpus=load_cpus or opts.cpus))
@@ -278,8 +279,8 @@ class PairedServersRep(RepKind):
             clock.mark("settle")
             facts.cpus = RepCpus(run.place.server_cpus, run.place.client_cpus)
             res = run_server_windows(
-                servers, run.variants, run.case, dict(run.manifest.calibration),
-                {n: bench_bin(v) for n, v in run.variants.items()}, run.place.client_cpus,
+                servers, variants, run.case, dict(run.manifest.calibration),
+                {n: bench_bin(v) for n, v in variants.items()}, run.place.client_cpus,
                 self.rep_dir, window_s=run.opts.paired_window_s, windows=run.opts.paired_windows,
                 warmup_s=run.case.workload.warmup_s, clock=clock,
                 profiler=run.window_profiler(self.rep_dir))

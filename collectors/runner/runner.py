@@ -20,6 +20,7 @@ from analysis.inputs.manifest import Manifest, Rep, Resume, RunStatus, Variant
 from analysis.inputs.repfacts import RepFacts
 from analysis.inputs.rundir import load_run, write_rep_facts
 from collectors.variants.builder import build_variant
+from collectors.runner.layouts import build_layouts
 from collectors.variants.spec import parse_variant
 from collectors.runner.plugins import plugins, window_profilers
 from collectors.host import procs
@@ -166,9 +167,16 @@ class Runner:
 
 
 def _rebuilt(run_dir: Path, name: str, recorded: Variant, log: Callable[[str], None]) -> Variant:
-    v = build_variant(parse_variant(f"{name}={recorded.spec}"), log=log)
-    if v.binary_sha256 != recorded.binary_sha256:
-        raise RunError(f"{run_dir}/manifest.json: variant {name} was built as sha256 "
-                       f"{str(recorded.binary_sha256)[:12]}, the build now gives "
-                       f"{v.binary_sha256[:12]}; cannot resume with a different binary")
+    spec = parse_variant(f"{name}={recorded.spec}")
+    if recorded.layouts:        # --layouts: every layout's build, each checked below
+        v = build_layouts(spec, [int(x["seed"]) for x in recorded.layouts], log)
+    else:
+        v = build_variant(spec, log=log)
+    pairs = ([(x["binary_sha256"], y["binary_sha256"]) for x, y in zip(recorded.layouts, v.layouts or [])]
+             if recorded.layouts else [(recorded.binary_sha256, v.binary_sha256)])
+    for was, now in pairs:
+        if was != now:
+            raise RunError(f"{run_dir}/manifest.json: variant {name} was built as sha256 "
+                           f"{str(was)[:12]}, the build now gives {now[:12]}; cannot resume "
+                           f"with a different binary")
     return v

@@ -25,6 +25,7 @@ from analysis.errors import Failed
 from analysis.inputs.manifest import Variant
 from collectors.variants import aptsource
 from collectors.variants.binary import binary_variant, inspect_binary, note_missing_symbols, sha256_file
+from collectors.variants.linkorder import apply_layout
 from collectors.variants.spec import VariantSpec
 
 # Bump when the way a build is made changes, so old cache entries are not reused.
@@ -255,13 +256,16 @@ def _find_binaries(tree: Path) -> dict[str, str]:
     return out
 
 
-def build_key(ident: dict, patches: list[dict[str, str]], flags: list[str]) -> str:
+def build_key(ident: dict, patches: list[dict[str, str]], flags: list[str],
+              layout: int | None = None) -> str:
     # A git commit names its tree wherever it is cloned and whatever ref reached it: keyed by
     # the commit alone, `git:R@unstable` and `git:R@<its hash>` (a schedule's run and the
     # bisection after it) share one build.
     source = {"kind": "git", "commit": ident["commit"]} if ident.get("kind") == "git" else ident
     blob = json.dumps({"recipe": BUILD_RECIPE, "source": source,
-                       "patches": [p["sha256"] for p in patches], "make": flags},
+                       "patches": [p["sha256"] for p in patches], "make": flags,
+                       # only when asked: every build made before +layout= keeps its key
+                       **({"layout": layout} if layout is not None else {})},
                       sort_keys=True)
     return hashlib.sha256(blob.encode()).hexdigest()[:20]
 
@@ -288,7 +292,7 @@ def build_variant(spec: VariantSpec, cache: Path | None = None,
     builds = cache / "builds"
     # The key holds the user's flags; the defaults are fixed by BUILD_RECIPE (in the key),
     # and the final flags are recorded in build.json.
-    key = build_key(ident, patches, spec.make_flags)
+    key = build_key(ident, patches, spec.make_flags, spec.layout)
     final = builds / key
     if not (final / "build.json").is_file():
         with _locked(builds / f".{key}.lock"):
@@ -308,8 +312,18 @@ def build_variant(spec: VariantSpec, cache: Path | None = None,
         make_flags=rec["make_flags"], config=dict(spec.config),
         server_bin=bins["server"], benchmark_bin=bins["benchmark"], cli_bin=bins["cli"],
         binary_sha256=rec["binary_sha256"], version=facts.version, commit=commit,
+        layout=_layout_record(rec.get("layout")),
         frame_pointers=facts.frame_pointers, deps_frame_pointers=facts.deps_frame_pointers,
         symbols=facts.symbols, callgraph=facts.callgraph)
+
+
+def _layout_record(rec: dict | None) -> dict | None:
+    """The manifest's note of a +layout= build: the seed, the variable and the first
+    objects of the order (build.json keeps the whole order)."""
+    if not rec:
+        return None
+    return {"seed": rec["seed"], "variable": rec["variable"], "objects": rec["objects"],
+            "first": rec["order"][:5]}
 
 
 def _build_into(spec: VariantSpec, ident: dict, patches: list[dict[str, str]], cache: Path,
@@ -323,13 +337,18 @@ def _build_into(spec: VariantSpec, ident: dict, patches: list[dict[str, str]], c
         for p in patches:
             say(f"patching: {p['file']} (sha256 {p['sha256'][:12]})")
             apply_patch(Path(p["path"]), tree, p["file"])
+        layout = None
+        if spec.layout is not None:
+            layout = apply_layout(tree, spec.layout)
+            say(f"layout: {layout['variable']} ({layout['objects']} objects) linked in the "
+                f"order of seed {spec.layout}")
         flags = merge_make_flags(default_make_flags(), spec.make_flags)
         _run_make(tree, flags, tmp / "build.log", say, cache)
         binaries = _find_binaries(tree)
         rec = {"recipe": BUILD_RECIPE, "source": ident, "patches": patches, "make_flags": flags,
                "binaries": binaries,
                "binary_sha256": sha256_file(tree / "src" / binaries["server"]),
-               "built": now_iso()}
+               "built": now_iso(), **({"layout": layout} if layout else {})}
         # build.json is written last: its presence is what marks a build complete.
         (tmp / "build.json").write_text(json.dumps(rec, indent=2) + "\n")
         shutil.rmtree(final, ignore_errors=True)

@@ -33,6 +33,9 @@ Variant spec grammar:   NAME=SOURCE[+MODIFIER]...
     +make=VAR=VALUE      extra make variable, overrides the default of the same name
                          (not for bin:)
     +config=NAME=VALUE   server config override (passed as --NAME VALUE at start)
+    +layout=SEED         link the server's objects in an order shuffled by SEED (an
+                         integer), to see whether a change survives another code layout;
+                         `stallscope run --layouts N` adds it for you (not for bin:)
 
 Examples:
   base=debsrc:redis
@@ -46,7 +49,7 @@ Examples:
 KINDS = {"git": "git", "debsrc": "debsrc", "bin": "binary"}
 DEBSRC_PACKAGES = ("redis", "valkey")
 _NAME_RE = re.compile(r"^[A-Za-z][A-Za-z0-9_.-]*$")
-_MODIFIER_SPLIT = re.compile(r"\+(?=(?:patch|make|config)=)")
+_MODIFIER_SPLIT = re.compile(r"\+(?=(?:patch|make|config|layout)=)")
 _MAKE_VAR_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
 _CONFIG_NAME_RE = re.compile(r"^[A-Za-z][A-Za-z0-9_-]*$")
 
@@ -65,6 +68,7 @@ class VariantSpec:
     make_flags: list[str] = field(default_factory=list)
     config: dict[str, str] = field(default_factory=dict)
     suite: str | None = None        # debsrc only: Debian suite (None = default)
+    layout: int | None = None       # link-order seed (collectors/variants/linkorder.py); None: as upstream
 
 
 def _apply_modifier(vs: VariantSpec, modifier: str, bad: Callable[[str], ValueError]) -> None:
@@ -83,6 +87,10 @@ def _apply_modifier(vs: VariantSpec, modifier: str, bad: Callable[[str], ValueEr
         if not eq or not _CONFIG_NAME_RE.match(cname):
             raise bad(f"+config={val!r}: expected NAME=VALUE, e.g. +config=prefetch-batch-max-size=0")
         vs.config[cname] = cval
+    elif key == "layout":
+        if not re.fullmatch(r"\d{1,9}", val):
+            raise bad(f"+layout={val!r}: expected a seed, a whole number such as +layout=3")
+        vs.layout = int(val)
 
 
 def parse_variant(text: str) -> VariantSpec:
@@ -128,7 +136,7 @@ def parse_variant(text: str) -> VariantSpec:
 
     for m in mods:
         _apply_modifier(vs, m, bad)
-    if vs.kind == "binary" and (vs.patches or vs.make_flags):
-        raise bad("a prebuilt binary (bin:) cannot take +patch= or +make=; "
+    if vs.kind == "binary" and (vs.patches or vs.make_flags or vs.layout is not None):
+        raise bad("a prebuilt binary (bin:) cannot take +patch=, +make= or +layout=; "
                   "use debsrc: or git: to build a patched server")
     return vs
