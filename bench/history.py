@@ -195,7 +195,7 @@ def function_series(jobs: int, runs: int, noise: Noise, seed: int = 1) -> None:
 
 
 def _many_functions_job(job: str, days: int, seed: int) -> list[dict]:
-    """A job whose runs carry 48 focus functions: ~200 points per run, like a profile-rich job."""
+    """A job whose runs carry 48 focus functions: ~300 points per run, like a profile-rich job."""
     runs = make_job(job, days, [], seed=seed).runs
     for r in runs:
         focus = r["profile"]["focus"]

@@ -60,7 +60,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from analysis import stats
-from analysis.compare.results import SCHEMA, MetricRow
+from analysis.compare.results import SCHEMA, FunctionRow, MetricRow, ProfileSection
 from analysis.compare.values import ChangeOut, Side
 
 REPS = 5               # a schedule job's default `reps`
@@ -108,8 +108,8 @@ class JobHistory:
     commits: list[str] = field(default_factory=list)    # the candidate's commit of each run
 
 
-def _side(vals: list[float]) -> dict:
-    return asdict(Side.of(stats.summarize(vals), list(range(1, len(vals) + 1))))
+def _side(vals: list[float]) -> Side:
+    return Side.of(stats.summarize(vals), list(range(1, len(vals) + 1)))
 
 
 def _effect(shifts: list[Shift], run: int) -> float:
@@ -171,21 +171,24 @@ def _rep(rng: random.Random, shifts: list[Shift], run: int, level: float) -> tup
     return whole, out
 
 
-def _change(base: list[float], cand: list[float], unit: str) -> dict:
-    """The in-run change of a profile row: its size only. A real run judges the functions
-    in families (analysis/compare/families.py); the history's detectors do not read these
-    verdicts, and judging 50 rows a run would be most of the bench's time."""
+def _change(base: list[float], cand: list[float], unit: str) -> ChangeOut:
+    """The in-run change of a profile row: its size only (no interval, no verdict). A real
+    run judges the functions in families (analysis/compare/families.py); the history's
+    detectors do not read these verdicts, and judging 50 rows a run would be most of the
+    bench's time."""
     b, c = sorted(base)[len(base) // 2], sorted(cand)[len(cand) // 2]
-    return {"rel": c / b - 1 if b > 0 else None, "verdict": "", "unit": unit}
+    return ChangeOut(c - b, c / b - 1 if b > 0 else None, None, None, None, None, None, "", "", "", unit)
 
 
-def _function_row(f: str, base: list, cand: list) -> dict:
-    """A profile table row as results.json has it: flat CPU per op (ns) and flat share (%)."""
+def _function_row(f: str, base: list, cand: list) -> FunctionRow:
+    """A profile table row as results.json has it: flat CPU per op (ns) and flat share (%).
+    Only flat costs are modelled: the cumulative share the model requires is given as the
+    flat one (the history keeps it as cum_share:, which no detector reads)."""
     ns = [[c.get(f, 0.0) for _, c in reps] for reps in (base, cand)]
     pct = [[100 * c.get(f, 0.0) / w for w, c in reps] for reps in (base, cand)]
-    return {"name": f, "thread": "all", "base_flat_ns": _side(ns[0]), "cand_flat_ns": _side(ns[1]),
-            "flat_ns_change": _change(*ns, "ns/op"), "base_flat": _side(pct[0]), "cand_flat": _side(pct[1]),
-            "flat_change": _change(*pct, "pp")}
+    share = _side(pct[0]), _side(pct[1]), _change(*pct, "pp")
+    return FunctionRow(f, "all", *share, *share, base_flat_ns=_side(ns[0]), cand_flat_ns=_side(ns[1]),
+                       flat_ns_change=_change(*ns, "ns/op"))
 
 
 def _profile(rng: random.Random, shifts: list[Shift], base_run: int, cand_run: int, level: float) -> dict:
@@ -193,10 +196,11 @@ def _profile(rng: random.Random, shifts: list[Shift], base_run: int, cand_run: i
     base = [_rep(rng, shifts, base_run, level) for _ in range(PROFILE_REPS)]
     cand = [_rep(rng, shifts, cand_run, level) for _ in range(PROFILE_REPS)]
     whole = [[w for w, _ in reps] for reps in (base, cand)]
-    return {"focus": [_function_row(f, base, cand) for f in FUNCTIONS],
-            "movers": [_function_row(f, base, cand) for f in top_functions()],
-            "per_op_total": {"base": _side(whole[0]), "cand": _side(whole[1]), "unit": "ns/op",
-                             "change": _change(*whole, "ns/op")}}
+    total = MetricRow("all samples", "CPU time per operation", "ns/op", False, _side(whole[0]),
+                      _side(whole[1]), _change(*whole, "ns/op"))
+    return asdict(ProfileSection(True, weight_unit="nanoseconds", per_op=True, per_op_total=total,
+                                 focus=[_function_row(f, base, cand) for f in FUNCTIONS],
+                                 movers=[_function_row(f, base, cand) for f in top_functions()]))
 
 
 def make_job(job: str, days: int, shifts: list[Shift], *, seed: int = 0, reps: int = REPS,

@@ -77,8 +77,8 @@ def _ingest(store: HistoryStore, a) -> int:
     from analysis.history.store import Incoming
     incoming = []
     for p in a.paths:                 # every path read first: one bad path stores nothing
-        results, report = results_of(p)
-        incoming.append(Incoming(results, a.job, report_url=report))
+        results, report, source = results_of(p)
+        incoming.append(Incoming(results, a.job, report_url=report, source=source))
     for r in store.ingest_batch(incoming):          # one transaction
         print(f"stored run {r.id}: job {r.job}, {r.run_id} ({r.started_at})")
     return 0

@@ -15,13 +15,26 @@ of each series. Series keys (docs/history.md):
                               the candidate (or gone from it), its own CPU time per operation
                               as a share of the baseline's whole (rel), no interval
 
-Values are the side's median; low/high the spread of its reps (min, max). Fields a newer
-results.json adds are ignored, fields an older one lacks leave their series out.
+Values are the side's median; low/high the spread of its reps (min, max).
+
+The document is read typed, as the results model declares it (analysis/compare/results.py,
+through the one converter analysis/inputs/records.convert): the sections the history reads
+(`Sections`) with the very types of `Results`' fields. Fields a newer results.json adds are
+ignored; fields an older one lacks leave their series out (the model's optional fields,
+e.g. `base_flat_ns` before per-operation costs, `per_op_total`, `tma.funnel`). A section
+that lacks a field the model requires is not a results.json this stallscope can read: a
+RecordError names the document and the field, and the run is not stored. Sections the
+history does not read (`summary`, `settings`, ...) are not converted, so a schema-1
+results.json, whose `summary` items the model no longer declares, is still stored.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Iterator
+
+from analysis.compare.results import FunctionRow, MetricRow, ProfileSection, TmaSection
+from analysis.compare.values import ChangeOut
+from analysis.inputs.records import convert
 
 
 @dataclass(frozen=True)
@@ -46,94 +59,117 @@ class InRunChange:
     verdict: str
 
 
+@dataclass
+class Sections:
+    """The sections of results.json the history reads, each typed as `Results` declares it
+    (tests/test_history_extract.py holds the two to the same types)."""
+    throughput: list[MetricRow] = field(default_factory=list)
+    latency: list[MetricRow] = field(default_factory=list)
+    paired: list[MetricRow] = field(default_factory=list)
+    profile: ProfileSection = field(default_factory=lambda: ProfileSection(False))
+    tma: TmaSection = field(default_factory=lambda: TmaSection("absent"))
+
+    @classmethod
+    def of(cls, results: Any, where: str = "results.json") -> "Sections":
+        """The typed sections of a results.json document (a `Sections` as it is); RecordError
+        names `where` and the field when a section does not fit the model."""
+        return results if isinstance(results, Sections) else convert(results, cls, where)
+
+
+# A side is a results Side (throughput, profile) or a TMA FunnelSide: both have n, median,
+# min, max and values.
 def _side(series: str, variant: str, side: Any, unit: str, hib: bool) -> Point | None:
-    if not isinstance(side, dict) or side.get("median") is None or not side.get("n"):
+    if side is None or side.median is None or not side.n:
         return None
-    vals = side.get("values")
+    vals = side.values
     vals = [float(v) for v in vals if isinstance(v, (int, float))] if isinstance(vals, list) else None
-    return Point(series, variant, float(side["median"]), _f(side.get("min")), _f(side.get("max")),
-                 int(side.get("n") or 0), unit, hib, vals)
+    return Point(series, variant, float(side.median), _f(side.min), _f(side.max),
+                 int(side.n or 0), unit, hib, vals)
 
 
 def _f(x: Any) -> float | None:
     return float(x) if isinstance(x, (int, float)) else None
 
 
-def _change(series: str, ch: Any) -> InRunChange | None:
-    if not isinstance(ch, dict):
+def _change(series: str, ch: ChangeOut | None) -> InRunChange | None:
+    if ch is None:
         return None
-    return InRunChange(series, _f(ch.get("rel")), _f(ch.get("rel_ci_low")), _f(ch.get("rel_ci_high")),
-                       str(ch.get("verdict") or ""))
+    return InRunChange(series, _f(ch.rel), _f(ch.rel_ci_low), _f(ch.rel_ci_high), str(ch.verdict or ""))
 
 
-def _rows(results: dict) -> Iterator[tuple[str, dict, dict, Any, str, bool]]:
+FOCUS_SERIES = (("cpu_per_op", "base_flat_ns", "cand_flat_ns", "flat_ns_change", "ns/op"),
+                ("cum_per_op", "base_cum_ns", "cand_cum_ns", "cum_ns_change", "ns/op"),
+                ("flat_share", "base_flat", "cand_flat", "flat_change", "%"),
+                ("cum_share", "base_cum", "cand_cum", "cum_change", "%"))
+# The run's top functions (its top movers: every function with a share of the CPU large
+# enough to be one, ranked by how much it moved): their flat cost per operation and share,
+# so each is a series of its own (function_series.py tests them together).
+MOVER_SERIES = tuple(s for s in FOCUS_SERIES if s[0] in ("cpu_per_op", "flat_share"))
+
+# (series, base side, cand side, change, unit, higher_is_better)
+Row = tuple[str, Any, Any, Any, str, bool]
+
+
+def _rows(sec: Sections) -> Iterator[Row]:
     """(series, base side, cand side, change, unit, higher_is_better) of every metric row."""
-    for key, prefix in (("throughput", "throughput"), ("paired", "paired"), ("latency", None)):
-        for row in results.get(key) or []:
-            name = f"{prefix or row.get('metric', 'latency')}:{row.get('test', '')}"
-            yield (name, row.get("base"), row.get("cand"), row.get("change"), row.get("unit", ""),
-                   bool(row.get("higher_is_better", key != "latency")))
-    prof = results.get("profile") or {}
-    total = prof.get("per_op_total")
-    if isinstance(total, dict):
-        yield ("cpu_per_op:all", total.get("base"), total.get("cand"), total.get("change"),
-               total.get("unit", "ns/op"), False)
-    for f in prof.get("focus") or []:
-        name = f.get("name", "")
-        for series, b, c, ch, unit in (
-                (f"cpu_per_op:{name}", "base_flat_ns", "cand_flat_ns", "flat_ns_change", "ns/op"),
-                (f"cum_per_op:{name}", "base_cum_ns", "cand_cum_ns", "cum_ns_change", "ns/op"),
-                (f"flat_share:{name}", "base_flat", "cand_flat", "flat_change", "%"),
-                (f"cum_share:{name}", "base_cum", "cand_cum", "cum_change", "%")):
-            yield series, f.get(b), f.get(c), f.get(ch), unit, False
-    # The run's top functions (its top movers: every function with a share of the CPU
-    # large enough to be one, ranked by how much it moved): their flat cost per operation
-    # and share, so each is a series of its own (function_series.py tests them together).
-    for f in prof.get("movers") or []:
-        name = f.get("name", "")
-        if any(g.get("name") == name for g in prof.get("focus") or []):
-            continue
-        for series, b, c, ch, unit in (
-                (f"cpu_per_op:{name}", "base_flat_ns", "cand_flat_ns", "flat_ns_change", "ns/op"),
-                (f"flat_share:{name}", "base_flat", "cand_flat", "flat_change", "%")):
-            yield series, f.get(b), f.get(c), f.get(ch), unit, False
-    funnel = (results.get("tma") or {}).get("funnel") or {}
-    for row in funnel.get("rows") or []:
-        ch = {"rel": None, "verdict": row.get("verdict", "")}
-        yield (f"tma:{row.get('node', '')}", row.get("base"), row.get("cand"), ch,
-               row.get("unit") or "%", bool(row.get("higher_is_better")))
+    for rows, prefix in ((sec.throughput, "throughput"), (sec.paired, "paired"), (sec.latency, None)):
+        for row in rows or []:
+            yield (f"{prefix or row.metric}:{row.test}", row.base, row.cand, row.change, row.unit,
+                   bool(row.higher_is_better))
+    prof = sec.profile or ProfileSection(False)
+    total = prof.per_op_total
+    if total is not None:
+        yield "cpu_per_op:all", total.base, total.cand, total.change, total.unit, False
+    focus = prof.focus or []
+    yield from _function_rows(focus, FOCUS_SERIES)
+    names = {f.name for f in focus}
+    yield from _function_rows([f for f in prof.movers or [] if f.name not in names], MOVER_SERIES)
+    funnel = sec.tma.funnel if sec.tma is not None else None
+    for r in (funnel.rows if funnel is not None else None) or []:
+        ch = InRunChange(f"tma:{r.node}", None, None, None, str(r.verdict or ""))
+        yield f"tma:{r.node}", r.base, r.cand, ch, r.unit or "%", bool(r.higher_is_better)
 
 
-def one_sided(results: dict) -> list[InRunChange]:
+def _function_rows(rows: list[FunctionRow], series: tuple) -> Iterator[Row]:
+    for f in rows:
+        for prefix, b, c, ch, unit in series:
+            yield f"{prefix}:{f.name}", getattr(f, b), getattr(f, c), getattr(f, ch), unit, False
+
+
+def one_sided(results: Any, where: str = "results.json") -> list[InRunChange]:
     """The top movers the run calls new in the candidate or gone: new code's own price is
     what moved when, say, a commit swaps in a slower hash function; a relative change of a
     cost that was 0 has no ratio, so it is given against the baseline's whole CPU time per
     operation (+0.47: the new function costs 47% of what every operation cost before)."""
-    prof = results.get("profile") or {}
-    total = ((prof.get("per_op_total") or {}).get("base") or {}).get("median")
+    prof = Sections.of(results, where).profile or ProfileSection(False)
+    base_total = prof.per_op_total.base if prof.per_op_total is not None else None
+    total = base_total.median if base_total is not None else None
     out = []
-    for f in prof.get("movers") or []:
-        verdict = (f.get("flat_verdict") or {}).get("verdict")
+    for f in prof.movers or []:
+        verdict = f.flat_verdict.verdict if f.flat_verdict is not None else None
         if verdict not in ("new in candidate", "gone") or not total:
             continue
-        side = f.get("cand_flat_ns" if verdict == "new in candidate" else "base_flat_ns") or {}
-        if side.get("median") is None:
+        side = f.cand_flat_ns if verdict == "new in candidate" else f.base_flat_ns
+        if side is None or side.median is None:
             continue
         sign = 1 if verdict == "new in candidate" else -1
         prefix = "new" if sign > 0 else "gone"
-        out.append(InRunChange(f"{prefix}:{f.get('name', '')}", sign * float(side["median"]) / float(total),
+        out.append(InRunChange(f"{prefix}:{f.name}", sign * float(side.median) / float(total),
                                None, None, verdict))
     return out
 
 
-def extract(results: dict) -> tuple[list[Point], list[InRunChange]]:
+def extract(results: Any, where: str = "results.json") -> tuple[list[Point], list[InRunChange]]:
+    """The points and in-run changes of one results.json document (or its `Sections`);
+    `where` names the document in a RecordError (its file, or its run)."""
+    sec = Sections.of(results, where)
     points, changes = [], []
-    for series, base, cand, ch, unit, hib in _rows(results):
+    for series, base, cand, ch, unit, hib in _rows(sec):
         for variant, side in (("base", base), ("cand", cand)):
             p = _side(series, variant, side, unit, hib)
             if p is not None:
                 points.append(p)
-        c = _change(series, ch)
-        if c is not None and (base or cand):
+        c = ch if isinstance(ch, InRunChange) else _change(series, ch)
+        if c is not None and (base is not None or cand is not None):
             changes.append(c)
-    return points, changes + one_sided(results)
+    return points, changes + one_sided(sec)

@@ -58,6 +58,7 @@ class Incoming:
     commits: dict[str, str] | None = None
     report_url: str = ""
     meta: dict | None = None
+    source: str = ""                       # the file it was read from, for errors
 
 
 def url_of(where: str | os.PathLike | None) -> str:
@@ -126,8 +127,8 @@ class HistoryStore:
     # --- ingest -------------------------------------------------------------------------
     def ingest_results(self, results: dict, *, job: str | None = None,
                        commits: dict[str, str] | None = None, report_url: str = "",
-                       meta: dict | None = None) -> StoredRun:
-        return self.ingest_batch([Incoming(results, job, commits, report_url, meta)])[0]
+                       meta: dict | None = None, source: str = "") -> StoredRun:
+        return self.ingest_batch([Incoming(results, job, commits, report_url, meta, source)])[0]
 
     def ingest_batch(self, incoming: list[Incoming]) -> list[StoredRun]:
         """Store many runs in one transaction (one multi-row insert per table): a run
@@ -169,7 +170,7 @@ class HistoryStore:
                    commits=all_commits, variants=variants,
                    environment={k: env.get(k) for k in ("host", "tools", "placement", "profiling")},
                    report=x.report_url or "", meta=x.meta or {}, ingested_at=now_iso())
-        points, changes = extract(results)
+        points, changes = extract(results, x.source or f"results.json of run {results['run_id']}")
         return row, points, changes
 
     def _insert_runs(self, conn: sa.Connection, rows: list[dict]) -> dict[str, int]:

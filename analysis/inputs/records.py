@@ -75,7 +75,7 @@ def convert(v: Any, hint: Any, where: str = "", strict: bool = False) -> Any:
     """JSON value -> the declared type (data classes, lists/dicts of them, optionals).
     Lenient by default (a value of another type is kept as it is: old files stay
     readable); `strict` raises RecordError naming `where` for a value of the wrong type."""
-    if hint is Any:
+    if hint is Any or (not strict and hint in _SCALAR_TYPES):   # lenient: kept as it is
         return v
     origin, args = typing.get_origin(hint), typing.get_args(hint)
     if origin in (typing.Union, types.UnionType):
@@ -133,6 +133,7 @@ def _dataclass(cls: Any, d: Any, where: str, strict: bool) -> Any:
     return obj
 
 
+_SCALAR_TYPES = (int, float, bool, str)
 _NAMES = {int: "an integer", float: "a number", bool: "true or false", str: "a string"}
 
 
