@@ -35,7 +35,10 @@ def test_busy_and_idle_threads_of_a_real_process():
     main = sat.main_thread()
     spinner = next(t for t in sat.server_threads if t.tid != p.pid)
     assert main is not None and main.busy < 0.1            # the main thread sleeps
-    assert spinner.busy > 0.6                              # the other one spins (2 CPUs, shared)
+    # the other one spins: always runnable, so on a CPU or waiting for one the whole window
+    # (on a quiet host mostly on it; a loaded CI host took 42% of it once)
+    assert spinner.busy > 0.3 and spinner.waiting is not None
+    assert spinner.busy + spinner.waiting == pytest.approx(1.0, abs=0.1)
     assert spinner.cpu_s == pytest.approx(spinner.busy * sat.window_s, rel=0.05)
 
 
