@@ -309,6 +309,12 @@ class Manifest(Record):
                 if (variant is None or r.variant == variant) and (kind is None or r.kind == kind)
                 and (not measured_only or r.measured)]
 
+    @property
+    def pilot(self) -> int | None:
+        """The first-stage units of a --precision run (options.reps: option_specs.first_stage),
+        None without --precision."""
+        return self.options.reps if self.precision is not None else None
+
     def find_rep(self, variant: str, rep: int) -> Rep:
         for r in self.schedule:
             if r.variant == variant and r.rep == rep:
