@@ -7,7 +7,9 @@ import shutil
 
 import pytest
 
-from analysis.inputs.manifest import SCHEMA, Calibration, Manifest, Rep, Resume, RunStatus, Variant
+from analysis.inputs.manifest import (SCHEMA, Calibration, Manifest, PrecisionPlan, Rep, Resume,
+                                      RunStatus, Variant)
+from analysis.inputs.run_options import RunOptions
 from analysis.inputs.collector_facts import CollectorFacts, PerfFacts
 from analysis.inputs.repfacts import BenchSummary, PairedFacts, RdbLoadResult, RepFacts, Window
 from analysis.inputs.rundir import (RunDirError, load_run, read_rep_facts, save_manifest,
@@ -189,3 +191,47 @@ def test_schema2_precision_target_is_stored_once_after_migration(tmp_path):
     m2 = Manifest.load(d, "old/manifest.json")
     assert m2.options.precision == 0.02 and "target" not in m2.to_json()["precision"]
     assert m2.to_json()["options"]["precision"] == 0.02
+
+
+ASKED = {"target", "budget_s", "pilot", "on"}    # what schema 2 and 3 wrote in the plan too
+
+
+def test_older_precision_plans_keep_what_was_asked_in_options_only():
+    """Schemas 2 and 3 wrote the budget, the first stage and --on twice (precision.budget_s,
+    .pilot, .on and options.budget_s, .reps, .precision_on); the recorded --precision run
+    loads with them in options only, read through Manifest.pilot and options."""
+    m = load_run(RUNS / "valkey-rdb-load-1m-1000b").manifest
+    assert m.schema == SCHEMA == 4
+    assert not ASKED & set(m.precision.to_json()) and not ASKED & set(m.precision.extra)
+    assert (m.pilot, m.options.reps, m.options.budget_s, m.options.precision_function) == (5, 5, 480.0, None)
+    assert (m.precision.pilot_sd, m.precision.planned, m.precision.ended_by) == (0.01329, 5, "precision")
+
+
+def test_an_older_plan_fills_options_that_lack_them_and_never_overrides_them():
+    d = json.loads((RUNS / "valkey-rdb-load-1m-1000b" / "manifest.json").read_text())
+    # a schema-3 manifest (the target already in options) whose options lack what the plan has
+    d["schema"] = 3
+    d["precision"].pop("target")
+    d["precision"]["on"] = "dictFind:flat"
+    for k in ("reps", "budget_s", "precision_on"):
+        d["options"].pop(k, None)
+    m = Manifest.load(d, "old/manifest.json")
+    assert (m.pilot, m.options.budget_s, m.options.precision_on) == (5, 480.0, "dictFind:flat")
+    assert m.options.precision_function == ("dictFind", "flat")
+    assert not ASKED & set(m.to_json()["precision"])
+    # options given win: the plan's copies are dropped, not moved
+    d["options"].update(reps=7, budget_s=60.0, precision_on="dictFind")
+    m = Manifest.load(d, "old/manifest.json")
+    assert (m.pilot, m.options.budget_s, m.options.precision_function) == (7, 60.0, ("dictFind", "cum"))
+    assert not ASKED & set(m.precision.extra)
+
+
+def test_a_precision_plan_round_trips_its_own_state_only(tmp_path):
+    plan = PrecisionPlan(pilot_sd=0.03, planned=12, ended_by="budget", note="n", spent_s=9.5)
+    m = _manifest(precision=plan, options=RunOptions(reps=8, precision=0.02, budget_s=600.0))
+    save_manifest(tmp_path, m)
+    d = json.loads((tmp_path / "manifest.json").read_text())
+    assert set(d["precision"]) == {"pilot_sd", "planned", "ended_by", "note", "spent_s"}
+    back = load_run(tmp_path).manifest
+    assert back == m and back.pilot == 8 and back.options.precision_function is None
+    assert _manifest().pilot is None        # no --precision: no first stage

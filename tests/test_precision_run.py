@@ -38,8 +38,8 @@ def test_a_reachable_precision_runs_the_reps_its_first_stage_plans(tmp_path):
     run_dir, err = run(tmp_path, "--precision", "30%", "--reps", "3")
     m = load_run(run_dir).manifest
     p = m.precision
-    assert (m.options.precision, p.pilot, p.ended_by) == (0.3, 3, "precision")
-    assert "target" not in p.to_json()           # stored once (manifest schema 3)
+    assert (m.options.precision, m.pilot, p.ended_by) == (0.3, 3, "precision")
+    assert not {"target", "budget_s", "pilot", "on"} & set(p.to_json())   # in options only (schema 4)
     x = main_log_ratios(load_run(run_dir), "base", "cand")
     # Stein's N from the first stage's spread alone, and the run ran exactly that many
     assert p.pilot_sd == pytest.approx(statistics.stdev(x[:3]), abs=1e-6)

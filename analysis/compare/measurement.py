@@ -45,13 +45,14 @@ def measurement(m: Manifest, main: MetricRow | None) -> Measurement:
         return out
     unit = "paired rep" if m.paired is not None else "A/B block"
     units = main.base.n if main is not None else 0
-    out.target, out.budget_s, out.pilot, out.pilot_sd = m.options.precision, p.budget_s, p.pilot, p.pilot_sd
+    out.target, out.budget_s, out.pilot = m.options.precision, m.options.budget_s, m.pilot
+    out.pilot_sd = p.pilot_sd
     out.planned, out.units, out.ended_by = p.planned, units, p.ended_by
     out.half_width = _half_width(main)
     reached = (f"the interval is ±{out.half_width:.1%} of the ratio" if out.half_width is not None
                else "no interval yet")
-    asked = f"±{out.target:.1%} of the ratio asked within {_duration(p.budget_s)}"
-    spread = (f" from the first {p.pilot} {unit}s' spread (sd {p.pilot_sd:.3f} of the log ratio)"
+    asked = f"±{out.target:.1%} of the ratio asked within {_duration(out.budget_s)}"
+    spread = (f" from the first {out.pilot} {unit}s' spread (sd {p.pilot_sd:.3f} of the log ratio)"
               if p.pilot_sd is not None else "")
     if p.ended_by == "precision":
         out.precision = f"{asked}; reached with {units} {unit}s as planned{spread}: {reached}"

@@ -138,9 +138,9 @@ def _function_row(fn: str, sh: Shares, base: str, cand: str, thread: str, opts: 
 
 def _planned(run: RunDir, paired: bool) -> tuple[str, str, int] | None:
     """(function, measure, pilot) of a --precision run on a function (--on)."""
-    p = run.manifest.precision
-    on = p.function if p is not None and paired else None
-    return (on[0], on[1], p.pilot) if on and p.pilot else None
+    m = run.manifest
+    on = m.options.precision_function if m.precision is not None and paired else None
+    return (on[0], on[1], m.pilot) if on and m.pilot else None
 
 
 def _mover_key(r: FunctionRow) -> tuple:

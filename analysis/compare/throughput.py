@@ -101,8 +101,7 @@ def _rows_by_test(run: RunDir, variant: str) -> dict[str, list[tuple[int, RepThr
 
 def pilot_of(run: RunDir) -> int | None:
     """The first-stage reps of a --precision run (None for a run of fixed reps)."""
-    p = run.manifest.precision
-    return p.pilot if p is not None and p.pilot else None
+    return run.manifest.pilot or None
 
 
 def throughput(run: RunDir, base: str, cand: str, opts: CompareOptions

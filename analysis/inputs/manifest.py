@@ -7,6 +7,9 @@ Schema history (docs/run-directory.md):
      every level (Record.extra), so a resume never drops what a newer writer added.
   3  the --precision target is stored once, as options.precision (schema 2 also wrote it
      as precision.target; the migration moves it there).
+  4  the rest of what --precision was asked is stored once, in options too: the budget
+     (options.budget_s), the first stage (options.reps) and --on (options.precision_on);
+     schema 3 also wrote them as precision.budget_s, .pilot and .on (the migration moves them).
 `migrate()` brings any older manifest dict up to SCHEMA on load; files are never
 rewritten by analysis.
 """
@@ -24,7 +27,7 @@ from analysis.inputs.records import Record, RecordError
 from analysis.inputs.run_options import RunOptions
 from analysis.inputs.tma_plan import TmaPlan
 
-SCHEMA = 3
+SCHEMA = 4
 
 REP_STATUSES = ("pending", "running", "ok", "failed")
 REP_KINDS = ("throughput", "profile", "paired", "warmup")
@@ -148,30 +151,18 @@ class Pairing(Record):
 @dataclass
 class PrecisionPlan(Record):
     """--precision: paired reps added until the throughput interval is that narrow or the
-    budget is spent (Stein's two-stage design, docs/statistics.md). The half-width asked is
-    the manifest's `options.precision` (a fraction of the ratio; 0.02: cand/base known
-    within a factor 1.02 either way), stored there only; the first `pilot` reps set the
-    spread `pilot_sd` (sd of their log ratios) that decides `planned`, the total the run
-    aims at."""
-    budget_s: float | None = None
-    pilot: int = 0
+    budget is spent (Stein's two-stage design, docs/statistics.md). What was asked is the
+    manifest's `options`, stored there only: the half-width `precision` (a fraction of the
+    ratio; 0.02: cand/base known within a factor 1.02 either way), the wall-time `budget_s`,
+    the first stage `reps` (Manifest.pilot) and --on `precision_on` (the interval made that
+    narrow is that function's CPU time per operation, RunOptions.precision_function). This
+    is the plan's own state: the first stage's spread `pilot_sd` (sd of its log ratios) that
+    decides `planned`, the total the run aims at, and what ended it."""
     pilot_sd: float | None = None
     planned: int | None = None
     ended_by: str | None = None      # precision | budget | None while running
     note: str = ""
     spent_s: float = 0.0             # wall time of the run so far (all its sessions)
-    # --on FUNCTION[:flat|cum]: the interval made that narrow is that function's CPU time per
-    # operation (from the profiles of the paired windows), not the throughput's
-    on: str | None = None
-    OMIT_IF_NONE = frozenset({"on"})
-
-    @property
-    def function(self) -> tuple[str, str] | None:
-        """(function, "flat" | "cum") of --on, or None (the throughput's interval)."""
-        if not self.on:
-            return None
-        fn, _, measure = self.on.partition(":")
-        return fn, (measure or "cum")
 
 
 @dataclass
@@ -309,6 +300,12 @@ class Manifest(Record):
                 if (variant is None or r.variant == variant) and (kind is None or r.kind == kind)
                 and (not measured_only or r.measured)]
 
+    @property
+    def pilot(self) -> int | None:
+        """The first-stage units of a --precision run (options.reps: option_specs.first_stage),
+        None without --precision."""
+        return self.options.reps if self.precision is not None else None
+
     def find_rep(self, variant: str, rep: int) -> Rep:
         for r in self.schedule:
             if r.variant == variant and r.rep == rep:
@@ -328,6 +325,8 @@ def migrate(d: dict[str, Any], path: Path | str) -> dict[str, Any]:
         d = _v1_to_v2(d)
     if d["schema"] == 2:
         d = _v2_to_v3(d)
+    if d["schema"] == 3:
+        d = _v3_to_v4(d)
     return d
 
 
@@ -345,17 +344,31 @@ def _v1_to_v2(d: dict[str, Any]) -> dict[str, Any]:
     return d
 
 
+def _plan_to_options(d: dict[str, Any], moves: dict[str, str]) -> dict[str, Any]:
+    """Each `precision` key of `moves` moved to its `options` key (what the run was asked; a
+    resume reuses it), filling options only where it is empty. Dropped from precision, or
+    Record.extra would keep it and a resume write it again."""
+    plan = d.get("precision")
+    if not isinstance(plan, dict) or not any(k in plan for k in moves):
+        return d
+    plan, options = dict(plan), dict(d.get("options") or {})
+    for old, new in moves.items():
+        if old in plan:
+            value = plan.pop(old)
+            if options.get(new) is None:
+                options[new] = value
+    return {**d, "precision": plan, "options": options}
+
+
 def _v2_to_v3(d: dict[str, Any]) -> dict[str, Any]:
     """The --precision target, written twice by schema 2 (precision.target and
-    options.precision), kept once: in options (what the run was asked; a resume reuses it).
-    Dropped from precision, or Record.extra would keep it and a resume write it again."""
-    d = dict(d)
-    if isinstance(d.get("precision"), dict) and "target" in d["precision"]:
-        plan = dict(d["precision"])
-        target = plan.pop("target")
-        options = dict(d.get("options") or {})
-        if options.get("precision") is None:
-            options["precision"] = target
-        d["precision"], d["options"] = plan, options
-    d["schema"] = 3
-    return d
+    options.precision), kept once: in options."""
+    return {**_plan_to_options(d, {"target": "precision"}), "schema": 3}
+
+
+def _v3_to_v4(d: dict[str, Any]) -> dict[str, Any]:
+    """The budget, first stage and --on of a --precision run, written twice by schema 3
+    (precision.budget_s, .pilot, .on and options.budget_s, .reps, .precision_on), kept once:
+    in options."""
+    moves = {"budget_s": "budget_s", "pilot": "reps", "on": "precision_on"}
+    return {**_plan_to_options(d, moves), "schema": 4}

@@ -33,3 +33,12 @@ class RunOptions(MeasureOptions):
     # --layouts N: each variant built N times in shuffled link orders, --reps paired reps on
     # each (collectors/runner/layouts.py); 1: the upstream order only
     layouts: int = DEFAULT_LAYOUTS
+
+    @property
+    def precision_function(self) -> tuple[str, str] | None:
+        """(function, "flat" | "cum") of --on, or None (--precision narrows the throughput's
+        interval)."""
+        if not self.precision_on:
+            return None
+        fn, _, measure = self.precision_on.partition(":")
+        return fn, (measure or "cum")

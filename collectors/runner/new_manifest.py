@@ -69,9 +69,8 @@ def make_manifest(run_id: str, case: Case, variants: dict[str, Variant], opts: R
     m.calibration = {}
     m.paired, m.pairing = paired, pairing
     if opts.precision is not None:
-        # the target itself is options.precision (stored once, manifest schema 3)
-        m.precision = PrecisionPlan(budget_s=opts.budget_s, pilot=opts.reps,
-                                    on=opts.precision_on)
+        # what was asked (target, budget, first stage, --on) is options only (manifest schema 4)
+        m.precision = PrecisionPlan()
     return m
 
 

@@ -38,7 +38,12 @@ class PrecisionRun:
     def __init__(self, run: RunContext):
         self.run = run
         self.plan: PrecisionPlan = run.manifest.precision
-        self.target: float = run.manifest.options.precision   # the half-width asked (a fraction)
+        # what was asked (manifest.json options): the half-width (a fraction of the ratio), the
+        # wall-time budget, the first stage and --on's function (None: the main metric)
+        self.target: float = run.manifest.options.precision
+        self.budget_s: float | None = run.manifest.options.budget_s
+        self.pilot: int = run.manifest.pilot or 0
+        self.on: tuple[str, str] | None = run.manifest.options.precision_function
         self.names = list(run.variants)
         self.kind = "paired" if run.opts.paired else "throughput"
         self._t0 = time.monotonic()
@@ -63,15 +68,15 @@ class PrecisionRun:
     def may_start(self, rep: Rep) -> bool:
         """False when `rep` belongs to a unit past the pilot that the budget has no room
         for: then every unit rep not run yet is dropped and the run says the budget ended it."""
-        if rep.kind != self.kind or self._units() < self.plan.pilot or self.plan.budget_s is None:
+        if rep.kind != self.kind or self._units() < self.pilot or self.budget_s is None:
             return True
         need = self._unit_seconds() or 0.0
-        if self.spent() + need <= self.plan.budget_s:
+        if self.spent() + need <= self.budget_s:
             return True
         self.run.manifest.schedule = [r for r in self.run.manifest.schedule
                                       if not (r.kind == self.kind and r.status == "pending")]
         self.plan.ended_by = "budget"
-        self.plan.note = (f"budget of {duration(self.plan.budget_s)} spent after {self._units()} of "
+        self.plan.note = (f"budget of {duration(self.budget_s)} spent after {self._units()} of "
                           f"{self.plan.planned} planned {self._word()}s (one more takes about "
                           f"{duration(need)})")
         self.run.note(f"precision: {self.plan.note}", always=True)
@@ -86,7 +91,7 @@ class PrecisionRun:
         if rep.status != "ok":
             self._append(1)
         done = self._units()
-        if self.plan.planned is None and done >= self.plan.pilot:
+        if self.plan.planned is None and done >= self.pilot:
             self._plan(done)
         if self.kind == "paired" or self._block_complete():
             self.run.note(self._progress(done), always=True)
@@ -95,10 +100,10 @@ class PrecisionRun:
             self.plan.note = f"{done} {self._word()}s as planned for ±{self.target:.1%} of the ratio"
 
     def _plan(self, done: int) -> None:
-        x = self.log_ratios()[: self.plan.pilot]
+        x = self.log_ratios()[: self.pilot]
         sd0 = float(statistics.stdev(x))
         self.plan.pilot_sd = round(sd0, 6)
-        want = twostage.planned_reps(sd0, self.plan.pilot, math.log1p(self.target))
+        want = twostage.planned_reps(sd0, self.pilot, math.log1p(self.target))
         self.plan.planned = min(want, MAX_UNITS)
         if want > MAX_UNITS:
             self.plan.note = f"the first stage's spread asks for {want} {self._word()}s; capped at {MAX_UNITS}"
@@ -146,21 +151,20 @@ class PrecisionRun:
         """Each measured unit's log ratio of the main metric (--on: the function's CPU time
         per operation), in order (the values of the interval)."""
         run = RunDir(self.run.run_dir, self.run.manifest)
-        on = self.plan.function
-        if on is not None:
-            return function_log_ratios(run, self.names[0], self.names[1], *on)
+        if self.on is not None:
+            return function_log_ratios(run, self.names[0], self.names[1], *self.on)
         return main_log_ratios(run, self.names[0], self.names[1])
 
     def _progress(self, done: int) -> str:
         p = self.plan
         x = self.log_ratios()
-        if len(x) < max(p.pilot, twostage.MIN_PILOT):
-            return f"precision: first stage {len(x)} of {p.pilot} {self._word()}s done"
-        iv = twostage.interval(x, p.pilot)
+        if len(x) < max(self.pilot, twostage.MIN_PILOT):
+            return f"precision: first stage {len(x)} of {self.pilot} {self._word()}s done"
+        iv = twostage.interval(x, self.pilot)
         left = max(0, (p.planned or 0) - done)
         pace = self._unit_seconds()
         eta = f", about {duration(left * pace)}" if left and pace else ""
-        budget = f"; {duration(self.spent())} of the {duration(p.budget_s)} budget spent" if p.budget_s else ""
+        budget = f"; {duration(self.spent())} of the {duration(self.budget_s)} budget spent" if self.budget_s else ""
         return (f"precision: {done} {self._word()}s, change {math.expm1(iv.mean):+.1%} "
                 f"[{math.expm1(iv.low):+.1%}, {math.expm1(iv.high):+.1%}] (±{math.expm1(iv.half_width):.1%} "
                 f"of the ratio, target ±{self.target:.1%}); {left} more planned{eta}{budget}")
