@@ -183,3 +183,16 @@ def test_a_smaller_minimum_change_plans_more_reps_and_keeps_its_power(res):
              for x in rng.choice(res, size=(600, looks[-1])) + math.log1p(0.06)]
     assert calls.count(rule.DIFFERENT) / 600 >= 0.88
     assert rule.plan_looks(0.001, sd, alpha)[-1] == rule.MAX_LAST_LOOK
+
+
+def test_a_failing_functions_comparison_leaves_the_result_standing(tmp_path, monkeypatch):
+    """Any failure of the functions table (a template error, a bad run directory) is said
+    and gives no rows; it never ends a bisection whose culprit is already known."""
+    from collectors.bisect import driver
+
+    def broken(run_dir, out):
+        raise RuntimeError("template changed under us")
+    monkeypatch.setattr(driver, "report_run", broken)
+    said: list[str] = []
+    assert driver._functions(tmp_path, tmp_path / "run", said.append) == []
+    assert said and "RuntimeError" in said[0] and "template changed under us" in said[0]

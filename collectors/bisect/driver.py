@@ -161,8 +161,8 @@ def _functions(out: Path, run_dir: Path, log: Log) -> list[dict]:
     the flat or the cumulative cost), from its comparison (rendered into out/functions)."""
     try:
         r, _ = report_run(run_dir, out / "functions")
-    except (OSError, ValueError) as e:    # the search's result stands without this table
-        log(f"bisect: the functions comparison of {run_dir} failed: {e}")
+    except Exception as e:  # noqa: BLE001 - hours of bisection stand without this extra table
+        log(f"bisect: the functions comparison of {run_dir} failed ({type(e).__name__}): {e}")
         return []
     rows: list[dict] = []
     if not r.profile.available:
