@@ -42,6 +42,9 @@ RETRY_STATUSES = (429, 502, 503, 504)
 IDEMPOTENT = ("GET", "HEAD")
 BACKOFF_S = (0.5, 2.0)        # the waits before the second and third try of a GET
 RETRY_AFTER_MAX_S = 10.0      # a longer Retry-After is not waited for: the reply is returned
+# The largest reply read: GitHub's pages are kilobytes and a Parca profile of a rep a few
+# megabytes; a server that streams without end must not fill the memory of a job
+MAX_BODY_BYTES = 256 * 1024 * 1024
 
 
 class Unreachable(Failed):
@@ -51,6 +54,14 @@ class Unreachable(Failed):
     def __init__(self, url: str, reason: str, timed_out: bool = False):
         super().__init__(f"cannot reach {url}: {reason}")
         self.url, self.reason, self.timed_out = url, reason, timed_out
+
+
+class ReplyTooLarge(Failed):
+    """A reply longer than MAX_BODY_BYTES: not read further."""
+
+    def __init__(self, url: str):
+        super().__init__(f"{url}: the reply is larger than {MAX_BODY_BYTES // (1024 * 1024)} MiB; "
+                         "not read further (is this the service meant?)")
 
 
 @dataclass(frozen=True)
@@ -123,9 +134,9 @@ def send(method: str, url: str, payload: Any = None, headers: dict[str, str] | N
 def _once(req: urllib.request.Request, timeout: float) -> Reply:
     try:
         with _OPENER.open(req, timeout=timeout) as resp:
-            return Reply(resp.status, resp.headers, resp.read())
+            return Reply(resp.status, resp.headers, _body(resp, req.full_url))
     except urllib.error.HTTPError as e:
-        return Reply(e.code, e.headers, e.read())
+        return Reply(e.code, e.headers, _body(e, req.full_url))
     except urllib.error.URLError as e:
         if isinstance(e.reason, ConnectionResetError):
             raise e.reason from None
@@ -136,6 +147,13 @@ def _once(req: urllib.request.Request, timeout: float) -> Reply:
         raise Unreachable(req.full_url, f"no answer within {timeout:g} s", True) from None
     except OSError as e:
         raise Unreachable(req.full_url, _reason(e)) from None
+
+
+def _body(resp: Any, url: str) -> bytes:
+    body = resp.read(MAX_BODY_BYTES + 1)
+    if len(body) > MAX_BODY_BYTES:
+        raise ReplyTooLarge(url)
+    return body
 
 
 def _reason(e: BaseException | str) -> str:

@@ -118,3 +118,12 @@ def test_one_token_reader(tmp_path, monkeypatch):
         read_token(str(f), (), "Parca")
     monkeypatch.delenv("B_TOKEN")
     assert read_token(None, ("A_TOKEN", "B_TOKEN"), "GitHub") is None
+
+
+def test_a_reply_longer_than_the_cap_is_not_read_further(monkeypatch):
+    monkeypatch.setattr(http_client, "MAX_BODY_BYTES", 1)      # the server answers 2 bytes
+    with serve([(200, {}), (404, {})]) as (url, _):
+        with pytest.raises(http_client.ReplyTooLarge, match="larger than"):
+            send("GET", url + "/big")
+        monkeypatch.setattr(http_client, "MAX_BODY_BYTES", 2)  # exactly the cap: read whole
+        assert send("GET", url + "/ok").body == b"{}"
