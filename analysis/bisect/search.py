@@ -84,7 +84,7 @@ class Bisection:
         for s in self.steps:
             if s.role not in (ENDS, PROBE) or s.base != 0:
                 continue
-            if s.verdict == DIFFERENT and (hi is None or s.probe < hi):
+            if s.verdict == DIFFERENT and self._bad_way(s) and (hi is None or s.probe < hi):
                 hi = s.probe
             elif s.verdict == SAME and s.probe > lo:
                 lo = s.probe
@@ -123,6 +123,14 @@ class Bisection:
         self.why = f"culprit {self.commits[hi].sha[:12]}: the first commit shown different from the good end"
         return None
 
+    def _bad_way(self, s: Step) -> bool:
+        """Does the step's change go the way the bad end's does? A probe that differs from
+        the good end the other way is a second change in the range, not the first one's side."""
+        ends = next((e for e in self.steps if e.role == ENDS), None)
+        if ends is None or ends.decision is None or s.decision is None:
+            return True
+        return (ends.decision["change"] > 0) == (s.decision["change"] > 0)
+
     def _exhausted(self, s: Step) -> bool:
         """The step has taken its last look (or its role decides with one run)."""
         if s.role == FUNCTIONS:
@@ -139,6 +147,10 @@ class Bisection:
         elif step.role == ENDS:
             self.why = (f"no culprit proven: the ends could not be told apart or shown the same at "
                         f"±{self.min_change:.1%} within {self.looks[-1]} paired reps ({said})")
+        elif step.verdict == DIFFERENT:
+            self.why = (f"unresolved: {self.commits[step.probe].sha[:12]} differs from the good end the "
+                        f"other way from the bad end ({said}): the range holds more than one change; "
+                        f"bisect each side of it")
         else:
             lo, hi = self.bounds()
             self.why = (f"unresolved: the culprit is in {self.commits[lo].sha[:12]}.."
