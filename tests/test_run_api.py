@@ -25,6 +25,8 @@ def _round_trip(req: RunRequest) -> RunRequest:
                 paired_window_s=0.5, paired_windows=16, size="small", precision=0.02, budget_s=900.0,
                 keep_perf_data=True), ["dataset.keys=1M", "workload.pipeline=16"], True),
     (RunOptions(reps=3, pairing="unpaired", load_generator="redis-benchmark"), [], False),
+    # the plugins' flags a caller sets (a schedule job's run-args) are spelled too
+    (RunOptions(extra={"tma_level": 3, "tma_split": True, "parca_label": ["a=1", "b=2"]}), [], False),
 ])
 def test_a_request_spelled_as_arguments_parses_back_to_itself(opts, sets, report):
     req = RunRequest("mset-50keys", ["base=debsrc:redis@8.0", "cand=debsrc:redis@8.0+patch=x.patch"],
