@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from typing import Any
 
 from collectors.variants.spec import GRAMMAR
 from collectors.load import memtier
@@ -132,6 +133,35 @@ def options_from_args(args: argparse.Namespace) -> RunOptions:
     shared["budget_s"] = budget_for(args.precision, args.budget_s)
     return RunOptions(**shared, keep_perf_data=args.keep_perf_data, pairing=args.pairing,
                       load_generator=args.load_generator, precision_on=args.precision_on, extra=extra)
+
+
+# run's flags that set a RunRequest field (dest: field; "resume" is no request's), as
+# request_from_args reads them; the others are RunOptions fields or plugins' RunFlags (extra)
+_REQUEST_FIELDS = {"variant": "variants", "set": "sets", "out": "out", "report": "report",
+                   "no_progress": "progress", "resume": "resume"}
+
+
+def given(run_args: list[str]) -> dict[str, Any]:
+    """What `stallscope run` flags alone (a schedule job's run-args) set, as data: the
+    RunRequest fields they set ("resume" too, which no request has) and under "options" the
+    RunOptions fields, plugin flags in "extra". A flag given is there even at its default
+    value; a flag not given is not, and no default or rule is applied (the caller fills
+    what was left open). SystemExit, argparse's message printed, on what run would refuse."""
+    p = parser()
+    for a in p._actions:             # no defaults: what parses is what was given
+        a.default = argparse.SUPPRESS
+    ns = vars(p.parse_args(["CASE", *run_args]))   # a case first: a stray word is an error
+    del ns["case"]
+    plugin_dests = {f.dest for pl in plugins() for f in pl.RUN_FLAGS.flags}
+    out: dict[str, Any] = {_REQUEST_FIELDS[k]: v for k, v in ns.items() if k in _REQUEST_FIELDS}
+    if "progress" in out:
+        out["progress"] = not out["progress"]
+    if "out" in out:
+        out["out"] = Path(out["out"])
+    options = {k: v for k, v in ns.items() if k not in _REQUEST_FIELDS and k not in plugin_dests}
+    extra = {k: v for k, v in ns.items() if k in plugin_dests}
+    out["options"] = {**options, **({"extra": extra} if extra else {})}
+    return out
 
 
 def request_from_args(args: argparse.Namespace, argv: list[str]) -> RunRequest:

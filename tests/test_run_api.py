@@ -26,6 +26,8 @@ def _round_trip(req: RunRequest) -> RunRequest:
                 keep_perf_data=True), ["dataset.keys=1M", "workload.pipeline=16"], True),
     (RunOptions(reps=3, pairing="unpaired", load_generator="redis-benchmark"), [], False),
     (RunOptions(reps=2, layouts=3, profile="off"), [], False),
+    # the plugins' flags a caller sets (a schedule job's run-args) are spelled too
+    (RunOptions(extra={"tma_level": 3, "tma_split": True, "parca_label": ["a=1", "b=2"]}), [], False),
 ])
 def test_a_request_spelled_as_arguments_parses_back_to_itself(opts, sets, report):
     req = RunRequest("mset-50keys", ["base=debsrc:redis@8.0", "cand=debsrc:redis@8.0+patch=x.patch"],

@@ -51,8 +51,8 @@ class RunRequest:
     command: list[str] | None = None
 
     def argv(self) -> list[str]:
-        """The `stallscope run` arguments that make this request (plugin flags in
-        options.extra are not spelled: no caller of the API sets them)."""
+        """The `stallscope run` arguments that make this request (the plugins' flags in
+        options.extra where they differ from the flag's default)."""
         o = self.options
         a = [self.case, *[x for v in self.variants for x in ("--variant", v)], "--size", o.size,
              "--reps", str(o.reps), "--profile", o.profile]
@@ -75,7 +75,24 @@ class RunRequest:
         for s in self.sets:
             a += ["--set", s]
         a += ["--keep-perf-data"] * o.keep_perf_data + ["--report"] * self.report
-        return a + ["--no-progress"] * (not self.progress)
+        return a + _plugin_argv(o.extra) + ["--no-progress"] * (not self.progress)
+
+
+def _plugin_argv(extra: dict) -> list[str]:
+    """The plugins' flags (collectors/collector.py RunFlag) that extra sets to other than
+    their defaults, spelled as `stallscope run` reads them."""
+    a: list[str] = []
+    for f in (f for pl in plugins() for f in pl.RUN_FLAGS.flags):
+        v = extra.get(f.dest, f.default_value())
+        if v == f.default_value():
+            continue
+        if f.action == "store_true":
+            a += [f.flag] * bool(v)
+        elif f.action == "append":
+            a += [x for item in v for x in (f.flag, str(item))]
+        else:
+            a += [f.flag, str(v)]
+    return a
 
 
 @dataclass

@@ -13,10 +13,12 @@ from typing import Any, Callable, Protocol
 from analysis.compare.errors import CompareError
 from analysis.inputs.rundir import RunDirError
 from analysis.history.sources import ingest_path
+from analysis.inputs.option_specs import budget_for, first_stage
 from analysis.report.summary_text import text_lines
 from analysis.report.writer import report_run
 from collectors.host import procs
 from collectors.runner.api import RunRequest, execute, plan_run
+from collectors.runner.options import RunOptions
 from collectors.schedule import baseline
 from collectors.schedule.autobisect import bisect_regression
 from collectors.schedule.model import Job, Schedule, ScheduleError
@@ -27,9 +29,10 @@ class RunArguments(Protocol):
     """`stallscope run`'s parser, which reads a job's extra run arguments (run_args) so they
     mean what they mean there: commands/run_arguments.py, which the schedule command passes
     in (the library never imports the command layer)."""
-    def parser(self) -> Any: ...
-
-    def request_from_args(self, args: Any, argv: list[str]) -> RunRequest: ...
+    def given(self, run_args: list[str]) -> dict[str, Any]:
+        """The RunRequest fields run_args set, RunOptions fields under "options" (plugin
+        flags in its "extra"); SystemExit when they are not `stallscope run` arguments."""
+        ...
 
 
 @dataclass
@@ -91,25 +94,40 @@ def run_case(sched: Schedule, job: Job, case: str, store: Any, log: Callable[[st
     return out
 
 
-def _run(sched: Schedule, job: Job, case: str, variants: list[str],
-         log: Callable[[str], None], arguments: RunArguments) -> tuple[Path | None, int]:
-    """The job's run through the run API; the job file's extra `run` arguments (run_args)
-    are read by `stallscope run`'s own parser, so they mean what they mean there."""
-    argv = [case, *[a for v in variants for a in ("--variant", v)], "--reps", str(job.reps),
-            *(["--profile-reps", str(job.profile_reps)] if job.profile_reps is not None else []),
-            "--size", job.size, "--out", sched.runs_dir, "--no-progress", *job.run_args]
-    if job.profile_reps == 0:
-        argv += ["--profile", "off"]
-    log("schedule: stallscope run " + " ".join(argv))
-    procs.install_signal_handlers()     # Ctrl-C during a build ends as during a rep
+def job_request(sched: Schedule, job: Job, case: str, variants: list[str],
+                arguments: RunArguments) -> RunRequest:
+    """The run of one case of a job, as data: the job's fields, then what its run_args set
+    (read by `stallscope run`'s own parser, so they mean what they mean there, and win over
+    the job's fields as flags later on a command line do); `profile-reps: 0` turns the
+    profiler off whatever run_args say. The rules fill what neither set (option_specs)."""
     try:
-        args = arguments.parser().parse_args(argv)
+        given = arguments.given(list(job.run_args))
     except SystemExit:
         # argparse printed what is wrong with the job's arguments
         raise ScheduleError(f"{sched.path}: job {job.name}: run arguments {job.run_args} are not "
                             "valid `stallscope run` arguments (see stallscope run --help)") from None
+    if "resume" in given:
+        raise ScheduleError(f"{sched.path}: job {job.name}: run arguments {job.run_args}: a job "
+                            "makes a new run; --resume is not one of its run arguments")
+    opts = {"reps": job.reps, "profile_reps": job.profile_reps, "size": job.size, **given.pop("options")}
+    if job.profile_reps == 0:
+        opts["profile"] = "off"
+    opts["reps"] = first_stage(opts["reps"], opts.get("precision"))
+    opts["budget_s"] = budget_for(opts.get("precision"), opts.get("budget_s"))
+    return RunRequest(**{"out": Path(sched.runs_dir), "progress": False, **given, "case": case,
+                         "variants": [*variants, *given.get("variants", [])],
+                         "options": RunOptions(**opts)})
+
+
+def _run(sched: Schedule, job: Job, case: str, variants: list[str],
+         log: Callable[[str], None], arguments: RunArguments) -> tuple[Path | None, int]:
+    """The job's run through the run API (job_request); the manifest's command is the
+    request's own arguments (RunRequest.argv), how to make the same run by hand."""
+    req = job_request(sched, job, case, variants, arguments)
+    log("schedule: stallscope run " + " ".join(req.argv()))
+    procs.install_signal_handlers()     # Ctrl-C during a build ends as during a rep
     try:
-        outcome = execute(plan_run(arguments.request_from_args(args, argv), log))
+        outcome = execute(plan_run(req, log))
     except procs.Interrupted:
         procs.kill_all()
         log("schedule: interrupted before the run's first rep")
