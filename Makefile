@@ -25,8 +25,8 @@ setup: ## install everything (apt, inferno via cargo, Python venv); idempotent
 test: ## run the whole test suite (real servers, real perf, fixture replays)
 	$(PY) -m pytest
 
-test-fast: ## the fast lane: tests not marked slow (no server builds, no real load), a few minutes
-	$(PY) -m pytest -m "not slow"
+test-fast: ## the fast lane: unit tests only (not slow, not heavy: no builds, no real load, no long simulations), about a minute
+	$(PY) -m pytest -m "not slow and not heavy"
 
 demo: ## main job: Redis (Debian source) vs the same + cases/patches MSET prefetch -> reports/demo/
 	$(SS) demo --out reports/demo

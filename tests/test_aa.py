@@ -46,6 +46,7 @@ def check_aa(run_dir: Path, calls_nothing: bool) -> tuple[str, object]:
     return md, r
 
 
+@pytest.mark.heavy
 def test_the_recorded_aa_run_of_the_demo_case_calls_nothing_a_change():
     md, r = check_aa(RECORDED, calls_nothing=True)
     m = load_run(RECORDED).manifest

@@ -266,6 +266,7 @@ def test_modules_named_as_strings_are_edges():
 STAGES = ("run", "compare", "demo", "funnel", "tma", "doctor", "cases", "build", "parca", "sweep", "experiment")
 
 
+@pytest.mark.heavy
 def test_stallscope_command_lists_every_stage():
     exe = Path(sys.executable).with_name("stallscope")
     if not exe.exists():

@@ -37,6 +37,7 @@ def test_the_recorded_reps_are_the_three_real_runs(res):
     assert abs(res.mean()) < 1e-12 and 0.01 < res.std(ddof=1) < 0.05
 
 
+@pytest.mark.heavy
 def test_one_step_errs_at_most_its_alpha_and_the_naive_rule_does_not_keep_its_5pct(res):
     alpha = rule.step_alpha(COMMITS)
     m = rule.default_min_change(float(res.std(ddof=1)), alpha)

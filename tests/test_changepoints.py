@@ -54,6 +54,7 @@ def test_the_noise_model_is_the_recorded_runs(name, noise):
     assert noise.rep_sd(pairs) == pytest.approx(sd, rel=0.1)
 
 
+@pytest.mark.heavy
 def test_a_synthetic_run_carries_the_paired_change_a_real_run_computes():
     h = make_job("j", 200, [], seed=3)
     logs = []
@@ -114,6 +115,7 @@ def _null_ratios(n: int, nights: str, pinned: bool, seed: int) -> list[paired_si
     return out
 
 
+@pytest.mark.heavy
 @pytest.mark.parametrize("pinned", [False, True])
 @pytest.mark.parametrize("nights, rate", [("quiet", 1), ("quiet or noisy", 1), ("spells", 2)])
 def test_the_paired_test_fires_at_its_stated_rate_without_a_shift(pinned, nights, rate):
@@ -126,6 +128,7 @@ def test_the_paired_test_fires_at_its_stated_rate_without_a_shift(pinned, nights
 
 # --------------------------------------------------------------- findings in a store
 
+@pytest.mark.heavy
 def test_the_paired_test_finds_a_5pct_shift_at_its_run(store):
     found = 0
     for seed in range(10):       # recall 0.97 at this noise (bench/history.py): 8 of 10 at least
@@ -140,6 +143,7 @@ def test_the_paired_test_finds_a_5pct_shift_at_its_run(store):
     assert found >= 8
 
 
+@pytest.mark.heavy
 def test_a_pinned_baseline_finds_a_2pct_shift_over_the_in_run_changes(store):
     h = make_job("pin", 40, [Shift(20, -0.02)], seed=3, baseline="pinned")
     runs = _ingest(store, h)
@@ -150,6 +154,7 @@ def test_a_pinned_baseline_finds_a_2pct_shift_over_the_in_run_changes(store):
     assert any("E-Divisive over the in-run changes" in x.how for x in (c, *c.also))
 
 
+@pytest.mark.heavy
 @pytest.mark.parametrize("policy", ["previous", "pinned"])
 def test_shift_free_history_stays_within_one_false_alert_per_100_runs(tmp_path, policy):
     st = HistoryStore.open(tmp_path / "h.sqlite")

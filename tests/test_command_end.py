@@ -17,6 +17,7 @@ from collectors.variants.builder import BuildError
 from tests.conftest import REPO
 
 
+@pytest.mark.heavy
 @pytest.mark.parametrize("args", [
     ["compare", "/nonexistent/run"],
     ["cases", "show", "no-such-case"],

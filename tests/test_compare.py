@@ -90,6 +90,7 @@ def hand_samples(variant: str, fn: str) -> list[int]:
 
 # ---- tests -------------------------------------------------------------------------
 
+@pytest.mark.heavy
 def test_throughput_medians_equal_the_bench_csv_files(report):
     md, res, _ = report
     base, cand = bench_ops("base"), bench_ops("cand")
@@ -245,6 +246,7 @@ def test_environment_and_reproduce(report):
     assert "bash tests/data/runs/record.sh" in md
 
 
+@pytest.mark.heavy
 def test_deterministic_twice_identical(tmp_path):
     a, b = tmp_path / "a", tmp_path / "b"
     run_compare(RUN, a)
@@ -260,6 +262,7 @@ def _copy_run(tmp_path: Path) -> Path:
     return dst
 
 
+@pytest.mark.heavy
 def test_tma_replay_shows_the_funnel(tmp_path, fixtures_dir):
     run = _copy_run(tmp_path)
     top = fixtures_dir / "tma" / "toplev"
@@ -287,6 +290,7 @@ def test_tma_replay_shows_the_funnel(tmp_path, fixtures_dir):
     assert "Memory_Bound −10.8 pp: Memory_Bound fell" in html
 
 
+@pytest.mark.heavy
 def test_bad_manifest_names_file_and_line(tmp_path):
     run = _copy_run(tmp_path)
     (run / "manifest.json").write_text('{"schema": 1,\n "run_id": oops}\n')
@@ -297,6 +301,7 @@ def test_bad_manifest_names_file_and_line(tmp_path):
     assert "Traceback" not in r.stderr
 
 
+@pytest.mark.heavy
 def test_bad_folded_line_names_file_and_line(tmp_path):
     run = _copy_run(tmp_path)
     f = run / "cand" / "5" / "perf.folded"
@@ -317,6 +322,7 @@ def test_missing_run_dir_and_unknown_variant(tmp_path, capsys):
     assert "no variant 'other' (has ['base', 'cand'])" in capsys.readouterr().err
 
 
+@pytest.mark.heavy
 def test_failed_rep_is_left_out_and_said(tmp_path):
     run = _copy_run(tmp_path)
     mf = json.loads((run / "manifest.json").read_text())
@@ -330,6 +336,7 @@ def test_failed_rep_is_left_out_and_said(tmp_path):
     assert "failed reps left out: base/1 (server exited (test))" in md
 
 
+@pytest.mark.heavy
 def test_l3_warning_of_the_run_is_a_note_in_the_report(tmp_path):
     run = _copy_run(tmp_path)
     mf = json.loads((run / "manifest.json").read_text())
@@ -342,6 +349,7 @@ def test_l3_warning_of_the_run_is_a_note_in_the_report(tmp_path):
     assert f"> Note: {warn}" in md.replace("\\", "")
 
 
+@pytest.mark.heavy
 def test_help_has_examples():
     r = subprocess.run([sys.executable, "-m", "analysis", "compare", "--help"],
                        capture_output=True, text=True, cwd=REPO)
@@ -380,6 +388,7 @@ def test_paired_windows_analysed_as_pairs(tmp_path):
     assert res["throughput"] == []          # a/1 is a profile rep, not a throughput rep
 
 
+@pytest.mark.heavy
 def test_no_pmu_tma_output_and_unreadable_tma_file(tmp_path, fixtures_dir):
     run = _copy_run(tmp_path)
     mf = json.loads((run / "manifest.json").read_text())
@@ -512,6 +521,7 @@ def test_per_op_from_recorded_attach_time(tmp_path):
     assert w.ops == pytest.approx(30959.75 * 1.0) and "perf's recorded attach time" in w.basis
 
 
+@pytest.mark.heavy
 def test_no_operation_counts_omits_per_op_and_says_why(tmp_path):
     run = _copy_run(tmp_path)
     for f in ("bench.csv", "bench.txt"):             # a profile rep without its bench output

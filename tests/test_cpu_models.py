@@ -201,6 +201,7 @@ def _as_machine(m: Model, code: str, repo_root: Path) -> subprocess.CompletedPro
                           timeout=180)
 
 
+@pytest.mark.heavy
 @as_machine
 @pytest.mark.parametrize("m", [m for m in MODELS if m.perf_cpuid and m.folder.startswith("amd-")],
                          ids=lambda m: m.folder)

@@ -20,6 +20,7 @@ time.sleep(30)
 """
 
 
+@pytest.mark.heavy
 def test_busy_and_idle_threads_of_a_real_process():
     p = subprocess.Popen([sys.executable, "-c", SPIN_AND_SLEEP])
     try:
@@ -62,6 +63,7 @@ def test_gone_process_and_capacity():
 SPIN = "import time\nt = time.time()\nwhile time.time() - t < 30: pass\n"
 
 
+@pytest.mark.heavy
 def test_a_thread_that_shares_its_cpu_waits_and_the_host_is_busy():
     # Two spinners pinned to the same CPU: each is on it about half the window and
     # runnable-but-waiting the other half (schedstat run_delay), and the host is busy.

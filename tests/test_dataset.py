@@ -106,6 +106,7 @@ def _info_stats(client) -> dict:
     return client.info("stats")
 
 
+@pytest.mark.heavy
 def test_mset_small_preload_verify_flush_and_benchmark_hits(server_for, redis_bins, tmp_path):
     case = load_case("mset-50keys", "small")
     srv = server_for(case)
@@ -173,6 +174,7 @@ def test_zrange_small_is_skiplist_and_benchmark_hits(server_for, redis_bins, tmp
     assert after["keyspace_misses"] == before["keyspace_misses"]
 
 
+@pytest.mark.heavy
 def test_cluster_mode_preload_uses_single_key_writes(server_for, redis_bins, tmp_path):
     # MSET across hash slots is refused in cluster mode; the loader must still fill it.
     case = load_case("rdb-load@cluster=on", "small")

@@ -24,6 +24,7 @@ def report(repo_root):
     return {c["name"]: c for c in json.loads(p.stdout)}
 
 
+@pytest.mark.heavy
 def test_lists_every_collector(report):
     assert list(report) == ["perf", "cpu-clock sampling", "call graphs (fp)", "call graphs (dwarf)",
                             "TMA via perf", "TMA via toplev", "inferno", "build toolchain",

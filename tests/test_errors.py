@@ -91,6 +91,7 @@ def _stallscope(*args: str) -> subprocess.CompletedProcess:
                           cwd=REPO, env={**env, "PYTHONPATH": str(REPO)}, timeout=120)
 
 
+@pytest.mark.heavy
 def test_the_same_error_ends_two_commands_with_the_same_status(tmp_path):
     """A variant spec that does not parse: `build` and `run` both exit 2 with the same
     sentence (before, `build` listed ValueError as bad input and `run` did too, but a

@@ -77,6 +77,7 @@ def test_experiment_file_errors_name_file_and_line(tmp_path):
             load_experiment(str(bad))
 
 
+@pytest.mark.heavy
 def test_cli_list_and_plan():
     p = subprocess.run([sys.executable, "-m", "collectors", "experiment", "list"], cwd=REPO,
                        env=cli_env(), capture_output=True, text=True, timeout=120)
@@ -251,6 +252,7 @@ def test_interrupted_experiment_resumes_to_the_same_report(tmp_path):
     assert [pt["status"] for pt in res["parts"][0]["sweep"]["points"]] == ["complete", "complete"]
 
 
+@pytest.mark.heavy
 def test_only_narrows_the_plan_to_named_rows():
     """--only PART[:AXIS=VALUE,...]: the plan (and so the run) holds just those points; a part
     or value that does not exist is refused with what does."""

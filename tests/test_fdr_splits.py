@@ -12,6 +12,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from analysis.inputs.rundir import load_run
 from bench import fdr
 
@@ -19,6 +21,7 @@ RUN = Path(__file__).parent / "data" / "runs" / "mset-aa-default"
 SPLITS = 40
 
 
+@pytest.mark.heavy
 def test_judged_together_the_function_tables_of_aa_splits_rarely_call_a_change():
     run = load_run(RUN)
     assert run.manifest.variants["a"].binary_sha256 == run.manifest.variants["b"].binary_sha256

@@ -42,6 +42,7 @@ def test_the_scan_places_a_rise_and_its_p_value_is_uniform_without_one():
     assert 0.3 < np.mean(ps) < 0.7 and sum(p <= 0.05 for p in ps) <= 8
 
 
+@pytest.mark.heavy
 def test_a_function_that_rose_is_found_at_its_run_ahead_of_throughput(tmp_path, capsys):
     db = tmp_path / "h.sqlite"
     st = HistoryStore.open(db)
@@ -59,6 +60,7 @@ def test_a_function_that_rose_is_found_at_its_run_ahead_of_throughput(tmp_path, 
     assert "ahead of throughput" in capsys.readouterr().out
 
 
+@pytest.mark.heavy
 def test_shift_free_history_gives_few_function_findings(tmp_path):
     st = HistoryStore.open(tmp_path / "h.sqlite")
     false = tested = 0

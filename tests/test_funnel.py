@@ -169,6 +169,7 @@ def test_make_funnel_target():
     assert "| Backend_Bound | % Slots | 37.4% | 28.9% | −8.5 pp |" in out.stdout
 
 
+@pytest.mark.heavy
 def test_cli_json_labels_and_errors(tmp_path):
     jf = tmp_path / "f.json"
     out = _run([sys.executable, "-m", "analysis", "funnel", str(RUN_A), "--vs", str(RUN_B),

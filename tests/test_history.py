@@ -35,6 +35,7 @@ def store_url(request, tmp_path):
     return url
 
 
+@pytest.mark.heavy
 def test_a_recorded_run_is_stored_once(store_url):
     st = HistoryStore.open(store_url)
     a = ingest_path(st, RUNS / "mset-demo-small-v1", job="demo")
@@ -87,6 +88,7 @@ def _write(url: str, job: str, seed: int) -> int:
     return len(st.runs(job))
 
 
+@pytest.mark.heavy
 def test_two_writers_at_once_on_postgresql(postgres_url):
     with multiprocessing.get_context("spawn").Pool(2) as pool:
         counts = pool.starmap(_write, [(postgres_url, "a", 1), (postgres_url, "b", 2)])
@@ -95,6 +97,7 @@ def test_two_writers_at_once_on_postgresql(postgres_url):
     assert {j: len(st.runs(j)) for j in ("a", "b")} == {"a": 8, "b": 8}
 
 
+@pytest.mark.heavy
 def test_a_shift_is_found_where_it_was_injected_with_its_cause(store_url):
     st = HistoryStore.open(store_url)
     h = make_job("nightly", 24, [Shift(15, -0.10, "lookupKey")], seed=7)
@@ -137,6 +140,7 @@ def test_in_run_regression_and_the_alert(tmp_path):
         assert "No regression" in text
 
 
+@pytest.mark.heavy
 def test_cli(tmp_path, capsys):
     db = str(tmp_path / "h.sqlite")
     assert history_main(["--history", db, "ingest", str(RUNS / "mset-demo-small-v1"), "--job", "demo"]) == 0
@@ -152,6 +156,7 @@ def test_cli(tmp_path, capsys):
     assert (tmp_path / "a.md").read_text().startswith("### stallscope")
 
 
+@pytest.mark.heavy
 def test_new_code_is_a_mover_of_the_run_that_brought_it(tmp_path):
     """A top mover the run calls new in the candidate (the demo's prefetch helpers) is kept as
     an in-run change, priced against the baseline's whole CPU time per operation, and named

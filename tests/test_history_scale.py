@@ -62,6 +62,7 @@ def _write_shared(url: str, reverse: bool) -> int:
     return len(st.runs("shared"))
 
 
+@pytest.mark.heavy
 def test_two_writers_store_the_same_batch_at_once_on_postgresql(postgres_url):
     """Both writers insert the same twelve runs at the same time, in opposite orders: each
     run is stored once with its points once, and neither writer fails (no deadlock)."""
@@ -141,6 +142,7 @@ def long_history(tmp_path_factory):
     return st, h, found, tmp
 
 
+@pytest.mark.heavy
 def test_the_trend_page_downsamples_and_links_the_full_data(long_history):
     st, h, found, tmp = long_history
     assert any(c.first_run.run_id == h.runs[40]["run_id"] for c in found)

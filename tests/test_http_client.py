@@ -54,6 +54,7 @@ def no_waits(monkeypatch):
     monkeypatch.setattr(http_client, "BACKOFF_S", (0, 0))
 
 
+@pytest.mark.heavy
 def test_a_get_answered_503_or_reset_is_tried_again():
     with serve([(503, {}), "reset", (200, {})]) as (url, seen):
         assert send("GET", url + "/x").status == 200
@@ -63,6 +64,7 @@ def test_a_get_answered_503_or_reset_is_tried_again():
     assert len(seen) == 3
 
 
+@pytest.mark.heavy
 def test_a_write_is_sent_once():
     """A POST whose answer was a 503 or lost may have been done: a second one would post a
     comment twice."""
@@ -75,6 +77,7 @@ def test_a_write_is_sent_once():
     assert len(seen) == 1
 
 
+@pytest.mark.heavy
 def test_retry_after_is_waited_when_short_and_not_when_long(monkeypatch):
     waits = []
     monkeypatch.setattr(http_client.time, "sleep", waits.append)
@@ -86,6 +89,7 @@ def test_retry_after_is_waited_when_short_and_not_when_long(monkeypatch):
     assert len(seen) == 1 and waits == [3.0]
 
 
+@pytest.mark.heavy
 def test_a_redirect_keeps_the_token_home_and_a_write_in_place():
     with serve([(200, {})]) as (other, seen_other):
         with serve([(302, {"Location": other + "/elsewhere"})]) as (url, seen):

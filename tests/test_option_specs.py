@@ -95,6 +95,7 @@ def repeats(path: str, text: str) -> list[str]:
     return out
 
 
+@pytest.mark.heavy
 def test_no_option_default_or_rule_is_written_twice():
     found = []
     for pkg in ("analysis", "collectors", "commands"):

@@ -208,6 +208,7 @@ def test_collector_unreachable_is_unavailable_not_crash(tmp_path):
     assert not pf.available and "cannot reach Parca" in pf.reason
 
 
+@pytest.mark.heavy
 def test_cli_top_and_pprof(pdir, tmp_path, capsys):
     with FakeParca({"/api/profiles/query": (200, (pdir / "top.json").read_bytes())}) as srv:
         rc = parca_cli.main(["--parca-url", srv.url, "--window-file", str(pdir / "window.txt"),

@@ -126,6 +126,7 @@ def _tid_comm(lines: list[str]) -> list[tuple[int, str]]:
     return [(int(ln.split()[-1]), " ".join(ln.split()[:-1])) for ln in lines if ln.strip()]
 
 
+@pytest.mark.heavy
 def test_the_collector_folds_a_live_recording_as_perf_script_and_inferno_did(tmp_path, spin_recording):
     perf, inferno = shutil.which("perf"), _inferno()
     facts = fold(perf, inferno, spin_recording, tmp_path / "perf.folded", tmp_path / "perf.stderr",

@@ -53,6 +53,7 @@ def _marked(state: github_like.State) -> list[dict]:
     return [c for cs in state.comments.values() for c in cs if MARKER in c["body"]]
 
 
+@pytest.mark.heavy
 def test_one_comment_created_then_updated_for_the_next_push(api, reports, capsys):
     url, state = api
     for i in range(100):      # a busy PR: the stallscope comment lands on page 2 of the list

@@ -90,6 +90,7 @@ def rendered(tmp_path_factory):
     return page, dom, data, stderr, out
 
 
+@pytest.mark.heavy
 def test_self_contained_without_scripts(rendered):
     page, _, data, _, _ = rendered
     assert "<script" not in page.lower()
@@ -148,6 +149,7 @@ def test_injected_symbol_is_text_not_markup(rendered):
     assert escaped in page.split('class="plot share-plot"', 2)[2].split("</svg>", 1)[0]
 
 
+@pytest.mark.heavy
 def test_probe_would_catch_an_unescaped_script(rendered, tmp_path):
     """Control: the same symbol put in raw does run, and the probe sees it."""
     page, _, _, _, _ = rendered
@@ -158,6 +160,7 @@ def test_probe_would_catch_an_unescaped_script(rendered, tmp_path):
     assert ALERTED.search(dom)
 
 
+@pytest.mark.heavy
 def test_variant_labels_and_run_id_are_text(tmp_path):
     """Labels and the run id reach the page through autoescaping only (no browser needed):
     in headers, the summary, the funnel and the reproduce block."""
@@ -184,6 +187,7 @@ def test_variant_labels_and_run_id_are_text(tmp_path):
     assert "id &lt;script&gt;alert(1)&lt;/script&gt;" in page
 
 
+@pytest.mark.heavy
 def test_the_detectable_size_sentence_is_at_the_runs_confidence(tmp_path):
     """report.html says at which confidence a quiet verdict's size is, from the settings, as
     report.md does (it said 95% whatever the comparison's confidence was)."""

@@ -232,6 +232,7 @@ def test_hard_cut_keeps_the_limit(res):
     assert text.rstrip().endswith("see report.html / results.json.")
 
 
+@pytest.mark.heavy
 def test_github_limit_with_every_function_listed():
     # All functions of the real run (top = everything), all threads: a long comment.
     r = results(top=100000, thread="all")

@@ -54,6 +54,7 @@ def _wider_interval(got: dict, want: dict, level: float, where: str) -> None:
     assert got["ci_low"] <= got["delta"] <= got["ci_high"], f"{where}: change outside its interval"
 
 
+@pytest.mark.heavy
 def test_throughput_and_latency_rows_are_unchanged(results, expected):
     for section in ("throughput", "latency"):
         assert len(results[section]) == len(expected[section]) > 0

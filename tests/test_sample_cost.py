@@ -7,6 +7,8 @@ import json
 import random
 from pathlib import Path
 
+import pytest
+
 from analysis.inputs.host import HostSummary
 from analysis.inputs.rundir import load_run
 from collectors.host import sample_cost
@@ -58,6 +60,7 @@ def _naive(costs: list[float]) -> int:
     return max(fits) if fits else min(sample_cost.RATES)
 
 
+@pytest.mark.heavy
 def test_the_bound_keeps_perf_near_its_budget_where_the_median_did_not(tmp_path):
     """Simulated hosts whose true cost is the recorded A/A run's spread around 37 µs a sample
     (the cost measured at 999 Hz on the CI guest): one to five runs of history each, noise

@@ -132,6 +132,7 @@ def test_scheduled_jobs_flag_the_injected_regression(tmp_path, request, repo, ho
     assert {c.series for c in pg_flagged} == {c.series for c in flagged}
 
 
+@pytest.mark.heavy
 def test_git_repo_has_the_nine_commits(repo):
     path, commits = repo
     log = git(path, "log", "--format=%H %s", commits[-1]).splitlines()   # `unstable` is moved by the tests

@@ -100,6 +100,7 @@ def test_cases_show_takes_set(capsys):
                                               "expected an integer")
 
 
+@pytest.mark.heavy
 def test_run_rejects_a_bad_set_before_building_anything(tmp_path):
     p = subprocess.run([sys.executable, "-m", "collectors", "run", "mset-50keys", "--size", "small",
                         "--variant", "a=bin:/nonexistent/redis-server", "--variant", "b=bin:/nonexistent/x",
@@ -110,6 +111,7 @@ def test_run_rejects_a_bad_set_before_building_anything(tmp_path):
     assert "Traceback" not in p.stderr and list(tmp_path.iterdir()) == []
 
 
+@pytest.mark.heavy
 def test_experiment_takes_set_after_each_parts_own(tmp_path):
     def experiment(*args):
         return subprocess.run([sys.executable, "-m", "collectors", "experiment", *args],
@@ -127,6 +129,7 @@ def test_experiment_takes_set_after_each_parts_own(tmp_path):
     assert "Traceback" not in p.stderr
 
 
+@pytest.mark.heavy
 def test_demo_passes_set_to_the_run_and_stops_at_a_bad_one(tmp_path):
     p = subprocess.run([sys.executable, "-m", "collectors", "demo", "--size", "small",
                         "--set", "workload.pipeline=deep", "--runs", str(tmp_path / "runs"),

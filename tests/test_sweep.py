@@ -115,6 +115,7 @@ def test_three_variants_run_interleaved_and_names_stay_distinct():
         make_plan("mset-50keys", "small", VARIANTS + [f"base={BASE_SPEC}"], None, {}, SweepOptions(), HOST)
 
 
+@pytest.mark.heavy
 def test_cli_plan_only_and_refusal_exit_codes():
     env = cli_env()
     p = subprocess.run([sys.executable, "-m", "collectors", "sweep", "mset-50keys", "--plan",

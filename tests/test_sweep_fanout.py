@@ -43,6 +43,7 @@ def cli(*args: str, timeout: int = 900) -> subprocess.CompletedProcess:
 
 
 # ------------------------------------------------------------------ nothing runs
+@pytest.mark.heavy
 def test_emit_matrix_lists_every_point_with_a_stable_safe_id(tmp_path):
     args = ["sweep", "mset-50keys", "--size", "small", "--axis", "dataset.keys=20K,50K",
             "--axis", "value=10,100", *VARIANTS, "--out", str(tmp_path), "--emit-matrix"]
@@ -65,6 +66,7 @@ def test_emit_matrix_lists_every_point_with_a_stable_safe_id(tmp_path):
         ("mset50.p01-value-10", "mset50", "value=10"), ("mset50.p02-value-100", "mset50", "value=100")]
 
 
+@pytest.mark.heavy
 def test_point_unknown_id_exits_2_listing_the_ids(tmp_path):
     p = cli("sweep", *SWEEP, "--point", "p09-keys-1G", "--out", str(tmp_path), timeout=120)
     assert p.returncode == 2 and "Traceback" not in p.stderr
@@ -136,6 +138,7 @@ def test_fanout_entries_are_typed_and_keep_their_keys(tmp_path):
     assert ExperimentManifest.from_json({"parts": [], "fanout": {"plan": "x"}}).fanout.whole is None
 
 
+@pytest.mark.heavy
 def test_experiment_workflow_fans_out_and_merges_and_passes_actionlint(tmp_path):
     out = tmp_path / ".github" / "workflows" / "mset-15043.yml"
     p = cli("experiment", "github", "mset-15043", "--size", "small", "--runner-labels",

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from analysis.compare.engine import analyse
 from analysis.compare.options import CompareOptions
 from analysis.inputs.rundir import load_run
@@ -16,6 +18,7 @@ def _lookup(run: str, names=None):
     return lookup_cost(analyse(load_run(RUNS / run), CompareOptions()), names)
 
 
+@pytest.mark.heavy
 def test_redis_lookup_is_its_flat_cost():
     lc = _lookup("mset-demo-paired")
     assert (lc.function, lc.measure, lc.command) == ("dictFindByHash", "flat", "MSET")
@@ -35,6 +38,7 @@ def test_an_inlined_valkey_lookup_is_its_cumulative_cost_and_new_paths_are_not_t
     assert lc.cand.median < lc.base.median
 
 
+@pytest.mark.heavy
 def test_a_named_lookup_is_used_and_a_missing_one_says_so():
     lc = _lookup("valkey-get-p1-default", ["lookupKey"])
     assert lc.function == "lookupKey" and lc.measure == "cumulative"

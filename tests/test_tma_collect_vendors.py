@@ -383,6 +383,7 @@ def test_other_vendors_and_intel():
 # -- this machine, for real, whatever CPU it is (tests/test_cpu_models.py replays every ---
 # -- model's recorded facts, so each model's path runs on any machine) ----------------------
 
+@pytest.mark.heavy
 def test_doctor_names_this_cpus_path_and_why_not_here(repo_root):
     env = dict(os.environ, PYTHONPATH=str(repo_root))
     env.pop("STALLSCOPE_PARCA_URL", None)

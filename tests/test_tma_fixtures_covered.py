@@ -173,6 +173,7 @@ def test_every_fixture_has_a_test(fixtures_dir):
     assert not _missing_tests(COVERED)
 
 
+@pytest.mark.heavy
 def test_every_listed_test_reads_its_fixture(recorded):
     problems = unchecked(COVERED, recorded)
     assert not problems, "\n".join(problems)

@@ -73,6 +73,7 @@ def _alarm(signum, frame):
     raise _Hang()
 
 
+@pytest.mark.heavy
 def test_ten_thousand_mutations_parse_or_error(fixtures_dir):
     sources = _sources()
     assert len(sources) >= 90

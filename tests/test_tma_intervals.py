@@ -132,6 +132,7 @@ def test_tma_cli_says_which_intervals_and_picks_one(capsys):
     assert "--interval 'soon': expected time, mean, last" in capsys.readouterr().err
 
 
+@pytest.mark.heavy
 def test_funnel_cli_interval_option():
     out = subprocess.run([sys.executable, "-m", "analysis", "funnel", str(KDOC), "--vs", str(OLD),
                           "--interval", "2", "--format", "json"], capture_output=True,

@@ -95,6 +95,7 @@ def test_every_vendor_fixture_is_handled(fixtures_dir):
             assert v.known and v.domain, (p.name, v.raw_name)
 
 
+@pytest.mark.heavy
 def test_cli_prints_every_fixture_with_domains(fixtures_dir):
     """`stallscope tma FILE` prints each tree with its domain column (exit 0), and an
     unreadable one as `stallscope tma: error: FILE: ...` (exit 2)."""
@@ -361,6 +362,7 @@ def test_amd_funnel_three_vs_three(fixtures_dir):
     assert mem.endswith(f"(not established: {rows[MEM]['verdict']}, its interval does not exclude noise)")
 
 
+@pytest.mark.heavy
 def test_cross_vendor_and_cross_model_refused(fixtures_dir):
     amd = _amd(["SerialPi_1"])
     arm = [parse_file(ARM / "arm_neoverse_n2_lkml_v4_topdownl1.txt")]
@@ -377,6 +379,7 @@ def test_cross_vendor_and_cross_model_refused(fixtures_dir):
     assert r.returncode == 2 and "error: cannot compare" in r.stderr and "Traceback" not in r.stderr
 
 
+@pytest.mark.heavy
 def test_funnel_cli_two_amd_and_two_arm(fixtures_dir):
     """`stallscope funnel A1 A2 --vs B1 B2` for two AMD and for two Arm outputs."""
     r = subprocess.run([sys.executable, "-m", "analysis", "funnel",
@@ -433,6 +436,7 @@ def _replayed_run(tmp_path: Path, base: list[Path], cand: list[Path]) -> Path:
     return run
 
 
+@pytest.mark.heavy
 @pytest.mark.parametrize("vendor", ["amd", "arm"])
 def test_replayed_rep_lands_in_report_and_summary(tmp_path, fixtures_dir, vendor):
     from commands import compare as cli

@@ -27,6 +27,7 @@ def pages(tmp_path_factory):
     return write_trend_pages(st, tmp / "out"), h
 
 
+@pytest.mark.heavy
 def test_index_and_job_page_render(pages):
     index, h = pages
     dom, _ = dump_dom(index)

@@ -123,6 +123,7 @@ def test_item12_levels_and_sizes_print_as_they_are():
     assert detectable(0.011, "rel") == "±1.1%"
 
 
+@pytest.mark.heavy
 def test_item5_the_printed_size_has_the_power_it_states_on_recorded_noise():
     """Runs drawn from recorded noise print a detectable size; new runs whose true change is
     that size establish it about 80% of the time with the calibrated size (analysis/power.py),

@@ -117,6 +117,7 @@ def test_compare_with_a_pilot_reports_the_two_stage_interval():
     assert ch.rel_ci_low <= ch.rel <= ch.rel_ci_high
 
 
+@pytest.mark.heavy
 def test_the_normality_it_assumes_holds_for_recorded_reps_and_matters_where_it_does_not():
     """Stein's interval is exact for normal units only (issue 26 item 11): centred
     exponential units cover about 87%, t(3) about 91%. What a run feeds it is per-rep log

@@ -21,6 +21,7 @@ from tests.conftest import FIXTURES, REPO
 RUNS = REPO / "tests" / "data" / "runs"
 
 
+@pytest.mark.heavy
 @pytest.mark.parametrize("run", ["mset-demo-paired", "valkey-rdb-load-1m", "mset-demo-small-v1"])
 def test_results_json_read_back_typed_is_the_same_file(run, tmp_path):
     r = analyse(load_run(RUNS / run), CompareOptions())
@@ -55,6 +56,7 @@ def test_paired_json_round_trips_with_each_writers_keys():
     assert modes == {None, "servers"}       # both writers' files are among the recordings
 
 
+@pytest.mark.heavy
 def test_the_funnel_is_typed_in_results_json():
     from analysis.tma.formats import parse_file
     from analysis.tma.funnel import compare

@@ -147,6 +147,7 @@ def test_share_verdict_never_contradicts_the_per_op_one(res):
                 assert j.verdict == ns.verdict, (f.name, k)
 
 
+@pytest.mark.heavy
 def test_too_few_samples_gives_no_verdict(res):
     # dictFind: 13 and 27 samples over 3 reps; above the share floor once it is lowered,
     # below a floor of 30 samples
@@ -308,6 +309,7 @@ def test_unpipelined_the_summary_says_the_server_could_not_show_the_change():
     assert next(f for f in r.fdr if f.family == "top mover").discoveries == 0
 
 
+@pytest.mark.heavy
 def test_the_demo_report_prints_its_truncated_share_even_when_fine(tmp_path):
     r = analyse(load_run(DEMO), CompareOptions())
     t = r.profile.truncated

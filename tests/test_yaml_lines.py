@@ -70,6 +70,7 @@ def test_every_file_type_names_the_file_and_line(tmp_path):
             read(str(f) if read not in (import_suite, load_doc) else f)
 
 
+@pytest.mark.heavy
 def test_no_other_module_reads_yaml_files():
     """One reader: a YAML file read elsewhere would lose the lines (or check keys another
     way). overrides.py reads a `--set` value, which has no file and no lines."""
