@@ -343,7 +343,8 @@ def _functions(job: str, series: dict, found: list[ChangePoint], positions: dict
                                  + [Mover(c.series, c.shift, c.shift_low, c.shift_high, "function series")],
                                  key=lambda mv: -abs(mv.shift))[:8]
             continue
-        later = sorted((positions[t.first_run.id], t) for t in tput if positions[t.first_run.id] > at)
+        later = sorted(((positions[t.first_run.id], t) for t in tput if positions[t.first_run.id] > at),
+                       key=lambda pt: pt[0])
         implied = f"; it implies about {100 * f.implied:+.1f}% throughput" if f.implied is not None else ""
         c.ahead = ("ahead of throughput: no throughput finding" if not later else
                    f"ahead of throughput by {later[0][0] - at} runs "
