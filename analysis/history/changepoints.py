@@ -12,15 +12,15 @@
 - "function": a rise of one function's cost across runs (function_series.py: every focus
   and top function's series of the job tested together, Benjamini-Hochberg). Within a run
   of a throughput regression it is a mover of it; else a finding of its own, `ahead` of
-  the throughput. An E-Divisive finding of the throughput within PLACE_RUNS runs of it is
-  placed at the function's run.
+  the throughput. An E-Divisive finding of the throughput within PLACE_RUNS runs of it (or
+  the likelihood interval of its place) is placed at the function's run.
 
 Against a pinned baseline a paired test's finding stands only if the runs after it hold
 the shift (paired_signal.confirmed; provisional while fewer than 2 follow), E-Divisive's
-cuts of the in-run changes are placed where one mean shift is most likely, and
-E-Divisive on the paired series' level speaks only beside a paired finding. Functions'
-cost series are not given to E-Divisive one by one (at p < 0.05 each, 50 of them would
-give a false finding in most jobs).
+cuts of the in-run changes are placed where one mean shift is most likely and kept only if
+that shift holds (paired_signal.refine), and E-Divisive on the paired series' level speaks
+only beside a paired finding. Functions' cost series are not given to E-Divisive one by
+one (at p < 0.05 each, 50 of them would give a false finding in most jobs).
 
 Findings of one series in the same direction within MERGE_RUNS runs of each other are one
 shift: one finding, placed where the most exact signal put it (a paired test knows the
