@@ -12,15 +12,15 @@
 - "function": a rise of one function's cost across runs (function_series.py: every focus
   and top function's series of the job tested together, Benjamini-Hochberg). Within a run
   of a throughput regression it is a mover of it; else a finding of its own, `ahead` of
-  the throughput. An E-Divisive finding of the throughput within PLACE_RUNS runs of it is
-  placed at the function's run.
+  the throughput. An E-Divisive finding of the throughput within PLACE_RUNS runs of it (or
+  the likelihood interval of its place) is placed at the function's run.
 
 Against a pinned baseline a paired test's finding stands only if the runs after it hold
 the shift (paired_signal.confirmed; provisional while fewer than 2 follow), E-Divisive's
-cuts of the in-run changes are placed where one mean shift is most likely, and
-E-Divisive on the paired series' level speaks only beside a paired finding. Functions'
-cost series are not given to E-Divisive one by one (at p < 0.05 each, 50 of them would
-give a false finding in most jobs).
+cuts of the in-run changes are placed where one mean shift is most likely and kept only if
+that shift holds (paired_signal.refine), and E-Divisive on the paired series' level speaks
+only beside a paired finding. Functions' cost series are not given to E-Divisive one by
+one (at p < 0.05 each, 50 of them would give a false finding in most jobs).
 
 Findings of one series in the same direction within MERGE_RUNS runs of each other are one
 shift: one finding, placed where the most exact signal put it (a paired test knows the
@@ -86,6 +86,7 @@ class ChangePoint:
     note: str = ""
     id: int | None = None
     ahead: str = ""              # a function's rise the throughput has not shown (yet): how far ahead
+    places: frozenset[int] = frozenset()   # run ids where the shift may be (95% likelihood interval)
 
     @property
     def signals(self) -> tuple[str, ...]:
@@ -154,13 +155,14 @@ def _cuts(job: str, name: str, pts: list, values: list[float], hib: bool, signal
     """E-Divisive's change points of one sequence of values (one per run of pts), each with
     its shift (runs after vs before, up to the neighbouring change points) and movers.
     refine: each placed where one shift of the mean between its neighbours is most likely
-    (E-Divisive's energy statistic places a small shift a run or two off as often as not)."""
+    (E-Divisive's energy statistic places a small shift a run or two off as often as not),
+    and kept only if that shift holds (paired_signal.refine)."""
     cuts = change_indices(values)
     bounds = [0] + cuts + [len(values)]
+    places: dict[int, list[int]] = {}
     if refine:
-        logs = [math.log(v) for v in values]
-        cuts = [bounds[j] + paired_signal.place(logs[bounds[j]:bounds[j + 2]], i - bounds[j])
-                for j, i in enumerate(cuts)]
+        places = paired_signal.refine([math.log(v) for v in values], cuts)
+        cuts = list(places)
         bounds = [0] + cuts + [len(values)]
     found = []
     for j, i in enumerate(cuts):
@@ -172,7 +174,7 @@ def _cuts(job: str, name: str, pts: list, values: list[float], hib: bool, signal
         found.append(ChangePoint(job, name, signal, first, prev, rel, low, high,
                                  "regression" if (rel < 0) == hib else "improvement",
                                  pts[0][1]["unit"], _movers(series, name, first.id, pts[bounds[j]][0].id, hi_id),
-                                 how))
+                                 how, places=frozenset(pts[k][0].id for k in places.get(i, []))))
     return found
 
 
@@ -214,10 +216,13 @@ def _confirm(t, ratios: list, k: int, stretches: list, cut_at: set[int], hib: bo
     """How a pinned-baseline paired test at ratios[k] stands with the runs after it
     (paired_signal.confirmed, between the neighbouring change points of its stretch):
     the words to add to its `how`, or None to drop it. A test against the run's own
-    baseline is kept as it is."""
-    if t.reference is None:
+    baseline is kept as it is, but for the first run of a stretch (the runs after must
+    hold its change from 0); outside a stretch, there is nothing to hold it against."""
+    lo, hi = next(((a, b) for a, b in stretches if a <= k < b), (None, len(ratios)))
+    if t.reference is None and lo != k:
         return ""
-    lo, hi = next(((a, b) for a, b in stretches if a <= k < b), (max(0, k - 1), len(ratios)))
+    if lo is None:
+        return "; provisional: fewer than 2 runs after it" if hi - k - 1 < 2 else ""
     lo = max([c for c in cut_at if c < k - MERGE_RUNS] + [lo])
     hi = min([c for c in cut_at if c > k + MERGE_RUNS] + [hi])
     ok = paired_signal.confirmed(ratios, k, lo, hi, hib)
@@ -229,11 +234,12 @@ def _confirm(t, ratios: list, k: int, stretches: list, cut_at: set[int], hib: bo
 def _paired_tests(store: HistoryStore, job: str, name: str, ratios: list, hib: bool, unit: str,
                   stretches: list, cut_at: set[int]) -> list[ChangePoint]:
     """Each run whose paired test says regression (against a pinned baseline: and the runs
-    after it hold the shift), with the functions that moved with it."""
+    after it hold the shift, between neighbouring cuts and tests), with what moved with it."""
     found = []
     index = {r.run.id: k for k, r in enumerate(ratios)}
-    for t in paired_signal.regressions(ratios, hib):
-        held = _confirm(t, ratios, index[t.run.id], stretches, cut_at, hib)
+    tests = paired_signal.regressions(ratios, hib)
+    for t in tests:
+        held = _confirm(t, ratios, index[t.run.id], stretches, cut_at | {index[u.run.id] for u in tests}, hib)
         if held is None:
             continue
         # with the previous run's candidate as baseline, both ranges are the same commits
@@ -331,10 +337,12 @@ def _functions(job: str, series: dict, found: list[ChangePoint], positions: dict
         c = _function_finding(job, f, m, series)
         at = positions[c.first_run.id]
         for t in tput:
-            # E-Divisive's place for a small shift is uncertain by a few runs; the rise of
-            # the function that caused it is several times its size against its own noise,
-            # so its place is the sharper one
-            if t.p_value is None and t.signal != "in-run" and 0 < abs(positions[t.first_run.id] - at) <= PLACE_RUNS:
+            # E-Divisive's place for a small shift is uncertain by a few runs (or within the
+            # likelihood interval of a cut of the in-run changes); the rise of the function that
+            # caused it is several times its size against its own noise: the sharper place
+            off = abs(positions[t.first_run.id] - at)
+            if t.p_value is None and t.signal != "in-run" and 0 < off and (
+                    off <= PLACE_RUNS or c.first_run.id in t.places):
                 t.how += f"; placed where {c.series} rose (E-Divisive: run {t.first_run.run_id})"
                 t.first_run, t.last_before = c.first_run, c.last_before
         home = min(tput, key=lambda t: abs(positions[t.first_run.id] - at), default=None)
@@ -343,7 +351,8 @@ def _functions(job: str, series: dict, found: list[ChangePoint], positions: dict
                                  + [Mover(c.series, c.shift, c.shift_low, c.shift_high, "function series")],
                                  key=lambda mv: -abs(mv.shift))[:8]
             continue
-        later = sorted((positions[t.first_run.id], t) for t in tput if positions[t.first_run.id] > at)
+        later = sorted(((positions[t.first_run.id], t) for t in tput if positions[t.first_run.id] > at),
+                       key=lambda pt: pt[0])
         implied = f"; it implies about {100 * f.implied:+.1f}% throughput" if f.implied is not None else ""
         c.ahead = ("ahead of throughput: no throughput finding" if not later else
                    f"ahead of throughput by {later[0][0] - at} runs "

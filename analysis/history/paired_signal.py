@@ -184,9 +184,18 @@ def confirmed(ratios: list[RunRatios], k: int, lo: int, hi: int, hib: bool = Tru
     before = [r.mean for r in ratios[lo:k]]
     if len(after) < CONFIRM_RUNS:
         return None
+    side = "less" if hib else "greater"
     if len(before) < 2:
-        return True           # nothing to compare with: the test's word stands
-    t = sps.ttest_ind(after, before, equal_var=False, alternative="less" if hib else "greater")
+        # the first run of the stretch (its own change, tested against 0) or the second:
+        # the runs after against that level, with their own spread (one run before has
+        # none to give: a t on the after runs' degrees of freedom, its variance added)
+        ref = before[0] if before else 0.0
+        n, sd = len(after), float(np.std(after, ddof=1))
+        if sd == 0:
+            return bool((np.mean(after) < ref) == hib)
+        t = (np.mean(after) - ref) / (sd * math.sqrt(1 / n + len(before)))
+        return bool(sps.t.cdf(t if hib else -t, n - 1) <= CONFIRM_P)
+    t = sps.ttest_ind(after, before, equal_var=False, alternative=side)
     return bool(t.pvalue <= CONFIRM_P)
 
 
@@ -197,3 +206,51 @@ def place(means: list[float], at: int) -> int:
     if len(y) < 2 * MIN_SIDE + 1:
         return at
     return MIN_SIDE + int(np.argmax(np.abs(split_t(y))))
+
+
+SHIFT_PERMUTATIONS = 1999
+
+
+def shift_p(means: list[float]) -> float:
+    """The permutation p-value of the largest two-sample |t| over the splits of `means`
+    (as function_series.scan, two-sided): is there one shift of the mean in it at all?
+    1.0 when the series is too short to say."""
+    y = np.asarray(means, dtype=float)
+    if len(y) < 2 * MIN_SIDE + 2 or np.ptp(y) == 0:
+        return 1.0
+    res = sps.permutation_test((y,), lambda v, axis=-1: np.abs(split_t(np.moveaxis(v, axis, -1))).max(axis=-1),
+                               permutation_type="pairings", vectorized=True, n_resamples=SHIFT_PERMUTATIONS,
+                               alternative="greater", random_state=np.random.default_rng(20261123))
+    return float(res.pvalue)
+
+
+def refine(means: list[float], cuts: list[int]) -> dict[int, list[int]]:
+    """E-Divisive's cuts of a stretch's in-run changes, each placed where one shift of the
+    mean between its neighbouring cuts is most likely (place) and kept only if a shift is
+    there at all: shift_p of that segment at most ALPHA over the number of cuts (the
+    stretch's cuts are one family, Bonferroni; ALPHA: the level of the per-run test of
+    the same series). E-Divisive's energy test at 0.05 also cuts at a run of low values
+    that no mean shift explains, and tests each segment after a cut again at 0.05.
+    Each kept cut -> the places its shift may be at (plausible)."""
+    bounds = [0] + cuts + [len(means)]
+    placed = [bounds[j] + place(means[bounds[j]:bounds[j + 2]], i - bounds[j]) for j, i in enumerate(cuts)]
+    bounds = [0] + placed + [len(means)]
+    level = ALPHA / max(1, len(placed))
+    return {i: [bounds[j] + k for k in plausible(means[bounds[j]:bounds[j + 2]])] for j, i in enumerate(placed)
+            if shift_p(means[bounds[j]:bounds[j + 2]]) <= level}
+
+
+LOCATION_LR = 3.84     # chi-square(1), 95%: how much less likely a place of the shift may be
+
+
+def plausible(means: list[float]) -> list[int]:
+    """The places (index of the first value after) of one shift of the mean in `means`
+    whose likelihood is within LOCATION_LR (twice the log) of the most likely one: the 95%
+    likelihood interval of the shift's place, from the first such place to the last
+    (normal values, one variance; 2 log LR of a split = n log(1 + t^2 / (n - 2)))."""
+    y = np.asarray(means, dtype=float)
+    if len(y) < 2 * MIN_SIDE + 1:
+        return []
+    ll = len(y) * np.log1p(split_t(y) ** 2 / (len(y) - 2))
+    ok = np.flatnonzero(ll.max() - ll <= LOCATION_LR)
+    return list(range(MIN_SIDE + int(ok.min()), MIN_SIDE + int(ok.max()) + 1))
