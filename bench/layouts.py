@@ -54,7 +54,7 @@ def record(dirs: list[str], note: str) -> dict:
         seeds = [int(SEED.search(specs[n]).group(1)) if SEED.search(specs[n]) else 0 for n in (base, cand)]
         units = pair_clusters.rep_units(paired_units(run, base, cand))
         pairs.append({"run_id": m.run_id, "case": m.case.name, "size": m.options.size,
-                      "source": SEED.sub("", specs[base].split("=", 1)[-1]),
+                      "source": SEED.sub("", specs[base]),
                       "version": m.variants[base].version, "layouts": seeds,
                       "log_ratios": [math.log(u.cand / u.base) for u in units]})
     return {"note": note, "pairs": pairs}

@@ -206,11 +206,19 @@ def test_two_layouts_keep_the_interval_over_reps_and_say_what_it_leaves_out(tmp_
     assert "2 code layouts, fewer than 3" in r.paired[0].change.method and r.paired[0].base.n == 12
 
 
-def test_the_line_holds_only_when_every_layout_excludes_zero_on_one_side():
+def test_the_line_holds_depends_or_cannot_tell():
     held = layouts.spread({1: [0.02, 0.03, 0.025], 2: [0.01, 0.015, 0.012]})
     assert held.holds and held.line.startswith("holds across 2 layouts")
     split = layouts.spread({1: [0.02, 0.03, 0.025], 2: [-0.01, 0.002, 0.004]})
     assert split.holds is False and split.line.startswith("depends on layout: +2.5% \u2026 \u22120.1%")
+    # every layout about +11% but 2 reps each: no layout's own interval excludes 0 (t at 1 df),
+    # the interval over layouts does (the measured mget-100keys config change looked so)
+    agree = layouts.spread({1: [0.15, 0.07], 2: [0.15, 0.06], 3: [0.14, 0.09]})
+    assert all(p.ci_low < 0 for p in agree.per_layout) and agree.ci_low > 0
+    assert agree.holds and agree.line.startswith("holds across 3 layouts on the interval over layouts")
+    # no layout shows a change and their signs differ: not "depends on layout"
+    none = layouts.spread({1: [0.003, -0.001], 2: [-0.002, 0.001], 3: [0.001, 0.0]})
+    assert none.holds is None and "no layout's interval and not the interval over layouts" in none.line
     thin = layouts.spread({1: [0.02], 2: [0.01, 0.015]})
     assert thin.holds is None and "fewer than 2 reps" in thin.line
     assert layouts.spread({1: [0.02, 0.03]}) is None

@@ -16,8 +16,11 @@ and honestly so; 3-5 layouts are what a claim about a patch needs (docs/statisti
 "Code layout").
 
 The line: "holds across N layouts" when every layout's own interval (t over its reps)
-excludes 0 on the same side; "depends on layout: +a% … −b%" (the largest and smallest
-layout's change) otherwise; a layout with one rep has no interval, and the line says so.
+excludes 0 on the same side, or, with too few reps a layout to decide each alone, when every
+layout's change is on one side and the interval over layouts excludes 0; "depends on layout:
++a% … −b%" (the largest and smallest layout's change) when the layouts' changes differ in
+sign and some layout's interval excludes 0; "cannot tell" otherwise (a layout with one rep
+has no interval; or neither each layout's interval nor the one over layouts excludes 0).
 """
 from __future__ import annotations
 
@@ -65,6 +68,29 @@ def _pct(x: float) -> str:
     return f"{x:+.1%}".replace("-", "\u2212")
 
 
+def _verdict(per: list[LayoutChange], lo: float | None, hi: float | None, changes: str,
+             over: str) -> tuple[bool | None, str]:
+    """holds (True), depends on layout (False) or cannot tell (None), and the line."""
+    n = len(per)
+    up = [p for p in per if p.ci_low is not None and p.ci_low > 0]
+    down = [p for p in per if p.ci_high is not None and p.ci_high < 0]
+    if len(up) == n or len(down) == n:
+        return True, f"holds across {n} layouts ({changes}; {over})"
+    same_sign = all(p.change > 0 for p in per) or all(p.change < 0 for p in per)
+    if same_sign and lo is not None and hi is not None and (lo > 0 or hi < 0):
+        # each layout's own reps too few to decide alone, but every layout on one side and
+        # the interval over layouts (the layout spread inside it) excludes 0
+        return True, (f"holds across {n} layouts on the interval over layouts ({changes}, all "
+                      f"on one side; {over})")
+    if not same_sign and (up or down):
+        top, bottom = max(p.change for p in per), min(p.change for p in per)
+        return False, f"depends on layout: {_pct(top)} \u2026 {_pct(bottom)} (per layout {changes}; {over})"
+    thin = [p.seed for p in per if p.ci_low is None]
+    why = (f"layout(s) {', '.join(map(str, thin))} have fewer than {MIN_LAYOUT_REPS} reps" if thin else
+           "no layout's interval and not the interval over layouts excludes 0")
+    return None, f"cannot tell whether it holds across {n} layouts: {why} (per layout {changes}; {over})"
+
+
 def spread(log_ratios: dict[int, list[float]], confidence: float = 0.95) -> LayoutSpread | None:
     """log_ratios: layout seed -> its reps' log ratios (cand/base). None for fewer than two
     layouts (nothing to spread over)."""
@@ -83,18 +109,7 @@ def spread(log_ratios: dict[int, list[float]], confidence: float = 0.95) -> Layo
     over = f"over layouts {_pct(math.expm1(sum(means) / n))}"
     if lo is not None and hi is not None:
         over += f" [{_pct(lo)}, {_pct(hi)}]"
-    thin = [p.seed for p in per if p.ci_low is None]
-    if thin:
-        holds = None
-        line = (f"cannot tell whether it holds across {n} layouts: layout(s) "
-                f"{', '.join(map(str, thin))} have fewer than {MIN_LAYOUT_REPS} reps "
-                f"(per layout {changes}; {over})")
-    else:
-        holds = (all(p.ci_low > 0 for p in per if p.ci_low is not None)
-                 or all(p.ci_high < 0 for p in per if p.ci_high is not None))
-        top, bottom = max(p.change for p in per), min(p.change for p in per)
-        line = (f"holds across {n} layouts ({changes}; {over})" if holds else
-                f"depends on layout: {_pct(top)} \u2026 {_pct(bottom)} (per layout {changes}; {over})")
+    holds, line = _verdict(per, lo, hi, changes, over)
     return LayoutSpread(n, per, math.expm1(sum(means) / n), lo, hi, holds, line)
 
 
