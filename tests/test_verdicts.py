@@ -349,3 +349,25 @@ def test_a_real_change_under_the_waterline_is_not_called_no_change_larger_than(t
     assert str(escape(said)) in report_html.render(r, tmp_path)
     point = PointRow(1, "p05", {"value": "1000"}, {}, status="complete", metric=row)
     assert cells.verdict_text(point) == said
+
+
+def test_a_wrapper_without_own_samples_in_the_base_that_gains_a_cost_is_a_regression():
+    """msetGenericCommand at 249 Hz: 0 own samples in every base rep (it is two-thirds of
+    the cumulative profile), 8% with a 3 µs busy wait added (tests/test_known_effects.py,
+    CI on 2026-11-27): a change of something that ran, not new code."""
+    from analysis.compare.materiality import Measure, judge
+    from analysis.compare.values import ChangeOut, Side
+
+    def side(vals):
+        med = statistics.median(vals)
+        return Side(len(vals), med, statistics.mean(vals), 0.0, 0.0, min(vals), max(vals), list(vals))
+    ns = ChangeOut(3200.0, None, 2195.0, 4236.0, None, None, 0.983, "paired t", "regression",
+                   "the whole interval [2195, 4236] is on the worse side")
+    m = Measure(side([0.0] * 5), side([8.1, 8.3, 8.2, 8.4, 8.0]),
+                ChangeOut(8.2, None, 7.5, 8.9, None, None, 0.983, "paired t", "regression", ""),
+                [0.0] * 5, [80.0, 78.0, 79.0, 77.0, 76.0], side([0.0] * 5),
+                side([3300.0, 3400.0, 3350.0, 3420.0, 3380.0]), ns)
+    assert judge(m, present=(True, True)).verdict == "regression"
+    # a function that did not run in the base at all is still the new code's own price
+    assert judge(m, present=(False, True)).verdict == "new in candidate"
+    assert judge(m).verdict == "new in candidate"        # by its own samples alone

@@ -81,11 +81,14 @@ def _dilution(share: str, per_op: str, total: ChangeOut | None = None) -> str:
 
 
 def judge(m: Measure, min_share: float = MIN_SHARE, min_samples: float = MIN_SAMPLES,
-          total: ChangeOut | None = None) -> Judgement:
+          total: ChangeOut | None = None, present: tuple[bool, bool] | None = None) -> Judgement:
     """The verdict of one measure (rules: module docstring). Order: negligible (share
     floor), too few samples (count floor), new/gone, then the statistic that counts.
     `total`: the whole profile's CPU time per operation, which the note quotes when a cost
-    per op moved and its share did not."""
+    per op moved and its share did not. `present`: whether the function ran at all on each
+    side (its cumulative share, in most reps), when that is not this measure's own: a
+    function that ran in the base without its own samples (a thin wrapper) and gains a cost
+    is a change of something that was there, not new code."""
     tb, tc = _total(m.base_samples), _total(m.cand_samples)
     samples = (tb, tc)
     has_b, has_c = any(v > 0 for v in m.base.values), any(v > 0 for v in m.cand.values)
@@ -99,7 +102,8 @@ def judge(m: Measure, min_share: float = MIN_SHARE, min_samples: float = MIN_SAM
         return Judgement("too few samples", f"too few samples ({max(tb, tc):.0f}, fewer than "
                                             f"{min_samples:g}) for a verdict", *samples)
     # Present on a side = in most of its reps: one stray sample in one rep is not "there".
-    one = _one_sided(m, m.base.median > 0, m.cand.median > 0)
+    ran = present if present is not None else (m.base.median > 0, m.cand.median > 0)
+    one = _one_sided(m, *ran)
     if one is not None:
         one.base_samples, one.cand_samples = samples
         return one

@@ -98,7 +98,10 @@ def _judge(row: FunctionRow, sh: Shares, sw: SampleWeights, base: str, cand: str
         m = Measure(getattr(row, f"base_{k}"), getattr(row, f"cand_{k}"),
                     getattr(row, f"{k}_change"), sb, sc, getattr(row, f"base_{k}_ns"),
                     getattr(row, f"cand_{k}_ns"), getattr(row, f"{k}_ns_change"))
-        setattr(row, f"{k}_verdict", judge(m, opts.min_share, opts.min_samples, total))
+        # a function ran on a side if its cumulative share is there (a wrapper's own cost
+        # can be 0 samples in the base and rise in the candidate: a change, not new code)
+        ran = (row.base_cum.median > 0, row.cand_cum.median > 0) if k == "flat" else None
+        setattr(row, f"{k}_verdict", judge(m, opts.min_share, opts.min_samples, total, ran))
 
 
 def _function_row(fn: str, sh: Shares, base: str, cand: str, thread: str, opts: CompareOptions,
