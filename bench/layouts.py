@@ -36,6 +36,7 @@ sys.path.insert(0, str(ROOT))
 
 from analysis.compare import pair_clusters  # noqa: E402
 from analysis.compare.throughput import paired_units  # noqa: E402
+from analysis.intervals import paired_t_interval  # noqa: E402
 from analysis.inputs.rundir import load_run  # noqa: E402
 
 DATA = ROOT / "bench" / "data" / "layout_spread.json"
@@ -75,10 +76,10 @@ def figure(doc: dict, where: str) -> None:
             n = len(x)
             mean = sum(x) / n
             var = sum((v - mean) ** 2 for v in x) / (n - 1)
-            q = sps.t.ppf(0.975, n - 1) * math.sqrt(var / n)
+            lo, hi, _ = paired_t_interval(x, 0.95)       # the interval compare prints
             a, b = p["layouts"]
-            print(f"   layout {b} vs {a}: {math.expm1(mean):+.2%} [{math.expm1(mean - q):+.2%}, "
-                  f"{math.expm1(mean + q):+.2%}] over {n} paired reps (rep sd {math.sqrt(var):.2%})")
+            print(f"   layout {b} vs {a}: {math.expm1(mean):+.2%} [{math.expm1(lo):+.2%}, "
+                  f"{math.expm1(hi):+.2%}] over {n} paired reps (rep sd {math.sqrt(var):.2%})")
             means.append(mean)
             var_sum += var * (n - 1)
             df_sum += n - 1
