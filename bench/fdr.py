@@ -21,6 +21,17 @@ promises at most 5% per family (so at most about 10% anywhere).
 
   .venv/bin/python bench/fdr.py
   .venv/bin/python bench/fdr.py --runs 400 --seed 7
+  .venv/bin/python bench/fdr.py --known-cost
+
+Figure 7c (`--known-cost`, in `make bench`) asks the same with a real change in the splits:
+each b rep gets a known own cost in msetGenericCommand (KNOWN_FRACTION of the rep's CPU,
+added on its heaviest stack through msetGenericCommand), so that function's own cost and the
+cumulative cost of every caller up that stack truly moved, and nothing else did. A verdict
+on any other row is false. With the top movers held to their false discovery rate
+(Benjamini-Hochberg), every caller the cost moves is a discovery that loosens the level for
+the rest, and false movers come with the real change; held to their family-wise error
+(Bonferroni, what stallscope ships: analysis/compare/families.py MOVER_RULE) they stay
+within 5%.
 """
 from __future__ import annotations
 
@@ -38,13 +49,22 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from analysis import stats  # noqa: E402
-from analysis.compare import profile_reps, profiles as profiles_mod  # noqa: E402
+from analysis.compare import families, profile_reps, profiles as profiles_mod  # noqa: E402
+from analysis.compare.multiplicity import RULES  # noqa: E402
 from analysis.compare.options import CompareOptions  # noqa: E402
 from analysis.compare.results import ProfileSection  # noqa: E402
 from analysis.inputs.rundir import RunDir, load_run  # noqa: E402
+from analysis.profile.stacks import Stacks  # noqa: E402
 
 RUN = REPO / "tests" / "data" / "runs" / "mset-aa-default"
 PER_SIDE = 3
+KNOWN_FUNCTION = "msetGenericCommand"
+# the known own cost, as a fraction of the rep's CPU: about a tenth, as the live test's
+# 3 us busy wait is of an MSET of 50 keys at CI size (tests/test_known_effects.py)
+KNOWN_FRACTION = 0.10
+# 8 + 8, every rep the recording holds: with 3 + 3 separate reps the callers' cumulative costs
+# are rarely established, while 5 paired reps (the live test) establish them all
+KNOWN_PER_SIDE = 8
 CALLED = stats.DECIDED      # a minor change is a decided one too
 
 
@@ -142,13 +162,102 @@ def simulate(run: RunDir, runs: int, seed: int, per_side: int = PER_SIDE
     return out[0], out[1], example
 
 
+def with_known_cost(rep: profile_reps.ProfileRep, fn: str, fraction: float
+                    ) -> tuple[profile_reps.ProfileRep, set[str]]:
+    """The rep with `fraction` of its CPU added as `fn`'s own cost on its heaviest stack
+    through `fn`, and the functions above `fn` on that stack (whose cumulative cost moved)."""
+    st = rep.stacks
+    through = [(w, fr) for fr, w in st.weights.items() if fn in st.functions_of(fr)]
+    if not through:
+        raise SystemExit(f"{rep.dir}: no stack through {fn}")
+    frames = max(through)[1]
+    fns = st.functions_of(frames)
+    cut = frames[:len(frames) - len(fns) + fns.index(fn) + 1]
+    out = Stacks(dict(st.weights), st.unit, st.thread_frame)
+    out.add(cut, fraction * st.total)
+    return replace(rep, stacks=out), set(fns[:fns.index(fn)])
+
+
+def _false_rows(sec: ProfileSection, fn: str, callers: set[str]) -> tuple[list[str], list[str], bool]:
+    """(false focus rows, false movers, whether fn's own cost was called a regression): every
+    decided row except fn's own and cumulative cost, its callers' cumulative cost, the whole
+    profile's CPU per operation and the thread groups (the cost is the main thread's)."""
+    focus, movers, hit = [], [], False
+    for rows, found in ((sec.focus + sec.focus_other_view, focus), (sec.movers, movers)):
+        for r in rows:
+            for k in ("flat", "cum"):
+                j = getattr(r, f"{k}_verdict")
+                if j is None or j.verdict not in CALLED:
+                    continue
+                if r.name == fn:
+                    hit = hit or (k == "flat" and "regression" in j.verdict)
+                elif not (k == "cum" and r.name in callers):
+                    found.append(f"{r.name} ({k}, {r.thread}): {j.verdict}")
+    return focus, movers, hit
+
+
+def simulate_known(run: RunDir, runs: int, seed: int, fn: str = KNOWN_FUNCTION,
+                   fraction: float = KNOWN_FRACTION, per_side: int = KNOWN_PER_SIDE
+                   ) -> tuple[dict[str, Outcome], dict[str, int], list[str]]:
+    """Figure 7c: per top-mover rule ("bh", "bonferroni"), the runs with a false verdict when
+    b carries a known cost in `fn`; how often fn's own cost was called a regression; an
+    example of the false movers under BH."""
+    names = tuple(run.manifest.variants)
+    pool = [r for v, reps in profile_reps.load(run, names).items() for r in reps]
+    focus_fns = list(run.manifest.case.focus or [])
+    opts, rng = CompareOptions(), np.random.default_rng(seed)
+    tallies = {rule: [0, 0, 0, 0, 0] for rule in ("bh", "bonferroni")}
+    hits = {rule: 0 for rule in tallies}
+    example: list[str] = []
+    for _ in range(runs):
+        pick = rng.choice(len(pool), 2 * per_side, replace=False)
+        a = [pool[i] for i in pick[:per_side]]
+        b, callers = [], set()
+        for i in pick[per_side:]:
+            rep, up = with_known_cost(pool[i], fn, fraction)
+            b.append(rep)
+            callers |= up
+        for rule, t in tallies.items():
+            with _split(a, b, True), mock.patch.object(families, "MOVER_RULE", rule):
+                sec, _ = profiles_mod.profiles(run, "a", "b", focus_fns, opts)
+            focus, movers, hit = _false_rows(sec, fn, callers)
+            for i, v in enumerate((bool(focus or movers), len(focus + movers), 0, bool(focus), bool(movers))):
+                t[i] += v
+            hits[rule] += hit
+            if rule == "bh" and movers and not example:
+                example = movers
+    out = {rule: Outcome(f"top movers by {RULES[rule]}", runs, t[0], t[1], 0.0,
+                         t[3], t[4]) for rule, t in tallies.items()}
+    return out, hits, example
+
+
+def _print_known(run: Path, runs: int, seed: int) -> None:
+    out, hits, example = simulate_known(load_run(run), runs, seed)
+    print(f"figure 7c: false verdicts when b carries a known own cost in {KNOWN_FUNCTION} "
+          f"({KNOWN_FRACTION:.0%} of its CPU; {KNOWN_PER_SIDE}+{KNOWN_PER_SIDE} of the {run.name} profile reps, "
+          f"{runs} runs)")
+    for rule, o in out.items():
+        lo, hi = o.interval()
+        print(f"  {o.rule:36s} runs with a false verdict {100 * o.rate:5.1f}% [{100 * lo:.1f}, "
+              f"{100 * hi:.1f}] (focus family {100 * o.with_false_focus / o.runs:.1f}%, top movers "
+              f"{100 * o.with_false_movers / o.runs:.1f}%); {o.false_rows / o.runs:.2f} false verdicts "
+              f"per run; the known cost called a regression in {100 * hits[rule] / o.runs:.0f}%")
+    if example:
+        print("  e.g. with Benjamini-Hochberg over the movers: " + "; ".join(example[:3]))
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--run", type=Path, default=RUN, help="an A/A run directory (default: %(default)s)")
     ap.add_argument("--runs", type=int, default=300, help="simulated runs (default %(default)s)")
     ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--known-cost", action="store_true",
+                    help=f"figure 7c: the splits' b side carries a known cost in {KNOWN_FUNCTION}")
     args = ap.parse_args()
+    if args.known_cost:
+        _print_known(args.run, args.runs, args.seed)
+        return 0
     run = load_run(args.run)
     naive, ctrl, example = simulate(run, args.runs, args.seed)
     print(f"figure 7: false verdicts in the function tables of A/A splits "

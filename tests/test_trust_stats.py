@@ -229,3 +229,44 @@ def test_item2_a_ratio_node_prints_the_interval_that_decided():
     assert row.ci == (pytest.approx(100 * ch.rel_ci_low), pytest.approx(100 * ch.rel_ci_high))
     decided = ch.verdict in stats.DECIDED
     assert decided == (row.ci[0] > 0 or row.ci[1] < 0)      # the printed interval decided
+
+
+def _false_families(rule: str, families: int, seed: int) -> int:
+    """Families of 15 truly moved rows (a cost and its callers' cumulative costs) and 45
+    null rows, 5 + 5 reps a row: how many call a null row a change under `rule`."""
+    rng = np.random.default_rng(seed)
+    bad = 0
+    for _ in range(families):
+        moved = [(list(100 + rng.normal(0, 3, 5)), list(130 + rng.normal(0, 3, 5))) for _ in range(15)]
+        rows = moved + _null_rows(rng, 45)
+        opts = CompareOptions()
+        out, members = [], []
+        for i, (b, c) in enumerate(rows):
+            def again(o, b=b, c=c):
+                return ChangeOut.of(o.relative(b, c, higher_is_better=True))
+            out.append(again(opts))
+            members.append(Member(f"row {i}", out[-1], again, lambda ch, i=i: out.__setitem__(i, ch)))
+        fam = control("test", members, opts, rule=rule)
+        assert fam.rule == rule and fam.discoveries >= 15
+        bad += any(ch.verdict in CHANGED for ch in out[15:])
+    return bad
+
+
+@pytest.mark.heavy
+def test_the_top_movers_rule_keeps_false_movers_rare_beside_a_real_change():
+    """One real change moves its function and the cumulative cost of every caller (15 rows):
+    held to their false discovery rate, the discoveries loosen the level for the other
+    rows and a null row is called in many families (the naive rule failing); held to the
+    family-wise error (Bonferroni, the top movers' rule) in at most about 5%."""
+    n = 60
+    bh, bonferroni = _false_families("bh", n, 11), _false_families("bonferroni", n, 11)
+    assert bh >= 0.2 * n, bh
+    assert bonferroni <= 0.1 * n and bonferroni < bh / 3, (bonferroni, bh)
+
+
+def test_an_unknown_rule_is_refused():
+    rng = np.random.default_rng(1)
+    members = [Member("r", ChangeOut.of(CompareOptions().relative(b, c, higher_is_better=True)),
+                      lambda o: None, lambda ch: None) for b, c in _null_rows(rng, 2)]
+    with pytest.raises(ValueError, match="multiplicity rule 'holm'"):
+        control("test", members, CompareOptions(), rule="holm")

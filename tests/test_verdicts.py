@@ -8,10 +8,12 @@ from __future__ import annotations
 import json
 import statistics
 from pathlib import Path
+from unittest import mock
 
 import pytest
 from markupsafe import escape
 
+from analysis.compare import families
 from analysis.compare.engine import analyse
 from analysis.compare.options import CompareOptions
 from analysis.inputs.rundir import load_run
@@ -128,23 +130,28 @@ def test_swapped_the_helpers_are_gone():
 
 
 def test_share_verdict_never_contradicts_the_per_op_one(res):
-    # __memcmp_evex_movbe: its share rose (a "minor regression") while its CPU time per MSET
-    # did not move: every other function got cheaper. The verdict is the per-op one, and
-    # says why. (dictSdsKeyLen's share rise was a "regression" too while the top movers
-    # shared one family with the focus rows; in a family of their own, 101 candidates with
-    # 5 discoveries, it no longer clears the level, 99.75%.)
-    memcmp = row(res.profile.movers, "__memcmp_evex_movbe")
+    # __memcmp_evex_movbe: its share rose (a "minor regression" with the top movers held to
+    # their false discovery rate: 101 candidates, 5 discoveries, level 99.75%) while its
+    # CPU time per MSET did not move: every other function got cheaper. The verdict is the
+    # per-op one, and says why. (Held to their family-wise error, the movers' rule now, at
+    # 99.95%, the share rise is not established at all: that rule is checked below.)
+    with mock.patch.object(families, "MOVER_RULE", "bh"):
+        loose = result()
+    assert loose.profile.movers_fdr.rule == "bh" and loose.profile.movers_fdr.discoveries == 5
+    memcmp = row(loose.profile.movers, "__memcmp_evex_movbe")
     assert memcmp.flat_change.verdict == "minor regression" and memcmp.flat_ns_change.verdict == "no change"
     assert memcmp.flat_verdict.verdict == "no change"
     assert memcmp.flat_verdict.basis == "CPU time per operation"
     assert memcmp.flat_verdict.note == "share up by dilution, cost per op unchanged"
-    t = res.profile.per_op_total.change
-    assert t.verdict == "improvement"                 # the whole profile got cheaper per MSET
-    for f in res.profile.focus + res.profile.movers:
-        for k in ("flat", "cum"):
-            j, ns = getattr(f, f"{k}_verdict"), getattr(f, f"{k}_ns_change")
-            if ns is not None and j.verdict in ("improvement", "regression", "no change", "unstable"):
-                assert j.verdict == ns.verdict, (f.name, k)
+    assert row(res.profile.movers, "__memcmp_evex_movbe").flat_change.verdict == "unstable"
+    for r in (loose, res):
+        t = r.profile.per_op_total.change
+        assert t.verdict == "improvement"                 # the whole profile got cheaper per MSET
+        for f in r.profile.focus + r.profile.movers:
+            for k in ("flat", "cum"):
+                j, ns = getattr(f, f"{k}_verdict"), getattr(f, f"{k}_ns_change")
+                if ns is not None and j.verdict in ("improvement", "regression", "no change", "unstable"):
+                    assert j.verdict == ns.verdict, (f.name, k)
 
 
 @pytest.mark.heavy

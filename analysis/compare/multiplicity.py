@@ -35,6 +35,7 @@ from analysis.compare.options import CompareOptions
 from analysis.compare.results import ChangeOut, FdrFamily
 from analysis.intervals import level_text
 
+RULES = {"bh": "Benjamini-Hochberg", "bonferroni": "Bonferroni"}
 STATISTICAL = ("improvement", "regression", "minor improvement", "minor regression", "no change",
                "unstable")
 
@@ -50,34 +51,45 @@ class Member:
 
 
 def control(family: str, members: list[Member], opts: CompareOptions,
-            display: list[Member] = ()) -> FdrFamily | None:
-    """Re-compute every member at the family's false-coverage-rate level (module docstring).
+            display: list[Member] = (), rule: str = "bh") -> FdrFamily | None:
+    """Re-compute every member at the family's level (module docstring): rule "bh" at the
+    false-coverage-rate level of Benjamini-Hochberg's discoveries, rule "bonferroni" at
+    1 - q/m (every interval excludes 0 exactly when its p-value is under q/m).
     Members without a p-value (too few reps for any interval) are left as they are and
     do not count. `display`: intervals printed beside the family's verdicts that are not
     verdicts themselves, re-computed at the same level. None when fewer than two members:
     one comparison needs no correction."""
+    if rule not in RULES:
+        raise ValueError(f"multiplicity rule {rule!r}: one of {', '.join(RULES)}")
     tested = [m for m in members if m.change.p_value is not None and m.change.verdict in STATISTICAL]
     if len(tested) < 2:
         return None
-    q = 1 - opts.confidence
+    q, m = 1 - opts.confidence, len(tested)
     # Each row's method is fixed for the strictest level the family can ask (R = 1): its
-    # p-value is taken again with that method before BH ranks it.
-    chosen = replace(opts, method_level=1 - q / len(tested))
-    for m in tested:
-        m.change = m.recompute(chosen)
-    p = np.array([m.change.p_value for m in tested], dtype=float)
-    adjusted = false_discovery_control(np.clip(p, 0.0, 1.0), method="bh")
+    # p-value is taken again with that method before the rule ranks it.
+    chosen = replace(opts, method_level=1 - q / m)
+    for t in tested:
+        t.change = t.recompute(chosen)
+    p = np.clip(np.array([t.change.p_value for t in tested], dtype=float), 0.0, 1.0)
+    if rule == "bonferroni":
+        adjusted = np.minimum(p * m, 1.0)
+    else:
+        adjusted = false_discovery_control(p, method="bh")
     found = int((adjusted <= q).sum())
-    level = 1 - q * max(found, 1) / len(tested)
+    level = 1 - q / m if rule == "bonferroni" else 1 - q * max(found, 1) / m
     at_level = replace(chosen, confidence=level)
-    for m, adj in zip(tested, adjusted):
-        ch = m.recompute(at_level)
-        ch.reason = (f"{ch.reason} (Benjamini-Hochberg over {len(tested)} {family} comparisons, "
+    name = RULES[rule]
+    for t, adj in zip(tested, adjusted):
+        ch = t.recompute(at_level)
+        ch.reason = (f"{ch.reason} ({name} over {m} {family} comparisons, "
                      f"q = {level_text(q)}: adjusted p = {adj:.3g}; interval at {level_text(level)})")
-        m.store(ch)
+        t.store(ch)
     for d in display:
         if d.change.p_value is not None:
             d.store(d.recompute(at_level))
-    return FdrFamily(family=family, comparisons=len(tested), discoveries=found, q=q,
-                     level=level, method="Benjamini-Hochberg; intervals at the false coverage "
-                                         "rate level 1 - q·R/m (Benjamini-Yekutieli 2005)")
+    method = ("Bonferroni; every interval at 1 - q/m (the chance of any false verdict in the "
+              "family at most q)" if rule == "bonferroni" else
+              "Benjamini-Hochberg; intervals at the false coverage rate level 1 - q·R/m "
+              "(Benjamini-Yekutieli 2005)")
+    return FdrFamily(family=family, comparisons=m, discoveries=found, q=q, level=level,
+                     method=method, rule=rule)

@@ -95,7 +95,7 @@ class FunctionRow:
 @dataclass
 class FdrFamily:
     """Verdicts judged together (analysis/compare/multiplicity.py): `comparisons` rows with
-    a p-value, `discoveries` of them called a change by Benjamini-Hochberg at `q`, every
+    a p-value, `discoveries` of them called a change at `q` by the family's `rule`, every
     row's interval re-computed at `level`."""
     family: str              # "focus function" | "top mover" | "throughput and latency" | "point"
     comparisons: int
@@ -103,6 +103,16 @@ class FdrFamily:
     q: float
     level: float
     method: str = ""
+    # "bh": Benjamini-Hochberg, the false discovery rate at most q; "bonferroni": the chance
+    # of any false verdict in the family (family-wise error) at most q
+    rule: str = "bh"
+
+    @property
+    def rule_text(self) -> str:
+        """The rule and its guarantee, as the reports say it."""
+        if self.rule == "bonferroni":
+            return f"Bonferroni, chance of any false verdict at most {self.q * 100:g}%"
+        return f"Benjamini-Hochberg, false discovery rate {self.q * 100:g}%"
 
 
 @dataclass

@@ -27,8 +27,7 @@ def fdr_line(fam: FdrFamily | None) -> list[str]:
     if fam is None:
         return []
     return [f"These {fam.comparisons} {esc(fam.family)} verdicts are judged together so that "
-            f"chance does not make verdicts (Benjamini-Hochberg, false discovery rate "
-            f"{fam.q * 100:g}%): {fam.discoveries} moved; every interval is at {level(fam.level)} "
+            f"chance does not make verdicts ({fam.rule_text}): {fam.discoveries} moved; every interval is at {level(fam.level)} "
             f"(docs/statistics.md).", ""]
 
 
