@@ -6,7 +6,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from analysis.inputs.option_specs import PROFILE_REPS, REPS, SEPARATE_PROFILE_REPS, SIZE
+from analysis.inputs.option_specs import PAIRING, PROFILE_REPS, REPS, SEPARATE_PROFILE_REPS, SIZE
 from analysis.report.summary_text import text_lines
 from analysis.report.writer import report_run
 from collectors.command import run_command
@@ -49,7 +49,7 @@ def request(args: argparse.Namespace) -> RunRequest:
     """The demo's run, typed (what `make demo` measures)."""
     case, reps, windows = demo.SIZES[args.size]
     opts = RunOptions(reps=args.reps or reps, profile_reps=args.profile_reps, paired_windows=windows,
-                      size=args.size, pairing="unpaired" if args.unpaired else "auto")
+                      size=args.size, pairing="unpaired" if args.unpaired else PAIRING.default)
     return RunRequest(case, [demo.BASE, demo.cand_spec()], opts, sets=list(args.set), out=Path(args.runs),
                       progress=not args.no_progress)
 

@@ -27,17 +27,21 @@ def add_option(option: Option, parser: Any, command: str, **kw: Any) -> argparse
         raise ValueError(f"{option.flag} is not an option of {command} (declared: {option.commands})")
     args: dict[str, Any] = {"dest": option.name, "default": option.default, "metavar": option.metavar,
                             "help": option.helps.get(command, option.help)}
-    if option.parse is not str:
+    if option.choices:
+        args["choices"] = option.choices          # argparse says which words it takes
+    elif option.parse is not str:
         args["type"] = argparse_type(option.parse) if option.parse not in (int, float) else option.parse
     args.update(kw)
     return parser.add_argument(option.flag, **args)
 
 
-def add_run_flags(parser: argparse.ArgumentParser, flags: RunFlags) -> None:
-    """A run plugin's flags (collectors/collector.py RunFlag) as one group of `stallscope run`."""
+def add_run_flags(parser: argparse.ArgumentParser, flags: RunFlags, defaults: bool = True) -> None:
+    """A run plugin's flags (collectors/collector.py RunFlag) as one group of `stallscope run`
+    (defaults=False: none has a default, argparse's SUPPRESS)."""
     g = parser.add_argument_group(flags.title, flags.description)
     for f in flags.flags:
-        args: dict[str, Any] = {"help": f.help, "default": f.default_value()}
+        args: dict[str, Any] = {"help": f.help,
+                                "default": f.default_value() if defaults else argparse.SUPPRESS}
         if f.action:
             args["action"] = f.action
         if f.parse is not None:

@@ -82,7 +82,8 @@ def _github_arguments(g: argparse.ArgumentParser) -> None:
     _d = config.PrConfig()     # the defaults, as the config file's reader has them
     g.add_argument("--config", metavar="FILE", help="PR config (YAML: cases, size, precision, budget, reps, "
                    f"pairing; docs/pr.md); default: cases {', '.join(_d.cases)}, size {_d.size}, "
-                   f"precision {str(_d.precision).replace('%', '%%')}, budget {_d.budget} per case")
+                   f"precision {str(_d.precision).replace('%', '%%')}, budget {_d.budget} per case, "
+                   f"pairing {_d.pairing}")
     g.add_argument("--label", default="stallscope", help="the PR label that asks for a measurement "
                    "(default stallscope)")
     g.add_argument("--runner-labels", default="self-hosted", metavar="L1,L2",

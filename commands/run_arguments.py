@@ -10,7 +10,7 @@ from typing import Any
 from collectors.variants.spec import GRAMMAR
 from collectors.load import memtier
 from collectors.runner.api import RunRequest
-from analysis.inputs.option_specs import (FREQUENCY, PRECISION, PROFILE, budget_for, first_stage,
+from analysis.inputs.option_specs import (FREQUENCY, PAIRING, PRECISION, PROFILE, budget_for, first_stage,
                                           taken_by)
 from collectors.runner.options import RUNS_DIR, RunOptions
 from collectors.runner.plugins import plugins
@@ -67,62 +67,70 @@ runs/<run-id>/, layout in docs/run-directory.md. Exit status: 0 all reps ok, 1 s
 
 
 
-def parser() -> argparse.ArgumentParser:
+def parser(defaults: bool = True) -> argparse.ArgumentParser:
+    """`stallscope run`'s parser. defaults=False: no argument has a default (argparse's
+    SUPPRESS), so what parses is what was given, a flag given at its default value too."""
+    own = {} if defaults else {"default": argparse.SUPPRESS}   # over each argument's own default
     p = argparse.ArgumentParser(
         prog="stallscope run",
         description="Run a case for two or more variants into runs/<run-id>/ (see docs/run-directory.md).",
-        epilog=GRAMMAR + "\n" + HELP_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+        epilog=GRAMMAR + "\n" + HELP_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter,
+        argument_default=None if defaults else argparse.SUPPRESS)
     p.add_argument("case", nargs="?", help="case name (cases/*.yaml, e.g. mset-50keys) or path to a case file")
-    p.add_argument("--variant", action="append", default=[], metavar="NAME=SPEC",
-                   help="a variant (repeat; at least two unless --resume); grammar below")
+    p.add_argument("--variant", action="append", metavar="NAME=SPEC",
+                   help="a variant (repeat; at least two unless --resume); grammar below", **{"default": [], **own})
     shared = {o.name: o for o in taken_by("run")}
-    add_option(shared["reps"], p, "run")
-    add_option(shared["size"], p, "run")
-    add_option(shared["layouts"], p, "run")
-    p.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE",
+    for name in ("reps", "size", "layouts"):
+        add_option(shared[name], p, "run", **own)
+    p.add_argument("--set", action="append", metavar="FIELD=VALUE",
                    help="override one case field after the size, type-checked like a case file "
-                        "(repeat): workload.pipeline=16, dataset.keys=1M, server.config.NAME=VALUE")
+                        "(repeat): workload.pipeline=16, dataset.keys=1M, server.config.NAME=VALUE",
+                   **{"default": [], **own})
     found = plugins()
-    add_option(PROFILE, p, "run", choices=[x for pl in found for x in pl.PROFILERS] + ["off"])
-    add_option(shared["profile_reps"], p, "run")
-    add_option(FREQUENCY, p, "run")
+    add_option(PROFILE, p, "run", choices=[x for pl in found for x in pl.PROFILERS] + ["off"], **own)
+    add_option(shared["profile_reps"], p, "run", **own)
+    add_option(FREQUENCY, p, "run", **own)
     p.add_argument("--keep-perf-data", action="store_true", help="keep perf.data beside perf.folded")
-    _measurement_arguments(p, shared)
-    p.add_argument("--load-generator", choices=memtier.CHOICES, default="auto",
+    _measurement_arguments(p, shared, own)
+    p.add_argument("--load-generator", choices=memtier.CHOICES, **{"default": "auto", **own},
                    help="auto (default): the case's workload.tool; memtier runs memtier_benchmark "
                         "(PATH or MEMTIER=/path) and falls back to redis-benchmark, saying why")
     p.add_argument("--resume", metavar="RUN_DIR", help="finish the reps of RUN_DIR that are not ok")
-    p.add_argument("--out", default=RUNS_DIR, help="where run directories go (default runs/)")
+    p.add_argument("--out", help="where run directories go (default runs/)", **{"default": RUNS_DIR, **own})
     p.add_argument("--report", action="store_true", help="render the report at the end (analysis.compare)")
     p.add_argument("--no-progress", action="store_true",
                    help="no progress on stderr (neither the bar nor the per-rep lines)")
     for pl in found:
-        add_run_flags(p, pl.RUN_FLAGS)
+        add_run_flags(p, pl.RUN_FLAGS, defaults)
     return p
 
 
-def _measurement_arguments(p: argparse.ArgumentParser, shared: dict) -> None:
-    """How throughput is measured: paired or not, and --precision."""
+def _measurement_arguments(p: argparse.ArgumentParser, shared: dict, own: dict) -> None:
+    """How throughput is measured: paired or not (--pairing, or --paired / --unpaired for
+    short), and --precision."""
     pair = p.add_mutually_exclusive_group()
-    pair.add_argument("--paired", dest="pairing", action="store_const", const="paired", default="auto",
-                      help="pair or stop with the reason (the default pairs wherever it fits and "
-                           "falls back to separate reps, saying why): two builds run as two "
+    add_option(PAIRING, pair, "run", **own)
+    pair.add_argument("--paired", dest=PAIRING.name, action="store_const", const="paired",
+                      **{"default": PAIRING.default, **own},
+                      help="--pairing paired: pair or stop with the reason (the default pairs wherever "
+                           "it fits and falls back to separate reps, saying why): two builds run as two "
                            "servers loaded at once, the load switched between them in short ABBA "
                            "windows; config-only variants share one server, CONFIG SET between "
                            "windows; the same spec on both sides (an A/A run) runs two servers of "
                            "that build")
-    pair.add_argument("--unpaired", dest="pairing", action="store_const", const="unpaired",
-                      help="separate reps: a server start (and dataset reload) per rep, interleaved "
-                           "A B B A; no room needed for two datasets, but every restart's noise "
+    pair.add_argument("--unpaired", dest=PAIRING.name, action="store_const", const="unpaired",
+                      **{"default": PAIRING.default, **own},
+                      help="--pairing unpaired: separate reps, a server start (and dataset reload) "
+                           "per rep, interleaved A B B A; no room needed for two datasets, but every restart's noise "
                            "stays in the interval (about 4x wider on a shared 2-core VM)")
-    add_option(PRECISION, p, "run")
+    add_option(PRECISION, p, "run", **own)
     p.add_argument("--on", dest="precision_on", metavar="FUNCTION[:flat|cum]",
                    help="with --precision on a paired run: narrow this function's CPU time per "
                         "operation instead of the throughput (cumulative unless :flat), from the "
                         "profiles of the paired windows, by the same two-stage rule; e.g. "
                         "--precision 5%% --on dictFindByHash")
     for name in ("budget_s", "paired_window_s", "paired_windows"):
-        add_option(shared[name], p, "run")
+        add_option(shared[name], p, "run", **own)
 
 
 def options_from_args(args: argparse.Namespace) -> RunOptions:
@@ -131,14 +139,20 @@ def options_from_args(args: argparse.Namespace) -> RunOptions:
     shared = {o.name: getattr(args, o.name) for o in taken_by("run")}
     shared["reps"] = first_stage(args.reps, args.precision)
     shared["budget_s"] = budget_for(args.precision, args.budget_s)
-    return RunOptions(**shared, keep_perf_data=args.keep_perf_data, pairing=args.pairing,
+    return RunOptions(**shared, keep_perf_data=args.keep_perf_data,
                       load_generator=args.load_generator, precision_on=args.precision_on, extra=extra)
 
 
-# run's flags that set a RunRequest field (dest: field; "resume" is no request's), as
-# request_from_args reads them; the others are RunOptions fields or plugins' RunFlags (extra)
-_REQUEST_FIELDS = {"variant": "variants", "set": "sets", "out": "out", "report": "report",
-                   "no_progress": "progress", "resume": "resume"}
+# run's flags that set a RunRequest field (dest: (field, the value from the flag's)), read
+# by request_from_args and given() alike; "resume" is no request's field, the case is given()'s
+# caller's; the others are RunOptions fields or plugins' RunFlags (extra)
+_REQUEST_FIELDS = {"variant": ("variants", list), "set": ("sets", list), "out": ("out", Path),
+                   "report": ("report", bool), "no_progress": ("progress", lambda v: not v)}
+
+
+def _request_fields(ns: dict[str, Any]) -> dict[str, Any]:
+    """The RunRequest fields of the parsed flags in `ns` (those it has)."""
+    return {name: value(ns[dest]) for dest, (name, value) in _REQUEST_FIELDS.items() if dest in ns}
 
 
 def given(run_args: list[str]) -> dict[str, Any]:
@@ -147,17 +161,11 @@ def given(run_args: list[str]) -> dict[str, Any]:
     RunOptions fields, plugin flags in "extra". A flag given is there even at its default
     value; a flag not given is not, and no default or rule is applied (the caller fills
     what was left open). SystemExit, argparse's message printed, on what run would refuse."""
-    p = parser()
-    for a in p._actions:             # no defaults: what parses is what was given
-        a.default = argparse.SUPPRESS
-    ns = vars(p.parse_args(["CASE", *run_args]))   # a case first: a stray word is an error
+    # no defaults: what parses is what was given; a case first: a stray word is an error
+    ns = vars(parser(defaults=False).parse_args(["CASE", *run_args]))
     del ns["case"]
     plugin_dests = {f.dest for pl in plugins() for f in pl.RUN_FLAGS.flags}
-    out: dict[str, Any] = {_REQUEST_FIELDS[k]: v for k, v in ns.items() if k in _REQUEST_FIELDS}
-    if "progress" in out:
-        out["progress"] = not out["progress"]
-    if "out" in out:
-        out["out"] = Path(out["out"])
+    out = _request_fields(ns) | ({"resume": ns.pop("resume")} if "resume" in ns else {})
     options = {k: v for k, v in ns.items() if k not in _REQUEST_FIELDS and k not in plugin_dests}
     extra = {k: v for k, v in ns.items() if k in plugin_dests}
     out["options"] = {**options, **({"extra": extra} if extra else {})}
@@ -166,6 +174,5 @@ def given(run_args: list[str]) -> dict[str, Any]:
 
 def request_from_args(args: argparse.Namespace, argv: list[str]) -> RunRequest:
     """The run the parsed arguments ask for; argv is kept as the manifest's command."""
-    return RunRequest(case=args.case, variants=list(args.variant), options=options_from_args(args),
-                      sets=list(args.set), out=Path(args.out), report=bool(args.report),
-                      progress=not args.no_progress, command=list(argv))
+    return RunRequest(case=args.case, options=options_from_args(args), command=list(argv),
+                      **_request_fields(vars(args)))

@@ -11,7 +11,7 @@ from analysis.compare.options import CompareOptions
 from analysis.inputs.manifest import Resume
 from analysis.inputs.option_specs import OptionError, budget_for, check_precision, first_stage, taken_by
 from analysis.sweep.sweep_manifest import load_sweep
-from analysis.sweep.sweep_options import PAIRINGS, SweepOptions
+from analysis.sweep.sweep_options import SweepOptions
 from analysis.sweep.writer import report_sweep
 from collectors.variants.spec import GRAMMAR
 from collectors.host import procs
@@ -87,12 +87,8 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE",
                    help="override a case field at every point, after the size (repeat)")
     shared = {o.name: o for o in taken_by("sweep")}
-    for name in ("size", "reps", "profile", "profile_reps", "frequency_hz"):
+    for name in ("size", "reps", "profile", "profile_reps", "frequency_hz", "pairing"):
         add_option(shared[name], p, "sweep")
-    p.add_argument("--pairing", choices=PAIRINGS, default="paired",
-                   help="paired (default): config-only variants in one server process (CONFIG SET "
-                        "windows), two builds loaded at once (ABBA windows) where two datasets fit "
-                        "this host's memory, else interleaved; interleaved: a server start per rep")
     for name in ("paired_window_s", "paired_windows", "precision", "budget_s"):
         add_option(shared[name], p, "sweep")
     p.add_argument("--lookup", metavar="F1,F2", type=lambda s: [x for x in s.split(",") if x],

@@ -32,7 +32,11 @@ FIELD_DEFAULTS = {"reps": DEFAULT_REPS, "frequency_hz": DEFAULT_FREQ_HZ, "freq_h
                   "paired_windows": PAIRED_WINDOWS, "profile_reps": SEPARATE_PROFILE_REPS}
 # parameters whose default is an option's: never a literal (paired.py said 2.0 s x 8 windows)
 PARAMS = {"window_s", "windows", "paired_window_s", "paired_windows", "freq_hz", "frequency_hz",
-          "budget_s", "precision"}
+          "budget_s", "precision", "pairing"}
+# the pairing vocabulary (PAIRINGS, and the sweep's older words): a collection of two or more
+# of them elsewhere is a second vocabulary; a field, parameter or keyword `pairing` given a
+# word as a literal default is the default written again
+PAIRING_WORDS = {*specs.PAIRINGS, *specs.SWEEP_PAIRINGS_V1}
 RULE_TEXTS = ("budget goes with", "needs a first stage of at least")
 FLAGS = {o.flag for o in specs.OPTIONS}
 
@@ -54,6 +58,26 @@ def _is_literal(node: ast.AST | None, value: object = None) -> bool:
     return value is None or node.value == value
 
 
+def _pairing_repeats(node: ast.AST, at: str) -> list[str]:
+    """A pairing vocabulary or default written outside option_specs (PAIRING, PAIRINGS)."""
+    out = []
+    if isinstance(node, (ast.Assign, ast.AnnAssign)):
+        targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+        if any(isinstance(t, ast.Name) and t.id.endswith("PAIRINGS") for t in targets):
+            out.append(f"{at}: a PAIRINGS defined again")
+        if (isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name)
+                and node.target.id == "pairing" and _is_literal(node.value) and node.value.value in PAIRING_WORDS):
+            out.append(f"{at}: field pairing = {node.value.value!r}, the declared default written again")
+    if isinstance(node, (ast.Tuple, ast.List, ast.Set)):
+        words = {e.value for e in node.elts if isinstance(e, ast.Constant)} & PAIRING_WORDS
+        if len(words) >= 2:
+            out.append(f"{at}: the pairing words {sorted(words)} written again")
+    if isinstance(node, ast.keyword) and node.arg == "pairing" and any(
+            _is_literal(n, specs.PAIRING.default) for n in ast.walk(node.value)):
+        out.append(f"{at}: pairing={specs.PAIRING.default!r}, the declared default written again")
+    return out
+
+
 def repeats(path: str, text: str) -> list[str]:
     """Where `text` writes an option's default or rule again (empty for option_specs itself)."""
     if path == HOME:
@@ -71,6 +95,7 @@ def repeats(path: str, text: str) -> list[str]:
                 if (isinstance(f, ast.AnnAssign) and isinstance(f.target, ast.Name)
                         and f.target.id in FIELD_DEFAULTS and _is_literal(f.value, FIELD_DEFAULTS[f.target.id])):
                     out.append(f"{path}:{f.lineno}: field {f.target.id} = {f.value.value!r}, a declared default")
+        out += _pairing_repeats(node, at)
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
             a = node.args
             pos = a.posonlyargs + a.args
@@ -122,6 +147,11 @@ def test_no_option_default_or_rule_is_written_twice():
      "a rule's message"),
     ("p.add_argument('--frequency', type=int, default=None)\n", "made by hand"),
     ("timeout = 1800.0\n", "the default budget"),
+    ("PAIRINGS = ('paired', 'interleaved')\n", "a PAIRINGS defined again"),
+    ("allowed = SIZES if key == 'size' else ('paired', 'auto', 'unpaired')\n", "the pairing words"),
+    ("class SweepOptions:\n    pairing: str = 'paired'\n", "field pairing = 'paired'"),
+    ("def choose(pairing: str = 'auto'): pass\n", "an option's default as a literal"),
+    ("opts = RunOptions(pairing='unpaired' if args.unpaired else 'auto')\n", "pairing='auto'"),
 ])
 def test_the_scan_finds_a_default_or_rule_written_again(source, what):
     found = repeats("commands/sweep.py", source)
@@ -140,6 +170,33 @@ def test_the_rules():
     assert "at least 3 paired reps (--reps 2)" in specs.precision_problem(0.02, None, 2)
     assert specs.parse_duration(specs.format_duration(5400)) == 5400 and specs.format_duration(90) == "1m30s"
     assert specs.parse_precision(specs.format_precision(0.025)) == 0.025
+
+
+# values to spell for every declared option (a new option needs some here)
+SAMPLES = {"reps": [1, 5, 12], "profile": ["perf", "off"], "profile_reps": [0, 3], "frequency_hz": [49, 199],
+           "paired_window_s": [0.25, 0.1, 1 / 3, 2.0], "paired_windows": [16, 64], "size": list(specs.SIZES),
+           "precision": [0.02, 0.025, 0.07, 0.29, 1 / 30, 0.0123456789],
+           "budget_s": [1800.0, 5400.0, 90.0, 90.5, 61.25], "min_change": [0.05, 0.013, 1 / 7],
+           "layouts": [1, 3], "pairing": list(specs.PAIRINGS)}
+
+
+def test_every_option_reads_back_exactly_what_it_spells():
+    assert set(SAMPLES) == {o.name for o in specs.OPTIONS}
+    for o in specs.OPTIONS:
+        for v in SAMPLES[o.name] + ([o.default] if o.default is not None else []):
+            flag, text = specs.spell(o, v)
+            back = o.parse(text)
+            assert flag == o.flag and back == v and type(back) is type(v), (o.flag, v, text)
+        assert specs.spell(o, None) == []
+    # where it is exact, the short text a person writes
+    assert specs.spell(specs.PRECISION, 0.02) == ["--precision", "2%"]
+    assert specs.spell(specs.BUDGET, 1800.0) == ["--budget", "30m"]
+    assert specs.spell(specs.PAIRED_WINDOW, 0.25) == ["--paired-window", "0.25"]
+    assert specs.spell(specs.PRECISION, 1 / 30)[1] == repr(1 / 30)
+    # each option the command takes, in declaration order, None left out; others not its own
+    assert specs.argv_for("pr", {"reps": None, "size": "small", "precision": 0.02, "budget_s": 1200.0,
+                                 "pairing": "auto", "layouts": 3}) == [
+        "--size", "small", "--precision", "2%", "--budget", "20m", "--pairing", "auto"]
 
 
 def test_the_commands_take_the_declared_options_with_the_declared_defaults():

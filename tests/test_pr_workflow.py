@@ -88,7 +88,7 @@ def test_both_workflows_pass_actionlint_and_keep_the_write_token_away_from_pr_co
     runs = [s for s in job["steps"] if s.get("name", "").endswith("merge base vs head")]
     assert [s["env"]["CASE"] for s in runs] == ["mset-50keys", "get-iothreads@pipeline=1"]
     for s in runs:
-        assert "--size small --paired --precision 2% --budget 20m" in s["run"]
+        assert "--size small --precision 2% --budget 20m --pairing auto" in s["run"]   # the run's default
         assert '--variant "base=git:$server@$MERGE_BASE" --variant "cand=git:$server@$HEAD_SHA"' in s["run"]
         assert 'stallscope compare "$run_dir" --out "$OUT/reports/$REPORT"' in s["run"]
         assert "${{" not in s["run"]        # event values reach the shell through env only

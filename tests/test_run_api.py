@@ -26,6 +26,10 @@ def _round_trip(req: RunRequest) -> RunRequest:
                 keep_perf_data=True), ["dataset.keys=1M", "workload.pipeline=16"], True),
     (RunOptions(reps=3, pairing="unpaired", load_generator="redis-benchmark"), [], False),
     (RunOptions(reps=2, layouts=3, profile="off"), [], False),
+    # every pairing, and a precision, budget and window that no short text gives exactly
+    (RunOptions(pairing="auto", precision=1 / 30, budget_s=90.5, paired_window_s=1 / 3), [], False),
+    (RunOptions(reps=4, pairing="unpaired", precision=0.0123456789, budget_s=5400.0), [], False),
+    (RunOptions(pairing="paired", precision=0.07, budget_s=1800.0, precision_on="dictFind:flat"), [], False),
     # the plugins' flags a caller sets (a schedule job's run-args) are spelled too
     (RunOptions(extra={"tma_level": 3, "tma_split": True, "parca_label": ["a=1", "b=2"]}), [], False),
 ])

@@ -41,6 +41,14 @@ DEFAULT_SIZE = "default"   # the case's own size
 # --layouts: code layouts per variant; 1 is the upstream link order, as before layouts existed
 DEFAULT_LAYOUTS = 1
 SIZES = ("small", "default", "large")
+# how throughput is measured (collectors/runner/pairing.py): auto pairs wherever it fits and
+# falls back to separate reps, saying why; paired pairs or stops with the reason; unpaired
+# runs separate reps (a server start each). One vocabulary for run, sweep, the PR config and
+# experiment files.
+PAIRINGS = ("auto", "paired", "unpaired")
+# The sweep's words before that (sweep.json schema 1, experiment files): its "paired" paired
+# where it fit, else interleaved (auto); "interleaved" never paired (unpaired).
+SWEEP_PAIRINGS_V1 = {"paired": "auto", "interleaved": "unpaired"}
 
 
 class OptionError(UserError, ValueError):
@@ -82,6 +90,33 @@ def parse_precision(text: Any) -> float:
 def format_precision(fraction: float) -> str:
     """0.02 -> '2%' (parse_precision reads it back)."""
     return f"{fraction * 100:g}%"
+
+
+def show_precision(fraction: float) -> str:
+    """A precision as text parse_precision reads back exactly: '2%' where that is exact,
+    else the fraction in full ('0.0123456789')."""
+    text = format_precision(fraction)
+    return text if parse_precision(text) == fraction else repr(float(fraction))
+
+
+def show_duration(seconds: float) -> str:
+    """A duration as text parse_duration reads back exactly: '30m' for whole seconds, else
+    the seconds in full ('90.5')."""
+    text = format_duration(seconds)
+    return text if parse_duration(text) == seconds else repr(float(seconds))
+
+
+def show_float(v: float) -> str:
+    """A float as text float() reads back exactly, short where that is exact (0.25)."""
+    return f"{v:g}" if float(f"{v:g}") == v else repr(float(v))
+
+
+def parse_pairing(text: Any) -> str:
+    """auto | paired | unpaired (ValueError otherwise)."""
+    t = str(text).strip()
+    if t not in PAIRINGS:
+        raise ValueError(f"pairing {text!r}: choose one of {', '.join(PAIRINGS)}")
+    return t
 
 
 # -------------------------------------------------------------------------- the rules
@@ -137,6 +172,8 @@ class Option:
     metavar: str | None = None
     key: str | None = None           # its key in the PR config and schedule files
     helps: dict[str, str] = field(default_factory=dict)
+    show: Callable[[Any], str] = str  # value -> text, the inverse of parse: parse(show(v)) == v
+    choices: tuple[str, ...] | None = None   # the words it takes, where it is one of a few
 
 
 _MEASURED = ("run", "sweep", "experiment")
@@ -176,7 +213,7 @@ FREQUENCY = Option(
                     "chooses it from this host's measured cost per sample, as `stallscope run`)"})
 PAIRED_WINDOW = Option(
     "paired_window_s", "--paired-window", float, PAIRED_WINDOW_S, "s", metavar="SECONDS",
-    commands=("run", "sweep", "experiment file"),
+    commands=("run", "sweep", "experiment file"), show=show_float,
     help=f"length of one paired window in s (default {PAIRED_WINDOW_S:g}: short windows pair "
          "better on a host whose noise drifts over seconds)",
     helps={"sweep": f"paired window length (default {PAIRED_WINDOW_S:g})"})
@@ -199,7 +236,7 @@ SIZE = Option(
            "cases show": "size knob: small, default, large ... (default: default)"})
 PRECISION = Option(
     "precision", "--precision", parse_precision, None, "fraction of the ratio", metavar="PCT",
-    key="precision", commands=(*_MEASURED, "pr", "experiment file"),
+    key="precision", commands=(*_MEASURED, "pr", "experiment file"), show=show_precision,
     help="add reps until the 95%% interval of the throughput change (an rdb-load case: the load "
          "time) is at most PCT of the ratio wide either way (e.g. 2%%), or --budget is spent: the "
          "first --reps paired reps (unpaired: A/B blocks) set the spread that decides how many "
@@ -210,7 +247,7 @@ PRECISION = Option(
               "each point's first stage" for c in ("sweep", "experiment")})
 BUDGET = Option(
     "budget_s", "--budget", parse_duration, None, "s", metavar="TIME", key="budget",
-    commands=(*_MEASURED, "pr", "experiment file", "bisect", "schedule bisect"),
+    commands=(*_MEASURED, "pr", "experiment file", "bisect", "schedule bisect"), show=show_duration,
     help=f"with --precision: wall time the run may take (30m, 1h, 1h30m; default "
          f"{format_duration(DEFAULT_BUDGET_S)}); a paired rep past the first stage starts only if it fits",
     helps={c: f"with --precision: wall time per point (30m, 1h; default {format_duration(DEFAULT_BUDGET_S)})"
@@ -221,7 +258,7 @@ BUDGET = Option(
        "schedule bisect": "wall time a job's automatic bisection may take"})
 MIN_CHANGE = Option(
     "min_change", "--min-change", parse_precision, None, "fraction of the ratio", metavar="PCT",
-    key="min-change", commands=("bisect", "schedule bisect"),
+    key="min-change", commands=("bisect", "schedule bisect"), show=show_precision,
     help="the smallest throughput change a bisection looks for (e.g. 2%%): a step is 'different' "
          "when its interval excludes every change of half of it, 'same' when it excludes every "
          "change of all of it (default: from this host's recorded noise for the case, the "
@@ -235,8 +272,19 @@ LAYOUTS = Option(
          "the layout spread inside its interval, with a line: holds across N layouts, or depends "
          "on layout (docs/statistics.md, \"Code layout\"); paired runs of built variants only")
 
+PAIRING = Option(
+    "pairing", "--pairing", parse_pairing, "auto", "", key="pairing", choices=PAIRINGS,
+    commands=("run", "sweep", "pr", "experiment file"),
+    help="auto (default): pair wherever it fits, else separate reps, saying why; paired: pair "
+         "or stop with the reason; unpaired: separate reps (--paired and --unpaired for short)",
+    helps={"sweep": "as `stallscope run --pairing`, at every point: auto (default) pairs where "
+                    "the point fits (config-only variants in one server process, CONFIG SET "
+                    "windows; two builds loaded at once, ABBA windows, where two datasets fit "
+                    "this host's memory), else interleaved reps; paired: refuse the plan where "
+                    "a point cannot pair; unpaired: a server start per rep everywhere"})
+
 OPTIONS = (REPS, PROFILE, PROFILE_REPS, FREQUENCY, PAIRED_WINDOW, PAIRED_WINDOWS_OPT, SIZE,
-           PRECISION, BUDGET, MIN_CHANGE, LAYOUTS)
+           PRECISION, BUDGET, MIN_CHANGE, LAYOUTS, PAIRING)
 
 
 def taken_by(command: str) -> tuple[Option, ...]:
@@ -246,7 +294,18 @@ def taken_by(command: str) -> tuple[Option, ...]:
 
 def file_type(o: Option) -> Any:
     """The YAML type of the option's value in a file that gives it as a number or word."""
-    return {int: int, str: str}.get(o.parse, (int, float))
+    return str if o.choices else {int: int, str: str}.get(o.parse, (int, float))
+
+
+def spell(option: Option, value: Any) -> list[str]:
+    """The option as a command line gives it: [flag, text] (nothing for None)."""
+    return [] if value is None else [option.flag, option.show(value)]
+
+
+def argv_for(command: str, values: dict[str, Any]) -> list[str]:
+    """The arguments that give `values` (by option name) to `command`: each declared option
+    it takes that has a value, in declaration order. Other names are not its to spell."""
+    return [x for o in taken_by(command) for x in spell(o, values.get(o.name))]
 
 
 @dataclass
@@ -270,3 +329,6 @@ class MeasureOptions:
     # `budget_s` of wall time is spent (collectors/runner/precision.py)
     precision: float | None = None
     budget_s: float | None = None
+    # auto: paired wherever it fits, separate reps otherwise (and why); paired: pairing or an
+    # error; unpaired: separate reps (collectors/runner/pairing.py, PAIRINGS)
+    pairing: str = PAIRING.default

@@ -21,9 +21,6 @@ class RunOptions(MeasureOptions):
     # fields read under an older name (records.convert): the manifests written before 2026-11-27
     RENAMED: ClassVar[dict[str, str]] = {"freq_hz": "frequency_hz"}
     keep_perf_data: bool = False
-    # auto (default): paired wherever it fits, separate reps otherwise (and why);
-    # paired: pairing or an error; unpaired: separate reps (collectors/runner/pairing.py)
-    pairing: str = "auto"
     paired: bool = False           # what was decided (set by the runner from `pairing`)
     size: str = DEFAULT_SIZE
     # --on FUNCTION[:flat|cum]: --precision narrows that function's CPU time per operation

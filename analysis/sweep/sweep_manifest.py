@@ -19,12 +19,15 @@ from analysis.errors import UserError
 from analysis.inputs.host import HostSummary, RunnerHost
 from analysis.inputs.layout import SWEEP_JSON
 from analysis.inputs.manifest import Resume
+from analysis.inputs.option_specs import SWEEP_PAIRINGS_V1
 from analysis.inputs.records import Record, RecordError
 from analysis.inputs.rundir import RunDirError, read_json, write_json
 from analysis.sweep.fanout_entry import ExperimentIdentity, FanoutEntry, SweepIdentity, plan_identity
 from analysis.sweep.sweep_options import SweepOptions
 
-SCHEMA = 1
+# 2: options.pairing in the run's words (auto | paired | unpaired); schema 1 said paired for
+# auto and interleaved for unpaired (migrated on read, _v1_to_v2)
+SCHEMA = 2
 POINT_STATES = ("pending", "running", "complete", "incomplete", "failed", "interrupted", "skipped")
 
 
@@ -107,6 +110,11 @@ class SweepManifest(Record):
     schema: int = SCHEMA
     fanout: SweepFanout | None = None    # a sweep over many runners: a point run or a merge
 
+    def __post_init__(self) -> None:
+        # every sweep.json read, the ones nested in a fanout or an experiment's too
+        if isinstance(self.schema, int) and self.schema == 1:
+            _v1_to_v2(self)
+
     @classmethod
     def from_json(cls, d: Any, where: str = "") -> SweepManifest:
         """As every Record, but "fanout" read by SweepFanout.from_json (its identity is a
@@ -169,6 +177,14 @@ def load_sweep(sweep_dir: str | Path) -> SweepManifest:
         return SweepManifest.from_json(d)
     except RecordError as e:
         raise SweepError(f"{path}: invalid sweep manifest: {e}") from None
+
+
+def _v1_to_v2(m: SweepManifest) -> None:
+    """Schema 1's sweep words for pairing as the run's: paired (where it fits) is auto,
+    interleaved is unpaired."""
+    o = m.options
+    o.pairing = SWEEP_PAIRINGS_V1.get(o.pairing, o.pairing)
+    m.schema = 2
 
 
 def save_sweep(sweep_dir: str | Path, m: SweepManifest) -> None:

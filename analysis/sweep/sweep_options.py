@@ -8,16 +8,15 @@ from typing import ClassVar
 
 from analysis.inputs.option_specs import MeasureOptions
 
-PAIRINGS = ("paired", "interleaved")
-
 
 @dataclass
 class SweepOptions(MeasureOptions):
     # fields read under an older name (records.convert): sweep.json written before 2026-11-27
     RENAMED: ClassVar[dict[str, str]] = {"frequency": "frequency_hz"}
-    # paired: config-only variants in one process, two builds loaded at once (where two
-    # datasets fit this host, else interleaved); interleaved: a server start per rep
-    pairing: str = "paired"
+    # `pairing` (MeasureOptions) as a run's, at every point: auto pairs config-only variants
+    # in one process and two builds loaded at once where two datasets fit this host, else
+    # interleaved reps (collectors/sweep/estimate.py); sweep.json schema 1 said paired for
+    # auto and interleaved for unpaired (sweep_manifest.migrate)
     lookup: list[str] = field(default_factory=list)   # the lookup column's function(s)
     skip_unfit: bool = False         # run the points that fit, mark the others skipped
 

@@ -7,7 +7,7 @@ which size and precision. Read when the workflow is rendered (`stallscope pr git
     precision: 2%                        # --precision of each run (omit: fixed --reps)
     budget: 30m                          # --budget of each run, with precision
     reps: 8                              # --reps (the first stage with precision)
-    pairing: paired                      # paired (default) | auto | unpaired
+    pairing: auto                        # auto (default) | paired | unpaired, as `stallscope run --pairing`
 """
 from __future__ import annotations
 
@@ -17,13 +17,12 @@ from pathlib import Path
 from typing import Any
 
 from analysis.errors import UserError
-from analysis.inputs.option_specs import (BUDGET, PR_PRECISION, PRECISION, REPS, SIZE, SIZES, budget_for,
-                                          format_precision, precision_problem)
+from analysis.inputs.option_specs import (BUDGET, PAIRING, PAIRINGS, PR_PRECISION, PRECISION, REPS, SIZE, SIZES,
+                                          budget_for, format_precision, precision_problem)
 from analysis.inputs.yaml_lines import parse, read_text
 
 # the keys of the options it shares with `stallscope run` are declared in option_specs
-KEYS = ("cases", *(o.key for o in (SIZE, PRECISION, BUDGET, REPS)), "pairing")
-PAIRINGS = ("paired", "auto", "unpaired")
+KEYS = ("cases", *(o.key for o in (SIZE, PRECISION, BUDGET, REPS, PAIRING)))
 DEFAULT_CASES = ("mset-50keys",)
 
 
@@ -38,7 +37,7 @@ class PrConfig:
     precision: str | None = format_precision(PR_PRECISION)   # as written: it goes into the workflow as is
     budget: str | None = None         # None with a precision: the run's default budget
     reps: int | None = None
-    pairing: str = "paired"           # --paired, or auto (the run's default) / --unpaired
+    pairing: str = PAIRING.default    # --pairing of each run: the run's default, auto
     path: str | None = None           # the file it came from (None: the defaults)
 
     def __post_init__(self) -> None:
@@ -100,8 +99,8 @@ def _value(key: str, value: Any, at: str) -> Any:
         return tuple(cases)
     if value is None and key in ("precision", "budget"):
         return None                     # `precision:` left empty: fixed reps
-    if key in ("size", "pairing"):
-        allowed = SIZES if key == "size" else PAIRINGS
+    if key in (SIZE.key, PAIRING.key):
+        allowed = SIZES if key == SIZE.key else PAIRINGS
         if value not in allowed:
             raise PrConfigError(f"{at}: {key} must be one of {', '.join(allowed)}, not {value!r}")
         return value

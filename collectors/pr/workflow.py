@@ -23,6 +23,7 @@ from dataclasses import dataclass
 import yaml
 
 from collectors.pr.actions import CHECKOUT, UPLOAD, annotate
+from analysis.inputs.option_specs import argv_for, taken_by
 from collectors.pr.config import PrConfig
 
 PR_NAME = "stallscope PR"
@@ -121,12 +122,11 @@ def _cache_step(s: Setup) -> dict:
 
 
 def _run_args(cfg: PrConfig) -> str:
-    args = [f"--size {cfg.size}", {"paired": "--paired", "unpaired": "--unpaired"}.get(cfg.pairing, "")]
-    if cfg.reps:
-        args.append(f"--reps {cfg.reps}")
-    if cfg.precision:
-        args.append(f"--precision {cfg.precision}" + (f" --budget {cfg.budget}" if cfg.budget else ""))
-    return " ".join(a for a in args if a)
+    """The config's options as `stallscope run` arguments: its fields are the declared
+    options' keys, a value kept as written ("2%", "30m") read as the option reads it."""
+    values = {o.name: o.parse(v) if isinstance(v, str) else v
+              for o in taken_by("pr") for v in [getattr(cfg, o.key)]}
+    return " ".join(argv_for("pr", values))
 
 
 def _case_step(case: str, cfg: PrConfig) -> dict:

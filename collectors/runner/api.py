@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from analysis.inputs.option_specs import precision_problem
+from analysis.inputs.option_specs import argv_for, precision_problem, taken_by
 from analysis.inputs.case import Case
 from analysis.inputs.host import HostFacts
 from analysis.inputs.manifest import LoadGenerator, Variant
@@ -51,27 +51,15 @@ class RunRequest:
     command: list[str] | None = None
 
     def argv(self) -> list[str]:
-        """The `stallscope run` arguments that make this request (the plugins' flags in
-        options.extra where they differ from the flag's default)."""
+        """The `stallscope run` arguments that make this request: the declared options
+        (analysis/inputs/option_specs.py) as declared, then run's own flags and the plugins'
+        (those in options.extra that differ from the flag's default)."""
         o = self.options
-        a = [self.case, *[x for v in self.variants for x in ("--variant", v)], "--size", o.size,
-             "--reps", str(o.reps), "--profile", o.profile]
-        if o.profile_reps is not None:
-            a += ["--profile-reps", str(o.profile_reps)]
-        if o.frequency_hz is not None:
-            a += ["--frequency", str(o.frequency_hz)]
-        a += ["--load-generator", o.load_generator, "--out", str(self.out)]
-        a += {"paired": ["--paired"], "unpaired": ["--unpaired"]}.get(o.pairing, [])
-        if o.pairing != "unpaired":
-            a += ["--paired-window", f"{o.paired_window_s:g}", "--paired-windows", str(o.paired_windows)]
-        if o.precision is not None:
-            a += ["--precision", f"{o.precision:g}"]
-            if o.precision_on:
-                a += ["--on", o.precision_on]
-            if o.budget_s is not None:
-                a += ["--budget", f"{o.budget_s:g}"]
-        if o.layouts != 1:
-            a += ["--layouts", str(o.layouts)]
+        a = [self.case, *[x for v in self.variants for x in ("--variant", v)],
+             *argv_for("run", {opt.name: getattr(o, opt.name) for opt in taken_by("run")}),
+             "--load-generator", o.load_generator, "--out", str(self.out)]
+        if o.precision is not None and o.precision_on:
+            a += ["--on", o.precision_on]
         for s in self.sets:
             a += ["--set", s]
         a += ["--keep-perf-data"] * o.keep_perf_data + ["--report"] * self.report

@@ -21,10 +21,10 @@ from __future__ import annotations
 
 from analysis.inputs.case import Case
 from analysis.inputs.manifest import PairedPlan, Pairing, Variant
+from analysis.inputs.option_specs import PAIRINGS
 from collectors.runner.options import RunError, RunOptions
 from collectors.workload.dataset import keyspace_bytes_estimate
 
-PAIRINGS = ("auto", "paired", "unpaired")
 # Two servers each hold the dataset (about +-30% estimated), plus the allocator's slack.
 TWO_SERVER_HEADROOM = 1.5
 TWO_SERVER_SHARE = 0.8      # of the host's memory two loaded servers may plan to use

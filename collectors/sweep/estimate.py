@@ -37,10 +37,12 @@ def elements(case: Case) -> int:
 
 def pairing(case: Case, opts: SweepOptions, config_only: bool, memory_bytes: int | None,
             variants: int = 2) -> tuple[str | None, str]:
-    """(paired mode or None, how the point is measured, as a sentence)."""
+    """(paired mode or None, how the point is measured, as a sentence). --pairing auto and
+    paired pair where the point can (a paired sweep's plan refuses the points that cannot:
+    collectors/sweep/plan.py); unpaired never does."""
     if case.workload.tool == "rdb-load":
         return None, "interleaved reps, one RDB load per rep"
-    if opts.pairing == "interleaved":
+    if opts.pairing == "unpaired":
         return None, "interleaved reps, a server start each"
     if variants > 2:        # ABBA windows switch between two
         return None, f"interleaved reps, a server start each ({variants} variants: pairing takes two)"

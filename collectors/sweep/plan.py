@@ -120,6 +120,10 @@ def make_plan(case: str, size: str, variants: list[str], axis_texts: list[str] |
         # Points with the same data share the dataset snapshot (the runner's cache key).
         key = snapshot_key(c, loader)
         est, skip = estimate(c, opts, plan.config_only, mem, len(specs), seen.get(key))
+        if opts.pairing == "paired" and not est.paired:
+            raise PlanError(f"--pairing paired: point {ps.id} ({_labels(ps.labels)}) cannot pair: "
+                            f"{est.method}. Sweep with --pairing auto (separate reps where a point "
+                            "cannot pair)")
         if skip is None:
             seen.setdefault(key, ps.id)
         plan.points.append(PlannedPoint(ps, c, est, skip))

@@ -44,10 +44,10 @@ def point_request(m: SweepManifest, p: SweepPoint, opts: SweepOptions, out: Path
     """One point's run, typed (its manifest's command is the request spelled as arguments)."""
     shared = {f.name: getattr(opts, f.name) for f in dataclasses.fields(MeasureOptions)}
     shared["budget_s"] = budget_for(opts.precision, opts.budget_s)
-    run = RunOptions(**shared, size=m.size,
-                     # the plan chose paired or separate reps for this point; unpaired, a
-                     # precision run's unit is a block of one rep per variant (runner/precision.py)
-                     pairing="paired" if p.estimate.paired else "unpaired")
+    # the plan chose paired or separate reps for this point (--pairing auto: where it fits);
+    # unpaired, a precision run's unit is a block of one rep per variant (runner/precision.py)
+    shared["pairing"] = "paired" if p.estimate.paired else "unpaired"
+    run = RunOptions(**shared, size=m.size)
     return RunRequest(p.case, list(m.variants), run, sets=[f"{k}={show(v)}" for k, v in p.sets.items()],
                       out=out, progress=progress)
 

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from analysis.inputs.option_specs import file_type, taken_by
+from analysis.inputs.option_specs import PAIRING, PAIRINGS, SWEEP_PAIRINGS_V1, file_type, taken_by
 from analysis.sweep.seeds import SeedRow
 from analysis.inputs.yaml_lines import load as load_yaml
 from analysis.inputs.yaml_lines import read_text
@@ -23,8 +23,7 @@ SEED_ROW = {"at": dict, "setup": str, "base": (int, float), "cand": (int, float)
             "gain": (int, float), "unit": str}
 # Sweep options an experiment may fix (per size too): the names of analysis.sweep.sweep_options.SweepOptions,
 # those shared with `stallscope run` as declared in analysis/inputs/option_specs.py.
-OPTIONS = {**{o.name: file_type(o) for o in taken_by("experiment file")},
-           "pairing": str, "skip_unfit": bool}
+OPTIONS = {**{o.name: file_type(o) for o in taken_by("experiment file")}, "skip_unfit": bool}
 
 
 @dataclass
@@ -109,7 +108,15 @@ class _Check:
         return list(v)
 
     def options(self, d: dict, path: tuple) -> dict:
-        return self.mapping(d, OPTIONS, path, ())
+        d = dict(self.mapping(d, OPTIONS, path, ()))
+        key = PAIRING.name
+        if d.get(key) == "interleaved":
+            # the sweep's older word (a file has no schema to say whether its "paired" is the
+            # old one: paired is the run's, pair or stop)
+            d[key] = SWEEP_PAIRINGS_V1[d[key]]
+        if key in d and d[key] not in PAIRINGS:
+            raise self.err(path + (key,), f"one of {', '.join(PAIRINGS)}, not {d[key]!r}")
+        return d
 
 
 def _part(c: _Check, d: Any, i: int) -> Part:

@@ -15,7 +15,8 @@ from analysis.sweep.sweep_manifest import load_sweep
 from analysis.sweep.seeds import match
 from analysis.clock import now_iso
 from analysis.sweep.sweep_options import SweepOptions
-from analysis.inputs.option_specs import OptionError, budget_for, check_precision, first_stage
+from analysis.inputs.option_specs import (OptionError, argv_for, budget_for, check_precision, first_stage,
+                                          taken_by)
 from collectors.runner.progress import duration
 from collectors.sweep.experiment.file import Experiment, Part
 from collectors.sweep.plan import Plan, PlanError, make_plan
@@ -61,12 +62,8 @@ def part_plan(exp: Experiment, part: Part, size: str, opts: SweepOptions, host: 
 def sweep_argv(exp: Experiment, part: Part, size: str, opts: SweepOptions,
                extra: Sequence[str] = ()) -> list[str]:
     """The `stallscope sweep` arguments that run the same part (its sweep.json's command)."""
-    argv = [part.case, "--size", size, "--reps", str(opts.reps), "--profile", opts.profile,
-            *(["--profile-reps", str(opts.profile_reps)] if opts.profile_reps is not None else []),
-            "--pairing", opts.pairing, "--paired-window", f"{opts.paired_window_s:g}",
-            "--paired-windows", str(opts.paired_windows)]
-    if opts.precision is not None:
-        argv += ["--precision", f"{opts.precision:g}", "--budget", f"{opts.budget_s:g}"]
+    values = {o.name: getattr(opts, o.name, None) for o in taken_by("sweep")}
+    argv = [part.case, *argv_for("sweep", {**values, "size": size})]
     for a in part.axes_at(size):
         argv += ["--axis", a]
     for s in part.sets_at(size) + list(extra):
