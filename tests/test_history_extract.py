@@ -119,3 +119,16 @@ def test_a_tma_funnel_row_is_a_series(doc):
     assert (pts[(node, "base")].value, pts[(node, "cand")].value, pts[(node, "cand")].values) == (32.0, 42.0, [40.0, 44.0])
     assert (pts[(node, "cand")].low, pts[(node, "cand")].high, pts[(node, "cand")].unit) == (40.0, 44.0, "%")
     assert [(c.rel, c.verdict) for c in changes if c.series == node] == [(None, "regression")]
+
+
+def test_a_runs_identity_is_read_typed_and_a_bad_one_names_its_file_and_field():
+    from analysis.history.extract import Identity
+    from analysis.inputs.records import RecordError
+    who = Identity.of({"run_id": "r1", "created": "2026-11-27T00:00:00Z",
+                       "case": {"name": "mset-50keys", "size": "small", "overrides": ["dataset.keys=1M"]},
+                       "base": "base", "cand": "cand",
+                       "environment": {"variants": {"cand": {"spec": "git:x@abc", "commit": "abc"},
+                                                    "base": {"spec": "debsrc:redis@8.0"}}}})
+    assert who.commits() == {"cand": "abc"} and who.case.overrides == ["dataset.keys=1M"]
+    with pytest.raises(RecordError, match=r"f\.json\.case\.size: expected a string"):
+        Identity.of({"run_id": "r1", "case": {"name": "m", "size": ["small"]}}, "f.json")

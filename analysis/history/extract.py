@@ -32,7 +32,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Iterator
 
-from analysis.compare.results import FunctionRow, MetricRow, ProfileSection, TmaSection
+from analysis.compare.results import CaseInfo, FunctionRow, MetricRow, ProfileSection, TmaSection
 from analysis.compare.values import ChangeOut
 from analysis.inputs.records import convert
 
@@ -74,6 +74,37 @@ class Sections:
         """The typed sections of a results.json document (a `Sections` as it is); RecordError
         names `where` and the field when a section does not fit the model."""
         return results if isinstance(results, Sections) else convert(results, cls, where)
+
+
+@dataclass
+class VariantCommit:
+    """Of a variant as results.json's environment lists it (BuildFacts), the commit only."""
+    commit: str | None = None
+
+
+@dataclass
+class Identity:
+    """Who a results.json is: the fields the history keys and labels a run by, typed as
+    `Results` declares them and checked strictly (a run stored under a wrong key is lost to
+    its series). The environment's sections are stored as the document has them: the store
+    keeps what the report said."""
+    run_id: str
+    created: str = ""
+    case: CaseInfo = field(default_factory=CaseInfo)
+    base: str = ""
+    cand: str = ""
+    variants: dict[str, VariantCommit] = field(default_factory=dict)
+
+    @classmethod
+    def of(cls, results: Any, where: str = "results.json") -> "Identity":
+        """RecordError names `where` and the field when the document does not fit."""
+        env = results.get("environment") or {}
+        doc = {k: results[k] for k in ("run_id", "created", "case", "base", "cand") if results.get(k) is not None}
+        return convert({**doc, "variants": env.get("variants") or {}}, cls, where, strict=True)
+
+    def commits(self) -> dict[str, str]:
+        """variant -> commit, for the variants built from a commit."""
+        return {v: b.commit for v, b in self.variants.items() if b.commit}
 
 
 # A side is a results Side (throughput, profile) or a TMA FunnelSide: both have n, median,

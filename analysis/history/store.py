@@ -15,7 +15,7 @@ import sqlalchemy as sa
 
 from analysis.clock import now_iso
 from analysis.errors import UserError
-from analysis.history.extract import extract
+from analysis.history.extract import Identity, extract
 from analysis.history.schema import migrate, tables
 
 DEFAULT_PATH = "history.sqlite"
@@ -97,12 +97,11 @@ def _copy(conn: sa.Connection, table: sa.Table, rows: list[dict]) -> None:
                               for c, j in zip(cols, as_json)])
 
 
-def default_job(results: dict) -> str:
+def default_job(who: Identity) -> str:
     """The case name, and the run's --set overrides when it has any: the points of a sweep
     (dataset.keys=1M, =10M ...) are separate series, not one series over time."""
-    case = results.get("case") or {}
-    sets = [str(o) for o in case.get("overrides") or []]
-    name = str(case.get("name") or "adhoc")
+    sets = [str(o) for o in who.case.overrides]
+    name = who.case.name or "adhoc"
     return f"{name} [{', '.join(sets)}]" if sets else name
 
 
@@ -153,24 +152,23 @@ class HistoryStore:
     def _prepare(self, x: Incoming) -> tuple[dict, list, list]:
         """The run's row, its points and its in-run changes."""
         results = x.results
-        job = x.job or default_job(results)
+        where = x.source or f"results.json of run {results.get('run_id')}"
+        who = Identity.of(results, where)
+        job = x.job or default_job(who)
         env = results.get("environment") or {}
-        variants = env.get("variants") or {}
-        base, cand = results.get("base", ""), results.get("cand", "")
-        all_commits = {v: str(d.get("commit") or "") for v, d in variants.items() if d.get("commit")}
-        all_commits.update(x.commits or {})
+        base, cand = who.base, who.cand
+        all_commits = {**who.commits(), **(x.commits or {})}
         for role, name in (("base", base), ("cand", cand)):
             if name in all_commits and role not in all_commits:
                 all_commits[role] = all_commits[name]
-        case = results.get("case") or {}
-        row = dict(run_key=f"{job}|{results['run_id']}|{results.get('created', '')}", job=job,
-                   run_id=results["run_id"], started_at=results.get("created") or now_iso(),
+        row = dict(run_key=f"{job}|{who.run_id}|{who.created}", job=job,
+                   run_id=who.run_id, started_at=who.created or now_iso(),
                    host=(x.meta or {}).get("host") or os.uname().nodename,
-                   case_name=case.get("name", ""), size=case.get("size", ""), base=base, cand=cand,
-                   commits=all_commits, variants=variants,
+                   case_name=who.case.name, size=who.case.size, base=base, cand=cand,
+                   commits=all_commits, variants=env.get("variants") or {},
                    environment={k: env.get(k) for k in ("host", "tools", "placement", "profiling")},
                    report=x.report_url or "", meta=x.meta or {}, ingested_at=now_iso())
-        points, changes = extract(results, x.source or f"results.json of run {results['run_id']}")
+        points, changes = extract(results, where)
         return row, points, changes
 
     def _insert_runs(self, conn: sa.Connection, rows: list[dict]) -> dict[str, int]:
