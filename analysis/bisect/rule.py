@@ -101,14 +101,16 @@ MAX_LAST_LOOK = 48      # a step past this many paired reps is a sign to ask for
 
 def plan_looks(min_change: float, unit_sd: float, alpha: float) -> tuple[int, ...]:
     """The looks that give a step 95% power at `min_change` on a host whose paired rep spreads
-    by unit_sd: LOOKS when they suffice, else (3, N/2, N) with the smallest N (up to
+    by unit_sd: LOOKS when they suffice, else (3, 6, N/2, N) with the smallest N (up to
     MAX_LAST_LOOK) that does. Fixed before the step's first rep (from the host's earlier runs,
-    never from this step's), so the error bound still counts three looks."""
+    never from this step's), so the error bound counts every look (four). The look at 6 is
+    kept: a change far above the minimum decides there (a look at 3, t at 2 degrees of
+    freedom, rarely decides anything), where (3, N/2, N) made every such step run N/2 reps."""
     for last in (LOOKS[-1], 16, 24, 32, MAX_LAST_LOOK):
-        looks = LOOKS if last == LOOKS[-1] else (LOOKS[0], last // 2, last)
+        looks = LOOKS if last == LOOKS[-1] else (*LOOKS[:2], last // 2, last)
         if default_min_change(unit_sd, alpha, looks) <= min_change:
             return looks
-    return (LOOKS[0], MAX_LAST_LOOK // 2, MAX_LAST_LOOK)
+    return (*LOOKS[:2], MAX_LAST_LOOK // 2, MAX_LAST_LOOK)
 
 
 def default_min_change(unit_sd: float, alpha: float, looks: Sequence[int] = LOOKS) -> float:
