@@ -67,13 +67,15 @@ def test_a_live_aa_run_at_ci_size(tmp_path):
     built("a", BASE_SPEC)
     p = subprocess.run([sys.executable, "-m", "collectors", "run", "mset-50keys", "--size", "small",
                         "--variant", f"a={BASE_SPEC}", "--variant", f"b={BASE_SPEC}",
-                        "--reps", "3", "--profile-reps", "3", "--out", str(tmp_path), "--no-progress"],
+                        "--reps", "3", "--out", str(tmp_path), "--no-progress"],
                        cwd=REPO, env=cli_env(), capture_output=True, text=True, timeout=900)
     assert p.returncode == 0, p.stderr[-3000:]
     assert "stallscope run: paired: A/A run: two servers of the same build loaded at once" in p.stderr
     run_dir = Path(p.stdout.strip().splitlines()[-1])
     assert load_run(run_dir).manifest.pairing.aa
     md, r = check_aa(run_dir, calls_nothing=False)
-    # the function rows are judged together, at the level the table prints
+    # the function rows, from the paired windows' profiles (the run's default: no separate
+    # profile reps), are judged together, at the level the table prints
+    assert r.profile.paired
     fam = r.profile.fdr
     assert fam is not None and f"These {fam.comparisons} focus function verdicts are judged together" in md
