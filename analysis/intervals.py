@@ -21,7 +21,7 @@ from scipy import special
 from scipy import stats as sps
 
 from analysis import twostage
-from analysis.ranks import (hodges_lehmann, paired_interval, paired_max_confidence, pseudo_median,
+from analysis.ranks import (hodges_lehmann, paired_interval, paired_p_value, paired_max_confidence, pseudo_median,
                            shift_interval, shift_max_confidence)
 
 BOOTSTRAP_RESAMPLES = 10000
@@ -182,7 +182,8 @@ def p_value(key: str, b: np.ndarray, c: np.ndarray, pilot: int) -> float | None:
         if key == "signed-rank":
             if not np.any(d):
                 return 1.0
-            return float(sps.wilcoxon(d, zero_method="zsplit").pvalue)
+            exact = paired_p_value(d)
+            return exact if exact is not None else float(sps.wilcoxon(d, zero_method="zsplit").pvalue)
         if key == "welch":
             if b.var() == 0 and c.var() == 0:
                 return 1.0 if c.mean() == b.mean() else 0.0

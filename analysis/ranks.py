@@ -135,6 +135,21 @@ def shift_interval(base: Sequence[float], cand: Sequence[float],
     return order_stat_interval(d, None, alpha, normal_sd=sd, normal_mean=m * n / 2)
 
 
+def paired_p_value(diffs: Sequence[float]) -> float | None:
+    """Two-sided p-value of "pseudo-median 0" dual to paired_interval, exact for n <= 60:
+    the interval at 1 - p is the first to exclude 0. With L Walsh averages <= 0 (U >= 0),
+    the lower end clears 0 exactly when P(T+ <= L) <= alpha / 2, so p = 2 P(T+ <= min(L, U)).
+    Zero differences count against the change (no normal approximation: scipy's zsplit
+    falls back to it, and warns, for small n). None past 60 pairs (the caller's test)."""
+    n = len(diffs)
+    if n > 60:
+        return None
+    walsh = _walsh(diffs)
+    cdf = signed_rank_cdf(n)
+    low, high = int((walsh <= 0).sum()), int((walsh >= 0).sum())
+    return min(1.0, 2 * cdf[min(low, high)])
+
+
 def paired_interval(diffs: Sequence[float], confidence: float = 0.95) -> tuple[float, float, float]:
     """Interval for the pseudo-median of the pair differences (Wilcoxon signed-rank
     inversion on the Walsh averages). Returns (low, high, achieved confidence)."""
