@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from analysis.compare import families
 from analysis.inputs.rundir import load_run
 from bench import fdr
 
@@ -33,3 +34,20 @@ def test_judged_together_the_function_tables_of_aa_splits_rarely_call_a_change()
     # so at most about 10% over the two function families together
     assert ctrl.with_false_focus <= 4 and ctrl.with_false_movers <= 4, ctrl
     assert ctrl.rate <= 0.15 and ctrl.with_false < naive.with_false / 3, (ctrl, naive)
+
+
+@pytest.mark.heavy
+def test_beside_a_known_cost_no_other_function_is_called_a_mover():
+    """bench/fdr.py --known-cost on the recorded paired A/A run (tests/data/runs/
+    mset-aa-paired-small): 5 of its paired reps a draw, a known own cost of 10% of the CPU
+    added to msetGenericCommand on the b side. The cost is found in every draw; no other
+    function is called a top mover (the movers' rule: family-wise error 5%), and at most one
+    draw calls a focus function changed beyond its line."""
+    run = load_run(fdr.KNOWN_RUN)
+    assert run.manifest.variants["a"].binary_sha256 == run.manifest.variants["b"].binary_sha256
+    shipped = fdr.SHIPPED
+    assert fdr.KNOWN_RULES[shipped] == (families.FOCUS_RULE, families.MOVER_RULE)
+    out, hits, _ = fdr.simulate_known(run, 6, seed=5, rules=(shipped,))
+    o = out[shipped]
+    assert hits[shipped] == 6 and o.with_false_movers == 0, (o, hits)
+    assert o.with_false_marked <= 1, o

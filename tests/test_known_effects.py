@@ -5,12 +5,14 @@ real paired runs at CI size with perf sampling the paired windows.
   against CLOCK_MONOTONIC) inside msetGenericCommand, once per MSET. Its CPU time per MSET
   must rise by that amount: the interval of the change holds 3.0 µs and excludes 0, and
   no other function's own cost moves (only the cumulative cost of msetGenericCommand's
-  callers, which hold the wait). "Nothing else" is what the report's error control
-  promises with a stated chance of failing on a correct rule, so it is asked at 99%: the
-  top movers at a family-wise error of 1% (Bonferroni), the focus rows at a false
-  discovery rate of 1% with 3 of their 7 rows truly moved (about 2% for the 4 others
-  together). At 95% with the movers at a false discovery rate, the cost's 15 callers
-  loosened the level for the rest, and CI once saw tcp_sendmsg_locked called a regression.
+  callers, which hold the wait). "Nothing else" is asked as the report's error control can
+  promise it, at 99% so that a correct rule fails the test rarely: no other top mover at
+  all and no other focus row called a change beyond its line (✅/❌); both families are held
+  to their family-wise error (Holm: at most 1% each at 99%). Two builds differ in code
+  layout for real, so a focus row may be called a change *below* its line (🔹/🔸);
+  bench/fdr.py --known-cost (figure 7c) measures how often, on a recorded A/A run given the
+  same kind of cost. CI once called tcp_sendmsg_locked and do_syscall_64 regressions beside
+  the wait while the families were held to their false discovery rate.
 - cases/patches/known-nocost-text.patch changes an error text on a path MSET never takes:
   the binary differs, the cost does not. No verdict of a change anywhere.
 
@@ -96,11 +98,12 @@ def test_a_known_cost_shows_as_that_cost_in_that_function(known_cost):
 
 def test_nothing_else_moved(known_cost):
     """Only msetGenericCommand's own cost moved, and the cumulative cost of what calls it
-    (asked at 99%: module docstring)."""
+    (asked at 99%, beyond the line for the focus rows: module docstring)."""
     _, run_dir = known_cost
     res = json.loads(json.dumps(analyse(load_run(run_dir), CompareOptions(confidence=0.99)).to_json()))
-    assert res["profile"]["movers_fdr"]["rule"] == "bonferroni"
-    mset = next(r for r in res["profile"]["focus"] if r["name"] == "msetGenericCommand")
+    prof = res["profile"]
+    assert prof["movers_fdr"]["rule"] == prof["fdr"]["rule"] == "holm"
+    mset = next(r for r in prof["focus"] if r["name"] == "msetGenericCommand")
     assert mset["flat_verdict"]["verdict"] == "regression"      # still seen at 99%
     callers = set()
     for rep in (run_dir / "paired").iterdir():
@@ -110,13 +113,14 @@ def test_nothing_else_moved(known_cost):
             if "msetGenericCommand" in fns:
                 callers.update(fns[:fns.index("msetGenericCommand")])
     moved = []
-    for r in _rows(res):
-        if r["name"] == "msetGenericCommand":
-            continue
-        for k in ("flat", "cum"):
-            j = r[f"{k}_verdict"]
-            if j and j["verdict"] in DECIDED and not (k == "cum" and r["name"] in callers):
-                moved.append((r["name"], k, j["verdict"]))
+    for rows, called in ((prof["focus"], ("improvement", "regression")), (prof["movers"], DECIDED)):
+        for r in rows:
+            for k in ("flat", "cum"):
+                j = r[f"{k}_verdict"]
+                if r["name"] == "msetGenericCommand" or (k == "cum" and r["name"] in callers):
+                    continue
+                if j and j["verdict"] in called:
+                    moved.append((r["name"], k, j["verdict"]))
     assert not moved, moved
 
 

@@ -101,15 +101,15 @@ def test_summary_first_then_seed_tables(res):
     assert any(l.startswith("| 100K keys × 100 B, 10 keys per MSET, pipeline 4 | ") for l in lines)
     # medians per side, the change and interval of the method (Welch: difference of means)
     # the seed's shape: shares and their ratio (log scale) with its interval
-    # (the focus rows' intervals at their family's level, 95.58%: 15 of 17 rows move; the
-    # top-mover candidates are a family of their own)
-    assert "dictFind (flat, main thread) 29.9% → 5.5% (−81% \\[−83.3, −77.6\\]%)" in summary
-    assert "(+28% \\[+20.0, +35.5\\]%)" in summary          # every interval with its unit
+    # (the focus rows' intervals at their family's level, 99.37%: Holm calls 9 of 17 rows
+    # changed, 1 - 5%/8; the top-mover candidates are a family of their own)
+    assert "dictFind (flat, main thread) 29.9% → 5.5% (−81% \\[−85.6, −74.2\\]%)" in summary
+    assert "(+28% \\[+13.9, +42.7\\]%)" in summary          # every interval with its unit
     assert "TMA not collected (no hardware PMU" in summary
     # each table's header names the confidence of its intervals: its family's level
     assert "| Test | Baseline (base) | PR (cand) | Change | 96.66% CI | Verdict |" in lines
-    assert "| Function | base (flat) | cand (flat) | Change | 95.58% CI | Verdict |" in lines
-    assert "| Function | base (cum) | cand (cum) | Change | 95.58% CI | Verdict |" in lines
+    assert "| Function | base (flat) | cand (flat) | Change | 99.37% CI | Verdict |" in lines
+    assert "| Function | base (cum) | cand (cum) | Change | 99.37% CI | Verdict |" in lines
     assert any(l.startswith("These 17 focus function verdicts are judged together") for l in lines)
     # the top movers: a family of their own, its sentence under their table
     assert any(l.startswith("These ") and " top mover verdicts are judged together" in l for l in lines)
@@ -182,8 +182,8 @@ def test_labels_and_run_ids_cannot_break_out(res):
 def test_units_everywhere(res):
     md = report_md.render(res)
     assert "23,055 ops/s" in md and "16.127 ms" in md
-    # Welch (3+3 reps) at the focus family's level, 95.58%
-    assert "−23.79 pp (−81%)" in md and "[−26.42, −21.16] pp" in md
+    # Welch (3+3 reps) at the focus family's level, 99.37%
+    assert "−23.79 pp (−81%)" in md and "[−29.87, −17.71] pp" in md
     assert "% of samples" in md
 
 

@@ -3,16 +3,19 @@
 A report judges dozens of functions (focus functions flat and cumulative, top movers, CPU
 time per operation, thread groups). At 95% each, an A/A run's table of 15 movers shows about
 one "regression" by chance (docs/statistics.md measured it). So the verdicts of one family
-of rows are controlled together with the Benjamini-Hochberg procedure at q = 1 - confidence
-(5%): the expected share of false verdicts among the rows the report calls a change stays
-at most 5%, and with no real change anywhere the chance of any false verdict is at most 5%.
+of rows are controlled together at q = 1 - confidence (5%), by one of three rules:
+Benjamini-Hochberg ("bh": the expected share of false verdicts among the rows called a
+change at most q; with no real change anywhere, the chance of any false verdict at most q),
+Holm's step-down ("holm": the chance of any false verdict at most q whatever else moved,
+the function tables' rule: analysis/compare/families.py says why) or Bonferroni.
 
 The verdict still comes from an interval, the one printed (pyperf's rule: estimator and
-interval agree): every row of the family is re-computed at the false-coverage-rate level
-of Benjamini and Yekutieli (2005), 1 - q * R / m, with R the rows BH calls changed out of m
-(1 - q / m when R = 0). By the duality of each method's test and interval, a row's interval
-at that level excludes 0 exactly when BH calls it changed, so the verdict rules of
-analysis/stats.py apply to it unchanged, waterlines included.
+interval agree): every row of the family is re-computed at one level, for BH the
+false-coverage-rate level of Benjamini and Yekutieli (2005), 1 - q * R / m, with R the rows
+BH calls changed out of m (1 - q / m when R = 0); for Holm 1 - q / (m - R) (_level). By
+the duality of each method's test and interval, a row's interval at that level excludes 0
+exactly when the rule calls it changed, so the verdict rules of analysis/stats.py apply to
+it unchanged, waterlines included.
 
 BH's p-values are those of each row's own method (analysis/intervals.py, p_value); scipy's
 `false_discovery_control` does the procedure. One method per row, chosen before its p-value:
@@ -35,7 +38,7 @@ from analysis.compare.options import CompareOptions
 from analysis.compare.results import ChangeOut, FdrFamily
 from analysis.intervals import level_text
 
-RULES = {"bh": "Benjamini-Hochberg", "bonferroni": "Bonferroni"}
+RULES = {"bh": "Benjamini-Hochberg", "holm": "Holm", "bonferroni": "Bonferroni"}
 STATISTICAL = ("improvement", "regression", "minor improvement", "minor regression", "no change",
                "unstable")
 
@@ -71,12 +74,9 @@ def control(family: str, members: list[Member], opts: CompareOptions,
     for t in tested:
         t.change = t.recompute(chosen)
     p = np.clip(np.array([t.change.p_value for t in tested], dtype=float), 0.0, 1.0)
-    if rule == "bonferroni":
-        adjusted = np.minimum(p * m, 1.0)
-    else:
-        adjusted = false_discovery_control(p, method="bh")
+    adjusted = _adjusted(p, rule)
     found = int((adjusted <= q).sum())
-    level = 1 - q / m if rule == "bonferroni" else 1 - q * max(found, 1) / m
+    level = _level(rule, q, m, found)
     at_level = replace(chosen, confidence=level)
     name = RULES[rule]
     for t, adj in zip(tested, adjusted):
@@ -87,9 +87,39 @@ def control(family: str, members: list[Member], opts: CompareOptions,
     for d in display:
         if d.change.p_value is not None:
             d.store(d.recompute(at_level))
-    method = ("Bonferroni; every interval at 1 - q/m (the chance of any false verdict in the "
-              "family at most q)" if rule == "bonferroni" else
-              "Benjamini-Hochberg; intervals at the false coverage rate level 1 - q·R/m "
-              "(Benjamini-Yekutieli 2005)")
     return FdrFamily(family=family, comparisons=m, discoveries=found, q=q, level=level,
-                     method=method, rule=rule)
+                     method=METHOD_TEXT[rule], rule=rule)
+
+
+METHOD_TEXT = {
+    "bh": "Benjamini-Hochberg; intervals at the false coverage rate level 1 - q·R/m "
+          "(Benjamini-Yekutieli 2005)",
+    "holm": "Holm; intervals at 1 - q/(m - R), R rows called changed (the chance of any false "
+            "verdict in the family at most q)",
+    "bonferroni": "Bonferroni; every interval at 1 - q/m (the chance of any false verdict in the "
+                  "family at most q)"}
+
+
+def _adjusted(p: np.ndarray, rule: str) -> np.ndarray:
+    """Each row's adjusted p-value under the rule (called changed when at most q)."""
+    m = len(p)
+    if rule == "bonferroni":
+        return np.minimum(p * m, 1.0)
+    if rule == "holm":
+        order = np.argsort(p, kind="stable")
+        steps = np.maximum.accumulate(np.minimum(1.0, (m - np.arange(m)) * p[order]))
+        out = np.empty(m)
+        out[order] = steps
+        return out
+    return false_discovery_control(p, method="bh")
+
+
+def _level(rule: str, q: float, m: int, found: int) -> float:
+    """The one level at which every row's interval clears 0 exactly when the rule calls it
+    changed. Holm: the R rows it calls changed have p_(k) <= q/(m-k+1) <= q/(m-R), the
+    first it does not has p_(R+1) > q/(m-R), so 1 - q/(m-R) (1 - q when every row moved)."""
+    if rule == "bonferroni":
+        return 1 - q / m
+    if rule == "holm":
+        return 1 - q / max(m - found, 1)
+    return 1 - q * max(found, 1) / m

@@ -103,15 +103,15 @@ class FdrFamily:
     q: float
     level: float
     method: str = ""
-    # "bh": Benjamini-Hochberg, the false discovery rate at most q; "bonferroni": the chance
-    # of any false verdict in the family (family-wise error) at most q
+    # "bh": Benjamini-Hochberg, the false discovery rate at most q; "holm", "bonferroni": the
+    # chance of any false verdict in the family (family-wise error) at most q
     rule: str = "bh"
 
     @property
     def rule_text(self) -> str:
         """The rule and its guarantee, as the reports say it."""
-        if self.rule == "bonferroni":
-            return f"Bonferroni, chance of any false verdict at most {self.q * 100:g}%"
+        if self.rule in ("bonferroni", "holm"):
+            return f"{self.rule.title()}, chance of any false verdict at most {self.q * 100:g}%"
         return f"Benjamini-Hochberg, false discovery rate {self.q * 100:g}%"
 
 
