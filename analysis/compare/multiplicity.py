@@ -55,9 +55,10 @@ class Member:
 
 def control(family: str, members: list[Member], opts: CompareOptions,
             display: list[Member] = (), rule: str = "bh") -> FdrFamily | None:
-    """Re-compute every member at the family's level (module docstring): rule "bh" at the
-    false-coverage-rate level of Benjamini-Hochberg's discoveries, rule "bonferroni" at
-    1 - q/m (every interval excludes 0 exactly when its p-value is under q/m).
+    """Re-compute every member at the family's level (module docstring, _level): rule "bh"
+    at the false-coverage-rate level of Benjamini-Hochberg's discoveries, "holm" at
+    1 - q/(m - R), "bonferroni" at 1 - q/m; at that level a row's interval excludes 0
+    exactly when the rule calls it changed.
     Members without a p-value (too few reps for any interval) are left as they are and
     do not count. `display`: intervals printed beside the family's verdicts that are not
     verdicts themselves, re-computed at the same level. None when fewer than two members:
