@@ -16,7 +16,7 @@ class SweepOptions(MeasureOptions):
     # `pairing` (MeasureOptions) as a run's, at every point: auto pairs config-only variants
     # in one process and two builds loaded at once where two datasets fit this host, else
     # interleaved reps (collectors/sweep/estimate.py); sweep.json schema 1 said paired for
-    # auto and interleaved for unpaired (sweep_manifest.migrate)
+    # auto and interleaved for unpaired (sweep_manifest._v1_to_v2)
     lookup: list[str] = field(default_factory=list)   # the lookup column's function(s)
     skip_unfit: bool = False         # run the points that fit, mark the others skipped
 
