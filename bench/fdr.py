@@ -142,18 +142,16 @@ def _split(a: list[profile_reps.ProfileRep], b: list[profile_reps.ProfileRep], c
 def simulate(run: RunDir, runs: int, seed: int, per_side: int = PER_SIDE
              ) -> tuple[Outcome, Outcome, list[str]]:
     """(naive, controlled, an example of the naive rule's false verdicts)."""
-    names = tuple(run.manifest.variants)
-    pool = [r for v, reps in profile_reps.load(run, names).items() for r in reps]
-    if len(pool) < 2 * per_side:
-        raise SystemExit(f"{run.path}: {len(pool)} profile reps, {2 * per_side} needed")
+    sides = profile_reps.load(run, tuple(run.manifest.variants))
+    if sum(map(len, sides.values())) < 2 * per_side:
+        raise SystemExit(f"{run.path}: {sum(map(len, sides.values()))} profile reps, {2 * per_side} needed")
     focus = list(run.manifest.case.focus or [])
     opts = CompareOptions()
     rng = np.random.default_rng(seed)
     tallies = {True: [0, 0, 0, 0, 0], False: [0, 0, 0, 0, 0]}
     example: list[str] = []
     for _ in range(runs):
-        pick = rng.choice(len(pool), 2 * per_side, replace=False)
-        a, b = [pool[i] for i in pick[:per_side]], [pool[i] for i in pick[per_side:]]
+        a, b = _draw(sides, False, per_side, rng)       # a random split of every rep
         for controlled in (False, True):
             with _split(a, b, controlled):
                 sec, _ = profiles_mod.profiles(run, "a", "b", focus, opts)
