@@ -1,6 +1,7 @@
 """The sampling rate, chosen by what a perf sample cost on this host (collectors/host/
-sample_cost.py): the store, the pooled upper bound, the rule's error rate against the naive
-median, and which runs may teach it (recorded runs in tests/data/runs)."""
+sample_cost.py): the store, the bound of the next run's cost (random effects, per case), the
+rule's error rate against the naive median, and which runs may teach it (recorded runs in
+tests/data/runs)."""
 from __future__ import annotations
 
 import json
@@ -35,10 +36,15 @@ def test_runs_are_kept_per_host_and_close_the_bound_on_the_hosts_cost(tmp_path):
     assert list(doc["hosts"]) == [HOST.key()] and len(doc["hosts"][HOST.key()]) == 12
     r = sample_cost.choose(HOST, path)
     assert r.runs == 12 and 8.0 < r.us_per_sample < 15.0 and r.hz == 599      # 0.82%
+    assert r.tau == 0.0                       # the runs agree: the fixed-effect bound
     assert sample_cost.choose(OTHER, path).hz == 199          # another host: its own seed
     for i in range(30):
-        sample_cost.record(HOST, f"s{i}", 199, 199 * 8e-6, 0.002, path)
-    assert len(json.loads(path.read_text())["hosts"][HOST.key()]) == sample_cost.MAX_KEPT
+        sample_cost.record(HOST, f"s{i}", 199, 199 * 8e-6, 0.002, path, case="mset-50keys")
+    sample_cost.record(HOST, "t", 199, 199 * 8e-6, 0.002, path, case="mget-100keys")
+    kept = json.loads(path.read_text())["hosts"][HOST.key()]
+    # per case: the case's last MAX_KEPT, the other cases' runs stay
+    assert sum(e.get("case") == "mset-50keys" for e in kept) == sample_cost.MAX_KEPT
+    assert len(kept) == 12 + sample_cost.MAX_KEPT + 1 and kept[-1]["case"] == "mget-100keys"
 
 
 def test_a_negative_overhead_is_kept_as_measured_and_nothing_unmeasured_is(tmp_path):
@@ -92,3 +98,38 @@ def test_only_a_server_bound_run_with_measured_windows_teaches_the_rate():
     # the p1 GET run waited for its client (main thread 54% busy): perf's cost cannot show
     p1 = load_run(DATA / "valkey-get-p1-default")
     assert measured_cost(p1, "pf0", "pf16") is None
+
+
+def test_a_case_with_enough_runs_is_pooled_alone_and_old_entries_by_their_run_id(tmp_path):
+    path = tmp_path / "s.json"
+    # entries written before the case was stored: the case is in the run id only
+    old = [{"run": f"20261127-14490{i}-mget-100keys_pipeline=16", "at": "x", "hz": 999,
+            "overhead": 0.045, "us_per_sample": 45.0, "se_us": 8.0} for i in range(4)]
+    path.write_text(json.dumps({"schema": 1, "hosts": {HOST.key(): old}}))
+    for i in range(6):
+        assert sample_cost.record(HOST, f"20261127-15000{i}-mset-50keys", 799,
+                                  799 * 3e-6, 799 * 8e-6, path, case="mset-50keys")
+    assert json.loads(path.read_text())["hosts"][HOST.key()][-1]["case"] == "mset-50keys"
+    mset = sample_cost.choose(HOST, path, case="mset-50keys")
+    assert (mset.case, mset.runs) == ("mset-50keys", 6) and "6 run(s) of mset-50keys" in mset.why()
+    # the MGET case has 4 runs (< MIN_CASE_RUNS): all of the host's, whose spread is wide
+    mget = sample_cost.choose(HOST, path, case="mget-100keys@pipeline=16")
+    assert (mget.case, mget.runs) == (None, 10) and "all 10 run(s)" in mget.why()
+    assert mget.tau > 10 and mget.hz < mset.hz
+    old.append(dict(old[0], run="20261127-150000-mget-100keys_pipeline=16"))
+    path.write_text(json.dumps({"schema": 1, "hosts": {HOST.key(): old}}))
+    own = sample_cost.choose(HOST, path, case="mget-100keys@pipeline=16")   # '@' as in the id
+    assert own.case == "mget-100keys@pipeline=16" and own.runs == 5
+    assert own.predicted <= sample_cost.BUDGET < 249 * 45e-6
+
+
+def test_runs_that_disagree_beyond_their_errors_widen_the_bound_to_the_next_runs_cost():
+    # two kinds of runs, 40 and 0 µs a sample, each measured within ±5: the mean is ~20,
+    # the next run may cost 40
+    pairs = [(40.0 + (i % 3 - 1), 5.0) if i % 2 else (0.0 + (i % 3 - 1), 5.0) for i in range(16)]
+    fixed, nxt = sample_cost.pool(pairs, random=False), sample_cost.pool(pairs)
+    assert fixed.tau == 0 and 15 < fixed.mean < 25 and fixed.bound < 25
+    assert nxt.tau > 15 and nxt.bound > 40
+    assert sample_cost.rate_for(fixed.bound) >= 399 and sample_cost.rate_for(nxt.bound) <= 249
+    # negative measurements pool as measured
+    assert sample_cost.pool([(-20.0, 5.0)] * 8).mean < 0

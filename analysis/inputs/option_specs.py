@@ -205,10 +205,11 @@ PROFILE_REPS = Option(
 FREQUENCY = Option(
     "frequency_hz", "--frequency", int, None, "Hz", metavar="HZ", commands=("run", "sweep"),
     help="perf sampling frequency in Hz (default: the highest rate whose predicted cost stays at "
-         "or under 1%% of the server's CPU, from the cost per sample this host's earlier "
-         "server-bound runs measured (their perf on/off blocks; 90%% upper bound, pooled with a "
-         "seed of 35 ± 10 µs measured on a 2-core KVM guest: 199 Hz before any). The report "
-         "prints the rate and the cost measured in this run",
+         "or under 1%% of the server's CPU, from the cost per sample this case's earlier "
+         "server-bound runs on this host measured, or all of the host's until the case has 5 "
+         "(their perf on/off blocks; a 90%% upper bound of the next run's cost, the runs pooled "
+         "by random effects with a seed of 35 ± 10 µs measured on a 2-core KVM guest: 199 Hz "
+         "before any). The report prints the rate and the cost measured in this run",
     helps={"sweep": "perf sampling frequency in Hz at every point (default: each point's run "
                     "chooses it from this host's measured cost per sample, as `stallscope run`)"})
 PAIRED_WINDOW = Option(

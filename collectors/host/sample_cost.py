@@ -4,30 +4,53 @@ A run that profiles in its paired windows measures perf's cost in the run itself
 every other ABBA block: analysis/compare/profiler_cost.py). Divided by the rate, that is the
 cost of one sample: the CPU the server loses per cpu-clock sample (the timer interrupt, the
 frame-pointer walk, the ring buffer). Each finished run whose server was the bottleneck adds
-its figure and its standard error to `sample_cost.json` in the build cache (per host: CPU
-model, CPUs, memory). A run whose server waited for the client loses no throughput to perf
-whatever perf costs, so it would teach the next run that sampling is free: it adds nothing.
+its figure, its standard error and its case to `sample_cost.json` in the build cache (per
+host: CPU model, CPUs, memory). A run whose server waited for the client loses no throughput
+to perf whatever perf costs, so it would teach the next run that sampling is free: it adds
+nothing.
 
 The next run's rate is the highest of RATES whose predicted cost, rate x cost per sample,
-stays at or under BUDGET (1% of the server's CPU), with the cost per sample taken at the
-one-sided 90% upper bound of the kept runs pooled by inverse variance (with the seed as one
-more measurement of SEED_SE): one run's noisy low figure cannot send the rate to 999 Hz,
-and many runs narrow the bound to the host's real cost. Before this host has measured
-anything, the seed is SEED_US, the cost measured on this project's 2-core KVM guest with
-profile windows (docs/statistics.md, "Profiler overhead": 999 Hz took ~3.7% of the server,
-99 Hz ~0.4%).
+stays at or under BUDGET (1% of the server's CPU), with the cost per sample taken at a
+one-sided 90% upper bound of what the NEXT run will cost, not of the mean cost:
+
+- Why not the mean. Pooling the runs by inverse variance alone (fixed effect) bounds one
+  common cost, as if every run measured the same thing; many runs then narrow it to the
+  mean of whatever the host ran. On this project's KVM guest the runs do not share one
+  cost: MGET of 100 keys at pipeline 16 pooled to 39 +- 7 µs a sample over six runs, MSET
+  of 50 keys to 3 +- 4 over seven, a spread between cases no run's standard error holds
+  (tests/data/sample-cost; docs/statistics.md, "The rate is chosen by it"). Twenty such
+  runs had narrowed the common bound to ~19 µs, 499 Hz: 1.9% of the server for MGET.
+- The model. Run i measures y_i = c_i + e_i, its error e_i ~ N(0, se_i^2), and the runs'
+  own costs c_i ~ N(mu, tau^2) (random effects). tau^2 is DerSimonian and Laird's moment
+  estimate, mu the mean weighted by 1 / (se_i^2 + tau^2) with SE(mu)^2 = 1 / sum of the
+  weights, and the next run's cost is mu + z * sqrt(SE(mu)^2 + tau^2), z = UPPER_Z. With
+  tau^2 = 0 (the runs agree within their errors) it is the fixed-effect bound.
+- The seed. Before this host has measured anything, the cost is SEED_US +- SEED_SE, the cost
+  measured on this project's 2-core KVM guest with profile windows (docs/statistics.md,
+  "Profiler overhead": 999 Hz took ~3.7% of the server, 99 Hz ~0.4%); it stays one more
+  measurement in every pool, so one run's noisy low figure cannot send the rate to 999 Hz.
+- Negative costs. Noise makes some runs measure perf as free or better; they are kept as
+  measured: clipping them at 0 would bias mu and tau^2 upwards.
+- Per case. The pool is the case's own runs on this host when it has MIN_CASE_RUNS of them
+  (what it costs to sample depends on what the server does between samples), else all of the
+  host's runs, whose tau^2 then carries the spread between cases. Entries written before the
+  case was stored name it in their run id (<date>-<time>-<case>), and are read by it. The
+  store keeps a case's last MAX_KEPT runs, and HOST_KEPT of the host's in all.
+
+bench/sample_cost.py (`make bench` figure 11) replays both bounds on recorded stores.
 
     {"schema": 1, "hosts": {"<host key>": [{"run": RUN_ID, "at": ISO, "hz": 249,
-                                            "overhead": 0.008, "us_per_sample": 32.1,
-                                            "se_us": 9.5}, ...]}}
+                                            "case": "mset-50keys", "overhead": 0.008,
+                                            "us_per_sample": 32.1, "se_us": 9.5}, ...]}}
 """
 from __future__ import annotations
 
 import json
 import math
+import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Sequence
 
 from analysis.clock import now_iso
 from analysis.inputs.host import HostSummary
@@ -35,13 +58,50 @@ from analysis.inputs.rundir import write_json
 from collectors.variants.builder import cache_dir
 
 SCHEMA = 1
-MAX_KEPT = 20
+MAX_KEPT = 20           # a case's last runs kept per host
+HOST_KEPT = 100         # and the host's last runs in all
 BUDGET = 0.01           # the share of the server's CPU perf may take
 SEED_US = 35.0          # cost of one sample before this host has measured its own
 SEED_SE = 10.0          # how far the seed may be off on another host (µs, one standard error)
-UPPER_Z = 1.2816        # one-sided 90% upper bound of the pooled cost
+UPPER_Z = 1.2816        # one-sided 90% upper bound of the next run's cost
+# A case's own runs make its pool from 5 on: with the seed that is 6 measurements, 5 degrees
+# of freedom for tau^2. From fewer, Q can hardly tell a costlier case from noise (tau^2 comes
+# out 0 and the bound as narrow as the fixed one); the host's pool is the wider, safer bound.
+MIN_CASE_RUNS = 5
 # Odd rates near round numbers: not in lockstep with the kernel's 100/250/1000 Hz ticks.
 RATES = (999, 799, 599, 499, 399, 299, 249, 199, 149, 99, 49)
+_STAMP = re.compile(r"^\d{8}-\d{6}-")     # a run id's <date>-<time>- (new_manifest.new_run_id)
+
+
+@dataclass(frozen=True)
+class Pooled:
+    """Measured costs pooled with the seed by random effects (µs a sample)."""
+    mean: float
+    se: float          # SE of the mean
+    tau: float         # the spread of the runs' own costs around it (0: they agree)
+
+    @property
+    def bound(self) -> float:
+        """One-sided 90% upper bound of the next run's cost."""
+        return self.mean + UPPER_Z * math.sqrt(self.se ** 2 + self.tau ** 2)
+
+
+def pool(pairs: Sequence[tuple[float, float]], random: bool = True) -> Pooled:
+    """(µs, se) measurements and the seed pooled. random=False: the fixed-effect pool (tau 0),
+    the bound on a common mean this module used before (bench/sample_cost.py compares)."""
+    ys = [float(y) for y, _ in pairs] + [SEED_US]
+    vs = [float(s) ** 2 for _, s in pairs] + [SEED_SE ** 2]
+    w = [1.0 / v for v in vs]
+    mean = sum(wi * y for wi, y in zip(w, ys)) / sum(w)
+    tau2 = 0.0
+    if random and len(ys) > 1:
+        # DerSimonian-Laird: Q's excess over its degrees of freedom, scaled to a variance
+        q = sum(wi * (y - mean) ** 2 for wi, y in zip(w, ys))
+        c = sum(w) - sum(wi * wi for wi in w) / sum(w)
+        tau2 = max(0.0, (q - (len(ys) - 1)) / c)
+        w = [1.0 / (v + tau2) for v in vs]
+        mean = sum(wi * y for wi, y in zip(w, ys)) / sum(w)
+    return Pooled(mean, 1.0 / math.sqrt(sum(w)), math.sqrt(tau2))
 
 
 @dataclass(frozen=True)
@@ -50,6 +110,8 @@ class Rate:
     hz: int
     us_per_sample: float     # the upper bound the rate was chosen by
     runs: int                # measured runs pooled with the seed (0: the seed alone)
+    case: str | None = None  # the case whose own runs were pooled; None: all of the host's
+    tau: float = 0.0         # the pool's spread between runs (µs a sample)
 
     @property
     def predicted(self) -> float:
@@ -57,8 +119,13 @@ class Rate:
         return self.hz * self.us_per_sample * 1e-6
 
     def why(self) -> str:
-        src = (f"90% upper bound of {self.runs} run(s) measured on this host and the seed"
-               if self.runs else "90% upper bound of the seed, this host has measured none yet")
+        if not self.runs:
+            src = "90% upper bound of the seed, this host has measured none yet"
+        else:
+            whose = (f"{self.runs} run(s) of {self.case} on this host" if self.case else
+                     f"all {self.runs} run(s) measured on this host")
+            src = (f"90% upper bound of the next run's cost from {whose} and the seed, "
+                   f"{self.tau:.1f} µs spread between runs")
         return (f"perf at {self.hz} Hz: the highest rate whose predicted cost stays at or under "
                 f"{BUDGET:.0%} of the server's CPU ({self.us_per_sample:.1f} µs a sample, {src}: "
                 f"{self.predicted:.2%})")
@@ -77,44 +144,77 @@ def _load(path: Path) -> dict[str, Any]:
         {"schema": SCHEMA, "hosts": {}}
 
 
-def lookup(host: HostSummary, path: Path | None = None) -> tuple[float, int]:
-    """(µs per sample at its 90% upper bound, runs pooled); the runs are weighted by inverse
-    variance together with the seed, so the seed's weight fades as the host measures."""
-    entries = _load(path or store_path())["hosts"].get(host.key(), [])
-    pairs = [(float(e["us_per_sample"]), float(e["se_us"])) for e in entries
-             if isinstance(e, dict) and _number(e.get("us_per_sample"))
-             and _number(e.get("se_us")) and e["se_us"] > 0]
-    pairs.append((SEED_US, SEED_SE))
-    weights = [1.0 / se ** 2 for _, se in pairs]
-    mean = sum(w * us for w, (us, _) in zip(weights, pairs)) / sum(weights)
-    return mean + UPPER_Z / math.sqrt(sum(weights)), len(pairs) - 1
+def host_entries(host: HostSummary, path: Path | None = None) -> list[dict[str, Any]]:
+    """The host's usable entries, oldest first."""
+    return usable(_load(path or store_path())["hosts"].get(host.key(), []))
+
+
+def usable(entries: Any) -> list[dict[str, Any]]:
+    """The entries with a measured cost and a positive standard error."""
+    return [e for e in entries if isinstance(e, dict) and _number(e.get("us_per_sample"))
+            and _number(e.get("se_us")) and e["se_us"] > 0] if isinstance(entries, list) else []
+
+
+def entry_case(entry: dict[str, Any]) -> str:
+    """The entry's case, as a run id spells it (`/` and `@` as `_`): an entry written before
+    the case was stored names it only in its run id."""
+    case = entry.get("case")
+    if isinstance(case, str) and case:
+        return case.replace("/", "_").replace("@", "_")
+    return _STAMP.sub("", str(entry.get("run", "")))
+
+
+def pick(entries: list[dict[str, Any]], case: str | None, min_runs: int = MIN_CASE_RUNS
+         ) -> tuple[list[dict[str, Any]], str | None]:
+    """(the entries to pool, the case they are of or None): the case's own from min_runs of
+    them on, else all of them."""
+    if case:
+        key = case.replace("/", "_").replace("@", "_")
+        own = [e for e in entries if entry_case(e) == key]
+        if len(own) >= min_runs:
+            return own, case
+    return entries, None
+
+
+def rate_for(us: float) -> int:
+    """The highest of RATES whose cost at `us` a sample stays within BUDGET."""
+    fits = [r for r in RATES if r * us * 1e-6 <= BUDGET]
+    return max(fits) if fits else min(RATES)
 
 
 def _number(x: Any) -> bool:
     return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
 
 
-def choose(host: HostSummary, path: Path | None = None) -> Rate:
-    """The highest of RATES that the host's cost per sample keeps within BUDGET."""
-    us, runs = lookup(host, path)
-    fits = [r for r in RATES if r * us * 1e-6 <= BUDGET]
-    return Rate(max(fits) if fits else min(RATES), us, runs)
+def choose(host: HostSummary, path: Path | None = None, case: str | None = None) -> Rate:
+    """The highest of RATES that the next run's cost per sample keeps within BUDGET."""
+    used, whose = pick(host_entries(host, path), case)
+    p = pool([(float(e["us_per_sample"]), float(e["se_us"])) for e in used])
+    return Rate(rate_for(p.bound), p.bound, len(used), whose, p.tau)
 
 
 def record(host: HostSummary, run_id: str, hz: int, overhead: float, se: float,
-           path: Path | None = None) -> bool:
+           path: Path | None = None, case: str | None = None) -> bool:
     """Keep one run's measured cost: overhead, the share of the server's throughput perf took
     (the negative of the on/off change; noise can make it negative, kept as measured so the
-    pooled mean stays unbiased), and its standard error. Only for a run whose server was the
-    bottleneck (the caller checks)."""
+    pooled mean stays unbiased), its standard error and the run's case. Only for a run whose
+    server was the bottleneck (the caller checks)."""
     if hz <= 0 or not (_number(overhead) and _number(se)) or se <= 0:
         return False
     path = path or store_path()
     doc = _load(path)
     entries = doc["hosts"].setdefault(host.key(), [])
-    entries.append({"run": run_id, "at": now_iso(), "hz": hz, "overhead": round(overhead, 6),
-                    "us_per_sample": round(overhead / hz * 1e6, 3),
-                    "se_us": round(se / hz * 1e6, 3)})
-    del entries[:-MAX_KEPT]
+    entry = {"run": run_id, "at": now_iso(), "hz": hz}
+    if case:
+        entry["case"] = case
+    entry.update({"overhead": round(overhead, 6), "us_per_sample": round(overhead / hz * 1e6, 3),
+                  "se_us": round(se / hz * 1e6, 3)})
+    entries.append(entry)
+    # per case: a host that runs many cases still keeps enough of each to pool them alone
+    same = entry_case(entry)
+    mine = [i for i, e in enumerate(entries) if isinstance(e, dict) and entry_case(e) == same]
+    for i in reversed(mine[:-MAX_KEPT]):
+        del entries[i]
+    del entries[:-HOST_KEPT]
     write_json(path, doc)         # atomic: a reader sees the old file or the new one
     return True

@@ -137,7 +137,7 @@ def plan_run(req: RunRequest, log: Log) -> RunPlan:
         raise RunError(f"--on {opts.precision_on}: a function's cost per operation is narrowed "
                        f"from the profiles of paired windows; this run is "
                        f"{'not paired (' + decided.reason + ')' if not opts.paired else 'not profiled (--profile ' + opts.profile + ')'}")
-    profiling_note = _resolve_profiling(opts, host, case.workload.tool)
+    profiling_note = _resolve_profiling(opts, host, case)
     if profiling_note:
         log(f"stallscope run: {profiling_note}")
     tools = versions.tool_versions({n: v.benchmark_bin for n, v in variants.items()})
@@ -157,10 +157,12 @@ def plan_run(req: RunRequest, log: Log) -> RunPlan:
     return RunPlan(Runner(run, progress=req.progress))
 
 
-def _resolve_profiling(opts: RunOptions, host: HostFacts, tool: str) -> str:
+def _resolve_profiling(opts: RunOptions, host: HostFacts, case: Case) -> str:
     """Where profiles come from and at what rate, when the request left them open: perf in
     the paired windows of a paired run (no separate profile reps), separate profile reps
-    where the run cannot pair; the rate from this host's measured cost per sample."""
+    where the run cannot pair; the rate from what a sample cost this case (or, until it has
+    measured enough, any case) on this host."""
+    tool = case.workload.tool
     if opts.profile_reps is None:
         in_windows = opts.paired and opts.profile == "perf" and tool != "rdb-load"
         opts.profile_reps = 0 if in_windows or opts.profile == "off" else SEPARATE_PROFILE_REPS
@@ -168,7 +170,7 @@ def _resolve_profiling(opts: RunOptions, host: HostFacts, tool: str) -> str:
         if opts.profile != "perf":
             opts.frequency_hz = DEFAULT_FREQ_HZ
             return ""
-        rate = sample_cost.choose(host.summary())
+        rate = sample_cost.choose(host.summary(), case=case.name)
         opts.frequency_hz = rate.hz
         return rate.why()
     return ""

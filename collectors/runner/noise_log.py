@@ -43,7 +43,7 @@ def keep_sample_cost(run: RunContext) -> bool:
         return False
     try:
         got = measured_cost(RunDir(run.run_dir, m), names[0], names[1])
-        return got is not None and sample_cost.record(m.host, m.run_id, *got)
+        return got is not None and sample_cost.record(m.host, m.run_id, *got, case=run.case.name)
     except (OSError, ValueError):
         return False
 
