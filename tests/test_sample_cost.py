@@ -1,7 +1,8 @@
 """The sampling rate, chosen by what a perf sample cost on this host (collectors/host/
 sample_cost.py): the store, the bound of the next run's cost (random effects, per case), the
-rule's error rate against the naive median, and which runs may teach it (recorded runs in
-tests/data/runs)."""
+rule's error rate against the naive median and against the fixed-effect bound it replaced
+(replayed on the recorded stores in tests/data/sample-cost: bench/sample_cost.py), and which
+runs may teach it (recorded runs in tests/data/runs)."""
 from __future__ import annotations
 
 import json
@@ -10,8 +11,11 @@ from pathlib import Path
 
 import pytest
 
+from scipy import stats as sps
+
 from analysis.inputs.host import HostSummary
 from analysis.inputs.rundir import load_run
+from bench import sample_cost as replay
 from collectors.host import sample_cost
 from collectors.runner.noise_log import measured_cost
 
@@ -133,3 +137,47 @@ def test_runs_that_disagree_beyond_their_errors_widen_the_bound_to_the_next_runs
     assert sample_cost.rate_for(fixed.bound) >= 399 and sample_cost.rate_for(nxt.bound) <= 249
     # negative measurements pool as measured
     assert sample_cost.pool([(-20.0, 5.0)] * 8).mean < 0
+
+
+def _stores():
+    return [es for path in replay.STORES for es in replay.entries(path)]
+
+
+def test_the_recorded_stores_are_the_real_hosts_runs():
+    stores = _stores()
+    assert len(stores) == 2 and all(len(es) == 20 for es in stores)
+    cases = {sample_cost.entry_case(e) for es in stores for e in es}
+    assert {"mget-100keys_pipeline=16", "mset-50keys"} <= cases
+
+
+def test_replayed_on_the_recorded_stores_the_bound_holds_its_rate_and_the_costly_case_its_budget():
+    """bench/sample_cost.py figure 11: each recorded run predicted from the runs before it.
+    The next-run bound is exceeded (its measurement's noise allowed for) about as often as
+    its nominal 10%; on a case whose cost the store knows within ±10 µs and that is costly
+    (over 20 µs: 499 Hz costs more than 1%), the fixed-effect bound's rates cost clearly over
+    the 1% budget at that cost, the new ones not."""
+    steps = {r: [s for es in _stores() for s in replay.replay(es, r)] for r in replay.RULES}
+    k, n, _, _ = replay.exceedance(steps["next"])
+    assert sps.binomtest(k, n, 0.10).pvalue > 0.05, (k, n)
+    assert replay.exceedance(steps["fixed"])[0] >= k
+    costly = 0
+    for es in _stores():
+        for case, (us, se) in replay.hindsight(es).items():
+            if se > replay.MAX_SE or us * 499e-6 <= sample_cost.BUDGET:
+                continue                     # not known well enough, or 499 Hz within budget
+            costly += 1
+            over = {r: replay.case_overheads(replay.replay(es, r), {case: (us, se)})[case]
+                    for r in replay.RULES}
+            assert over["fixed"][1] - sample_cost.BUDGET > sample_cost.UPPER_Z * over["fixed"][2]
+            assert over["next"][1] <= sample_cost.BUDGET, over
+    assert costly >= 1
+
+
+def test_on_stores_drawn_from_the_recorded_ones_the_fixed_bound_is_exceeded_far_more_often():
+    """Figure 11b: simulated stores whose cases cost what the recorded store measured."""
+    steps, cost = replay.simulate(replay.entries(replay.STORES[0])[0], hosts=150, seed=3)
+    assert len(cost) >= 2
+    fixed, nxt = replay.per_store(steps["fixed"]), replay.per_store(steps["next"])
+    assert 0.05 < nxt[0] < 0.15 and fixed[0] > 0.15 and fixed[0] - nxt[0] > 2 * (fixed[1] + nxt[1])
+    assert replay.over_budget(steps["next"], cost) < 0.10
+    assert replay.over_budget(steps["fixed"], cost) > 0.20
