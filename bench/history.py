@@ -175,7 +175,7 @@ def function_series(jobs: int, runs: int, noise: Noise, seed: int = 1) -> None:
           "(>= 1% of the CPU, chosen at random) growing by shift / its share; profile reps drawn from the "
           "16 of tests/data/runs/mset-aa-default")
     print("   without = the paired series' signals (in-run paired, E-Divisive); with = and the function "
-          "series (Benjamini-Hochberg over the job's, findings placed by them). A hit: a finding within one "
+          "series (Holm over the job's, findings placed by them). A hit: a finding within one "
           "run of the shift; precision over every finding of the jobs with a shift")
     rng = random.Random(seed)
     with tempfile.TemporaryDirectory() as d:
@@ -275,11 +275,13 @@ def main(argv: list[str] | None = None) -> int:
                     help="noise of 5a: the quiet evening (default) or the noisier day recorded here")
     ap.add_argument("--figure", choices=("5a", "5b", "5c", "all"), default="all",
                     help="5a (detectors), 5b (store at scale), 5c (function series) or all (default)")
+    ap.add_argument("--seed", type=int, default=1,
+                    help="seed of 5a's and 5c's synthetic jobs (default 1, the figures in docs/history.md)")
     a = ap.parse_args(argv)
     if a.figure in ("5a", "all"):
-        detector(a.jobs, a.runs, QUIET if a.noise == "quiet" else NOISY)
+        detector(a.jobs, a.runs, QUIET if a.noise == "quiet" else NOISY, a.seed)
     if a.figure in ("5c", "all"):
-        function_series(a.jobs, a.runs, QUIET if a.noise == "quiet" else NOISY)
+        function_series(a.jobs, a.runs, QUIET if a.noise == "quiet" else NOISY, a.seed)
     if a.figure in ("5a", "5c"):
         return 0
     print(f"== 5b. history store at about {a.points:,} metric points (times: the best of 3-5 calls)")

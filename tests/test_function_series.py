@@ -52,7 +52,7 @@ def test_a_function_that_rose_is_found_at_its_run_ahead_of_throughput(tmp_path, 
     found = detect(st, "fn", ("cpu_per_op:",))
     (c,) = [c for c in found if c.series == "cpu_per_op:je_free"]
     assert c.signal == "function" and c.first_run.id == runs[20].id and c.shift > 0.1
-    assert "Benjamini-Hochberg" in c.how
+    assert "Holm over" in c.how
     assert c.ahead.startswith("ahead of throughput: no throughput finding")
     text = render_alert([c], runs[20])
     assert "ahead of throughput" in text and "function series" in text
@@ -77,6 +77,6 @@ def test_shift_free_history_gives_few_function_findings(tmp_path):
         shifts, m = function_series.detect(st.series(h.job, "cand"))
         false += bool(shifts)
         tested += m
-    # Benjamini-Hochberg at 5% over ~12 series a job: a job with a false finding ~1 in 20
+    # Holm at 5% over ~12 series a job: a job with a false finding at most 1 in 20
     # (at most 2 of 8 within Binomial's 99% bound)
     assert tested >= 8 * 10 and false <= 2

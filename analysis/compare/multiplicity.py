@@ -12,7 +12,7 @@ the function tables' rule: analysis/compare/families.py says why) or Bonferroni.
 The verdict still comes from an interval, the one printed (pyperf's rule: estimator and
 interval agree): every row of the family is re-computed at one level, for BH the
 false-coverage-rate level of Benjamini and Yekutieli (2005), 1 - q * R / m, with R the rows
-BH calls changed out of m (1 - q / m when R = 0); for Holm 1 - q / (m - R) (_level). By
+BH calls changed out of m (1 - q / m when R = 0); for Holm 1 - q / (m - R) (rule_level). By
 the duality of each method's test and interval, a row's interval at that level excludes 0
 exactly when the rule calls it changed, so the verdict rules of analysis/stats.py apply to
 it unchanged, waterlines included.
@@ -55,7 +55,7 @@ class Member:
 
 def control(family: str, members: list[Member], opts: CompareOptions,
             display: list[Member] = (), rule: str = "bh") -> FdrFamily | None:
-    """Re-compute every member at the family's level (module docstring, _level): rule "bh"
+    """Re-compute every member at the family's level (module docstring, rule_level): rule "bh"
     at the false-coverage-rate level of Benjamini-Hochberg's discoveries, "holm" at
     1 - q/(m - R), "bonferroni" at 1 - q/m; at that level a row's interval excludes 0
     exactly when the rule calls it changed.
@@ -75,9 +75,9 @@ def control(family: str, members: list[Member], opts: CompareOptions,
     for t in tested:
         t.change = t.recompute(chosen)
     p = np.clip(np.array([t.change.p_value for t in tested], dtype=float), 0.0, 1.0)
-    adjusted = _adjusted(p, rule)
+    adjusted = adjusted_p(p, rule)
     found = int((adjusted <= q).sum())
-    level = _level(rule, q, m, found)
+    level = rule_level(rule, q, m, found)
     at_level = replace(chosen, confidence=level)
     name = RULES[rule]
     for t, adj in zip(tested, adjusted):
@@ -101,8 +101,9 @@ METHOD_TEXT = {
                   "family at most q)"}
 
 
-def _adjusted(p: np.ndarray, rule: str) -> np.ndarray:
-    """Each row's adjusted p-value under the rule (called changed when at most q)."""
+def adjusted_p(p: np.ndarray, rule: str) -> np.ndarray:
+    """Each row's adjusted p-value under the rule (called changed when at most q); also the
+    history's function series (analysis/history/function_series.py) use it."""
     m = len(p)
     if rule == "bonferroni":
         return np.minimum(p * m, 1.0)
@@ -115,7 +116,7 @@ def _adjusted(p: np.ndarray, rule: str) -> np.ndarray:
     return false_discovery_control(p, method="bh")
 
 
-def _level(rule: str, q: float, m: int, found: int) -> float:
+def rule_level(rule: str, q: float, m: int, found: int) -> float:
     """The one level at which every row's interval clears 0 exactly when the rule calls it
     changed. Holm: the R rows it calls changed have p_(k) <= q/(m-k+1) <= q/(m-R), the
     first it does not has p_(R+1) > q/(m-R), so 1 - q/(m-R) (1 - q when every row moved)."""

@@ -79,7 +79,7 @@ def render_alert(changes: list[ChangePoint], run: StoredRun, *, report_url: str 
               f"(or, with the same baseline as the run before, against that run's change) at p < {ALPHA}; "
               f"E-Divisive on the series: E-Divisive means over each series (p < {PVALUE}); in-run "
               "verdict: the run's candidate vs its baseline; function series: a rise of one function's share of "
-              "the CPU across runs, tested over every function series of the job together (Benjamini-Hochberg), "
+              "the CPU across runs, tested over every function series of the job together (Holm), "
               "\"ahead of throughput\" when no throughput finding is within a run of it. Intervals are 95%, ratios on the log scale. "
               "Mark a change: `stallscope history mark ID acknowledged|expected|false-positive`."]
     return "\n".join(lines) + "\n"

@@ -10,7 +10,7 @@
 - "in-run": the run's own regression verdict on a series without pairs (throughput, p99
   latency): the verdicts results.json already carries;
 - "function": a rise of one function's cost across runs (function_series.py: every focus
-  and top function's series of the job tested together, Benjamini-Hochberg). Within a run
+  and top function's series of the job tested together, Holm). Within a run
   of a throughput regression it is a mover of it; else a finding of its own, `ahead` of
   the throughput. An E-Divisive finding of the throughput within PLACE_RUNS runs of it (or
   the likelihood interval of its place) is placed at the function's run.
@@ -321,7 +321,7 @@ def _function_finding(job: str, f, m: int, series: dict) -> ChangePoint:
     return ChangePoint(job, name, "function", first, prev, shift, low, high, "regression", "ns/op",
                        _movers(series, name, first.id, f.runs[0].id, hi),
                        f"its share of the CPU {f.share_before:.2g}% -> {f.share_after:.2g}%: the largest t "
-                       f"over the runs' splits, permutation p = {f.p_value:.2g}, Benjamini-Hochberg over "
+                       f"over the runs' splits, permutation p = {f.p_value:.2g}, Holm over "
                        f"{m} function series (level {f.level:.2g})", f.p_value)
 
 

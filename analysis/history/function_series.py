@@ -16,11 +16,16 @@ which its own series shows long before the throughput's noise lets a 2% shift th
   (at least MIN_SIDE each side), its p-value by permuting the runs' order
   (scipy.stats.permutation_test, PERMUTATIONS resamples, seeded): a change point test
   whose null needs no model of the noise (a function with few samples is far from normal);
-- many series: Benjamini-Hochberg over the job's function series at Q (scipy's
-  false_discovery_control). With no function shifted that bounds the chance of any false
-  finding in the job at Q: the per-series level would give one per ~20 series;
+- many series: Holm's step-down rule over the job's function series at Q (the rule of
+  the report's function tables, analysis/compare/multiplicity.py). Under Benjamini-Hochberg
+  (this module's rule before) each true rise loosened the level for every other series
+  (Q * (R + 1) / series after R rises), so one real shift let other functions' noise
+  through, and its bound on any false finding held only for jobs where nothing rose.
+  Holm holds the chance of any false function finding in the job at Q whatever else
+  rose, and its first step is BH's (Q / series), so the first rise is found alike;
 - a series that shifted is split there and each side tested again (binary segmentation)
-  at the level Benjamini-Hochberg granted, while a side has 2 * MIN_SIDE + 2 runs.
+  at the level Holm granted the last series it called (Q / (series - called + 1)), while
+  a side has 2 * MIN_SIDE + 2 runs.
 
 The finding is placed at the first run after the split that maximises t (the maximum
 likelihood place of one mean shift). Only runs before a function's series start or after
@@ -36,9 +41,11 @@ import numpy as np
 from scipy import stats as sps
 
 from analysis import stats
+from analysis.compare.multiplicity import adjusted_p
 
 PREFIX = "flat_share:"
-Q = 0.05               # Benjamini-Hochberg over the job's function series
+Q = 0.05               # the chance of any false function finding in a job (Holm)
+RULE = "holm"
 PERMUTATIONS = 1999    # the smallest p-value is 1/2000: below Q / 40 series
 MIN_SIDE = 2           # runs on each side of a split
 MIN_RUNS = 6           # fewer runs: no test (as E-Divisive, changepoints.MIN_RUNS)
@@ -51,7 +58,7 @@ class FunctionShift:
     at: int                      # index in the series' runs of the first run after the rise
     runs: list                   # the series' runs (StoredRun), oldest first
     p_value: float               # the permutation test's, before the correction
-    level: float                 # the level the correction granted it (Q * rank / series)
+    level: float                 # the level Holm granted (Q / (series - called + 1))
     share_before: float          # the function's share of the CPU (%), median of the runs
     share_after: float
     shift: float | None          # its CPU time per operation, ratio - 1 after vs before
@@ -147,10 +154,10 @@ def detect(series: dict[str, list]) -> tuple[list[FunctionShift], int]:
     if not tested:
         return [], 0
     names = sorted(tested)
-    adjusted = sps.false_discovery_control([tested[f][2][1] for f in names], method="bh")
-    rejected = [f for f, a in zip(names, adjusted) if a <= Q]
-    # the level BH rejected at: the largest raw p-value among the rejected ones
-    level = max((tested[f][2][1] for f in rejected), default=0.0)
+    raw = np.array([tested[f][2][1] for f in names])
+    rejected = [f for f, a in zip(names, adjusted_p(raw, RULE)) if a <= Q]
+    # the level Holm called the last of them at: its step, Q / (series - called + 1)
+    level = Q / (len(names) - len(rejected) + 1) if rejected else 0.0
     out = []
     for f in rejected:
         runs, y, _ = tested[f]

@@ -157,8 +157,9 @@ def _profiler_cost(r: Results) -> list[str]:
                      f"{fmt_signed(-ch.rel_ci_low * 100)}]%")
     where = "paired reps" if r.profile.paired else "profile reps"
     return [f"Profiler overhead (perf cpu-clock at {c.frequency_hz} Hz): " + "; ".join(parts)
-            + f". Throughput while perf sampled vs the windows beside it without perf (same "
-            f"server, ABBA), {sum(c.pairs.values())} window pairs; the "
+            + f". The share of throughput perf took (positive: a cost; negative: the windows "
+            f"perf sampled ran faster, noise or the host): the windows perf sampled vs the "
+            f"windows beside them without perf (same server, ABBA), {sum(c.pairs.values())} window pairs; the "
             f"{level(r.settings.confidence)} CI is over the "
             f"{where}, each rep's pairs one unit (docs/statistics.md).", ""]
 
