@@ -6,7 +6,8 @@ is one row that names both; a function that rose ahead of the throughput says so
 Plain Markdown; names from runs are escaped."""
 from __future__ import annotations
 
-from analysis.history.changepoints import PVALUE, ChangePoint
+from analysis.history.changepoints import ChangePoint
+from analysis.history.edivisive import PVALUE
 from analysis.history.paired_signal import ALPHA
 from analysis.history.store import StoredRun
 from analysis.report.mdtext import esc

@@ -2,7 +2,8 @@
 
 - "change point": E-Divisive means (signal-processing-algorithms, MongoDB's detector;
   permutation test at p < 0.05) over every series of the candidate's values across runs:
-  where a series shifted, not whether one run crossed a line;
+  where a series shifted, not whether one run crossed a line (a TMA node's series only if
+  the job's TMA series, judged together, call it shifted: tma_series.py);
 - "paired": the run's own paired change (paired_signal.py): a one-sided test of each run
   against its reference, and, over the runs that share one baseline build, E-Divisive over
   the series of their in-run changes (every run compares with the same build, so that
@@ -32,21 +33,15 @@ the same point - the answer to "what caused it".
 """
 from __future__ import annotations
 
-import contextlib
 import math
 from dataclasses import dataclass, field
-from typing import Iterator
 
-import numpy as np
-from signal_processing_algorithms.energy_statistics.energy_statistics import e_divisive
 
 from analysis import stats
-from analysis.history import function_series, paired_signal
+from analysis.history import function_series, paired_signal, tma_series
+from analysis.history.edivisive import MIN_RUNS, change_indices
 from analysis.history.store import HistoryStore, StoredRun
 
-PVALUE = 0.05
-PERMUTATIONS = 100
-MIN_RUNS = 6           # fewer runs than this: no change-point detection, in-run verdicts only
 MOVER_MIN = 0.03       # a mover's interval excludes 0 and its shift is at least this (3%)
 MERGE_RUNS = 1         # findings this close (in runs) are one shift
 PLACE_RUNS = 3         # an E-Divisive finding this close to a function's rise moves to it
@@ -102,27 +97,6 @@ class ChangePoint:
         if self.last_before is None:
             return (self.first_run.commit("base"), self.first_run.commit("cand"))
         return (self.last_before.commit("cand"), self.first_run.commit("cand"))
-
-
-@contextlib.contextmanager
-def _seeded(seed: int = 20261123) -> Iterator[None]:
-    # The detector permutes with numpy's global generator: fixed, so the same history gives
-    # the same change points, and restored, so nobody else's randomness changes.
-    state = np.random.get_state()
-    np.random.seed(seed)
-    try:
-        yield
-    finally:
-        np.random.set_state(state)
-
-
-def change_indices(values: list[float]) -> list[int]:
-    """Indices where a new segment starts (E-Divisive means, p < PVALUE)."""
-    if len(values) < MIN_RUNS or len(set(values)) < 2:
-        return []
-    with _seeded():
-        return sorted(int(i) for i in e_divisive(np.asarray(values, dtype=float), pvalue=PVALUE,
-                                                   permutations=PERMUTATIONS))
 
 
 def _shift(before: list[float], after: list[float], hib: bool) -> tuple[float | None, float | None, float | None, str]:
@@ -370,8 +344,10 @@ def detect(store: HistoryStore, job: str, series_prefix: tuple[str, ...] = HEADL
     runs = store.runs(job)
     positions = {r.id: i for i, r in enumerate(runs)}
     found = [c for run in runs for c in in_run(store, run) if c.series.startswith(series_prefix)]
+    tma = tma_series.shifted(series)      # TMA nodes are one family: only those it calls shifted
     for name, pts in sorted(series.items()):
-        if not name.startswith(series_prefix) or _is_function(name):
+        if not name.startswith(series_prefix) or _is_function(name) or (
+                name.startswith(tma_series.PREFIX) and name not in tma):
             continue
         cuts = _cuts(job, name, pts, [p["value"] for _, p in pts], bool(pts[0][1]["higher_is_better"]),
                      "change point", "the candidate's values, runs after vs before", series)

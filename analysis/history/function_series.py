@@ -48,7 +48,7 @@ Q = 0.05               # the chance of any false function finding in a job (Holm
 RULE = "holm"
 PERMUTATIONS = 1999    # the smallest p-value is 1/2000: below Q / 40 series
 MIN_SIDE = 2           # runs on each side of a split
-MIN_RUNS = 6           # fewer runs: no test (as E-Divisive, changepoints.MIN_RUNS)
+MIN_RUNS = 6           # fewer runs: no test (as E-Divisive, edivisive.MIN_RUNS)
 SEED = 20261123
 
 
