@@ -31,8 +31,10 @@ from tests.conftest_run import BASE_SPEC, CAND_SPEC, base_variant, built, cli_en
 from tests.test_schedule_units import _actionlint
 
 VARIANTS = ["--variant", f"base={BASE_SPEC}", "--variant", f"prefetch={CAND_SPEC}"]
+# 2 paired reps of 4 windows (n = 4 a side) at the default window length: the tests compare
+# runs' shapes and each merged row with its own point directory, never a measured value
 SWEEP = ["mset-50keys", "--size", "small", "--axis", "dataset.keys=20K,50K", "--reps", "2",
-         "--paired-windows", "4", "--paired-window", "1", "--profile", "off", "--no-progress", *VARIANTS]
+         "--paired-windows", "4", "--profile", "off", "--no-progress", *VARIANTS]
 IDS = ["p01-keys-20K", "p02-keys-50K"]
 SAFE = re.compile(r"[A-Za-z0-9._-]+")
 
