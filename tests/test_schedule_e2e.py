@@ -78,6 +78,9 @@ jobs:
     candidate: git:{repo}@unstable
     baseline: previous
     reps: 2
+    # only which commits it recorded is checked: 4 windows a paired rep, no profile
+    profile-reps: 0
+    run-args: [--paired-windows, "4"]
 """
 
 
