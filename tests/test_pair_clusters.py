@@ -97,3 +97,23 @@ def test_profiler_cost_is_over_profile_reps_of_their_off_on_pairs():
     assert (cost.pooled.rel_ci_low, cost.pooled.rel_ci_high) == pytest.approx((want.rel_ci_low, want.rel_ci_high))
     assert "over 6 reps" in cost.pooled.method
     assert set(cost.per_variant) == {"base", "prefetch"}     # 3 reps each: enough for an interval
+
+
+def test_a_perf_block_is_weighed_against_the_off_blocks_on_both_sides():
+    """A rep whose rate rises steadily, perf costing nothing: against the block before
+    alone every "on" block reads faster; against both neighbours, exactly even."""
+    from analysis.compare.profiler_cost import sandwiches
+    states = [False, True, False, True, False, True, False, True]     # runs of one state merged
+    blocks = [(on, 1000.0 * 1.01 ** i) for i, on in enumerate(states)]
+    pairs = sandwiches(blocks)
+    assert len(pairs) == 3                       # the last "on" block has no "off" after it
+    assert all(abs(on / off - 1) < 1e-12 for off, on in pairs)
+    before_only = [blocks[i][1] / blocks[i - 1][1] - 1 for i in range(1, len(blocks)) if blocks[i][0]]
+    assert min(before_only) > 0.009
+
+
+def test_the_recorded_aa_run_no_longer_reads_perf_as_making_the_server_faster():
+    from analysis.compare.profiler_cost import profiler_cost
+    cost = profiler_cost(load_run(DEMO.parent / "mset-aa-paired-small"), "a", "b").pooled
+    # against the block before alone: +1.65% [+0.92, +2.30] faster with perf on
+    assert cost.rel_ci_low < 0 < cost.rel_ci_high and abs(cost.rel) < 0.01

@@ -106,8 +106,8 @@ def test_only_a_server_bound_run_with_measured_windows_teaches_the_rate():
 
 def test_a_case_with_enough_runs_is_pooled_alone_and_old_entries_by_their_run_id(tmp_path):
     path = tmp_path / "s.json"
-    # entries written before the case was stored: the case is in the run id only
-    old = [{"run": f"20261127-14490{i}-mget-100keys_pipeline=16", "at": "x", "hz": 999,
+    # entries without a case field: the case is in the run id only
+    old = [{"run": f"20261127-14490{i}-mget-100keys_pipeline=16", "at": "x", "hz": 999, "estimator": 2,
             "overhead": 0.045, "us_per_sample": 45.0, "se_us": 8.0} for i in range(4)]
     path.write_text(json.dumps({"schema": 1, "hosts": {HOST.key(): old}}))
     for i in range(6):
@@ -181,3 +181,16 @@ def test_on_stores_drawn_from_the_recorded_ones_the_fixed_bound_is_exceeded_far_
     assert 0.05 < nxt[0] < 0.15 and fixed[0] > 0.15 and fixed[0] - nxt[0] > 2 * (fixed[1] + nxt[1])
     assert replay.over_budget(steps["next"], cost) < 0.10
     assert replay.over_budget(steps["fixed"], cost) > 0.20
+
+
+def test_costs_measured_by_the_drifting_estimator_are_not_pooled(tmp_path):
+    """Entries without `estimator` were measured against the block before alone, biased
+    toward perf being free (analysis/compare/profiler_cost.sandwiches): the seed decides."""
+    path = tmp_path / "s.json"
+    biased = [{"run": f"20261127-17000{i}-mset-50keys", "at": "x", "hz": 299, "overhead": -0.03,
+               "us_per_sample": -100.0, "se_us": 50.0} for i in range(8)]
+    path.write_text(json.dumps({"schema": 1, "hosts": {HOST.key(): biased}}))
+    r = sample_cost.choose(HOST, path, case="mset-50keys")
+    assert r.runs == 0 and r.hz == sample_cost.choose(HOST, tmp_path / "none.json").hz
+    assert sample_cost.record(HOST, "20261127-171000-mset-50keys", 199, 0.004, 0.003, path, case="mset-50keys")
+    assert sample_cost.choose(HOST, path, case="mset-50keys").runs == 1

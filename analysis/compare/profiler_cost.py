@@ -5,8 +5,10 @@ collectors.perf.windows), each window's throughput counted on the server. The co
 paired change from an "off" window to the "on" window beside it, on the log scale (a
 ratio), with the interval of its method (analysis.stats) over the profile reps, each
 its pairs' geometric means (pair_clusters.py: pairs of one rep are not independent), per
-variant and for both variants pooled. Profiles of runs made before profile windows existed
-have no such windows: the section says so.
+variant and for both variants pooled. In paired reps perf is on in whole ABBA blocks, and
+each "on" block is weighed against the "off" blocks on both sides (sandwiches: a rep's
+drift cancels). Profiles of runs made before profile windows existed have no such windows:
+the section says so.
 """
 from __future__ import annotations
 
@@ -50,8 +52,9 @@ def _pairs(run: RunDir, variant: str) -> dict[tuple[str, int], list[tuple[float,
 
 def _paired_rep_pairs(run: RunDir, variant: str) -> dict[tuple[str, int], list[tuple[float, float]]]:
     """Paired reps with perf in their windows (collectors/profilers/perf/paired.py: perf on
-    in every other ABBA block): the variant's rate in an "off" block against the block beside
-    it, each block its windows' geometric mean (the same server, seconds apart)."""
+    in every other ABBA block): the variant's rate in each "on" block against the "off"
+    blocks on both sides of it, each block its windows' geometric mean (the same server,
+    seconds apart)."""
     out = {}
     for rep in run.manifest.reps(kind="paired"):
         path = run.rep_dir(rep) / PAIRED_JSON
@@ -61,19 +64,32 @@ def _paired_rep_pairs(run: RunDir, variant: str) -> dict[tuple[str, int], list[t
         if not any(w.perf is not None for w in wins):
             continue
         # a block: the windows of one perf state in a row (whole ABBA blocks, or pairs of
-        # windows in a short rep: collectors/profilers/perf/paired.block_schedule)
-        blocks: list[tuple[bool, list[float]]] = []
+        # windows in a short rep: collectors/abba.block_schedule)
+        blocks: list[tuple[bool, float]] = []
         for on, run_ in groupby(wins, key=lambda w: w.perf):
             mine = [w.rate for w in run_ if w.variant == variant and w.rate]
             if mine and on is not None:
-                blocks.append((bool(on), mine))
-        pairs = []
-        for (on_a, a), (on_b, b) in zip(blocks[0::2], blocks[1::2]):
-            if on_a != on_b:
-                off, on = (a, b) if not on_a else (b, a)
-                pairs.append((_gmean(off), _gmean(on)))
+                blocks.append((bool(on), _gmean(mine)))
+        pairs = sandwiches(blocks)
         if pairs:
             out[(variant, rep.rep)] = pairs
+    return out
+
+
+def sandwiches(blocks: list[tuple[bool, float]]) -> list[tuple[float, float]]:
+    """(off, on) for each "on" block between two "off" blocks: off the geometric mean of the
+    two. Runs of one perf state merge ABBA's halves (off | on on | off off | on on | off), so
+    neighbouring blocks alternate and every "off" block precedes the "on" block after it:
+    pairing each "on" block with the block before it (this module did until 2026-11-27) put
+    "on" later in every pair, and a rep whose rate drifts (it rises as the servers warm)
+    read as perf making the server faster (tests/data/runs/mset-aa-paired-small: "on"
+    after "off" +1.5%, before "off" -0.6%). Both neighbours cancel a linear drift; an "on"
+    block at a rep's end, with one neighbour, is left out."""
+    out = []
+    for i in range(1, len(blocks) - 1):
+        (before_on, before), (on, rate), (after_on, after) = blocks[i - 1], blocks[i], blocks[i + 1]
+        if on and not before_on and not after_on:
+            out.append((math.sqrt(before * after), rate))
     return out
 
 

@@ -39,7 +39,7 @@ one-sided 90% upper bound of what the NEXT run will cost, not of the mean cost:
 
 bench/sample_cost.py (`make bench` figure 11) replays both bounds on recorded stores.
 
-    {"schema": 1, "hosts": {"<host key>": [{"run": RUN_ID, "at": ISO, "hz": 249,
+    {"schema": 1, "hosts": {"<host key>": [{"run": RUN_ID, "at": ISO, "hz": 249, "estimator": 2,
                                             "case": "mset-50keys", "overhead": 0.008,
                                             "us_per_sample": 32.1, "se_us": 9.5}, ...]}}
 """
@@ -70,6 +70,11 @@ UPPER_Z = 1.2816        # one-sided 90% upper bound of the next run's cost
 MIN_CASE_RUNS = 5
 # Odd rates near round numbers: not in lockstep with the kernel's 100/250/1000 Hz ticks.
 RATES = (999, 799, 599, 499, 399, 299, 249, 199, 149, 99, 49)
+# How the run measured its cost (analysis/compare/profiler_cost.py). 2: each perf-on block
+# of a paired rep against the off blocks on both sides. Entries without it were measured
+# against the block before alone, which a rep's upward drift biased toward perf being free
+# or better (about 1% of throughput on tests/data/runs/mset-aa-paired-small): not pooled.
+ESTIMATOR = 2
 _STAMP = re.compile(r"^\d{8}-\d{6}-")     # a run id's <date>-<time>- (new_manifest.new_run_id)
 
 
@@ -145,8 +150,9 @@ def _load(path: Path) -> dict[str, Any]:
 
 
 def host_entries(host: HostSummary, path: Path | None = None) -> list[dict[str, Any]]:
-    """The host's usable entries, oldest first."""
-    return usable(_load(path or store_path())["hosts"].get(host.key(), []))
+    """The host's usable entries measured by this ESTIMATOR, oldest first."""
+    entries = usable(_load(path or store_path())["hosts"].get(host.key(), []))
+    return [e for e in entries if e.get("estimator") == ESTIMATOR]
 
 
 def usable(entries: Any) -> list[dict[str, Any]]:
@@ -204,7 +210,7 @@ def record(host: HostSummary, run_id: str, hz: int, overhead: float, se: float,
     path = path or store_path()
     doc = _load(path)
     entries = doc["hosts"].setdefault(host.key(), [])
-    entry = {"run": run_id, "at": now_iso(), "hz": hz}
+    entry = {"run": run_id, "at": now_iso(), "hz": hz, "estimator": ESTIMATOR}
     if case:
         entry["case"] = case
     entry.update({"overhead": round(overhead, 6), "us_per_sample": round(overhead / hz * 1e6, 3),
