@@ -14,7 +14,8 @@ real paired runs at CI size with perf sampling the paired windows.
   same kind of cost. CI once called tcp_sendmsg_locked and do_syscall_64 regressions beside
   the wait while the families were held to their false discovery rate.
 - cases/patches/known-nocost-text.patch changes an error text on a path MSET never takes:
-  the binary differs, the cost does not. No verdict of a change anywhere.
+  the binary differs, the cost does not. No verdict of a change anywhere, asked the same
+  way at 99% (no top mover, no focus row beyond its line).
 
 docs/statistics.md ("Profiles in the paired windows") gives the default-size figures.
 """
@@ -51,11 +52,6 @@ def _run(tmp: Path, cand: str) -> tuple[dict, Path]:
     run_dir = next(out.iterdir())
     report = tmp / "reports" / run_dir.name
     return json.loads((report / "results.json").read_text()), run_dir
-
-
-def _rows(res: dict) -> list[dict]:
-    prof = res["profile"]
-    return prof["focus"] + prof["movers"]
 
 
 @pytest.fixture(scope="module")
@@ -125,11 +121,20 @@ def test_nothing_else_moved(known_cost):
 
 
 def test_a_change_without_a_cost_gets_no_verdict(no_cost):
-    res, _ = no_cost
-    decided = [(r["name"], k, r[f"{k}_verdict"]["verdict"]) for r in _rows(res)
-               for k in ("flat", "cum")
-               if r[f"{k}_verdict"] and r[f"{k}_verdict"]["verdict"] in DECIDED]
-    assert not decided, decided
+    """Asked as the known cost's "nothing else moved" is (module docstring), at 99%: no top
+    mover at all, no focus row beyond its line, the whole profile's CPU per MSET unmoved.
+    At the report's 95% each family may call a false change 5% of the time, and the two
+    builds' layouts differ for real: CI once printed msetGenericCommand's cumulative cost
+    per MSET -6% [-11.1, -0.6] "improvement" (throughput +2.2% [-0.4, +4.9]), which at 99%
+    was no verdict."""
+    res, run_dir = no_cost
     assert res["profile"]["paired"]
-    tot = res["profile"]["per_op_total"]["change"]
+    strict = json.loads(json.dumps(analyse(load_run(run_dir), CompareOptions(confidence=0.99)).to_json()))
+    prof = strict["profile"]
+    decided = [(r["name"], k, r[f"{k}_verdict"]["verdict"])
+               for rows, called in ((prof["focus"], ("improvement", "regression")), (prof["movers"], DECIDED))
+               for r in rows for k in ("flat", "cum")
+               if r[f"{k}_verdict"] and r[f"{k}_verdict"]["verdict"] in called]
+    assert not decided, decided
+    tot = prof["per_op_total"]["change"]
     assert tot["verdict"] not in DECIDED, tot
