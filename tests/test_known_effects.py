@@ -92,12 +92,25 @@ def test_a_known_cost_shows_as_that_cost_in_that_function(known_cost):
     assert 0 < lo <= KNOWN_NS <= hi, (lo, hi, ch)
 
 
+def _strict(run_dir: Path) -> dict:
+    """The run's profile section analysed again at 99% (module docstring)."""
+    return json.loads(json.dumps(analyse(load_run(run_dir), CompareOptions(confidence=0.99)).to_json()))["profile"]
+
+
+def _called(prof: dict) -> list[tuple[str, str, str]]:
+    """(function, flat|cum, verdict) of every row called a change: a focus row beyond its
+    line (✅/❌), a top mover by any decided verdict."""
+    return [(r["name"], k, r[f"{k}_verdict"]["verdict"])
+            for rows, called in ((prof["focus"], ("improvement", "regression")), (prof["movers"], DECIDED))
+            for r in rows for k in ("flat", "cum")
+            if r[f"{k}_verdict"] and r[f"{k}_verdict"]["verdict"] in called]
+
+
 def test_nothing_else_moved(known_cost):
     """Only msetGenericCommand's own cost moved, and the cumulative cost of what calls it
     (asked at 99%, beyond the line for the focus rows: module docstring)."""
     _, run_dir = known_cost
-    res = json.loads(json.dumps(analyse(load_run(run_dir), CompareOptions(confidence=0.99)).to_json()))
-    prof = res["profile"]
+    prof = _strict(run_dir)
     assert prof["movers_fdr"]["rule"] == prof["fdr"]["rule"] == "holm"
     mset = next(r for r in prof["focus"] if r["name"] == "msetGenericCommand")
     assert mset["flat_verdict"]["verdict"] == "regression"      # still seen at 99%
@@ -108,15 +121,8 @@ def test_nothing_else_moved(known_cost):
             fns = st.functions_of(frames)
             if "msetGenericCommand" in fns:
                 callers.update(fns[:fns.index("msetGenericCommand")])
-    moved = []
-    for rows, called in ((prof["focus"], ("improvement", "regression")), (prof["movers"], DECIDED)):
-        for r in rows:
-            for k in ("flat", "cum"):
-                j = r[f"{k}_verdict"]
-                if r["name"] == "msetGenericCommand" or (k == "cum" and r["name"] in callers):
-                    continue
-                if j and j["verdict"] in called:
-                    moved.append((r["name"], k, j["verdict"]))
+    moved = [(name, k, v) for name, k, v in _called(prof)
+             if name != "msetGenericCommand" and not (k == "cum" and name in callers)]
     assert not moved, moved
 
 
@@ -129,12 +135,8 @@ def test_a_change_without_a_cost_gets_no_verdict(no_cost):
     was no verdict."""
     res, run_dir = no_cost
     assert res["profile"]["paired"]
-    strict = json.loads(json.dumps(analyse(load_run(run_dir), CompareOptions(confidence=0.99)).to_json()))
-    prof = strict["profile"]
-    decided = [(r["name"], k, r[f"{k}_verdict"]["verdict"])
-               for rows, called in ((prof["focus"], ("improvement", "regression")), (prof["movers"], DECIDED))
-               for r in rows for k in ("flat", "cum")
-               if r[f"{k}_verdict"] and r[f"{k}_verdict"]["verdict"] in called]
+    prof = _strict(run_dir)
+    decided = _called(prof)
     assert not decided, decided
     tot = prof["per_op_total"]["change"]
     assert tot["verdict"] not in DECIDED, tot

@@ -344,7 +344,8 @@ def detect(store: HistoryStore, job: str, series_prefix: tuple[str, ...] = HEADL
     runs = store.runs(job)
     positions = {r.id: i for i, r in enumerate(runs)}
     found = [c for run in runs for c in in_run(store, run) if c.series.startswith(series_prefix)]
-    tma = tma_series.shifted(series)      # TMA nodes are one family: only those it calls shifted
+    # TMA nodes are one family: only those it calls shifted (of the series asked for)
+    tma = tma_series.shifted({n: p for n, p in series.items() if n.startswith(series_prefix)})
     for name, pts in sorted(series.items()):
         if not name.startswith(series_prefix) or _is_function(name) or (
                 name.startswith(tma_series.PREFIX) and name not in tma):

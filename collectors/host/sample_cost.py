@@ -166,8 +166,12 @@ def entry_case(entry: dict[str, Any]) -> str:
     the case was stored names it only in its run id."""
     case = entry.get("case")
     if isinstance(case, str) and case:
-        return case.replace("/", "_").replace("@", "_")
+        return _as_in_run_id(case)
     return _STAMP.sub("", str(entry.get("run", "")))
+
+
+def _as_in_run_id(case: str) -> str:
+    return case.replace("/", "_").replace("@", "_")
 
 
 def pick(entries: list[dict[str, Any]], case: str | None, min_runs: int = MIN_CASE_RUNS
@@ -175,8 +179,7 @@ def pick(entries: list[dict[str, Any]], case: str | None, min_runs: int = MIN_CA
     """(the entries to pool, the case they are of or None): the case's own from min_runs of
     them on, else all of them."""
     if case:
-        key = case.replace("/", "_").replace("@", "_")
-        own = [e for e in entries if entry_case(e) == key]
+        own = [e for e in entries if entry_case(e) == _as_in_run_id(case)]
         if len(own) >= min_runs:
             return own, case
     return entries, None
