@@ -47,10 +47,10 @@ def parser() -> argparse.ArgumentParser:
 
 def request(args: argparse.Namespace) -> RunRequest:
     """The demo's run, typed (what `make demo` measures)."""
-    case, reps, windows = demo.SIZES[args.size]
+    case, reps, windows, sets = demo.SIZES[args.size]
     opts = RunOptions(reps=args.reps or reps, profile_reps=args.profile_reps, paired_windows=windows,
                       size=args.size, pairing="unpaired" if args.unpaired else PAIRING.default)
-    return RunRequest(case, [demo.BASE, demo.cand_spec()], opts, sets=list(args.set), out=Path(args.runs),
+    return RunRequest(case, [demo.BASE, demo.cand_spec()], opts, sets=[*sets, *args.set], out=Path(args.runs),
                       progress=not args.no_progress)
 
 
@@ -63,7 +63,7 @@ def main(argv: list[str] | None = None) -> int:
              else f"{req.options.profile_reps or SEPARATE_PROFILE_REPS} profile reps per variant")
     print(f"stallscope demo: {demo.BASE}  vs  {req.variants[1]}\n"
           f"  case {req.case} (size {args.size}), {req.options.reps} {how} + {prof}"
-          + (f"; set: {', '.join(args.set)}" if args.set else ""), file=sys.stderr)
+          + (f"; set: {', '.join(req.sets)}" if req.sets else ""), file=sys.stderr)
     log = (lambda msg: print(msg, file=sys.stderr))
     procs.install_signal_handlers()
     outcome: list[RunOutcome] = []
