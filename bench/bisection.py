@@ -94,13 +94,14 @@ def one_step(res: np.ndarray, m: float, alpha: float, sims: int, seed: int = 202
     return out
 
 
-def bisection(res: np.ndarray, m: float, culprit: int | None, rng: np.random.Generator,
-              naive_steps: bool = False) -> tuple[str, int]:
-    """One simulated bisection of COMMITS commits: (outcome, paired reps used)."""
-    commits = [Commit(f"{i:040x}", f"c{i}", "") for i in range(COMMITS + 1)]
-    b = Bisection("sim", "", "good", "bad", commits, m, "", rule.step_alpha(COMMITS),
-                  list(rule.LOOKS), 1e9)
-    effect = [0.0 if culprit is None or i < culprit else math.log1p(m) for i in range(COMMITS + 1)]
+def simulate(res: np.ndarray, effect: list[float], m: float, looks: tuple[int, ...],
+             rng: np.random.Generator, naive_steps: bool = False) -> tuple[Bisection, int]:
+    """One simulated bisection of the range whose commit i carries `effect[i]` (log scale;
+    effect[0] is the good end): the real search, each probe's paired reps drawn from `res`
+    plus the true change between the probe and its base. (the ended search, paired reps used)"""
+    commits = [Commit(f"{i:040x}", f"c{i}", "") for i in range(len(effect))]
+    b = Bisection("sim", "", "good", "bad", commits, m, "", rule.step_alpha(len(effect) - 1),
+                  list(looks), 1e9)
     reps = 0
     while (s := b.next_step()) is not None:
         if s.role in (FUNCTIONS, REST):      # the report's comparisons: not part of the search
@@ -112,9 +113,17 @@ def bisection(res: np.ndarray, m: float, culprit: int | None, rng: np.random.Gen
         s.decision = rule.decide(s.log_ratios, m, b.alpha, b.looks).__dict__
         if naive_steps:
             s.decision["verdict"] = naive_look(np.array(s.log_ratios), m)
+    return b, reps
+
+
+def bisection(res: np.ndarray, m: float, culprit: int | None, rng: np.random.Generator,
+              naive_steps: bool = False) -> tuple[str, int]:
+    """One simulated bisection of COMMITS commits: (outcome, paired reps used)."""
+    effect = [0.0 if culprit is None or i < culprit else math.log1p(m) for i in range(COMMITS + 1)]
+    b, reps = simulate(res, effect, m, rule.LOOKS, rng, naive_steps)
     c = b.culprit()
     if c is not None:
-        return ("right culprit" if commits.index(c) == culprit else "wrong culprit"), reps
+        return ("right culprit" if b.commits.index(c) == culprit else "wrong culprit"), reps
     return b.status, reps
 
 

@@ -11,7 +11,9 @@
    issue's goals (recall 0.9 at 5%, 0.5 at 2%), from the same noise model.
 3. (5c) The function series (analysis/history/function_series.py): recall, precision and
    false alerts per 100 runs at throughput shifts of 1, 2 and 5% caused by one function,
-   against a pinned baseline, without and with the function series.
+   against a pinned baseline, without and with the function series, and with them each
+   regression bisected over its run's range as a scheduled job's `bisect:` block does
+   (bench/bisect_findings.py).
 2. Store speed at about one million stored metric points, on SQLite and on PostgreSQL (a
    real local server started for the benchmark, or --pg URL), each beside its target
    (issue 18): the ingest rate (batches of BATCH runs; generating the runs is not timed),
@@ -35,6 +37,7 @@ import tempfile
 import time
 from pathlib import Path
 
+import numpy as np
 from scipy.stats import binomtest, norm
 
 REPO = Path(__file__).resolve().parents[1]
@@ -44,6 +47,7 @@ from analysis.history.changepoints import detect  # noqa: E402
 from analysis.history.paired_signal import ALPHA  # noqa: E402
 from analysis.history.store import HistoryStore, Incoming  # noqa: E402
 from analysis.history.extract import extract  # noqa: E402
+from bench.bisect_findings import Bisector  # noqa: E402
 from bench.synthetic_history import NOISY, PAIRS, QUIET, REPS, Noise, Shift, make_job, shares  # noqa: E402
 
 SIGNALS = (("series", "change point"), ("paired", "paired"), ("combined", None))
@@ -151,10 +155,17 @@ def _fn_score(found: list, ids: list[int], at: int | None) -> tuple[int, int]:
     return int(good), len(hits) - int(good)
 
 
+def _named_score(named: list[int], at: int | None) -> tuple[int, int]:
+    """_fn_score over the runs the bisected findings name."""
+    good = any(at is not None and abs(x - at) <= 1 for x in named)
+    return int(good), len(named) - int(good)
+
+
 def _fn_jobs(st: HistoryStore, n: int, size: float | None, runs: int, noise: Noise, rng: random.Random,
-             tally: dict) -> None:
+             tally: dict, bisector: Bisector) -> None:
     """n jobs (a shift of `size` in one recorded top function at a random run, or none),
-    each detected without and with the function series; tally[label] += (hits, false)."""
+    each detected without and with the function series, and with them each regression
+    bisected (bench/bisect_findings.py); tally[label] += (hits, false)."""
     movers = [f for f, s in shares().items() if s >= 0.01]
     for j in range(n):
         at = rng.randrange(runs // 4, 3 * runs // 4) if size else None
@@ -165,8 +176,11 @@ def _fn_jobs(st: HistoryStore, n: int, size: float | None, runs: int, noise: Noi
             st.ingest_results(r, job=h.job)
         ids = [r.id for r in st.runs(h.job)]
         for label, functions in (("without", False), ("with", True)):
-            t, f = _fn_score(detect(st, h.job, ("paired:",), functions=functions), ids, at)
+            found = detect(st, h.job, ("paired:",), functions=functions)
+            t, f = _fn_score(found, ids, at)
             tally[label] = (tally[label][0] + t, tally[label][1] + f)
+        t, f = _named_score(bisector.confirm(found, ids, at, size or 0.0), at)
+        tally["bisected"] = (tally["bisected"][0] + t, tally["bisected"][1] + f)
 
 
 def function_series(jobs: int, runs: int, noise: Noise, seed: int = 1) -> None:
@@ -175,21 +189,30 @@ def function_series(jobs: int, runs: int, noise: Noise, seed: int = 1) -> None:
           "(>= 1% of the CPU, chosen at random) growing by shift / its share; profile reps drawn from the "
           "16 of tests/data/runs/mset-aa-default")
     print("   without = the paired series' signals (in-run paired, E-Divisive); with = and the function "
-          "series (Holm over the job's, findings placed by them). A hit: a finding within one "
-          "run of the shift; precision over every finding of the jobs with a shift")
+          "series (Holm over the job's, findings placed by them); bisected = with, each regression "
+          "bisected over its run's range as a job with a bisect: block does (bench/bisect_findings.py). "
+          "A hit: a finding within one run of the shift; precision over every finding of the jobs "
+          "with a shift")
     rng = random.Random(seed)
+    bisector = Bisector(np.random.default_rng(seed))
+    labels = ("without", "with", "bisected")
     with tempfile.TemporaryDirectory() as d:
         st = HistoryStore.open(Path(d) / "fn.sqlite")
-        null = {"without": (0, 0), "with": (0, 0)}
-        _fn_jobs(st, 2 * jobs, None, runs, noise, rng, null)
+        null = {label: (0, 0) for label in labels}
+        _fn_jobs(st, 2 * jobs, None, runs, noise, rng, null, bisector)
         for size in FN_SIZES:
-            tally = {"without": (0, 0), "with": (0, 0)}
-            _fn_jobs(st, jobs, size, runs, noise, rng, tally)
+            tally = {label: (0, 0) for label in labels}
+            _fn_jobs(st, jobs, size, runs, noise, rng, tally, bisector)
             cells = [f"{label} recall {_ci(t, jobs)} precision " + (f"{t / (t + f):.2f}" if t + f else "n/a")
                      for label, (t, f) in tally.items()]
             print(f"     shift {100 * size:+3.0f}%: " + "   ".join(cells))
     fa = "  ".join(f"{label} {_ci(f, 2 * jobs * runs, 100)}" for label, (_, f) in null.items())
     print(f"     false alerts per 100 runs [95% CI] ({2 * jobs * runs} shift-free runs): {fa}")
+    total_runs = 2 * jobs * runs + len(FN_SIZES) * jobs * runs
+    print(f"     bisected: {bisector.bisections} bisections ({100 * bisector.bisections / total_runs:.1f} per "
+          f"100 runs), {bisector.reps / max(bisector.bisections, 1):.0f} paired reps each on average, "
+          f"ending {dict(bisector.outcomes)}; minimum change {bisector.min_change:.0%}, each probe's reps from figure 8's recorded ones "
+          f"(sd {bisector.sd:.1%} a rep)")
     print(f"     goal at -2%: recall >= {FN_GOAL[0]}, precision >= {FN_GOAL[1]}; at most {FN_GOAL[2]:.0f} "
           "false alert per 100 runs")
 

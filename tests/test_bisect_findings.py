@@ -1,0 +1,43 @@
+"""bench/bisect_findings.py, the model of a scheduled job's bisection behind figure 5c's
+'bisected' column: the real search and step rule over a run's range, reps drawn from the
+recorded paired reps. A finding placed after a shift moves to the shift's run, one placed
+before it is withdrawn, an improvement is left alone."""
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import numpy as np
+
+from analysis.bisect.search import CULPRIT, NO_CULPRIT
+from bench.bisect_findings import Bisector
+
+IDS = list(range(100, 140))          # stored run ids of a 40-run job
+
+
+def _finding(run: int, direction: str = "regression") -> SimpleNamespace:
+    return SimpleNamespace(first_run=SimpleNamespace(id=IDS[run]), direction=direction)
+
+
+def test_a_late_finding_moves_to_the_shift_and_an_early_one_is_withdrawn():
+    # a minimum of 5% (at the default 2% a step with no change needs up to 48 reps to be
+    # called the same, and ends undecided now and then: figure 5c prints how often)
+    b = Bisector(np.random.default_rng(1), min_change=0.05)
+    moved = [b.confirm([_finding(24)], IDS, 20, -0.15) for _ in range(20)]
+    # -15% against a 5% minimum: the search names commit 20 nearly always
+    assert sum(m == [20] for m in moved) >= 18, moved
+    early = [b.confirm([_finding(15)], IDS, 20, -0.15) for _ in range(20)]
+    # the range P..15 holds no change: "no culprit", the finding withdrawn
+    assert sum(m == [] for m in early) >= 18, early
+    assert b.bisections == 40 and b.reps > 0
+    assert b.outcomes["the shift's commit"] >= 18 and b.outcomes[NO_CULPRIT] >= 18
+
+
+def test_two_findings_naming_one_culprit_are_one_and_improvements_are_not_bisected():
+    b = Bisector(np.random.default_rng(2), min_change=0.05)
+    named = b.confirm([_finding(22), _finding(30), _finding(5, "improvement")], IDS, 20, -0.15)
+    assert sorted(named) == [5, 20] and b.bisections == 2
+
+
+def test_a_range_of_one_commit_is_its_culprit_unmeasured():
+    b = Bisector(np.random.default_rng(3))
+    assert b.outcome(0, None, 0.0) == (CULPRIT, 0) and b.bisections == 0 and b.reps == 0
