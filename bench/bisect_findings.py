@@ -9,7 +9,8 @@ drawn from the 25 recorded paired reps of figure 8 (bench/bisection.py: sd 2.7% 
 the true change between the probe and its base. Then, as the alert would read:
 
 - a culprit: the finding moves to the culprit's run; findings naming one culprit are one;
-- no culprit: the finding is withdrawn (the range differed by less than the minimum);
+- no culprit: the finding is withdrawn (the range's ends are the same within the minimum;
+  the alert lists it as not confirmed, analysis/history/alert_md.py);
 - unresolved: the finding stays where the detector placed it.
 
 A range of one commit is that commit, unmeasured (autobisect does the same). Improvements

@@ -205,3 +205,18 @@ def test_the_schedule_alerts_a_shift_at_the_newest_run(store):
     text = render_alert(found, runs[-1])
     assert "#### Regressions" in text and "in-run paired" in text and h.commits[11][:12] in text
     assert _changes_at(store, "last", runs[-2]) == []
+
+
+def test_a_regression_whose_bisection_found_no_culprit_is_alerted_as_not_confirmed(store):
+    h = make_job("refuted", 12, [Shift(11, -0.08)], seed=2, baseline="previous")
+    runs = _ingest(store, h)
+    found = _changes_at(store, "refuted", runs[-1])
+    ends = {"good": h.commits[10], "bad": h.commits[11]}
+    store.set_culprit(runs[-1].id, {"status": "no culprit", **ends,
+                                    "why": "no culprit: the bad end is the same as the good end"})
+    text = render_alert(found, store.run(runs[-1].id))
+    assert "#### Regressions" not in text and "#### Not confirmed: bisecting the run's range found no culprit" in text
+    assert "the bad end is the same" in text and "| paired:refuted |" in text
+    store.set_culprit(runs[-1].id, {"status": "culprit", "culprit": h.commits[11], "subject": "s", **ends})
+    text = render_alert(found, store.run(runs[-1].id))
+    assert "#### Regressions" in text and "Not confirmed" not in text and "**Culprit:" in text

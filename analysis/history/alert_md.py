@@ -6,6 +6,7 @@ is one row that names both; a function that rose ahead of the throughput says so
 Plain Markdown; names from runs are escaped."""
 from __future__ import annotations
 
+from analysis.bisect.search import NO_CULPRIT
 from analysis.history.changepoints import ChangePoint
 from analysis.history.edivisive import PVALUE
 from analysis.history.paired_signal import ALPHA
@@ -60,6 +61,10 @@ def render_alert(changes: list[ChangePoint], run: StoredRun, *, report_url: str 
              f"{esc(run.base)} `{run.commit('base')[:12]}` vs {esc(run.cand)} `{run.commit('cand')[:12]}`"
              + (f" — [full report]({report_url or run.report})" if (report_url or run.report) else "") + ".", ""]
     b = run.meta.get("bisect") if run.meta else None
+    # A bisection of the run's range that ends "no culprit" found no commit in it that moved
+    # the throughput by its minimum change: the regression is not confirmed, and says so
+    # (bench/history.py figure 5c, "bisected", counts it as no finding).
+    refuted = bool(b) and b.get("status") == NO_CULPRIT
     if b and regressions:
         lines += [(f"**Culprit: `{esc(b['culprit'][:12])}` {esc(b.get('subject', ''))}** "
                    f"({esc(b.get('date', ''))}), found by bisecting `{esc(b.get('good', '')[:12])}.."
@@ -68,7 +73,10 @@ def render_alert(changes: list[ChangePoint], run: StoredRun, *, report_url: str 
                   ""]
     if not regressions and not improvements:
         lines += ["No regression: no series shifted, and the run's own comparison found none.", ""]
-    for heading, items in (("Regressions", regressions), ("Improvements", improvements)):
+    for heading, items in (("Regressions", [] if refuted else regressions),
+                           ("Not confirmed: bisecting the run's range found no culprit",
+                            regressions if refuted else []),
+                           ("Improvements", improvements)):
         if not items:
             continue
         lines += [f"#### {heading}", ""]
