@@ -136,7 +136,8 @@ def test_demo_passes_set_to_the_run_and_stops_at_a_bad_one(tmp_path):
                         "--out", str(tmp_path / "rep")],
                        cwd=REPO, env=cli_env(), capture_output=True, text=True, timeout=120)
     assert p.returncode == 2, p.stderr
-    assert "set: workload.pipeline=deep" in p.stderr          # the demo's own plan line
+    # the demo's own plan line: its small size's sets (1M keys, past L3), then the user's
+    assert "set: dataset.keys=1M, workload.keyspace=1M, workload.pipeline=deep" in p.stderr
     assert "--set workload.pipeline=deep: workload.pipeline: expected an integer" in p.stderr
     assert "--resume" not in p.stderr and "Traceback" not in p.stderr
     assert not (tmp_path / "rep").exists()
