@@ -1,6 +1,7 @@
 """A scheduled job bisects its own regressions: when a job with a `bisect:` block records a run
-whose change points hold a regression, and the run's baseline and candidate are two commits
-of one local git repository, the first-parent range between them is bisected within the
+whose alerted change points hold a regression, and the run's baseline and candidate are two
+commits of one local git repository (or, for a regression placed at an earlier run and
+alerted late, that regression's range), the first-parent range between them is bisected within the
 block's budget (collectors/bisect/driver.py, the same code as `stallscope bisect`), and what
 it found (the culprit, or why none) is kept on the stored run (`meta.bisect`), where the
 alert and `stallscope history changes` show it beside the range. A range of one commit
@@ -25,9 +26,10 @@ def bisect_regression(sched: Schedule, job: Job, case: str, candidate: str, stor
                       changes: list, log: Log) -> dict[str, Any] | None:
     """Bisect the run's range when the job asks and a regression was found; returns what was
     kept on the stored run (None: nothing to bisect, or it could not be)."""
-    if job.bisect is None or not any(getattr(c, "direction", "") == "regression" for c in changes):
+    regressions = [c for c in changes if getattr(c, "direction", "") == "regression"]
+    if job.bisect is None or not regressions:
         return None
-    good, bad = stored.commits.get(BASE), stored.commits.get(CAND)
+    good, bad = _ends(stored, regressions)
     spec = parse_variant(f"x={candidate}")
     if spec.kind != "git" or not good or not bad:
         log(f"schedule: {stored.job}: a regression, but its ends are not two commits of a git "
@@ -63,6 +65,17 @@ def bisect_regression(sched: Schedule, job: Job, case: str, candidate: str, stor
             found = _found(b, out)
     store.set_culprit(stored.id, found)
     return found
+
+
+def _ends(stored: Any, regressions: list) -> tuple[str | None, str | None]:
+    """The range to bisect: the run's own (its baseline's commit to its candidate's) when a
+    regression is placed at this run; else the first regression's own range: one placed at
+    an earlier run and alerted late (analysis/history/alert_due.py), which against the
+    previous run's build as baseline this run's range would not hold."""
+    if any(getattr(getattr(c, "first_run", None), "id", stored.id) == stored.id for c in regressions):
+        return stored.commits.get(BASE), stored.commits.get(CAND)
+    good, bad = regressions[0].commit_range
+    return good or None, bad or None
 
 
 def _found(b: Bisection, out: Path) -> dict[str, Any]:
