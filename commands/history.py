@@ -179,12 +179,12 @@ def _trends(store: HistoryStore, a) -> int:
 
 
 def _alert(store: HistoryStore, a) -> int:
-    from analysis.history.changepoints import at_run
+    from analysis.history.alert_due import due
     from analysis.history.alert_md import render_alert
     runs = store.runs(a.job)
     if not runs:
         raise HistoryError(f"no stored run of job {a.job!r}")
-    text = render_alert(at_run(store, a.job, runs[-1]), runs[-1])
+    text = render_alert(due(store, a.job, runs[-1]), runs[-1])
     if a.out:
         a.out.write_text(text)
     else:

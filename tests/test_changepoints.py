@@ -20,6 +20,7 @@ from analysis import stats
 from analysis.compare import pair_clusters
 from analysis.compare.throughput import paired_units
 from analysis.history import paired_signal
+from analysis.history.alert_due import due, record
 from analysis.history.changepoints import ChangePoint, at_run, detect, merge
 from analysis.history.store import HistoryStore, StoredRun
 from bench.synthetic_history import NOISY, QUIET, Shift, make_job
@@ -205,6 +206,30 @@ def test_the_schedule_alerts_a_shift_at_the_newest_run(store):
     text = render_alert(found, runs[-1])
     assert "#### Regressions" in text and "in-run paired" in text and h.commits[11][:12] in text
     assert _changes_at(store, "last", runs[-2]) == []
+
+
+def test_a_shift_placed_at_an_earlier_run_is_alerted_once_by_the_next_run(store):
+    """A finding placed at run 15 that no run alerted (E-Divisive sees a shift runs after
+    it): the next run that keeps its alerts alerts it, the run after does not again."""
+    h = make_job("late", 30, [Shift(15, -0.10, "lookupKey")], seed=4, baseline="previous")
+    for r in h.runs[:29]:
+        store.ingest_results(r, job=h.job)
+    runs = store.runs("late")
+    (c,) = [c for c in detect(store, "late") if c.series == "paired:late" and c.first_run.id == runs[15].id]
+    # a history kept before runs recorded their alerts: only what is placed at the run
+    assert all(x.first_run.id == runs[28].id for x in due(store, "late", runs[28]))
+    record(store, runs[10], [])                  # the job's first run that kept its alerts
+    late = due(store, "late", runs[28])
+    assert ("paired:late", runs[15].id) in [(x.series, x.first_run.id) for x in late]
+    record(store, runs[28], late)
+    store.ingest_results(h.runs[29], job="late")
+    assert [x for x in due(store, "late", store.runs("late")[29]) if x.series == "paired:late"
+            and x.first_run.id == runs[15].id] == []
+    # one alerted within a run of where the shift is placed now counts as alerted too
+    record(store, runs[28], [])
+    store.set_meta(runs[20].id, "alerted", [["paired:late", "regression", runs[16].id]])
+    assert [x for x in due(store, "late", store.runs("late")[29]) if x.first_run.id == runs[15].id
+            and x.series == "paired:late"] == []
 
 
 def test_a_regression_whose_bisection_found_no_culprit_is_alerted_as_not_confirmed(store):

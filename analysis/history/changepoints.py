@@ -373,5 +373,5 @@ def detect(store: HistoryStore, job: str, series_prefix: tuple[str, ...] = HEADL
 
 def at_run(store: HistoryStore, job: str, run: StoredRun) -> list[ChangePoint]:
     """The findings whose shift is placed at `run` (detected over the job's whole stored
-    history, so a shift placed at an earlier run is not alerted again)."""
+    history); a scheduled run alerts these and the earlier ones not alerted yet (alert_due)."""
     return [c for c in detect(store, job) if c.first_run.id == run.id]

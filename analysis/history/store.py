@@ -328,12 +328,17 @@ class HistoryStore:
         """Keep what bisecting the range behind this run found (its `meta.bisect`: status,
         culprit commit and subject, the range, why, where its report is); the alert and
         `history changes` show it beside the range."""
+        self.set_meta(run_id, "bisect", bisection)
+
+    def set_meta(self, run_id: int, key: str, value: Any) -> None:
+        """Set one key of a stored run's meta: what the scheduled job kept on it after the
+        run was stored (`bisect`, `alerted`)."""
         runs = self.t["runs"]
         with self.engine.begin() as conn:
             row = conn.execute(sa.select(runs.c.meta).where(runs.c.id == run_id)).first()
             if row is None:
                 raise HistoryError(f"no stored run {run_id}")
-            meta = {**(row.meta or {}), "bisect": bisection}
+            meta = {**(row.meta or {}), key: value}
             conn.execute(runs.update().where(runs.c.id == run_id).values(meta=meta))
 
     def mark(self, change_id: int, mark: str, note: str = "") -> None:

@@ -12,6 +12,7 @@ from typing import Any, Callable, Protocol
 
 from analysis.compare.errors import CompareError
 from analysis.inputs.rundir import RunDirError
+from analysis.history import alert_due
 from analysis.history.sources import ingest_path
 from analysis.inputs.option_specs import budget_for, first_stage
 from analysis.report.summary_text import text_lines
@@ -91,6 +92,7 @@ def run_case(sched: Schedule, job: Job, case: str, store: Any, log: Callable[[st
         stored = store.run(stored.id)          # the alert names the culprit it keeps
     if out.changes and deliver is not None:
         deliver(job, out.changes, stored)
+    alert_due.record(store, stored, out.changes)
     return out
 
 
@@ -155,11 +157,11 @@ def _report(run_dir: Path, report: Path, log: Callable[[str], None]) -> int:
 
 
 def _changes_at(store: Any, series_job: str, stored: Any) -> list[Any]:
-    """The findings placed at this run by any signal (the run's paired test, its in-run
-    verdicts, E-Divisive over the job's stored series): detected over the whole history,
-    so a shift placed at an earlier run is not alerted twice."""
-    from analysis.history.changepoints import at_run
-    return at_run(store, series_job, stored)
+    """The findings this run alerts (analysis/history/alert_due.py): placed at it by any
+    signal (the run's paired test, its in-run verdicts, E-Divisive over the job's stored
+    series), or placed at an earlier run and not alerted yet; detected over the whole
+    history, so a shift is alerted once."""
+    return alert_due.due(store, series_job, stored)
 
 
 def stderr_log(msg: str) -> None:
