@@ -3,7 +3,8 @@ regression bisected to its commit as collectors/schedule/autobisect.py does.
 
 The model. Run i of a job measures its commit i against the pinned baseline's commit P, so a
 shift injected at run s is commit s. A regression the detector places at run k is bisected
-over the run's own range, P..k (k + 1 commits), by the real search (analysis/bisect/search.py)
+over the range of the run that alerts it, P..k for a paired test, P..k+1 at least for a
+finding other signals place (alerted_at), by the real search (analysis/bisect/search.py)
 and step rule (analysis/bisect/rule.py) at the job's minimum change, each probe's paired reps
 drawn from the 25 recorded paired reps of figure 8 (bench/bisection.py: sd 2.7% a rep) plus
 the true change between the probe and its base. Then, as the alert would read:
@@ -33,6 +34,17 @@ from bench.bisection import residuals, simulate
 
 # The goal is a 2% shift: a job that wants its 2% regressions bisected asks for that.
 MIN_CHANGE = 0.02
+
+
+def alerted_at(c, k: int, runs: int) -> int:
+    """The run whose range (P..that run) bisects a finding placed at run k. A paired test
+    places a shift at its own run and is alerted there; any other signal (E-Divisive, a
+    function's series) sees a shift only runs after its place, and the run that alerts it
+    late bisects from P to itself (collectors/schedule/autobisect.py). The sequential
+    detection is not simulated: the earliest such run, k + 1, is taken, the smallest range
+    (a later run's range holds the shift whenever this one does)."""
+    placed_by_test = c.signal == "paired" and c.p_value is not None
+    return k if placed_by_test else min(k + 1, runs - 1)
 
 
 @dataclass
@@ -71,7 +83,7 @@ class Bisector:
             if c.direction != "regression":
                 named.append(k)
                 continue
-            status, culprit = self.outcome(k, at, size)
+            status, culprit = self.outcome(alerted_at(c, k, len(ids)), at, size)
             if culprit is not None:
                 if culprit not in named:
                     named.append(culprit)

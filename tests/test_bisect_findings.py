@@ -14,8 +14,10 @@ from bench.bisect_findings import Bisector
 IDS = list(range(100, 140))          # stored run ids of a 40-run job
 
 
-def _finding(run: int, direction: str = "regression") -> SimpleNamespace:
-    return SimpleNamespace(first_run=SimpleNamespace(id=IDS[run]), direction=direction)
+def _finding(run: int, direction: str = "regression", test: bool = True) -> SimpleNamespace:
+    """A paired test's finding (placed at its own run), or E-Divisive's (test=False)."""
+    return SimpleNamespace(first_run=SimpleNamespace(id=IDS[run]), direction=direction,
+                           signal="paired", p_value=0.001 if test else None)
 
 
 def test_a_late_finding_moves_to_the_shift_and_an_early_one_is_withdrawn():
@@ -41,3 +43,12 @@ def test_two_findings_naming_one_culprit_are_one_and_improvements_are_not_bisect
 def test_a_range_of_one_commit_is_its_culprit_unmeasured():
     b = Bisector(np.random.default_rng(3))
     assert b.outcome(0, None, 0.0) == (CULPRIT, 0) and b.bisections == 0 and b.reps == 0
+
+
+def test_a_finding_placed_a_run_early_by_e_divisive_is_bisected_from_the_run_that_alerts_it():
+    b = Bisector(np.random.default_rng(4), min_change=0.05)
+    # seen runs after its place, it is alerted by a later run, whose range holds the shift
+    named = [b.confirm([_finding(19, test=False)], IDS, 20, -0.15) for _ in range(20)]
+    assert sum(m == [20] for m in named) >= 18, named
+    # a paired test at 19 is alerted (and bisected) at 19: no culprit there
+    assert sum(b.confirm([_finding(19)], IDS, 20, -0.15) == [] for _ in range(20)) >= 18

@@ -112,9 +112,11 @@ def test_a_regression_over_one_commit_names_it_and_a_failed_bisection_is_kept_wi
     two = NS(id=2, job="j", run_id="r2", commits={"base": shas[0], "cand": shas[2]})
     found = bisect_regression(sched, job, "no-such-case", job.candidate, two, store, regression, print)
     assert found["status"] == "failed" and "no-such-case" in found["why"] and kept[2] is found
-    # a regression placed at an earlier run, alerted late: its own range, not this run's
-    late = [NS(direction="regression", first_run=NS(id=1), commit_range=(shas[1], shas[2]))]
-    found = bisect_regression(sched, job, "no-such-case", job.candidate, two, store, late, print)
-    assert found["culprit"] == shas[2] and (found["good"], found["bad"]) == (shas[1], shas[2])
+    # a regression placed at an earlier run, alerted late: from its own range's good end to
+    # this run's candidate, not this run's range
+    late = [NS(direction="regression", first_run=NS(id=1), commit_range=(shas[0], shas[1]))]
+    three = NS(id=3, job="j", run_id="r3", commits={"base": shas[1], "cand": shas[2]})
+    found = bisect_regression(sched, job, "no-such-case", job.candidate, three, store, late, print)
+    assert (found["status"], found["good"], found["bad"]) == ("failed", shas[0], shas[2]) and kept[3] is found
     # no regression, or no bisect: block: nothing
     assert bisect_regression(sched, job, "x", job.candidate, two, store, [NS(direction="improvement")], print) is None

@@ -69,13 +69,15 @@ def bisect_regression(sched: Schedule, job: Job, case: str, candidate: str, stor
 
 def _ends(stored: Any, regressions: list) -> tuple[str | None, str | None]:
     """The range to bisect: the run's own (its baseline's commit to its candidate's) when a
-    regression is placed at this run; else the first regression's own range: one placed at
-    an earlier run and alerted late (analysis/history/alert_due.py), which against the
-    previous run's build as baseline this run's range would not hold."""
+    regression is placed at this run; else, for one placed at an earlier run and alerted
+    late (analysis/history/alert_due.py), from the good end of its own range to this run's
+    candidate. Against the previous run's build as baseline this run's range would not hold
+    it; and E-Divisive's place is uncertain by a run, so its own range alone would miss a
+    shift placed one run early (against a pinned baseline this is the run's range again)."""
     if any(getattr(getattr(c, "first_run", None), "id", stored.id) == stored.id for c in regressions):
         return stored.commits.get(BASE), stored.commits.get(CAND)
-    good, bad = regressions[0].commit_range
-    return good or None, bad or None
+    good = regressions[0].commit_range[0]
+    return good or None, stored.commits.get(CAND)
 
 
 def _found(b: Bisection, out: Path) -> dict[str, Any]:
