@@ -34,11 +34,11 @@ def cand_spec(cwd: Path | None = None) -> str:
         return CAND
     return f"prefetch=debsrc:redis@8.0+patch={REPO / PATCH}"
 
-# Per size: (case, paired reps, windows per paired rep, --set overrides of the case). Each window is 0.25 s and perf
-# samples every other ABBA block of them, so the profiles are paired too. Unpaired
-# (--unpaired), the reps are throughput reps per variant and 3 separate profile reps per
-# variant follow. The paired interval is over reps (docs/statistics.md, "The rep is the
-# unit"). Throughput needs few windows (10 reps of 64 gave +-1.3 points on 2026-11-27); a
+# Per size: (case, paired reps, windows per paired rep, --set overrides of the case). Each
+# window is 0.25 s and perf samples every other ABBA block of them, so the profiles are
+# paired too. Unpaired (--unpaired), the reps are throughput reps per variant and 3
+# separate profile reps per variant follow. The paired interval is over reps
+# (docs/statistics.md, "The rep is the unit"). Throughput needs few windows (10 reps of 64 gave +-1.3 points on 2026-11-27); a
 # function's cost per MSET needs samples: at the rate a 1% profiler budget allows here
 # (199 Hz), lookupKey's flat cost (11% of samples) is ~90 samples a rep a side at 64
 # windows, a per-rep spread of ~15% from counting alone: +-12 points over 10 reps. A rep's
