@@ -38,13 +38,13 @@ def cand_spec(cwd: Path | None = None) -> str:
 # window is 0.25 s and perf samples every other ABBA block of them, so the profiles are
 # paired too. Unpaired (--unpaired), the reps are throughput reps per variant and 3
 # separate profile reps per variant follow. The paired interval is over reps
-# (docs/statistics.md, "The rep is the unit"). Throughput needs few windows (10 reps of 64 gave +-1.3 points on 2026-11-27); a
-# function's cost per MSET needs samples: at the rate a 1% profiler budget allows here
-# (199 Hz), lookupKey's flat cost (11% of samples) is ~90 samples a rep a side at 64
-# windows, a per-rep spread of ~15% from counting alone: +-12 points over 10 reps. A rep's
-# fixed part (two 10M-key loads, rehash, warm-up) is ~27 s and a window ~0.33 s, so 128
-# windows double the samples for ~3 more minutes: +-9.4 points, the demo 12 min 47 s from
-# a fresh clone (README).
+# (docs/statistics.md, "The rep is the unit"). Throughput needs few windows (10 reps of 64
+# gave +-1.3 points on 2026-11-27); a function's cost per MSET needs samples: at the rate
+# a 1% profiler budget allows here (199 Hz), lookupKey's flat cost (11% of samples) is ~90
+# samples a rep a side at 64 windows, a per-rep spread of ~15% from counting alone: +-12
+# points over 10 reps. A rep's fixed part (two 10M-key loads, rehash, warm-up) is ~27 s
+# and a window ~0.33 s, so 128 windows double the samples for ~3 more minutes: +-9.4
+# points, the demo 12 min 47 s from a fresh clone (README).
 SIZES = {
     "default": ("mset-50keys", 10, 128, ()),
     # 3: the fewest paired reps whose interval is over reps and decides (window pairs of
