@@ -1,8 +1,8 @@
 """A scheduled job bisects its own regressions: when a job with a `bisect:` block records a run
 whose alerted change points hold a regression, and the run's baseline and candidate are two
-commits of one local git repository (or, for a regression placed at an earlier run and
-alerted late, that regression's range), the first-parent range between them is bisected within the
-block's budget (collectors/bisect/driver.py, the same code as `stallscope bisect`), and what
+commits of one local git repository, the first-parent range between them (for a regression
+placed at an earlier run and alerted late: from its own range's good end to the run's
+candidate) is bisected within the block's budget (collectors/bisect/driver.py, the same code as `stallscope bisect`), and what
 it found (the culprit, or why none) is kept on the stored run (`meta.bisect`), where the
 alert and `stallscope history changes` show it beside the range. A range of one commit
 needs no bisection: that commit is the culprit."""
