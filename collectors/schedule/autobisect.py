@@ -2,9 +2,10 @@
 whose alerted change points hold a regression, and the run's baseline and candidate are two
 commits of one local git repository, the first-parent range between them (for a regression
 placed at an earlier run and alerted late: from its own range's good end to the run's
-candidate) is bisected within the block's budget (collectors/bisect/driver.py, the same code as `stallscope bisect`), and what
-it found (the culprit, or why none) is kept on the stored run (`meta.bisect`), where the
-alert and `stallscope history changes` show it beside the range. A range of one commit
+candidate) is bisected within the block's budget (collectors/bisect/driver.py, the same
+code as `stallscope bisect`), and what it found (the culprit, or why none) is kept on the
+stored run (`meta.bisect`), where the alert and `stallscope history changes` show it beside
+the range. A range of one commit
 needs no bisection: that commit is the culprit."""
 from __future__ import annotations
 
