@@ -148,15 +148,9 @@ FN_SIZES = (-0.01, -0.02, -0.05)
 FN_GOAL = (0.9, 0.9, 1.0)        # recall and precision at 2%, false alerts per 100 runs
 
 
-def _fn_score(found: list, ids: list[int], at: int | None) -> tuple[int, int]:
-    """(found the shift within a run: 0/1, false findings) over every finding of one job."""
-    hits = [ids.index(c.first_run.id) for c in found]
-    good = any(at is not None and abs(x - at) <= 1 for x in hits)
-    return int(good), len(hits) - int(good)
-
-
-def _named_score(named: list[int], at: int | None) -> tuple[int, int]:
-    """_fn_score over the runs the bisected findings name."""
+def _fn_score(named: list[int], at: int | None) -> tuple[int, int]:
+    """(found the shift within a run: 0/1, false findings) over the runs one job's findings
+    name."""
     good = any(at is not None and abs(x - at) <= 1 for x in named)
     return int(good), len(named) - int(good)
 
@@ -175,12 +169,13 @@ def _fn_jobs(st: HistoryStore, n: int, size: float | None, runs: int, noise: Noi
         for r in h.runs:
             st.ingest_results(r, job=h.job)
         ids = [r.id for r in st.runs(h.job)]
-        for label, functions in (("without", False), ("with", True)):
-            found = detect(st, h.job, ("paired:",), functions=functions)
-            t, f = _fn_score(found, ids, at)
+        without = detect(st, h.job, ("paired:",), functions=False)
+        with_fns = detect(st, h.job, ("paired:",), functions=True)
+        for label, named in (("without", [ids.index(c.first_run.id) for c in without]),
+                             ("with", [ids.index(c.first_run.id) for c in with_fns]),
+                             ("bisected", bisector.confirm(with_fns, ids, at, size or 0.0))):
+            t, f = _fn_score(named, at)
             tally[label] = (tally[label][0] + t, tally[label][1] + f)
-        t, f = _named_score(bisector.confirm(found, ids, at, size or 0.0), at)
-        tally["bisected"] = (tally["bisected"][0] + t, tally["bisected"][1] + f)
 
 
 def function_series(jobs: int, runs: int, noise: Noise, seed: int = 1) -> None:
