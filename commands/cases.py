@@ -9,9 +9,10 @@ from pathlib import Path
 
 import yaml
 
-from analysis.inputs.option_specs import SIZE
+from analysis.inputs.case import Case
+from analysis.inputs.option_specs import LLC, SIZE, SIZES
 from collectors.command import run_command
-from collectors.workload.cases import case_files, load_case, load_doc, variants_of
+from collectors.workload.cases import case_files, load_case, load_doc, sizes_of, variants_of
 from collectors.workload.overrides import parse_sets
 from collectors.workload.suite import import_suite, write_case_yaml
 from commands.options import add_option
@@ -42,6 +43,7 @@ def main(argv: list[str]) -> int:
     p_show = sub.add_parser("show", help="one case, resolved, as YAML (or --json)")
     p_show.add_argument("name", help="case name, name@axis=value,..., or a path to a .yaml file")
     add_option(SIZE, p_show, "cases show")
+    add_option(LLC, p_show, "cases show")
     p_show.add_argument("--json", action="store_true", help="print JSON instead of YAML")
     p_show.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE",
                         help="override a field after the size, as `stallscope run --set` does (repeat)")
@@ -66,12 +68,16 @@ def _cases(args: argparse.Namespace) -> int:
             for name in variants_of(doc):
                 print(name if args.names else f"{name:<44} {doc.data.get('description', '')[:70]}")
     elif args.cmd == "show":
-        case = load_case(args.name, args.size, parse_sets(args.set))
+        sets = parse_sets(args.set)
+        case = load_case(args.name, args.size, sets, llc=args.llc_bytes)
+        sizes = {s: load_case(args.name, s, sets, llc=args.llc_bytes) for s in sizes_of(args.name)}
         d = case.to_json()
         if args.json:
+            d["sizes"] = {s: {"keys": c.dataset.keys, **c.working_set.to_json()} for s, c in sizes.items()}
             print(json.dumps(d, indent=2))
         else:
             d["workload"]["command"] = _abbreviate(d["workload"]["command"])
+            print("\n".join(f"# {line}" for line in size_lines(sizes, args.size)))
             print(yaml.safe_dump(d, sort_keys=False, width=100), end="")
     else:
         res = import_suite(Path(args.suite))
@@ -85,6 +91,19 @@ def _cases(args: argparse.Namespace) -> int:
         for note in res.notes:
             print(f"note: {note}", file=sys.stderr)
     return 0
+
+
+def size_lines(sizes: dict[str, Case], shown: str) -> list[str]:
+    """Each size's dataset in keys and against the last-level cache, the one shown marked:
+    'small     2.9M keys ≈ 260 MiB = 1× L3 of 260 MiB (at least 2× L3)'."""
+    order = sorted(sizes, key=lambda s: (SIZES.index(s) if s in SIZES else len(SIZES), s))
+    out = ["sizes (the dataset against the last-level cache; --size picks one, --llc another cache):"]
+    for s in order:
+        c = sizes[s]
+        ws = c.working_set
+        what = f"{ws.describe(c.dataset.keys)} ({ws.why()})" if c.dataset.kind != "none" else "no dataset"
+        out.append(f"{'*' if s == shown else ' '} {s:<8} {what}")
+    return out
 
 
 def _abbreviate(words: list[str]) -> str:

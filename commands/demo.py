@@ -6,7 +6,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from analysis.inputs.option_specs import PAIRING, PROFILE_REPS, REPS, SEPARATE_PROFILE_REPS, SIZE
+from analysis.inputs.option_specs import LLC, PAIRING, PROFILE_REPS, REPS, SEPARATE_PROFILE_REPS, SIZE
 from analysis.report.summary_text import text_lines
 from analysis.report.writer import report_run
 from collectors.command import run_command
@@ -31,6 +31,7 @@ def parser() -> argparse.ArgumentParser:
         ),
     )
     add_option(SIZE, p, "demo", choices=sorted(demo.SIZES))
+    add_option(LLC, p, "demo")
     add_option(REPS, p, "demo")
     add_option(PROFILE_REPS, p, "demo", metavar=None)
     p.add_argument("--unpaired", action="store_true",
@@ -49,7 +50,7 @@ def request(args: argparse.Namespace) -> RunRequest:
     """The demo's run, typed (what `make demo` measures)."""
     case, reps, windows, sets = demo.SIZES[args.size]
     opts = RunOptions(reps=args.reps or reps, profile_reps=args.profile_reps, paired_windows=windows,
-                      size=args.size, pairing="unpaired" if args.unpaired else PAIRING.default)
+                      size=args.size, llc_bytes=args.llc_bytes, pairing="unpaired" if args.unpaired else PAIRING.default)
     return RunRequest(case, [demo.BASE, demo.cand_spec()], opts, sets=[*sets, *args.set], out=Path(args.runs),
                       progress=not args.no_progress)
 

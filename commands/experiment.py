@@ -15,7 +15,7 @@ from collectors.command import run_command
 from analysis.clock import now_iso
 from collectors.runner.new_manifest import new_run_id
 from collectors.runner.progress import duration
-from analysis.inputs.option_specs import BUDGET, PRECISION, SIZE
+from analysis.inputs.option_specs import BUDGET, LLC, PRECISION, SIZE
 from collectors.sweep.directory import build_all, create, host_summary
 from commands.sweep import precision_options
 from collectors.sweep.experiment.file import Experiment, experiment_files, load_experiment
@@ -59,6 +59,7 @@ def parser() -> argparse.ArgumentParser:
                     "and whether the direction agrees.", epilog=EPILOG)
     p.add_argument("name", nargs="?", help="an experiment (cases/experiments/NAME.yaml), a file, or `list`")
     add_option(SIZE, p, "experiment")
+    add_option(LLC, p, "experiment")
     p.add_argument("--plan", action="store_true", help="print every part's plan and exit")
     p.add_argument("--skip-unfit", action="store_true", help="run the points that fit this host's memory")
     p.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE",
@@ -89,7 +90,7 @@ def list_experiments() -> int:
 
 def _new(args: argparse.Namespace, argv: list[str], log) -> tuple[Path, Experiment] | None:
     exp = load_experiment(args.name)
-    opts = sweep_options(exp, args.size, args.skip_unfit, precision_options(args))
+    opts = sweep_options(exp, args.size, args.skip_unfit, precision_options(args), args.llc_bytes)
     host = host_summary()
     plans = [part_plan(exp, part, args.size, opts, host, args.set) for part in exp.parts]
     kept = select([p.id for p in exp.parts], plans, args.only)

@@ -42,7 +42,7 @@ def point_id(exp: Experiment, part: Part, p: PlannedPoint) -> str:
 
 def planned(exp: Experiment, args: argparse.Namespace, host: HostSummary) -> tuple[list[tuple[Part, Plan]], SweepOptions]:
     """The parts (those --only keeps) with their plans, and the sweep options."""
-    opts = sweep_options(exp, args.size, args.skip_unfit, precision_options(args))
+    opts = sweep_options(exp, args.size, args.skip_unfit, precision_options(args), args.llc_bytes)
     plans = [part_plan(exp, part, args.size, opts, host, args.set) for part in exp.parts]
     kept = select([p.id for p in exp.parts], plans, args.only)
     return [(exp.parts[i], plans[i] if keep is None else

@@ -80,7 +80,7 @@ def parser(defaults: bool = True) -> argparse.ArgumentParser:
     p.add_argument("--variant", action="append", metavar="NAME=SPEC",
                    help="a variant (repeat; at least two unless --resume); grammar below", **{"default": [], **own})
     shared = {o.name: o for o in taken_by("run")}
-    for name in ("reps", "size", "layouts"):
+    for name in ("reps", "size", "llc_bytes", "layouts"):
         add_option(shared[name], p, "run", **own)
     p.add_argument("--set", action="append", metavar="FIELD=VALUE",
                    help="override one case field after the size, type-checked like a case file "

@@ -87,7 +87,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE",
                    help="override a case field at every point, after the size (repeat)")
     shared = {o.name: o for o in taken_by("sweep")}
-    for name in ("size", "reps", "profile", "profile_reps", "frequency_hz", "pairing"):
+    for name in ("size", "llc_bytes", "reps", "profile", "profile_reps", "frequency_hz", "pairing"):
         add_option(shared[name], p, "sweep")
     for name in ("paired_window_s", "paired_windows", "precision", "budget_s"):
         add_option(shared[name], p, "sweep")

@@ -65,7 +65,7 @@ def test_the_recorded_aa_run_of_the_demo_case_calls_nothing_a_change():
 @pytest.mark.slow
 def test_a_live_aa_run_at_ci_size(tmp_path):
     built("a", BASE_SPEC)
-    p = subprocess.run([sys.executable, "-m", "collectors", "run", "mset-50keys", "--size", "small",
+    p = subprocess.run([sys.executable, "-m", "collectors", "run", "mset-50keys", "--size", "tiny",
                         "--variant", f"a={BASE_SPEC}", "--variant", f"b={BASE_SPEC}",
                         # 16 windows a paired rep (a quarter of the default 64, as the
                         # scheduled-job and bisection tests): what is checked here holds at

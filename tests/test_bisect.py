@@ -33,7 +33,7 @@ def repo(tmp_path_factory):
 def _args(repo, good: str, bad: str, out) -> list[str]:
     # min-change 10%: the injected cost takes ~20% of mget-100keys' throughput; 16 windows a
     # rep: the steps decide over reps, and a rep of 16 windows is a third of the time of 64
-    return [CASE, "--repo", f"git:{repo}", "--good", good, "--bad", bad, "--size", "small",
+    return [CASE, "--repo", f"git:{repo}", "--good", good, "--bad", bad, "--size", "tiny",
             "--min-change", "10%", "--paired-windows", "16", "--out", str(out), "--no-progress"]
 
 

@@ -9,6 +9,7 @@ import pytest
 from commands import cases as cases_cli
 from collectors.workload.cases import CASES_DIR, CaseError, list_cases, load_case, sizes_of
 from analysis.inputs.case import Case
+from collectors.workload.working_set import Llc
 
 
 def test_every_case_and_matrix_variant_loads_at_every_size():
@@ -16,7 +17,7 @@ def test_every_case_and_matrix_variant_loads_at_every_size():
     assert len(names) >= 50
     for name in names:
         sizes = sizes_of(name)
-        assert {"small", "default"} <= set(sizes), name
+        assert {"tiny", "small", "default"} <= set(sizes), name
         for size in sizes:
             case = load_case(name, size)
             assert case.name == name and case.size == size
@@ -36,14 +37,14 @@ def test_required_cases_exist():
 
 
 def test_mset_50keys_resolved_values():
-    c = load_case("mset-50keys")
+    c = load_case("mset-50keys", llc=Llc(32 * 2**20))    # a 32 MB L3: the case's own 10M keys
     assert (c.dataset.kind, c.dataset.keys, c.dataset.value_size) == ("strings", 10_000_000, 10)
     assert c.workload.command[0] == "MSET" and len(c.workload.command) == 101
     assert c.workload.command[1:3] == ["key:__rand_int__", "x" * 10]
     assert (c.workload.keyspace, c.workload.clients, c.workload.duration_s, c.workload.warmup_s) == \
         (10_000_000, 50, 20.0, 2.0)
     assert c.dataset.key_name(42) == "key:000000000042"
-    s = load_case("mset-50keys", "small")
+    s = load_case("mset-50keys", "tiny")
     assert (s.dataset.keys, s.workload.keyspace, s.workload.duration_s) == (200_000, 200_000, 3.0)
 
 
@@ -52,8 +53,8 @@ def test_matrix_then_size():
     assert len(c.workload.command) == 21 and c.workload.command[2] == "x" * 1000
     assert (c.dataset.keys, c.dataset.expect_encoding, c.matrix) == (1_000_000, "raw",
                                                                     {"value": "1000", "keys": "1M"})
-    # size wins over the matrix: small stays small
-    assert load_case("mset-10keys@keys=10M", "small").dataset.keys == 200_000
+    # size wins over the matrix: tiny stays tiny
+    assert load_case("mset-10keys@keys=10M", "tiny").dataset.keys == 200_000
     z = load_case("zrange-129members@sets=500K")
     assert (z.dataset.keys, z.dataset.members, z.dataset.expect_encoding) == (500_000, 129, "skiplist")
     assert z.workload.command == ["ZRANGE", "zset:__rand_int__", "0", "-1"]
@@ -131,7 +132,7 @@ def test_cli_list_show_and_error(capsys, tmp_path):
     assert cases_cli.main(["list", "--names"]) == 0
     out = capsys.readouterr().out.split()
     assert "mset-50keys" in out and "rdb-load@value=1000,keys=10M,cluster=on" in out
-    assert cases_cli.main(["show", "mset-50keys", "--size", "small"]) == 0
+    assert cases_cli.main(["show", "mset-50keys", "--size", "tiny"]) == 0
     shown = capsys.readouterr().out
     assert "command: MSET (key:__rand_int__ __data__) x50" not in shown
     assert "command: MSET (key:__rand_int__ xxxxxxxxxx) x50" in shown and "keys: 200000" in shown

@@ -18,6 +18,7 @@ import pytest
 import redis
 
 from collectors.host.machine import cache_sizes
+from collectors.workload.working_set import Llc
 from collectors.workload.cases import load_case
 from collectors.workload.dataset import (DatasetError, keyspace_bytes_estimate,
                                          l3_warning, preload, verify)
@@ -108,7 +109,7 @@ def _info_stats(client) -> dict:
 
 @pytest.mark.heavy
 def test_mset_small_preload_verify_flush_and_benchmark_hits(server_for, redis_bins, tmp_path):
-    case = load_case("mset-50keys", "small")
+    case = load_case("mset-50keys", "tiny")
     srv = server_for(case)
     out = tmp_path / "dataset"
     res = preload(case, srv.client, redis_bins, out)
@@ -141,7 +142,7 @@ def test_mset_small_preload_verify_flush_and_benchmark_hits(server_for, redis_bi
 
 
 def test_hgetall_small_is_hashtable_encoded(server_for, redis_bins, tmp_path):
-    case = load_case("hgetall@fields=200", "small")
+    case = load_case("hgetall@fields=200", "tiny")
     srv = server_for(case)
     res = preload(case, srv.client, redis_bins, tmp_path)
     assert res.keys == 2000
@@ -152,14 +153,14 @@ def test_hgetall_small_is_hashtable_encoded(server_for, redis_bins, tmp_path):
     # The same hashes under the server's default listpack limit (128 entries) would be
     # listpack-encoded only below 128 fields, and the case's config is what makes 200 fields
     # hashtable regardless; a case promising listpack here must fail verify.
-    wrong = load_case("hgetall@fields=200", "small")
+    wrong = load_case("hgetall@fields=200", "tiny")
     wrong.dataset.expect_encoding = "listpack"
     with pytest.raises(DatasetError, match="is hashtable-encoded, the case promises listpack"):
         verify(wrong, srv.client)
 
 
 def test_zrange_small_is_skiplist_and_benchmark_hits(server_for, redis_bins, tmp_path):
-    case = load_case("zrange-129members", "small")
+    case = load_case("zrange-129members", "tiny")
     srv = server_for(case)
     preload(case, srv.client, redis_bins, tmp_path)
     v = verify(case, srv.client)
@@ -177,7 +178,7 @@ def test_zrange_small_is_skiplist_and_benchmark_hits(server_for, redis_bins, tmp
 @pytest.mark.heavy
 def test_cluster_mode_preload_uses_single_key_writes(server_for, redis_bins, tmp_path):
     # MSET across hash slots is refused in cluster mode; the loader must still fill it.
-    case = load_case("rdb-load@cluster=on", "small")
+    case = load_case("rdb-load@cluster=on", "tiny")
     case.dataset.keys = 5000
     srv = server_for(case, cluster=True)
     res = preload(case, srv.client, redis_bins, tmp_path)
@@ -186,7 +187,7 @@ def test_cluster_mode_preload_uses_single_key_writes(server_for, redis_bins, tmp
 
 
 def test_keyspace_estimates_against_l3():
-    small, default = load_case("mset-50keys", "small"), load_case("mset-50keys")
+    small, default = load_case("mset-50keys", "tiny"), load_case("mset-50keys", llc=Llc(32 * 2**20))
     assert 10e6 < keyspace_bytes_estimate(small) < 30e6      # 200K keys x ~90 B
     assert 0.6e9 < keyspace_bytes_estimate(default) < 1.5e9  # 10M keys: far past L3
     warn = l3_warning(small, l3=32 * 2**20)
@@ -206,5 +207,16 @@ def test_l3_size_from_sysfs(tmp_path):
         (d / "size").write_text(f"{size}\n")
     assert cache_sizes(tmp_path / "cpu0")["l3_bytes"] == 32 * 2**20
     assert cache_sizes(tmp_path / "missing")["l3_bytes"] is None
-    small = load_case("mset-50keys", "small")
+    small = load_case("mset-50keys", "tiny")
     assert l3_warning(small) == l3_warning(small, l3=cache_sizes()["l3_bytes"])
+
+
+def test_the_byte_estimate_is_close_to_what_the_server_uses(server_for, tmp_path):
+    """The estimate the multiples rest on, against a real server's used_memory after the
+    preload (jemalloc's own figure), within the +-30% the estimate promises."""
+    case = load_case("mset-50keys", "tiny")
+    srv = server_for(case)
+    before = srv.client.info("memory")["used_memory"]
+    preload(case, srv.client, None, tmp_path)
+    used = srv.client.info("memory")["used_memory"] - before
+    assert 0.7 < keyspace_bytes_estimate(case) / used < 1.3, (keyspace_bytes_estimate(case), used)

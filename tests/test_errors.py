@@ -98,7 +98,7 @@ def test_the_same_error_ends_two_commands_with_the_same_status(tmp_path):
     BuildError was 1 from one and 2 from the other)."""
     build = _stallscope("build", "x=debsrc:nginx", "--cache", str(tmp_path))
     run = _stallscope("run", "mset-50keys", "--variant", "x=debsrc:nginx", "--variant", "y=debsrc:redis",
-                      "--out", str(tmp_path / "runs"), "--size", "small")
+                      "--out", str(tmp_path / "runs"), "--size", "tiny")
     for r in (build, run):
         assert r.returncode == BAD_INPUT, r.stderr
         assert "debsrc package 'nginx' is not supported" in r.stderr, r.stderr

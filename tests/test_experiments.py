@@ -1,5 +1,5 @@
-"""The five seed experiments (cases/experiments/*.yaml), each run end to end at small size
-with `stallscope experiment NAME --size small`: real builds (cached, shared with
+"""The five seed experiments (cases/experiments/*.yaml), each run end to end at tiny size
+with `stallscope experiment NAME --size tiny`: real builds (cached, shared with
 tests/test_patches.py), real servers and load generators on 127.0.0.1. The report must
 carry the seed's numbers beside ours and the agreement of the directions; the experiment
 files are checked like case files (errors name file and line)."""
@@ -33,7 +33,7 @@ def test_every_seed_has_an_experiment_with_its_numbers_and_run_time():
         assert "2-core" in exp.default_run_time
         rows = [r for p in exp.parts for r in p.seed_rows]
         assert rows and all(r.setup and r.gain is not None for r in rows)
-        assert "small" in exp.sizes
+        assert "tiny" in exp.sizes
     doc = (REPO / "docs" / "experiments.md").read_text()
     readme = (REPO / "README.md").read_text()
     for name in SEEDS:
@@ -97,7 +97,7 @@ def test_cli_list_and_plan():
 
 def run_small(name: str, tmp_path) -> tuple[dict, str, str]:
     out, rep = tmp_path / "exp", tmp_path / "report"
-    p = subprocess.run([sys.executable, "-m", "collectors", "experiment", name, "--size", "small",
+    p = subprocess.run([sys.executable, "-m", "collectors", "experiment", name, "--size", "tiny",
                         "--no-progress", "--out", str(out), "--report-out", str(rep)],
                        cwd=REPO, env=cli_env(), capture_output=True, text=True, timeout=1500)
     assert p.returncode == 0, p.stderr[-4000:]
@@ -222,7 +222,7 @@ def test_interrupted_experiment_resumes_to_the_same_report(tmp_path):
     from tests.conftest_run import descendants, still_alive, wait_for
     out, rep = tmp_path / "exp", tmp_path / "report"
     proc = subprocess.Popen([sys.executable, "-m", "collectors", "experiment", "rdb-load-2311",
-                             "--size", "small", "--no-progress", "--out", str(out)],
+                             "--size", "tiny", "--no-progress", "--out", str(out)],
                             cwd=REPO, env=cli_env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                             start_new_session=True)
 
@@ -292,7 +292,7 @@ def test_one_row_again_until_its_interval_is_narrow(tmp_path):
     report holds that row only, with its seed row, and the run records why it ended."""
     out, rep = tmp_path / "exp", tmp_path / "report"
     p = subprocess.run([sys.executable, "-m", "collectors", "experiment", "rdb-load-2311",
-                        "--size", "small", "--only", "load:value=100", "--precision", "5%",
+                        "--size", "tiny", "--only", "load:value=100", "--precision", "5%",
                         "--budget", "2m", "--no-progress", "--out", str(out), "--report-out",
                         str(rep)], cwd=REPO, env=cli_env(), capture_output=True, text=True,
                        timeout=900)

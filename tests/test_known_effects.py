@@ -44,7 +44,7 @@ REPS = "5"
 
 def _run(tmp: Path, cand: str) -> tuple[dict, Path]:
     out = tmp / "runs"
-    p = subprocess.run([sys.executable, "-m", "collectors", "run", "mset-50keys", "--size", "small",
+    p = subprocess.run([sys.executable, "-m", "collectors", "run", "mset-50keys", "--size", "tiny",
                         "--reps", REPS, "--variant", f"base={BASE_SPEC}", "--variant", cand,
                         "--out", str(out), "--no-progress", "--report"],
                        cwd=tmp, env=cli_env(), capture_output=True, text=True, timeout=1500)

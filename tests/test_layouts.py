@@ -234,7 +234,7 @@ def test_a_live_aa_run_over_two_layouts_at_ci_size(tmp_path):
     from tests.conftest import REPO
     from tests.conftest_run import BASE_SPEC, cli_env
     import sys
-    p = subprocess.run([sys.executable, "-m", "collectors", "run", "mset-50keys", "--size", "small",
+    p = subprocess.run([sys.executable, "-m", "collectors", "run", "mset-50keys", "--size", "tiny",
                         "--variant", f"a={BASE_SPEC}", "--variant", f"b={BASE_SPEC}", "--layouts", "2",
                         "--reps", "2", "--paired-windows", "16", "--profile", "off",
                         "--out", str(tmp_path), "--no-progress"],

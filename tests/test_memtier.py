@@ -52,7 +52,7 @@ def test_mset_50keys_suite_argv(fixtures_dir, tmp_path):
         "--command-key-pattern=R", "--distinct-client-seed", "--data-size=10"]
     # the suite's own -c 50 -t 8 (400 connections) survives the round trip through the case
     small = _argv(_suite_case(fixtures_dir, tmp_path, "10Mkeys-load-string-mset-50-keys-with-10B-values",
-                              "small"))
+                              "tiny"))
     assert small[small.index("--test-time") + 1] == "3"
     assert "--key-prefix=key:000000" in small and "--key-minimum=100000" in small
     assert "--key-maximum=199999" in small
@@ -68,14 +68,14 @@ def test_hgetall_suite_argv(fixtures_dir, tmp_path):
         "--key-prefix=memtier-000000", "--key-minimum=100000", "--key-maximum=999999",
         "--command-key-pattern=R", "--distinct-client-seed"]
     # one-key case: the suite's literal key is the dataset's one key, sent as written
-    one = _suite_case(fixtures_dir, tmp_path, "1key-hash-1K-fields-hgetall", "small")
+    one = _suite_case(fixtures_dir, tmp_path, "1key-hash-1K-fields-hgetall", "tiny")
     a = _argv(one)
     assert "--command=HGETALL hash:000000000000" in a and not any(x.startswith("--key-") for x in a)
     assert memtier.plan(one).keys is None
 
 
 def test_shipped_case_in_cluster_mode_and_pipeline():
-    case = load_case("hgetall", "small")
+    case = load_case("hgetall", "tiny")
     case.server.cluster, case.workload.pipeline = True, 16
     argv = _argv(case)
     assert argv[argv.index("--pipeline") + 1] == "16" and argv[-1] == "--cluster-mode"
@@ -194,7 +194,7 @@ def test_memtier_env_pointing_nowhere_is_an_error(tmp_path, monkeypatch, capsys)
     # the CLI stops before building anything, exit status 2, no run directory
     monkeypatch.setenv("MEMTIER", str(bad))
     out = tmp_path / "runs"
-    assert run_main(["hgetall", "--size", "small", "--variant", "a=debsrc:redis", "--load-generator",
+    assert run_main(["hgetall", "--size", "tiny", "--variant", "a=debsrc:redis", "--load-generator",
                      "memtier", "--profile", "off", "--out", str(out)]) == 2
     err = capsys.readouterr().err
     assert f"stallscope run: error: MEMTIER={bad}: does not exist" in err
@@ -226,10 +226,10 @@ def test_a_load_generator_that_writes_no_json_fails_the_rep_clearly(tmp_path):
 
 def test_report_names_the_load_generator_and_the_fallback():
     from analysis.report import markdown as report_md
-    from analysis.compare.results import Environment, Results
+    from analysis.compare.results import CaseInfo, Environment, Results
     from analysis.inputs.manifest import LoadGenerator
     entry, _ = memtier.choose(_case(["GET", "key:__rand_int__"]), "auto", {"base": "/b/rb"}, env={"PATH": ""})
-    r = Results(run_id="r", created="", case={}, base="base", cand="cand", settings={},
+    r = Results(run_id="r", created="", case=CaseInfo(), base="base", cand="cand", settings={},
                 environment=Environment(load_generator=entry))
     # esc() keeps Markdown inert: memtier\\_benchmark renders as memtier_benchmark
     assert ("- Load generator: redis-benchmark (memtier requested; memtier\\_benchmark not on PATH "
@@ -246,7 +246,7 @@ def test_report_names_memtier_rows_by_the_command(fixtures_dir, tmp_path):
     words (memtier ran them with its own key placeholder), as redis-benchmark names its rows."""
     import json
     from analysis.compare import throughput
-    case = _suite_case(fixtures_dir, tmp_path, "1Mkeys-hash-hgetall-50-fields-10B-values", "small")
+    case = _suite_case(fixtures_dir, tmp_path, "1Mkeys-hash-hgetall-50-fields-10B-values", "tiny")
     rep = tmp_path / "base" / "1"
     rep.mkdir(parents=True)
     # The documented --json-out-file shape (no real memtier output is recorded here).

@@ -60,23 +60,23 @@ def test_sweep_pairing_unpaired_runs_every_point_in_separate_reps():
     args = sweep_cli.parser().parse_args(["mset-50keys", "--pairing", "unpaired"])
     opts = sweep_cli._options(args)
     assert opts.pairing == "unpaired"
-    plan = make_plan("mset-50keys", "small", VARIANTS, ["dataset.keys=20K,40K"], {}, opts, HOST)
+    plan = make_plan("mset-50keys", "tiny", VARIANTS, ["dataset.keys=20K,40K"], {}, opts, HOST)
     assert plan.points and not any(p.estimate.paired for p in plan.points)
     assert all(p.estimate.method == "interleaved reps, a server start each" for p in plan.points)
     # auto, the default, pairs where a point fits (the sweep's old "paired")
     assert sweep_cli.parser().parse_args(["mset-50keys"]).pairing == "auto"
-    auto = make_plan("mset-50keys", "small", VARIANTS, ["dataset.keys=20K"], {}, SweepOptions(), HOST)
+    auto = make_plan("mset-50keys", "tiny", VARIANTS, ["dataset.keys=20K"], {}, SweepOptions(), HOST)
     assert all(p.estimate.paired for p in auto.points)
 
 
 def test_a_strict_paired_sweep_refuses_a_point_that_cannot_pair():
     three = VARIANTS + [f"hz={BASE_SPEC}+config=hz=50"]
-    assert make_plan("mset-50keys", "small", VARIANTS, ["dataset.keys=20K"], {},
+    assert make_plan("mset-50keys", "tiny", VARIANTS, ["dataset.keys=20K"], {},
                      SweepOptions(pairing="paired"), HOST).points[0].estimate.paired
     with pytest.raises(PlanError, match="--pairing paired: point .* cannot pair: .*3 variants"):
-        make_plan("mset-50keys", "small", three, ["dataset.keys=20K"], {}, SweepOptions(pairing="paired"), HOST)
+        make_plan("mset-50keys", "tiny", three, ["dataset.keys=20K"], {}, SweepOptions(pairing="paired"), HOST)
     # auto falls back to interleaved reps, as run's auto falls back to separate reps
-    plan = make_plan("mset-50keys", "small", three, ["dataset.keys=20K"], {}, SweepOptions(), HOST)
+    plan = make_plan("mset-50keys", "tiny", three, ["dataset.keys=20K"], {}, SweepOptions(), HOST)
     assert not plan.points[0].estimate.paired
 
 

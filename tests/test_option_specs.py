@@ -177,7 +177,8 @@ SAMPLES = {"reps": [1, 5, 12], "profile": ["perf", "off"], "profile_reps": [0, 3
            "paired_window_s": [0.25, 0.1, 1 / 3, 2.0], "paired_windows": [16, 64], "size": list(specs.SIZES),
            "precision": [0.02, 0.025, 0.07, 0.29, 1 / 30, 0.0123456789],
            "budget_s": [1800.0, 5400.0, 90.0, 90.5, 61.25], "min_change": [0.05, 0.013, 1 / 7],
-           "layouts": [1, 3], "pairing": list(specs.PAIRINGS)}
+           "layouts": [1, 3], "pairing": list(specs.PAIRINGS),
+           "llc_bytes": [32 * 2**20, 480 * 2**20, 1234, 36608 * 2**10, 2**40]}
 
 
 def test_every_option_reads_back_exactly_what_it_spells():

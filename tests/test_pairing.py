@@ -15,7 +15,7 @@ from collectors.workload.cases import load_case
 
 GiB = 2**30
 BIG = load_case("mset-50keys", "default")      # 10M keys, about 1 GB a server
-SMALL = load_case("mset-50keys", "small")
+SMALL = load_case("mset-50keys", "tiny")
 
 
 def v(name: str, sha: str = "aaa", **config: str) -> Variant:
@@ -66,7 +66,7 @@ def test_asking_for_pairing_that_cannot_work_is_an_error_not_a_fallback():
 
 @pytest.mark.parametrize("variants,case,words", [
     ([v("a", "aaa"), v("b", "bbb"), v("c", "ccc")], BIG, "pairing alternates two variants, this run has 3"),
-    ([v("a", "aaa"), v("b", "bbb")], load_case("rdb-load", "small"), "rdb-load case measures the server start"),
+    ([v("a", "aaa"), v("b", "bbb")], load_case("rdb-load", "tiny"), "rdb-load case measures the server start"),
 ])
 def test_what_cannot_pair_runs_separate_reps(variants, case, words):
     plan, why = choose(variants, case=case)

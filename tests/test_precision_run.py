@@ -25,7 +25,7 @@ pytestmark = pytest.mark.slow
 
 def run(tmp_path: Path, *extra: str) -> tuple[Path, str]:
     built("base", BASE_SPEC), built("cand", CAND_SPEC)
-    r = subprocess.run([sys.executable, "-m", "collectors", "run", "mset-50keys", "--size", "small",
+    r = subprocess.run([sys.executable, "-m", "collectors", "run", "mset-50keys", "--size", "tiny",
                         "--variant", f"base={BASE_SPEC}", "--variant", f"cand={CAND_SPEC}",
                         "--profile", "off", "--paired-windows", "16", "--out", str(tmp_path),
                         "--no-progress", *extra],

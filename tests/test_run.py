@@ -1,5 +1,5 @@
 """The whole run pipeline, for real: Redis from Debian source vs the same + the MSET
-prefetch patch, the mset-10keys case at size small, perf on 127.0.0.1. One run (module
+prefetch patch, the mset-10keys case at size tiny, perf on 127.0.0.1. One run (module
 fixture) is shared by the checks below."""
 from __future__ import annotations
 
@@ -31,7 +31,7 @@ from tests.conftest_run import BASE_SPEC, CAND_SPEC, built, cli_env
 pytestmark = pytest.mark.slow
 
 CASE = "mset-10keys"
-KEYS_SMALL = 200_000          # cases/mset-10keys.yaml, size small
+KEYS_SMALL = 200_000          # cases/mset-10keys.yaml, size tiny
 CSV_HEADER = ["test", "rps", "avg_latency_ms", "min_latency_ms", "p50_latency_ms",
               "p95_latency_ms", "p99_latency_ms", "max_latency_ms"]
 
@@ -44,7 +44,7 @@ def mset_run(tmp_path_factory):
     # Progress on: stderr is a pipe here, so the run reports one line per finished rep.
     # separate reps (the fallback where pairing cannot work), asked for: what every rep of
     # that mode records; paired runs are tested in test_paired_servers.py
-    args = [CASE, "--size", "small", "--variant", f"base={BASE_SPEC}", "--variant", f"cand={CAND_SPEC}",
+    args = [CASE, "--size", "tiny", "--variant", f"base={BASE_SPEC}", "--variant", f"cand={CAND_SPEC}",
             "--reps", "2", "--profile-reps", "1", "--unpaired", "--out", str(out)]
     r = subprocess.run([sys.executable, "-m", "collectors", "run", *args], cwd=REPO, env=cli_env(),
                        capture_output=True, text=True, timeout=600)
@@ -59,7 +59,7 @@ def test_manifest_is_complete(mset_run):
     m = rd.manifest
     assert re.fullmatch(r"\d{8}-\d{6}-mset-10keys", m.run_id)
     assert m.command[-len(args):] == args and m.command[:2] == ["stallscope", "run"]
-    assert m.case.name == CASE and m.size == "small" and m.case.dataset.keys == KEYS_SMALL
+    assert m.case.name == CASE and m.size == "tiny" and m.case.dataset.keys == KEYS_SMALL
     assert list(m.variants) == ["base", "cand"]
     b, c = m.variants["base"], m.variants["cand"]
     assert b.spec == BASE_SPEC and c.spec == CAND_SPEC
@@ -130,7 +130,7 @@ def test_raw_outputs_and_keyspace_verified_every_rep(mset_run):
         assert {t.name for t in sat.server_threads} >= {"redis-server", "bio_lazy_free"}
     assert not (rd.path / ".scratch").exists()
     # Whether 200k small strings fit in L3 depends on the host: the run says so when they do.
-    case = load_case(CASE, "small")
+    case = load_case(CASE, "tiny")
     l3 = cache_sizes()["l3_bytes"]
     assert rd.manifest.dataset.l3_warning == l3_warning(case)
     if l3 is not None and keyspace_bytes_estimate(case) <= l3:
@@ -251,7 +251,7 @@ def test_memtier_requested_without_memtier_falls_back_end_to_end(tmp_path):
     if shutil.which("memtier_benchmark", path=env["PATH"]):
         pytest.skip("memtier_benchmark is installed here: the fallback is not what runs")
     built("base", BASE_SPEC)
-    args = [CASE, "--size", "small", "--variant", f"base={BASE_SPEC}", "--reps", "1", "--profile", "off",
+    args = [CASE, "--size", "tiny", "--variant", f"base={BASE_SPEC}", "--reps", "1", "--profile", "off",
             "--load-generator", "memtier", "--out", str(tmp_path), "--no-progress"]
     r = subprocess.run([sys.executable, "-m", "collectors", "run", *args], cwd=REPO, env=env,
                        capture_output=True, text=True, timeout=300)
@@ -284,7 +284,7 @@ def test_ctrl_c_while_variants_are_checked_ends_in_one_line_not_a_traceback(tmp_
     fake = tmp_path / "redis-server"
     fake.write_text("#!/bin/sh\nsleep 30\n")
     fake.chmod(0o755)
-    args = [CASE, "--size", "small", "--profile", "off", "--no-progress", "--out", str(tmp_path / "runs"),
+    args = [CASE, "--size", "tiny", "--profile", "off", "--no-progress", "--out", str(tmp_path / "runs"),
             "--variant", f"a=bin:{fake}", "--variant", f"b=bin:{fake}"]
     p = subprocess.Popen([sys.executable, "-m", "collectors", "run", *args], cwd=REPO, env=cli_env(),
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)

@@ -58,7 +58,7 @@ reports-dir: {d}/reports
 # 16 windows a paired rep (a quarter of the default 64: 8 s instead of 30 s a rep; the
 # lookup regression costs ~20% of throughput, far above what 16 windows can see) and no
 # separate profile reps: perf samples the paired windows, as a run's default does
-defaults: {{size: small, reps: 3, runner-labels: [self-hosted, bare-metal], run-args: [--paired-windows, "16"]}}
+defaults: {{size: tiny, reps: 3, runner-labels: [self-hosted, bare-metal], run-args: [--paired-windows, "16"]}}
 jobs:
   sched-lookup:
     cron: "0 3 * * *"

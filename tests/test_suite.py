@@ -51,7 +51,7 @@ def test_mset_50keys_10m(fixtures_dir, tmp_path):
     assert any("memtier -c 50 -t 8 = 400 connections" in n for n in res.notes)
     assert any("clipped to 10000000" in n for n in res.notes)
     assert any("--command-key-pattern P" in n and "preload arguments not carried over" in n for n in res.notes)
-    small = _roundtrip(res, tmp_path, "small")
+    small = _roundtrip(res, tmp_path, "tiny")
     assert (small.dataset.keys, small.workload.keyspace, small.workload.duration_s) == (200_000, 200_000, 3.0)
 
 
@@ -77,7 +77,7 @@ def test_hgetall_50_fields_listpack(fixtures_dir, tmp_path):
     assert ds.expect_encoding == "listpack"  # 50 fields x 10 B: under both listpack limits
     assert case.workload.command == ["HGETALL", "memtier-__rand_int__"]
     assert (case.workload.clients, case.workload.threads, case.workload.duration_s) == (200, 4, 120.0)
-    small = _roundtrip(res, tmp_path, "small")
+    small = _roundtrip(res, tmp_path, "tiny")
     assert small.dataset.keys == 2000 and small.workload.keyspace == 2000
 
 

@@ -43,7 +43,7 @@ def _suite(name: str) -> Path:
     return SUITES / f"memtier_benchmark-{name}.yml"
 
 
-def _load(res, tmp_path: Path, size: str = "small", variant: str = "", sets=None):
+def _load(res, tmp_path: Path, size: str = "tiny", variant: str = "", sets=None):
     p = tmp_path / "imported.yaml"
     p.write_text(write_case_yaml(res))
     return load_case(f"{p}{variant}", size, sets)
@@ -74,7 +74,7 @@ def test_literal_keys_become_the_dataset_names_and_are_hit(server_for, redis_bin
     """MGET __key__ 1 2 ... 9 over keys 1..1M named without prefix: the literals are the
     suite's keys 1..9, the dataset's key:000000000000 .. key:000000000008."""
     res = import_suite(_suite("1Mkeys-string-mget-1KiB"))
-    case = _load(res, tmp_path, "small", sets={"dataset.keys": 3000})  # keyspace follows: 3000 x 1 KB
+    case = _load(res, tmp_path, "tiny", sets={"dataset.keys": 3000})  # keyspace follows: 3000 x 1 KB
     assert case.workload.command == ["MGET", "key:__rand_int__"] + [f"key:{i:012d}" for i in range(9)]
     assert case.workload.keyspace == 3000
     assert any("1 -> key:000000000000, 2 -> key:000000000001" in n for n in case.notes)
@@ -129,7 +129,7 @@ def test_ratio_mix_is_a_matrix_of_its_commands(tmp_path):
 def test_command_mix_and_patterns(tmp_path):
     res = import_suite(_suite("1Mkeys-10B-expire-use-case"))
     assert list(res.case["matrix"]["op"]) == ["setex", "set", "get", "del"]
-    assert _load(res, tmp_path, "small", "@op=del").workload.command == ["DEL", "memtier-__rand_int__"]
+    assert _load(res, tmp_path, "tiny", "@op=del").workload.command == ["DEL", "memtier-__rand_int__"]
     strlen = import_suite(_suite("1Mkeys-string-int-encoding-strlen-pipeline-10"))
     # G over [2, 1000000]: deviation 166666 keys -> the entropy-matched window, 688787 keys
     assert strlen.case["workload"]["keyspace"] == 688_787
@@ -142,7 +142,7 @@ def test_command_mix_and_patterns(tmp_path):
 
 def test_key_words_follow_the_servers_key_specs(server_for, redis_bins):
     """The recorded table answers like the server it came from (COMMAND GETKEYS)."""
-    srv = server_for(load_case("mset-50keys", "small"))
+    srv = server_for(load_case("mset-50keys", "tiny"))
     version = srv.client.info("server")["redis_version"]
     lines = [["MGET", "a", "1", "2"], ["BITOP", "XOR", "tmp", "k1", "k2"], ["XREAD", "STREAMS", "s1", "s2", "0", "0"],
              ["ZUNIONSTORE", "d", "2", "a", "b", "WEIGHTS", "1", "2"], ["EVAL", "return 1", "2", "k1", "k2", "x"],

@@ -88,7 +88,7 @@ def test_plan_prints_points_time_memory_and_refuses_what_does_not_fit():
 
 
 def test_points_that_share_a_dataset_share_its_preload():
-    plan = make_plan("get-iothreads", "small", [
+    plan = make_plan("get-iothreads", "tiny", [
         "pf0=debsrc:valkey+config=prefetch-batch-max-size=0",
         "pf16=debsrc:valkey+config=prefetch-batch-max-size=16"], ["workload.pipeline=1,16"], {},
         SweepOptions(), HOST)
@@ -102,17 +102,17 @@ def test_points_that_share_a_dataset_share_its_preload():
 
 def test_three_variants_run_interleaved_and_names_stay_distinct():
     three = VARIANTS + [f"hz={BASE_SPEC}+config=hz=50"]
-    plan = make_plan("mset-50keys", "small", three, ["dataset.keys=20K"], {}, SweepOptions(), HOST)
+    plan = make_plan("mset-50keys", "tiny", three, ["dataset.keys=20K"], {}, SweepOptions(), HOST)
     (pt,) = plan.points
     # ABBA windows switch between two servers or settings: three run in interleaved reps
     assert not pt.estimate.paired and "3 variants" in pt.estimate.method
-    two = make_plan("mset-50keys", "small", VARIANTS, ["dataset.keys=20K"], {}, SweepOptions(), HOST)
+    two = make_plan("mset-50keys", "tiny", VARIANTS, ["dataset.keys=20K"], {}, SweepOptions(), HOST)
     assert two.points[0].estimate.paired
     # three variants' reps take longer than two's
-    assert pt.estimate.time_s > make_plan("mset-50keys", "small", VARIANTS, ["dataset.keys=20K"], {},
+    assert pt.estimate.time_s > make_plan("mset-50keys", "tiny", VARIANTS, ["dataset.keys=20K"], {},
                                           SweepOptions(pairing="unpaired"), HOST).points[0].estimate.time_s
     with pytest.raises(PlanError, match="variant name 'base' given twice"):
-        make_plan("mset-50keys", "small", VARIANTS + [f"base={BASE_SPEC}"], None, {}, SweepOptions(), HOST)
+        make_plan("mset-50keys", "tiny", VARIANTS + [f"base={BASE_SPEC}"], None, {}, SweepOptions(), HOST)
 
 
 @pytest.mark.heavy
@@ -146,7 +146,7 @@ def sweep(tmp_path_factory):
     built("prefetch", CAND_SPEC)
     tmp = tmp_path_factory.mktemp("sweep")
     out, rep = tmp / "sweeps", tmp / "report"
-    args = [sys.executable, "-m", "collectors", "sweep", "mset-50keys", "--size", "small",
+    args = [sys.executable, "-m", "collectors", "sweep", "mset-50keys", "--size", "tiny",
             "--axis", "dataset.keys=20K,50K", "--axis", "value=10,100",
             "--reps", "2", "--paired-windows", "4", "--paired-window", "1",
             "--no-progress", "--out", str(out), "--report-out", str(rep),
@@ -297,7 +297,7 @@ def test_three_variants_each_candidate_against_the_baseline(tmp_path):
     out, rep = tmp_path / "sweeps", tmp_path / "report"
     # 1 s reps (the small size's 3 s set shorter): what is checked is which reps ran and
     # which reports compare and link what, never a measured value beyond "it ran"
-    p = subprocess.run([sys.executable, "-m", "collectors", "sweep", "mset-50keys", "--size", "small",
+    p = subprocess.run([sys.executable, "-m", "collectors", "sweep", "mset-50keys", "--size", "tiny",
                         "--axis", "dataset.keys=20K,50K", "--reps", "2", "--profile", "off",
                         "--set", "workload.duration_s=1",
                         "--no-progress", "--out", str(out), "--report-out", str(rep),

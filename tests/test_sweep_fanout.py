@@ -33,7 +33,7 @@ from tests.test_schedule_units import _actionlint
 VARIANTS = ["--variant", f"base={BASE_SPEC}", "--variant", f"prefetch={CAND_SPEC}"]
 # 2 paired reps of 4 windows (n = 4 a side) at the default window length: the tests compare
 # runs' shapes and each merged row with its own point directory, never a measured value
-SWEEP = ["mset-50keys", "--size", "small", "--axis", "dataset.keys=20K,50K", "--reps", "2",
+SWEEP = ["mset-50keys", "--size", "tiny", "--axis", "dataset.keys=20K,50K", "--reps", "2",
          "--paired-windows", "4", "--profile", "off", "--no-progress", *VARIANTS]
 IDS = ["p01-keys-20K", "p02-keys-50K"]
 SAFE = re.compile(r"[A-Za-z0-9._-]+")
@@ -47,7 +47,7 @@ def cli(*args: str, timeout: int = 900) -> subprocess.CompletedProcess:
 # ------------------------------------------------------------------ nothing runs
 @pytest.mark.heavy
 def test_emit_matrix_lists_every_point_with_a_stable_safe_id(tmp_path):
-    args = ["sweep", "mset-50keys", "--size", "small", "--axis", "dataset.keys=20K,50K",
+    args = ["sweep", "mset-50keys", "--size", "tiny", "--axis", "dataset.keys=20K,50K",
             "--axis", "value=10,100", *VARIANTS, "--out", str(tmp_path), "--emit-matrix"]
     p, again = cli(*args, timeout=120), cli(*args, timeout=120)
     assert p.returncode == 0, p.stderr
@@ -60,7 +60,7 @@ def test_emit_matrix_lists_every_point_with_a_stable_safe_id(tmp_path):
                for e in include)
     assert not any(tmp_path.iterdir())                   # nothing built, no sweep directory
     assert re.search(r"4 point\(s\) of plan [0-9a-f]{16}", p.stderr)
-    e = cli("experiment", "mset-15043", "--size", "small", "--emit-matrix", timeout=120)
+    e = cli("experiment", "mset-15043", "--size", "tiny", "--emit-matrix", timeout=120)
     assert e.returncode == 0, e.stderr
     points = json.loads(e.stdout)["include"]
     assert [(x["point"], x["part"], x["labels"]) for x in points] == [
@@ -74,7 +74,7 @@ def test_point_unknown_id_exits_2_listing_the_ids(tmp_path):
     assert p.returncode == 2 and "Traceback" not in p.stderr
     assert "--point 'p09-keys-1G': no such point in this sweep" in p.stderr
     assert "p01-keys-20K, p02-keys-50K" in p.stderr
-    e = cli("experiment", "mset-15043", "--size", "small", "--point", "mset10.p09", timeout=120)
+    e = cli("experiment", "mset-15043", "--size", "tiny", "--point", "mset10.p09", timeout=120)
     assert e.returncode == 2 and "mset10.p01-value-10, mset10.p02-value-100, mset50.p01-value-10" in e.stderr
     assert not any(tmp_path.iterdir())
 
@@ -83,7 +83,7 @@ def test_identity_is_the_plan_not_the_host():
     """Two runners with different memory plan the same sweep alike (each decides for itself
     how to measure a point); another --reps or another axis value is another plan."""
     def plan(host, reps=2, keys="20K,50K"):
-        return make_plan("mset-50keys", "small", [VARIANTS[1], VARIANTS[3]], [f"dataset.keys={keys}"], {},
+        return make_plan("mset-50keys", "tiny", [VARIANTS[1], VARIANTS[3]], [f"dataset.keys={keys}"], {},
                          SweepOptions(reps=reps, profile="off"), host)
     small = plan(HostSummary(memory_bytes=2**30, l3_bytes=8 * 2**20))
     big = plan(HostSummary(memory_bytes=512 * 2**30, l3_bytes=256 * 2**20))
@@ -106,9 +106,9 @@ def test_fanout_entries_are_typed_and_keep_their_keys(tmp_path):
     from collectors.sweep.fanout import matrix_entry
     from collectors.sweep.merge import merge_sweep
     host, axis, opts = host_summary(), ["dataset.keys=20K,50K"], SweepOptions(reps=2, profile="off")
-    whole = make_plan("mset-50keys", "small", VARIANTS[1::2], axis, {}, opts, host)
+    whole = make_plan("mset-50keys", "tiny", VARIANTS[1::2], axis, {}, opts, host)
     for p in whole.points:
-        plan = make_plan("mset-50keys", "small", VARIANTS[1::2], axis, {}, opts, host,
+        plan = make_plan("mset-50keys", "tiny", VARIANTS[1::2], axis, {}, opts, host,
                          keep=lambda got, want=p.spec.labels: got == want)
         d = create_point(whole, plan, SWEEP + ["--point", p.spec.id], tmp_path / "points", p.spec.id)
         raw = json.loads((d / "sweep.json").read_text())
@@ -143,7 +143,7 @@ def test_fanout_entries_are_typed_and_keep_their_keys(tmp_path):
 @pytest.mark.heavy
 def test_experiment_workflow_fans_out_and_merges_and_passes_actionlint(tmp_path):
     out = tmp_path / ".github" / "workflows" / "mset-15043.yml"
-    p = cli("experiment", "github", "mset-15043", "--size", "small", "--runner-labels",
+    p = cli("experiment", "github", "mset-15043", "--size", "tiny", "--runner-labels",
             "self-hosted,bare-metal", "--max-parallel", "3", "--out", str(out), timeout=120)
     assert p.returncode == 0, p.stderr
     doc = yaml.safe_load(out.read_text())
@@ -157,7 +157,7 @@ def test_experiment_workflow_fans_out_and_merges_and_passes_actionlint(tmp_path)
     script = lambda job, word: next(s["run"] for s in job["steps"] if word in s.get("run", ""))
     # every job runs the same experiment arguments: the points agree on the plan
     emit = re.search(r"\$\((.*) --emit-matrix\)", script(plan, "--emit-matrix")).group(1)
-    assert emit == "stallscope experiment mset-15043 --size small"
+    assert emit == "stallscope experiment mset-15043 --size tiny"
     assert f'{emit} --point "$POINT" --out points' in script(point, "--point")
     up = next(s for s in point["steps"] if s.get("uses", "").startswith("actions/upload-artifact@"))
     assert up["with"]["name"] == "stallscope-point-${{ matrix.point }}" and up["if"] == "always()"
@@ -339,7 +339,7 @@ def test_experiment_point_runs_alone_and_merges_with_the_rest_not_run(tmp_path):
     the experiment's report with that row beside its seed row, the rest listed as not run."""
     base_variant()
     built("prefetch", CAND_SPEC)
-    args = ["experiment", "mset-15043", "--size", "small"]
+    args = ["experiment", "mset-15043", "--size", "tiny"]
     p = cli(*args, "--point", "mset10.p01-value-10", "--out", str(tmp_path / "points"), "--no-progress")
     assert p.returncode == 0, p.stderr[-4000:]
     m = cli("experiment", "--merge", str(tmp_path / "points"), "--out", str(tmp_path / "exp"),

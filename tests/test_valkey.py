@@ -25,7 +25,7 @@ def valkey_run(tmp_path_factory):
     runs = tmp / "runs"
     env = dict(os.environ, PYTHONPATH=str(REPO))
     p = subprocess.run(
-        [sys.executable, "-m", "collectors", "run", "get-iothreads", "--size", "small",
+        [sys.executable, "-m", "collectors", "run", "get-iothreads", "--size", "tiny",
          "--reps", "3", "--profile-reps", "1", "--paired", "--paired-windows", "4",
          # a 3 s small-size load at the default 99 Hz gives ~150 samples: too few to find an
          # inlined lookup reliably; this test is about what the profile shows, not its cost

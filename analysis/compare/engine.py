@@ -100,7 +100,8 @@ def analyse_with_profiles(run: RunDir, opts: CompareOptions) -> tuple[Results, d
     focus = opts.focus if opts.focus is not None else [str(f) for f in m.case.focus or []]
     r = Results(run_id=m.run_id, created=m.created,
                 case=CaseInfo(str(m.case.name or ""), str(m.case.description or ""),
-                              m.size, focus, list(m.case.workload.command or [])),
+                              m.size, focus, list(m.case.workload.command or []),
+                              working_set=m.case.working_set, keys=m.case.dataset.keys),
                 base=base, cand=cand, settings=_settings(opts, focus))
     r.throughput, r.latency = throughput(run, base, cand, opts)
     r.paired = paired(run, base, cand, opts)

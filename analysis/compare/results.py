@@ -16,6 +16,7 @@ from typing import Any
 
 from analysis.compare.summary_items import SummaryItem
 from analysis.compare.values import ChangeOut, LayoutSpread, Side
+from analysis.inputs.case import WorkingSet
 from analysis.inputs.collector_facts import UnwindProbe
 from analysis.inputs.host import HostFacts
 from analysis.inputs.manifest import LoadGenerator, Placement, Profiling
@@ -271,9 +272,10 @@ class CaseInfo:
     focus: list[str] = field(default_factory=list)     # functions tabulated
     command: list[str] = field(default_factory=list)   # the workload's command words
     label: str = ""          # analysis.inputs.case.Case.label(): "10M keys × 10 B, 50 keys per MSET"
-    # the run's --set overrides as "field=value" (a sweep point's axes and sets): the
-    # description is the case file's and says nothing of them
+    # the run's --set overrides, "field=value" (a sweep point's axes and sets; not in the description)
     overrides: list[str] = field(default_factory=list)
+    working_set: WorkingSet | None = None   # the dataset against the running host's last-level cache
+    keys: int = 0                           # the dataset's top-level keys
 
 
 @dataclass
@@ -344,15 +346,13 @@ class Results:
     artifacts: Artifacts = field(default_factory=Artifacts)
     summary: list[SummaryItem] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
-    # families of verdicts controlled together for their false discovery rate
-    fdr: list[FdrFamily] = field(default_factory=list)
+    fdr: list[FdrFamily] = field(default_factory=list)   # families of verdicts judged together
     measurement: Measurement = field(default_factory=Measurement)
     schema: int = SCHEMA
 
     def to_json(self) -> dict[str, Any]:
         d = plain(self)
-        d = {"schema": d.pop("schema"), **d}
-        return _clean(d)
+        return _clean({"schema": d.pop("schema"), **d})
 
     def dumps(self) -> str:
         return json.dumps(self.to_json(), indent=2, ensure_ascii=False) + "\n"

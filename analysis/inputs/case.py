@@ -99,6 +99,56 @@ def size(n: int) -> str:
     return f"{n} B"
 
 
+def binary_size(n: float) -> str:
+    """Bytes as the cache sizes are written: "18 MiB", "1.1 GiB", "480 MiB"."""
+    for unit, div in (("TiB", 2**40), ("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+        if n >= div * 0.95:
+            v = n / div
+            return f"{v:.0f} {unit}" if v >= 100 or v == int(v) else f"{v:.2g} {unit}"
+    return f"{n:.0f} B"
+
+
+@dataclass
+class WorkingSet(Record):
+    """The dataset against the last-level cache, as the case's size asked for it on the host
+    that resolved it (collectors/workload/working_set.py; docs/cases.md "Sizes from the host's
+    cache"). Kept in the resolved case, so a report says how large the dataset was against
+    the cache of the machine that ran it."""
+    llc_bytes: int | None = None    # one instance of the last-level cache; None: not known
+    llc_name: str = "L3"            # its level: L3, or L2 where the host reports no L3
+    llc_source: str = "host"        # host | --llc (a planned target machine's cache)
+    multiple: float | None = None   # the size asked for at least this many times the cache
+    floor_keys: int = 0             # the size's own key count: never fewer
+    bytes: int = 0                  # the dataset's memory estimate (about +-30%)
+    # what set the key count: "size" (its own), "llc" (raised to the multiple), or the
+    # explicit source that won ("--set dataset.keys=1M", "matrix keys=1M")
+    keys_from: str = "size"
+    why_in_cache: str | None = None  # the size says why it may fit in the cache
+
+    @property
+    def ratio(self) -> float | None:
+        """The dataset's bytes over the cache's."""
+        return self.bytes / self.llc_bytes if self.llc_bytes and self.bytes else None
+
+    def describe(self, keys: int) -> str:
+        """"12M keys ≈ 1.1 GiB = 2.4× L3 of 480 MiB" (the cache's source when not the host's)."""
+        head = f"{count(keys)} key{'s' * (keys != 1)} ≈ {binary_size(self.bytes)}"
+        if not self.llc_bytes:
+            return head + " (last-level cache not known)"
+        src = "" if self.llc_source == "host" else f", {self.llc_source}"
+        return f"{head} = {self.ratio:.2g}× {self.llc_name} of {binary_size(self.llc_bytes)}{src}"
+
+    def why(self) -> str:
+        """How the key count was chosen, in a few words."""
+        if self.keys_from == "llc":
+            return f"at least {self.multiple:g}× {self.llc_name}"
+        if self.keys_from == "size":
+            if self.multiple and self.llc_bytes:
+                return f"the size's floor of {count(self.floor_keys)} keys, past {self.multiple:g}× {self.llc_name}"
+            return self.why_in_cache or "the size's key count"
+        return f"as given: {self.keys_from}"
+
+
 @dataclass
 class Case(Record):
     name: str = ""
@@ -113,6 +163,8 @@ class Case(Record):
     matrix: dict[str, str] = field(default_factory=dict)  # axis -> chosen value, e.g. {"value": "100"}
     # --set FIELD=VALUE overrides applied last (after the size), e.g. {"workload.pipeline": 16}
     overrides: dict[str, Any] = field(default_factory=dict)
+    # the dataset against the last-level cache (None: resolved before sizes knew the cache)
+    working_set: WorkingSet | None = None
 
     def label(self, test: str | None = None) -> str:
         """What the case measures, as the seed PR tables name it: keyspace × value size,

@@ -40,7 +40,10 @@ PAIRED_WINDOWS = 64        # windows per paired rep (ABBA...): 32 pairs
 DEFAULT_SIZE = "default"   # the case's own size
 # --layouts: code layouts per variant; 1 is the upstream link order, as before layouts existed
 DEFAULT_LAYOUTS = 1
-SIZES = ("small", "default", "large")
+# A case's sizes (docs/cases.md): tiny is the mechanics (seconds to preload; it may fit in
+# cache); small, default and large outgrow the host's last-level cache 2x, 4x and 8x where
+# the case is about DRAM (collectors/workload/working_set.py)
+SIZES = ("tiny", "small", "default", "large")
 # how throughput is measured (collectors/runner/pairing.py): auto pairs wherever it fits and
 # falls back to separate reps, saying why; paired pairs or stops with the reason; unpaired
 # runs separate reps (a server start each). One vocabulary for run, sweep, the PR config and
@@ -109,6 +112,26 @@ def show_duration(seconds: float) -> str:
 def show_float(v: float) -> str:
     """A float as text float() reads back exactly, short where that is exact (0.25)."""
     return f"{v:g}" if float(f"{v:g}") == v else repr(float(v))
+
+
+_BINARY = {"": 1, "k": 2**10, "m": 2**20, "g": 2**30, "t": 2**40}
+
+
+def parse_bytes(text: Any) -> int:
+    """'480MiB', '480M', '1.1GiB', '32 MB', '36608K' -> bytes, binary units (cache sizes are
+    powers of two however a vendor writes them). ValueError otherwise."""
+    m = re.fullmatch(r"\s*([0-9]+(?:\.[0-9]+)?)\s*([kmgt]?)(?:i?b)?\s*", str(text), re.IGNORECASE)
+    if not m or float(m.group(1)) * _BINARY[m.group(2).lower()] < 1:
+        raise ValueError(f"cache size {text!r}: give e.g. 480MiB, 32M or 1.1GiB")
+    return int(float(m.group(1)) * _BINARY[m.group(2).lower()])
+
+
+def show_bytes(n: int) -> str:
+    """Bytes as parse_bytes reads them back exactly: '480MiB', '36608KiB', '1234'."""
+    for unit, div in (("TiB", 2**40), ("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+        if n % div == 0:
+            return f"{n // div}{unit}"
+    return str(n)
 
 
 def parse_pairing(text: Any) -> str:
@@ -229,12 +252,22 @@ SIZE = Option(
     "size", "--size", str, DEFAULT_SIZE, "", key="size",
     commands=("run", "sweep", "experiment", "experiment github", "demo", "cases show", "pr", "schedule",
               "bisect"),
-    help="case size knob: small | default | large (default: default)",
-    helps={"sweep": "case size knob: small | default | large",
-           "experiment": "small (CI, minutes) | default (the README's run time)",
+    help="case size: tiny (the mechanics: seconds to preload, may fit in cache) | small (a "
+         "DRAM case's dataset at least 2x this host's last-level cache) | default (at least 4x) "
+         "| large (8x); each size's own key count is a floor (default: default)",
+    helps={"sweep": "case size: tiny | small | default | large (small and up outgrow the host's "
+                    "last-level cache 2x, 4x, 8x)",
+           "experiment": "tiny or small (CI, minutes) | default (the README's run time)",
            "experiment github": "the experiment's size (default: default)",
-           "demo": "default: 10M keys (~1 GB, far beyond L3); small: 200k keys for CI",
-           "cases show": "size knob: small, default, large ... (default: default)"})
+           "demo": "default: MSET over at least 10M keys and 4x this host's last-level cache; "
+                   "small: at least 2x the cache, fewer reps (CI)",
+           "cases show": "size: tiny, small, default, large (default: default)"})
+LLC = Option(
+    "llc_bytes", "--llc", parse_bytes, None, "bytes", metavar="SIZE",
+    commands=("run", "sweep", "experiment", "demo", "cases show"), show=show_bytes,
+    help="the last-level cache the sizes outgrow (e.g. 480MiB, 1.1GiB), for a planned target "
+         "machine (default: this host's L3, or L2 where it reports none): small is at least 2x "
+         "it, default 4x, large 8x where the case is about DRAM")
 PRECISION = Option(
     "precision", "--precision", parse_precision, None, "fraction of the ratio", metavar="PCT",
     key="precision", commands=(*_MEASURED, "pr", "experiment file"), show=show_precision,
@@ -284,7 +317,7 @@ PAIRING = Option(
                     "this host's memory), else interleaved reps; paired: refuse the plan where "
                     "a point cannot pair; unpaired: a server start per rep everywhere"})
 
-OPTIONS = (REPS, PROFILE, PROFILE_REPS, FREQUENCY, PAIRED_WINDOW, PAIRED_WINDOWS_OPT, SIZE,
+OPTIONS = (REPS, PROFILE, PROFILE_REPS, FREQUENCY, PAIRED_WINDOW, PAIRED_WINDOWS_OPT, SIZE, LLC,
            PRECISION, BUDGET, MIN_CHANGE, LAYOUTS, PAIRING)
 
 
@@ -333,3 +366,6 @@ class MeasureOptions:
     # auto: paired wherever it fits, separate reps otherwise (and why); paired: pairing or an
     # error; unpaired: separate reps (collectors/runner/pairing.py, PAIRINGS)
     pairing: str = PAIRING.default
+    # --llc: the last-level cache a size's multiple is taken of (a planned target machine);
+    # None: this host's (collectors/workload/working_set.py)
+    llc_bytes: int | None = None

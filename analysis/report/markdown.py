@@ -190,6 +190,9 @@ def _environment(r: Results) -> list[str]:
         f"- Compiler: {esc(h.compiler)}; tools: "
         + ", ".join(f"{esc(k)} {esc(known(v))}" for k, v in t.items()),
     ]
+    ws = r.case.working_set
+    if ws is not None and r.case.keys:
+        lines.insert(1, f"- Dataset: {esc(ws.describe(r.case.keys))} (size {esc(r.case.size)}: {esc(ws.why())})")
     for v, d in e.variants.items():
         cfg = " ".join(f"{k}={val}" for k, val in d.config.items()) or "none"
         lines.append(f"- {esc(v)}: {esc(d.source)}; version {esc(d.version)}, "

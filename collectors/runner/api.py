@@ -107,7 +107,10 @@ def plan_run(req: RunRequest, log: Log) -> RunPlan:
         raise RunError("name a case (e.g. mset-50keys) or give --resume RUN_DIR")
     if len(req.variants) < 1:
         raise RunError("give at least one --variant NAME=SPEC (two to compare)")
-    case = load_case(req.case, req.options.size, parse_sets(req.sets))
+    case = load_case(req.case, req.options.size, parse_sets(req.sets), llc=req.options.llc_bytes)
+    if case.working_set is not None and case.dataset.kind != "none":
+        ws = case.working_set
+        log(f"stallscope run: dataset: {ws.describe(case.dataset.keys)} (size {case.size}: {ws.why()})")
     opts = with_plugin_defaults(req.options)
     if opts.reps < 1:
         raise RunError("--reps must be at least 1")

@@ -114,7 +114,7 @@ def make_plan(case: str, size: str, variants: list[str], axis_texts: list[str] |
         if keep is not None and not keep(ps.labels):
             continue
         try:
-            c = load_case(ps.case, size, ps.sets)
+            c = load_case(ps.case, size, ps.sets, llc=opts.llc_bytes)
         except CaseError as e:
             raise CaseError(f"point {ps.id} ({_labels(ps.labels)}): {e}") from None
         # Points with the same data share the dataset snapshot (the runner's cache key).

@@ -20,6 +20,9 @@ TOP_KEYS = {"name", "description", "focus", "server", "dataset", "workload", "si
             "matrix", "notes"}
 SECTIONS = {"server": ServerSpec, "dataset": DatasetSpec, "workload": WorkloadSpec}
 TOP_FIELDS = {"description": str, "focus": list[str], "notes": list[str]}
+# A size's keys that are not case fields: how it stands against the last-level cache
+# (collectors/workload/working_set.py)
+SIZE_KEYS = ("llc_multiple", "why_in_cache")
 
 
 class CaseError(UserError):
@@ -121,7 +124,7 @@ def _check_document(doc: CaseFile) -> None:
     if not isinstance(sizes, dict):
         raise CaseError(f"{doc.at('sizes')}: sizes: expected a mapping of size name -> overrides")
     for size, over in sizes.items():
-        _check_overrides(doc, over, ("sizes", size))
+        _check_size(doc, over, ("sizes", size))
     matrix = d.get("matrix", {})
     if not isinstance(matrix, dict):
         raise CaseError(f"{doc.at('matrix')}: matrix: expected a mapping of axis -> {{value: overrides}}")
@@ -132,6 +135,25 @@ def _check_document(doc: CaseFile) -> None:
             if any(c in str(value) for c in "@,="):
                 raise CaseError(f"{doc.at('matrix', axis, value)}: matrix.{axis}: value {value!r} may not contain @ , =")
             _check_overrides(doc, over, ("matrix", axis, value))
+
+
+def _check_size(doc: CaseFile, over: Any, path: tuple) -> None:
+    """A size: overrides, plus how it stands against the host's last-level cache
+    (SIZE_KEYS: `llc_multiple`, the dataset at least that many times the cache, its
+    dataset.keys a floor; or `why_in_cache`, why this size may fit in it)."""
+    if isinstance(over, dict):
+        multiple, why = over.get("llc_multiple"), over.get("why_in_cache")
+        if multiple is not None and (isinstance(multiple, bool) or not isinstance(multiple, (int, float))
+                                     or multiple <= 0):
+            raise CaseError(f"{doc.at(*path, 'llc_multiple')}: llc_multiple: expected a number above 0 "
+                            f"(the dataset at least that many times the last-level cache), got {multiple!r}")
+        if why is not None and (not isinstance(why, str) or not why.strip()):
+            raise CaseError(f"{doc.at(*path, 'why_in_cache')}: why_in_cache: expected a sentence, got {why!r}")
+        if multiple is not None and why is not None:
+            raise CaseError(f"{doc.at(*path, 'why_in_cache')}: a size has llc_multiple or why_in_cache, "
+                            "not both (a multiple of the cache cannot fit in it)")
+        over = {k: v for k, v in over.items() if k not in SIZE_KEYS}
+    _check_overrides(doc, over, path)
 
 
 def _check_overrides(doc: CaseFile, over: Any, path: tuple) -> None:

@@ -13,8 +13,10 @@ from typing import Any
 
 from analysis.inputs.case import Case, DatasetSpec, ServerSpec, WorkloadSpec
 from analysis.inputs.records import hints
-from collectors.workload.casefile import CaseError, CaseFile, coerce, load_doc
+from collectors.workload import working_set
+from collectors.workload.casefile import SIZE_KEYS, CaseError, CaseFile, coerce, load_doc
 from collectors.workload.overrides import CONFIG_PREFIX, show
+from collectors.workload.working_set import Llc
 
 CASES_DIR = Path(__file__).resolve().parents[2] / "cases"
 DATASET_KINDS = ("none", "strings", "hashes", "zsets")
@@ -88,7 +90,23 @@ def _apply_sets(d: dict[str, Any], sets: dict[str, Any], origin: dict[str, str])
     return notes
 
 
-def _resolve(doc: CaseFile, size: str, spec: str, sets: dict[str, Any] | None = None) -> Case:
+def _explicit_keys(doc: CaseFile, chosen: dict[str, str], sets: dict[str, Any],
+                   size_over: dict[str, Any]) -> str | None:
+    """What set dataset.keys exactly, if anything did: a --set, or a matrix value the size
+    did not override (the size wins over the matrix). It wins over a size's multiple of the
+    cache: the user asked for that count."""
+    if "dataset.keys" in sets:
+        return f"--set dataset.keys={show(sets['dataset.keys'])}"
+    if "dataset.keys" in size_over:
+        return None
+    for axis, value in chosen.items():
+        if "dataset.keys" in (doc.data["matrix"][axis][value] or {}):
+            return f"matrix {axis}={value}"
+    return None
+
+
+def _resolve(doc: CaseFile, size: str, spec: str, sets: dict[str, Any] | None = None,
+             llc: Llc | None = None) -> Case:
     d = copy.deepcopy({k: v for k, v in doc.data.items() if k not in ("sizes", "matrix")})
     chosen = _matrix_choices(doc, spec)
     # Matrix first, size last: `small` must stay small whatever the matrix says.
@@ -101,7 +119,9 @@ def _resolve(doc: CaseFile, size: str, spec: str, sets: dict[str, Any] | None = 
     if size not in sizes and size != "default":
         raise CaseError(f"{doc.at('sizes')}: {doc.data['name']} has no size {size!r} "
                         f"(sizes: {', '.join(sorted(set(sizes) | {'default'}))})")
-    _apply(d, sizes.get(size), origin, lambda k: doc.at("sizes", size, k))
+    size_over = dict(sizes.get(size) or {})
+    multiple, why_in_cache = (size_over.pop(k, None) for k in SIZE_KEYS)
+    _apply(d, size_over, origin, lambda k: doc.at("sizes", size, k))
     # Last, the command line: an explicit --set wins over the size knob.
     set_notes = _apply_sets(d, sets or {}, origin)
 
@@ -115,13 +135,19 @@ def _resolve(doc: CaseFile, size: str, spec: str, sets: dict[str, Any] | None = 
     workload = {k: coerce(v, hints(WorkloadSpec)[k], f"workload.{k}", at("workload", k))
                 for k, v in d["workload"].items()}
     ds = DatasetSpec(**dataset)
+    spans = workload.get("keyspace", 0) == ds.keys and workload.get("tool") != "rdb-load"
+    ds, ws = working_set.fit(ds, multiple, why_in_cache, llc or working_set.host_llc(),
+                             _explicit_keys(doc, chosen, sets or {}, size_over))
+    if spans:   # the workload spans the whole keyspace: it follows the keys the cache asked for
+        workload["keyspace"] = ds.keys
     workload["command"] = _expand_command(workload.get("command", []), ds.value_size,
                                           at("workload", "command"))
     name = doc.data["name"] + (("@" + ",".join(f"{a}={v}" for a, v in chosen.items())) if chosen else "")
     case = Case(name=name, description=d.get("description", ""), server=ServerSpec(**server),
                 dataset=ds, workload=WorkloadSpec(**workload), focus=list(d.get("focus", [])),
                 size=size, source=_display_path(doc.path),
-                notes=list(d.get("notes", [])) + set_notes, matrix=chosen, overrides=dict(sets or {}))
+                notes=list(d.get("notes", [])) + set_notes, matrix=chosen, overrides=dict(sets or {}),
+                working_set=ws)
     _check_values(case, at)
     return case
 
@@ -187,12 +213,17 @@ def case_files() -> dict[str, Path]:
     return {p.stem: p for p in sorted(CASES_DIR.glob("*.y*ml"))}
 
 
-def load_case(name_or_path: str, size: str = "default", sets: dict[str, Any] | None = None) -> Case:
+def load_case(name_or_path: str, size: str = "default", sets: dict[str, Any] | None = None,
+              llc: Llc | int | None = None) -> Case:
     """Load a case by name ('mset-50keys', 'mset-50keys@value=100,keys=1M') or path,
     with the size knob (and matrix values) applied, then `sets` (--set FIELD=VALUE, parsed
-    by collectors.workload.overrides). Raises CaseError naming file:line (or the --set)."""
+    by collectors.workload.overrides). A size's multiple of the last-level cache is taken of
+    `llc` (bytes of a planned target machine's cache, --llc), else of this host's.
+    Raises CaseError naming file:line (or the --set)."""
     path, spec = _find(name_or_path)
-    return _resolve(load_doc(path), size, spec, sets)
+    if isinstance(llc, int):
+        llc = Llc(llc, "L3", "--llc")
+    return _resolve(load_doc(path), size, spec, sets, llc)
 
 
 def variants_of(doc: CaseFile) -> list[str]:

@@ -23,14 +23,13 @@ from analysis.errors import Failed
 from analysis.inputs.case import Case, DatasetSpec
 from analysis.inputs.manifest import Preload
 from analysis.inputs.repfacts import DatasetCheck, KeySample
-from collectors.host.machine import cache_sizes
+from collectors.workload.working_set import EMBSTR_MAX, Llc, dataset_bytes, host_llc
 
 # Elements (string keys, hash fields, zset members) written per EVALSHA: big enough that
 # the round trips do not matter, small enough that one call blocks the server < ~0.5 s.
 CHUNK_ELEMENTS = 200_000
 # Lua's unpack() is limited by the C stack (LUAI_MAXCSTACK 8000): batch arguments below it.
 LUA_BATCH_ARGS = 2000
-EMBSTR_MAX = 44  # bytes; longer strings are "raw" (OBJ_ENCODING_EMBSTR_SIZE_LIMIT)
 
 LUA_STRINGS = """
 -- ARGV: prefix first last value use_mset
@@ -239,51 +238,23 @@ def verify(case: Case, client: Any, samples: int = 20, seed: int | None = None) 
 
 
 # ---------------------------------------------------------------- sizes
-def _jemalloc(n: int) -> int:
-    """Round an allocation to jemalloc's size class (what the server really spends)."""
-    if n <= 8:
-        return 8
-    if n <= 128:
-        return -(-n // 16) * 16
-    step = 1 << (n.bit_length() - 3)  # four classes per doubling
-    return -(-n // step) * step
-
-
-def _sds(n: int) -> int:
-    return _jemalloc(n + 4)  # sdshdr8 (3 B) + NUL; longer strings' headers are noise here
-
-
 def keyspace_bytes_estimate(case: Case) -> int:
-    """Rough memory footprint of the dataset, in bytes (about +-30%: per-key dict entry,
-    bucket pointer, key, object and value, rounded to allocator size classes). Used to warn
-    when a case meant to be far larger than L3 is configured smaller."""
-    ds = case.dataset
-    if ds.kind == "none" or ds.keys == 0:
-        return 0
-    key = _sds(len(ds.key_name(0)))
-    per_key = 24 + 8 + key  # dictEntry + bucket slot (load factor ~1) + key sds
-    if ds.kind == "strings":
-        if ds.value_size <= EMBSTR_MAX:
-            per_key += _jemalloc(16 + 3 + ds.value_size + 1)  # robj and sds in one allocation
-        else:
-            per_key += 16 + _sds(ds.value_size)
-    elif ds.kind == "hashes":
-        field = _sds(len(f"field:{ds.fields}"))
-        per_key += 16 + 8 + ds.fields * (24 + 8 + field + _sds(ds.value_size))
-    elif ds.kind == "zsets":
-        member = _sds(len(f"member:{ds.members}"))
-        # skiplist node (score, backward, ~1.33 levels) + dict entry + member sds
-        per_key += 16 + 64 + ds.members * (_jemalloc(8 + 8 + 8 + 16 * 2) + 24 + 8 + member)
-    return ds.keys * per_key
+    """Rough memory footprint of the dataset, in bytes (about +-30%;
+    collectors.workload.working_set.dataset_bytes)."""
+    return dataset_bytes(case.dataset)
 
 
 def l3_warning(case: Case, l3: int | None = None) -> str | None:
-    """A sentence for the report when the dataset is not larger than L3 (so DRAM-latency
-    effects the case is about cannot show); None when it is, or L3 is unknown."""
-    l3 = l3 if l3 is not None else cache_sizes()["l3_bytes"]
+    """A sentence for the report when the dataset is not larger than this host's last-level
+    cache (so the DRAM-latency effects the case is about cannot show); None when it is, or
+    the cache is unknown. `l3`: another cache's bytes (tests replay recorded machines)."""
+    llc = host_llc() if l3 is None else Llc(l3)
     est = keyspace_bytes_estimate(case)
-    if l3 is None or case.dataset.kind == "none" or est > l3:
+    if llc.bytes is None or case.dataset.kind == "none" or est > llc.bytes:
         return None
+    ws = case.working_set
+    why = (f"size {case.size}: {ws.why_in_cache}" if ws and ws.why_in_cache else
+           "sizes small and default outgrow this host's cache")
     return (f"case {case.name} (size {case.size}): the dataset is about {est / 2**20:.1f} MiB, "
-            f"not larger than this host's L3 ({l3 / 2**20:.0f} MiB): lookups stay in cache, so the "
-            "DRAM stalls the case is about will mostly be missing (use --size default)")
+            f"not larger than this host's {llc.name} ({llc.bytes / 2**20:.0f} MiB): lookups stay in cache, so the "
+            f"DRAM stalls the case is about will mostly be missing ({why})")

@@ -29,13 +29,16 @@ PREFIX = "stallscope experiment:"
 
 
 def sweep_options(exp: Experiment, size: str, skip_unfit: bool,
-                  precision: tuple[float | None, float | None] = (None, None)) -> SweepOptions:
-    """The file's options at `size`, then the command line's (--skip-unfit, --precision and
-    --budget win over the file's)."""
+                  precision: tuple[float | None, float | None] = (None, None),
+                  llc_bytes: int | None = None) -> SweepOptions:
+    """The file's options at `size`, then the command line's (--skip-unfit, --precision,
+    --budget and --llc win over the file's)."""
     known = set(SweepOptions.__dataclass_fields__)
     opts = {k: v for k, v in exp.options_at(size).items() if k in known}
     # the file may list the seed's sizes that a smaller host cannot hold (reported as not run)
     opts["skip_unfit"] = skip_unfit or bool(opts.get("skip_unfit"))
+    if llc_bytes is not None:
+        opts["llc_bytes"] = llc_bytes
     if precision[0] is not None:
         opts["precision"], opts["budget_s"] = precision
     opts["budget_s"] = budget_for(opts.get("precision"), opts.get("budget_s"))

@@ -121,7 +121,7 @@ def _translate(path: Path, lines: dict[tuple, int], suite: dict[str, Any]) -> Su
             "dataset": dataset,
             "workload": workload,
             **({"matrix": matrix} if matrix else {}),
-            "sizes": {"small": _small_size(ds, workload, matrix, max_index), "default": {}},
+            "sizes": _sizes(_small_size(ds, workload, matrix, max_index), workload),
             "notes": notes}
     return SuiteImport(case=case, notes=notes, source=path.name)
 
@@ -272,6 +272,18 @@ def _small_size(ds: SuiteDataset, workload: dict[str, Any], matrix: dict[str, An
     if "requests" in workload:
         small["workload.requests"] = min(workload["requests"], 10_000)
     return small
+
+
+def _sizes(mechanics: dict[str, Any], workload: dict[str, Any]) -> dict[str, Any]:
+    """tiny: the mechanics (a few seconds); small: the same at least 2x the host's last-level
+    cache where the workload draws random keys over the keyspace (a suite that names its keys
+    would not touch more of them); default: the suite's own dataset."""
+    tiny = {**mechanics, "why_in_cache": "the mechanics only: seconds to preload, for tests and smoke runs"}
+    if workload.get("keyspace"):
+        small = {"llc_multiple": 2, **mechanics}
+    else:
+        small = {**mechanics, "why_in_cache": "the suite names its keys: more of them would not be touched"}
+    return {"tiny": tiny, "small": small, "default": {}}
 
 
 def write_case_yaml(res: SuiteImport) -> str:
