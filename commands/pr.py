@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 from collectors.command import run_command
-from collectors.pr import config, trusted_workflow, workflow
+from collectors.pr import config, pr_cache, trusted_workflow, workflow
 from collectors.pr.post import LABEL, REPO, PrError
 from commands import pr_post
 
@@ -35,7 +35,6 @@ relies on are in docs/pr.md. Exit status: 0 done, 2 bad input or a GitHub call t
 
 FULL_SHA = re.compile(r"[0-9a-f]{40}")
 HOSTED = re.compile(r"(?:ubuntu|macos)-[0-9a-z][0-9a-z.-]*")      # GitHub-hosted images' labels
-TRUSTED_CACHES = ("~/.cache/stallscope", "$HOME/.cache/stallscope")
 
 GITHUB_EPILOG = """\
 Examples:
@@ -145,11 +144,7 @@ def _setup(args: argparse.Namespace) -> workflow.Setup:
         raise PrError(f"--comment-runner {hosted!r}: give a label of a GitHub-hosted image, ubuntu-* or macos-* "
                       f"(e.g. {workflow.HOSTED_RUNNER}, ubuntu-latest, macos-14): the trusted jobs hold a write "
                       "token and must get a fresh GitHub-hosted VM; another label names a self-hosted runner")
-    cache = args.pr_cache
-    if cache is not None and (not cache.startswith(("/", "~/")) or cache.rstrip("/") in TRUSTED_CACHES
-                              or "\n" in cache):
-        raise PrError(f"--pr-cache {cache!r}: give an absolute (or ~/) directory that only PR jobs use, "
-                      "not the runner's own cache ~/.cache/stallscope")
+    cache = None if args.pr_cache is None else pr_cache.check(args.pr_cache)
     return workflow.Setup(stallscope_repo=args.stallscope_repo, stallscope_ref=args.stallscope_ref,
                           label=args.label, runner_labels=labels, setup_on_runner=args.setup_stallscope,
                           measure_pushes=args.measure_pushes, comment_runner=hosted, pr_cache=cache)

@@ -25,6 +25,7 @@ import yaml
 from collectors.pr.actions import CHECKOUT, UPLOAD, annotate
 from analysis.inputs.option_specs import argv_for, taken_by
 from collectors.pr.config import PrConfig
+from collectors.pr.pr_cache import RUNNER_CHECK
 
 PR_NAME = "stallscope PR"
 COMMENT_NAME = "stallscope PR comment"
@@ -92,14 +93,16 @@ def _setup_steps(s: Setup) -> list[dict]:
                     "or regenerate with --setup-stallscope'; exit 1; }\n"}]
 
 
-# --pr-cache: one directory per head repository (lower case, as GitHub compares names) and PR.
+# --pr-cache: one directory per head repository (lower case, as GitHub compares names) and PR,
+# never the runner's own cache (pr_cache.RUNNER_CHECK: resolved on the runner).
 _PR_CACHE_SCRIPT = (
     'if ! [[ "$PR" =~ ^[0-9]+$ && "$HEAD_REPO" =~ ^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$ ]] '
     '|| [[ "$HEAD_REPO" =~ (^|/)\\.\\.?(/|$) ]]; then\n'
     '  echo "::error::the event names no head repository OWNER/NAME and PR number to key the build cache by"\n'
     '  exit 1\n'
     'fi\n'
-    'echo "STALLSCOPE_CACHE=$PR_CACHE/${HEAD_REPO,,}/pr-$PR" >> "$GITHUB_ENV"\n')
+    + RUNNER_CHECK +
+    'echo "STALLSCOPE_CACHE=$pr_cache/${HEAD_REPO,,}/pr-$PR" >> "$GITHUB_ENV"\n')
 
 
 def _cache_step(s: Setup) -> dict:

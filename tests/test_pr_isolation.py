@@ -1,0 +1,104 @@
+"""What keeps the PR workflow's untrusted job away from what trusted jobs use (issue 39,
+item 4): --pr-cache normalised and refused when it is, holds or lies inside the runner's
+own build cache (when the workflow is written, and again on the runner, the generated step
+run for real); the pinned stallscope commit checked to be on its default branch (the
+generated step run on a real git repository)."""
+from __future__ import annotations
+
+import os
+import subprocess
+
+import pytest
+import yaml
+
+from collectors.pr import pr_cache, workflow
+from collectors.pr.config import PrConfig
+from commands import pr as cli
+
+SHA = "5e0c3a1f2b4d6e8f00112233445566778899aabb"
+PIN = ["--stallscope-repo", "octo-org/stallscope", "--stallscope-ref", SHA]
+
+
+@pytest.fixture
+def home(tmp_path, monkeypatch):
+    """This machine's home, for the guard's view of it: its own cache at ~/.cache/stallscope."""
+    h = tmp_path / "home"
+    (h / ".cache" / "stallscope").mkdir(parents=True)
+    monkeypatch.setenv("HOME", str(h))
+    monkeypatch.delenv("STALLSCOPE_CACHE", raising=False)
+    monkeypatch.delenv("XDG_CACHE_HOME", raising=False)
+    return h
+
+
+def _generate(tmp_path, cache: str) -> tuple[int, str]:
+    out = tmp_path / "wf"
+    rc = cli.main(["github", "--out", str(out), *PIN, "--pr-cache", cache])
+    return rc, (out / workflow.PR_FILE).read_text() if rc == 0 else ""
+
+
+def test_pr_cache_spelled_any_way_is_refused_when_it_reaches_the_own_cache(tmp_path, home, capsys):
+    """Each of these was accepted by the string compare it replaces."""
+    link = tmp_path / "link"
+    link.symlink_to(home / ".cache")
+    for bad in (f"{home}/.cache/stallscope",          # absolute
+                f"{home}/.cache/stallscope/.",        # a trailing /.
+                f"{home}//.cache/stallscope",         # a doubled slash
+                f"{home}/.cache",                     # its parent folder
+                f"{home}/.cache/stallscope/pr",       # inside it
+                f"{link}/stallscope",                 # through a symbolic link
+                "~/.cache/stallscope/", "$HOME/.cache/stallscope", "${HOME}/.cache", "~",
+                "/home/runner/.cache/stallscope",     # another home's, written absolute
+                "/", "relative/dir", "~/../x"):
+        rc, _ = _generate(tmp_path, bad)
+        err = capsys.readouterr().err
+        assert rc == 2 and f"--pr-cache {bad!r}" in err and "only PR jobs use" in err, (bad, err)
+    rc, text = _generate(tmp_path, "/srv//stallscope-pr/./cache/")
+    assert rc == 0
+    step = next(s for s in yaml.safe_load(text)["jobs"]["measure"]["steps"] if "PR_CACHE" in (s.get("env") or {}))
+    assert step["env"]["PR_CACHE"] == "/srv/stallscope-pr/cache"       # written normalised
+    assert pr_cache.normalise("$HOME//x/./y/") == "~/x/y" and pr_cache.normalise("~") == "~"
+
+
+def _cache_step(cache: str) -> dict:
+    """The cache step as rendered for `cache`, unchecked (the runner's own guard is tested
+    with what the generator would refuse)."""
+    text = workflow.render_pr(PrConfig(), workflow.Setup("octo-org/stallscope", SHA, pr_cache=cache), None)
+    return next(s for s in yaml.safe_load(text)["jobs"]["measure"]["steps"]
+                if "STALLSCOPE_CACHE" in s.get("run", ""))
+
+
+def _run_cache_step(step: dict, runner_home, tmp_path, extra: dict | None = None):
+    genv = tmp_path / "github_env"
+    genv.unlink(missing_ok=True)
+    env = {"PATH": "/usr/bin:/bin", "HOME": str(runner_home), "GITHUB_ENV": str(genv), "PR": "42",
+           "HEAD_REPO": "Mallory/Redis", "PR_CACHE": step["env"]["PR_CACHE"], **(extra or {})}
+    r = subprocess.run(["bash", "--noprofile", "--norc", "-eo", "pipefail", "-c", step["run"]], env=env,
+                       capture_output=True, text=True, timeout=60)
+    return r, (genv.read_text() if genv.exists() else None)
+
+
+def test_the_runner_refuses_a_pr_cache_that_reaches_its_own_cache(tmp_path):
+    """On the runner its home, links and $STALLSCOPE_CACHE / $XDG_CACHE_HOME decide: the
+    step resolves both and fails the job before anything is built."""
+    rhome = tmp_path / "runner-home"
+    (rhome / ".cache" / "stallscope").mkdir(parents=True)
+    (tmp_path / "elsewhere").mkdir()
+    (tmp_path / "to-cache").symlink_to(rhome / ".cache")
+    for bad in (f"{rhome}/.cache/stallscope/.", f"{rhome}//.cache/stallscope", f"{rhome}/.cache",
+                f"{tmp_path}/to-cache/stallscope/pr", "~/.cache/stallscope", "~", "/"):
+        r, genv = _run_cache_step(_cache_step(bad), rhome, tmp_path)
+        assert r.returncode == 1 and genv is None, (bad, r.stdout, r.stderr)
+        assert "is, holds or lies inside this runner's own build cache" in r.stdout, bad
+    r, genv = _run_cache_step(_cache_step(str(tmp_path / "elsewhere")), rhome, tmp_path)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert genv == f"STALLSCOPE_CACHE={tmp_path}/elsewhere/mallory/redis/pr-42\n"
+    r, genv = _run_cache_step(_cache_step("~/pr-cache"), rhome, tmp_path)      # ~ is the runner's home
+    assert r.returncode == 0 and genv == f"STALLSCOPE_CACHE={rhome}/pr-cache/mallory/redis/pr-42\n"
+    # the runner's own cache moved by its environment: the guard follows it
+    moved = {"XDG_CACHE_HOME": str(tmp_path / "elsewhere")}
+    r, _ = _run_cache_step(_cache_step(str(tmp_path / "elsewhere")), rhome, tmp_path, moved)
+    assert r.returncode == 1, r.stdout
+    r, _ = _run_cache_step(_cache_step(str(tmp_path / "x")), rhome, tmp_path,
+                           {"STALLSCOPE_CACHE": str(tmp_path / "x" / "inner")})
+    assert r.returncode == 1, r.stdout
+    assert os.listdir(rhome / ".cache" / "stallscope") == []
