@@ -34,6 +34,7 @@ relies on are in docs/pr.md. Exit status: 0 done, 2 bad input or a GitHub call t
 """
 
 FULL_SHA = re.compile(r"[0-9a-f]{40}")
+BRANCH = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_./-]*")
 HOSTED = re.compile(r"(?:ubuntu|macos)-[0-9a-z][0-9a-z.-]*")      # GitHub-hosted images' labels
 
 GITHUB_EPILOG = """\
@@ -93,6 +94,9 @@ def _github_arguments(g: argparse.ArgumentParser) -> None:
                    "comment workflow checks it out at --stallscope-ref and runs it on a GitHub-hosted runner")
     g.add_argument("--stallscope-ref", required=True, metavar="SHA", help="the commit of it to run (40 hex "
                    "digits: a branch or tag could be moved to other code)")
+    g.add_argument("--stallscope-branch", default="main", metavar="BRANCH", help="the default branch of "
+                   "--stallscope-repo: each job checks that --stallscope-ref is on it before running it (a fork's "
+                   "commit can be fetched through the main repository; default main)")
     g.add_argument("--setup-stallscope", action="store_true", help="measuring job: check out that commit and "
                    "`make setup` it on the runner (default: stallscope is on the runner's PATH)")
     g.add_argument("--measure-pushes", action="store_true", help="also measure pushes to a labelled PR whose "
@@ -133,6 +137,9 @@ def _setup(args: argparse.Namespace) -> workflow.Setup:
     if not FULL_SHA.fullmatch(args.stallscope_ref):
         raise PrError(f"--stallscope-ref {args.stallscope_ref!r}: give the full commit SHA (40 hex digits) the "
                       "comment workflow runs; a branch or tag can be moved to other code")
+    if not BRANCH.fullmatch(args.stallscope_branch) or ".." in args.stallscope_branch:
+        raise PrError(f"--stallscope-branch {args.stallscope_branch!r}: give the name of stallscope's default branch "
+                      "(e.g. main)")
     hosted = args.comment_runner
     if not LABEL.fullmatch(hosted) or hosted == "self-hosted" or hosted in labels:
         raise PrError(f"--comment-runner {hosted!r}: give a GitHub-hosted runner label (e.g. "
@@ -146,6 +153,7 @@ def _setup(args: argparse.Namespace) -> workflow.Setup:
                       "token and must get a fresh GitHub-hosted VM; another label names a self-hosted runner")
     cache = None if args.pr_cache is None else pr_cache.check(args.pr_cache)
     return workflow.Setup(stallscope_repo=args.stallscope_repo, stallscope_ref=args.stallscope_ref,
+                          stallscope_branch=args.stallscope_branch,
                           label=args.label, runner_labels=labels, setup_on_runner=args.setup_stallscope,
                           measure_pushes=args.measure_pushes, comment_runner=hosted, pr_cache=cache)
 

@@ -102,3 +102,86 @@ def test_the_runner_refuses_a_pr_cache_that_reaches_its_own_cache(tmp_path):
                            {"STALLSCOPE_CACHE": str(tmp_path / "x" / "inner")})
     assert r.returncode == 1, r.stdout
     assert os.listdir(rhome / ".cache" / "stallscope") == []
+
+
+def _git(*args, cwd=None) -> str:
+    r = subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@example.org", "-c", "init.defaultBranch=x",
+                        *args], cwd=cwd, capture_output=True, text=True, timeout=60, check=True)
+    return r.stdout.strip()
+
+
+def _origin(tmp_path) -> tuple[str, dict[str, str]]:
+    """stallscope's repository as GitHub serves it: `main` (the default branch), and a commit
+    that only a fork's pull request holds (refs/pull/9/head), which GitHub serves by its SHA
+    through the main repository all the same."""
+    work = tmp_path / "work"
+    _git("init", "-q", "-b", "main", str(work))
+    shas = {}
+    for name in ("old", "pinned", "newer"):
+        _git("commit", "-q", "--allow-empty", "-m", name, cwd=work)
+        shas[name] = _git("rev-parse", "HEAD", cwd=work)
+    _git("checkout", "-q", "-b", "fork", shas["pinned"], cwd=work)
+    _git("commit", "-q", "--allow-empty", "-m", "only in a fork", cwd=work)
+    shas["fork"] = _git("rev-parse", "HEAD", cwd=work)
+    bare = tmp_path / "origin.git"
+    _git("clone", "-q", "--bare", str(work), str(bare))
+    _git("update-ref", "refs/pull/9/head", shas["fork"], cwd=bare)
+    _git("branch", "-q", "-D", "fork", cwd=bare)
+    _git("config", "uploadpack.allowAnySHA1InWant", "true", cwd=bare)
+    return f"file://{bare}", shas
+
+
+def _checked_out(tmp_path, url: str, sha: str):
+    """What actions/checkout leaves for `ref: SHA` (fetch-depth 1, persist-credentials false):
+    that one commit, shallow, detached, the remote `origin`."""
+    ws = tmp_path / f"ws-{sha[:7]}"
+    repo = ws / "stallscope"
+    _git("init", "-q", str(repo))
+    _git("remote", "add", "origin", url, cwd=repo)
+    _git("fetch", "-q", "--no-tags", "--depth=1", "origin", sha, cwd=repo)
+    _git("checkout", "-q", "--detach", sha, cwd=repo)
+    return ws
+
+
+def _ref_check_step(workflow_text: str, job: str) -> dict:
+    steps = yaml.safe_load(workflow_text)["jobs"][job]["steps"]
+    return next(s for s in steps if "merge-base --is-ancestor" in s.get("run", ""))
+
+
+def test_the_pinned_stallscope_commit_must_be_on_its_default_branch(tmp_path):
+    """The check step as rendered, run on a real repository: a commit of main passes, one that
+    only a fork's pull request holds is refused (the job fails before anything of the
+    checkout runs), and a branch that is not there is said."""
+    from collectors.pr import trusted_workflow
+    url, shas = _origin(tmp_path)
+    for sha, ok in ((shas["pinned"], True), (shas["newer"], True), (shas["fork"], False)):
+        setup = workflow.Setup("octo-org/stallscope", sha, setup_on_runner=True)
+        comment = trusted_workflow.render_comment(setup)
+        measure = workflow.render_pr(PrConfig(), setup, None)
+        for text, job in ((comment, "comment"), (comment, "unlabel"), (measure, "measure")):
+            steps = yaml.safe_load(text)["jobs"][job]["steps"]
+            check = _ref_check_step(text, job)
+            first_run = next(i for i, s in enumerate(steps) if "run" in s)
+            assert steps[first_run]["name"] == check["name"], job       # before anything runs
+            assert check["env"] == {"STALLSCOPE_REPO": "octo-org/stallscope", "REF": sha, "BRANCH": "main"}
+        ws = _checked_out(tmp_path, url, sha)
+        env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), **check["env"]}
+        r = subprocess.run(["bash", "--noprofile", "--norc", "-eo", "pipefail", "-c", check["run"]], cwd=ws, env=env,
+                           capture_output=True, text=True, timeout=60)
+        assert (r.returncode == 0) == ok, (sha, r.stdout, r.stderr)
+        if not ok:
+            assert f"::error::the pinned stallscope commit {sha} is not on main of octo-org/stallscope" in r.stdout
+    env["BRANCH"] = "master"
+    r = subprocess.run(["bash", "--noprofile", "--norc", "-eo", "pipefail", "-c", check["run"]], cwd=ws, env=env,
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 1 and "cannot fetch the branch master of octo-org/stallscope" in r.stdout
+
+
+def test_the_default_branch_is_given_and_checked(tmp_path, capsys):
+    out = tmp_path / "wf"
+    assert cli.main(["github", "--out", str(out), *PIN, "--stallscope-branch", "unstable"]) == 0
+    check = _ref_check_step((out / workflow.COMMENT_FILE).read_text(), "comment")
+    assert check["env"]["BRANCH"] == "unstable"
+    for bad in ("-x", "a..b", "a b", ""):
+        assert cli.main(["github", "--out", str(out), *PIN, f"--stallscope-branch={bad}"]) == 2
+        assert "--stallscope-branch" in capsys.readouterr().err

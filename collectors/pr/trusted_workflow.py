@@ -20,7 +20,7 @@ a `stallscope` someone could have replaced), and never checks out or runs the PR
 from __future__ import annotations
 
 from collectors.pr.actions import DOWNLOAD
-from collectors.pr.workflow import (ARTIFACT, COMMENT_NAME, PR_NAME, PR_PATH, Setup, checkout_stallscope,
+from collectors.pr.workflow import (ARTIFACT, COMMENT_NAME, PR_NAME, PR_PATH, Setup, stallscope_steps,
                                     dump)
 
 RUN = "python3 -S -m commands.pr_post"       # from the stallscope checkout: standard library only
@@ -56,7 +56,7 @@ def _comment_job(s: Setup) -> dict:
             "concurrency": {"group": "stallscope-pr-comment-${{ github.event.workflow_run.head_repository.full_name }}"
                                      "-${{ github.event.workflow_run.head_branch }}",
                             "cancel-in-progress": False},
-            "steps": [checkout_stallscope(s),
+            "steps": [*stallscope_steps(s),
                       {"name": "Download the reports (data only: nothing in the artifact is run)",
                        "uses": DOWNLOAD,
                        "with": {"name": ARTIFACT, "path": "${{ runner.temp }}/stallscope-pr",
@@ -76,7 +76,7 @@ def _unlabel_if(s: Setup) -> str:
 def _unlabel_job(s: Setup) -> dict:
     return {"if": _unlabel_if(s), "runs-on": s.comment_runner, "timeout-minutes": 5,
             "permissions": {"contents": "read", "pull-requests": "write"},
-            "steps": [checkout_stallscope(s),
+            "steps": [*stallscope_steps(s),
                       {"name": "Remove the label: the new push is measured when it is added again",
                        "env": {"GITHUB_TOKEN": "${{ github.token }}", "REPO": "${{ github.repository }}",
                                "PR": "${{ github.event.pull_request.number }}", "LABEL": s.label},

@@ -43,7 +43,8 @@ HOSTED_RUNNER = "ubuntu-24.04"   # GitHub-hosted: a fresh VM per job, never the 
 class Setup:
     """How the workflows reach the runners and stallscope (the command-line options)."""
     stallscope_repo: str                   # OWNER/NAME: the trusted jobs check it out ...
-    stallscope_ref: str                    # ... at this commit (40 hex digits: pinned)
+    stallscope_ref: str                    # ... at this commit (40 hex digits: pinned) ...
+    stallscope_branch: str = "main"        # ... which this branch of it (its default) holds
     label: str = "stallscope"
     runner_labels: tuple[str, ...] = ("self-hosted",)
     setup_on_runner: bool = False          # measuring job: check out + `make setup` (else on PATH)
@@ -80,11 +81,35 @@ def checkout_stallscope(s: Setup) -> dict:
                      "persist-credentials": False}}
 
 
+# GitHub serves every commit of a fork network through each of its repositories: a commit
+# pushed only to a fork of stallscope checks out as OWNER/stallscope@SHA. So the pinned
+# commit must be one the default branch holds; checked with git alone, before anything of
+# the checkout runs.
+_REF_CHECK = (
+    'if ! git -C stallscope fetch --quiet --no-tags origin "+refs/heads/$BRANCH:refs/remotes/origin/$BRANCH"; then\n'
+    '  echo "::error::cannot fetch the branch $BRANCH of $STALLSCOPE_REPO to check the pinned commit against '
+    '(--stallscope-branch: its default branch)"; exit 1\n'
+    'fi\n'
+    'if ! git -C stallscope merge-base --is-ancestor "$REF" "refs/remotes/origin/$BRANCH"; then\n'
+    '  echo "::error::the pinned stallscope commit $REF is not on $BRANCH of $STALLSCOPE_REPO (a fork\'s commit '
+    'can be fetched through the main repository): pin a commit of the default branch"; exit 1\n'
+    'fi\n'
+    'echo "stallscope $REF is on $BRANCH of $STALLSCOPE_REPO"\n')
+
+
+def stallscope_steps(s: Setup) -> list[dict]:
+    """The pinned stallscope checked out, then checked to be on its default branch."""
+    return [checkout_stallscope(s),
+            {"name": "The pinned stallscope commit is on its default branch (not only in a fork)",
+             "env": {"STALLSCOPE_REPO": s.stallscope_repo, "REF": s.stallscope_ref, "BRANCH": s.stallscope_branch},
+             "run": _REF_CHECK}]
+
+
 def _setup_steps(s: Setup) -> list[dict]:
     """The measuring job's stallscope: a checkout of its own repository at the pinned commit
     (never the PR's), or the one installed on the runner (an ephemeral runner's image)."""
     if s.setup_on_runner:
-        return [checkout_stallscope(s),
+        return [*stallscope_steps(s),
                 {"name": "Set up stallscope (idempotent; fast on a prepared runner)",
                  "run": 'make -C stallscope setup\necho "$GITHUB_WORKSPACE/stallscope/.venv/bin" >> "$GITHUB_PATH"\n'}]
     return [{"name": "stallscope on this runner",
