@@ -9,15 +9,15 @@ import sys
 from pathlib import Path
 
 from collectors.command import run_command
-from collectors.pr import config, pr_cache, trusted_workflow, workflow
+from collectors.pr import config, pr_cache, runners, trusted_workflow, workflow
 from collectors.pr.post import LABEL, REPO, PrError
 from commands import pr_post
 
 EPILOG = """\
 Examples:
   # write .github/workflows/stallscope-pr.yml and stallscope-pr-comment.yml for a Redis fork:
-  stallscope pr github --config .github/stallscope-pr.yaml --runner-labels self-hosted,linux,bare-metal \\
-      --stallscope-repo octo-org/stallscope --stallscope-ref 3f5d2c1b0a99887766554433221100ffeeddccbb
+  stallscope pr github --config .github/stallscope-pr.yaml --runner-group pr-bench \\
+      --runner-labels self-hosted,linux,bare-metal --stallscope-repo octo-org/stallscope --stallscope-ref 3f5d2c1b0a99887766554433221100ffeeddccbb
 
   # post (or update) the one comment on PR 42 from a run or report directory, by hand:
   GITHUB_TOKEN=... stallscope pr comment reports/20261123-035105-mset-50keys --repo octo-org/redis --pr 42
@@ -39,9 +39,9 @@ HOSTED = re.compile(r"(?:ubuntu|macos)-[0-9a-z][0-9a-z.-]*")      # GitHub-hoste
 
 GITHUB_EPILOG = """\
 Examples:
-  stallscope pr github --runner-labels self-hosted,linux,bare-metal \\
+  stallscope pr github --runner-group pr-bench --runner-labels self-hosted,linux,bare-metal \\
       --stallscope-repo octo-org/stallscope --stallscope-ref 3f5d2c1b0a99887766554433221100ffeeddccbb
-  stallscope pr github --config .github/stallscope-pr.yaml --label perf --measure-pushes \\
+  stallscope pr github --config .github/stallscope-pr.yaml --runner-group pr-bench --label perf --measure-pushes \\
       --stallscope-repo octo-org/stallscope --stallscope-ref 3f5d2c1b0a99887766554433221100ffeeddccbb
 
 The config file (YAML; docs/pr.md), e.g. .github/stallscope-pr.yaml:
@@ -88,6 +88,9 @@ def _github_arguments(g: argparse.ArgumentParser) -> None:
                    "(default stallscope)")
     g.add_argument("--runner-labels", default="self-hosted", metavar="L1,L2",
                    help="labels of the self-hosted benchmark runner (default self-hosted)")
+    g.add_argument("--runner-group", required=True, metavar="NAME", help="runner group of the benchmark runners "
+                   "that measure PRs (organization settings: this repository only; never the schedule's group: "
+                   "docs/pr.md, \"Runner isolation\")")
     g.add_argument("--out", default=".github/workflows", metavar="DIR",
                    help="where the two files go (default .github/workflows)")
     g.add_argument("--stallscope-repo", required=True, metavar="OWNER/NAME", help="stallscope's repository: the "
@@ -130,6 +133,9 @@ def _setup(args: argparse.Namespace) -> workflow.Setup:
     labels = tuple(x.strip() for x in args.runner_labels.split(",") if x.strip())
     if not labels or not all(LABEL.fullmatch(x) for x in labels):
         raise PrError(f"--runner-labels {args.runner_labels!r}: give comma-separated runner labels")
+    group_problem = runners.group_problem(args.runner_group)
+    if group_problem:
+        raise PrError(f"--runner-group {args.runner_group!r}: {group_problem}")
     if not LABEL.fullmatch(args.label) or args.label != args.label.strip():
         raise PrError(f"--label {args.label!r}: letters, digits, spaces and _ . : / + - only")
     if not REPO.fullmatch(args.stallscope_repo):
@@ -154,7 +160,8 @@ def _setup(args: argparse.Namespace) -> workflow.Setup:
     cache = None if args.pr_cache is None else pr_cache.check(args.pr_cache)
     return workflow.Setup(stallscope_repo=args.stallscope_repo, stallscope_ref=args.stallscope_ref,
                           stallscope_branch=args.stallscope_branch,
-                          label=args.label, runner_labels=labels, setup_on_runner=args.setup_stallscope,
+                          label=args.label, runner_labels=labels, runner_group=args.runner_group,
+                          setup_on_runner=args.setup_stallscope,
                           measure_pushes=args.measure_pushes, comment_runner=hosted, pr_cache=cache)
 
 
@@ -162,6 +169,9 @@ def github(args: argparse.Namespace) -> int:
     setup = _setup(args)
     cfg = config.load(args.config, _check_case)
     out = Path(args.out)
+    measuring = out / workflow.PR_FILE
+    runners.check_apart([runners.Target(f"{measuring}, job measure", runners.PR_ROLE, workflow.measuring_runner(setup))],
+                        runners.targets_in(out, skip=measuring))
     out.mkdir(parents=True, exist_ok=True)
     for name, text in ((workflow.PR_FILE, workflow.render_pr(cfg, setup, args.config)),
                        (workflow.COMMENT_FILE, trusted_workflow.render_comment(setup))):

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from collectors.command import run_command
 from collectors.host import procs
+from collectors.pr import runners
 from collectors.schedule import due, jobrun, systemd, workflow
 from collectors.schedule.alerting import make_deliverer
 from collectors.schedule.loader import load_schedule
@@ -76,8 +77,10 @@ def _main(args: argparse.Namespace) -> int:
         return install(sched, args)
     if args.action == "github":
         out = Path(args.out)
+        runners.check_apart(workflow.targets(sched, str(out)), runners.targets_in(out.parent, skip=out))
+        text = workflow.render(sched, args.file, args.secret)
         out.parent.mkdir(parents=True, exist_ok=True)
-        out.write_text(workflow.render(sched, args.file, args.secret))
+        out.write_text(text)
         print(out)
         return 0
     procs.install_signal_handlers()

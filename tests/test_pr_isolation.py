@@ -1,12 +1,15 @@
 """What keeps the PR workflow's untrusted job away from what trusted jobs use (issue 39,
-item 4): --pr-cache normalised and refused when it is, holds or lies inside the runner's
+item 4): the PR and schedule workflows in runner groups, a pair that could share a runner
+refused by either command; --pr-cache normalised and refused when it is, holds or lies inside the runner's
 own build cache (when the workflow is written, and again on the runner, the generated step
 run for real); the pinned stallscope commit checked to be on its default branch (the
 generated step run on a real git repository)."""
 from __future__ import annotations
 
 import os
+import re
 import subprocess
+from pathlib import Path
 
 import pytest
 import yaml
@@ -14,9 +17,11 @@ import yaml
 from collectors.pr import pr_cache, workflow
 from collectors.pr.config import PrConfig
 from commands import pr as cli
+from commands import schedule as schedule_cli
+from tests.conftest import REPO
 
 SHA = "5e0c3a1f2b4d6e8f00112233445566778899aabb"
-PIN = ["--stallscope-repo", "octo-org/stallscope", "--stallscope-ref", SHA]
+PIN = ["--stallscope-repo", "octo-org/stallscope", "--stallscope-ref", SHA, "--runner-group", "pr-bench"]
 
 
 @pytest.fixture
@@ -62,7 +67,7 @@ def test_pr_cache_spelled_any_way_is_refused_when_it_reaches_the_own_cache(tmp_p
 def _cache_step(cache: str) -> dict:
     """The cache step as rendered for `cache`, unchecked (the runner's own guard is tested
     with what the generator would refuse)."""
-    text = workflow.render_pr(PrConfig(), workflow.Setup("octo-org/stallscope", SHA, pr_cache=cache), None)
+    text = workflow.render_pr(PrConfig(), workflow.Setup("octo-org/stallscope", SHA, runner_group="pr-bench", pr_cache=cache), None)
     return next(s for s in yaml.safe_load(text)["jobs"]["measure"]["steps"]
                 if "STALLSCOPE_CACHE" in s.get("run", ""))
 
@@ -155,7 +160,7 @@ def test_the_pinned_stallscope_commit_must_be_on_its_default_branch(tmp_path):
     from collectors.pr import trusted_workflow
     url, shas = _origin(tmp_path)
     for sha, ok in ((shas["pinned"], True), (shas["newer"], True), (shas["fork"], False)):
-        setup = workflow.Setup("octo-org/stallscope", sha, setup_on_runner=True)
+        setup = workflow.Setup("octo-org/stallscope", sha, runner_group="pr-bench", setup_on_runner=True)
         comment = trusted_workflow.render_comment(setup)
         measure = workflow.render_pr(PrConfig(), setup, None)
         for text, job in ((comment, "comment"), (comment, "unlabel"), (measure, "measure")):
@@ -185,3 +190,57 @@ def test_the_default_branch_is_given_and_checked(tmp_path, capsys):
     for bad in ("-x", "a..b", "a b", ""):
         assert cli.main(["github", "--out", str(out), *PIN, f"--stallscope-branch={bad}"]) == 2
         assert "--stallscope-branch" in capsys.readouterr().err
+
+
+def _schedule(tmp_path, group: str | None = "nightly-bench") -> Path:
+    text = (REPO / "tests" / "data" / "schedule" / "two-jobs.yaml").read_text()
+    text = text.replace("runner-group: nightly-bench", f"runner-group: {group}" if group else "")
+    f = tmp_path / f"nightly-{group}.yaml"
+    f.write_text(text)
+    return f
+
+
+def test_the_pr_and_schedule_workflows_never_share_a_runner(tmp_path, capsys):
+    """Either command reads the other's file in the directory it writes to, and refuses a
+    pair that could meet: the same runner group, or labels of which one holds the other's
+    (the schedule's jobs: mset [self-hosted, linux, bare-metal], mget-vs-release
+    [self-hosted, x86-64], both in the group nightly-bench)."""
+    wf = tmp_path / ".github" / "workflows"
+    sched_out = wf / "stallscope-schedule.yml"
+    assert schedule_cli.main(["github", str(_schedule(tmp_path)), "--out", str(sched_out)]) == 0
+    capsys.readouterr()
+
+    def pr(group: str, labels: str) -> tuple[int, str]:
+        rc = cli.main(["github", "--out", str(wf), *PIN[:4], "--runner-group", group, "--runner-labels", labels])
+        return rc, capsys.readouterr().err
+
+    for group, labels, why in (
+            ("nightly-bench", "self-hosted,pr-box", "both target the runner group 'nightly-bench'"),
+            ("Nightly-Bench", "self-hosted,pr-box", "both target the runner group"),          # names ignore case
+            ("pr-bench", "self-hosted,linux", "fits both"),                          # a schedule runner fits the PR's
+            ("pr-bench", "self-hosted,x86-64,bare-metal", "fits both"),              # a PR runner fits mget's
+            ("pr-bench", "Self-Hosted,X86-64", "fits both")):
+        rc, err = pr(group, labels)
+        assert rc == 2 and why in err and "could run on the same runners" in err, (group, labels, err)
+        assert f"{sched_out}, job profile" in err and not (wf / workflow.PR_FILE).exists()
+    rc, err = pr("Default", "self-hosted,pr-box")
+    assert rc == 2 and "--runner-group 'Default': the Default group" in err
+    assert pr("pr-bench", "self-hosted,pr-box") == (0, "")
+    pr_text = (wf / workflow.PR_FILE).read_text()
+    assert yaml.safe_load(pr_text)["jobs"]["measure"]["runs-on"] == {"group": "pr-bench",
+                                                                     "labels": ["self-hosted", "pr-box"]}
+
+    # the other way round: the schedule, written after, reads the PR workflow
+    before = sched_out.read_text()
+    assert schedule_cli.main(["github", str(_schedule(tmp_path, "pr-bench")), "--out", str(sched_out)]) == 2
+    err = capsys.readouterr().err
+    assert "both target the runner group 'pr-bench'" in err and f"{wf / workflow.PR_FILE}, job measure" in err
+    assert sched_out.read_text() == before                                   # nothing written
+    # a job without a group: refused with its line; a PR file written before groups: refused
+    assert schedule_cli.main(["github", str(_schedule(tmp_path, None)), "--out", str(sched_out)]) == 2
+    assert re.search(r"nightly-None\.yaml:\d+: job 'mset' has no runner-group", capsys.readouterr().err)
+    legacy = yaml.safe_load(pr_text)
+    legacy["jobs"]["measure"]["runs-on"] = ["self-hosted", "pr-box"]
+    (wf / workflow.PR_FILE).write_text(yaml.safe_dump(legacy))
+    assert schedule_cli.main(["github", str(_schedule(tmp_path)), "--out", str(sched_out)]) == 2
+    assert "names no runner group" in capsys.readouterr().err

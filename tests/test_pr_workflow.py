@@ -25,7 +25,7 @@ from tests.gh_expr import condition, interpolate
 
 LABELS = ["self-hosted", "linux", "bare-metal"]
 STALLSCOPE_SHA = "5e0c3a1f2b4d6e8f00112233445566778899aabb"
-PIN = ["--stallscope-repo", "octo-org/stallscope", "--stallscope-ref", STALLSCOPE_SHA]
+PIN = ["--stallscope-repo", "octo-org/stallscope", "--stallscope-ref", STALLSCOPE_SHA, "--runner-group", "pr-bench"]
 SHA1 = "3f5d2c1b0a99887766554433221100ffeeddccbb"
 SHA2 = "9e8d7c6b5a4f3e2d1c0b9a8f7e6d5c4b3a291807"
 
@@ -84,7 +84,7 @@ def test_both_workflows_pass_actionlint_and_keep_the_write_token_away_from_pr_co
     assert "secrets." not in pr_file.read_text() and "permissions" not in pr["jobs"]["measure"]
     job = pr["jobs"]["measure"]
     assert "github.event.label.name == 'stallscope'" in job["if"]
-    assert job["runs-on"] == LABELS and job["timeout-minutes"] == 60 + 2 * (45 + 20)
+    assert job["runs-on"] == {"group": "pr-bench", "labels": LABELS} and job["timeout-minutes"] == 60 + 2 * (45 + 20)
     runs = [s for s in job["steps"] if s.get("name", "").endswith("merge base vs head")]
     assert [s["env"]["CASE"] for s in runs] == ["mset-50keys", "get-iothreads@pipeline=1"]
     for s in runs:

@@ -26,10 +26,10 @@ def test_github_workflow_passes_actionlint(tmp_path, capsys):
     assert [s["cron"] for s in on["schedule"]] == ["0 2 * * *", "30 2 * * 1-5"]
     assert "workflow_dispatch" in on
     job = doc["jobs"]["profile"]
-    assert job["runs-on"] == "${{ matrix.labels }}"
+    assert job["runs-on"] == {"group": "${{ matrix.group }}", "labels": "${{ matrix.labels }}"}
     assert job["strategy"]["matrix"]["include"] == [
-        {"job": "mset", "labels": ["self-hosted", "linux", "bare-metal"]},
-        {"job": "mget-vs-release", "labels": ["self-hosted", "x86-64"]}]
+        {"job": "mset", "group": "nightly-bench", "labels": ["self-hosted", "linux", "bare-metal"]},
+        {"job": "mget-vs-release", "group": "nightly-bench", "labels": ["self-hosted", "x86-64"]}]
     steps = job["steps"]
     assert any("secrets.STALLSCOPE_HISTORY_URL" in str(s.get("env")) for s in steps)
     assert any(s.get("uses", "").startswith("actions/upload-artifact@") for s in steps)

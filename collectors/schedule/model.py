@@ -40,6 +40,7 @@ class Job:
     profile_reps: int | None = None   # separate profile reps; None: the run's default
     size: str = DEFAULT_SIZE
     runner_labels: tuple[str, ...] = ("self-hosted",)
+    runner_group: str | None = None       # the GitHub workflow's runner group (`schedule github` needs one)
     run_args: tuple[str, ...] = ()
     alerts: tuple[Alert, ...] = ()
     bisect: BisectPolicy | None = None   # None: regressions are reported with their range only
