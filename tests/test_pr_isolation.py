@@ -244,3 +244,28 @@ def test_the_pr_and_schedule_workflows_never_share_a_runner(tmp_path, capsys):
     (wf / workflow.PR_FILE).write_text(yaml.safe_dump(legacy))
     assert schedule_cli.main(["github", str(_schedule(tmp_path)), "--out", str(sched_out)]) == 2
     assert "names no runner group" in capsys.readouterr().err
+
+
+def test_the_commit_measured_is_the_one_the_label_event_names(tmp_path):
+    """The label is not tied to the commit a maintainer reviewed (docs/pr.md says so where
+    they approve): what is measured, written to pr.json and said in the comment is the head
+    SHA of the labelling event's payload, never a head read later (github.sha of a
+    pull_request run is a merge commit GitHub made, github.head_ref a branch that moves)."""
+    from tests.gh_expr import interpolate
+    out = tmp_path / "wf"
+    assert cli.main(["github", "--out", str(out), *PIN]) == 0
+    text = (out / workflow.PR_FILE).read_text()
+    assert "github.sha" not in text and "head_ref" not in text
+    labelled_at = "9e8d7c6b5a4f3e2d1c0b9a8f7e6d5c4b3a291807"
+    ctx = {"github": {"event_name": "pull_request", "workspace": "/ws",
+                      "event": {"action": "labeled", "label": {"name": "stallscope"},
+                                "pull_request": {"number": 42, "head": {"sha": labelled_at},
+                                                 "base": {"sha": "3f5d2c1b0a99887766554433221100ffeeddccbb"}}}},
+           "steps": {"commits": {"outputs": {"merge_base": "m"}}}}
+    steps = yaml.safe_load(text)["jobs"]["measure"]["steps"]
+    assert interpolate(steps[0]["with"]["ref"], ctx) == labelled_at           # the checkout
+    heads = [interpolate(s["env"]["HEAD_SHA"], ctx) for s in steps if "HEAD_SHA" in (s.get("env") or {})]
+    assert len(heads) == 2 and set(heads) == {labelled_at}                   # pr.json, and the case's run
+    comment = yaml.safe_load((out / workflow.COMMENT_FILE).read_text())["jobs"]["comment"]["steps"][-1]
+    assert comment["env"]["HEAD_SHA"] == "${{ github.event.workflow_run.head_sha }}"   # the run's: the same SHA
+    assert '--commit "$HEAD_SHA" --require-head' in comment["run"]
