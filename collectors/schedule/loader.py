@@ -187,7 +187,8 @@ def _alerts(node: Node | None, where: str) -> tuple[Alert, ...]:
             raise ScheduleError(f"{where}:{body[kind].line}: webhook: {target!r} is not an http(s) URL")
         out.append(Alert(kind, target, token_env=_str(body.get("token-env"), "token-env", where, "GITHUB_TOKEN"),
                          token_file=_str(body.get("token-file"), "token-file", where, None),
-                         api_url=_str(body.get("api-url"), "api-url", where, "https://api.github.com")))
+                         api_url=_str(body.get("api-url"), "api-url", where, "https://api.github.com"),
+                         line=item.line))
     return tuple(out)
 
 

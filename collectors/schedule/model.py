@@ -27,6 +27,7 @@ class Alert:
     token_env: str = "GITHUB_TOKEN"   # github: where the token comes from
     token_file: str | None = None
     api_url: str = "https://api.github.com"
+    line: int = 0                 # where the alert is in its file (for messages)
 
 
 @dataclass(frozen=True)

@@ -10,6 +10,8 @@ history URL and alert tokens: run it on runners no pull request's code runs on
 (docs/schedule.md, docs/pr.md)."""
 from __future__ import annotations
 
+import re
+
 import yaml
 
 from collectors.pr.actions import CHECKOUT, UPLOAD, annotate
@@ -17,6 +19,7 @@ from collectors.pr.runners import SCHEDULE_ROLE, RunsOn, Target
 from collectors.schedule.model import Schedule, ScheduleError
 
 SECRET = "STALLSCOPE_HISTORY_URL"
+SECRET_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 # The job's environment: its secrets (the history URL, alert tokens) can be environment
 # secrets, given only to jobs the environment's rules admit (deployment branches: the
 # default branch), not to any workflow of any branch as repository secrets are.
@@ -36,6 +39,27 @@ def targets(sched: Schedule, out: str) -> list[Target]:
             for j in sched.jobs]
 
 
+def alert_secrets(sched: Schedule, environment: str) -> dict[str, str]:
+    """The step's env for the GitHub alerts' tokens: each `token-env: NAME` from the secret
+    NAME. ScheduleError (file:line) for a `token-file:` (a file on the runner outlives the
+    job and whatever ran there before can read it) or a GITHUB_* variable (no secret may be
+    named so, and the job's own token is read-only)."""
+    env = {}
+    for j in sched.jobs:
+        for a in (a for a in j.alerts if a.kind == "github"):
+            at = f"{sched.path}:{a.line}: job {j.name!r}: alert github: {a.target}"
+            if a.token_file:
+                raise ScheduleError(f"{at}: token-file: is a file on the runner; in a GitHub workflow the token "
+                                    f"comes from a secret: give token-env: NAME and set the secret NAME in the "
+                                    f"environment {environment} (docs/schedule.md)")
+            if not SECRET_NAME.fullmatch(a.token_env) or a.token_env.upper().startswith("GITHUB_"):
+                raise ScheduleError(f"{at}: token-env: {a.token_env}: in a GitHub workflow give the name of a "
+                                    "secret holding the token (letters, digits and _, not GITHUB_*: the job's own "
+                                    "token may not comment)")
+            env[a.token_env] = f"${{{{ secrets.{a.token_env} }}}}"
+    return env
+
+
 def render(sched: Schedule, schedule_path: str, secret: str = SECRET, environment: str = ENVIRONMENT) -> str:
     targets(sched, schedule_path)
     crons = sorted({j.cron for j in sched.jobs})
@@ -48,7 +72,8 @@ def render(sched: Schedule, schedule_path: str, secret: str = SECRET, environmen
         {"name": "Run the job when due (or when dispatched)",
          # matrix is not available in a job-level `if`: a dispatch for one job skips here.
          "if": "${{ github.event_name != 'workflow_dispatch' || inputs.job == '' || inputs.job == matrix.job }}",
-         "env": {"STALLSCOPE_HISTORY": f"${{{{ secrets.{secret} }}}}", "JOB": "${{ matrix.job }}",
+         "env": {"STALLSCOPE_HISTORY": f"${{{{ secrets.{secret} }}}}", **alert_secrets(sched, environment),
+                 "JOB": "${{ matrix.job }}",
                  "FORCE": "${{ github.event_name == 'workflow_dispatch' && '--force' || '' }}"},
          # ${FORCE:+"$FORCE"}: the flag when set, no empty argument when not (shellcheck SC2086)
          "run": f'. .venv/bin/activate\n{run} ${{FORCE:+"$FORCE"}}\n'},
