@@ -18,9 +18,17 @@ posts through this module. What it adds to urllib:
   redirect is returned as its 3xx reply for the caller to explain.
 - Every status comes back as a Reply (the caller words it); a connection that fails raises
   Unreachable, whose message never holds a header (no token in a log).
+- No header value reaches a message: a value with a line break or another control character
+  is refused before anything is sent (HeaderRefused, naming the header, never its value),
+  and whatever http.client raises while sending (its ValueError quotes the whole header:
+  "Invalid header value b'Bearer ghp_...'") is replaced by RequestRefused, raised outside
+  the handler so that not even the exception's context holds it.
 
-`read_token` is the one token reader: a file (whole content, stripped) or else the first
-non-empty environment variable of a list; never a command-line word (ps shows those).
+`read_token` is the one token reader: a file (whole content, ends stripped) or else the
+first non-empty environment variable of a list; never a command-line word (ps shows those).
+A token is one word of printable ASCII (RFC 6750's b64token is a subset): anything else
+inside it (a second line, a space, a control character) is an error that names the file or
+the variable and where in the token the character is, never the token.
 """
 from __future__ import annotations
 
@@ -54,6 +62,25 @@ class Unreachable(Failed):
     def __init__(self, url: str, reason: str, timed_out: bool = False):
         super().__init__(f"cannot reach {url}: {reason}")
         self.url, self.reason, self.timed_out = url, reason, timed_out
+
+
+class HeaderRefused(UserError):
+    """A header whose value cannot be sent (a line break or another control character, or a
+    character outside Latin-1): refused before any byte is sent; the message names the
+    header, never its value (an Authorization header holds a token)."""
+
+    def __init__(self, url: str, name: str):
+        super().__init__(f"not sending the request to {url}: its {name} header holds a line break, a control "
+                         "character or a character HTTP cannot carry (the value is not shown: it may be a token)")
+
+
+class RequestRefused(UserError):
+    """http.client refused to send a request (a ValueError or UnicodeError while writing
+    it). Its own text is not kept: it quotes the header it refused, token and all."""
+
+    def __init__(self, url: str, kind: str):
+        super().__init__(f"not sending the request to {url}: the HTTP library refused it ({kind}; its "
+                         "message is not shown, as it may quote a header that holds a token)")
 
 
 class ReplyTooLarge(Failed):
@@ -114,6 +141,9 @@ def send(method: str, url: str, payload: Any = None, headers: dict[str, str] | N
     data = None if payload is None else json.dumps(payload).encode()
     hdrs = {"User-Agent": USER_AGENT, **({"Content-Type": "application/json"} if data is not None else {}),
             **(headers or {})}
+    for name, value in hdrs.items():
+        if not _sendable(value):
+            raise HeaderRefused(url, name)
     waits = BACKOFF_S if method.upper() in IDEMPOTENT else ()
     for attempt in range(len(waits) + 1):
         last = attempt == len(waits)
@@ -131,7 +161,23 @@ def send(method: str, url: str, payload: Any = None, headers: dict[str, str] | N
     raise AssertionError("unreachable: the last attempt returns or raises")
 
 
+def _sendable(value: str) -> bool:
+    """Whether a header value is one line of Latin-1 without control characters (what
+    http.client sends without raising; a tab is allowed inside a field value)."""
+    return all(c == "\t" or (" " <= c <= "\xff" and c != "\x7f" and not "\x80" <= c <= "\x9f") for c in value)
+
+
 def _once(req: urllib.request.Request, timeout: float) -> Reply:
+    refused = None
+    try:
+        return _open(req, timeout)
+    except (ValueError, UnicodeError) as e:
+        refused = type(e).__name__        # its text may quote a header value: not kept
+    # raised here, outside the handler: the new error's __context__ is not http.client's
+    raise RequestRefused(req.full_url, refused)
+
+
+def _open(req: urllib.request.Request, timeout: float) -> Reply:
     try:
         with _OPENER.open(req, timeout=timeout) as resp:
             return Reply(resp.status, resp.headers, _body(resp, req.full_url))
@@ -171,11 +217,31 @@ def _wait(reply: Reply, backoff: float) -> float | None:
     return float(after) if float(after) <= RETRY_AFTER_MAX_S else None
 
 
+def token_problem(token: str) -> str | None:
+    """What in `token` cannot be part of a bearer token, worded without the token (its
+    position and kind only), or None. A token is printable ASCII without spaces: RFC 6750's
+    b64token is a subset, and GitHub's and Parca's tokens are of it."""
+    for i, c in enumerate(token):
+        if "!" <= c <= "~":
+            continue
+        where = f"at character {i + 1} of {len(token)}"
+        if c in "\r\n":
+            lines = len(token.splitlines())
+            return f"holds {lines} lines (a line break {where}); a token is one line"
+        if c.isspace():
+            return f"holds a space or tab {where}; a token has none"
+        if not c.isascii():
+            return f"holds a character outside ASCII {where}"
+        return f"holds a control character (U+{ord(c):04X}) {where}"
+    return None
+
+
 def read_token(token_file: str | os.PathLike | None, env_names: tuple[str, ...], what: str,
                error: type[StallscopeError] = UserError) -> str | None:
-    """The token in `token_file` (stripped; `error` if it cannot be read or is empty), else
-    the first non-empty environment variable of `env_names`, else None. `what` names whose
-    token it is in the errors ("GitHub", "Parca")."""
+    """The token in `token_file` (ends stripped; `error` if it cannot be read, is empty or
+    is not one token), else the first non-empty environment variable of `env_names`
+    (checked alike), else None. `what` names whose token it is in the errors ("GitHub",
+    "Parca"); no error quotes the token."""
     if token_file:
         p = Path(token_file).expanduser()
         try:
@@ -185,9 +251,16 @@ def read_token(token_file: str | os.PathLike | None, env_names: tuple[str, ...],
                         f"{getattr(e, 'strerror', None) or 'not text'}") from None
         if not token:
             raise error(f"{token_file}: the {what} token file is empty; put the token in it")
+        problem = token_problem(token)
+        if problem:
+            raise error(f"{token_file}: the {what} token file {problem}; put the token alone in it "
+                        "(the token is not shown)")
         return token
     for name in env_names:
         token = os.environ.get(name, "").strip()
         if token:
+            problem = token_problem(token)
+            if problem:
+                raise error(f"${name}: the {what} token {problem}; set it to the token alone (not shown)")
             return token
     return None

@@ -9,15 +9,15 @@ import sys
 from pathlib import Path
 
 from collectors.command import run_command
-from collectors.pr import config, trusted_workflow, workflow
+from collectors.pr import config, pr_cache, runners, trusted_workflow, workflow
 from collectors.pr.post import LABEL, REPO, PrError
 from commands import pr_post
 
 EPILOG = """\
 Examples:
   # write .github/workflows/stallscope-pr.yml and stallscope-pr-comment.yml for a Redis fork:
-  stallscope pr github --config .github/stallscope-pr.yaml --runner-labels self-hosted,linux,bare-metal \\
-      --stallscope-repo octo-org/stallscope --stallscope-ref 3f5d2c1b0a99887766554433221100ffeeddccbb
+  stallscope pr github --config .github/stallscope-pr.yaml --runner-group pr-bench \\
+      --runner-labels self-hosted,linux,bare-metal --stallscope-repo octo-org/stallscope --stallscope-ref 3f5d2c1b0a99887766554433221100ffeeddccbb
 
   # post (or update) the one comment on PR 42 from a run or report directory, by hand:
   GITHUB_TOKEN=... stallscope pr comment reports/20261123-035105-mset-50keys --repo octo-org/redis --pr 42
@@ -34,14 +34,14 @@ relies on are in docs/pr.md. Exit status: 0 done, 2 bad input or a GitHub call t
 """
 
 FULL_SHA = re.compile(r"[0-9a-f]{40}")
+BRANCH = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_./-]*")
 HOSTED = re.compile(r"(?:ubuntu|macos)-[0-9a-z][0-9a-z.-]*")      # GitHub-hosted images' labels
-TRUSTED_CACHES = ("~/.cache/stallscope", "$HOME/.cache/stallscope")
 
 GITHUB_EPILOG = """\
 Examples:
-  stallscope pr github --runner-labels self-hosted,linux,bare-metal \\
+  stallscope pr github --runner-group pr-bench --runner-labels self-hosted,linux,bare-metal \\
       --stallscope-repo octo-org/stallscope --stallscope-ref 3f5d2c1b0a99887766554433221100ffeeddccbb
-  stallscope pr github --config .github/stallscope-pr.yaml --label perf --measure-pushes \\
+  stallscope pr github --config .github/stallscope-pr.yaml --runner-group pr-bench --label perf --measure-pushes \\
       --stallscope-repo octo-org/stallscope --stallscope-ref 3f5d2c1b0a99887766554433221100ffeeddccbb
 
 The config file (YAML; docs/pr.md), e.g. .github/stallscope-pr.yaml:
@@ -88,12 +88,18 @@ def _github_arguments(g: argparse.ArgumentParser) -> None:
                    "(default stallscope)")
     g.add_argument("--runner-labels", default="self-hosted", metavar="L1,L2",
                    help="labels of the self-hosted benchmark runner (default self-hosted)")
+    g.add_argument("--runner-group", required=True, metavar="NAME", help="runner group of the benchmark runners "
+                   "that measure PRs (organization settings: this repository only; never the schedule's group: "
+                   "docs/pr.md, \"Runner isolation\")")
     g.add_argument("--out", default=".github/workflows", metavar="DIR",
                    help="where the two files go (default .github/workflows)")
     g.add_argument("--stallscope-repo", required=True, metavar="OWNER/NAME", help="stallscope's repository: the "
                    "comment workflow checks it out at --stallscope-ref and runs it on a GitHub-hosted runner")
     g.add_argument("--stallscope-ref", required=True, metavar="SHA", help="the commit of it to run (40 hex "
                    "digits: a branch or tag could be moved to other code)")
+    g.add_argument("--stallscope-branch", default="main", metavar="BRANCH", help="the default branch of "
+                   "--stallscope-repo: each job checks that --stallscope-ref is on it before running it (a fork's "
+                   "commit can be fetched through the main repository; default main)")
     g.add_argument("--setup-stallscope", action="store_true", help="measuring job: check out that commit and "
                    "`make setup` it on the runner (default: stallscope is on the runner's PATH)")
     g.add_argument("--measure-pushes", action="store_true", help="also measure pushes to a labelled PR whose "
@@ -127,6 +133,9 @@ def _setup(args: argparse.Namespace) -> workflow.Setup:
     labels = tuple(x.strip() for x in args.runner_labels.split(",") if x.strip())
     if not labels or not all(LABEL.fullmatch(x) for x in labels):
         raise PrError(f"--runner-labels {args.runner_labels!r}: give comma-separated runner labels")
+    group_problem = runners.group_problem(args.runner_group)
+    if group_problem:
+        raise PrError(f"--runner-group {args.runner_group!r}: {group_problem}")
     if not LABEL.fullmatch(args.label) or args.label != args.label.strip():
         raise PrError(f"--label {args.label!r}: letters, digits, spaces and _ . : / + - only")
     if not REPO.fullmatch(args.stallscope_repo):
@@ -134,6 +143,9 @@ def _setup(args: argparse.Namespace) -> workflow.Setup:
     if not FULL_SHA.fullmatch(args.stallscope_ref):
         raise PrError(f"--stallscope-ref {args.stallscope_ref!r}: give the full commit SHA (40 hex digits) the "
                       "comment workflow runs; a branch or tag can be moved to other code")
+    if not BRANCH.fullmatch(args.stallscope_branch) or ".." in args.stallscope_branch:
+        raise PrError(f"--stallscope-branch {args.stallscope_branch!r}: give the name of stallscope's default branch "
+                      "(e.g. main)")
     hosted = args.comment_runner
     if not LABEL.fullmatch(hosted) or hosted == "self-hosted" or hosted in labels:
         raise PrError(f"--comment-runner {hosted!r}: give a GitHub-hosted runner label (e.g. "
@@ -145,13 +157,11 @@ def _setup(args: argparse.Namespace) -> workflow.Setup:
         raise PrError(f"--comment-runner {hosted!r}: give a label of a GitHub-hosted image, ubuntu-* or macos-* "
                       f"(e.g. {workflow.HOSTED_RUNNER}, ubuntu-latest, macos-14): the trusted jobs hold a write "
                       "token and must get a fresh GitHub-hosted VM; another label names a self-hosted runner")
-    cache = args.pr_cache
-    if cache is not None and (not cache.startswith(("/", "~/")) or cache.rstrip("/") in TRUSTED_CACHES
-                              or "\n" in cache):
-        raise PrError(f"--pr-cache {cache!r}: give an absolute (or ~/) directory that only PR jobs use, "
-                      "not the runner's own cache ~/.cache/stallscope")
+    cache = None if args.pr_cache is None else pr_cache.check(args.pr_cache)
     return workflow.Setup(stallscope_repo=args.stallscope_repo, stallscope_ref=args.stallscope_ref,
-                          label=args.label, runner_labels=labels, setup_on_runner=args.setup_stallscope,
+                          stallscope_branch=args.stallscope_branch,
+                          label=args.label, runner_labels=labels, runner_group=args.runner_group,
+                          setup_on_runner=args.setup_stallscope,
                           measure_pushes=args.measure_pushes, comment_runner=hosted, pr_cache=cache)
 
 
@@ -159,6 +169,9 @@ def github(args: argparse.Namespace) -> int:
     setup = _setup(args)
     cfg = config.load(args.config, _check_case)
     out = Path(args.out)
+    measuring = out / workflow.PR_FILE
+    runners.check_apart([runners.Target(f"{measuring}, job measure", runners.PR_ROLE, workflow.measuring_runner(setup))],
+                        runners.targets_in(out, skip=measuring))
     out.mkdir(parents=True, exist_ok=True)
     for name, text in ((workflow.PR_FILE, workflow.render_pr(cfg, setup, args.config)),
                        (workflow.COMMENT_FILE, trusted_workflow.render_comment(setup))):

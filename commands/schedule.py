@@ -9,6 +9,7 @@ from pathlib import Path
 
 from collectors.command import run_command
 from collectors.host import procs
+from collectors.pr import runners
 from collectors.schedule import due, jobrun, systemd, workflow
 from collectors.schedule.alerting import make_deliverer
 from collectors.schedule.loader import load_schedule
@@ -59,6 +60,9 @@ def parser() -> argparse.ArgumentParser:
     g.add_argument("file", metavar="FILE")
     g.add_argument("--out", default=".github/workflows/stallscope-schedule.yml", metavar="PATH")
     g.add_argument("--secret", default=workflow.SECRET, help="secret holding the history URL")
+    g.add_argument("--environment", default=workflow.ENVIRONMENT, metavar="NAME",
+                   help=f"the job's GitHub environment, whose secrets only the default branch gets "
+                   f"(default {workflow.ENVIRONMENT}; docs/schedule.md)")
     return p
 
 
@@ -76,8 +80,13 @@ def _main(args: argparse.Namespace) -> int:
         return install(sched, args)
     if args.action == "github":
         out = Path(args.out)
+        if not runners.GROUP.fullmatch(args.environment):
+            raise ScheduleError(f"--environment {args.environment!r}: give an environment name (letters, digits, "
+                                "spaces and _ . -)")
+        runners.check_apart(workflow.targets(sched, str(out)), runners.targets_in(out.parent, skip=out))
+        text = workflow.render(sched, args.file, args.secret, args.environment)
         out.parent.mkdir(parents=True, exist_ok=True)
-        out.write_text(workflow.render(sched, args.file, args.secret))
+        out.write_text(text)
         print(out)
         return 0
     procs.install_signal_handlers()

@@ -79,6 +79,10 @@ else
   go install "github.com/rhysd/actionlint/cmd/actionlint@v$ACTIONLINT_VERSION"
 fi
 
+# zizmor (the GitHub Actions static analyser the tests run on every generated workflow, beside
+# actionlint) is a Python package with its binary inside: pinned in requirements.txt and
+# installed into .venv/bin below, where tests/zizmor.py finds it.
+
 # --- Python virtual environment ------------------------------------------------------
 PY=${PYTHON:-python3}
 if [ ! -x .venv/bin/python ]; then

@@ -146,7 +146,8 @@ def test_the_comment_workflow_call_checks_pr_json_against_the_pr_head(api, repor
     (c,) = _marked(state)
     body = c["body"]
     assert state.requests[-1] == ("POST", "/repos/octo-org/redis/issues/7/comments")
-    assert f"**Measured commit:** {SHA2} (the head of this pull request), against its merge base {SHA1}" in body
+    assert (f"**Measured commit:** {SHA2} (the head of this pull request when the measurement was asked for), "
+            f"against its merge base {SHA1}. The label is not tied to the commit a maintainer reviewed") in body
     assert "[the workflow run](https://github.com/octo-org/redis/actions/runs/1)" in body
 
 

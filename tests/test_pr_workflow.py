@@ -25,7 +25,7 @@ from tests.gh_expr import condition, interpolate
 
 LABELS = ["self-hosted", "linux", "bare-metal"]
 STALLSCOPE_SHA = "5e0c3a1f2b4d6e8f00112233445566778899aabb"
-PIN = ["--stallscope-repo", "octo-org/stallscope", "--stallscope-ref", STALLSCOPE_SHA]
+PIN = ["--stallscope-repo", "octo-org/stallscope", "--stallscope-ref", STALLSCOPE_SHA, "--runner-group", "pr-bench"]
 SHA1 = "3f5d2c1b0a99887766554433221100ffeeddccbb"
 SHA2 = "9e8d7c6b5a4f3e2d1c0b9a8f7e6d5c4b3a291807"
 
@@ -84,7 +84,7 @@ def test_both_workflows_pass_actionlint_and_keep_the_write_token_away_from_pr_co
     assert "secrets." not in pr_file.read_text() and "permissions" not in pr["jobs"]["measure"]
     job = pr["jobs"]["measure"]
     assert "github.event.label.name == 'stallscope'" in job["if"]
-    assert job["runs-on"] == LABELS and job["timeout-minutes"] == 60 + 2 * (45 + 20)
+    assert job["runs-on"] == {"group": "pr-bench", "labels": LABELS} and job["timeout-minutes"] == 60 + 2 * (45 + 20)
     runs = [s for s in job["steps"] if s.get("name", "").endswith("merge base vs head")]
     assert [s["env"]["CASE"] for s in runs] == ["mset-50keys", "get-iothreads@pipeline=1"]
     for s in runs:
@@ -104,7 +104,10 @@ def test_both_workflows_pass_actionlint_and_keep_the_write_token_away_from_pr_co
     checkouts = [s["with"] for j in com["jobs"].values() for s in j["steps"] if s.get("uses") == actions.CHECKOUT]
     assert checkouts and all(c["repository"] == "octo-org/stallscope" for c in checkouts)   # never the PR's
     text = comment_file.read_text()
-    assert "pull_request.head" not in text and "git " not in text
+    assert "pull_request.head" not in text
+    # git only in the step that checks the pinned stallscope commit is on its default branch
+    gits = [s for j in com["jobs"].values() for s in j["steps"] if "git " in yaml.safe_dump(s)]
+    assert gits and all(s.get("env", {}).get("STALLSCOPE_REPO") == "octo-org/stallscope" for s in gits)
     # the branch name (the PR author's text) keys the concurrency group and reaches the post
     # step through env: (compared with the PR's head.ref), never a script's text
     assert "head_branch" not in yaml.safe_dump([s.get("run", "") for j in com["jobs"].values() for s in j["steps"]])
@@ -160,7 +163,10 @@ def test_the_trusted_jobs_run_on_a_github_hosted_runner_with_a_pinned_stallscope
         assert job["steps"][0] == {"name": "Check out stallscope at the pinned commit", "uses": actions.CHECKOUT,
                                    "with": {"repository": "octo-org/stallscope", "ref": STALLSCOPE_SHA,
                                             "path": "stallscope", "persist-credentials": False}}
-        scripts = [s["run"] for s in job["steps"] if "run" in s]
+        # then the pinned commit checked to be on stallscope's default branch (git only:
+        # tests/test_pr_isolation.py runs it), then stallscope with the standard library only
+        assert "git -C stallscope merge-base --is-ancestor" in job["steps"][1]["run"]
+        scripts = [s["run"] for s in job["steps"][2:] if "run" in s]
         assert scripts and all(s.startswith('cd "$GITHUB_WORKSPACE/stallscope"\npython3 -S -m commands.pr_post ')
                                for s in scripts)
         assert not any(re.search(r"(^|\s)(stallscope|make)\s", s) for s in scripts)

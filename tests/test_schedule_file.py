@@ -24,7 +24,7 @@ def test_example_file_loads_with_defaults_and_overrides():
     assert mset.baseline.policy == "previous"
     assert mset.runner_labels == ("self-hosted", "linux", "bare-metal")
     assert [a.kind for a in mset.alerts] == ["github", "file"]
-    assert mset.alerts[0].token_file == "~/.config/stallscope/github-token"
+    assert mset.alerts[0].token_env == "STALLSCOPE_ALERT_TOKEN" and mset.alerts[0].token_file is None
     assert mget.baseline.policy == "pinned" and mget.baseline.spec == "debsrc:redis@8.0.6"
     assert mget.reps == 5 and mget.profile_reps == 0 and mget.runner_labels == ("self-hosted", "x86-64")
     assert mget.store_job("mset-50keys") == "mget-vs-release/mset-50keys"

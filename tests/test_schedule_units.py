@@ -26,10 +26,10 @@ def test_github_workflow_passes_actionlint(tmp_path, capsys):
     assert [s["cron"] for s in on["schedule"]] == ["0 2 * * *", "30 2 * * 1-5"]
     assert "workflow_dispatch" in on
     job = doc["jobs"]["profile"]
-    assert job["runs-on"] == "${{ matrix.labels }}"
+    assert job["runs-on"] == {"group": "${{ matrix.group }}", "labels": "${{ matrix.labels }}"}
     assert job["strategy"]["matrix"]["include"] == [
-        {"job": "mset", "labels": ["self-hosted", "linux", "bare-metal"]},
-        {"job": "mget-vs-release", "labels": ["self-hosted", "x86-64"]}]
+        {"job": "mset", "group": "nightly-bench", "labels": ["self-hosted", "linux", "bare-metal"]},
+        {"job": "mget-vs-release", "group": "nightly-bench", "labels": ["self-hosted", "x86-64"]}]
     steps = job["steps"]
     assert any("secrets.STALLSCOPE_HISTORY_URL" in str(s.get("env")) for s in steps)
     assert any(s.get("uses", "").startswith("actions/upload-artifact@") for s in steps)
@@ -53,7 +53,7 @@ def undefined_references(doc: dict) -> list[str]:
         rows = job.get("strategy", {}).get("matrix", {}).get("include", [])
         keys = {k for row in rows for k in row}
         for kind, ref in re.findall(r"\b(matrix|inputs|secrets)\.([A-Za-z_][A-Za-z0-9_-]*)", yaml.safe_dump(job)):
-            known = {"matrix": keys, "inputs": inputs, "secrets": {SECRET}}[kind]
+            known = {"matrix": keys, "inputs": inputs, "secrets": {SECRET, "STALLSCOPE_ALERT_TOKEN"}}[kind]
             if ref not in known:
                 problems.append(f"{name}: {kind}.{ref}")
     return problems
@@ -69,6 +69,29 @@ def test_the_workflow_uses_only_what_it_defines(tmp_path):
         "profile: matrix.name"]
     assert undefined_references(yaml.safe_load(text.replace("inputs.job ", "inputs.jobs ", 1))) == [
         "profile: inputs.jobs"]
+
+
+def test_alert_tokens_come_from_secrets_never_from_files_on_the_runner(tmp_path, capsys):
+    """In the workflow an alert's token-env is filled from the secret of that name (of the
+    job's environment); a token-file: (a file on the runner, readable by whatever ran there
+    before) or a GITHUB_* variable (no secret can be named so) is an error naming the line."""
+    out = tmp_path / "stallscope.yml"
+    assert cli.main(["github", str(DATA / "two-jobs.yaml"), "--out", str(out)]) == 0
+    job = yaml.safe_load(out.read_text())["jobs"]["profile"]
+    assert job["environment"] == "stallscope-schedule"
+    run = next(s for s in job["steps"] if "schedule run" in s.get("run", ""))
+    assert run["env"]["STALLSCOPE_ALERT_TOKEN"] == "${{ secrets.STALLSCOPE_ALERT_TOKEN }}"
+    text = (DATA / "two-jobs.yaml").read_text()
+    line = text.splitlines().index("      - github: stallscope/stallscope#11") + 1
+    for alert, said in (("token-file: ~/.config/stallscope/github-token", "token-file: is a file on the runner"),
+                        ("token-env: GITHUB_TOKEN", "token-env: GITHUB_TOKEN: in a GitHub workflow give the name"),
+                        ("api-url: https://ghe.example/api/v3", "token-env: GITHUB_TOKEN")):   # the default
+        bad = tmp_path / "bad.yaml"
+        bad.write_text(text.replace("token-env: STALLSCOPE_ALERT_TOKEN", alert))
+        assert cli.main(["github", str(bad), "--out", str(tmp_path / "bad.yml")]) == 2
+        err = capsys.readouterr().err
+        assert f"{bad}:{line}: job 'mset': alert github: stallscope/stallscope#11: {said}" in err, err
+        assert not (tmp_path / "bad.yml").exists()
 
 
 def test_systemd_units_verify(tmp_path):

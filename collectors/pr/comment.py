@@ -64,7 +64,11 @@ def header(reports: list[Report], m: Measured) -> str:
     lines = ["## stallscope: performance of this pull request", ""]
     if m.commit:
         against = f", against its merge base {commit_text(m.merge_base)}" if m.merge_base else ""
-        lines += [f"**Measured commit:** {commit_text(m.commit)} (the head of this pull request){against}.", ""]
+        # the head the event that asked for the measurement names (the label's, or a measured
+        # push's): a label is not tied to the commit a maintainer read, so the comment says which
+        lines += [f"**Measured commit:** {commit_text(m.commit)} (the head of this pull request when the "
+                  f"measurement was asked for){against}. The label is not tied to the commit a maintainer "
+                  "reviewed: a push just before it is what was measured.", ""]
     rows, warnings = _case_rows(reports, m)
     lines += rows + [""] + [w + "\n" for w in warnings]
     where = f"[the workflow run]({m.link})" if m.link else "beside each report.md (`stallscope compare`)"

@@ -25,6 +25,8 @@ import yaml
 from collectors.pr.actions import CHECKOUT, UPLOAD, annotate
 from analysis.inputs.option_specs import argv_for, taken_by
 from collectors.pr.config import PrConfig
+from collectors.pr.pr_cache import RUNNER_CHECK
+from collectors.pr.runners import RunsOn
 
 PR_NAME = "stallscope PR"
 COMMENT_NAME = "stallscope PR comment"
@@ -42,9 +44,11 @@ HOSTED_RUNNER = "ubuntu-24.04"   # GitHub-hosted: a fresh VM per job, never the 
 class Setup:
     """How the workflows reach the runners and stallscope (the command-line options)."""
     stallscope_repo: str                   # OWNER/NAME: the trusted jobs check it out ...
-    stallscope_ref: str                    # ... at this commit (40 hex digits: pinned)
+    stallscope_ref: str                    # ... at this commit (40 hex digits: pinned) ...
+    stallscope_branch: str = "main"        # ... which this branch of it (its default) holds
     label: str = "stallscope"
     runner_labels: tuple[str, ...] = ("self-hosted",)
+    runner_group: str | None = None        # the measuring job's runner group (required to render it)
     setup_on_runner: bool = False          # measuring job: check out + `make setup` (else on PATH)
     measure_pushes: bool = False           # also measure pushes to a labelled same-repository PR
     comment_runner: str = HOSTED_RUNNER    # runs-on of the trusted jobs
@@ -79,11 +83,35 @@ def checkout_stallscope(s: Setup) -> dict:
                      "persist-credentials": False}}
 
 
+# GitHub serves every commit of a fork network through each of its repositories: a commit
+# pushed only to a fork of stallscope checks out as OWNER/stallscope@SHA. So the pinned
+# commit must be one the default branch holds; checked with git alone, before anything of
+# the checkout runs.
+_REF_CHECK = (
+    'if ! git -C stallscope fetch --quiet --no-tags origin "+refs/heads/$BRANCH:refs/remotes/origin/$BRANCH"; then\n'
+    '  echo "::error::cannot fetch the branch $BRANCH of $STALLSCOPE_REPO to check the pinned commit against '
+    '(--stallscope-branch: its default branch)"; exit 1\n'
+    'fi\n'
+    'if ! git -C stallscope merge-base --is-ancestor "$REF" "refs/remotes/origin/$BRANCH"; then\n'
+    '  echo "::error::the pinned stallscope commit $REF is not on $BRANCH of $STALLSCOPE_REPO (a fork\'s commit '
+    'can be fetched through the main repository): pin a commit of the default branch"; exit 1\n'
+    'fi\n'
+    'echo "stallscope $REF is on $BRANCH of $STALLSCOPE_REPO"\n')
+
+
+def stallscope_steps(s: Setup) -> list[dict]:
+    """The pinned stallscope checked out, then checked to be on its default branch."""
+    return [checkout_stallscope(s),
+            {"name": "The pinned stallscope commit is on its default branch (not only in a fork)",
+             "env": {"STALLSCOPE_REPO": s.stallscope_repo, "REF": s.stallscope_ref, "BRANCH": s.stallscope_branch},
+             "run": _REF_CHECK}]
+
+
 def _setup_steps(s: Setup) -> list[dict]:
     """The measuring job's stallscope: a checkout of its own repository at the pinned commit
     (never the PR's), or the one installed on the runner (an ephemeral runner's image)."""
     if s.setup_on_runner:
-        return [checkout_stallscope(s),
+        return [*stallscope_steps(s),
                 {"name": "Set up stallscope (idempotent; fast on a prepared runner)",
                  "run": 'make -C stallscope setup\necho "$GITHUB_WORKSPACE/stallscope/.venv/bin" >> "$GITHUB_PATH"\n'}]
     return [{"name": "stallscope on this runner",
@@ -92,14 +120,16 @@ def _setup_steps(s: Setup) -> list[dict]:
                     "or regenerate with --setup-stallscope'; exit 1; }\n"}]
 
 
-# --pr-cache: one directory per head repository (lower case, as GitHub compares names) and PR.
+# --pr-cache: one directory per head repository (lower case, as GitHub compares names) and PR,
+# never the runner's own cache (pr_cache.RUNNER_CHECK: resolved on the runner).
 _PR_CACHE_SCRIPT = (
     'if ! [[ "$PR" =~ ^[0-9]+$ && "$HEAD_REPO" =~ ^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$ ]] '
     '|| [[ "$HEAD_REPO" =~ (^|/)\\.\\.?(/|$) ]]; then\n'
     '  echo "::error::the event names no head repository OWNER/NAME and PR number to key the build cache by"\n'
     '  exit 1\n'
     'fi\n'
-    'echo "STALLSCOPE_CACHE=$PR_CACHE/${HEAD_REPO,,}/pr-$PR" >> "$GITHUB_ENV"\n')
+    + RUNNER_CHECK +
+    'echo "STALLSCOPE_CACHE=$pr_cache/${HEAD_REPO,,}/pr-$PR" >> "$GITHUB_ENV"\n')
 
 
 def _cache_step(s: Setup) -> dict:
@@ -189,6 +219,14 @@ def _commits_step() -> dict:
                     'echo "PR #$PR: measuring $HEAD_SHA against its merge base $merge_base"\n')}
 
 
+def measuring_runner(s: Setup) -> RunsOn:
+    """Where the measuring job runs: a runner of the group with every label (runners.py says
+    why a group: labels alone are no wall)."""
+    if not s.runner_group:
+        raise ValueError("the measuring job needs a runner group (Setup.runner_group; --runner-group)")
+    return RunsOn(s.runner_group, s.runner_labels)
+
+
 def render_pr(cfg: PrConfig, s: Setup, config_path: str | None) -> str:
     steps = [{"name": "Check out the pull request (head, with history for the merge base)", "uses": CHECKOUT,
               "with": {"ref": "${{ github.event.pull_request.head.sha }}", "fetch-depth": 0,
@@ -197,7 +235,7 @@ def render_pr(cfg: PrConfig, s: Setup, config_path: str | None) -> str:
              {"name": "Upload the reports and pr.json", "if": "always()", "uses": UPLOAD,
               "with": {"name": ARTIFACT, "path": "stallscope-out/reports/\nstallscope-out/pr.json\n",
                        "if-no-files-found": "ignore", "retention-days": 30}}]
-    job = {"if": _trigger_if(s), "runs-on": list(s.runner_labels), "timeout-minutes": timeout_minutes(cfg),
+    job = {"if": _trigger_if(s), "runs-on": measuring_runner(s).yaml(), "timeout-minutes": timeout_minutes(cfg),
            "concurrency": _concurrency(s),
            "env": {"OUT": "${{ github.workspace }}/stallscope-out"}, "steps": steps}
     doc = {"name": PR_NAME,
@@ -210,10 +248,10 @@ def render_pr(cfg: PrConfig, s: Setup, config_path: str | None) -> str:
     header = (f"# Generated by `stallscope pr github{' --config ' + config_path if config_path else ''}`; "
               "regenerate after editing the config (docs/pr.md).\n"
               f"# Runs when the label '{s.label}' is added to a PR\n{pushes}: builds its merge base and\n"
-              f"# head and measures {', '.join(cfg.cases)} on the self-hosted runner.\n"
+              f"# head and measures {', '.join(cfg.cases)} on a self-hosted runner of the group '{s.runner_group}'.\n"
               "# It runs the PR's code: a read-only token, no secrets, a build cache of its own. The\n"
               f"# comment is posted by {COMMENT_FILE} on a GitHub-hosted runner. The label is not\n"
               "# the gate (a fork's run uses the fork's copy of this file): docs/pr.md lists the\n"
               "# repository settings that are (approval of outside collaborators' runs, a runner\n"
-              "# group for this repository only, ephemeral runners).\n")
+              "# group for this repository only and never the schedule's, ephemeral runners).\n")
     return header + dump(doc)

@@ -10,6 +10,7 @@ from croniter import croniter
 from analysis.inputs.option_specs import (BUDGET, DEFAULT_BISECT_BUDGET_S, DEFAULT_REPS, MIN_CHANGE,
                                           PAIRED_WINDOWS_OPT, PROFILE_REPS, REPS, SIZE, taken_by)
 from analysis.inputs.yaml_lines import Node, parse, read_text
+from collectors.pr.runners import group_problem
 from collectors.variants.spec import parse_variant
 from collectors.schedule.model import (BASELINE_POLICIES, Alert, Baseline, BisectPolicy, Job, Schedule,
                                        ScheduleError)
@@ -17,8 +18,8 @@ from collectors.schedule.model import (BASELINE_POLICIES, Alert, Baseline, Bisec
 TOP_KEYS = {"version", "history", "runs-dir", "reports-dir", "defaults", "jobs"}
 # reps, profile-reps and size: as `stallscope run` takes them (analysis/inputs/option_specs.py)
 SHARED = {o.key: o for o in taken_by("schedule")}
-JOB_KEYS = {"cron", "case", "cases", "candidate", "baseline", *SHARED, "runner-labels", "run-args", "alerts",
-            "bisect"}
+JOB_KEYS = {"cron", "case", "cases", "candidate", "baseline", *SHARED, "runner-labels", "runner-group", "run-args",
+            "alerts", "bisect"}
 # a job's bisect: block, as `stallscope bisect` takes them
 BISECT = {o.key: o for o in taken_by("schedule bisect")}
 DEFAULT_KEYS = JOB_KEYS - {"case", "cases", "candidate"}
@@ -110,8 +111,17 @@ def _job(name: str, node: Node, defaults: dict[str, Node], where: str) -> Job:
                              if get(PROFILE_REPS.key) is not None else PROFILE_REPS.default),
                size=_str(get(SIZE.key), SIZE.key, where, SIZE.default) or SIZE.default,
                runner_labels=_strs(get("runner-labels"), "runner-labels", where, ("self-hosted",)),
+               runner_group=_group(get("runner-group"), where),
                run_args=_strs(get("run-args"), "run-args", where, ()) if get("run-args") else (),
                alerts=_alerts(get("alerts"), where), bisect=_bisect(get("bisect"), where), line=node.line)
+
+
+def _group(node: Node | None, where: str) -> str | None:
+    name = _str(node, "runner-group", where, None)
+    problem = None if name is None else group_problem(name)
+    if problem:
+        raise ScheduleError(f"{where}:{node.line}: runner-group {name!r}: {problem}")
+    return name
 
 
 def _bisect(node: Node | None, where: str) -> BisectPolicy | None:
@@ -177,7 +187,8 @@ def _alerts(node: Node | None, where: str) -> tuple[Alert, ...]:
             raise ScheduleError(f"{where}:{body[kind].line}: webhook: {target!r} is not an http(s) URL")
         out.append(Alert(kind, target, token_env=_str(body.get("token-env"), "token-env", where, "GITHUB_TOKEN"),
                          token_file=_str(body.get("token-file"), "token-file", where, None),
-                         api_url=_str(body.get("api-url"), "api-url", where, "https://api.github.com")))
+                         api_url=_str(body.get("api-url"), "api-url", where, "https://api.github.com"),
+                         line=item.line))
     return tuple(out)
 
 

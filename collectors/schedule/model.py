@@ -27,6 +27,7 @@ class Alert:
     token_env: str = "GITHUB_TOKEN"   # github: where the token comes from
     token_file: str | None = None
     api_url: str = "https://api.github.com"
+    line: int = 0                 # where the alert is in its file (for messages)
 
 
 @dataclass(frozen=True)
@@ -40,6 +41,7 @@ class Job:
     profile_reps: int | None = None   # separate profile reps; None: the run's default
     size: str = DEFAULT_SIZE
     runner_labels: tuple[str, ...] = ("self-hosted",)
+    runner_group: str | None = None       # the GitHub workflow's runner group (`schedule github` needs one)
     run_args: tuple[str, ...] = ()
     alerts: tuple[Alert, ...] = ()
     bisect: BisectPolicy | None = None   # None: regressions are reported with their range only

@@ -187,7 +187,7 @@ def pprof_sample_count(data: bytes) -> int:
 @dataclass
 class ParcaClient:
     url: str
-    token: str | None = None
+    token: str | None = field(default=None, repr=False)     # never in a log or a message
     timeout_s: float = 30.0
 
     @classmethod
