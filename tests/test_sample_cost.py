@@ -194,3 +194,18 @@ def test_costs_measured_by_the_drifting_estimator_are_not_pooled(tmp_path):
     assert r.runs == 0 and r.hz == sample_cost.choose(HOST, tmp_path / "none.json").hz
     assert sample_cost.record(HOST, "20261127-171000-mset-50keys", 199, 0.004, 0.003, path, case="mset-50keys")
     assert sample_cost.choose(HOST, path, case="mset-50keys").runs == 1
+
+
+def test_the_suites_runs_keep_their_records_out_of_the_hosts(monkeypatch, tmp_path):
+    """The records a run is planned from are the host's (the build cache) unless
+    STALLSCOPE_RECORDS names another place, and this suite names one of its own (conftest):
+    its runs, made beside other tests, once lowered a user's next rate to 99 Hz."""
+    from collectors.host import noise
+    from collectors.variants.builder import cache_dir
+    assert sample_cost.store_path().parent != cache_dir()        # this session's own
+    monkeypatch.delenv("STALLSCOPE_RECORDS")
+    monkeypatch.setenv("STALLSCOPE_CACHE", str(tmp_path / "cache"))
+    assert sample_cost.store_path() == noise.store_path().with_name("sample_cost.json") == \
+        tmp_path / "cache" / "sample_cost.json"
+    monkeypatch.setenv("STALLSCOPE_RECORDS", str(tmp_path / "records"))
+    assert sample_cost.store_path() == tmp_path / "records" / "sample_cost.json"

@@ -28,15 +28,15 @@ from typing import Any
 from analysis.clock import now_iso
 from analysis.inputs.host import HostSummary
 from analysis.inputs.rundir import write_json
-from collectors.variants.builder import cache_dir
+from collectors.variants.builder import records_dir
 
 SCHEMA = 1
 MAX_KEPT = 20
 
 
 def store_path() -> Path:
-    """noise.json in the build cache (collectors.variants.builder.cache_dir)."""
-    return cache_dir() / "noise.json"
+    """noise.json among the host's records (collectors.variants.builder.records_dir)."""
+    return records_dir() / "noise.json"
 
 
 def host_key(host: HostSummary) -> str:

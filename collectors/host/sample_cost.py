@@ -55,7 +55,7 @@ from typing import Any, Sequence
 from analysis.clock import now_iso
 from analysis.inputs.host import HostSummary
 from analysis.inputs.rundir import write_json
-from collectors.variants.builder import cache_dir
+from collectors.variants.builder import records_dir
 
 SCHEMA = 1
 MAX_KEPT = 20           # a case's last runs kept per host
@@ -137,7 +137,8 @@ class Rate:
 
 
 def store_path() -> Path:
-    return cache_dir() / "sample_cost.json"
+    """sample_cost.json among the host's records (collectors.variants.builder.records_dir)."""
+    return records_dir() / "sample_cost.json"
 
 
 def _load(path: Path) -> dict[str, Any]:

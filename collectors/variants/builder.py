@@ -46,6 +46,15 @@ def cache_dir() -> Path:
     return Path(xdg).expanduser() / "stallscope"
 
 
+def records_dir() -> Path:
+    """Where this host's measured records live (noise.json, sample_cost.json: what the next
+    run's reps and perf rate are planned from): ${STALLSCOPE_RECORDS}, else the build cache.
+    The test suite points it at a directory of its own: runs made beside other tests are not
+    the host's quiet figures and must not plan a user's runs."""
+    env = os.environ.get("STALLSCOPE_RECORDS")
+    return Path(env).expanduser() if env else cache_dir()
+
+
 def default_make_flags() -> list[str]:
     """-O2 with -g and frame pointers everywhere, bundled jemalloc, no TLS/systemd/modules.
 
