@@ -20,7 +20,8 @@ from pathlib import Path
 
 from analysis.toolpaths import which_tool
 from collectors.variants.builder import cache_dir
-from collectors.host import pmu, versions
+from collectors.host import versions
+from collectors.host.toplev import describe as describe_toplev, find_toplev, missing as toplev_missing
 from collectors.host import preflight as pre
 from collectors.profilers.parca.client import DEFAULT_URL_ENV, TOKEN_ENV, ParcaClient, ParcaError
 
@@ -103,10 +104,9 @@ def check_tma(facts: pre.HostFacts) -> list[Check]:
                                                "topdown-tool not found (no $TOPDOWN_TOOL, not on PATH)")
         own = "topdown-tool"
     else:
-        tool = pmu.find_toplev()
+        tool = find_toplev()
         pt = pre.evaluate(facts, "toplev", "cpus", tool)
-        name, detail = "TMA via toplev", (f"toplev at {' '.join(tool)}" if tool else
-                                         "toplev not found (no $TOPLEV, not on PATH)")
+        name, detail = "TMA via toplev", (describe_toplev(tool) if tool else toplev_missing())
         own = "toplev"
     others = "; ".join(f.message for f in pt.blockers if f.check != own)
     # toplev on AMD is refused whatever is installed: no point telling how to install it.
