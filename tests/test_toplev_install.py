@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 import shutil
+import sys
 from pathlib import Path
 
 import pytest
@@ -37,7 +38,7 @@ def no_toplev_on_path(monkeypatch, tmp_path):
     monkeypatch.delenv("TOPLEV", raising=False)
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
-    for tool in ("perf", "python3"):
+    for tool in ("perf", "python3", "bash", "sh", "uname"):
         if shutil.which(tool):
             (bin_dir / tool).symlink_to(shutil.which(tool))
     monkeypatch.setenv("PATH", str(bin_dir))
@@ -102,3 +103,25 @@ def test_nothing_anywhere_is_said(monkeypatch, no_toplev_on_path):
     assert toplev.find_toplev() is None
     assert toplev.missing() == ("toplev not found (no $TOPLEV, not on PATH, pmu-tools not "
                                 "installed in the venv)")
+
+
+def test_doctor_runs_toplev_and_says_when_it_does_not(monkeypatch, tmp_path):
+    """doctor's toplev row on an Intel host with a PMU: the installed toplev lists its
+    model's nodes offline; a toplev that does not run is not available, in its own words."""
+    from collectors import doctor
+    from tests.test_cpu_models import MODELS, recorded_facts
+    icx = next(m for m in MODELS if m.folder == "intel-icelake-xeon8358")
+    facts = recorded_facts(icx, pmu_counts=True)
+    monkeypatch.delenv("TOPLEV", raising=False)
+    monkeypatch.setattr(doctor, "find_toplev", lambda: toplev.installed_toplev())
+    row = {c.name: c for c in doctor.check_tma(facts)}["TMA via toplev"]
+    assert row.available and row.detail.endswith("(its icx model lists 106 nodes): ready")
+    # a checkout left half-copied: the first half of the real toplev.py
+    half = tmp_path / "toplev.py"
+    text = installed_file().read_text()
+    half.write_text(text[:len(text) // 2])
+    monkeypatch.setattr(doctor, "find_toplev", lambda: [sys.executable, str(half)])
+    row = {c.name: c for c in doctor.check_tma(facts)}["TMA via toplev"]
+    assert not row.available
+    assert ", which does not run: `" in row.detail and "listed no nodes (exit code" in row.detail
+    assert row.fix.startswith("make setup (reinstalls pmu-tools)")

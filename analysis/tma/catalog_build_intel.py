@@ -14,7 +14,8 @@ the class attribute. The one value that is code, not an attribute, is toplev's t
 the constant of `self.thresh = (self.val > X)` in the node's `compute` (its source).
 
 Which model a CPU key runs is toplev's `model_setup` (an if-chain, not a table): the
-server keys are listed here with their module. Which key a CPU gets
+server keys are listed here with their module; tests/test_tma_toplev_live.py runs the real
+toplev for each key and checks it lists exactly the catalogue's nodes. Which key a CPU gets
 is toplev's own table (`known_cpus`: family-6 models and steppings), written to
 intel_cpus.tsv (read by analysis/tma/intel_cpus.py). tests/test_tma_intel_catalogs.py
 rebuilds every file from the installed pmu-tools and compares.

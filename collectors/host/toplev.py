@@ -21,8 +21,13 @@ import importlib.metadata
 import os
 import re
 import shutil
+import subprocess
 import sys
+import tempfile
 from pathlib import Path
+
+from analysis.errors import Failed
+from collectors.host import procs
 
 TOPLEV_ENV = "TOPLEV"
 DIST = "pmu_tools"
@@ -122,3 +127,36 @@ def describe(command: list[str]) -> str:
     version = toplev_version(command)
     what = f"toplev (pmu-tools {version})" if version else "toplev (version unknown)"
     return f"{what} at {' '.join(command)}"
+
+
+class ToplevError(Failed):
+    """toplev could not list its model's nodes; the message quotes its last words."""
+
+
+def listing(command: list[str], cpu_key: str, *what: str, timeout_s: float = 60) -> dict[str, str]:
+    """What toplev's model for a CPU key (`spr`, `icx` ...) lists, node -> description, in
+    toplev's order: `--list-nodes -l6` (every node) or `--describe PREFIX` (full texts).
+    This is what toplev can do with no PMU and no network: it is given an empty event list
+    ($EVENTMAP and $UNCORE name a file holding `[]`), so it neither downloads the CPU's list
+    nor needs this CPU's events (the nodes do not depend on them), and a HOME of its own
+    (its download cache)."""
+    with tempfile.TemporaryDirectory(prefix="stallscope-toplev-") as d:
+        empty = Path(d) / "no-events.json"
+        empty.write_text("[]\n")
+        env = dict(os.environ, EVENTMAP=str(empty), UNCORE=str(empty), HOME=d)
+        argv = [*command, "--force-cpu", cpu_key, *(what or ("--list-nodes", "-l6"))]
+        try:
+            p = procs.run_capture(argv, timeout_s=timeout_s, env=env)
+        except (OSError, subprocess.TimeoutExpired, procs.ToolNotFound) as e:
+            raise ToplevError(f"`{' '.join(argv)}` could not run: {e}") from None
+    nodes: dict[str, list[str]] = {}
+    for line in p.stdout.splitlines():
+        if line.strip() and line[0].isspace() and nodes:      # a description line
+            nodes[next(reversed(nodes))].append(line.strip())
+        elif line.strip() and line.strip() != "Nodes:":
+            nodes[line.strip()] = []
+    if p.returncode != 0 or not nodes:
+        last = next((l.strip() for l in reversed((p.stderr + p.stdout).splitlines()) if l.strip()),
+                    f"exit code {p.returncode}")
+        raise ToplevError(f"`{' '.join(argv)}` listed no nodes (exit code {p.returncode}): {last}")
+    return {name: " ".join(desc) for name, desc in nodes.items()}
