@@ -18,9 +18,12 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from analysis.tma.catalog import DEFAULT_MODEL
 from analysis.toolpaths import which_tool
 from collectors.variants.builder import cache_dir
-from collectors.host import pmu, versions
+from collectors.host import versions
+from collectors.host.toplev import ToplevError, find_toplev, listing, missing as toplev_missing
+from collectors.host.toplev import describe as describe_toplev
 from collectors.host import preflight as pre
 from collectors.profilers.parca.client import DEFAULT_URL_ENV, TOKEN_ENV, ParcaClient, ParcaError
 
@@ -103,11 +106,14 @@ def check_tma(facts: pre.HostFacts) -> list[Check]:
                                                "topdown-tool not found (no $TOPDOWN_TOOL, not on PATH)")
         own = "topdown-tool"
     else:
-        tool = pmu.find_toplev()
+        tool = find_toplev()
         pt = pre.evaluate(facts, "toplev", "cpus", tool)
-        name, detail = "TMA via toplev", (f"toplev at {' '.join(tool)}" if tool else
-                                         "toplev not found (no $TOPLEV, not on PATH)")
+        name, (detail, broken) = "TMA via toplev", toplev_detail(tool, cpu)
         own = "toplev"
+        if broken:
+            pt.findings.append(pre.Finding("toplev", False, broken, "make setup (reinstalls "
+                                           "pmu-tools), or point TOPLEV= at a toplev that runs",
+                                           blocking=True))
     others = "; ".join(f.message for f in pt.blockers if f.check != own)
     # toplev on AMD is refused whatever is installed: no point telling how to install it.
     refused = any(f.check == "vendor" and f.message.startswith(f"--tma {own}:") for f in pt.blockers)
@@ -117,6 +123,22 @@ def check_tma(facts: pre.HostFacts) -> list[Check]:
                      None if pt.available else "; ".join(
                          f.fix for f in pt.blockers if f.fix and not (refused and f.check == own))))
     return out
+
+
+def toplev_detail(tool: list[str] | None, cpu) -> tuple[str, str | None]:
+    """toplev's row (which toplev, its release) and, on Intel, whether it really runs: its
+    model for this CPU lists its nodes offline (collectors/host/toplev.listing); the second
+    value says why not when it does not."""
+    if not tool:
+        return toplev_missing(), None
+    detail = describe_toplev(tool)
+    if cpu.vendor != "intel":
+        return detail, None
+    key = cpu.catalog or DEFAULT_MODEL
+    try:
+        return f"{detail} (its {key} model lists {len(listing(tool, key))} nodes)", None
+    except ToplevError as e:
+        return f"{detail}, which does not run: {e}", str(e)
 
 
 def check_inferno() -> Check:

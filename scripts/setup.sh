@@ -5,7 +5,7 @@
 # Installs: Debian packages (toolchain to build Redis/Valkey from source, dpkg-dev for
 # `apt-get source`, linux-perf, Chromium for the HTML report test), inferno via cargo
 # (flame graphs and folded stacks), and a Python virtual environment in .venv with the
-# pinned requirements.
+# pinned requirements (among them pmu-tools: toplev, found there by `stallscope doctor`).
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")/.." && pwd)

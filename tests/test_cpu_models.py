@@ -58,12 +58,14 @@ MODELS = [
           [["PipelineL1", "PipelineL2"]], False, "AuthenticAMD-25-11-1"),
     Model("amd-zen5-this-vm", "AMD Zen 5 (family 0x1a model 0x02)", "amdzen5", True,
           [["PipelineL1", "PipelineL2"]], False, "AuthenticAMD-26-2-1"),
-    Model("intel-cascadelake-xeon8280", "Intel(R) Xeon(R) Platinum 8280 CPU @ 2.70GHz", None,
+    # Intel: the catalogue of the model toplev runs (clx, icx, spr); Coffee Lake's (skl) is a
+    # client core, which has none
+    Model("intel-cascadelake-xeon8280", "Intel(R) Xeon(R) Platinum 8280 CPU @ 2.70GHz", "clx",
           True, INTEL_SPLIT, True, "GenuineIntel-6-55-7"),
     Model("intel-coffeelake-i7-8700", "", None, True, INTEL_SPLIT, True, "GenuineIntel-6-9E-A"),
-    Model("intel-icelake-xeon8358", "", None, True, INTEL_SPLIT, True, "GenuineIntel-6-6A-6"),
-    Model("intel-sapphirerapids-xeon8462y", "", None, True, INTEL_SPLIT, True,
-          "GenuineIntel-6-8F-8"),
+    Model("intel-icelake-xeon8358", "", "icx", True, INTEL_SPLIT, True, "GenuineIntel-6-6A-6"),
+    Model("intel-sapphirerapids-xeon8462y", "Intel(R) Xeon(R) Platinum 8462Y+", "spr", True,
+          INTEL_SPLIT, True, "GenuineIntel-6-8F-8"),
     Model("arm-neoverse-n1-altra", "Arm Neoverse N1 (CPU part 0xd0c, AWS Graviton2)",
           "neoverse-n1", True, [["Cycle_Accounting"]], False, None),
     Model("arm-neoverse-v1-graviton3", "Arm Neoverse V1 (CPU part 0xd40, AWS Graviton3)",

@@ -18,6 +18,7 @@ from tests.test_parca import FakeParca, _free_port
 def report(repo_root):
     env = dict(os.environ, PYTHONPATH=str(repo_root))
     env.pop("STALLSCOPE_PARCA_URL", None)
+    env.pop("TOPLEV", None)     # the toplev `make setup` installed, as on a fresh clone
     p = subprocess.run([sys.executable, "-m", "collectors", "doctor", "--json"], cwd=repo_root,
                        capture_output=True, text=True, timeout=120, env=env)
     assert p.returncode == 0, p.stderr
@@ -47,6 +48,16 @@ def test_tma_unavailable_because_no_pmu(report):
     assert "pmu=on" in tma["fix"]
     assert report["TMA via toplev"]["available"] is False
     assert "no hardware PMU" in report["TMA via toplev"]["detail"]
+
+
+def test_toplev_found_with_its_version(report):
+    """After `make setup` doctor finds toplev with no $TOPLEV: the pmu-tools release
+    requirements.txt pins, in the venv."""
+    from tests.test_toplev_install import pinned
+    detail = report["TMA via toplev"]["detail"]
+    assert detail.startswith(f"toplev (pmu-tools {pinned()}) at "), detail
+    assert "toplev.py" in detail.split(";")[0]
+    assert "git clone" not in (report["TMA via toplev"]["fix"] or "")
 
 
 def test_cpu_clock_sampling_available(report):

@@ -105,7 +105,9 @@ def test_toplev_missing_is_named(facts, monkeypatch):
     pf = pre.evaluate(facts, "toplev", "cpus", toplev=None)
     tool = pf.findings[0]
     assert (tool.check, tool.ok, tool.blocking) == ("toplev", False, True)
-    assert tool.message == "toplev not found (not on PATH, $TOPLEV not set)"
+    assert tool.message == ("toplev not found: $TOPLEV=/nonexistent/pmu-tools/toplev.py is no "
+                            "file and no command on PATH")
+    assert tool.fix.startswith("make setup (installs pmu-tools into .venv)")
     assert "TOPLEV=/path/to/pmu-tools/toplev.py" in tool.fix
 
 

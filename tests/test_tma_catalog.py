@@ -81,8 +81,10 @@ def test_catalogue_named_by_toplev_version_line_else_default():
     # (compared by model: another test reloads the catalogues from a directory of its own)
     spr = parse_file(TL / "toplev_spr8488c_l2_sorted_mux.txt")        # [spr/sapphire_rapids]
     assert spr.catalog.model == "spr"
-    skx = parse_file(TL / "toplev_skx6140_l1_v_global_mux_issue370.txt")   # [skx]: no file
-    assert skx.catalog.model == catalog.DEFAULT_MODEL == "spr"
+    skx = parse_file(TL / "toplev_skx6140_l1_v_global_mux_issue370.txt")   # [skx]: its own
+    assert skx.catalog.model == "skx"
+    skl = parse_file(TL / "toplev_skl6700k_l1_core_C0_csv_issue369.csv")   # names no model
+    assert skl.catalog.model == catalog.DEFAULT_MODEL == "spr"
     assert parse_file(PF / "perf6.5_default_spr.json").catalog.model == "spr"   # perf names no CPU
     assert catalog.for_cpu("spr/sapphire_rapids").model == catalog.for_cpu(None).model == "spr"
 
@@ -111,9 +113,9 @@ def test_a_new_cpu_model_is_one_data_file(tmp_path, monkeypatch):
 
 def test_unknown_catalogue_named_by_caller():
     from analysis.tma.model import TmaParseError
-    with pytest.raises(TmaParseError, match=r"no TMA catalogue for CPU model 'icx'; available: [^(]*spr[^(]* "
-                                            r"\(add catalogs/icx.tsv"):
-        parse_file(TL / "toplev_spr8488c_l2_sorted_mux.txt", catalog="icx")
+    with pytest.raises(TmaParseError, match=r"no TMA catalogue for CPU model 'adl'; available: [^(]*spr[^(]* "
+                                            r"\(add catalogs/adl.tsv"):
+        parse_file(TL / "toplev_spr8488c_l2_sorted_mux.txt", catalog="adl")
 
 
 def test_tma_cli_names_the_catalogue():
@@ -124,7 +126,8 @@ def test_tma_cli_names_the_catalogue():
     with contextlib.redirect_stdout(out):
         assert cli.main([str(TL / "toplev_spr8488c_l2_sorted_mux.txt"), "--catalog", "spr"]) == 0
     assert out.getvalue().splitlines()[0].endswith(
-        "[spr/sapphire_rapids]; catalogue spr (Intel Sapphire Rapids TMA, 6 slots per cycle)")
+        "[spr/sapphire_rapids]; catalogue spr (Intel Sapphire Rapids / Emerald Rapids TMA, 6 slots "
+        "per cycle)")
 
 
 # ------------------------------------------------------------------ broken catalogue files

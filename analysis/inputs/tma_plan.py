@@ -30,10 +30,11 @@ class TmaCpu(Record):
     model: int | None = None             # x86 `model`
     part: int | None = None              # Arm `CPU part`
     name: str = ""                       # "AMD Zen 4 (family 0x19 model 0x11)"
-    catalog: str | None = None           # its top-down catalogue; None: Intel's
+    catalog: str | None = None           # its top-down catalogue; None: an Intel core with none
     method: str = ""                     # how top-down is counted on it
     why_not: str | None = None           # method "none": why
     model_name: str | None = None        # cpuinfo `model name`
+    stepping: int | None = None          # x86 `stepping`
 
 
 @dataclass

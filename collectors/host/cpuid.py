@@ -8,6 +8,11 @@ human name, the TMA catalogue model (analysis/tma/catalogs/<model>.tsv) and the 
   arm-topdown    Arm top-down (perf stat -M TopdownL1, or Arm's topdown-tool)
   none           no top-down metrics; why_not says why
 
+Intel cores get the catalogue of the TMA model toplev runs on them (pmu-tools' own table of
+family-6 models and steppings, analysis/tma/intel_cpus.tsv: 143 and 207, Sapphire and
+Emerald Rapids, run spr; 106/108 icx; 85 stepping 4 skx, 5-10 clx; 173/174 gnr), where a
+catalogue of that model exists (every server core); client cores have none here.
+
 AMD generations follow Linux perf's tools/perf/pmu-events/arch/x86/mapfile.csv, which
 matches the CPUID string "AuthenticAMD-<family decimal>-<model hex>":
 
@@ -28,6 +33,9 @@ import re
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
+
+from analysis.tma.catalog import models as catalog_models
+from analysis.tma.intel_cpus import toplev_key
 
 # (regex on "AuthenticAMD-<family>-<MODEL hex>", perf's directory, generation, catalogue)
 AMD_MAPFILE: tuple[tuple[str, str, str, str | None], ...] = (
@@ -63,11 +71,13 @@ class CpuId:
     model: int | None           # x86 `model`
     part: int | None            # Arm `CPU part`
     name: str                   # "AMD Zen 4 (family 0x19 model 0x11)", "Arm Neoverse V2 (CPU part 0xd4f)"
-    catalog: str | None         # catalogue model (amdzen4, neoverse-v2, arm64); None: Intel's
-                                # (toplev names it) or no top-down at all
+    catalog: str | None         # catalogue model (amdzen4, neoverse-v2, arm64, spr, icx ...);
+                                # None: an Intel core without one (the output names it, else
+                                # the default) or no top-down at all
     method: str                 # one of METHODS
     why_not: str | None = None  # method "none": the sentence saying why
     model_name: str | None = None   # cpuinfo `model name`, when there is one
+    stepping: int | None = None     # x86 `stepping` (toplev tells Skylake-SP from Cascade Lake by it)
 
     @property
     def has_tree(self) -> bool:
@@ -126,14 +136,15 @@ class CpuId:
 
 # lscpu spells the same fields differently ("Vendor ID:", "CPU family:", "Model:").
 _LSCPU = {"vendor_id": "Vendor ID", "cpu family": "CPU family", "model": "Model",
-          "model name": "Model name"}
+          "model name": "Model name", "stepping": "Stepping"}
 
 
 def _field(text: str, key: str) -> str | None:
     for k in (key, _LSCPU.get(key)):
         if k is None:
             continue
-        m = re.search(rf"^{re.escape(k)}\s*:\s*(.*?)\s*$", text, re.M)
+        # newer lscpu indents its fields under "Vendor ID:" / "Model name:"
+        m = re.search(rf"^[ \t]*{re.escape(k)}\s*:\s*(.*?)\s*$", text, re.M)
         if m:
             return m.group(1)
     return None
@@ -151,9 +162,8 @@ def identify(cpuinfo: str) -> CpuId:
     vendor_id = _field(cpuinfo, "vendor_id")
     model_name = _field(cpuinfo, "model name")
     if vendor_id == "GenuineIntel":
-        return CpuId("intel", _int(_field(cpuinfo, "cpu family")), _int(_field(cpuinfo, "model")),
-                     None, f"Intel {model_name}" if model_name and "Intel" not in model_name
-                     else (model_name or "Intel CPU"), None, "intel", None, model_name)
+        return _intel(_int(_field(cpuinfo, "cpu family")), _int(_field(cpuinfo, "model")),
+                      _int(_field(cpuinfo, "stepping")), model_name)
     if vendor_id == "AuthenticAMD":
         return _amd(_int(_field(cpuinfo, "cpu family")), _int(_field(cpuinfo, "model")), model_name)
     implementer = _int(_field(cpuinfo, "CPU implementer"), 16)
@@ -181,6 +191,18 @@ def identify_file(path: str | Path = "/proc/cpuinfo") -> CpuId:
 def amd_mapfile_key(family: int, model: int) -> str:
     """The string perf's mapfile.csv regexes are matched against (stepping left off)."""
     return f"AuthenticAMD-{family}-{model:X}"
+
+
+def _intel(family: int | None, model: int | None, stepping: int | None,
+           model_name: str | None) -> CpuId:
+    """Intel: the catalogue is the model toplev runs on this CPU (pmu-tools' own table,
+    analysis/tma/intel_cpus.tsv: family 6 model 207, Emerald Rapids, runs spr) when there is
+    a catalogue of it; else None (the output names it, else the default)."""
+    key = toplev_key(family, model, stepping, model_name)
+    name = (f"Intel {model_name}" if model_name and "Intel" not in model_name
+            else (model_name or "Intel CPU"))
+    return CpuId("intel", family, model, None, name, key if key in catalog_models() else None,
+                 "intel", None, model_name, stepping)
 
 
 def _amd(family: int | None, model: int | None, model_name: str | None) -> CpuId:

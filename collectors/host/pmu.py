@@ -1,15 +1,12 @@
-"""Is there a hardware PMU, and which tools count it: the one probe everybody asks.
+"""Is there a hardware PMU, and which metric groups perf has: the one probe everybody asks.
 
 perf is always analysis.toolpaths.perf_binary() ($PERF honoured), so the host facts,
 the TMA preflight, the doctor and the collectors all judge and run the same perf.
 """
 from __future__ import annotations
 
-import os
 import re
-import shutil
 import subprocess
-import sys
 from dataclasses import dataclass
 
 from analysis.toolpaths import perf_binary
@@ -89,13 +86,3 @@ def parse_metric_groups(text: str) -> list[str]:
                 groups.append(name)
     return groups
 
-
-def find_toplev() -> list[str] | None:
-    """toplev command prefix: $TOPLEV (toplev.py path or name), else toplev / toplev.py on PATH."""
-    want = os.environ.get("TOPLEV")
-    for c in ([want] if want else ["toplev", "toplev.py"]):
-        path = shutil.which(c) or (c if os.path.isfile(c) else None)
-        if path:
-            # A checkout's toplev.py may lack the exec bit: run it with python3.
-            return [path] if os.access(path, os.X_OK) else [shutil.which("python3") or sys.executable, path]
-    return None

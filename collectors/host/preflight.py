@@ -23,6 +23,7 @@ from analysis.inputs.tma_plan import TmaFinding, TmaPlan
 from analysis.toolpaths import perf_binary
 from collectors.host import cpuid, pmu, versions
 from collectors.host.cpuid import CpuId
+from collectors.host.toplev import describe as describe_toplev, missing as toplev_missing
 
 NO_PMU_FIX = ("run on bare metal, or on a VM with the PMU passed through (KVM/libvirt: "
               "`<cpu mode='host-passthrough'>` with `<pmu state='on'/>`, QEMU `-cpu host,pmu=on`; "
@@ -358,10 +359,11 @@ def check_tool(f: HostFacts, backend: str, toplev: list[str] | None,
                        f"{f.perf_path})")
     if backend == "toplev":
         if not toplev:
-            return Finding("toplev", False, "toplev not found (not on PATH, $TOPLEV not set)",
-                           "git clone pmu-tools and set TOPLEV=/path/to/pmu-tools/toplev.py "
-                           "(see docs/tma-collection.md)", blocking=True)
-        return Finding("toplev", True, f"toplev: {' '.join(toplev)}")
+            return Finding("toplev", False, toplev_missing(),
+                           "make setup (installs pmu-tools into .venv), or set "
+                           "TOPLEV=/path/to/pmu-tools/toplev.py (see docs/tma-collection.md)",
+                           blocking=True)
+        return Finding("toplev", True, describe_toplev(toplev))
     v = ".".join(map(str, f.perf_version)) if f.perf_version else "unknown version"
     if f.perf_version and f.perf_version < (5, 10):
         return Finding("perf", False, f"perf {v} predates the TopdownL1..L4 metric groups",

@@ -66,7 +66,8 @@ def detect_format(text: str, source: str = "<stdin>") -> str:
     raise TmaParseError(source, None, "unrecognised format: expected toplev output (human or "
                         "-x, CSV), perf stat output with top-down metrics (Intel tma_*, AMD "
                         "PipelineL1/L2, Arm TopdownL1; standard, -x, -j or --topdown) or Arm "
-                        "topdown-tool output; pass fmt= / --format to force one")
+                        "topdown-tool output; to force one pass --format NAME (fmt=NAME), "
+                        f"NAME one of {', '.join(FORMATS)}")
 
 
 def _catalog(fmt: Format, text: str, chosen: str | Catalog | None, source: str

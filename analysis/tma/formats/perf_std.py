@@ -15,7 +15,8 @@ perf 6.5's default metric groups
 Several `perf stat` blocks in one file merge into one result. With -I every line starts
 with the interval's end time and the output starts with perf's "# time counts unit
 events" header instead of the banner; with -r N a "( +-  0,19% )" spread ends the line.
-`counters` reads the counter lines themselves, in the file's locale.
+`counters` reads the counter lines themselves, in the file's locale. An excerpt without
+the banner or the -I header is recognised by its counter and metric lines alone.
 """
 from __future__ import annotations
 
@@ -71,8 +72,21 @@ def detect(lines: list[str]) -> bool:
     return any("Performance counter stats for" in l or "perf stat" in l
                or re.search(r"#\s*\S+\s*%\s+tma_\w+", l)
                or re.match(r"^\s*<not (?:supported|counted)>\s+\S+", l)
-               or _INTERVAL_HEADER.match(l)
+               or _INTERVAL_HEADER.match(l) or _excerpt_line(l)
                for l in lines)
+
+
+def _excerpt_line(line: str) -> bool:
+    """A line of perf stat's standard output that says so alone, in an excerpt cut without
+    the banner or the -I header (any vendor's names, any locale): a counter `<count> [unit]
+    <event>` with a `# <metric>` after it or an -I timestamp before it, or a metric line
+    `[time] [group] # <value> [%] <name>` (a continuation or a group's)."""
+    left, hash_, metric = _body(line)[0].partition("#")
+    if (m := _COUNTER.match(left)) is not None:
+        # an event name starts with a letter: a headerless --topdown row is numbers only
+        return m.group("event")[0].isalpha() and (bool(hash_) or m.group("ts") is not None)
+    return (bool(hash_) and _TMA_METRIC.match("#" + metric.rstrip()) is not None
+            and (_CONT.match(left) is not None or _GROUP.match(left) is not None))
 
 
 def _agg(m: re.Match) -> str | None:

@@ -22,7 +22,7 @@ from pathlib import Path
 
 from analysis.errors import UserError
 from collectors.host.cpuid import CpuId
-from collectors.host.pmu import find_toplev
+from collectors.host.toplev import find_toplev
 
 BACKENDS = ("auto", "toplev", "perf", "off", "topdown-tool")
 ATTACH = ("pid", "cpus")
@@ -85,15 +85,18 @@ def vendor_of(cpu: CpuId | None) -> str:
 
 
 def choose_backend(backend: str, cpu: CpuId | None = None) -> str:
-    """auto: Intel -> toplev when found, else perf; AMD -> perf (toplev has no AMD model);
-    Arm -> topdown-tool when found ($TOPDOWN_TOOL or on PATH), else perf."""
+    """auto: Intel -> toplev when one was put there ($TOPLEV or on PATH), else perf; AMD ->
+    perf (toplev has no AMD model); Arm -> topdown-tool when found ($TOPDOWN_TOOL or on
+    PATH), else perf. The toplev `make setup` installs in the venv is not taken by auto
+    (only by --tma toplev): perf also counts TMA in the paired windows and needs no event
+    list, which toplev downloads on its first run on a CPU."""
     if backend != "auto":
         return backend
     vendor = vendor_of(cpu)
     if vendor == "arm":
         return "topdown-tool" if find_topdown_tool() else "perf"
     if vendor == "intel":
-        return "toplev" if find_toplev() else "perf"
+        return "toplev" if find_toplev(installed=False) else "perf"
     return "perf"
 
 

@@ -44,9 +44,10 @@ from analysis.tma.formats import parse_file
 from analysis.tma.model import NoPmuError, TmaParseError
 from analysis.toolpaths import perf_binary
 from collectors.collector import ManifestSections, RepContext, RunFlag, RunFlags, RunSettings
-from collectors.host import pmu, procs, versions
+from collectors.host import procs, versions
 from collectors.host import preflight as pre
 from collectors.host.cpuid import CpuId
+from collectors.host.toplev import find_toplev
 from collectors.profilers.tma.commands import (ATTACH, BACKENDS, TOPDOWN_CSV_DIR, TmaConfig,
                                                TmaConfigError, choose_backend,
                                                collect_topdown_csv, config_from_options,
@@ -85,7 +86,7 @@ class TmaCollector:
         self.sys_root = sys_root
         self._perf = perf_binary()
         self._perf_version: tuple[int, ...] | None = None
-        self._toplev = pmu.find_toplev()
+        self._toplev = find_toplev()
         self._topdown_tool = find_topdown_tool()
         self._csv_style: str | None = None      # topdown-tool's: "file" | "dir" (from its --help)
         self._run: _Running | None = None
@@ -176,7 +177,7 @@ class TmaCollector:
                                         extra=cfg.extra_args)
         if self.backend == "toplev":
             if not self._toplev:
-                raise TmaConfigError("toplev not found: set TOPLEV=/path/to/pmu-tools/toplev.py")
+                raise TmaConfigError("toplev not found: make setup, or TOPLEV=/path/to/toplev.py")
             cores = toplev_cores(cpus, self.sys_root) if cpus else None
             return toplev_command(self._toplev, out, ctx.window_s, cfg.level, pid=pid, cores=cores,
                                   nodes=nodes, extra=cfg.extra_args)
@@ -308,7 +309,8 @@ RUN_FLAGS = RunFlags(
     "them the run goes on and the manifest says why (stallscope doctor).",
     (RunFlag("--tma", "back end: auto (Intel: toplev if $TOPLEV or on PATH, else perf; AMD: "
                       "perf; Arm: topdown-tool if $TOPDOWN_TOOL or on PATH, else perf), "
-                      "toplev (Intel only), perf, topdown-tool (Arm only), off",
+                      "toplev (Intel only: $TOPLEV, PATH, else the pmu-tools make setup "
+                      "installs), perf, topdown-tool (Arm only), off",
              default="auto", choices=tuple(BACKENDS)),
      RunFlag("--tma-level", "deepest top-down level, 1..6 (default 4: Intel's DRAM_Bound -> "
                             "MEM_Latency/MEM_Bandwidth; AMD has 2 levels, perf on Arm 1: deeper "
