@@ -17,6 +17,7 @@ from analysis.compare.options import CompareOptions
 from analysis.compare.results import Results
 from analysis.compare.time_split import ROWS, time_split
 from analysis.inputs.rundir import load_run
+from analysis.report import lead, markdown as report_md
 from tests.conftest import REPO
 
 RUNS = REPO / "tests" / "data" / "runs"
@@ -99,15 +100,24 @@ def test_results_json_keeps_it_and_older_results_read_without_it(demo):
     assert all(isinstance(r["delta"], float) and math.isfinite(r["delta"]) for r in split["rows"])
     old = copy.deepcopy(doc)
     del old["profile"]["time_split"]                  # results.json written before the view
-    assert Results.from_json(old).profile.time_split is None
+    r = Results.from_json(old)
+    assert r.profile.time_split is None and lead.split(r) is None and lead.split_caption(r) == ""
+    md = report_md.render(r)
+    assert "Where the time went" not in md and "**Paired throughput +32.0%" in md
 
 
 def test_without_cpu_time_per_operation_it_says_why(demo):
     """No operation counts (weights that are not CPU time, an rdb-load case ...): the view
-    is absent with the reason."""
+    is absent with the reason, and the lead says so in one line."""
     from analysis.compare.per_op import PerOp
     from analysis.compare.profiles import _time_split
     s = _time_split({}, PerOp(None, "weights are samples, not cpu-clock ns"), "base", "prefetch", "all", False, 0.95)
     assert not s.available and s.reason == "weights are samples, not cpu-clock ns"
+    r = copy.deepcopy(demo)
+    r.profile.time_split = s
+    assert lead.split(r) is None
+    assert lead.split_caption(r) == "Where the time went: not split (weights are samples, not cpu-clock ns)."
+    # no profiles at all: the lead says why where its focus table would be
     r = analyse(load_run(RUNS / "valkey-rdb-load-1m"), CompareOptions())
-    assert r.profile.time_split is None                # no profiles: nothing to split
+    assert r.profile.time_split is None and lead.focus(r) is None
+    assert lead.focus_left_out(r).startswith("No profile comparison: no profile reps")
