@@ -619,3 +619,19 @@ def test_a_salted_artifact_renders_nothing_that_acts(tmp_path, capsys, full):
     assert got == {"elements": [], "alerts": [], "mentions": [], "issues": [], "shas": [], "bidi": []}, body
     assert ("the rest" in body) == full and "merge me" in body
     assert "**From the pull request's side:** the names and commits in this table and everything below the line" in body
+
+
+def test_only_what_stallscope_knows_is_linked():
+    """The commit the trusted event measured (--commit) and an https link are written as
+    they are; a head commit read from pr.json (no --commit) and any other link are inert."""
+    from collectors.pr.comment import Measured, header
+    from collectors.pr.sources import Report
+    reps = [Report("mset", {"case": {"name": "mset"}}, lambda n: "")]
+    trusted = header(reps, Measured(SHA1, SHA2, "https://github.com/octo-org/redis/actions/runs/9"))
+    assert f"**Measured commit:** {SHA1} (the head" in trusted
+    assert "[the workflow run](https://github.com/octo-org/redis/actions/runs/9)" in trusted and SHA2 not in trusted
+    claimed = header(reps, Measured(SHA1, None, "javascript:alert(1)//](x)", commit_trusted=False))
+    assert SHA1 not in claimed and f"`{SHA1}`" in claimed.replace("\u200b", "")
+    from tests.test_pr_neutralise import rendered
+    assert rendered(claimed) == {"elements": [], "alerts": [], "mentions": [], "issues": [], "shas": [], "bidi": []}
+    assert rendered(trusted)["elements"] == ["a"] and rendered(trusted)["shas"] == [SHA1]
