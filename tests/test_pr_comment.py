@@ -64,7 +64,7 @@ def test_one_comment_created_then_updated_for_the_next_push(api, reports, capsys
                               ("POST", "/repos/octo-org/redis/issues/42/comments")]
     (first,) = _marked(state)
     assert first["body"].startswith(MARKER) and SHA1 in first["body"] and len(first["body"]) <= LIMIT
-    assert "**Summary:** Paired throughput" in first["body"] and "+32.0%" in first["body"]
+    assert "**Paired throughput +32.0% \\[+22.2, +42.6\\]%**" in first["body"] and "Where the time went" in first["body"]
     assert f"created comment {first['id']} on octo-org/redis#42" in capsys.readouterr().out
 
     state.requests.clear()    # the next push: same PR, a new head, the report directory this time
@@ -146,8 +146,11 @@ def test_the_comment_workflow_call_checks_pr_json_against_the_pr_head(api, repor
     (c,) = _marked(state)
     body = c["body"]
     assert state.requests[-1] == ("POST", "/repos/octo-org/redis/issues/7/comments")
+    # the head from the trusted event links to its commit; the merge base is pr.json's claim: code, no link
     assert (f"**Measured commit:** {SHA2} (the head of this pull request when the measurement was asked for), "
-            f"against its merge base {SHA1}. The label is not tied to the commit a maintainer reviewed") in body
+            "against its merge base `") in body
+    assert "The label is not tied to the commit a maintainer reviewed" in body
+    assert SHA1 not in body and f"against its merge base `{SHA1}`" in body.replace("\u200b", "")
     assert "[the workflow run](https://github.com/octo-org/redis/actions/runs/1)" in body
 
 
@@ -205,14 +208,33 @@ def test_a_forged_pr_json_cannot_overwrite_another_prs_comment(api, tmp_path, ca
                                                   "head_branch": "perf-fix", "pull_requests": []}}))
     assert post(8, "octo-org/redis", "perf-fix", "--run-event", str(event)) == 0   # an empty list: repo + branch
 
-def test_several_cases_are_cut_to_fit_keeping_every_summary(reports, capsys):
-    """Three cases' report.md files (all top movers) hold about 3 x 50,000 characters."""
+def test_several_cases_get_a_row_each_and_their_leads_folded(reports, capsys):
+    """Three cases: the table of cases has each one's throughput change and verdict, and
+    each case's lead follows in a fold of its own; the rest is behind the link."""
+    assert cli.main(["comment", str(reports), *PR, "--commit", SHA1, "--dry-run"]) == 0
+    body = capsys.readouterr().out.rstrip("\n")
+    assert len(body.encode()) < 12_000 and body.startswith(MARKER + "\n") and after(body) == CLEAN
+    rows = [line for line in body.splitlines() if line.startswith("| ") and " at `" in line]
+    assert len(rows) == 3
+    assert rows[1].startswith("| mset-50keys | base at `") and rows[1].endswith(
+        "| paired +32.0% \\[+22.2, +42.6\\]% | ✅ improvement |")
+    assert body.count("<details>") == body.count("</details>") == 3
+    for case in ("mset-50keys", "mset-10keys-io-threads", "get-iothreads@\u200bpipeline=1"):   # every @ broken
+        assert body.count(f"<summary>{case}</summary>") == 1
+    assert body.count("**Summary:**") == 0 and body.count("Where the time went") == 3
+    assert "`stallscope pr comment --full` posts all of report.md" in body
+
+
+def test_several_full_reports_are_cut_to_fit_keeping_every_summary(reports, capsys):
+    """--full: three cases' report.md files (all top movers) hold about 3 x 50,000
+    characters; each keeps its lead, summary and tables, its details go first."""
     sizes = [len((d / "report.md").read_text()) for d in reports.iterdir()]
     assert sum(sizes) > 2 * LIMIT
-    assert cli.main(["comment", str(reports), *PR, "--commit", SHA1, "--dry-run"]) == 0
+    assert cli.main(["comment", str(reports), *PR, "--commit", SHA1, "--dry-run", "--full"]) == 0
     body = capsys.readouterr().out.rstrip("\n")
     assert len(body) <= LIMIT and body.startswith(MARKER + "\n")
     assert body.count("**Summary:**") == 3 and body.count("### Throughput") == 3
+    assert body.count("Where the time went") == 3 and "stallscope: the PR comment ends here" not in body
     for case in ("mset-50keys", "mset-10keys-io-threads", "get-iothreads@\u200bpipeline=1"):   # every @ broken
         assert body.count(f"| {case} |") == 1          # the commits table: one row per case
     assert "Shortened to fit a GitHub comment: left out" in body and "artifact) have everything" in body
@@ -225,7 +247,7 @@ def test_one_oversize_report_keeps_the_summary_and_tables(reports):
     details = sorted((text.find("</details>", m.start()) - m.start())
                      for m in re.finditer(r"<details>", text))
     limit = len(text) - sum(details[-3:]) + 600
-    assert limit < 13_000 and details[-3] > 600, (limit, details)   # removing two is not enough
+    assert limit < 17_000 and details[-3] > 600, (limit, details)   # removing two is not enough
     cut = shorten(text, limit)
     assert len(cut) <= limit < len(text)
     head = text[: text.index("<details>")]
@@ -234,7 +256,7 @@ def test_one_oversize_report_keeps_the_summary_and_tables(reports):
             "report.html") in cut      # the largest folded details first
     assert "<summary>Per thread</summary>" in cut and "### Environment" in cut
     tiny = shorten(text, 3_000)
-    assert len(tiny) <= 3_000 and "**Summary:**" in tiny and "the end of the report" in tiny
+    assert len(tiny) <= 3_000 and "**Throughput −85.5%" in tiny and "the end of the report" in tiny   # the lead stays
 
 
 def _post(url: str, src, *extra: str) -> int:
@@ -314,8 +336,8 @@ def test_a_hostile_artifact_is_posted_inert(api, tmp_path):
     assert _raw_html(body) == [] and "<img" not in body and "<script" not in body and "<iframe" not in body
     assert "&lt;img src=x onerror=alert(1)>" in body                 # shown as text
     assert not re.search("@(?!\u200b)", _decoded(body))              # nobody mentioned, in any spelling
-    assert "@\u200bocto-org/maintainers" in body and "@\u200balice" in body and "&amp;#64;bob" in body
-    assert "&commat;\u200bdave" in body and "_team_@\u200boctocat" in body
+    assert "@\u200bocto-org/maintainers" in body and "@\u200balice" in body and "&amp;#\u200b64;bob" in body
+    assert "&amp;commat;dave" in body and "_team_@\u200boctocat" in body
     assert after(body) == CLEAN                 # GitHub leaves no fence, container or fold open after it
     assert "<summary>Top &lt;b onmouseover=alert(1)>movers&lt;/b> @\u200beve</summary>" in body
 
@@ -542,3 +564,76 @@ def test_a_pipe_in_an_untrusted_commit_stays_in_its_cell():
     text = header([Report("mset", results, lambda n: "")], Measured())
     (row,) = [x for x in text.splitlines() if x.startswith("| mset")]
     assert row.count(" | ") == 2 and "`x\\|&lt;b>y&lt;/b>\\|@\u200beve`" in row
+
+
+# ------------------------------------------------------------- issue 39: the comment a reviewer reads in ten seconds
+def test_the_demo_comment_is_the_seeds_shape_in_4_kb(reports, capsys):
+    """`stallscope pr comment REPORT --dry-run` of the recorded demo run: at most 4 KB, with
+    the headline, the throughput row, the focus functions' rows, the TMA line and where the
+    time went, whose rows add up to the total; the rest is said to be elsewhere. `--full` is
+    the whole report.md as before."""
+    from tests.test_report_md import split_adds_up, table_rows
+    src = str(reports / "mset-demo-paired")
+    assert cli.main(["comment", src, *PR, "--commit", SHA1, "--dry-run"]) == 0
+    body = capsys.readouterr().out
+    assert len(body.encode()) <= 4096, len(body.encode())
+    assert "**Paired throughput +32.0% \\[+22.2, +42.6\\]%** (prefetch vs base, " in body
+    tput = table_rows(body, "| Throughput |")
+    assert tput == [["10M keys × 10 B, 50 keys per MSET · paired", "9,374 ops/s", "12,153 ops/s",
+                     "+32.0% \\[+22.2, +42.6]%", "✅ improvement"]]
+    focus = {r[0]: r for r in table_rows(body, "| Focus function (all threads), CPU per MSET |")}
+    assert focus["dictFindByHash (flat)"][1:5] == ["25.4 µs", "6.97 µs", "−74% \\[−81.0, −63.1]%", "47.8% → 16.7%"]
+    assert "TMA: not collected (no hardware PMU" in body
+    names, total_rows, total = split_adds_up(body)
+    assert names[0] == "dictFindByHash" and total < 0
+    for gone in ("**Summary:**", "<details>", "### Environment", "```"):     # all behind the link
+        assert gone not in body, gone
+    assert "Top movers, per-rep values, saturation, profiler overhead, environment" in body
+    assert "**From the pull request's side:**" in body and after(body) == CLEAN
+
+    assert cli.main(["comment", src, *PR, "--commit", SHA1, "--dry-run", "--full"]) == 0
+    full = capsys.readouterr().out
+    md = (reports / "mset-demo-paired" / "report.md").read_text()
+    assert len(full) > 5 * len(body) and "**Summary:**" in full and "### Reproduce" in full
+    assert full.count("<details>") == md.count("<details>") and "the PR comment ends here" not in full
+
+
+SALTED_NAMES = {"case": {"name": "[case](https://evil.example/) @admin o/r#2"}, "base": "![b](https://evil.example/b.png)",
+                "cand": "\u202ecand", "environment": {"variants": {"![b](https://evil.example/b.png)": {"commit": "o/r#3"},
+                                                                   "\u202ecand": {"commit": "a5c3785ed8d6a35868bc169f07e40e889087fd2e"}}}}
+
+
+@pytest.mark.parametrize("full", [False, True])
+def test_a_salted_artifact_renders_nothing_that_acts(tmp_path, capsys, full):
+    """The comment as posted, from an artifact whose report.md and results.json carry an
+    image, a link, an alert, a footnote, U+202E and o/r#2 (tests/test_pr_neutralise.SALTED,
+    also in the case and variant names and commits): rendered by cmark-gfm and read by
+    GitHub's rules, none of them acts; the comment says which parts came from the PR."""
+    from tests.test_pr_neutralise import SALTED, rendered
+    case = tmp_path / "reports" / "evil"
+    case.mkdir(parents=True)
+    (case / "report.md").write_text(SALTED + "\n<!-- stallscope: the PR comment ends here; --full posts the rest -->\n"
+                                    + SALTED.replace("merge me", "the rest"))
+    (case / "results.json").write_text(json.dumps(SALTED_NAMES))
+    assert cli.main(["comment", str(case.parent), *PR, "--reports-only", "--dry-run"] + (["--full"] if full else [])) == 0
+    body = capsys.readouterr().out
+    got = rendered(body)
+    assert got == {"elements": [], "alerts": [], "mentions": [], "issues": [], "shas": [], "bidi": []}, body
+    assert ("the rest" in body) == full and "merge me" in body
+    assert "**From the pull request's side:** the names and commits in this table and everything below the line" in body
+
+
+def test_only_what_stallscope_knows_is_linked():
+    """The commit the trusted event measured (--commit) and an https link are written as
+    they are; a head commit read from pr.json (no --commit) and any other link are inert."""
+    from collectors.pr.comment import Measured, header
+    from collectors.pr.sources import Report
+    reps = [Report("mset", {"case": {"name": "mset"}}, lambda n: "")]
+    trusted = header(reps, Measured(SHA1, SHA2, "https://github.com/octo-org/redis/actions/runs/9"))
+    assert f"**Measured commit:** {SHA1} (the head" in trusted
+    assert "[the workflow run](https://github.com/octo-org/redis/actions/runs/9)" in trusted and SHA2 not in trusted
+    claimed = header(reps, Measured(SHA1, None, "javascript:alert(1)//](x)", commit_trusted=False))
+    assert SHA1 not in claimed and f"`{SHA1}`" in claimed.replace("\u200b", "")
+    from tests.test_pr_neutralise import rendered
+    assert rendered(claimed) == {"elements": [], "alerts": [], "mentions": [], "issues": [], "shas": [], "bidi": []}
+    assert rendered(trusted)["elements"] == ["a"] and rendered(trusted)["shas"] == [SHA1]

@@ -16,7 +16,13 @@ The reader's answers for READER_CASES were checked against cmark-gfm 0.29.0.gfm.
 parser GitHub's Markdown is built on, raw HTML kept) when this file was written, and so were
 its answers for 80,000 seeded random documents of the kinds of lines below (they differed on
 one, a table whose header row is itself a delimiter row); the expectations are written here,
-so this test needs nothing installed."""
+so those tests need nothing installed.
+
+What a neutralised report renders is checked with cmark-gfm itself (PyPI cmarkgfm, pinned in
+requirements.txt): a report salted with links, images, footnotes, alerts, autolinks, issue and
+commit references, mentions and bidi controls, each also spelled with entity references,
+renders none of them; GitHub's own additions after parsing (references, mentions, alerts),
+which cmark-gfm does not model, are read off its HTML by the rules GitHub documents."""
 from __future__ import annotations
 
 import html
@@ -339,3 +345,133 @@ def test_no_at_sign_is_followed_by_a_name(md):
     (emphasis, a letter) and however it is written (a numeric or named reference)."""
     out = _decoded(neutralise(md))
     assert not re.search("@(?!\u200b)", out), out
+
+
+# ------------------------------------------------------------- links, images, alerts, footnotes, references
+# A report salted with everything GitHub would make act beyond text: GFM's links, images,
+# footnotes, reference definitions, autolinks and extended autolinks (cmark-gfm renders
+# these), and what GitHub adds after parsing (docs.github.com, "Autolinked references and
+# URLs", "Basic writing and formatting syntax: Alerts"): issue references, commit SHAs,
+# @mentions, alerts; bidi controls (U+202E reverses what a reader sees); and each of these
+# spelled with entity references, which CommonMark decodes into text before GitHub looks.
+SALTED = (
+    "## stallscope: mset-50keys\n\n"
+    "![pixel](https://evil.example/track.png) and [merge me](https://evil.example/)\n\n"
+    "> [!CAUTION]\n> Do not merge: regressions everywhere.\n\n"
+    "Throughput +3%[^1] (see o/r#2, #12, GH-3, org/repo@a5c3785ed8d6a35868bc169f07e40e889087fd2e, "
+    "a5c3785ed8d6a35868bc169f07e40e889087fd2e).\n\n"
+    "[^1]: measured on \u202egnp.exe\u202c a quiet host\n\n"
+    "Visit https://evil.example/x, www.evil.example, mail ops@evil.example, <https://evil.example/y>, "
+    "[ref link][r] and [r].\n\n[r]: https://evil.example/ref\n\n"
+    "- [x] approved by @maintainer\n\n"
+    "| a | b |\n|---|---|\n| [cell](https://evil.example/c) | ![i](https://evil.example/i.png) |\n\n"
+    "Spelled otherwise: &#91;e1](https://evil.example/) &lsqb;e2](https&colon;//evil.example/) "
+    "&#x202E;rtl &#35;13 &num;14 gh&#45;15 &#64;bob\n\n"
+    "> &#91;!WARNING]\n> entity alert\n"
+)
+ALERT_TYPES = ("NOTE", "TIP", "IMPORTANT", "WARNING", "CAUTION")
+BIDI_CHARS = re.compile("[\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+
+
+def gfm_html(md: str) -> str:
+    """`md` as github.com's Markdown would render it before its own filters: cmark-gfm (the
+    parser GitHub's Markdown is built on; PyPI cmarkgfm, requirements.txt) with GitHub's
+    extensions (table, autolink, strikethrough, tagfilter, tasklist) and footnotes, raw
+    HTML kept (GitHub sanitises it afterwards; kept, any tag that got through shows)."""
+    try:
+        import cmarkgfm
+        from cmarkgfm.cmark import Options
+    except ImportError:
+        pytest.fail("cmarkgfm not installed: `make setup` (requirements.txt) installs it")
+    return cmarkgfm.github_flavored_markdown_to_html(md, options=Options.CMARK_OPT_FOOTNOTES | Options.CMARK_OPT_UNSAFE)
+
+
+def rendered(md: str) -> dict:
+    """What the rendered HTML holds that acts: elements (a, img, input, sup, section), and
+    the text GitHub's filters read after parsing (outside code), by the documented rules."""
+    from html.parser import HTMLParser
+
+    class Reader(HTMLParser):
+        def __init__(self) -> None:
+            super().__init__(convert_charrefs=True)
+            self.tags: list[str] = []
+            self.text: list[str] = []
+            self.code = 0
+            self.quote_starts: list[str] = []
+            self._quote_para = False
+
+        def handle_starttag(self, tag, attrs):
+            self.tags.append(tag)
+            self.code += tag in ("code", "pre")
+            if tag == "blockquote":
+                self._quote_para = True
+
+        def handle_endtag(self, tag):
+            self.code -= tag in ("code", "pre")
+
+        def handle_data(self, data):
+            if self._quote_para and data.strip():
+                self.quote_starts.append(data.strip().split("\n")[0])
+                self._quote_para = False
+            if not self.code:
+                self.text.append(data)
+
+    r = Reader()
+    page = gfm_html(md)
+    r.feed(page)
+    text = "".join(r.text)
+    return {
+        "elements": sorted({t for t in r.tags if t in ("a", "img", "input", "sup", "section", "script", "iframe")}),
+        "alerts": [q for q in r.quote_starts if re.match(rf"\[!(?:{'|'.join(ALERT_TYPES)})\]", q, re.I)],
+        "mentions": re.findall(r"@[A-Za-z0-9]", text),
+        "issues": re.findall(r"(?:#|GH-)[0-9]+", text, re.I),
+        "shas": re.findall(r"(?<![0-9A-Za-z])[0-9a-f]{7,40}(?![0-9A-Za-z])", text),
+        "bidi": BIDI_CHARS.findall(page),
+    }
+
+
+def test_the_salted_report_acts_as_it_would_without_neutralising():
+    """The control: un-neutralised, the salted report renders every one of them, so the
+    reader below can see them."""
+    got = rendered(SALTED)
+    assert got["elements"] == ["a", "img", "input", "section", "sup"]
+    assert got["alerts"] == ["[!CAUTION]", "[!WARNING]"]
+    assert {"@m", "@b"} <= set(got["mentions"]) and {"#2", "#12", "GH-3", "#13", "#14", "gh-15"} <= set(got["issues"])
+    assert "a5c3785ed8d6a35868bc169f07e40e889087fd2e" in got["shas"] and got["bidi"]
+
+
+def test_a_salted_report_renders_nothing_that_acts():
+    """Neutralised, no link, image, footnote, task-list box, alert, mention, issue or commit
+    reference and no bidi control is left, read off cmark-gfm's HTML and GitHub's rules."""
+    out = neutralise(SALTED)
+    got = rendered(out)
+    assert got == {"elements": [], "alerts": [], "mentions": [], "issues": [], "shas": [], "bidi": []}, out
+    # and it is still there to read, as text
+    page = gfm_html(out)
+    assert "[merge me](https:" in html.unescape(re.sub(r"<[^>]+>", "", page)).replace("\u200b", "")
+    assert "[U+202E]gnp.exe[U+202C]" in out.replace("\\[", "[")
+
+
+@pytest.mark.parametrize("piece", [line for line in SALTED.split("\n") if line.strip()])
+def test_each_salted_line_alone_renders_nothing_that_acts(piece):
+    got = rendered(neutralise(piece))
+    assert got == {"elements": [], "alerts": [], "mentions": [], "issues": [], "shas": [], "bidi": []}, piece
+
+
+def test_a_real_report_keeps_its_tables_folds_and_intervals():
+    """What neutralising costs a real report.md (the recorded demo run): nothing a reader
+    sees. Every table and fold renders as before, and an interval's [ is still a [."""
+    from analysis.compare.engine import analyse
+    from analysis.compare.options import CompareOptions
+    from analysis.inputs.rundir import load_run
+    from analysis.report import markdown as report_md
+    from tests.conftest import REPO
+    md = report_md.render(analyse(load_run(REPO / "tests" / "data" / "runs" / "mset-demo-paired"), CompareOptions()))
+    before, after_ = gfm_html(md), gfm_html(neutralise(md))
+    assert before.count("<table>") > 5 and before.count("<details>") > 2
+    for tag in ("<table>", "<tr>", "<td>", "<details>", "<summary>", "<code>", "<pre", "<h2>", "<h3>"):
+        assert after_.count(tag) == before.count(tag), tag
+
+    def text(page: str) -> str:
+        return html.unescape(re.sub(r"<[^>]+>", "", page)).replace("\u200b", "")
+    assert "+32.0% [+22.2, +42.6]%" in text(after_) and text(after_).count("[") == text(before).count("[")

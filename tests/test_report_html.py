@@ -198,3 +198,29 @@ def test_the_detectable_size_sentence_is_at_the_runs_confidence(tmp_path):
     r = analyse(load_run(RUN), CompareOptions(confidence=0.90))
     said = "could have seen (90% confidence, 80% power, from its own spread)"
     assert said in report_html.render(r, tmp_path) and said in report_md.render(r)
+
+
+def _dom_rows(dom: str, table_id: str) -> list[list[str]]:
+    table = dom.split(f'id="{table_id}"', 1)[1].split("</table>", 1)[0]
+    return [[html.unescape(re.sub(r"<[^>]+>", "", c)).strip() for c in re.findall(r"<td[^>]*>(.*?)</td>", row)]
+            for row in re.findall(r"<tr[^>]*>(.*?)</tr>", table, re.S) if "<td" in row]
+
+
+def test_the_page_leads_with_report_mds_tables(rendered):
+    """The same lead as report.md (analysis/report/lead.py): headline, throughput, focus
+    functions and where the time went, before the summary list; cell for cell the numbers
+    of report.md's lead tables."""
+    from tests.test_report_md import lead_of, table_rows
+    _, dom, _, _, out = rendered
+    assert dom.index('id="lead"') < dom.index('id="headline"') < dom.index('id="summary"')
+    headline = dom.split('id="headline"', 1)[1].split("</p>", 1)[0]
+    assert "Throughput −85.5% [−93.5, −67.3]%" in headline and "v-regression" in headline
+    md = lead_of((out / "report.md").read_text())
+    for table_id, head in (("lead-throughput", "| Throughput |"), ("time-split", "| Own CPU per "),
+                           ("lead-focus", "| Focus function ")):
+        want = [[c.replace("\\", "") for c in row[1:]] for row in table_rows(md, head)]
+        got = [row[1:] for row in _dom_rows(dom, table_id)]
+        # the verdict column: a mark and words in Markdown, words (a colour) in HTML
+        assert [r[:-1] for r in got] == [r[:-1] for r in want] and len(got) == len(want) > 0, table_id
+        assert all(w[-1].endswith(g[-1]) for g, w in zip(got, want)), table_id
+    assert "TMA: not collected" in dom.split('id="lead-tma-line"', 1)[1].split("</p>", 1)[0]

@@ -245,3 +245,92 @@ def test_github_limit_with_every_function_listed():
     assert len(md) <= report_md.GITHUB_COMMENT_LIMIT == 65536
     assert "Shortened to fit a GitHub comment (65,536 characters)" in md
     assert "### Throughput" in md and "### Reproduce" in md
+
+
+# ---- the lead: what report.md starts with and a PR comment posts ----
+
+def lead_of(md: str) -> str:
+    from analysis.inputs.layout import REPORT_LEAD_END
+    assert md.count(REPORT_LEAD_END) == 1
+    return md.split(REPORT_LEAD_END, 1)[0]
+
+
+def table_rows(md: str, head: str) -> list[list[str]]:
+    """The cells of the Markdown table whose header row starts with `head`."""
+    lines = md.splitlines()
+    i = next(n for n, l in enumerate(lines) if l.startswith(head))
+    rows = []
+    for line in lines[i + 2:]:
+        if not line.startswith("|"):
+            break
+        rows.append([c.strip() for c in re.split(r"(?<!\\)\|", line)[1:-1]])
+    return rows
+
+
+_UNIT = {"ns": 1.0, "µs": 1e3, "ms": 1e6}
+
+
+def ns(cell: str) -> tuple[float, float]:
+    """A printed CPU time ('−18.5 µs') in ns, and half of its last printed digit (rounding)."""
+    m = re.fullmatch(r"([+−]?)(\d+(?:\.(\d+))?) (ns|µs|ms)", cell)
+    assert m, cell
+    scale = _UNIT[m.group(4)]
+    x = float(m.group(2)) * scale * (-1 if m.group(1) == "−" else 1)
+    return x, 0.5 * scale * 10 ** -len(m.group(3) or "")
+
+
+def split_adds_up(md: str) -> tuple[list[str], float, float]:
+    """The where-the-time-went table: (row names, sum of the rows' changes, the total's
+    change); asserts they agree within the rounding of the printed numbers."""
+    rows = table_rows(md, "| Own CPU per ")
+    *parts, total = rows
+    assert total[0] == "total (all samples)" and parts[-1][0].startswith("everything else (")
+    changes = [ns(r[3]) for r in parts]
+    t, t_err = ns(total[3])
+    got = sum(x for x, _ in changes)
+    assert abs(got - t) <= sum(e for _, e in changes) + t_err, (got, t)
+    return [r[0] for r in parts], got, t
+
+
+def test_report_md_leads_with_the_seed_tables_and_where_the_time_went(res):
+    md = report_md.render(res)
+    head = lead_of(md)
+    lines = head.splitlines()
+    assert lines[0].startswith("## stallscope: mset-10keys-io-threads")
+    # the headline: the throughput change, its interval and verdict, then the counts
+    assert lines[2].startswith("**Throughput −85.5% \\[−93.5, −67.3\\]%** (cand vs base, 100K keys × 100 B, "
+                               "10 keys per MSET, pipeline 4; 96.66% CI, 3+3 reps): ❌ regression. Of the ")
+    assert re.search(r"Of the \d+ verdicts in this report \(.*\): 0 improved, \d+ regressed", lines[2])
+    assert table_rows(head, "| Throughput |")[0][1:4] == ["23,055 ops/s", "4,341 ops/s", "−85.5% [−93.5, −67.3]%"]
+    assert "TMA: not collected (no hardware PMU on this host;" in head
+    focus = table_rows(head, "| Focus function (main thread), CPU per MSET |")
+    assert focus[0] == ["dictFind (flat)", "4.65 µs", "5.83 µs", "+28% [+13.9, +42.7]%", "29.9% → 5.5%", "❌ regression"]
+    assert "Not tabulated here: negligible: msetGenericCommand (flat)." in head
+    names, _, total = split_adds_up(head)
+    assert names[0] == "handleClientsWithPendingReadsUsingThreads (new)" and total > 0
+    assert "differences of means over reps (unpaired) and add up to the total" in head
+    # then the report as before: the run, the summary line, the sections
+    rest = md.split(lead_of(md), 1)[1]
+    assert rest.index("**Summary:**") < rest.index("### Throughput") < rest.index("### Focus functions")
+
+
+def test_the_split_check_fails_when_rows_do_not_add_up(res):
+    md = lead_of(report_md.render(res))
+    row = next(l for l in md.splitlines() if l.startswith("| dictFind |"))
+    with pytest.raises(AssertionError):
+        split_adds_up(md.replace(row, row.replace("| +1.28 µs |", "| +2.28 µs |")))
+
+
+def test_the_lead_shows_the_tma_memory_path(res):
+    from analysis.tma.formats import parse_file
+    from analysis.tma.funnel import compare as funnel
+    r = copy.deepcopy(res)
+    f = funnel([parse_file(TOPLEV / "toplev_spr8488c_l2_veb_nomux_v.txt")],
+               [parse_file(TOPLEV / "toplev_spr8488c_l2_eytzinger_nomux_v.txt")], base_label="base", cand_label="cand")
+    r.tma.status, r.tma.reason, r.tma.funnel = "replay", "recorded SPR toplev outputs", f.doc()
+    r.summary = build_summary(r)
+    head = lead_of(report_md.render(r))
+    rows = table_rows(head, "| TMA, memory path (REPLAY of recorded files) | base (n=1) | cand (n=1) |")
+    assert [x[:4] for x in rows] == [["Backend\\_Bound", "37.4%", "28.9%", "−8.5 pp"],
+                                     ["└ Memory\\_Bound", "21.8%", "11.0%", "−10.8 pp"]]
+    assert "TMA: not collected" not in head

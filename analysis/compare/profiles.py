@@ -13,7 +13,8 @@ from analysis.compare import profile_reps
 from analysis.compare.options import CompareOptions
 from analysis.compare.materiality import Measure, judge
 from analysis.compare.families import function_fdr
-from analysis.compare.per_op import Factors, per_op
+from analysis.compare.per_op import Factors, PerOp, per_op
+from analysis.compare.time_split import TimeSplit, absent, time_split
 from analysis.compare.truncated_reps import truncated_stacks
 from analysis.compare.profile_reps import ProfileRep
 from analysis.compare.results import CallerRow, ChangeOut, FunctionRow, ProfileSection, Side, ThreadRow
@@ -168,6 +169,18 @@ def _candidates(sh: Shares, base: str, cand: str, thread: str, opts: CompareOpti
             for fn in names]
 
 
+def _time_split(sh: Shares, ops: PerOp, base: str, cand: str, thread: str, paired: bool,
+                confidence: float) -> TimeSplit:
+    """Where the time went (analysis/compare/time_split.py): each rep's functions' own CPU
+    time per operation, split from the view's total."""
+    if ops.factors is None or ops.total is None:
+        return absent(ops.reason or "no CPU time per operation")
+    per_rep = {v: [{fn: c.flat * ops.factors[v][n] for fn, c in costs.items() if c.flat > 0}
+                   for n, costs in sh[v]] for v in (base, cand)}
+    totals = {base: ops.total.base.values, cand: ops.total.cand.values}
+    return time_split(per_rep, totals, base, cand, paired, confidence, thread)
+
+
 def _pick_movers(rows: list[FunctionRow], top: int) -> list[FunctionRow]:
     """Established moves (interval clear of 0 at the family's level) first, then by size."""
     return sorted(rows, key=_mover_key)[:top]
@@ -243,6 +256,7 @@ def profiles(run: RunDir, base: str, cand: str, focus: list[str], opts: CompareO
                                               ops.factors, sw, paired=paired) for f in present]
     candidates = _candidates(sh, base, cand, thread, opts, ops.factors, sw, total, paired)
     sec.truncated = truncated_stacks(reps, base, cand, thread, names)
+    sec.time_split = _time_split(sh, ops, base, cand, thread, paired, opts.confidence)
     sec.callers = _callers(merged, present, base, cand, thread, names)
     if _has_threads(reps):
         sec.threads = _thread_rows(reps, base, cand, names, opts, paired)

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from analysis.compare.summary_items import SummaryItem
+from analysis.compare.time_split import TimeSplit
 from analysis.compare.values import ChangeOut, LayoutSpread, Side
 from analysis.inputs.case import WorkingSet
 from analysis.inputs.collector_facts import UnwindProbe
@@ -184,6 +185,7 @@ class ProfileSection:
     # variant were measured side by side, and every row compares them as pairs
     paired: bool = False
     sample_counts: dict[str, list[int]] = field(default_factory=dict)   # variant -> samples per rep
+    time_split: TimeSplit | None = None   # where the time went (None: results written before it)
 
 
 @dataclass
@@ -387,8 +389,7 @@ def load_results(path: str | Path) -> Results:
 
 
 def _clean(x: Any) -> Any:
-    """JSON-safe and stable: non-finite floats become null (JSON has no inf/NaN), floats
-    are rounded to 12 significant digits so float noise never changes the file."""
+    """JSON-safe and stable: inf/NaN become null, floats rounded to 12 significant digits."""
     if isinstance(x, float):
         if not math.isfinite(x):
             return None

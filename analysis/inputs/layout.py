@@ -39,6 +39,10 @@ EXPERIMENT_JSON = "experiment.json"
 
 # -- a report directory
 REPORT_MD = "report.md"
+# report.md's line after the part a PR comment posts (its lead: headline, tables, counts);
+# an HTML comment, which GitHub does not show. The PR comment posts what is above it
+# (collectors/pr/sources.py), or all of report.md with `stallscope pr comment --full`.
+REPORT_LEAD_END = "<!-- stallscope: the PR comment ends here; --full posts the rest -->"
 REPORT_HTML = "report.html"
 RESULTS_JSON = "results.json"
 CROSSOVER_SVG = "crossover.svg"

@@ -18,7 +18,7 @@ from markupsafe import Markup
 
 from analysis.compare.results import Results
 from analysis.power import POWER
-from analysis.report import plots, tables
+from analysis.report import lead, plots, tables
 from analysis.report.funnel_rules import explain
 from analysis.report.fmt import (THREAD_LABEL, change_cells, fmt_ns, fmt_pct, fmt_signed,
                                  fn_verdict, known, level, patches, pp_ci, quiet_verdict,
@@ -58,6 +58,13 @@ def _data_uri(path: Path) -> str | None:
     return "data:image/svg+xml;base64," + base64.b64encode(path.read_bytes()).decode("ascii")
 
 
+def _lead(r: Results) -> dict:
+    """What the page leads with, the same views as report.md's lead (analysis/report/lead.py)."""
+    return {"headline": lead.headline(r), "counts": lead.counts(r), "throughput": lead.throughput(r),
+            "tma": lead.tma(r), "tma_line": lead.tma_line(r), "focus": lead.focus(r),
+            "left_out": lead.focus_left_out(r), "split_caption": lead.split_caption(r), "split": lead.split(r)}
+
+
 def render(r: Results, out_dir: Path) -> str:
     """The HTML report; flame graph SVGs are read from out_dir (written by compare)."""
     out_dir = Path(out_dir)
@@ -79,7 +86,7 @@ def render(r: Results, out_dir: Path) -> str:
     flames = [f for f in flames if f["uri"]]
     metric_fdr = next((f for f in r.fdr if f.family == "throughput and latency"), None)
     return _env().get_template("report.html.j2").render(
-        r=r, summary=summary_lines(r), tput_plots=tput_plots, share_plots=share_plots,
+        r=r, summary=summary_lines(r), lead=_lead(r), tput_plots=tput_plots, share_plots=share_plots,
         funnel_plot=funnel_plot, flames=flames, metric_fdr=metric_fdr,
         metric_level=metric_fdr.level if metric_fdr else r.settings.confidence,
         fn_level=function_level(r), movers_level=movers_level(r),

@@ -13,12 +13,13 @@ from __future__ import annotations
 
 from analysis.compare.results import Results
 from analysis.power import POWER
-from analysis.report import funnel_md, markdown_details as det
+from analysis.inputs.layout import REPORT_LEAD_END
+from analysis.report import funnel_md, lead, markdown_details as det
 from analysis.report.fmt import (THREAD_LABEL, fmt_pct, fmt_signed, known, level, patches,
                                  truncated_text)
 from analysis.report.markdown_tables import (fdr_line, fn_table, function_level,
                                              notes_lines, per_op_table)
-from analysis.report.mdtext import code_fence, code_span, esc, esc_spans
+from analysis.report.mdtext import code_fence, code_span, esc, esc_spans, verdict
 from analysis.report import tables
 from analysis.report.table import markdown
 from analysis.report.summary_text import lines as summary_lines
@@ -26,10 +27,29 @@ from analysis.report.summary_text import lines as summary_lines
 GITHUB_COMMENT_LIMIT = 65536
 
 
-def _head(r: Results) -> list[str]:
+def _lead(r: Results) -> list[str]:
+    """What the report leads with and a PR comment posts (analysis/report/lead.py), then the
+    line after which the comment stops (REPORT_LEAD_END)."""
     label = f" ({esc(r.case.label)})" if r.case.label else ""
-    out = [f"## stallscope: {esc(r.case.name)}{label}: {esc(r.cand)} vs {esc(r.base)}", "",
-           f"Run {code_span(r.run_id)} ({esc(r.case.size)} size, {esc(r.created)}). "
+    out = [f"## stallscope: {esc(r.case.name)}{label}: {esc(r.cand)} vs {esc(r.base)}", ""]
+    h = lead.headline(r)
+    if h is not None:
+        note = f" ({esc_spans(h.note)})" if h.note else ""
+        out += [f"**{esc(h.text)}** ({esc(h.detail)}): {verdict(h.kind, h.verdict)}{note}. "
+                f"{esc(lead.counts(r))}", ""]
+    for t in (lead.throughput(r), lead.tma(r)):
+        out += markdown(t) + [""] if t is not None else []
+    if lead.tma(r) is None:
+        out += [esc(lead.tma_line(r)), ""]
+    focus, left_out = lead.focus(r), lead.focus_left_out(r)
+    out += (markdown(focus) + [""] if focus is not None else []) + ([esc(left_out), ""] if left_out else [])
+    caption, split = lead.split_caption(r), lead.split(r)
+    out += ([esc(caption), ""] if caption else []) + (markdown(split) + [""] if split is not None else [])
+    return out + [REPORT_LEAD_END, ""]
+
+
+def _head(r: Results) -> list[str]:
+    out = [f"Run {code_span(r.run_id)} ({esc(r.case.size)} size, {esc(r.created)}). "
            f"{esc(r.case.description)}", ""]
     if r.case.overrides:
         out += ["Set for this run (over the case file): "
@@ -234,7 +254,7 @@ def _reproduce(r: Results) -> list[str]:
 
 def render(r: Results, limit: int = GITHUB_COMMENT_LIMIT) -> str:
     """The report as Markdown, never longer than `limit` characters."""
-    main = _head(r) + _throughput(r) + _profile_main(r) + _tma(r)
+    main = _lead(r) + _head(r) + _throughput(r) + _profile_main(r) + _tma(r)
     tail = _environment(r) + _reproduce(r)
     # Details in the order they are given up when the comment is too long (last first).
     n_movers = n_all = len(r.profile.movers)

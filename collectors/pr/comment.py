@@ -1,19 +1,27 @@
 """The body of the one stallscope comment on a pull request: a hidden marker (how a later
-post finds the comment to update), which commits were measured, then each case's report
-(summary and tables first), cut to fit GitHub's 65,536-character comment limit with a line
-saying what was left out and where the full report is. Every value from the artifact is
-neutralised (collectors/pr/untrusted.py: no raw HTML, no @mention) and every cut ends
-outside any fence and `<details>` (collectors/pr/fitting.py). Standard library only."""
+post finds the comment to update), which commits were measured, then each case's report:
+by default its lead (headline, counts, the tables a reviewer reads first; several cases get
+a row each in the table of cases and their leads folded), with `full` all of report.md, cut
+to fit GitHub's 65,536-character comment limit with a line saying what was left out and
+where the full report is.
+
+Everything from the artifact is the PR's (its code wrote it): the reports are neutralised
+(collectors/pr/untrusted.py: no raw HTML, link, image, alert, footnote, mention, reference
+or bidi control), so are the names and commits from results.json placed in the header, and
+the comment says which parts those are. What stallscope itself knows (the commit the
+trusted event measured, the workflow run's link) is written as it is. Every cut ends outside
+any fence and `<details>` (collectors/pr/fitting.py). Standard library only."""
 from __future__ import annotations
 
+import html
 import re
 from dataclasses import dataclass
 
-from analysis.report.mdtext import code_span, esc
+from analysis.report.mdtext import code_span, esc, verdict
 from analysis.report.table import md_table
 from collectors.pr.fitting import cut
 from collectors.pr.sources import Report
-from collectors.pr.untrusted import neutralise
+from collectors.pr.untrusted import inert
 
 MARKER = "<!-- stallscope-pr-report -->"
 # GitHub refuses a longer comment body (422); analysis.report.markdown.GITHUB_COMMENT_LIMIT,
@@ -21,20 +29,37 @@ MARKER = "<!-- stallscope-pr-report -->"
 LIMIT = 65536
 SEPARATOR = "\n---\n\n"
 _SHA = re.compile(r"[0-9a-f]{7,40}")
+_LINK = re.compile(r"https?://[^\s()<>\[\]`'\"\\]+")
+FROM_PR = ("**From the pull request's side:** the names and commits in this table and everything "
+           "below the line were written by the job that built and ran this pull request's code: "
+           "they are its claim (numbers included), with links, images, alerts, mentions and "
+           "references shown as text.")
+REST = ("Top movers, per-rep values, saturation, profiler overhead, environment and the command "
+        "that reproduces each run: in report.md and report.html{where} (`stallscope pr comment --full` "
+        "posts all of report.md).")
+_FOLD_CLOSE = "\n\n</details>\n"
 
 
 @dataclass(frozen=True)
 class Measured:
     """What the comment says about the PR beside the reports."""
     commit: str | None = None         # the PR head that was measured (--commit, pr.json)
-    merge_base: str | None = None     # what it was measured against (pr.json)
+    merge_base: str | None = None     # what it was measured against (pr.json: the PR's claim)
     link: str | None = None           # where the full report is (the workflow run's page)
+    commit_trusted: bool = True       # `commit` came from --commit (the trusted event), not pr.json
+    full: bool = False                # each case's whole report.md, not its lead
 
 
-def commit_text(c: object) -> str:
-    """A git SHA as plain text (GitHub links it to the commit), anything else as code."""
+def untrusted(text: object) -> str:
+    """Text from the artifact as inert Markdown: escaped, then neutralised."""
+    return inert(esc(text))
+
+
+def commit_text(c: object, trusted: bool = False) -> str:
+    """A commit: a SHA the trusted event named as plain text (GitHub links it), anything
+    from the artifact as inert code (no link to a commit the PR's code chose)."""
     s = str(c or "").strip()
-    return s if _SHA.fullmatch(s) else code_span(s or "unknown")
+    return s if trusted and _SHA.fullmatch(s) else inert(code_span(s or "unknown"))
 
 
 def _sides(results: dict) -> tuple[tuple[str, str], tuple[str, str]]:
@@ -46,35 +71,60 @@ def _sides(results: dict) -> tuple[tuple[str, str], tuple[str, str]]:
     return out[0], out[1]
 
 
+def _pct(x: float) -> str:
+    return f"{x * 100:+.1f}%".replace("-", "−")
+
+
+def headline_cells(h: dict | None) -> list[str]:
+    """A case's throughput change and verdict (sources.kept `headline`), formatted here from
+    checked numbers; the verdict's mark when it is one stallscope writes, else inert text."""
+    if not h:
+        return ["n/a", ""]
+    lo, hi = h.get("ci_low"), h.get("ci_high")
+    text = "n/a"
+    if h.get("change_unit") == "rel" and h.get("change") is not None:
+        text = _pct(h["change"]) + (f" \\[{_pct(lo)[:-1]}, {_pct(hi)[:-1]}\\]%" if lo is not None and hi is not None else "")
+    what = "load time " if h.get("measure") == "load time" else "paired " if h.get("what") == "paired throughput" else ""
+    return [what + text, inert(verdict(h.get("verdict") or ""))]
+
+
 def _case_rows(reports: list[Report], m: Measured) -> tuple[list[str], list[str]]:
     cells, warnings = [], []
+    several = len(reports) > 1 and not m.full
     for rep in reports:
         (bn, bc), (cn, cc) = _sides(rep.results)
         case = (rep.results.get("case") or {}).get("name") or rep.name
-        cells.append([esc(case), f"{esc(bn)} at {commit_text(bc)}", f"{esc(cn)} at {commit_text(cc)}"])
+        cells.append([untrusted(case), f"{untrusted(bn)} at {commit_text(bc)}", f"{untrusted(cn)} at {commit_text(cc)}"]
+                     + (headline_cells(rep.results.get("headline")) if several else []))
         if m.commit and _SHA.fullmatch(cc) and not (cc.startswith(m.commit) or m.commit.startswith(cc)):
-            warnings.append(f"> ⚠️ {esc(case)}: the candidate measured is commit {cc}, "
-                            f"not {commit_text(m.commit)}.")
-    return md_table(["case", "baseline", "candidate"], cells), warnings
+            warnings.append(f"> ⚠️ {untrusted(case)}: the candidate measured is commit {commit_text(cc)}, "
+                            f"not {commit_text(m.commit, m.commit_trusted)}.")
+    heads = ["case", "baseline", "candidate"] + (["throughput [CI]", "verdict"] if several else [])
+    return md_table(heads, cells), warnings
+
+
+def _where(m: Measured) -> str:
+    if m.link and _LINK.fullmatch(m.link):
+        return f"[the workflow run]({m.link})"
+    return f"at {inert(code_span(m.link))}" if m.link else "beside each report.md (`stallscope compare`)"
 
 
 def header(reports: list[Report], m: Measured) -> str:
-    """The marker, then what was measured, neutralised (names and commits come from the
-    artifact's results.json)."""
+    """The marker, then what was measured, with the names and commits from the artifact's
+    results.json made inert and said to be the PR's."""
     lines = ["## stallscope: performance of this pull request", ""]
     if m.commit:
         against = f", against its merge base {commit_text(m.merge_base)}" if m.merge_base else ""
         # the head the event that asked for the measurement names (the label's, or a measured
         # push's): a label is not tied to the commit a maintainer read, so the comment says which
-        lines += [f"**Measured commit:** {commit_text(m.commit)} (the head of this pull request when the "
-                  f"measurement was asked for){against}. The label is not tied to the commit a maintainer "
-                  "reviewed: a push just before it is what was measured.", ""]
+        lines += [f"**Measured commit:** {commit_text(m.commit, m.commit_trusted)} (the head of this pull "
+                  f"request when the measurement was asked for){against}. The label is not tied to the "
+                  "commit a maintainer reviewed: a push just before it is what was measured.", ""]
     rows, warnings = _case_rows(reports, m)
     lines += rows + [""] + [w + "\n" for w in warnings]
-    where = f"[the workflow run]({m.link})" if m.link else "beside each report.md (`stallscope compare`)"
-    lines += [f"Full reports (report.html with flame graphs, results.json): {where}. "
-              "This comment is updated in place when the pull request is measured again.", "", ""]
-    return MARKER + "\n" + neutralise("\n".join(lines))
+    lines += [f"Full reports (report.html with flame graphs, results.json): {_where(m)}. This comment is "
+              "updated in place when the pull request is measured again.", "", FROM_PR, "", "---", "", ""]
+    return MARKER + "\n" + "\n".join(lines)
 
 
 def fit(reports: list[Report], budget: int) -> list[str]:
@@ -95,9 +145,21 @@ def fit(reports: list[Report], budget: int) -> list[str]:
     return texts
 
 
+def _fold_open(rep: Report) -> str:
+    """The <details> lines of report.md's shape around one case's lead (several cases)."""
+    case = (rep.results.get("case") or {}).get("name") or rep.name
+    return f"<details>\n<summary>{inert(html.escape(str(case), quote=False))}</summary>\n\n"
+
+
 def body(reports: list[Report], m: Measured, limit: int = LIMIT) -> str:
     head = header(reports, m)
-    text = head + SEPARATOR.join(fit(reports, limit - len(head)))
+    tail = "" if m.full else "\n" + REST.format(where=f" ({_where(m)})" if m.link else "") + "\n"
+    folds = [_fold_open(r) for r in reports] if len(reports) > 1 and not m.full else []
+    room = limit - len(head) - len(tail) - sum(len(f) + len(_FOLD_CLOSE) for f in folds)
+    texts = fit(reports, room)
+    if folds:
+        texts = [f + t.strip("\n") + _FOLD_CLOSE for f, t in zip(folds, texts)]
+    text = head + SEPARATOR.join(texts) + tail
     if len(text) > limit:       # only with more cases than a comment can hold
         note = "\n\n> Cut at GitHub's comment limit; the full reports are in the artifact.\n"
         text = cut(text, limit - len(note)) + note

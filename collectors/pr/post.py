@@ -76,7 +76,8 @@ def _target(args: Any) -> tuple[int, comment.Measured]:
         raise PrError(f"--head-repo {args.head_repo!r}: give OWNER/REPO (the fork or this repository)")
     if args.head_branch is not None and not args.head_branch.strip():
         raise PrError("--head-branch is empty: give the branch the measured run was of")
-    return pr, comment.Measured(args.commit or head, merge_base, args.link)
+    return pr, comment.Measured(args.commit or head, merge_base, args.link, commit_trusted=bool(args.commit),
+                                full=bool(getattr(args, "full", False)))
 
 
 def run_pulls(path: str, repo: str) -> list[int]:
@@ -140,7 +141,7 @@ def _why_not_now(gh: GitHub, args: Any, pr: int, measured: comment.Measured) -> 
 def post(args: Any) -> int:
     pr, measured = _target(args)
     gh = None if args.dry_run else _client(args)
-    text = comment.body(sources.find(args.source, args.reports_only), measured)
+    text = comment.body(sources.find(args.source, args.reports_only, measured.full), measured)
     if gh is None:
         print(text)
         print(f"stallscope pr comment: {len(text):,} characters (limit {comment.LIMIT:,}); not posted (--dry-run)",

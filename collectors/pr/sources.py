@@ -3,8 +3,12 @@ compare` does, through analysis.compare.engine), a report directory (report.md a
 results.json already written by `stallscope compare`), or a directory holding several of
 either (the PR workflow's artifact: reports/<case>/).
 
-The artifact was written by a job that ran the PR's code: its files are read through
-collectors/pr/untrusted.py (no symbolic links, size caps) and its Markdown neutralised.
+By default the comment posts each report.md's lead, the part above its REPORT_LEAD_END
+line (headline, counts, the tables a reviewer reads first: analysis/report/lead.py);
+`full` posts all of it (a report.md without the line, written before it, is posted whole
+either way). The artifact was written by a job that ran the PR's code: its files are read
+through collectors/pr/untrusted.py (no symbolic links, size caps) and its Markdown
+neutralised.
 Caps hold for the artifact as a whole too: more than MAX_CASES directories are refused
 before any is read, the files read add up to at most ARTIFACT_CAP bytes, and of each
 results.json only what the comment uses is kept (`kept`);
@@ -14,13 +18,14 @@ directory is given."""
 from __future__ import annotations
 
 import json
+import math
 import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
 from analysis.errors import UserError
-from analysis.inputs.layout import MANIFEST, REPORT_MD, RESULTS_JSON
+from analysis.inputs.layout import MANIFEST, REPORT_LEAD_END, REPORT_MD, RESULTS_JSON
 from collectors.pr.fitting import shorten
 from collectors.pr.untrusted import MIB, TooLarge, Unreadable, neutralise, read_capped
 
@@ -43,13 +48,14 @@ class Report:
     render: Callable[[int], str]       # its Markdown, neutralised, at most `limit` characters
 
 
-def find(path: str | Path, reports_only: bool = False) -> list[Report]:
+def find(path: str | Path, reports_only: bool = False, full: bool = False) -> list[Report]:
+    """The reports at `path`, each its report.md's lead (`full`: all of it), neutralised."""
     p = Path(path)
     if not p.is_dir():
         raise SourceError(f"{p}: no such directory (give a run directory, a report directory, "
                           "or a directory of them)")
     budget = [ARTIFACT_CAP]            # bytes left to read
-    one = _one(p, reports_only, budget)
+    one = _one(p, reports_only, budget, full)
     if one is not None:
         return [one]
     dirs = []
@@ -59,18 +65,44 @@ def find(path: str | Path, reports_only: bool = False) -> list[Report]:
                 dirs.append(Path(e.path))
             if len(dirs) > MAX_CASES:
                 raise SourceError(f"{p}: more than the {MAX_CASES} report directories one comment takes")
-    found = [r for d in sorted(dirs) if (r := _one(d, reports_only, budget)) is not None]
+    found = [r for d in sorted(dirs) if (r := _one(d, reports_only, budget, full)) is not None]
     if not found:
         raise SourceError(f"{p}: neither a run directory (manifest.json) nor a report directory "
                           "(report.md), and no such directory inside it")
     return found
 
 
+def _headline(results: dict) -> dict | None:
+    """The summary's first throughput item's headline value (docs/results-json.md,
+    SummaryItem): `what`, `label`, `verdict`, `change_unit` as strings, `change`, `ci_low`,
+    `ci_high` as finite numbers or None; None when there is none or a field is not so."""
+    items = results.get("summary")
+    item = next((i for i in items if isinstance(i, dict) and i.get("what") in ("throughput", "paired throughput")),
+                None) if isinstance(items, list) else None
+    values = item.get("values") if item else None
+    v = values[0] if isinstance(values, list) and values and isinstance(values[0], dict) else None
+    if v is None:
+        return None
+    out = {"what": item["what"], "label": item.get("label", ""), "verdict": item.get("verdict", ""),
+           "measure": v.get("measure", ""), "change_unit": v.get("change_unit", "")}
+    if not all(isinstance(x, str) and len(x) <= 200 for x in out.values()):
+        return None
+    for k in ("change", "ci_low", "ci_high"):
+        x = v.get(k)
+        if x is not None and not (isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)):
+            return None
+        out[k] = x
+    return out
+
+
 def kept(results: dict) -> dict:
     """Of a results.json, what the comment uses (comment.py): case.name, the names of base
-    and cand and their commits (environment.variants), each a string; the rest (every
-    function of the profile ...) is not kept in memory."""
+    and cand and their commits (environment.variants), each a string, and the throughput
+    headline (`_headline`, for the row of each case when a comment holds several); the rest
+    (every function of the profile ...) is not kept in memory."""
     out: dict = {}
+    if (h := _headline(results)) is not None:
+        out["headline"] = h
     case, env = results.get("case"), results.get("environment")
     if isinstance(case, dict) and isinstance(case.get("name"), str):
         out["case"] = {"name": case["name"]}
@@ -89,19 +121,29 @@ def kept(results: dict) -> dict:
     return out
 
 
-def _one(d: Path, reports_only: bool, budget: list[int]) -> Report | None:
+def lead(text: str, full: bool = False) -> str:
+    """report.md's lead: the lines above its REPORT_LEAD_END line (all of them without one,
+    or with `full`, the line itself left out: neutralised, it would show as text)."""
+    lines = text.split("\n")
+    if REPORT_LEAD_END not in lines:
+        return text
+    at = lines.index(REPORT_LEAD_END)
+    return "\n".join(lines[:at]).rstrip("\n") + "\n" if not full else "\n".join(lines[:at] + lines[at + 1:])
+
+
+def _one(d: Path, reports_only: bool, budget: list[int], full: bool) -> Report | None:
     run_dir = (d / MANIFEST).is_file() and not (d / MANIFEST).is_symlink()
     if run_dir and not reports_only:
-        return _from_run(d)
+        return _from_run(d, full)
     if (d / REPORT_MD).exists() or (d / REPORT_MD).is_symlink():
-        return _from_report(d, budget)
+        return _from_report(d, budget, full)
     if run_dir:
         raise SourceError(f"{d}: a run directory; this comment reads report directories only "
                           "(report.md, results.json)")
     return None
 
 
-def _from_run(d: Path) -> Report:
+def _from_run(d: Path, full: bool) -> Report:
     from analysis.compare.engine import analyse
     from analysis.compare.errors import CompareError
     from analysis.compare.options import CompareOptions
@@ -111,7 +153,12 @@ def _from_run(d: Path) -> Report:
         r = analyse(load_run(d), CompareOptions())
     except (RunDirError, CompareError, ValueError) as e:
         raise SourceError(f"{d}: {e}") from None
-    return Report(d.name, kept(r.to_json()), lambda limit: shorten(neutralise(report_md.render(r, limit)), limit))
+
+
+    def render(limit: int) -> str:       # the lead of a whole report, or the report cut to fit
+        md = report_md.render(r, limit if full else report_md.GITHUB_COMMENT_LIMIT)
+        return shorten(neutralise(lead(md, full)), limit)
+    return Report(d.name, kept(r.to_json()), render)
 
 
 def _read(path: Path, cap: int, budget: list[int]) -> str:
@@ -128,8 +175,8 @@ def _read(path: Path, cap: int, budget: list[int]) -> str:
     return text
 
 
-def _from_report(d: Path, budget: list[int]) -> Report:
-    text = neutralise(_read(d / REPORT_MD, REPORT_CAP, budget))
+def _from_report(d: Path, budget: list[int], full: bool) -> Report:
+    text = neutralise(lead(_read(d / REPORT_MD, REPORT_CAP, budget).replace("\r\n", "\n"), full))
     results: dict = {}
     if (d / RESULTS_JSON).exists() or (d / RESULTS_JSON).is_symlink():
         try:

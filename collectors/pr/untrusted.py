@@ -15,12 +15,33 @@ its Markdown only after neutralising what would act beyond the comment itself.
   collectors/pr/fitting.Fences (what fitting cuts by, too); a line that opens or closes
   one is moved to the margin, where no list item or quote can hold it (GitHub would end
   such a fence with its container, where a line-by-line reading would not), and a fence
-  still open at the end is closed. @mentions: a zero-width space after every `@` and
-  every `&commat;`, and a numeric reference that decodes to `@` or to a letter or digit
-  (`&#64;`, `&#x40;`, `&#111;`) escaped to show as written, so no user or team is notified
-  by a report. Everywhere, code included: deciding "this is code"
-  the way GitHub's parser does is what an attacker would aim at, and a `<` shown as `&lt;`
-  in a command is the whole cost.
+  still open at the end is closed. Every line, and every title, goes through `inert`.
+- `inert`: a line that links, shows, alerts, notifies and references nothing (the rules
+  below, from the GitHub Flavored Markdown spec and GitHub's "Autolinked references and
+  URLs"; tests/test_pr_neutralise.py renders the result with cmark-gfm, GitHub's parser):
+  - entity references: `&` of any but `&amp;` `&lt;` `&gt;` `&quot;` `&nbsp;` becomes
+    `&amp;`, so no reference decodes to a character the rules below look for (`&#64;`,
+    `&commat;` for @, `&#91;` for [, `&#x202E;`, `&colon;`): it shows as written;
+  - raw HTML: `<` as `&lt;`;
+  - links, images, footnotes, reference definitions, task lists and alerts all start at a
+    `[` that is not backslash-escaped: every such `[` is escaped (`\\[`), and a `[!` gets a
+    zero-width space between its two characters (`> [!CAUTION]` is no alert, however
+    GitHub finds them);
+  - URLs that GitHub links by themselves (GFM's extended autolinks: `https://`, `http://`,
+    `www.`, e-mail addresses) and `<...>` autolinks: a zero-width space after the scheme's
+    `:` and after `www` (the `<` is text already; an e-mail address has an `@`, below);
+  - @mentions: a zero-width space after every `@`, whatever is around it (GitHub's own
+    rules for what starts a mention, after emphasis or an entity, are what an attacker
+    would aim at);
+  - references: a zero-width space between `#` or `GH-` and a digit (`#12`,
+    `owner/repo#12`, `GH-12`), and in every run of 7 or more hex digits after each 6 (a
+    commit SHA, `owner/repo@SHA`);
+  - bidi controls (U+061C, U+200E/F, U+202A-E, U+2066-9), which reorder what a reader
+    sees: shown as `[U+202E]`.
+  Everywhere, code included: deciding "this is code" the way GitHub's parser does is what
+  an attacker would aim at, and a `<` shown as `&lt;` (or a `\\[`) in a command is the
+  whole cost. A repository's own custom autolinks (Settings → Autolink references, e.g.
+  `JIRA-12`) are its maintainers' choice and are not broken.
 Standard library only (the comment job runs it with nothing installed)."""
 from __future__ import annotations
 
@@ -37,9 +58,15 @@ ZWSP = "\u200b"           # zero-width space: breaks a mention, shows nothing
 
 _DETAILS_OPEN, _DETAILS_CLOSE = "<details>", "</details>"
 _SUMMARY = re.compile(r"<summary>(.*)</summary>")
-# Numeric character references as CommonMark decodes them, and the one named reference of @.
-_NUMERIC = re.compile(r"&#(?:[xX]([0-9a-fA-F]{1,6})|([0-9]{1,7}));")
-_COMMAT = re.compile(r"&commat;", re.IGNORECASE)
+# Entity references as CommonMark decodes them (HTML5's names, numeric ones); the few that
+# decode to nothing inert's rules look for stay references.
+_ENTITY = re.compile(r"&(?:#[xX][0-9a-fA-F]{1,6}|#[0-9]{1,7}|([A-Za-z][A-Za-z0-9]{0,31}));")
+KEPT_ENTITIES = frozenset({"amp", "lt", "gt", "quot", "nbsp"})
+_BRACKET = re.compile(r"(\\*)\[")                  # a [ and the backslashes before it
+_REFERENCE = re.compile(r"(#|GH-)(?=[0-9])", re.IGNORECASE)
+_WWW = re.compile(r"(www)(?=\.)", re.IGNORECASE)
+_HEX = re.compile(r"[0-9a-fA-F]{7,}")
+BIDI = re.compile("[\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
 
 
 class Unreadable(UserError):
@@ -71,21 +98,31 @@ def read_capped(path: Path, cap: int) -> str:
     return data.decode("utf-8", errors="replace").replace("\x00", "\ufffd")
 
 
-def _numeric(m: re.Match) -> str:
-    """A numeric reference that GitHub would decode to @ or to a letter or digit (what a
-    mention is made of), shown as written instead (`&amp;#...`); any other stays."""
-    code = int(m.group(1), 16) if m.group(1) else int(m.group(2))
-    ch = chr(code) if code <= 0x10FFFF else ""
-    return "&amp;" + m.group(0)[1:] if ch == "@" or ch.isalnum() else m.group(0)
+def _entity(m: re.Match) -> str:
+    """A reference shown as written (`&amp;...`), unless it is one of KEPT_ENTITIES."""
+    return m.group(0) if m.group(1) in KEPT_ENTITIES else "&amp;" + m.group(0)[1:]
+
+
+def _bracket(m: re.Match) -> str:
+    """A [ after an odd number of backslashes is escaped already (literal text); else one
+    more backslash makes it so."""
+    return m.group(0) if len(m.group(1)) % 2 else m.group(1) + "\\["
+
+
+def _hex(m: re.Match) -> str:
+    run = m.group(0)
+    return ZWSP.join(run[i:i + 6] for i in range(0, len(run), 6))
 
 
 def inert(text: str) -> str:
-    """A line (or a title) with no HTML and no mention: `<` as `&lt;`; a zero-width space
-    after every `@` and every `&commat;`, whatever is around it (GitHub's own rules for what
-    starts a mention, after emphasis or an entity, are what an attacker would aim at);
-    numeric references to @ or a letter or digit escaped (`&#64;` shows as written)."""
-    text = _NUMERIC.sub(_numeric, text.replace("<", "&lt;"))
-    return _COMMAT.sub(lambda m: m.group(0) + ZWSP, text.replace("@", "@" + ZWSP))
+    """A line (or a title) that links, shows, alerts, notifies and references nothing (the
+    module's docstring lists the rules)."""
+    text = BIDI.sub(lambda m: f"[U+{ord(m.group(0)):04X}]", text)
+    text = _ENTITY.sub(_entity, text).replace("<", "&lt;")
+    text = _BRACKET.sub(_bracket, text).replace("[!", "[" + ZWSP + "!")
+    text = text.replace("@", "@" + ZWSP).replace("://", ":" + ZWSP + "//")
+    text = _WWW.sub(lambda m: m.group(1) + ZWSP, _REFERENCE.sub(lambda m: m.group(1) + ZWSP, text))
+    return _HEX.sub(_hex, text)
 
 
 def _folds(lines: list[str], out: list[bool]) -> set[int]:
