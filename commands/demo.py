@@ -6,7 +6,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from analysis.inputs.option_specs import LLC, PAIRING, PROFILE_REPS, REPS, SEPARATE_PROFILE_REPS, SIZE
+from analysis.inputs.option_specs import LLC, PAIRING, PROFILE_REPS, REPS, SEPARATE_PROFILE_REPS, SIZE, TARGET_UNITS
 from analysis.report.summary_text import text_lines
 from analysis.report.writer import report_run
 from collectors.command import run_command
@@ -49,8 +49,11 @@ def parser() -> argparse.ArgumentParser:
 def request(args: argparse.Namespace) -> RunRequest:
     """The demo's run, typed (what `make demo` measures)."""
     case, reps, windows, sets = demo.SIZES[args.size]
-    opts = RunOptions(reps=args.reps or reps, profile_reps=args.profile_reps, paired_windows=windows,
-                      size=args.size, llc_bytes=args.llc_bytes, pairing="unpaired" if args.unpaired else PAIRING.default)
+    decides = reps is None and args.reps is None and not args.unpaired
+    opts = RunOptions(reps=args.reps or reps or TARGET_UNITS, profile_reps=args.profile_reps,
+                      paired_windows=windows, size=args.size, llc_bytes=args.llc_bytes,
+                      pairing="unpaired" if args.unpaired else PAIRING.default,
+                      targets=decides, budget_s=demo.BUDGET_S if decides else None)
     return RunRequest(case, [demo.BASE, demo.cand_spec()], opts, sets=[*sets, *args.set], out=Path(args.runs),
                       progress=not args.no_progress)
 
@@ -62,8 +65,9 @@ def main(argv: list[str] | None = None) -> int:
            else "paired reps (both servers loaded, ABBA windows)")
     prof = ("perf in the paired windows" if req.options.profile_reps is None and not args.unpaired
              else f"{req.options.profile_reps or SEPARATE_PROFILE_REPS} profile reps per variant")
+    reps = ("paired reps planned for the targets" if req.options.targets else str(req.options.reps))
     print(f"stallscope demo: {demo.BASE}  vs  {req.variants[1]}\n"
-          f"  case {req.case} (size {args.size}), {req.options.reps} {how} + {prof}"
+          f"  case {req.case} (size {args.size}), {reps} {how} + {prof}"
           + (f"; set: {', '.join(req.sets)}" if req.sets else ""), file=sys.stderr)
     log = (lambda msg: print(msg, file=sys.stderr))
     procs.install_signal_handlers()

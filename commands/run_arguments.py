@@ -10,8 +10,8 @@ from typing import Any
 from collectors.variants.spec import GRAMMAR
 from collectors.load import memtier
 from collectors.runner.api import RunRequest
-from analysis.inputs.option_specs import (FREQUENCY, PAIRING, PRECISION, PROFILE, budget_for, first_stage,
-                                          taken_by)
+from analysis.inputs.option_specs import (DEFAULT_TARGET_BUDGET_S, FREQUENCY, PAIRING, PRECISION, PROFILE,
+                                          TARGET_UNITS, TARGET_WINDOWS, budget_for, first_stage, taken_by)
 from collectors.runner.options import RUNS_DIR, RunOptions
 from collectors.runner.plugins import plugins
 from commands.options import add_option, add_run_flags
@@ -91,6 +91,14 @@ def parser(defaults: bool = True) -> argparse.ArgumentParser:
     add_option(shared["profile_reps"], p, "run", **own)
     add_option(FREQUENCY, p, "run", **own)
     p.add_argument("--keep-perf-data", action="store_true", help="keep perf.data beside perf.folded")
+    p.add_argument("--quick", action="store_true", **{"default": False, **own},
+                   help="the cheap run: 5 paired reps of 64 windows, perf within 1%% of the server's CPU "
+                        "(a few minutes; its report says how large a change it could not see). Without "
+                        "--quick, --reps or --precision a run decides: it aims at throughput ±2%%, each "
+                        "focus function ±5%% and every function of 5%% of the samples or more ±10%% (the "
+                        "smallest change each could be seen to), its paired reps of 128 windows planned from "
+                        "this host's recorded spread for the case (10 before any), perf at the rate the "
+                        "function rows need (at most ~5%% of the server's CPU), within --budget (15 min)")
     _measurement_arguments(p, shared, own)
     p.add_argument("--load-generator", choices=memtier.CHOICES, **{"default": "auto", **own},
                    help="auto (default): the case's workload.tool; memtier runs memtier_benchmark "
@@ -133,13 +141,24 @@ def _measurement_arguments(p: argparse.ArgumentParser, shared: dict, own: dict) 
         add_option(shared[name], p, "run", **own)
 
 
-def options_from_args(args: argparse.Namespace) -> RunOptions:
+def options_from_args(args: argparse.Namespace, argv: list[str] = ()) -> RunOptions:
+    """The run the flags ask for. None of --reps, --precision, --quick (nor --layouts): the
+    run that decides, its reps added until the targets are met or its budget is spent
+    (collectors/runner/targets.py); --quick: today's cheap run."""
     # The plugins' flags, by their own declarations (RunFlag.dest): nothing listed by hand
     extra = {f.dest: getattr(args, f.dest) for pl in plugins() for f in pl.RUN_FLAGS.flags}
     shared = {o.name: getattr(args, o.name) for o in taken_by("run")}
-    shared["reps"] = first_stage(args.reps, args.precision)
-    shared["budget_s"] = budget_for(args.precision, args.budget_s)
-    return RunOptions(**shared, keep_perf_data=args.keep_perf_data,
+    targets = (not args.quick and args.reps is None and args.precision is None and args.layouts == 1
+               and args.precision_on is None)
+    if targets:     # the reps are planned from this host's records (collectors/runner/targets.py)
+        shared.update(reps=TARGET_UNITS,
+                      budget_s=DEFAULT_TARGET_BUDGET_S if args.budget_s is None else args.budget_s)
+        if "--paired-windows" not in argv:
+            shared["paired_windows"] = TARGET_WINDOWS
+    else:
+        shared["reps"] = first_stage(args.reps, args.precision)
+        shared["budget_s"] = budget_for(args.precision, args.budget_s)
+    return RunOptions(**shared, keep_perf_data=args.keep_perf_data, targets=targets, quick=args.quick,
                       load_generator=args.load_generator, precision_on=args.precision_on, extra=extra)
 
 
@@ -174,5 +193,5 @@ def given(run_args: list[str]) -> dict[str, Any]:
 
 def request_from_args(args: argparse.Namespace, argv: list[str]) -> RunRequest:
     """The run the parsed arguments ask for; argv is kept as the manifest's command."""
-    return RunRequest(case=args.case, options=options_from_args(args), command=list(argv),
+    return RunRequest(case=args.case, options=options_from_args(args, argv), command=list(argv),
                       **_request_fields(vars(args)))

@@ -6,6 +6,7 @@ import math
 
 from analysis.compare.results import Measurement, MetricRow
 from analysis.inputs.manifest import Manifest
+from analysis.inputs.option_specs import TARGET_FOCUS, TARGET_MOVERS, TARGET_SHARE, TARGET_THROUGHPUT
 
 
 def _duration(s: float | None) -> str:
@@ -51,6 +52,9 @@ def measurement(m: Manifest, main: MetricRow | None) -> Measurement:
     out.half_width = _half_width(main)
     reached = (f"the interval is ±{out.half_width:.1%} of the ratio" if out.half_width is not None
                else "no interval yet")
+    if m.options.targets:
+        out.precision = _targets_sentence(m, units, unit)
+        return out
     asked = f"±{out.target:.1%} of the ratio asked within {_duration(out.budget_s)}"
     spread = (f" from the first {out.pilot} {unit}s' spread (sd {p.pilot_sd:.3f} of the log ratio)"
               if p.pilot_sd is not None else "")
@@ -62,3 +66,22 @@ def measurement(m: Manifest, main: MetricRow | None) -> Measurement:
     else:
         out.precision = f"{asked}; the run stopped after {units} {unit}s before its plan ended: {reached}"
     return out
+
+
+def _targets_sentence(m: Manifest, units: int, unit: str) -> str:
+    """A run that decides (collectors/runner/targets.py): what it aimed at, the reps the
+    throughput's first stage asked (Stein), and what ended it. Whether each function row got
+    to its target is its own "could see" in the tables."""
+    p = m.precision
+    aims = (f"the run aimed at what a change could be seen to (80% power): throughput ±"
+            f"{TARGET_THROUGHPUT:.0%}, each focus function of {TARGET_SHARE:.0%} of the samples or "
+            f"more ±{TARGET_FOCUS:.0%} at its family's level, every such function ±{TARGET_MOVERS:.0%} "
+            f"(the perf rate), within {_duration(m.options.budget_s)}")
+    plan = f"; {p.note}" if p.note else ""
+    if p.ended_by == "precision":
+        end = f"{units} {unit}s as planned"
+    elif p.ended_by == "budget":
+        end = f"the budget ended it after {units} of {p.planned} planned {unit}s"
+    else:
+        end = f"it stopped after {units} {unit}s before its plan ended"
+    return f"{aims}{plan}; {end}: each row says what it could see"

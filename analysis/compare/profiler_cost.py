@@ -16,7 +16,7 @@ import math
 from itertools import groupby
 
 from analysis import stats
-from analysis.compare import pair_clusters
+from analysis.compare import pair_clusters, perf_blocks
 from analysis.compare.results import ChangeOut, ProfilerCost
 from analysis.inputs.collector_facts import ProfileWindow
 from analysis.inputs.layout import PAIRED_JSON
@@ -124,7 +124,8 @@ def profiler_cost(run: RunDir, base: str, cand: str, confidence: float = 0.95) -
                             frequency_hz=hz)
     per = {v: c for v, p in pairs.items() if (c := _cost(p, confidence)) is not None}
     return ProfilerCost(True, frequency_hz=hz, pairs=counts, per_variant=per,
-                        pooled=_cost({**pairs[base], **pairs[cand]}, confidence))
+                        pooled=_cost({**pairs[base], **pairs[cand]}, confidence),
+                        on_off=perf_blocks.agreement(run, base, cand, confidence))
 
 
 def _paired_frequency(run: RunDir) -> int | None:

@@ -84,8 +84,7 @@ class FunctionRow:
     base_cum_ns: Side | None = None
     cand_cum_ns: Side | None = None
     cum_ns_change: ChangeOut | None = None
-    # Samples behind each rep's flat and cumulative weight (weight / one sample's weight);
-    # None when a rep's sample weight is unknown.
+    # Samples behind each rep's flat and cumulative weight; None when a rep's sample weight is unknown
     base_flat_samples: list[float] | None = None
     cand_flat_samples: list[float] | None = None
     base_cum_samples: list[float] | None = None
@@ -235,6 +234,7 @@ class ProfilerCost:
     pairs: dict[str, int] = field(default_factory=dict)            # variant -> window pairs
     per_variant: dict[str, ChangeOut] = field(default_factory=dict)
     pooled: ChangeOut | None = None
+    on_off: ChangeOut | None = None   # the cand/base ratio, perf-off blocks -> perf-on (perf_blocks.py)
 
 
 @dataclass
@@ -361,8 +361,7 @@ class Results:
 
     @classmethod
     def from_json(cls, d: Any, where: str = "results.json") -> "Results":
-        """results.json back as data, through the one converter (records.convert): every
-        section typed; keys a newer writer added are ignored (nothing rewrites the file)."""
+        """results.json back as data through records.convert; a newer writer's keys are ignored."""
         return convert(d, cls, where)
 
 

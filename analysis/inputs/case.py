@@ -9,7 +9,7 @@ case in a hand-made manifest still reads (`Case.from_json`, the one converter)."
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 from analysis.inputs.records import Record
 
@@ -163,8 +163,10 @@ class Case(Record):
     matrix: dict[str, str] = field(default_factory=dict)  # axis -> chosen value, e.g. {"value": "100"}
     # --set FIELD=VALUE overrides applied last (after the size), e.g. {"workload.pipeline": 16}
     overrides: dict[str, Any] = field(default_factory=dict)
-    # the dataset against the last-level cache (None: resolved before sizes knew the cache)
+    # the dataset against the last-level cache (None: resolved before sizes knew the cache,
+    # and then left out of the JSON, so an older manifest's case reads back as it was)
     working_set: WorkingSet | None = None
+    OMIT_IF_NONE: ClassVar[frozenset[str]] = frozenset({"working_set"})
 
     def label(self, test: str | None = None) -> str:
         """What the case measures, as the seed PR tables name it: keyspace × value size,

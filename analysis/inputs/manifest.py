@@ -303,8 +303,9 @@ class Manifest(Record):
     @property
     def pilot(self) -> int | None:
         """The first-stage units of a --precision run (options.reps: option_specs.first_stage),
-        None without --precision."""
-        return self.options.reps if self.precision is not None else None
+        None without --precision, and in a run that decides (options.targets: its reps were
+        planned before it began, so its intervals are the ordinary ones)."""
+        return self.options.reps if self.precision is not None and not self.options.targets else None
 
     def find_rep(self, variant: str, rep: int) -> Rep:
         for r in self.schedule:

@@ -38,6 +38,18 @@ SEPARATE_PROFILE_REPS = 3  # where profiles cannot be paired: 3, the fewest with
 PAIRED_WINDOW_S = 0.25     # length of one paired window (s)
 PAIRED_WINDOWS = 64        # windows per paired rep (ABBA...): 32 pairs
 DEFAULT_SIZE = "default"   # the case's own size
+# `stallscope run` with none of --reps, --precision, --quick: a run that decides
+# (collectors/runner/targets.py). Detectable sizes at 80% power, as fractions of the ratio:
+TARGET_THROUGHPUT = 0.02   # the throughput row: the paired reps are planned for it
+TARGET_FOCUS = 0.05        # each focus function's CPU time per operation, at its family's level
+TARGET_MOVERS = 0.10       # every function of TARGET_SHARE of the samples or more (the perf rate)
+TARGET_SHARE = 0.05
+TARGET_UNITS = 10          # paired reps before this host has recorded the case's spread
+TARGET_MIN_UNITS = 6       # ... and the fewest and most a recorded spread may plan
+TARGET_MAX_UNITS = 40
+TARGET_WINDOWS = 128       # windows per paired rep (a rep's fixed cost of two dataset loads
+                           # is paid for twice the samples of 64)
+DEFAULT_TARGET_BUDGET_S = 900.0   # 15 minutes of wall time after the builds
 # --layouts: code layouts per variant; 1 is the upstream link order, as before layouts existed
 DEFAULT_LAYOUTS = 1
 # A case's sizes (docs/cases.md): tiny is the mechanics (seconds to preload; it may fit in

@@ -181,7 +181,23 @@ def _profiler_cost(r: Results) -> list[str]:
             f"perf sampled ran faster, noise or the host): the windows perf sampled vs the "
             f"windows beside them without perf (same server, ABBA), {sum(c.pairs.values())} window pairs; the "
             f"{level(r.settings.confidence)} CI is over the "
-            f"{where}, each rep's pairs one unit (docs/statistics.md).", ""]
+            f"{where}, each rep's pairs one unit (docs/statistics.md)." + _on_off(r), ""]
+
+
+def _on_off(r: Results) -> str:
+    """Whether the perf-on and perf-off blocks tell one story (analysis/compare/perf_blocks.py)."""
+    ch = r.profiler_cost.on_off
+    if ch is None or ch.rel is None or ch.rel_ci_low is None:
+        return ""
+    iv = f"{fmt_pct(ch.rel)} [{fmt_signed(ch.rel_ci_low * 100)}, {fmt_signed(ch.rel_ci_high * 100)}]%"
+    if ch.rel_ci_low <= 0 <= ch.rel_ci_high:
+        return (f" The perf-on and perf-off blocks agree: the {esc(r.cand)}/{esc(r.base)} ratio moved "
+                f"{iv} from the blocks without perf to the blocks with it, so perf's cost cancels "
+                "in the ratio.")
+    return (f" **The perf-on and perf-off blocks disagree**: the {esc(r.cand)}/{esc(r.base)} ratio moved "
+            f"{iv} from the blocks without perf to the blocks with it: perf costs the two sides "
+            "differently here; rerun at a lower `--frequency` (or `--quick`) before trusting the "
+            "function rows.")
 
 
 def _tma(r: Results) -> list[str]:

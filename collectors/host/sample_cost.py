@@ -60,7 +60,12 @@ from collectors.variants.builder import records_dir
 SCHEMA = 1
 MAX_KEPT = 20           # a case's last runs kept per host
 HOST_KEPT = 100         # and the host's last runs in all
-BUDGET = 0.01           # the share of the server's CPU perf may take
+BUDGET = 0.01           # the share of the server's CPU perf may take in a --quick run
+# ... in any other: the function rows' targets set the rate (collectors/runner/targets.py), up
+# to this perturbation. Both servers are sampled at one rate in the same blocks, so a common
+# cost cancels in every ratio; the run measures it, and checks that its perf-on and perf-off
+# blocks agree (analysis/compare/profiler_cost.py)
+PERTURBATION = 0.05
 SEED_US = 35.0          # cost of one sample before this host has measured its own
 SEED_SE = 10.0          # how far the seed may be off on another host (µs, one standard error)
 UPPER_Z = 1.2816        # one-sided 90% upper bound of the next run's cost
@@ -69,12 +74,14 @@ UPPER_Z = 1.2816        # one-sided 90% upper bound of the next run's cost
 # out 0 and the bound as narrow as the fixed one); the host's pool is the wider, safer bound.
 MIN_CASE_RUNS = 5
 # Odd rates near round numbers: not in lockstep with the kernel's 100/250/1000 Hz ticks.
-RATES = (999, 799, 599, 499, 399, 299, 249, 199, 149, 99, 49)
+RATES = (1999, 1499, 1249, 999, 799, 599, 499, 399, 299, 249, 199, 149, 99, 49)
 # How the run measured its cost (analysis/compare/profiler_cost.py). 2: each perf-on block
 # of a paired rep against the off blocks on both sides. Entries without it were measured
 # against the block before alone, which a rep's upward drift biased toward perf being free
 # or better (about 1% of throughput on tests/data/runs/mset-aa-paired-small): not pooled.
 ESTIMATOR = 2
+# what the function rows' rate is for (collectors/runner/targets.py), as the reason says it
+_TARGET_TEXT = "function of 5% of the samples seen to ±10% at the movers' level"
 _STAMP = re.compile(r"^\d{8}-\d{6}-")     # a run id's <date>-<time>- (new_manifest.new_run_id)
 
 
@@ -117,6 +124,8 @@ class Rate:
     runs: int                # measured runs pooled with the seed (0: the seed alone)
     case: str | None = None  # the case whose own runs were pooled; None: all of the host's
     tau: float = 0.0         # the pool's spread between runs (µs a sample)
+    budget: float = BUDGET   # the share of the server's CPU the rate may cost
+    need_hz: float | None = None   # what the function rows' targets ask (None: not asked)
 
     @property
     def predicted(self) -> float:
@@ -124,6 +133,19 @@ class Rate:
         return self.hz * self.us_per_sample * 1e-6
 
     def why(self) -> str:
+        cost = (f"{self.predicted:.2%} of the server's CPU predicted ({self.us_per_sample:.1f} µs a "
+                f"sample, {self._source()})")
+        if self.need_hz is None:
+            return (f"perf at {self.hz} Hz: the highest rate whose predicted cost stays at or under "
+                    f"{self.budget:.0%} of the server's CPU: {cost}")
+        if self.hz >= self.need_hz:
+            return (f"perf at {self.hz} Hz: the function rows' targets ask {self.need_hz:.0f} Hz (a "
+                    f"{_TARGET_TEXT}); {cost}, within the {self.budget:.0%} budget")
+        return (f"perf at {self.hz} Hz: the function rows' targets ask {self.need_hz:.0f} Hz (a "
+                f"{_TARGET_TEXT}), more than a {self.budget:.0%} budget of the server's CPU allows: "
+                f"{cost}; the run's reps make up the rest")
+
+    def _source(self) -> str:
         if not self.runs:
             src = "90% upper bound of the seed, this host has measured none yet"
         else:
@@ -131,9 +153,7 @@ class Rate:
                      f"all {self.runs} run(s) measured on this host")
             src = (f"90% upper bound of the next run's cost from {whose} and the seed, "
                    f"{self.tau:.1f} µs spread between runs")
-        return (f"perf at {self.hz} Hz: the highest rate whose predicted cost stays at or under "
-                f"{BUDGET:.0%} of the server's CPU ({self.us_per_sample:.1f} µs a sample, {src}: "
-                f"{self.predicted:.2%})")
+        return src
 
 
 def store_path() -> Path:
@@ -186,9 +206,9 @@ def pick(entries: list[dict[str, Any]], case: str | None, min_runs: int = MIN_CA
     return entries, None
 
 
-def rate_for(us: float) -> int:
-    """The highest of RATES whose cost at `us` a sample stays within BUDGET."""
-    fits = [r for r in RATES if r * us * 1e-6 <= BUDGET]
+def rate_for(us: float, budget: float = BUDGET) -> int:
+    """The highest of RATES whose cost at `us` a sample stays within `budget`."""
+    fits = [r for r in RATES if r * us * 1e-6 <= budget]
     return max(fits) if fits else min(RATES)
 
 
@@ -196,11 +216,19 @@ def _number(x: Any) -> bool:
     return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
 
 
-def choose(host: HostSummary, path: Path | None = None, case: str | None = None) -> Rate:
-    """The highest of RATES that the next run's cost per sample keeps within BUDGET."""
+def choose(host: HostSummary, path: Path | None = None, case: str | None = None,
+           need_hz: float | None = None, budget: float | None = None) -> Rate:
+    """need_hz None (a --quick run): the highest of RATES that the next run's cost per sample
+    keeps within BUDGET. Else the lowest of RATES at or above need_hz, but none whose cost
+    passes `budget` (default PERTURBATION), and never below what BUDGET allows anyway."""
     used, whose = pick(host_entries(host, path), case)
     p = pool([(float(e["us_per_sample"]), float(e["se_us"])) for e in used])
-    return Rate(rate_for(p.bound), p.bound, len(used), whose, p.tau)
+    if need_hz is None:
+        return Rate(rate_for(p.bound), p.bound, len(used), whose, p.tau)
+    budget = PERTURBATION if budget is None else budget
+    cap, floor = rate_for(p.bound, budget), rate_for(p.bound)
+    enough = min((r for r in RATES if r >= need_hz), default=max(RATES))
+    return Rate(max(floor, min(enough, cap)), p.bound, len(used), whose, p.tau, budget, need_hz)
 
 
 def record(host: HostSummary, run_id: str, hz: int, overhead: float, se: float,

@@ -12,6 +12,7 @@ takes the dataset snapshot, calibrates and runs the reps (collectors.runner.runn
 from __future__ import annotations
 
 import dataclasses
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
@@ -23,9 +24,9 @@ from analysis.inputs.manifest import LoadGenerator, Variant
 from analysis.inputs.run_options import DEFAULT_FREQ_HZ, SEPARATE_PROFILE_REPS
 from analysis.inputs.rundir import save_manifest
 from collectors.variants.spec import VariantSpec, parse_variant
-from collectors.host import machine, procs, sample_cost, versions
+from collectors.host import machine, noise, procs, sample_cost, versions
 from collectors.load import memtier
-from collectors.runner import layouts, pairing
+from collectors.runner import layouts, pairing, targets
 from collectors.runner.context import RunContext, bench_bin
 from collectors.runner.new_manifest import apply_sections, make_manifest, new_run_id
 from collectors.runner.options import RUNS_DIR, RunError, RunOptions
@@ -108,13 +109,11 @@ def plan_run(req: RunRequest, log: Log) -> RunPlan:
     if len(req.variants) < 1:
         raise RunError("give at least one --variant NAME=SPEC (two to compare)")
     case = load_case(req.case, req.options.size, parse_sets(req.sets), llc=req.options.llc_bytes)
-    if case.working_set is not None and case.dataset.kind != "none":
-        ws = case.working_set
-        log(f"stallscope run: dataset: {ws.describe(case.dataset.keys)} (size {case.size}: {ws.why()})")
     opts = with_plugin_defaults(req.options)
     if opts.reps < 1:
         raise RunError("--reps must be at least 1")
-    problem = precision_problem(opts.precision, opts.budget_s, opts.reps)
+    # a run that decides takes a budget without a precision: its reps stop when it is spent
+    problem = None if opts.targets else precision_problem(opts.precision, opts.budget_s, opts.reps)
     if problem:
         raise RunError(problem)
     if opts.precision_on is not None and opts.precision is None:
@@ -126,6 +125,7 @@ def plan_run(req: RunRequest, log: Log) -> RunPlan:
     if opts.load_generator == "memtier" or (opts.load_generator == "auto" and case.workload.tool == "memtier"):
         memtier.find_memtier()  # a MEMTIER= that points nowhere stops the run before any build
     host = machine.host_facts()
+    _log_dataset(case, log)
     found = plugins()
     # Plugins judge the run before anything is built (perf missing, no PMU, token file).
     sections = [pl.manifest_sections(opts, host) for pl in found]
@@ -140,6 +140,7 @@ def plan_run(req: RunRequest, log: Log) -> RunPlan:
         raise RunError(f"--on {opts.precision_on}: a function's cost per operation is narrowed "
                        f"from the profiles of paired windows; this run is "
                        f"{'not paired (' + decided.reason + ')' if not opts.paired else 'not profiled (--profile ' + opts.profile + ')'}")
+    units_note = _plan_reps(opts, host, case, log)
     profiling_note = _resolve_profiling(opts, host, case)
     if profiling_note:
         log(f"stallscope run: {profiling_note}")
@@ -148,6 +149,8 @@ def plan_run(req: RunRequest, log: Log) -> RunPlan:
     command = ["stallscope", "run", *(req.command if req.command is not None else req.argv())]
     m = make_manifest(run_id, case, variants, opts, command, host, tools, plan, decided)
     m.options.report = bool(req.report)
+    if units_note:
+        m.precision.note = units_note
     m.load_generator, memtier_bin = choose_load_generator(case, opts, variants, log)
     for s in sections:
         apply_sections(m, s)
@@ -158,6 +161,25 @@ def plan_run(req: RunRequest, log: Log) -> RunPlan:
                      collector_factories=[pl.rep_collectors for pl in found],
                      window_profiler_factories=window_profilers(found), memtier_bin=memtier_bin)
     return RunPlan(Runner(run, progress=req.progress))
+
+
+def _log_dataset(case: Case, log: Log) -> None:
+    """The plan line of the dataset against this host's cache (docs/cases.md)."""
+    ws = case.working_set
+    if ws is not None and case.dataset.kind != "none":
+        log(f"stallscope run: dataset: {ws.describe(case.dataset.keys)} (size {case.size}: {ws.why()})")
+
+
+def _plan_reps(opts: RunOptions, host: HostFacts, case: Case, log: Log) -> str:
+    """A run that decides: its paired reps from this host's recorded spread for the case
+    (collectors/runner/targets.py); why, for the manifest. "" for any other run."""
+    if not opts.targets:
+        return ""
+    units = targets.planned_units(noise.lookup(host.summary(), case.name, case.size, paired=opts.paired),
+                                  targets.Targets())
+    opts.reps = units.units
+    log(f"stallscope run: targets: {targets.Targets().text()}; {units.why}")
+    return units.why
 
 
 def _resolve_profiling(opts: RunOptions, host: HostFacts, case: Case) -> str:
@@ -173,10 +195,20 @@ def _resolve_profiling(opts: RunOptions, host: HostFacts, case: Case) -> str:
         if opts.profile != "perf":
             opts.frequency_hz = DEFAULT_FREQ_HZ
             return ""
-        rate = sample_cost.choose(host.summary(), case=case.name)
+        rate = sample_cost.choose(host.summary(), case=case.name, need_hz=_rate_need(opts, host, case))
         opts.frequency_hz = rate.hz
         return rate.why()
     return ""
+
+
+def _rate_need(opts: RunOptions, host: HostFacts, case: Case) -> float | None:
+    """The rate the function rows' targets ask in this run's first reps (None: a --quick run,
+    or one whose profiles are not in paired windows, keeps the 1% budget)."""
+    if opts.quick or not opts.paired or opts.profile_reps:
+        return None
+    spread = noise.lookup(host.summary(), case.name, case.size)
+    return targets.rate_need(targets.Targets(), max(opts.reps, 2), opts.paired_windows,
+                             opts.paired_window_s, spread.sd if spread is not None else 0.0) or math.inf
 
 
 def with_plugin_defaults(opts: RunOptions) -> RunOptions:

@@ -36,17 +36,14 @@ def cand_spec(cwd: Path | None = None) -> str:
 
 # Per size: (case, paired reps, windows per paired rep, --set overrides of the case). Each
 # window is 0.25 s and perf samples every other ABBA block of them, so the profiles are
-# paired too. Unpaired (--unpaired), the reps are throughput reps per variant and 3
-# separate profile reps per variant follow. The paired interval is over reps
-# (docs/statistics.md, "The rep is the unit"). Throughput needs few windows (10 reps of 64
-# gave +-1.3 points on 2026-11-27); a function's cost per MSET needs samples: at the rate
-# a 1% profiler budget allows here (199 Hz), lookupKey's flat cost (11% of samples) is ~90
-# samples a rep a side at 64 windows, a per-rep spread of ~15% from counting alone: +-12
-# points over 10 reps. A rep's fixed part (two 10M-key loads, rehash, warm-up) is ~27 s
-# and a window ~0.33 s, so 128 windows double the samples for ~3 more minutes: +-9.4
-# points, the demo 12 min 47 s from a fresh clone (README).
+# paired too. The default size is a run that decides (reps None: collectors/runner/targets.py,
+# as `stallscope run` with no flags): its paired reps planned from this host's recorded spread
+# for the case (10 before any), perf at the rate the function rows need, within BUDGET_S of
+# the run (the builds before it: ~2 min each from a fresh clone). Unpaired (--unpaired), the
+# reps are throughput reps per variant and 3 separate profile reps per variant follow. The
+# paired interval is over reps (docs/statistics.md, "The rep is the unit").
 SIZES = {
-    "default": ("mset-50keys", 10, 128, ()),
+    "default": ("mset-50keys", None, 128, ()),
     # 3: the fewest paired reps whose interval is over reps and decides (window pairs of
     # fewer reps are shown but decide nothing: docs/statistics.md). The case's small size:
     # a dataset at least 2x this host's last-level cache. A fixed count failed somewhere:
@@ -55,3 +52,4 @@ SIZES = {
     # (~90 MB) missed that L3 (+33% [+26.5, +40.2]) but sat in a 480 MiB one.
     "small": ("mset-50keys", 3, 64, ()),
 }
+BUDGET_S = 660.0    # 11 min of reps (dataset preload included), so a fresh clone's demo fits 15 min

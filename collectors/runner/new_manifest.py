@@ -68,7 +68,7 @@ def make_manifest(run_id: str, case: Case, variants: dict[str, Variant], opts: R
     m.options = dataclasses.replace(opts)    # a copy: what was asked, as it was asked
     m.calibration = {}
     m.paired, m.pairing = paired, pairing
-    if opts.precision is not None:
+    if opts.precision is not None or opts.targets:
         # what was asked (target, budget, first stage, --on) is options only (manifest schema 4)
         m.precision = PrecisionPlan()
     return m

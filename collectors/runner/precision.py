@@ -42,9 +42,14 @@ class PrecisionRun:
         # wall-time budget, the first stage and --on's function (None: the main metric)
         self.target: float = run.manifest.options.precision
         self.budget_s: float | None = run.manifest.options.budget_s
-        self.pilot: int = run.manifest.pilot or 0
+        self.pilot: int = (run.manifest.options.reps if run.manifest.options.targets
+                           else run.manifest.pilot) or 0
         self.on: tuple[str, str] | None = run.manifest.options.precision_function
         self.names = list(run.variants)
+        # a run that decides: its reps planned before it began, the clock its only stop
+        self.decides = run.manifest.options.targets
+        if self.decides and self.plan.planned is None:
+            self.plan.planned = self.pilot
         self.kind = "paired" if run.opts.paired else "throughput"
         self._t0 = time.monotonic()
         self._spent0 = self.plan.spent_s or 0.0
@@ -68,7 +73,7 @@ class PrecisionRun:
     def may_start(self, rep: Rep) -> bool:
         """False when `rep` belongs to a unit past the pilot that the budget has no room
         for: then every unit rep not run yet is dropped and the run says the budget ended it."""
-        if rep.kind != self.kind or self._units() < self.pilot or self.budget_s is None:
+        if rep.kind != self.kind or self.budget_s is None or (self._units() < self.pilot and not self.decides):
             return True
         need = self._unit_seconds() or 0.0
         if self.spent() + need <= self.budget_s:
@@ -97,9 +102,12 @@ class PrecisionRun:
             self.run.note(self._progress(done), always=True)
         if self.plan.planned is not None and done >= self.plan.planned and self.plan.ended_by is None:
             self.plan.ended_by = "precision"
-            self.plan.note = f"{done} {self._word()}s as planned for ±{self.target:.1%} of the ratio"
+            if not self.decides:      # a run that decides keeps why it planned its reps
+                self.plan.note = f"{done} {self._word()}s as planned for ±{self.target:.1%} of the ratio"
 
     def _plan(self, done: int) -> None:
+        if self.decides:
+            return self._plan_targets(done)
         x = self.log_ratios()[: self.pilot]
         sd0 = float(statistics.stdev(x))
         self.plan.pilot_sd = round(sd0, 6)
@@ -108,6 +116,13 @@ class PrecisionRun:
         if want > MAX_UNITS:
             self.plan.note = f"the first stage's spread asks for {want} {self._word()}s; capped at {MAX_UNITS}"
         self._append(self.plan.planned - done)
+
+    def _plan_targets(self, done: int) -> None:
+        """A run that decides (collectors/runner/targets.py): its reps were planned before it
+        started; nothing is added, and only the clock stops it early."""
+        self.plan.planned = self.pilot
+        if done < self.pilot:
+            self._append(self.pilot - done)
 
     def _append(self, n: int) -> None:
         """n more units at the end of the schedule (after the profile reps)."""
@@ -158,6 +173,8 @@ class PrecisionRun:
     def _progress(self, done: int) -> str:
         p = self.plan
         x = self.log_ratios()
+        if self.decides:
+            return self._progress_targets(done, x)
         if len(x) < max(self.pilot, twostage.MIN_PILOT):
             return f"precision: first stage {len(x)} of {self.pilot} {self._word()}s done"
         iv = twostage.interval(x, self.pilot)
@@ -169,3 +186,11 @@ class PrecisionRun:
                 f"[{math.expm1(iv.low):+.1%}, {math.expm1(iv.high):+.1%}] (±{math.expm1(iv.half_width):.1%} "
                 f"of the ratio, target ±{self.target:.1%}); {left} more planned{eta}{budget}")
 
+
+    def _progress_targets(self, done: int, x: list[float]) -> str:
+        budget = f"; {duration(self.spent())} of the {duration(self.budget_s)} budget spent" if self.budget_s else ""
+        if len(x) < twostage.MIN_PILOT:
+            return f"targets: {done} of {self.pilot} paired reps{budget}"
+        iv = twostage.interval(x, len(x))
+        return (f"targets: {done} of {self.pilot} paired reps, throughput {math.expm1(iv.mean):+.1%} "
+                f"[{math.expm1(iv.low):+.1%}, {math.expm1(iv.high):+.1%}]{budget}")

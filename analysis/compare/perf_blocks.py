@@ -1,0 +1,56 @@
+"""Do the perf-on and perf-off blocks of the paired reps tell one story?
+
+Both servers are sampled at one rate in the same blocks, so perf's cost cancels in the
+cand/base ratio, which is why a run may sample at the rate its function rows need (up to
+~5% of the server: collectors/host/sample_cost.py). That holds only if perf costs both sides
+alike: a cost that grows with what one side does (its stack depth, its cache misses under
+the sampling interrupt) would tilt the ratio in the blocks perf is on. So each paired rep's
+ratio over its perf-on windows is compared with its ratio over its perf-off windows, paired
+over reps, with the interval of analysis/stats (the rep the unit): an interval about 0 says
+they agree, and the report says so beside the profiler's cost.
+"""
+from __future__ import annotations
+
+import math
+
+from analysis import stats
+from analysis.compare.results import ChangeOut
+from analysis.inputs.layout import PAIRED_JSON
+from analysis.inputs.paired import read_paired
+from analysis.inputs.rundir import RunDir
+
+
+def _log_gmean(xs: list[float]) -> float | None:
+    return sum(math.log(x) for x in xs) / len(xs) if xs else None
+
+
+def rep_ratios(run: RunDir, base: str, cand: str) -> list[tuple[float, float]]:
+    """(ratio over the perf-off windows, ratio over the perf-on windows) of each paired rep
+    whose windows record perf's state, cand/base of the windows' geometric means."""
+    out = []
+    for rep in run.manifest.reps(kind="paired"):
+        path = run.rep_dir(rep) / PAIRED_JSON
+        if rep.status != "ok" or not path.is_file():
+            continue
+        wins = read_paired(path).windows
+        ratio = {}
+        for on in (False, True):
+            b = _log_gmean([w.rate for w in wins if w.perf is on and w.variant == base and w.rate])
+            c = _log_gmean([w.rate for w in wins if w.perf is on and w.variant == cand and w.rate])
+            if b is None or c is None:
+                break
+            ratio[on] = math.exp(c - b)
+        else:
+            out.append((ratio[False], ratio[True]))
+    return out
+
+
+def agreement(run: RunDir, base: str, cand: str, confidence: float = 0.95) -> ChangeOut | None:
+    """The change of the cand/base ratio from the perf-off blocks to the perf-on ones, over the
+    paired reps; None with fewer than stats.MIN_N reps that have both."""
+    pairs = rep_ratios(run, base, cand)
+    if len(pairs) < stats.MIN_N:
+        return None
+    ch = stats.compare([off for off, _ in pairs], [on for _, on in pairs], paired=True,
+                       higher_is_better=True, confidence=confidence)
+    return ChangeOut.of(ch, "ratio")

@@ -1,0 +1,127 @@
+"""The default run's targets: what `stallscope run` with no --reps, --precision or --quick
+aims at, and the plan that gets there (docs/statistics.md, "A run that decides").
+
+A run is worth its time when its "no change" says something: the throughput row able to see
+±2%, each focus function's CPU time per operation ±5% (at the level its family judges it),
+every function holding 5% of the samples or more ±10%. Two knobs reach them, both set
+before the run from what it knows then, so that no interval's reps depend on its own data:
+
+- **The reps** (`planned_units`): the paired reps this host's recorded spread for the case
+  (collectors/host/noise.py: the sd of earlier runs' per-rep log ratios) says the throughput
+  row needs for ±2%; TARGET_UNITS before the host has recorded any. The wall-time budget
+  (15 min) stops the run early when a rep no longer fits, which reads the clock, not the
+  values. Every row is then an ordinary interval over a number of reps its data did not
+  choose. Planning from the run's own first reps instead (Stein's two-stage design) keeps
+  the throughput row's coverage but not the function rows': the N that a first stage without
+  a rare rep asks is small exactly when the functions' first reps miss it too, and their
+  skewed per-rep costs then miss the truth (bench/targets.py, `make bench` figure 12).
+- **The rate** (`rate_need`): the samples a 5%-share function needs for ±10% at the movers'
+  level in the planned reps. Counting noise falls with the samples, and both servers are
+  sampled at one rate in the same blocks, so perf's cost cancels in every ratio; the rate
+  is capped by the perturbation budget (collectors/host/sample_cost.py: at most ~5% of the
+  server's CPU), and the run checks that its perf-on and perf-off blocks agree
+  (analysis/compare/perf_blocks.py).
+
+Each row's "could see" in the report says whether it reached its target.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from analysis.inputs.option_specs import (TARGET_FOCUS, TARGET_MAX_UNITS, TARGET_MIN_UNITS, TARGET_MOVERS,
+                                          TARGET_SHARE, TARGET_THROUGHPUT, TARGET_UNITS)
+from analysis.power import units_to_detect
+from collectors.host.noise import Noise
+
+Q = 0.05                 # each family's error rate (analysis/compare/multiplicity.py)
+# candidates the top movers are judged among on a Redis profile (50-90 in the recorded runs):
+# the movers' level for planning the rate is Holm's first step over them
+MOVER_CANDIDATES = 60
+
+
+@dataclass(frozen=True)
+class Targets:
+    """Detectable sizes (fractions of the ratio, 80% power) the default run aims at."""
+    throughput: float = TARGET_THROUGHPUT
+    focus: float = TARGET_FOCUS
+    movers: float = TARGET_MOVERS
+    share: float = TARGET_SHARE          # functions at this share of the samples or more
+
+    def text(self) -> str:
+        return (f"throughput ±{self.throughput:.0%}, focus functions ±{self.focus:.0%}, every function "
+                f"of {self.share:.0%} of the samples or more ±{self.movers:.0%}")
+
+
+def sampled_seconds(windows: int, window_s: float) -> float:
+    """Seconds perf samples one server in a paired rep: half the windows are its own, perf is
+    on in every other ABBA block of them (collectors/abba.py)."""
+    return windows * window_s / 4
+
+
+def samples_needed(share: float, change: float, reps: int, confidence: float,
+                   machine_sd: float = 0.0) -> float | None:
+    """Samples a rep a side that give a function of `share` a detectable `change` over `reps`
+    paired reps at `confidence`: its per-rep log ratio varies by counting (1/n_base + 1/n_cand,
+    Poisson; the recorded A/A's dispersion against it is 0.92) plus the machine's own spread,
+    and the detectable size is K x that / sqrt(reps). None when the machine's spread alone
+    is too wide for it."""
+    if reps < 2 or share <= 0:
+        return None
+    size = units_size(reps, confidence)
+    room = (math.log1p(change) / size) ** 2 * reps - machine_sd ** 2
+    return None if room <= 0 else 2 / (share * room)
+
+
+def units_size(reps: int, confidence: float) -> float:
+    """K of analysis/power.py for `reps` paired reps (the paired t's: the rows that need the
+    samples are judged by it or by a rank method of about its power)."""
+    from analysis.power import POWER, multiplier
+    return multiplier("paired-t", reps, reps, round(confidence, 9), POWER)
+
+
+def rate_need(targets: Targets, reps: int, windows: int, window_s: float,
+              machine_sd: float = 0.0) -> float | None:
+    """The rate (Hz) that gives a function of `targets.share` its `targets.movers` at the
+    movers' level in `reps` paired reps of `windows` windows; None when no rate can."""
+    need = samples_needed(targets.share, targets.movers, reps, 1 - Q / MOVER_CANDIDATES, machine_sd)
+    return None if need is None else need / sampled_seconds(windows, window_s)
+
+
+@dataclass(frozen=True)
+class UnitsPlan:
+    """The paired reps a run that decides takes, and why."""
+    units: int
+    why: str
+
+
+def planned_units(spread: Noise | None, targets: Targets) -> UnitsPlan:
+    """The reps the throughput row needs for its target at this host's recorded spread for
+    the case (collectors/host/noise.lookup), within TARGET_MIN_UNITS..TARGET_MAX_UNITS;
+    TARGET_UNITS when the host has recorded none."""
+    if spread is None or spread.sd <= 0:
+        return UnitsPlan(TARGET_UNITS, f"{TARGET_UNITS} paired reps: this host has recorded no spread for "
+                                       "the case yet (this run's is recorded for the next)")
+    need = units_to_detect(targets.throughput, spread.sd, 0.95, limit=TARGET_MAX_UNITS)
+    units = min(max(need or TARGET_MAX_UNITS, TARGET_MIN_UNITS), TARGET_MAX_UNITS)
+    asks = f"asks {need}" if need is not None else f"asks more than {TARGET_MAX_UNITS}"
+    return UnitsPlan(units, f"{units} paired reps: the throughput's spread recorded on this host "
+                            f"(sd {spread.sd:.4f} of the log ratio, {spread.runs} run(s) of {spread.source}) "
+                            f"{asks} for ±{targets.throughput:.0%}")
+
+
+def focus_ratios(results) -> dict[str, list[float]]:
+    """Each focus row's per-rep log ratios of CPU time per operation (flat and cumulative,
+    the focus view) whose function holds the target share on either side: the rows a run
+    that decides aims at (bench/targets.py simulates their coverage)."""
+    out: dict[str, list[float]] = {}
+    for r in results.profile.focus:
+        for k in ("flat", "cum"):
+            b, c = getattr(r, f"base_{k}_ns"), getattr(r, f"cand_{k}_ns")
+            share = max(getattr(r, f"base_{k}").median or 0, getattr(r, f"cand_{k}").median or 0)
+            if b is None or c is None or share < TARGET_SHARE * 100:
+                continue
+            x = [math.log(cv / bv) for bv, cv in zip(b.values, c.values) if bv > 0 and cv > 0]
+            if len(x) >= 2:
+                out[f"{r.name} ({k})"] = x
+    return out

@@ -1,0 +1,117 @@
+"""A run that decides (collectors/runner/targets.py): `stallscope run` with no --reps,
+--precision or --quick plans its paired reps from this host's recorded spread, samples at the
+rate the function rows need within the perturbation budget, and stops early only by the clock.
+No server is run here: the plans, the rate and the flags are checked against their formulas
+and against counting noise simulated as Poisson; the live A/A runs are in tests/test_aa.py."""
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+
+from analysis.inputs.host import HostSummary
+from analysis.inputs.manifest import Manifest, PrecisionPlan, Rep, Variant
+from analysis.inputs.option_specs import (DEFAULT_TARGET_BUDGET_S, PAIRED_WINDOWS, TARGET_MAX_UNITS,
+                                          TARGET_MIN_UNITS, TARGET_UNITS, TARGET_WINDOWS)
+from analysis.inputs.run_options import RunOptions
+from analysis.power import POWER, multiplier, units_to_detect
+from collectors.host import sample_cost
+from collectors.host.noise import Noise
+from collectors.runner import targets
+from collectors.runner.precision import PrecisionRun
+from commands.run_arguments import options_from_args, parser
+
+
+def test_samples_needed_gives_the_detectable_size_under_counting_noise():
+    """Poisson counts at the samples the formula asks give a paired-t detectable size of the
+    asked change: what the rate is planned from."""
+    share, change, reps = 0.05, 0.10, 10
+    need = targets.samples_needed(share, change, reps, 0.95)
+    rng = np.random.default_rng(3)
+    lam = share * need
+    logs = np.log(rng.poisson(lam, (20000, reps)) / rng.poisson(lam, (20000, reps)))
+    sd = float(logs.std(ddof=1))
+    k = multiplier("paired-t", reps, reps, 0.95, POWER)
+    assert k * sd / math.sqrt(reps) == pytest.approx(math.log1p(change), rel=0.03)
+    # the machine's own spread takes room: more samples; too much of it: none is enough
+    assert targets.samples_needed(share, change, reps, 0.95, machine_sd=0.03) > need
+    assert targets.samples_needed(share, change, reps, 0.95, machine_sd=0.2) is None
+
+
+def test_rate_need_scales_with_the_sampled_time():
+    t = targets.Targets()
+    a = targets.rate_need(t, 10, 64, 0.25)
+    assert targets.rate_need(t, 10, 128, 0.25) == pytest.approx(a / 2)
+    assert targets.sampled_seconds(128, 0.25) == 8.0        # a quarter of the windows' time
+    # the movers' level asks more samples than a row at 95% would
+    assert a > targets.samples_needed(0.05, 0.10, 10, 0.95) / targets.sampled_seconds(64, 0.25)
+
+
+def test_reps_are_planned_from_the_hosts_recorded_spread():
+    t = targets.Targets()
+    fresh = targets.planned_units(None, t)
+    assert fresh.units == TARGET_UNITS and "no spread for the case yet" in fresh.why
+    quiet = targets.planned_units(Noise(sd=0.01, unit_s=60, runs=3, source="this case", latest=""), t)
+    assert quiet.units == max(units_to_detect(0.02, 0.01, 0.95), TARGET_MIN_UNITS)
+    assert "sd 0.0100" in quiet.why and "3 run(s) of this case" in quiet.why
+    loud = targets.planned_units(Noise(sd=0.08, unit_s=60, runs=2, source="other cases on this host",
+                                       latest=""), t)
+    assert loud.units == TARGET_MAX_UNITS and f"asks more than {TARGET_MAX_UNITS}" in loud.why
+
+
+def test_the_rate_is_what_the_rows_need_within_the_perturbation_budget(tmp_path):
+    host, store = HostSummary(cpu_model="x"), tmp_path / "none.json"
+    bound = sample_cost.pool([]).bound                 # the seed's bound: 47.8 µs a sample
+    cap = sample_cost.rate_for(bound, sample_cost.PERTURBATION)
+    assert sample_cost.choose(host, store).hz == sample_cost.rate_for(bound)       # --quick: 1%
+    assert sample_cost.choose(host, store, need_hz=300).hz == 399      # the lowest rate that is enough
+    high = sample_cost.choose(host, store, need_hz=5000)
+    assert high.hz == cap and high.predicted <= sample_cost.PERTURBATION
+    assert "more than a 5% budget of the server's CPU allows" in high.why()
+    # never below what the 1% budget allows anyway
+    assert sample_cost.choose(host, store, need_hz=10).hz == sample_cost.rate_for(bound)
+
+
+def _args(*argv: str):
+    a = ["mset-50keys", "--variant", "a=x", "--variant", "b=x", *argv]
+    return options_from_args(parser().parse_args(a), a)
+
+
+def test_no_flags_make_a_run_that_decides_and_quick_keeps_the_cheap_run():
+    o = _args()
+    assert o.targets and not o.quick and o.precision is None
+    assert (o.reps, o.paired_windows, o.budget_s) == (TARGET_UNITS, TARGET_WINDOWS, DEFAULT_TARGET_BUDGET_S)
+    q = _args("--quick")
+    assert q.quick and not q.targets and (q.reps, q.paired_windows, q.budget_s) == (5, PAIRED_WINDOWS, None)
+    for given in (("--reps", "3"), ("--precision", "2%"), ("--layouts", "2")):
+        assert not _args(*given).targets, given
+    assert _args("--paired-windows", "64").paired_windows == 64          # given, kept
+    assert _args("--budget", "20m").budget_s == 1200.0
+
+
+def _decides(spent_s: float, budget_s: float = 60.0) -> PrecisionRun:
+    opts = RunOptions(reps=6, budget_s=budget_s, paired=True, targets=True)
+    done = [Rep("paired", i, "paired", "ok", started=f"2026-11-28T10:00:{10 * i:02d}Z",
+                finished=f"2026-11-28T10:00:{10 * i + 10:02d}Z") for i in (1, 2, 3)]
+    m = Manifest(run_id="r", created="2026-11-28T10:00:00Z", command=["stallscope", "run"],
+                 case={"name": "mset-50keys"}, size="default",
+                 variants={v: Variant(v, "bin:/bin/true", "binary") for v in ("a", "b")},
+                 schedule=[*done, *(Rep("paired", i, "paired") for i in (4, 5, 6))], options=opts,
+                 precision=PrecisionPlan(spent_s=spent_s, note="6 paired reps: planned"))
+    ctx = SimpleNamespace(run_dir=Path("unused"), manifest=m, variants=m.variants, opts=opts,
+                          progress=None, note=lambda msg, always=False: None)
+    return PrecisionRun(ctx)
+
+
+def test_a_run_that_decides_is_stopped_by_the_clock_alone():
+    pr = _decides(spent_s=20.0)
+    assert pr.decides and pr.pilot == 6 and pr.run.manifest.precision.planned == 6
+    assert pr.run.manifest.pilot is None        # its intervals are the ordinary ones
+    assert pr.may_start(pr.run.manifest.schedule[3])
+    late = _decides(spent_s=55.0)               # a 10 s rep does not fit 60 s with 55 spent
+    assert not late.may_start(late.run.manifest.schedule[3])
+    plan = late.run.manifest.precision
+    assert plan.ended_by == "budget" and all(r.status == "ok" for r in late.run.manifest.schedule)
