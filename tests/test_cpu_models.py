@@ -66,6 +66,8 @@ MODELS = [
     Model("intel-icelake-xeon8358", "", "icx", True, INTEL_SPLIT, True, "GenuineIntel-6-6A-6"),
     Model("intel-sapphirerapids-xeon8462y", "Intel(R) Xeon(R) Platinum 8462Y+", "spr", True,
           INTEL_SPLIT, True, "GenuineIntel-6-8F-8"),
+    # Emerald Rapids runs toplev's SPR model; perf 6.1 has no tables for it (an empty list)
+    Model("intel-emeraldrapids-this-vm", "", "spr", True, INTEL_SPLIT, False, "GenuineIntel-6-CF-2"),
     Model("arm-neoverse-n1-altra", "Arm Neoverse N1 (CPU part 0xd0c, AWS Graviton2)",
           "neoverse-n1", True, [["Cycle_Accounting"]], False, None),
     Model("arm-neoverse-v1-graviton3", "Arm Neoverse V1 (CPU part 0xd40, AWS Graviton3)",
@@ -157,6 +159,9 @@ def test_with_a_pmu_each_model_counts_only_what_its_perf_can(m):
     elif m.catalog == "amdzen5":
         assert "lists no PipelineL1 group" in vendor.message
         assert vendor.fix.startswith("install a perf that knows Zen 5")
+    elif not m.perf61_counts:       # an Intel core perf 6.1 has no tables for
+        assert "lists no TopdownL1 group" in vendor.message and vendor.blocking
+        assert vendor.fix.startswith("use --tma toplev")
     if m.catalog in ("amdzen4", "amdzen5"):
         newer = pre.evaluate(recorded_facts(m, pmu_counts=True, newer=True), "perf", level=4)
         assert newer.available, newer.reason

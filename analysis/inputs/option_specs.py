@@ -295,7 +295,9 @@ BUDGET = Option(
     "budget_s", "--budget", parse_duration, None, "s", metavar="TIME", key="budget",
     commands=(*_MEASURED, "pr", "experiment file", "bisect", "schedule bisect"), show=show_duration,
     help=f"with --precision: wall time the run may take (30m, 1h, 1h30m; default "
-         f"{format_duration(DEFAULT_BUDGET_S)}); a paired rep past the first stage starts only if it fits",
+         f"{format_duration(DEFAULT_BUDGET_S)}); a paired rep past the first stage starts only if it fits. "
+         f"A run that decides (no --reps, --precision or --quick): its wall time (default "
+         f"{format_duration(DEFAULT_TARGET_BUDGET_S)}), a rep starting only if it fits",
     helps={c: f"with --precision: wall time per point (30m, 1h; default {format_duration(DEFAULT_BUDGET_S)})"
            for c in ("sweep", "experiment")}
     | {"bisect": f"wall time the whole bisection may take (default "

@@ -2,15 +2,12 @@
 
 Top-down collection needs a hardware PMU, permission to count the server's process or
 cores, free counters, and a CPU with a top-down method and a tool that counts it
-(collectors/host/cpuid.py): Intel TMA (toplev or perf TopdownL1..Ln), AMD Zen 4/5
-pipeline utilization (perf >= 6.2: PipelineL1/L2), Arm top-down (perf TopdownL1, or Arm's
-topdown-tool). Each check yields a `Finding`; `Preflight.available` is False when a
-blocking one fails, and `Preflight.reason` is the sentence the manifest's "tma" block and
-the report carry.
-
-Facts are probed once (`probe_host`, which really runs `perf stat -e cycles` through
-collectors.host.pmu and `perf list metricgroups`, and reads /proc/cpuinfo) and judged by
-the pure `evaluate`, so the judgement can be tested with any facts.
+(collectors/host/cpuid.py): Intel TMA (toplev, or perf TopdownL1..Ln where its tables know
+the CPU), AMD Zen 4/5 pipeline utilization (perf >= 6.2: PipelineL1/L2), Arm top-down (perf
+TopdownL1, or topdown-tool). Each check yields a `Finding`; `Preflight.available` is False
+when a blocking one fails, `Preflight.reason` the sentence the manifest and report carry.
+Facts are probed once (`probe_host`: `perf stat -e cycles` through collectors.host.pmu,
+`perf list metricgroups`, /proc/cpuinfo) and judged by the pure `evaluate`.
 """
 from __future__ import annotations
 
@@ -102,8 +99,7 @@ class HostFacts:
     metric_groups: list[str] | None = None    # `perf list metricgroups` (None: not asked)
 
     def cpu_id(self) -> CpuId:
-        """The CPU identity; facts built without one (older callers, tests) get it from the
-        vendor string alone (Intel when unknown, as before)."""
+        """The CPU identity; facts built without one get it from the vendor string (Intel if unknown)."""
         if self.cpu is not None:
             return self.cpu
         if self.vendor == "AuthenticAMD":
@@ -223,10 +219,8 @@ def check_nmi_watchdog(f: HostFacts) -> Finding:
 
 
 def _has_group(f: HostFacts, group: str) -> bool | None:
-    """Does `perf list metricgroups` name the group (perf matches them case-insensitively)?
-    None when it could not be told (perf not asked, or it failed). An answer that lists no
-    group at all is a no: perf has no metric tables for this CPU (perf 6.1 on a Zen 5
-    prints "Metric Groups:" and nothing under it)."""
+    """Does `perf list metricgroups` name the group (case-insensitively)? None when it could
+    not be told; an empty list is a no: no tables for this CPU (perf 6.1 on Zen 5 or EMR)."""
     if f.metric_groups is None:
         return None
     return group.lower() in {g.lower() for g in f.metric_groups}
@@ -248,7 +242,7 @@ def check_vendor(f: HostFacts, backend: str) -> Finding:
             return Finding("vendor", False, "--tma topdown-tool: Arm's topdown-tool counts Arm "
                            "Neoverse cores only, and this CPU is Intel",
                            "use --tma perf, toplev or auto", blocking=True)
-        return Finding("vendor", True, f"CPU vendor {f.vendor or 'unknown'}: the TMA tree applies")
+        return _intel_vendor(f, backend)
     if cpu.method == "none":
         fix = ("run the TMA reps on Zen 4+ or Intel; use the CPU profile (perf/parca) here"
                if cpu.vendor == "amd" else
@@ -294,9 +288,17 @@ def check_vendor(f: HostFacts, backend: str) -> Finding:
     return Finding("vendor", True, method)
 
 
+def _intel_vendor(f: HostFacts, backend: str) -> Finding:
+    if backend != "toplev" and _has_group(f, "TopdownL1") is False:     # perf 6.1 on Emerald Rapids
+        return Finding("vendor", False, f"CPU vendor {f.vendor}: the TMA tree applies, but `perf list "
+                       f"metricgroups` ({_perf_v(f)}) lists no TopdownL1 group: no tables for this CPU",
+                       "use --tma toplev (make setup installs it), or a perf that knows this CPU",
+                       blocking=True)
+    return Finding("vendor", True, f"CPU vendor {f.vendor or 'unknown'}: the TMA tree applies")
+
+
 def check_level(f: HostFacts, backend: str, level: int | None, split: bool) -> Finding | None:
-    """AMD has two levels and Arm's perf groups one: say what a deeper --tma-level gets,
-    and that --tma-split has nothing to split there."""
+    """AMD has two levels, Arm's perf groups one: what a deeper --tma-level gets, no --tma-split."""
     cpu = f.cpu_id()
     if cpu.max_level is None or backend not in ("perf", "topdown-tool"):
         return None
