@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from analysis import counting
 from analysis.compare import profile_reps
 from analysis.compare.options import CompareOptions
 from analysis.compare.materiality import Measure, judge
@@ -18,6 +19,7 @@ from analysis.compare.truncated_reps import truncated_stacks
 from analysis.compare.profile_reps import ProfileRep
 from analysis.compare.results import CallerRow, ChangeOut, FunctionRow, ProfileSection, Side, ThreadRow
 from analysis.inputs.rundir import RunDir
+from analysis.stats import summarize
 from analysis.profile.stacks import (THREAD_GROUPS, FunctionCost, Stacks, callers, function_costs,
                                      merge, thread_groups, view)
 
@@ -66,7 +68,7 @@ def choose_thread(reps: dict[str, list[ProfileRep]], asked: str | None, base: st
     return "all", "all threads (no io-threads in the profiles)."
 
 
-def _shares(reps: dict[str, list[ProfileRep]], thread: str, main_names: tuple[str, ...]) -> Shares:
+def shares(reps: dict[str, list[ProfileRep]], thread: str, main_names: tuple[str, ...]) -> Shares:
     return {v: [(r.rep, function_costs(view(r.stacks, thread, main_names))) for r in reps[v]]
             for v in reps}
 
@@ -104,6 +106,25 @@ def _judge(row: FunctionRow, sh: Shares, sw: SampleWeights, base: str, cand: str
         setattr(row, f"{k}_verdict", judge(m, opts.min_share, opts.min_samples, total, ran))
 
 
+def cost_values(fn: str, k: str, sh: Shares, sw: SampleWeights, factors: Factors, base: str,
+                cand: str) -> tuple[list[float], list[float]]:
+    """Each rep's CPU time per operation of fn's flat or cumulative cost (`k`), base and
+    cand, as its statistic takes them: weight x 1/operations, or, when some rep of either
+    side holds no sample of fn and every rep's sample weight is known, (samples + 1/2) x
+    one sample's weight x 1/operations in every rep (analysis/counting.py: the printed
+    row and the --precision plan take zero-sample reps alike)."""
+    raw = {v: [(getattr(costs[fn], k) if fn in costs else 0.0) * factors[v][n] for n, costs in sh[v]]
+           for v in (base, cand)}
+    weights = {v: [sw.get(v, {}).get(n) for n, _ in sh[v]] for v in (base, cand)}
+    if (all(raw[base]) and all(raw[cand])) or not all(w for v in weights for w in weights[v]):
+        return raw[base], raw[cand]
+    counts = {v: [x / (factors[v][n] * w) for x, (n, _), w in zip(raw[v], sh[v], weights[v])]
+              for v in (base, cand)}
+    nb, nc = counting.corrected(counts[base], counts[cand])
+    return ([float(x * w * factors[base][n]) for x, (n, _), w in zip(nb, sh[base], weights[base])],
+            [float(x * w * factors[cand][n]) for x, (n, _), w in zip(nc, sh[cand], weights[cand])])
+
+
 def _function_row(fn: str, sh: Shares, base: str, cand: str, thread: str, opts: CompareOptions,
                   factors: Factors | None, sw: SampleWeights | None = None,
                   total: ChangeOut | None = None, paired: bool = False,
@@ -128,11 +149,17 @@ def _function_row(fn: str, sh: Shares, base: str, cand: str, thread: str, opts: 
         ns = {}
         for k in ("flat", "cum"):
             b, c = values(base, k, factors), values(cand, k, factors)
+            # the statistic's values: a rep with no sample of fn gets half a sample, as the
+            # --precision plan takes it (analysis/counting.py); the sides print as measured
+            sb, sc = cost_values(fn, k, sh, sw or {}, factors, base, cand)
             # An absolute cost: relative waterlines like throughput's, lower is better.
             pilot = planned[2] if planned and planned[:2] == (fn, k) and len(b) >= planned[2] else None
-            ch = opts.relative([x for _, x in b], [x for _, x in c], higher_is_better=False,
-                               paired=paired, pilot=pilot)
-            ns[k] = _side_change(b, c, ch, "ns/op")
+            ch = ChangeOut.of(opts.relative(sb, sc, higher_is_better=False, paired=paired,
+                                            pilot=pilot), "ns/op")
+            if pilot is not None:
+                ch.level = opts.confidence      # its own 95%, among rows at the family's level
+            ns[k] = (Side.of(summarize([x for _, x in b]), [n for n, _ in b]),
+                     Side.of(summarize([x for _, x in c]), [n for n, _ in c]), ch)
         row.base_flat_ns, row.cand_flat_ns, row.flat_ns_change = ns["flat"]
         row.base_cum_ns, row.cand_cum_ns, row.cum_ns_change = ns["cum"]
     _judge(row, sh, sw or {}, base, cand, opts, total)
@@ -218,16 +245,20 @@ def profiles(run: RunDir, base: str, cand: str, focus: list[str], opts: CompareO
                                             f"for {', '.join(missing)}", weight_unit=unit), merged
     names = main_names(run)
     thread, note = choose_thread(reps, opts.thread, base, cand, names)
-    sh = _shares(reps, thread, names)
+    sh = shares(reps, thread, names)
     known = {fn for v in sh for _, c in sh[v] for fn in c}
-    present = [f for f in focus if f in known]
     paired = profile_reps.are_paired(reps)
+    planned = _planned(run, paired)
+    # --precision --on FUNCTION asked that function before the run, focus or not: its row
+    # stands with the focus rows, the measure planned with its two-stage interval
+    asked = focus + ([planned[0]] if planned and planned[0] not in focus else [])
+    present = [f for f in asked if f in known]
     ops = per_op(run, reps, base, cand, thread, names, opts, paired)
     sec = ProfileSection(
         True, thread=thread, thread_note=note, weight_unit=reps[base][0].stacks.unit,
         samples={v: [r.stacks.total for r in reps[v]] for v in (base, cand)},
         reps={v: [r.rep for r in reps[v]] for v in (base, cand)},
-        missing_focus=[f for f in focus if f not in known],
+        missing_focus=[f for f in asked if f not in known],
         per_op=ops.factors is not None, per_op_reason=ops.reason, per_op_command=ops.command,
         per_op_basis=ops.basis, ops=ops.ops or {}, per_op_total=ops.total, paired=paired,
         sample_counts={v: [round(r.stacks.total / r.sample_weight) for r in reps[v]
@@ -235,10 +266,10 @@ def profiles(run: RunDir, base: str, cand: str, focus: list[str], opts: CompareO
     sw = {v: {r.rep: r.sample_weight for r in reps[v]} for v in (base, cand)}
     total = ops.total.change if ops.total is not None else None
     sec.focus = [_function_row(f, sh, base, cand, thread, opts, ops.factors, sw, total, paired,
-                               _planned(run, paired)) for f in present]
+                               planned) for f in present]
     views = {thread: sh}
     if thread != "all":
-        views["all"] = _shares(reps, "all", names)
+        views["all"] = shares(reps, "all", names)
         sec.focus_other_view = [_function_row(f, views["all"], base, cand, "all", opts,
                                               ops.factors, sw, paired=paired) for f in present]
     candidates = _candidates(sh, base, cand, thread, opts, ops.factors, sw, total, paired)

@@ -49,6 +49,10 @@ class ChangeOut:
     p_value: float | None = None     # of "no change", by the interval's own method
     # a minor improvement / regression: the line it stays under (fraction, or pp)
     line: float | None = None
+    # The confidence this row's interval was asked at, where it is not its table's: a row
+    # of a family weighted by share (each row its own level, multiplicity.py) or a
+    # --precision --on row's two-stage interval among the focus rows. None: the table's.
+    level: float | None = None
 
     @property
     def clears_zero(self) -> bool:

@@ -130,6 +130,13 @@ def pp_ci(c: ChangeOut, digits: int = 1) -> str:
     return f"[{fmt_signed(c.ci_low, digits)}, {fmt_signed(c.ci_high, digits)}]"
 
 
+def at_level(ci: str, c: ChangeOut) -> str:
+    """An interval cell, with its own level where it is not the table's (ChangeOut.level):
+    "[−1.9, +0.5] pp at 99.64%"."""
+    lv = getattr(c, "level", None)
+    return ci if lv is None else f"{ci} at {level(lv)}"
+
+
 def change_cells(c: ChangeOut, unit: str, digits: int = 1) -> tuple[str, str]:
     """(change, interval) of a metric with relative waterlines: the log-scale ratio and its
     interval, or the absolute change in the metric's unit when a value <= 0 leaves no ratio."""

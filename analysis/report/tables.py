@@ -5,7 +5,7 @@ are plain Cells (each renderer escapes them); numbers stallscope wrote are liter
 from __future__ import annotations
 
 from analysis.compare.results import ChangeOut, FunctionRow, Judgement, MetricRow, Results, Side
-from analysis.report.fmt import (THREAD_LABEL, change_cells, fmt_ns, fmt_pct, fmt_signed,
+from analysis.report.fmt import (THREAD_LABEL, at_level, change_cells, fmt_ns, fmt_pct, fmt_signed,
                                  fn_verdict, level, pp_ci, quiet_verdict, row_name, samples,
                                  share, value)
 from analysis.report.mdtext import esc
@@ -59,7 +59,7 @@ def functions(rows: list[FunctionRow], kind: str, base: str, cand: str, confiden
         j = fn_verdict(r, kind)
         t.add([Cell(r.name), _n(f"{share(b.median)}{samples(j.base_samples)}"),
                _n(f"{share(c.median)}{samples(j.cand_samples)}"), _n(f"{fmt_signed(ch.delta, 2)} pp{rel}"),
-               _n(f"{pp_ci(ch, 2)} pp"), judgement_verdict(j)] + ([_per_op_cell(r, kind)] if per_op else []))
+               _n(at_level(f"{pp_ci(ch, 2)} pp", ch)), judgement_verdict(j)] + ([_per_op_cell(r, kind)] if per_op else []))
     return t
 
 
@@ -90,7 +90,7 @@ def per_op(r: Results, confidence: float) -> Table:
     for name, b, c, ch, v in rows:
         if b is not None and c is not None and ch is not None:
             change, ci = change_cells(ch, "ns/op", 0)
-            out.add([name, _n(fmt_ns(b.median)), _n(fmt_ns(c.median)), _n(change), _n(ci), v])
+            out.add([name, _n(fmt_ns(b.median)), _n(fmt_ns(c.median)), _n(change), _n(at_level(ci, ch)), v])
     return out
 
 
