@@ -82,6 +82,30 @@ def dispersion(x: Sequence[float], v: Sequence[float]) -> Dispersion | None:
     return Dispersion(rss / df, df, float(sps.chi2.sf(rss, df)), mean, float(w.sum()))
 
 
+def of_row(base: Sequence[float], cand: Sequence[float], base_counts: Sequence[float],
+           cand_counts: Sequence[float], paired: bool) -> Dispersion | None:
+    """A function row's dispersion against counting: `base`/`cand` the statistic's per-rep
+    values (CPU time per operation or shares: a count times a per-rep factor, zero-sample
+    reps already given half a sample, `corrected`), `*_counts` the samples behind them.
+    Paired: the per-rep log ratios against 1/N_base + 1/N_cand. Unpaired (separate profile
+    reps, a server start each): each side's log values against 1/N, the two sides' sums
+    pooled over n_base - 1 + n_cand - 1 degrees of freedom. None when a value is not
+    positive (no log) or a count unknown."""
+    b, c = np.asarray(base, float), np.asarray(cand, float)
+    nb, nc = corrected(base_counts, cand_counts)
+    if min(b.min(initial=1.0), c.min(initial=1.0)) <= 0 or len(nb) != len(b) or len(nc) != len(c):
+        return None
+    if paired:
+        return dispersion(np.log(c / b), 1.0 / nb + 1.0 / nc) if len(b) == len(c) else None
+    parts = [dispersion(np.log(x), 1.0 / n) for x, n in ((b, nb), (c, nc))]
+    if any(d is None for d in parts):
+        return None
+    rss = sum(d.phi * d.df for d in parts)
+    df = sum(d.df for d in parts)
+    return Dispersion(rss / df, df, float(sps.chi2.sf(rss, df)), parts[1].mean - parts[0].mean,
+                      1.0 / (1.0 / parts[0].weight + 1.0 / parts[1].weight))
+
+
 def log_ratios(base: Sequence[float], cand: Sequence[float]) -> np.ndarray | None:
     """log(cand / base) per paired rep, or None when a value is not positive."""
     b, c = np.asarray(base, float), np.asarray(cand, float)

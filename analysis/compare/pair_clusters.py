@@ -27,6 +27,7 @@ from analysis import stats
 from analysis.inputs.paired import PairedWindow
 
 MIN_REPS = stats.MIN_N      # fewest reps for an interval over reps
+SETTLE_MIN = 16             # windows a profiled rep needs before its cold first block is left out
 
 
 @dataclass(frozen=True)
@@ -48,7 +49,11 @@ def settled(windows: list[PairedWindow]) -> list[PairedWindow]:
     mset-demo-paired, noise-*, whose first server also waited out the second's warm-up)
     show nothing of the kind (first windows -7% ... +20%, no lean), so the cause is the
     attach, not the wait, and only profiled reps drop the block; the whole block, not the
-    window alone, so the pairs left stay in ABBA balance (as many a-first as b-first)."""
+    window alone, so the pairs left stay in ABBA balance (as many a-first as b-first). A
+    rep of fewer than SETTLE_MIN windows keeps them all: its first block would be a quarter
+    of its windows or more (a CI-size sweep point runs 4)."""
+    if len(windows) < SETTLE_MIN:
+        return list(windows)
     first_on = next((i for i, w in enumerate(windows) if w.perf), None)
     if first_on is None or not any(w.perf is False for w in windows[:first_on]):
         return list(windows)

@@ -89,17 +89,33 @@ def _samples(fn: str, sh: Shares, sw: SampleWeights, v: str, attr: str) -> list[
     return out
 
 
+def _dispersion(row: FunctionRow, k: str, counts: tuple[list[float] | None, list[float] | None],
+                sh: Shares, sw: SampleWeights, factors: Factors | None, base: str, cand: str,
+                paired: bool) -> counting.Dispersion | None:
+    """The spread of the measure that speaks against what counting its samples predicts
+    (analysis/counting.py): the CPU time per operation the statistic took, else the shares."""
+    if counts[0] is None or counts[1] is None:
+        return None
+    if factors:
+        b, c = cost_values(row.name, k, sh, sw, factors, base, cand)
+    else:
+        b, c = getattr(row, f"base_{k}").values, getattr(row, f"cand_{k}").values
+    return counting.of_row(b, c, counts[0], counts[1], paired)
+
+
 def _judge(row: FunctionRow, sh: Shares, sw: SampleWeights, base: str, cand: str,
-           opts: CompareOptions, total: ChangeOut | None = None) -> None:
+           opts: CompareOptions, total: ChangeOut | None = None, factors: Factors | None = None,
+           paired: bool = False) -> None:
     """Both verdicts of a row (materiality.judge); `total`: the verdict of the view's whole
-    CPU time per operation."""
+    CPU time per operation; `factors`: 1/operations per rep, when the run counted them."""
     for k in ("flat", "cum"):
         sb, sc = (_samples(row.name, sh, sw, v, k) for v in (base, cand))
         setattr(row, f"base_{k}_samples", sb)
         setattr(row, f"cand_{k}_samples", sc)
         m = Measure(getattr(row, f"base_{k}"), getattr(row, f"cand_{k}"),
                     getattr(row, f"{k}_change"), sb, sc, getattr(row, f"base_{k}_ns"),
-                    getattr(row, f"cand_{k}_ns"), getattr(row, f"{k}_ns_change"))
+                    getattr(row, f"cand_{k}_ns"), getattr(row, f"{k}_ns_change"),
+                    _dispersion(row, k, (sb, sc), sh, sw, factors, base, cand, paired))
         # a function ran on a side if its cumulative share is there (a wrapper's own cost
         # can be 0 samples in the base and rise in the candidate: a change, not new code)
         ran = (row.base_cum.median > 0, row.cand_cum.median > 0) if k == "flat" else None
@@ -162,7 +178,7 @@ def _function_row(fn: str, sh: Shares, base: str, cand: str, thread: str, opts: 
                      Side.of(summarize([x for _, x in c]), [n for n, _ in c]), ch)
         row.base_flat_ns, row.cand_flat_ns, row.flat_ns_change = ns["flat"]
         row.base_cum_ns, row.cand_cum_ns, row.cum_ns_change = ns["cum"]
-    _judge(row, sh, sw or {}, base, cand, opts, total)
+    _judge(row, sh, sw or {}, base, cand, opts, total, factors, paired)
     return row
 
 
@@ -285,5 +301,6 @@ def profiles(run: RunDir, base: str, cand: str, focus: list[str], opts: CompareO
     final = sec.per_op_total.change if sec.per_op_total is not None else None
     for row in sec.focus + sec.movers + sec.focus_other_view:
         # the verdicts again, from the intervals at the family's level
-        _judge(row, views[row.thread], sw, base, cand, opts, final if row.thread == thread else None)
+        _judge(row, views[row.thread], sw, base, cand, opts, final if row.thread == thread else None,
+               ops.factors, paired)
     return sec, merged
