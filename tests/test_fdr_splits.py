@@ -46,7 +46,8 @@ def test_beside_a_known_cost_no_other_function_is_called_a_mover():
     run = load_run(fdr.KNOWN_RUN)
     assert run.manifest.variants["a"].binary_sha256 == run.manifest.variants["b"].binary_sha256
     shipped = fdr.SHIPPED
-    assert fdr.KNOWN_RULES[shipped] == (families.FOCUS_RULE, families.MOVER_RULE)
+    assert fdr.KNOWN_RULES[shipped] == (families.FOCUS_RULE, families.MOVER_RULE,
+                                        families.MOVERS_WEIGHTED)
     out, hits, _ = fdr.simulate_known(run, 6, seed=5, rules=(shipped,))
     o = out[shipped]
     assert hits[shipped] == 6 and o.with_false_movers == 0, (o, hits)

@@ -135,7 +135,8 @@ def test_share_verdict_never_contradicts_the_per_op_one(res):
     # CPU time per MSET did not move: every other function got cheaper. The verdict is the
     # per-op one, and says why. (Held to their family-wise error, the movers' rule now, at
     # 99.95%, the share rise is not established at all: that rule is checked below.)
-    with mock.patch.object(families, "MOVER_RULE", "bh"):
+    with mock.patch.object(families, "MOVER_RULE", "bh"), \
+            mock.patch.object(families, "MOVERS_WEIGHTED", False):
         loose = result()
     assert loose.profile.movers_fdr.rule == "bh" and loose.profile.movers_fdr.discoveries == 5
     memcmp = row(loose.profile.movers, "__memcmp_evex_movbe")

@@ -13,7 +13,7 @@ from analysis import counting
 from analysis.compare import profile_reps
 from analysis.compare.options import CompareOptions
 from analysis.compare.materiality import Measure, judge
-from analysis.compare.families import function_fdr
+from analysis.compare.families import Counted, function_fdr
 from analysis.compare.per_op import Factors, per_op
 from analysis.compare.truncated_reps import truncated_stacks
 from analysis.compare.profile_reps import ProfileRep
@@ -101,6 +101,26 @@ def _dispersion(row: FunctionRow, k: str, counts: tuple[list[float] | None, list
     else:
         b, c = getattr(row, f"base_{k}").values, getattr(row, f"cand_{k}").values
     return counting.of_row(b, c, counts[0], counts[1], paired)
+
+
+def counted_rows(rows: list[FunctionRow], sh: Shares, sw: SampleWeights, factors: Factors | None,
+                 base: str, cand: str, paired: bool) -> Counted:
+    """Each row's statistic values of CPU time per operation and their dispersion against
+    counting, where the run is paired and counted them (the movers' moderated t,
+    families.py); empty otherwise."""
+    out: Counted = {}
+    if not paired or not factors:
+        return out
+    for row in rows:
+        for k in ("flat", "cum"):
+            nb, nc = getattr(row, f"base_{k}_samples"), getattr(row, f"cand_{k}_samples")
+            if nb is None or nc is None:
+                continue
+            b, c = cost_values(row.name, k, sh, sw, factors, base, cand)
+            d = counting.of_row(b, c, nb, nc, True)
+            if d is not None:
+                out[(row.thread, row.name, k)] = (b, c, d)
+    return out
 
 
 def _judge(row: FunctionRow, sh: Shares, sw: SampleWeights, base: str, cand: str,
@@ -295,7 +315,8 @@ def profiles(run: RunDir, base: str, cand: str, focus: list[str], opts: CompareO
         sec.threads = _thread_rows(reps, base, cand, names, opts, paired)
     # correct first (every candidate in its family), then pick the movers (not the focus
     # functions: they have their own table and family)
-    sec.fdr, sec.movers_fdr = function_fdr(sec, opts, candidates)
+    sec.fdr, sec.movers_fdr = function_fdr(sec, opts, candidates, counted_rows(
+        candidates, sh, sw, ops.factors, base, cand, paired))
     asked = {r.name for r in sec.focus}
     sec.movers = _pick_movers([c for c in candidates if c.name not in asked], opts.top)
     final = sec.per_op_total.change if sec.per_op_total is not None else None

@@ -45,12 +45,14 @@ def metrics(r: Results, confidence: float) -> Table:
     return t
 
 
-def functions(rows: list[FunctionRow], kind: str, base: str, cand: str, confidence: float,
+def functions(rows: list[FunctionRow], kind: str, base: str, cand: str, confidence: float | None,
               per_op: str = "") -> Table:
     """Shares of samples, `kind` flat or cum; with `per_op` (the command, e.g. "MSET") a
-    column with the CPU time per operation and its change (the top movers)."""
+    column with the CPU time per operation and its change (the top movers). `confidence`
+    None: each row's interval at its own level (a family weighted by share), said in it."""
+    ci = f"{level(confidence)} CI" if confidence is not None else "CI (its level)"
     cols = [Column("Function", cls="name"), Column(f"{base} ({kind})"), Column(f"{cand} ({kind})"),
-            Column("Change"), Column(f"{level(confidence)} CI"), Column("Verdict")]
+            Column("Change"), Column(ci), Column("Verdict")]
     t = Table(cols + ([Column(f"{kind} per {per_op}")] if per_op else []), escape=esc)
     for r in rows:
         b, c, ch = ((r.base_flat, r.cand_flat, r.flat_change) if kind == "flat"
