@@ -208,6 +208,27 @@ def detections(p: Pool, k: int, draws: int, seed: int) -> dict[str, dict[str, in
     return out
 
 
+def labels(p: Pool, k: int, draws: int, seed: int, band: tuple[float, float] = (0.03, 0.08)
+           ) -> tuple[int, int, int]:
+    """Under no change, the own-cost rows of `band` own share: (rows, rows the statistic calls
+    unstable: interval over 0 and its pairs' log ratios spread over max_cv, 10%; of those,
+    rows whose spread counting explains: "too few samples to see", materiality.py)."""
+    rng = np.random.default_rng([seed, k, 2])
+    n = unstable = counted = 0
+    for _ in range(draws):
+        members = rows(p, *draw(p, k, rng))
+        hit = {id(r) for r, _ in called(members, "shipped")}
+        for r in members:
+            if r.kind != "flat" or not band[0] <= r.weight <= band[1] or id(r) in hit:
+                continue
+            n += 1
+            if float(np.std(np.log(r.cand) - np.log(r.base), ddof=1)) > 0.10:
+                unstable += 1
+                d = counting.of_row(r.base, r.cand, r.nb, r.nc, True)
+                counted += d is not None and d.counting
+    return n, unstable, counted
+
+
 def own_share(p: Pool, f: str) -> float:
     i = p.names.index(f)
     return float((p.counts[:, :, i, 0] / p.total).mean())
@@ -236,6 +257,11 @@ def main(argv: list[str] | None = None) -> int:
             print(f"    {f:30} {100 * s:4.1f}% " + "  ".join(
                 f"{rule} {100 * det[f][rule] / a.planted:5.1f}%" for rule in RULES)
                 + f"  (planner: level {100 * reach.level:.2f}%, could see ±{100 * reach.detectable:.0f}%)")
+    for k in (5, 10):
+        n, unstable, counted = labels(p, k, a.draws // 4, a.seed)
+        print(f"  k={k}, no change: {n} own-cost rows of 3-8% share; the statistic calls "
+              f"{100 * unstable / n:.0f}% unstable, and of those counting explains "
+              f"{100 * counted / max(unstable, 1):.0f}% (now 'too few samples to see')")
     print("  the planner for a 5%-share row, 10 reps of 128 windows (~1,600 samples a rep at 199 Hz):")
     for hz in (199, 999, 3999):
         r = power.row_reach(0.05, 1600 * hz / 199, 10)
