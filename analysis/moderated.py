@@ -112,6 +112,14 @@ def prior_of(rows: Sequence[Dispersion]) -> Prior:
     return fit([d.phi for d in rows], [d.df for d in rows])
 
 
+def p_value(t: RowTest) -> float:
+    """Two-sided p-value of "no change" by the row's moderated t (1 without a spread)."""
+    if t.se <= 0:
+        return 1.0
+    z = abs(t.mean) / t.se
+    return float(2 * (special.ndtr(-z) if math.isinf(t.df) else special.stdtr(t.df, -z)))
+
+
 def _quantile(df: float, p: float) -> float:
     return float(special.ndtri(p) if math.isinf(df) else special.stdtrit(df, p))
 
@@ -137,8 +145,7 @@ def change(base: Sequence[float], cand: Sequence[float], t: RowTest, confidence:
                                              higher_is_better, noise, regression, max_cv)
     k = power.moderated_multiplier(t.df, confidence)
     size = math.expm1(k * t.se) if k is not None else None
-    z = abs(t.mean) / t.se
-    p = float(2 * (special.ndtr(-z) if math.isinf(t.df) else special.stdtr(t.df, -z)))
+    p = p_value(t)
     df = "infinite" if math.isinf(t.df) else f"{t.df:.0f}"
     method = (f"moderated t-interval of the count-weighted mean log ratio, n={b.n} pairs: the "
               f"spread of counting its samples x dispersion {t.phi:.2f} (its own {t.own.phi:.2f} on "

@@ -154,7 +154,7 @@ def called(members: list[Row], rule: str) -> list[tuple[Row, float]]:
         disp = [counting.of_row(r.base, r.cand, r.nb, r.nc, True) for r in members]
         prior = moderated.prior_of([d for d in disp if d is not None])
         tests = [moderated.row_test(d, prior) if d is not None else None for d in disp]
-        p = np.array([_moderated_p(t) for t in tests])
+        p = np.array([moderated.p_value(t) if t is not None else 1.0 for t in tests])
         est = [t.mean if t is not None else e for t, e in zip(tests, est)]
         hit, _ = multiplicity.weighted_holm(p, np.array([r.weight for r in members]), Q)
     else:
@@ -164,14 +164,6 @@ def called(members: list[Row], rule: str) -> list[tuple[Row, float]]:
         p = np.array([p_value(k, b, c, 0) for k, (b, c) in zip(keys, logs)])
         hit = p <= Q if rule == "naive" else multiplicity.adjusted_p(p, "holm") <= Q
     return [(r, e) for r, e, h in zip(members, est, hit) if h]
-
-
-def _moderated_p(t: moderated.RowTest | None) -> float:
-    if t is None or t.se <= 0:
-        return 1.0
-    z = abs(t.mean) / t.se
-    from scipy import special
-    return float(2 * (special.ndtr(-z) if math.isinf(t.df) else special.stdtr(t.df, -z)))
 
 
 def wilson(hits: int, n: int) -> tuple[float, float]:

@@ -6,8 +6,8 @@ draws 3 + 3 of them (the default --profile-reps), calls them variants a and b an
 the report's profile section as `stallscope compare` does; any row it calls an improvement
 or a regression is a false verdict. Judged alone at 95%, the rows of one table give a
 false verdict in a large share of such runs (the naive rule failing); judged together
-(Benjamini-Hochberg, analysis/compare/multiplicity.py) at most about 5%. `make bench`
-figure 7 runs more splits."""
+(Holm per family, the top movers weighted by share: analysis/compare/families.py) at most
+about 5% a family. `make bench` figure 7 runs more splits."""
 from __future__ import annotations
 
 from pathlib import Path

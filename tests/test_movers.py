@@ -56,8 +56,8 @@ def test_the_bench_judges_the_rows_compare_judges(pool):
     rows = movers.rows(pool, pool.counts, pool.total, pool.unit)
     assert {(r.name, r.kind) for r in rows} == set(lib) and fam.comparisons == len(rows)
     assert fam.weights == "own share" and 0.5 < fam.weight_left < 1
-    p = {(r.name, r.kind): x for (r, _), x in zip(((r, 0) for r in rows),
-                                                 [movers._moderated_p(t) for t in _tests(rows)])}
+    from analysis import moderated
+    p = {(r.name, r.kind): moderated.p_value(t) for r, t in zip(rows, _tests(rows))}
     for key, (lp, level, w) in lib.items():
         assert p[key] == pytest.approx(lp, rel=1e-3, abs=1e-6), key
         r = next(r for r in rows if (r.name, r.kind) == key)
