@@ -104,11 +104,3 @@ def of_row(base: Sequence[float], cand: Sequence[float], base_counts: Sequence[f
     df = sum(d.df for d in parts)
     return Dispersion(rss / df, df, float(sps.chi2.sf(rss, df)), parts[1].mean - parts[0].mean,
                       1.0 / (1.0 / parts[0].weight + 1.0 / parts[1].weight))
-
-
-def log_ratios(base: Sequence[float], cand: Sequence[float]) -> np.ndarray | None:
-    """log(cand / base) per paired rep, or None when a value is not positive."""
-    b, c = np.asarray(base, float), np.asarray(cand, float)
-    if len(b) != len(c) or min(b.min(initial=1.0), c.min(initial=1.0)) <= 0:
-        return None
-    return np.log(c / b)

@@ -45,10 +45,11 @@ def test_a_rep_without_a_sample_is_taken_alike_by_the_plan_and_the_row():
     run = load_run(AA)
     plan = function_log_ratios(run, "a", "b", "dictFind", "flat")
     assert len(plan) == 10
-    sec, _ = profiles.profiles(run, "a", "b", ["dictFind"], CompareOptions())
+    sec, _ = profiles.profiles(run, "a", "b", list(run.manifest.case.focus), CompareOptions())
     row = _row(sec, "dictFind")
     ch = row.flat_ns_change
     assert ch.rel is not None and ch.rel_ci_low is not None       # no longer an absolute interval
+    assert "interval at" not in ch.reason and ch.confidence > 0.99    # at the family's level too
     assert min(row.base_flat_ns.values) == 0.0                    # the sides print as measured
     counts_b = [round(x) for x in row.base_flat_samples]
     counts_c = [round(x) for x in row.cand_flat_samples]

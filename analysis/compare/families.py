@@ -77,8 +77,19 @@ def _setter(objs: list[object], attr: str) -> Callable[[ChangeOut], None]:
 
 
 # (thread, function, "flat" | "cum") -> the statistic's per-rep values of its CPU time per
-# operation, base and cand, and their dispersion against counting (profiles.counted_rows)
-Counted = dict[tuple[str, str, str], tuple[list[float], list[float], Dispersion]]
+# operation, base and cand (a zero-sample rep given half a sample: every interval of the
+# row is computed from them), and in a paired run their dispersion against counting
+# (profiles.counted_rows)
+Counted = dict[tuple[str, str, str], tuple[list[float], list[float], Dispersion | None]]
+
+
+def _ns_values(r: FunctionRow, k: str, counted: Counted | None) -> tuple[list[float], list[float]]:
+    """The values a row's CPU time per operation is judged on: the statistic's, else the
+    sides' (results read back have only those)."""
+    got = (counted or {}).get((r.thread, r.name, k))
+    if got is not None:
+        return got[0], got[1]
+    return getattr(r, f"base_{k}_ns").values, getattr(r, f"cand_{k}_ns").values
 
 
 def own_share(r: FunctionRow) -> float:
@@ -97,10 +108,11 @@ def _moderated(o: CompareOptions, b: list[float], c: list[float], t: moderated.R
 
 
 def _function_members(rows: list[FunctionRow], paired: bool = False,
-                      counted: Counted | None = None) -> list[Member]:
-    """The family's verdicts. With `counted` (the top movers of a paired run with sample
-    counts): each function's rows weigh its own share, and a row of CPU time per operation
-    is judged by its moderated t (analysis/moderated.py), the prior fitted to those rows."""
+                      counted: Counted | None = None, weighted: bool = False) -> list[Member]:
+    """The family's verdicts; `counted`: the statistic's values of the rows' CPU time per
+    operation. `weighted` (the top movers): each function's rows weigh its own share, and
+    a row of CPU time per operation with a dispersion (a paired run with sample counts) is
+    judged by its moderated t (analysis/moderated.py), the prior fitted to those rows."""
     groups: dict[tuple[str, str], list[FunctionRow]] = {}
     for r in rows:
         groups.setdefault((r.thread, r.name), []).append(r)
@@ -116,18 +128,19 @@ def _function_members(rows: list[FunctionRow], paired: bool = False,
             if ns is not None and "two-stage" in ns.method:
                 continue        # a --precision --on run's function: the one it was planned for
             if getattr(r, f"{k}_ns_change") is not None:
-                b, c, attr = getattr(r, f"base_{k}_ns"), getattr(r, f"cand_{k}_ns"), f"{k}_ns_change"
+                (b, c), attr = _ns_values(r, k, counted), f"{k}_ns_change"
                 fn = (lambda o, b=b, c=c: ChangeOut.of(o.relative(
-                    b.values, c.values, higher_is_better=False, paired=paired), "ns/op"))
+                    b, c, higher_is_better=False, paired=paired), "ns/op"))
             else:
                 b, c, attr = getattr(r, f"base_{k}"), getattr(r, f"cand_{k}"), f"{k}_change"
                 fn = (lambda o, b=b, c=c: ChangeOut.of(o.points(b.values, c.values,
                                                                 paired=paired), "pp"))
             m = Member(f"{name} ({k}, {thread})", getattr(r, attr), fn, _setter(same, attr),
-                       own_share(r) if counted is not None else 1.0)
+                       own_share(r) if weighted else 1.0)
             out.append(m)
-            if counted is not None and attr == f"{k}_ns_change" and (thread, name, k) in counted:
-                tests.append((m, counted[(thread, name, k)]))
+            got = (counted or {}).get((thread, name, k))
+            if weighted and attr == f"{k}_ns_change" and got is not None and got[2] is not None:
+                tests.append((m, got))
     prior = moderated.prior_of([d for _, (_, _, d) in tests])
     for m, (b, c, d) in tests:
         m.recompute = (lambda o, b=b, c=c, t=moderated.row_test(d, prior), f=m.recompute:
@@ -144,8 +157,8 @@ def _metric_member(row: MetricRow, paired: bool = False, pilot: int | None = Non
     return Member(name or f"{row.test} {row.metric}", row.change, again, _setter([row], "change"))
 
 
-def _display_members(rows: list[FunctionRow], paired: bool = False,
-                     weighted: bool = False) -> list[Member]:
+def _display_members(rows: list[FunctionRow], paired: bool = False, weighted: bool = False,
+                     counted: Counted | None = None) -> list[Member]:
     """Every interval the function tables print that is not a verdict of its own (a share
     beside the CPU time per operation that speaks, a negligible function's): re-computed
     at the family's level too (`weighted`: at its function's), so a table's intervals are
@@ -165,10 +178,11 @@ def _display_members(rows: list[FunctionRow], paired: bool = False,
                                   _setter([r], f"{k}_change"), w))
             bn, cn = getattr(r, f"base_{k}_ns"), getattr(r, f"cand_{k}_ns")
             if bn is not None and cn is not None and not speaks_ns:
+                b, c = _ns_values(r, k, counted)
                 out.append(Member("", getattr(r, f"{k}_ns_change"),
-                                  lambda o, b=bn, c=cn: ChangeOut.of(
-                                      o.relative(b.values, c.values, higher_is_better=False,
-                                                 paired=paired), "ns/op"),
+                                  lambda o, b=b, c=c: ChangeOut.of(
+                                      o.relative(b, c, higher_is_better=False, paired=paired),
+                                      "ns/op"),
                                   _setter([r], f"{k}_ns_change"), w))
     return out
 
@@ -182,7 +196,7 @@ def function_fdr(sec: ProfileSection, opts: CompareOptions, candidates: list[Fun
     focus = sec.focus + sec.focus_other_view + [r for r in list(candidates) + sec.movers
                                                 if (r.thread, r.name) in asked]
     others = [r for r in list(candidates) + sec.movers if (r.thread, r.name) not in asked]
-    members = _function_members(focus, sec.paired)
+    members = _function_members(focus, sec.paired, counted)
     for t in sec.threads:
         members.append(Member(
             f"thread group {t.group}", t.change,
@@ -191,9 +205,11 @@ def function_fdr(sec: ProfileSection, opts: CompareOptions, candidates: list[Fun
             _setter([t], "change")))
     if sec.per_op_total is not None:
         members.append(_metric_member(sec.per_op_total, sec.paired))
-    movers = _function_members(others, sec.paired, (counted or {}) if MOVERS_WEIGHTED else None)
-    return (control("focus function", members, opts, _display_members(focus, sec.paired), rule=FOCUS_RULE),
-            control("top mover", movers, opts, _display_members(others, sec.paired, MOVERS_WEIGHTED),
+    movers = _function_members(others, sec.paired, counted, MOVERS_WEIGHTED)
+    return (control("focus function", members, opts,
+                    _display_members(focus, sec.paired, counted=counted), rule=FOCUS_RULE),
+            control("top mover", movers, opts,
+                    _display_members(others, sec.paired, MOVERS_WEIGHTED, counted),
                     rule=MOVER_RULE, weighted=MOVERS_WEIGHTED))
 
 

@@ -104,22 +104,20 @@ def _dispersion(row: FunctionRow, k: str, counts: tuple[list[float] | None, list
 
 
 def counted_rows(rows: list[FunctionRow], sh: Shares, sw: SampleWeights, factors: Factors | None,
-                 base: str, cand: str, paired: bool) -> Counted:
-    """Each row's statistic values of CPU time per operation and their dispersion against
-    counting, where the run is paired and counted them (the movers' moderated t,
-    families.py); empty otherwise."""
-    out: Counted = {}
-    if not paired or not factors:
+                 base: str, cand: str, paired: bool, into: Counted | None = None) -> Counted:
+    """Each row's statistic values of CPU time per operation (cost_values: what every
+    interval of the row is computed from, a zero-sample rep given half a sample) and, in a
+    paired run, their dispersion against counting (the movers' moderated t, families.py);
+    empty without operation counts. `into`: a mapping to add them to (another view's)."""
+    out: Counted = {} if into is None else into
+    if not factors:
         return out
     for row in rows:
         for k in ("flat", "cum"):
-            nb, nc = getattr(row, f"base_{k}_samples"), getattr(row, f"cand_{k}_samples")
-            if nb is None or nc is None:
-                continue
             b, c = cost_values(row.name, k, sh, sw, factors, base, cand)
-            d = counting.of_row(b, c, nb, nc, True)
-            if d is not None:
-                out[(row.thread, row.name, k)] = (b, c, d)
+            nb, nc = getattr(row, f"base_{k}_samples"), getattr(row, f"cand_{k}_samples")
+            d = counting.of_row(b, c, nb, nc, True) if paired and nb is not None and nc is not None else None
+            out[(row.thread, row.name, k)] = (b, c, d)
     return out
 
 
@@ -315,8 +313,10 @@ def profiles(run: RunDir, base: str, cand: str, focus: list[str], opts: CompareO
         sec.threads = _thread_rows(reps, base, cand, names, opts, paired)
     # correct first (every candidate in its family), then pick the movers (not the focus
     # functions: they have their own table and family)
-    sec.fdr, sec.movers_fdr = function_fdr(sec, opts, candidates, counted_rows(
-        candidates, sh, sw, ops.factors, base, cand, paired))
+    counted = counted_rows(sec.focus + candidates, sh, sw, ops.factors, base, cand, paired)
+    counted_rows(sec.focus_other_view, views.get("all", sh), sw, ops.factors, base, cand, paired,
+                 counted)
+    sec.fdr, sec.movers_fdr = function_fdr(sec, opts, candidates, counted)
     asked = {r.name for r in sec.focus}
     sec.movers = _pick_movers([c for c in candidates if c.name not in asked], opts.top)
     final = sec.per_op_total.change if sec.per_op_total is not None else None
