@@ -57,13 +57,14 @@ funnel: ## TMA funnel from toplev/perf outputs: make funnel BASE="a1 a2 a3" CAND
 doctor: ## which collectors work on this machine, and why not
 	$(SS) doctor
 
-bench: ## figures: analysis time, ingestion rate, profiler overhead, precision per minute of each method, history store and detector, stopping rules, false verdicts per table (and beside a known cost), one method per row, intervals from 2 runs a side, power at the printed size, PR comment fitting of an untrusted report, bisection error rates, code layout spread, the sampling rate's cost bound, the reps of a run that decides
+bench: ## figures: analysis time, ingestion rate, profiler overhead, precision per minute of each method, history store and detector, stopping rules, false verdicts per table (and beside a known cost), the top movers' error rate and power, one method per row, intervals from 2 runs a side, power at the printed size, PR comment fitting of an untrusted report, bisection error rates, code layout spread, the sampling rate's cost bound, the reps of a run that decides
 	$(PY) bench/run.py
 	$(PY) bench/precision.py
 	$(PY) bench/history.py
 	$(PY) bench/stopping.py
 	$(PY) bench/fdr.py
 	$(PY) bench/fdr.py --known-cost
+	$(PY) bench/movers.py
 	$(PY) bench/small_n.py
 	$(PY) bench/fdr_method.py
 	$(PY) bench/power.py

@@ -38,6 +38,7 @@ Every one takes the confidence it is asked for: the plan's is the comparison's s
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from functools import lru_cache
 
 import numpy as np
@@ -142,6 +143,30 @@ def multiplier(key: str, nb: int, nc: int, confidence: float, power: float,
     return hi
 
 
+# Where each row has a level of its own (a family weighted by share, multiplicity.py), a
+# row's share of the family's error q is rounded down to this grid first: 20 steps a decade
+# (at most 11% less), so a report computes a few dozen multipliers, not one per row, and
+# rounding down only widens.
+GRID_STEPS = 20
+
+
+def on_grid(fraction: float) -> float:
+    """The largest 10^(-k/20) (k = 0, 1, ...) at or below `fraction` (0 < fraction <= 1)."""
+    if fraction >= 1:
+        return 1.0
+    k = math.ceil(-GRID_STEPS * math.log10(fraction) - 1e-9)
+    return 10 ** (-k / GRID_STEPS)
+
+
+def moderated_multiplier(df: float, confidence: float, power: float = POWER) -> float | None:
+    """K of a moderated t (analysis/moderated.py) with `df` degrees of freedom: the paired
+    t's calibrated K at df + 1 pairs (its standard error has that many degrees of freedom),
+    at most 60 (past it the t's own K at 60, which errs large against the normal limit:
+    4.41 against 4.06 at 99.87%)."""
+    n = 60 if math.isinf(df) else max(3, min(60, int(math.floor(df)) + 1))
+    return multiplier("paired-t", n, n, round(confidence, 12), power)
+
+
 def detectable(key: str, b: np.ndarray, c: np.ndarray, confidence: float, power: float,
                pilot: int | None = None) -> float | None:
     """The detectable size of a comparison made by method `key` on values b and c (in
@@ -188,3 +213,44 @@ def units_to_detect(change: float, sd: float, confidence: float, power: float = 
         if planned_size(n, sd, confidence, power) <= target:
             return n
     return None
+
+
+@dataclass(frozen=True)
+class Reach:
+    """What a function row of a given share will be judged at, and what it could see."""
+    level: float           # the confidence its interval will be at (at most this strict)
+    detectable: float      # the relative change it would establish with `power` (0.10 = ±10%)
+    se: float              # the standard error of its log ratio, from counting
+
+
+def row_reach(share: float, samples: float, reps: int, *, focus_rows: int | None = None,
+              q: float = 0.05, weight_left: float = 1.0, dispersion: float = 1.0,
+              power: float = POWER) -> Reach:
+    """The level a function row of `share` (a fraction of its view's samples: 0.05) will be
+    judged at, and the detectable change that implies, for a planned run of `reps` paired
+    reps with `samples` samples a rep a side in that view (perf's rate x the seconds it
+    samples a side x the main thread's busy share). The planner's question: what rate and
+    how many reps give every function of 5% or more ±10%.
+
+    A top mover (focus_rows None): the movers' family is weighted by each function's own
+    share (analysis/compare/families.py): its rows are judged at 1 - q x share / W, W the
+    shares of the family's rows not called changed (at most 1 for own costs alone;
+    `weight_left`, 1 by default, a bound), with the moderated t (analysis/moderated.py; its
+    degrees of freedom taken as many: the run's rows are many). A focus row
+    (focus_rows: the focus family's rows, Holm): 1 - q / focus_rows, its own paired rank or
+    t interval over the reps (planned_size). Both spread by counting, scaled by
+    `dispersion` (1: counting alone; the recorded A/A's rows: 0.5-1.8, median 0.84):
+    2 x dispersion / (share x samples) per rep on the log scale."""
+    if not 0 < share <= 1 or samples <= 0 or reps < 1:
+        raise ValueError(f"row_reach: share {share} (a fraction), samples {samples} and reps "
+                         f"{reps} must be positive")
+    sd = math.sqrt(2 * dispersion / (share * samples))
+    if focus_rows is not None:
+        level = 1 - q / max(focus_rows, 1)
+        return Reach(level, planned_change(reps, sd, level, power), sd / math.sqrt(reps))
+    level = 1 - q * on_grid(min(share / weight_left, 1.0))
+    se = sd / math.sqrt(reps)
+    if reps < MIN_N:
+        return Reach(level, math.inf, se)
+    k = moderated_multiplier(math.inf, level, power)
+    return Reach(level, math.inf if k is None else math.expm1(k * se), se)

@@ -236,7 +236,7 @@ class _Judged:
     thr: Callable[[float], str]  # a waterline as text
 
 
-def _judged(est: Estimate, rel: Estimate | None, base: Summary, points: bool) -> _Judged:
+def judged(est: Estimate, rel: Estimate | None, base: Summary, points: bool) -> _Judged:
     if points:
         return _Judged(est, abs(est.value), f"{abs(est.value):.2f} pp",
                        f"[{_fmt(est.low)}, {_fmt(est.high)}] pp", lambda t: f"{t:.2f} pp")
@@ -251,7 +251,7 @@ def _judged(est: Estimate, rel: Estimate | None, base: Summary, points: bool) ->
                    lambda t: f"{t:.0%}")
 
 
-def _spread(b: Summary, c: Summary, paired: bool, judged_rel: bool) -> tuple[float, str]:
+def spread_of(b: Summary, c: Summary, paired: bool, judged_rel: bool) -> tuple[float, str]:
     """The spread the interval is made of, as a CV, and whose it is: a paired comparison's
     is the pairs' (sd of the log ratios, or of the differences over the base mean), whatever
     the sides do between pairs (a restart that moves both servers cancels out of a pair);
@@ -265,7 +265,7 @@ def _spread(b: Summary, c: Summary, paired: bool, judged_rel: bool) -> tuple[flo
     return (b.cv, "base reps") if b.cv >= c.cv else (c.cv, "cand reps")
 
 
-def _verdict(j: _Judged, spread: tuple[float, str], higher_is_better: bool, noise: float,
+def verdict_of(j: _Judged, spread: tuple[float, str], higher_is_better: bool, noise: float,
              regression: float, max_cv: float) -> tuple[str, str, float | None]:
     """Interval first, then the waterlines (docs/statistics.md, "The verdict"): (verdict,
     reason, the line a minor change stays under)."""
@@ -315,6 +315,20 @@ def detectable_text(size: float | None, points: bool) -> str:
     return f"±{up}%" if up == down else f"−{down}%/+{up}%"
 
 
+def with_reach(reason: str, verdict: str, detectable: float | None, points: bool,
+               confidence: float) -> str:
+    """A "no change" or "unstable" reason with the size the run could have seen."""
+    if verdict not in ("no change", "unstable") or detectable is None:
+        return reason
+    if points and detectable > 100:
+        return reason + (f" No change a share can make (100 pp at most) was within this run's "
+                         f"reach ({level_text(confidence)} confidence, {POWER:.0%} power): more runs.")
+    size = detectable_text(detectable, points)
+    return reason + (f" This run could have established a change of "
+                     f"{size}{'' if size.startswith('more than') else ' or more'} "
+                     f"({level_text(confidence)} confidence, {POWER:.0%} power).")
+
+
 def _no_spread(b: Summary, c: Summary, paired: bool, points: bool) -> Change | None:
     """No interval where the data hold no spread to make one of: every value of each side
     the same (unpaired), or every pair the same difference (paired). Typically rounded
@@ -359,21 +373,12 @@ def _compare(base, cand, *, higher_is_better, noise, regression, max_cv, confide
     flat = _no_spread(b, c, paired, points)
     if flat is not None:
         return flat
-    verdict, reason, line = _verdict(_judged(est, rel, b, points),
-                                     _spread(b, c, paired, judged_rel), higher_is_better,
+    verdict, reason, line = verdict_of(judged(est, rel, b, points),
+                                     spread_of(b, c, paired, judged_rel), higher_is_better,
                                      noise, regression, max_cv)
     detectable = _detectable(key, bv, cv, paired, confidence, pilot, judged_rel, points, b.median,
                              min_n)
-    if verdict in ("no change", "unstable") and detectable is not None:
-        if points and detectable > 100:
-            reason += (f" No change a share can make (100 pp at most) was within this run's "
-                       f"reach ({level_text(confidence)} confidence, {POWER:.0%} power): more runs.")
-        else:
-            size = detectable_text(detectable, points)
-            reason += (f" This run could have established a change of "
-                       f"{size}{'' if size.startswith('more than') else ' or more'} "
-                       f"({level_text(confidence)} "
-                       f"confidence, {POWER:.0%} power).")
+    reason = with_reach(reason, verdict, detectable, points, confidence)
     scale = (np.log(bv), np.log(cv)) if judged_rel else (bv, cv)
     return Change(b, c, est.value, rel.value if rel else None, est.low, est.high,
                   rel.low if rel else None, rel.high if rel else None,

@@ -9,11 +9,12 @@ report's profile section as `stallscope compare` does. Every row it then calls a
 "improvement" or a "regression" is a false verdict:
 
 - naive: each row judged alone at 95% (the rule before the control);
-- controlled: the rows of each function family judged together (Benjamini-Hochberg at
-  5%, intervals at the false-coverage-rate level), what stallscope ships. The families
-  (analysis/compare/families.py): the focus functions the case declares (both thread
-  views, the thread groups, the whole profile's CPU time per operation), and the top-mover
-  candidates.
+- controlled: the rows of each function family judged together, what stallscope ships:
+  Holm at 5% (intervals at 1 - q/(m - R)), the top movers weighted by each function's own
+  share (each row at its own level; bench/movers.py, figure 7d, shows that rule's power).
+  The families (analysis/compare/families.py): the focus functions the case declares (both
+  thread views, the thread groups, the whole profile's CPU time per operation), and the
+  top-mover candidates.
 
 The figure is the share of simulated runs with at least one false verdict in the focus
 family, in the top-mover family, and anywhere in the function tables: the controlled rule
@@ -68,13 +69,16 @@ KNOWN_FRACTION = 0.10
 # as the live known-cost test runs 5 paired reps (tests/test_known_effects.py)
 KNOWN_RUN = REPO / "tests" / "data" / "runs" / "mset-aa-paired-small"
 KNOWN_PER_SIDE = 5
-# (focus family's rule, top movers' rule) of each rule figure 7c compares
+# (focus family's rule, top movers' rule, top movers weighted by share with the moderated
+# t) of each rule figure 7c compares
 BEFORE = "both families by Benjamini-Hochberg (before)"
-SHIPPED = "both families by Holm (shipped)"
-KNOWN_RULES = {BEFORE: ("bh", "bh"),
-               "focus BH, top movers Bonferroni": ("bh", "bonferroni"),
-               "both families by Bonferroni": ("bonferroni", "bonferroni"),
-               SHIPPED: ("holm", "holm")}
+HOLM = "both families by Holm (2026-11-27)"
+SHIPPED = "Holm, the top movers weighted by share, moderated t (shipped)"
+KNOWN_RULES = {BEFORE: ("bh", "bh", False),
+               "focus BH, top movers Bonferroni": ("bh", "bonferroni", False),
+               "both families by Bonferroni": ("bonferroni", "bonferroni", False),
+               HOLM: ("holm", "holm", False),
+               SHIPPED: ("holm", "holm", True)}
 CALLED = stats.DECIDED      # a minor change is a decided one too
 
 
@@ -135,7 +139,7 @@ def _split(a: list[profile_reps.ProfileRep], b: list[profile_reps.ProfileRep], c
             yield
         else:
             with mock.patch.object(profiles_mod, "function_fdr",
-                                   lambda sec, opts, candidates=(): (None, None)):
+                                   lambda sec, opts, candidates=(), counted=None: (None, None)):
                 yield
 
 
@@ -240,9 +244,10 @@ def simulate_known(run: RunDir, runs: int, seed: int, fn: str = KNOWN_FUNCTION,
             b.append(rep)
             callers |= up
         for rule, t in tallies.items():
-            focus_rule, mover_rule = KNOWN_RULES[rule]
+            focus_rule, mover_rule, weighted = KNOWN_RULES[rule]
             with _split(a, b, True), mock.patch.object(families, "MOVER_RULE", mover_rule), \
-                    mock.patch.object(families, "FOCUS_RULE", focus_rule):
+                    mock.patch.object(families, "FOCUS_RULE", focus_rule), \
+                    mock.patch.object(families, "MOVERS_WEIGHTED", weighted):
                 sec, _ = profiles_mod.profiles(run, "a", "b", focus_fns, opts)
             focus, movers, hit = _false_rows(sec, fn, callers)
             marked = [f for f in focus + movers if "minor" not in f]
@@ -257,8 +262,8 @@ def simulate_known(run: RunDir, runs: int, seed: int, fn: str = KNOWN_FUNCTION,
     return out, hits, example
 
 
-def _print_known(run: Path, runs: int, seed: int) -> None:
-    out, hits, example = simulate_known(load_run(run), runs, seed)
+def _print_known(run: Path, runs: int, seed: int, rules: tuple[str, ...] = tuple(KNOWN_RULES)) -> None:
+    out, hits, example = simulate_known(load_run(run), runs, seed, rules=rules)
     print(f"figure 7c: false verdicts when b carries a known own cost in {KNOWN_FUNCTION} "
           f"({KNOWN_FRACTION:.0%} of its CPU; {KNOWN_PER_SIDE} of the {run.name} paired reps a draw, "
           f"{runs} draws)")
@@ -282,9 +287,13 @@ def main() -> int:
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--known-cost", action="store_true",
                     help=f"figure 7c: the splits' b side carries a known cost in {KNOWN_FUNCTION}")
+    ap.add_argument("--rules", nargs="+", choices=range(len(KNOWN_RULES)), type=int,
+                    help="figure 7c: only these rules, by their place in the figure (0-"
+                         f"{len(KNOWN_RULES) - 1}; default all)")
     args = ap.parse_args()
     if args.known_cost:
-        _print_known(args.run or KNOWN_RUN, args.runs or 60, args.seed)
+        rules = tuple(list(KNOWN_RULES)[i] for i in args.rules) if args.rules else tuple(KNOWN_RULES)
+        _print_known(args.run or KNOWN_RUN, args.runs or 60, args.seed, rules)
         return 0
     args.run, args.runs = args.run or RUN, args.runs or 300
     run = load_run(args.run)

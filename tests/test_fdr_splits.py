@@ -6,8 +6,8 @@ draws 3 + 3 of them (the default --profile-reps), calls them variants a and b an
 the report's profile section as `stallscope compare` does; any row it calls an improvement
 or a regression is a false verdict. Judged alone at 95%, the rows of one table give a
 false verdict in a large share of such runs (the naive rule failing); judged together
-(Benjamini-Hochberg, analysis/compare/multiplicity.py) at most about 5%. `make bench`
-figure 7 runs more splits."""
+(Holm per family, the top movers weighted by share: analysis/compare/families.py) at most
+about 5% a family. `make bench` figure 7 runs more splits."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -46,7 +46,8 @@ def test_beside_a_known_cost_no_other_function_is_called_a_mover():
     run = load_run(fdr.KNOWN_RUN)
     assert run.manifest.variants["a"].binary_sha256 == run.manifest.variants["b"].binary_sha256
     shipped = fdr.SHIPPED
-    assert fdr.KNOWN_RULES[shipped] == (families.FOCUS_RULE, families.MOVER_RULE)
+    assert fdr.KNOWN_RULES[shipped] == (families.FOCUS_RULE, families.MOVER_RULE,
+                                        families.MOVERS_WEIGHTED)
     out, hits, _ = fdr.simulate_known(run, 6, seed=5, rules=(shipped,))
     o = out[shipped]
     assert hits[shipped] == 6 and o.with_false_movers == 0, (o, hits)

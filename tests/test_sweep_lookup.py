@@ -36,6 +36,13 @@ def test_an_inlined_valkey_lookup_is_its_cumulative_cost_and_new_paths_are_not_t
     lc = _lookup("valkey-get-p1-default")
     assert (lc.function, lc.measure, lc.command) == ("hashtableFind", "cumulative", "GET")
     assert lc.cand.median < lc.base.median
+    # 6-44 samples of it a rep: the statistic's "unstable" is counting noise, and the cell
+    # says so as the point's report does
+    assert lc.change.verdict == "unstable" and lc.verdict == "undersampled"
+    from analysis.sweep.cells import lookup
+    from analysis.sweep.results import PointRow
+    cell = lookup(PointRow(id="p1", index=1, lookup=lc))
+    assert "too few samples" in cell and "unstable" not in cell
 
 
 @pytest.mark.heavy

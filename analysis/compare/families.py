@@ -21,6 +21,21 @@ families, from the same run: "-26.7%/+36.4%"). Each family holds its own error r
 as primary and secondary endpoints of a trial do; the report prints both levels and rules
 (docs/statistics.md, "Families").
 
+More power for the movers (issue 38): the top movers' family is ~70 rows (every material
+candidate's own and cumulative cost), and judged alike each at 1 - q/m (99.93%) with a rank
+or t interval over 5-10 reps, a function of 13% of the samples could see only ±112% on an
+A/A run. Two changes, each keeping the family's error at q, make it see ±20% at the recorded
+run's counts (bench/movers.py, figure 7d): (1) each function's rows weigh its own share of
+the samples (weighted Holm, multiplicity.weighted_holm: a row's level 1 - q x its share / the
+shares of the rows not called; the weight is symmetric in base and cand, so under no change
+it says nothing of the row's direction), so the few functions that matter get most of q
+and the many small ones, which could see only huge moves anyway, little; (2) a row of CPU
+time per operation is judged by its moderated t (analysis/moderated.py): its spread is
+counting its samples times a dispersion shrunk towards the family's rows', so its t has the
+rows' degrees of freedom, not its own 4-9. The focus family keeps its rank / t rows: the
+case's questions include the profile's largest functions, whose spread between server
+starts is beyond counting.
+
 Why the function families are held to their family-wise error (Holm: the chance of any
 false verdict in the family at most q) and not to their false discovery rate
 (Benjamini-Hochberg, which the throughput and latency rows and a sweep's points keep): one
@@ -40,13 +55,18 @@ from __future__ import annotations
 
 from typing import Callable
 
+from analysis import moderated
 from analysis.compare.multiplicity import Member, control
 from analysis.compare.options import CompareOptions
 from analysis.compare.results import ChangeOut, FdrFamily, FunctionRow, MetricRow, ProfileSection
+from analysis.counting import Dispersion
 
 # the function families' rules (module docstring); bench/fdr.py compares them
 FOCUS_RULE = "holm"
 MOVER_RULE = "holm"
+# the top movers weighted by own share, their rows of CPU time per operation by the
+# moderated t (module docstring, "More power for the movers"); bench/movers.py compares
+MOVERS_WEIGHTED = True
 
 
 def _setter(objs: list[object], attr: str) -> Callable[[ChangeOut], None]:
@@ -56,11 +76,48 @@ def _setter(objs: list[object], attr: str) -> Callable[[ChangeOut], None]:
     return store
 
 
-def _function_members(rows: list[FunctionRow], paired: bool = False) -> list[Member]:
+# (thread, function, "flat" | "cum") -> the statistic's per-rep values of its CPU time per
+# operation, base and cand (a zero-sample rep given half a sample: every interval of the
+# row is computed from them), and in a paired run their dispersion against counting
+# (profiles.counted_rows)
+Counted = dict[tuple[str, str, str], tuple[list[float], list[float], Dispersion | None]]
+
+
+def _ns_values(r: FunctionRow, k: str, counted: Counted | None) -> tuple[list[float], list[float]]:
+    """The values a row's CPU time per operation is judged on: the statistic's, else the
+    sides' (results read back have only those)."""
+    got = (counted or {}).get((r.thread, r.name, k))
+    if got is not None:
+        return got[0], got[1]
+    return getattr(r, f"base_{k}_ns").values, getattr(r, f"cand_{k}_ns").values
+
+
+def own_share(r: FunctionRow) -> float:
+    """A function's weight in the top movers' family: its own (flat) share of the samples,
+    both sides and every rep (a fraction). Symmetric in base and cand, so under no change it
+    says nothing about which way the row moved: weighting by it keeps each row's test."""
+    vals = list(r.base_flat.values) + list(r.cand_flat.values)
+    return max(sum(vals) / len(vals) / 100.0, 1e-6) if vals else 1e-6
+
+
+def _moderated(o: CompareOptions, b: list[float], c: list[float], t: moderated.RowTest,
+               fallback) -> ChangeOut:
+    ch = moderated.change(b, c, t, o.confidence, higher_is_better=False, noise=o.noise,
+                          regression=o.regression, max_cv=o.max_cv)
+    return ChangeOut.of(ch, "ns/op") if ch is not None else fallback(o)
+
+
+def _function_members(rows: list[FunctionRow], paired: bool = False,
+                      counted: Counted | None = None, weighted: bool = False) -> list[Member]:
+    """The family's verdicts; `counted`: the statistic's values of the rows' CPU time per
+    operation. `weighted` (the top movers): each function's rows weigh its own share, and
+    a row of CPU time per operation with a dispersion (a paired run with sample counts) is
+    judged by its moderated t (analysis/moderated.py), the prior fitted to those rows."""
     groups: dict[tuple[str, str], list[FunctionRow]] = {}
     for r in rows:
         groups.setdefault((r.thread, r.name), []).append(r)
     out = []
+    tests: list[tuple[Member, tuple[list[float], list[float], Dispersion]]] = []
     for (thread, name), same in groups.items():
         r = same[0]
         for k in ("flat", "cum"):
@@ -71,14 +128,23 @@ def _function_members(rows: list[FunctionRow], paired: bool = False) -> list[Mem
             if ns is not None and "two-stage" in ns.method:
                 continue        # a --precision --on run's function: the one it was planned for
             if getattr(r, f"{k}_ns_change") is not None:
-                b, c, attr = getattr(r, f"base_{k}_ns"), getattr(r, f"cand_{k}_ns"), f"{k}_ns_change"
+                (b, c), attr = _ns_values(r, k, counted), f"{k}_ns_change"
                 fn = (lambda o, b=b, c=c: ChangeOut.of(o.relative(
-                    b.values, c.values, higher_is_better=False, paired=paired), "ns/op"))
+                    b, c, higher_is_better=False, paired=paired), "ns/op"))
             else:
                 b, c, attr = getattr(r, f"base_{k}"), getattr(r, f"cand_{k}"), f"{k}_change"
                 fn = (lambda o, b=b, c=c: ChangeOut.of(o.points(b.values, c.values,
                                                                 paired=paired), "pp"))
-            out.append(Member(f"{name} ({k}, {thread})", getattr(r, attr), fn, _setter(same, attr)))
+            m = Member(f"{name} ({k}, {thread})", getattr(r, attr), fn, _setter(same, attr),
+                       own_share(r) if weighted else 1.0)
+            out.append(m)
+            got = (counted or {}).get((thread, name, k))
+            if weighted and attr == f"{k}_ns_change" and got is not None and got[2] is not None:
+                tests.append((m, got))
+    prior = moderated.prior_of([d for _, (_, _, d) in tests])
+    for m, (b, c, d) in tests:
+        m.recompute = (lambda o, b=b, c=c, t=moderated.row_test(d, prior), f=m.recompute:
+                       _moderated(o, b, c, t, f))
     return out
 
 
@@ -91,12 +157,15 @@ def _metric_member(row: MetricRow, paired: bool = False, pilot: int | None = Non
     return Member(name or f"{row.test} {row.metric}", row.change, again, _setter([row], "change"))
 
 
-def _display_members(rows: list[FunctionRow], paired: bool = False) -> list[Member]:
+def _display_members(rows: list[FunctionRow], paired: bool = False, weighted: bool = False,
+                     counted: Counted | None = None) -> list[Member]:
     """Every interval the function tables print that is not a verdict of its own (a share
     beside the CPU time per operation that speaks, a negligible function's): re-computed
-    at the family's level too, so one table prints one confidence."""
+    at the family's level too (`weighted`: at its function's), so a table's intervals are
+    at the level of the verdicts beside them."""
     out = []
     for r in rows:
+        w = own_share(r) if weighted else 1.0
         for k in ("flat", "cum"):
             j = getattr(r, f"{k}_verdict")
             speaks_ns = j is not None and j.basis == "CPU time per operation"
@@ -106,26 +175,28 @@ def _display_members(rows: list[FunctionRow], paired: bool = False) -> list[Memb
                 out.append(Member("", getattr(r, f"{k}_change"),
                                   lambda o, b=b, c=c: ChangeOut.of(
                                       o.points(b.values, c.values, paired=paired), "pp"),
-                                  _setter([r], f"{k}_change")))
+                                  _setter([r], f"{k}_change"), w))
             bn, cn = getattr(r, f"base_{k}_ns"), getattr(r, f"cand_{k}_ns")
             if bn is not None and cn is not None and not speaks_ns:
+                b, c = _ns_values(r, k, counted)
                 out.append(Member("", getattr(r, f"{k}_ns_change"),
-                                  lambda o, b=bn, c=cn: ChangeOut.of(
-                                      o.relative(b.values, c.values, higher_is_better=False,
-                                                 paired=paired), "ns/op"),
-                                  _setter([r], f"{k}_ns_change")))
+                                  lambda o, b=b, c=c: ChangeOut.of(
+                                      o.relative(b, c, higher_is_better=False, paired=paired),
+                                      "ns/op"),
+                                  _setter([r], f"{k}_ns_change"), w))
     return out
 
 
-def function_fdr(sec: ProfileSection, opts: CompareOptions,
-                 candidates: list[FunctionRow] = ()) -> tuple[FdrFamily | None, FdrFamily | None]:
+def function_fdr(sec: ProfileSection, opts: CompareOptions, candidates: list[FunctionRow] = (),
+                 counted: Counted | None = None) -> tuple[FdrFamily | None, FdrFamily | None]:
     """The focus family and the top-mover family (module docstring). `candidates`: every
-    function the movers are picked from (after this)."""
+    function the movers are picked from (after this); `counted`: the candidates' rows of
+    CPU time per operation whose samples are counted, for the movers' moderated t."""
     asked = {(r.thread, r.name) for r in sec.focus + sec.focus_other_view}
     focus = sec.focus + sec.focus_other_view + [r for r in list(candidates) + sec.movers
                                                 if (r.thread, r.name) in asked]
     others = [r for r in list(candidates) + sec.movers if (r.thread, r.name) not in asked]
-    members = _function_members(focus, sec.paired)
+    members = _function_members(focus, sec.paired, counted)
     for t in sec.threads:
         members.append(Member(
             f"thread group {t.group}", t.change,
@@ -134,9 +205,12 @@ def function_fdr(sec: ProfileSection, opts: CompareOptions,
             _setter([t], "change")))
     if sec.per_op_total is not None:
         members.append(_metric_member(sec.per_op_total, sec.paired))
-    return (control("focus function", members, opts, _display_members(focus, sec.paired), rule=FOCUS_RULE),
-            control("top mover", _function_members(others, sec.paired), opts,
-                    _display_members(others, sec.paired), rule=MOVER_RULE))
+    movers = _function_members(others, sec.paired, counted, MOVERS_WEIGHTED)
+    return (control("focus function", members, opts,
+                    _display_members(focus, sec.paired, counted=counted), rule=FOCUS_RULE),
+            control("top mover", movers, opts,
+                    _display_members(others, sec.paired, MOVERS_WEIGHTED, counted),
+                    rule=MOVER_RULE, weighted=MOVERS_WEIGHTED))
 
 
 def metric_fdr(rows: list[MetricRow], opts: CompareOptions) -> FdrFamily | None:

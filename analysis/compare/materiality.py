@@ -20,6 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from analysis.compare.options import MIN_SAMPLES, MIN_SHARE
+from analysis.counting import Dispersion
 from analysis.stats import DECIDED
 from analysis.compare.results import ChangeOut, Judgement, Side
 
@@ -38,6 +39,8 @@ class Measure:
     base_ns: Side | None = None
     cand_ns: Side | None = None
     ns_change: ChangeOut | None = None
+    # the spread of the measure that speaks against counting its samples (None: unknown)
+    dispersion: Dispersion | None = None
 
 
 def _total(x: list[float] | None) -> float | None:
@@ -108,10 +111,31 @@ def judge(m: Measure, min_share: float = MIN_SHARE, min_samples: float = MIN_SAM
         one.base_samples, one.cand_samples = samples
         return one
     if m.ns_change is None:
-        return Judgement(m.change.verdict, m.change.reason, *samples, basis="share",
+        verdict, reason = _spread(m.change.verdict, m.change.reason, m.dispersion, tb, tc)
+        return Judgement(verdict, reason, *samples, basis="share",
                          detectable=m.change.detectable, detectable_unit="pp",
                          line=m.change.line)
     per_op, share = m.ns_change.verdict, m.change.verdict
-    return Judgement(per_op, m.ns_change.reason, *samples, basis="CPU time per operation",
+    verdict, reason = _spread(per_op, m.ns_change.reason, m.dispersion, tb, tc)
+    return Judgement(verdict, reason, *samples, basis="CPU time per operation",
                      note=_dilution(share, per_op, total), detectable=m.ns_change.detectable,
                      detectable_unit="rel", line=m.ns_change.line)
+
+
+def _spread(verdict: str, reason: str, d: Dispersion | None, tb: float | None,
+            tc: float | None) -> tuple[str, str]:
+    """An "unstable" statistic said as what it is: where its reps spread as counting their
+    samples predicts (analysis/counting.py, the dispersion test at 5%), "undersampled" (the
+    reports: "too few samples to see ±X%"): more samples would narrow it, a quieter machine
+    would not. Under no change, 88% of the recorded A/A's 5%-share rows printed "unstable
+    ... vary too much" where the dispersion against counting was 0.92. Spread beyond
+    counting stays "unstable", the test's figures added to its reason."""
+    if verdict != "unstable" or d is None:
+        return verdict, reason
+    said = f"dispersion {d.phi:.2f} against counting on {d.df} degrees of freedom, p = {d.p_value:.2g}"
+    if not d.counting:
+        return verdict, f"{reason} Beyond counting its samples ({said}): the machine or the server starts."
+    n = f"{min(tb, tc):,.0f}" if tb is not None and tc is not None else "its"
+    return "undersampled", (f"{reason} Its reps spread as counting {n} samples a side predicts "
+                            f"({said}): more samples (a higher rate, more or longer windows, "
+                            f"more reps) would narrow it; a quieter machine would not.")

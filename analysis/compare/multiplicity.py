@@ -37,6 +37,7 @@ from scipy.stats import false_discovery_control
 from analysis.compare.options import CompareOptions
 from analysis.compare.results import ChangeOut, FdrFamily
 from analysis.intervals import level_text
+from analysis.power import on_grid
 
 RULES = {"bh": "Benjamini-Hochberg", "holm": "Holm", "bonferroni": "Bonferroni"}
 STATISTICAL = ("improvement", "regression", "minor improvement", "minor regression", "no change",
@@ -51,10 +52,13 @@ class Member:
     change: ChangeOut
     recompute: Callable[[CompareOptions], ChangeOut]
     store: Callable[[ChangeOut], None]
+    # its share of the family's error, in a family weighted by share (`control(weighted=True)`):
+    # the function's own share of the samples; 1 (all alike) otherwise
+    weight: float = 1.0
 
 
 def control(family: str, members: list[Member], opts: CompareOptions,
-            display: list[Member] = (), rule: str = "bh") -> FdrFamily | None:
+            display: list[Member] = (), rule: str = "bh", weighted: bool = False) -> FdrFamily | None:
     """Re-compute every member at the family's level (module docstring, rule_level): rule "bh"
     at the false-coverage-rate level of Benjamini-Hochberg's discoveries, "holm" at
     1 - q/(m - R), "bonferroni" at 1 - q/m; at that level a row's interval excludes 0
@@ -69,6 +73,8 @@ def control(family: str, members: list[Member], opts: CompareOptions,
     if len(tested) < 2:
         return None
     q, m = 1 - opts.confidence, len(tested)
+    if weighted:
+        return weighted_control(family, tested, opts, display)
     # Each row's method is fixed for the strictest level the family can ask (R = 1): its
     # p-value is taken again with that method before the rule ranks it.
     chosen = replace(opts, method_level=1 - q / m)
@@ -92,7 +98,66 @@ def control(family: str, members: list[Member], opts: CompareOptions,
                      method=METHOD_TEXT[rule], rule=rule)
 
 
+def weighted_holm(p: np.ndarray, w: np.ndarray, q: float) -> tuple[np.ndarray, float | None]:
+    """Holm's sequentially rejective procedure with weights (Holm 1979): while rows are left,
+    every row left whose p is at most its share of q, alpha_i(S) = q x w_i / W_S rounded down
+    to the grid of power.on_grid (W_S: the weights of the rows left), is called changed.
+    alpha_i(S) grows as S shrinks and sums to at most q over S, so the chance of any false
+    verdict stays at most q whatever else moved. Returns (called, W of the rows left; None
+    when every row was called)."""
+    left = np.ones(len(p), bool)
+    while left.any():
+        new = left & (p <= row_alpha(q, w, float(w[left].sum())))
+        if not new.any():
+            break
+        left &= ~new
+    return ~left, (float(w[left].sum()) if left.any() else None)
+
+
+def row_alpha(q: float, w: np.ndarray, w_left: float | None) -> np.ndarray:
+    """Each row's share of q when the rows left weigh w_left (None: none left, each its q):
+    the level its interval is printed at is 1 minus it, at which that interval clears 0
+    exactly when weighted_holm called the row."""
+    if w_left is None:
+        return np.full(len(w), q)
+    return np.array([q * on_grid(min(x / w_left, 1.0)) for x in w])
+
+
+def weighted_control(family: str, tested: list[Member], opts: CompareOptions,
+                     display: list[Member] = ()) -> FdrFamily:
+    """`control` for a family weighted by share (families.py: the top movers): each row
+    judged at its own level, 1 - alpha_i (row_alpha), each row's method chosen for the
+    strictest level it can be asked (nothing called: its share of q over all the weights)."""
+    q = 1 - opts.confidence
+    w = np.array([t.weight for t in tested], float)
+    first = row_alpha(q, w, float(w.sum()))
+    for t, a in zip(tested, first):
+        t.change = t.recompute(replace(opts, method_level=1 - a))
+    p = np.clip(np.array([t.change.p_value for t in tested], dtype=float), 0.0, 1.0)
+    called, w_left = weighted_holm(p, w, q)
+    alpha = row_alpha(q, w, w_left)
+    for t, a0, a, pi in zip(tested, first, alpha, p):
+        ch = t.recompute(replace(opts, method_level=1 - a0, confidence=1 - a))
+        ch.level = 1 - a
+        ch.reason = (f"{ch.reason} (Holm weighted by each function's own share over {len(tested)} "
+                     f"{family} comparisons, q = {level_text(q)}: weight {t.weight:.3g}, p = "
+                     f"{pi:.3g} against its {a:.3g}; interval at {level_text(1 - a)})")
+        t.store(ch)
+    for d in display:
+        if d.change.p_value is not None:
+            a = float(row_alpha(q, np.array([d.weight]), w_left)[0])
+            ch = d.recompute(replace(opts, confidence=1 - a))
+            ch.level = 1 - a
+            d.store(ch)
+    return FdrFamily(family=family, comparisons=len(tested), discoveries=int(called.sum()), q=q,
+                     level=float(1 - alpha.min()), method=METHOD_TEXT["weighted"], rule="holm",
+                     weights="own share", weight_left=w_left)
+
+
 METHOD_TEXT = {
+    "weighted": "Holm weighted by each function's own share of the samples; a row's interval "
+                "at 1 - q x its share / the shares of the rows not called changed (rounded to "
+                "20 steps a decade; the chance of any false verdict in the family at most q)",
     "bh": "Benjamini-Hochberg; intervals at the false coverage rate level 1 - q·R/m "
           "(Benjamini-Yekutieli 2005)",
     "holm": "Holm; intervals at 1 - q/(m - R), R rows called changed (the chance of any false "

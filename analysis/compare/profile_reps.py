@@ -7,7 +7,6 @@ CPU time per operation (analysis/compare/per_op.py); docs/results-json.md gives 
 """
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -19,7 +18,7 @@ from analysis.inputs.collector_facts import TIME_EVENTS
 from analysis.inputs.repfacts import RepFacts
 from analysis.inputs.rundir import RunDir, read_rep_facts
 from analysis.profile import pprof
-from analysis.profile.stacks import FoldedError, Stacks, function_costs, read_folded
+from analysis.profile.stacks import FoldedError, Stacks, read_folded
 
 
 @dataclass
@@ -171,25 +170,6 @@ def paired_profiles(run: RunDir, variants: tuple[str, ...]) -> dict[str, list[Pr
             for v in variants:
                 out[v].append(got[v])
     _mark_ns(out)
-    return out
-
-
-def function_log_ratios(run: RunDir, base: str, cand: str, fn: str, measure: str = "cum"
-                        ) -> list[float]:
-    """Each paired rep's log ratio cand/base of one function's CPU time per operation (its
-    flat or cumulative weight over all threads / the operations of the perf-on windows), in
-    rep order: what `--precision P --on FUNCTION` narrows (collectors/runner/precision.py).
-    A rep where either side has no sample of the function gives no ratio."""
-    reps = paired_profiles(run, (base, cand))
-    out = []
-    for rb, rc in zip(reps[base], reps[cand]):
-        cost = []
-        for r in (rb, rc):
-            c = function_costs(r.stacks).get(fn)
-            w = getattr(c, measure) if c is not None else 0.0
-            cost.append(w / r.ops.ops if w > 0 and r.ops.ops else 0.0)
-        if cost[0] > 0 and cost[1] > 0:
-            out.append(math.log(cost[1] / cost[0]))
     return out
 
 

@@ -18,6 +18,7 @@ from itertools import groupby
 from analysis import stats
 from analysis.compare import pair_clusters, perf_blocks
 from analysis.compare.results import ChangeOut, ProfilerCost
+from analysis.compare.throughput import cold_note
 from analysis.inputs.collector_facts import ProfileWindow
 from analysis.inputs.layout import PAIRED_JSON
 from analysis.inputs.paired import read_paired
@@ -36,9 +37,13 @@ def window_pairs(windows: list[ProfileWindow]) -> list[tuple[float, float]]:
     return out
 
 
+PAIRED = "paired"     # the key of a paired rep's pairs: both servers of the rep share it
+
+
 def _pairs(run: RunDir, variant: str) -> dict[tuple[str, int], list[tuple[float, float]]]:
-    """(variant, rep) -> the rep's (off, on) window pairs: the paired reps' when perf
-    sampled their windows, else the profile reps'."""
+    """(source, rep) -> the rep's (off, on) window pairs: the paired reps' when perf
+    sampled their windows (source PAIRED), else the profile reps' (source the variant: each
+    a server start of its own)."""
     paired = _paired_rep_pairs(run, variant)
     if paired:
         return paired
@@ -60,7 +65,7 @@ def _paired_rep_pairs(run: RunDir, variant: str) -> dict[tuple[str, int], list[t
         path = run.rep_dir(rep) / PAIRED_JSON
         if not path.is_file():
             continue
-        wins = read_paired(path).windows
+        wins = pair_clusters.settled(read_paired(path).windows)   # the cold first block out
         if not any(w.perf is not None for w in wins):
             continue
         # a block: the windows of one perf state in a row (whole ABBA blocks, or pairs of
@@ -72,7 +77,7 @@ def _paired_rep_pairs(run: RunDir, variant: str) -> dict[tuple[str, int], list[t
                 blocks.append((bool(on), _gmean(mine)))
         pairs = sandwiches(blocks)
         if pairs:
-            out[(variant, rep.rep)] = pairs
+            out[(PAIRED, rep.rep)] = pairs
     return out
 
 
@@ -123,9 +128,24 @@ def profiler_cost(run: RunDir, base: str, cand: str, confidence: float = 0.95) -
                                           "--profile-windows 0)",
                             frequency_hz=hz)
     per = {v: c for v, p in pairs.items() if (c := _cost(p, confidence)) is not None}
-    return ProfilerCost(True, frequency_hz=hz, pairs=counts, per_variant=per,
-                        pooled=_cost({**pairs[base], **pairs[cand]}, confidence),
+    both = _cost(pooled(pairs[base], pairs[cand]), confidence)
+    cold = cold_note(run)
+    for c in [*per.values(), *([both] if both is not None else [])]:
+        c.method += cold
+    return ProfilerCost(True, frequency_hz=hz, pairs=counts, per_variant=per, pooled=both,
                         on_off=perf_blocks.agreement(run, base, cand, confidence))
+
+def pooled(*per_variant: dict[tuple[str, int], list[tuple[float, float]]]
+           ) -> dict[tuple[str, int], list[tuple[float, float]]]:
+    """Both variants' pairs as the units of the pooled row: the rep. The two servers of a
+    paired rep share its noise (the host's moment, the load generators' CPU), so their
+    costs in one rep are not two independent facts: a paired rep's pairs of both servers
+    are one unit. Separate profile reps are server starts of their own: a unit each."""
+    out: dict[tuple[str, int], list[tuple[float, float]]] = {}
+    for pairs in per_variant:
+        for key, ps in pairs.items():
+            out.setdefault(key, []).extend(ps)
+    return out
 
 
 def _paired_frequency(run: RunDir) -> int | None:

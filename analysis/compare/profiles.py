@@ -9,16 +9,18 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from analysis import counting
 from analysis.compare import profile_reps
 from analysis.compare.options import CompareOptions
 from analysis.compare.materiality import Measure, judge
-from analysis.compare.families import function_fdr
+from analysis.compare.families import Counted, function_fdr
 from analysis.compare.per_op import Factors, PerOp, per_op
 from analysis.compare.time_split import TimeSplit, absent, time_split
 from analysis.compare.truncated_reps import truncated_stacks
 from analysis.compare.profile_reps import ProfileRep
 from analysis.compare.results import CallerRow, ChangeOut, FunctionRow, ProfileSection, Side, ThreadRow
 from analysis.inputs.rundir import RunDir
+from analysis.stats import summarize
 from analysis.profile.stacks import (THREAD_GROUPS, FunctionCost, Stacks, callers, function_costs,
                                      merge, thread_groups, view)
 
@@ -67,7 +69,7 @@ def choose_thread(reps: dict[str, list[ProfileRep]], asked: str | None, base: st
     return "all", "all threads (no io-threads in the profiles)."
 
 
-def _shares(reps: dict[str, list[ProfileRep]], thread: str, main_names: tuple[str, ...]) -> Shares:
+def shares(reps: dict[str, list[ProfileRep]], thread: str, main_names: tuple[str, ...]) -> Shares:
     return {v: [(r.rep, function_costs(view(r.stacks, thread, main_names))) for r in reps[v]]
             for v in reps}
 
@@ -88,21 +90,74 @@ def _samples(fn: str, sh: Shares, sw: SampleWeights, v: str, attr: str) -> list[
     return out
 
 
+def _dispersion(row: FunctionRow, k: str, counts: tuple[list[float] | None, list[float] | None],
+                sh: Shares, sw: SampleWeights, factors: Factors | None, base: str, cand: str,
+                paired: bool) -> counting.Dispersion | None:
+    """The spread of the measure that speaks against what counting its samples predicts
+    (analysis/counting.py): the CPU time per operation the statistic took, else the shares."""
+    if counts[0] is None or counts[1] is None:
+        return None
+    if factors:
+        b, c = cost_values(row.name, k, sh, sw, factors, base, cand)
+    else:
+        b, c = getattr(row, f"base_{k}").values, getattr(row, f"cand_{k}").values
+    return counting.of_row(b, c, counts[0], counts[1], paired)
+
+
+def counted_rows(rows: list[FunctionRow], sh: Shares, sw: SampleWeights, factors: Factors | None,
+                 base: str, cand: str, paired: bool, into: Counted | None = None) -> Counted:
+    """Each row's statistic values of CPU time per operation (cost_values: what every
+    interval of the row is computed from, a zero-sample rep given half a sample) and, in a
+    paired run, their dispersion against counting (the movers' moderated t, families.py);
+    empty without operation counts. `into`: a mapping to add them to (another view's)."""
+    out: Counted = {} if into is None else into
+    if not factors:
+        return out
+    for row in rows:
+        for k in ("flat", "cum"):
+            b, c = cost_values(row.name, k, sh, sw, factors, base, cand)
+            nb, nc = getattr(row, f"base_{k}_samples"), getattr(row, f"cand_{k}_samples")
+            d = counting.of_row(b, c, nb, nc, True) if paired and nb is not None and nc is not None else None
+            out[(row.thread, row.name, k)] = (b, c, d)
+    return out
+
+
 def _judge(row: FunctionRow, sh: Shares, sw: SampleWeights, base: str, cand: str,
-           opts: CompareOptions, total: ChangeOut | None = None) -> None:
+           opts: CompareOptions, total: ChangeOut | None = None, factors: Factors | None = None,
+           paired: bool = False) -> None:
     """Both verdicts of a row (materiality.judge); `total`: the verdict of the view's whole
-    CPU time per operation."""
+    CPU time per operation; `factors`: 1/operations per rep, when the run counted them."""
     for k in ("flat", "cum"):
         sb, sc = (_samples(row.name, sh, sw, v, k) for v in (base, cand))
         setattr(row, f"base_{k}_samples", sb)
         setattr(row, f"cand_{k}_samples", sc)
         m = Measure(getattr(row, f"base_{k}"), getattr(row, f"cand_{k}"),
                     getattr(row, f"{k}_change"), sb, sc, getattr(row, f"base_{k}_ns"),
-                    getattr(row, f"cand_{k}_ns"), getattr(row, f"{k}_ns_change"))
+                    getattr(row, f"cand_{k}_ns"), getattr(row, f"{k}_ns_change"),
+                    _dispersion(row, k, (sb, sc), sh, sw, factors, base, cand, paired))
         # a function ran on a side if its cumulative share is there (a wrapper's own cost
         # can be 0 samples in the base and rise in the candidate: a change, not new code)
         ran = (row.base_cum.median > 0, row.cand_cum.median > 0) if k == "flat" else None
         setattr(row, f"{k}_verdict", judge(m, opts.min_share, opts.min_samples, total, ran))
+
+
+def cost_values(fn: str, k: str, sh: Shares, sw: SampleWeights, factors: Factors, base: str,
+                cand: str) -> tuple[list[float], list[float]]:
+    """Each rep's CPU time per operation of fn's flat or cumulative cost (`k`), base and
+    cand, as its statistic takes them: weight x 1/operations, or, when some rep of either
+    side holds no sample of fn and every rep's sample weight is known, (samples + 1/2) x
+    one sample's weight x 1/operations in every rep (analysis/counting.py: the printed
+    row and the --precision plan take zero-sample reps alike)."""
+    raw = {v: [(getattr(costs[fn], k) if fn in costs else 0.0) * factors[v][n] for n, costs in sh[v]]
+           for v in (base, cand)}
+    weights = {v: [sw.get(v, {}).get(n) for n, _ in sh[v]] for v in (base, cand)}
+    if (all(raw[base]) and all(raw[cand])) or not all(w for v in weights for w in weights[v]):
+        return raw[base], raw[cand]
+    counts = {v: [x / (factors[v][n] * w) for x, (n, _), w in zip(raw[v], sh[v], weights[v])]
+              for v in (base, cand)}
+    nb, nc = counting.corrected(counts[base], counts[cand])
+    return ([float(x * w * factors[base][n]) for x, (n, _), w in zip(nb, sh[base], weights[base])],
+            [float(x * w * factors[cand][n]) for x, (n, _), w in zip(nc, sh[cand], weights[cand])])
 
 
 def _function_row(fn: str, sh: Shares, base: str, cand: str, thread: str, opts: CompareOptions,
@@ -129,14 +184,20 @@ def _function_row(fn: str, sh: Shares, base: str, cand: str, thread: str, opts: 
         ns = {}
         for k in ("flat", "cum"):
             b, c = values(base, k, factors), values(cand, k, factors)
+            # the statistic's values: a rep with no sample of fn gets half a sample, as the
+            # --precision plan takes it (analysis/counting.py); the sides print as measured
+            sb, sc = cost_values(fn, k, sh, sw or {}, factors, base, cand)
             # An absolute cost: relative waterlines like throughput's, lower is better.
             pilot = planned[2] if planned and planned[:2] == (fn, k) and len(b) >= planned[2] else None
-            ch = opts.relative([x for _, x in b], [x for _, x in c], higher_is_better=False,
-                               paired=paired, pilot=pilot)
-            ns[k] = _side_change(b, c, ch, "ns/op")
+            ch = ChangeOut.of(opts.relative(sb, sc, higher_is_better=False, paired=paired,
+                                            pilot=pilot), "ns/op")
+            if pilot is not None:
+                ch.level = opts.confidence      # its own 95%, among rows at the family's level
+            ns[k] = (Side.of(summarize([x for _, x in b]), [n for n, _ in b]),
+                     Side.of(summarize([x for _, x in c]), [n for n, _ in c]), ch)
         row.base_flat_ns, row.cand_flat_ns, row.flat_ns_change = ns["flat"]
         row.base_cum_ns, row.cand_cum_ns, row.cum_ns_change = ns["cum"]
-    _judge(row, sh, sw or {}, base, cand, opts, total)
+    _judge(row, sh, sw or {}, base, cand, opts, total, factors, paired)
     return row
 
 
@@ -231,16 +292,20 @@ def profiles(run: RunDir, base: str, cand: str, focus: list[str], opts: CompareO
                                             f"for {', '.join(missing)}", weight_unit=unit), merged
     names = main_names(run)
     thread, note = choose_thread(reps, opts.thread, base, cand, names)
-    sh = _shares(reps, thread, names)
+    sh = shares(reps, thread, names)
     known = {fn for v in sh for _, c in sh[v] for fn in c}
-    present = [f for f in focus if f in known]
     paired = profile_reps.are_paired(reps)
+    planned = _planned(run, paired)
+    # --precision --on FUNCTION asked that function before the run, focus or not: its row
+    # stands with the focus rows, the measure planned with its two-stage interval
+    asked = focus + ([planned[0]] if planned and planned[0] not in focus else [])
+    present = [f for f in asked if f in known]
     ops = per_op(run, reps, base, cand, thread, names, opts, paired)
     sec = ProfileSection(
         True, thread=thread, thread_note=note, weight_unit=reps[base][0].stacks.unit,
         samples={v: [r.stacks.total for r in reps[v]] for v in (base, cand)},
         reps={v: [r.rep for r in reps[v]] for v in (base, cand)},
-        missing_focus=[f for f in focus if f not in known],
+        missing_focus=[f for f in asked if f not in known],
         per_op=ops.factors is not None, per_op_reason=ops.reason, per_op_command=ops.command,
         per_op_basis=ops.basis, ops=ops.ops or {}, per_op_total=ops.total, paired=paired,
         sample_counts={v: [round(r.stacks.total / r.sample_weight) for r in reps[v]
@@ -248,10 +313,10 @@ def profiles(run: RunDir, base: str, cand: str, focus: list[str], opts: CompareO
     sw = {v: {r.rep: r.sample_weight for r in reps[v]} for v in (base, cand)}
     total = ops.total.change if ops.total is not None else None
     sec.focus = [_function_row(f, sh, base, cand, thread, opts, ops.factors, sw, total, paired,
-                               _planned(run, paired)) for f in present]
+                               planned) for f in present]
     views = {thread: sh}
     if thread != "all":
-        views["all"] = _shares(reps, "all", names)
+        views["all"] = shares(reps, "all", names)
         sec.focus_other_view = [_function_row(f, views["all"], base, cand, "all", opts,
                                               ops.factors, sw, paired=paired) for f in present]
     candidates = _candidates(sh, base, cand, thread, opts, ops.factors, sw, total, paired)
@@ -262,11 +327,15 @@ def profiles(run: RunDir, base: str, cand: str, focus: list[str], opts: CompareO
         sec.threads = _thread_rows(reps, base, cand, names, opts, paired)
     # correct first (every candidate in its family), then pick the movers (not the focus
     # functions: they have their own table and family)
-    sec.fdr, sec.movers_fdr = function_fdr(sec, opts, candidates)
+    counted = counted_rows(sec.focus + candidates, sh, sw, ops.factors, base, cand, paired)
+    counted_rows(sec.focus_other_view, views.get("all", sh), sw, ops.factors, base, cand, paired,
+                 counted)
+    sec.fdr, sec.movers_fdr = function_fdr(sec, opts, candidates, counted)
     asked = {r.name for r in sec.focus}
     sec.movers = _pick_movers([c for c in candidates if c.name not in asked], opts.top)
     final = sec.per_op_total.change if sec.per_op_total is not None else None
     for row in sec.focus + sec.movers + sec.focus_other_view:
         # the verdicts again, from the intervals at the family's level
-        _judge(row, views[row.thread], sw, base, cand, opts, final if row.thread == thread else None)
+        _judge(row, views[row.thread], sw, base, cand, opts, final if row.thread == thread else None,
+               ops.factors, paired)
     return sec, merged

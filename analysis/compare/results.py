@@ -16,7 +16,7 @@ from typing import Any
 
 from analysis.compare.summary_items import SummaryItem
 from analysis.compare.time_split import TimeSplit
-from analysis.compare.values import ChangeOut, LayoutSpread, Side
+from analysis.compare.values import ChangeOut, FdrFamily, LayoutSpread, Side  # noqa: F401 (FdrFamily: read here too)
 from analysis.inputs.case import WorkingSet
 from analysis.inputs.collector_facts import UnwindProbe
 from analysis.inputs.host import HostFacts
@@ -91,29 +91,6 @@ class FunctionRow:
     cand_cum_samples: list[float] | None = None
     flat_verdict: Judgement | None = None    # what the report says of the flat cost
     cum_verdict: Judgement | None = None
-
-
-@dataclass
-class FdrFamily:
-    """Verdicts judged together (analysis/compare/multiplicity.py): `comparisons` rows with
-    a p-value, `discoveries` of them called a change at `q` by the family's `rule`, every
-    row's interval re-computed at `level`."""
-    family: str              # "focus function" | "top mover" | "throughput and latency" | "point"
-    comparisons: int
-    discoveries: int
-    q: float
-    level: float
-    method: str = ""
-    # "bh": Benjamini-Hochberg, the false discovery rate at most q; "holm", "bonferroni": the
-    # chance of any false verdict in the family (family-wise error) at most q
-    rule: str = "bh"
-
-    @property
-    def rule_text(self) -> str:
-        """The rule and its guarantee, as the reports say it."""
-        if self.rule in ("bonferroni", "holm"):
-            return f"{self.rule.title()}, chance of any false verdict at most {self.q * 100:g}%"
-        return f"Benjamini-Hochberg, false discovery rate {self.q * 100:g}%"
 
 
 @dataclass

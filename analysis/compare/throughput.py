@@ -20,7 +20,7 @@ from analysis.compare.results import ChangeOut, MetricRow, Side
 from analysis.inputs import bench
 from analysis.inputs.bench import RepThroughput
 from analysis.inputs.layout import BENCH_CSV, BENCH_FILES, BENCH_JSON, PAIRED_JSON
-from analysis.inputs.paired import read_paired
+from analysis.inputs.paired import PairedWindows, read_paired
 from analysis.inputs.rundir import RunDir, RunDirError
 
 Values = list[tuple[int, float]]      # (rep number, value), in rep order
@@ -128,23 +128,44 @@ def throughput(run: RunDir, base: str, cand: str, opts: CompareOptions
     return tput, lat
 
 
-def paired_units(run: RunDir, base: str, cand: str) -> dict[int, list[tuple[float, float]]]:
-    """Each paired rep's window pairs (base rate, cand rate): the k-th base window with the
-    k-th cand window of the same rep, in rep order."""
-    by_rep: dict[int, list[tuple[float, float]]] = {}
+def _paired_docs(run: RunDir) -> list[tuple[int, PairedWindows]]:
+    """(rep number, paired.json) of each paired rep that has one, in rep order."""
+    out = []
     for rep in run.manifest.reps(kind="paired"):
         p = run.rep_dir(rep) / PAIRED_JSON
         if not p.is_file():
             continue
         try:
-            doc = read_paired(p)
+            out.append((rep.rep, read_paired(p)))
         except RunDirError as e:
             raise CompareError(str(e)) from None
-        for x, y in zip(doc.of(base), doc.of(cand)):
+    return out
+
+
+def cold_blocks(run: RunDir) -> int:
+    """How many paired reps had their cold first block left out (pair_clusters.settled)."""
+    return sum(len(pair_clusters.settled(d.windows)) < len(d.windows) for _, d in _paired_docs(run))
+
+
+def paired_units(run: RunDir, base: str, cand: str) -> dict[int, list[tuple[float, float]]]:
+    """Each paired rep's window pairs (base rate, cand rate): the k-th base window with the
+    k-th cand window of the same rep, in rep order; a profiled rep's cold first block left
+    out (pair_clusters.settled)."""
+    by_rep: dict[int, list[tuple[float, float]]] = {}
+    for rep_no, doc in _paired_docs(run):
+        kept = pair_clusters.settled(doc.windows)
+        for x, y in zip(*([w for w in kept if w.variant == v] for v in (base, cand))):
             rx, ry = x.rate, y.rate
             if rx is not None and ry is not None:
-                by_rep.setdefault(rep.rep, []).append((float(rx), float(ry)))
+                by_rep.setdefault(rep_no, []).append((float(rx), float(ry)))
     return dict(sorted(by_rep.items()))
+
+
+def cold_note(run: RunDir) -> str:
+    """The method's words for the cold first blocks left out, or "" when none were."""
+    n = cold_blocks(run)
+    return (f"; the first ABBA block of {n} profiled rep(s) left out (its first window runs "
+            f"cold as perf attaches to both servers)") if n else ""
 
 
 def paired(run: RunDir, base: str, cand: str, opts: CompareOptions) -> list[MetricRow]:
@@ -161,7 +182,7 @@ def paired(run: RunDir, base: str, cand: str, opts: CompareOptions) -> list[Metr
     row = metric_row(f"{name} paired windows ({how_paired})".strip(), "paired throughput",
                      "ops/s", True, [(c.rep, c.base) for c in cl], [(c.rep, c.cand) for c in cl],
                      opts, paired=True, pilot=pilot)
-    row.change.method += "; " + how
+    row.change.method += "; " + how + cold_note(run)
     if len({c.rep for c in cl}) < pair_clusters.MIN_REPS:
         # Window pairs of one or two reps as independent units: an interval 2-3x too narrow
         # (pair_clusters). It is shown, but it decides nothing, and it joins no family.

@@ -49,6 +49,10 @@ class ChangeOut:
     p_value: float | None = None     # of "no change", by the interval's own method
     # a minor improvement / regression: the line it stays under (fraction, or pp)
     line: float | None = None
+    # The confidence this row's interval was asked at, where it is not its table's: a row
+    # of a family weighted by share (each row its own level, multiplicity.py) or a
+    # --precision --on row's two-stage interval among the focus rows. None: the table's.
+    level: float | None = None
 
     @property
     def clears_zero(self) -> bool:
@@ -88,3 +92,34 @@ class LayoutSpread:
     ci_high: float | None
     holds: bool | None             # None: a layout has too few reps to tell
     line: str
+
+
+@dataclass
+class FdrFamily:
+    """Verdicts judged together (analysis/compare/multiplicity.py): `comparisons` rows with
+    a p-value, `discoveries` of them called a change at `q` by the family's `rule`, every
+    row's interval re-computed at `level`."""
+    family: str              # "focus function" | "top mover" | "throughput and latency" | "point"
+    comparisons: int
+    discoveries: int
+    q: float
+    level: float
+    method: str = ""
+    # "bh": Benjamini-Hochberg, the false discovery rate at most q; "holm", "bonferroni": the
+    # chance of any false verdict in the family (family-wise error) at most q
+    rule: str = "bh"
+    # "own share": each row's share of q is its function's own share of the samples (the
+    # top movers, multiplicity.weighted_control); its level is then its own (Change.level)
+    # and `level` the strictest. "": every row alike, at `level`.
+    weights: str = ""
+    weight_left: float | None = None   # the weights of the rows not called changed
+
+    @property
+    def rule_text(self) -> str:
+        """The rule and its guarantee, as the reports say it."""
+        if self.weights:
+            return (f"Holm weighted by each function's own share, chance of any false verdict "
+                    f"at most {self.q * 100:g}%")
+        if self.rule in ("bonferroni", "holm"):
+            return f"{self.rule.title()}, chance of any false verdict at most {self.q * 100:g}%"
+        return f"Benjamini-Hochberg, false discovery rate {self.q * 100:g}%"

@@ -33,14 +33,15 @@ from functools import cached_property
 from typing import Any
 
 import numpy as np
-from scipy import special
 from scipy import stats as sps
 
+from analysis import moderated as moderated_mod
 from analysis.history.function_series import MIN_SIDE, split_t
+from analysis.moderated import Prior, trigamma_inverse  # noqa: F401 (tests read it here)
 
 ALPHA = 0.005          # one-sided, per run and series: half the 1-in-100 budget (docs/history.md)
 PRIOR_RUNS = 30        # the runs before the tested one whose variances form the prior
-MIN_PRIOR = 5          # fewer earlier runs than this: the run's own variance alone
+MIN_PRIOR = moderated_mod.MIN_ROWS   # fewer earlier runs than this: the run's own variance alone
 MIN_REPS = 3           # as analysis.stats: fewer reps give no spread to test with
 
 
@@ -76,52 +77,16 @@ def run_ratios(cand: list[tuple[Any, dict]], base: list[tuple[Any, dict]]) -> li
     return out
 
 
-def trigamma_inverse(y: float) -> float:
-    """x with trigamma(x) = y (limma's Newton iteration; trigamma is decreasing)."""
-    if y > 1e7:
-        return 1 / math.sqrt(y)
-    if y < 1e-6:
-        return 1 / y
-    x = 0.5 + 1 / y
-    for _ in range(50):
-        tri = float(special.polygamma(1, x))
-        step = tri * (1 - tri / y) / float(special.polygamma(2, x))
-        x += step
-        if -step / x < 1e-8:
-            break
-    return x
-
-
-@dataclass(frozen=True)
-class Prior:
-    """The job's typical per-rep variance s0^2, worth d0 degrees of freedom (0: none)."""
-    d0: float
-    s02: float
-
-
 def prior(past: list[RunRatios]) -> Prior:
-    """limma's fitFDist: the scaled inverse chi-square that the runs' variances fit, by
-    the moments of their logs (each run's own degrees of freedom, n - 1)."""
-    usable = [r for r in past if r.var > 0]
-    if len(usable) < MIN_PRIOR:
-        return Prior(0.0, 0.0)
-    d = np.array([r.n - 1.0 for r in usable])
-    e = np.log([r.var for r in usable]) - special.digamma(d / 2) + np.log(d / 2)
-    evar = float(np.var(e, ddof=1) - np.mean(special.polygamma(1, d / 2)))
-    if evar <= 0:                 # the variances agree as well as chance allows: one variance
-        return Prior(math.inf, float(np.exp(e.mean())))
-    d0 = 2 * trigamma_inverse(evar)
-    return Prior(d0, float(np.exp(e.mean() + special.digamma(d0 / 2) - np.log(d0 / 2))))
+    """limma's fitFDist (analysis/moderated.py): the scaled inverse chi-square that the runs'
+    variances fit, by the moments of their logs (each run's own degrees of freedom, n - 1);
+    none from fewer than MIN_PRIOR runs with a spread."""
+    return moderated_mod.fit([r.var for r in past], [r.n - 1.0 for r in past])
 
 
 def moderated(r: RunRatios, pr: Prior) -> tuple[float, float]:
     """(variance of one rep's log ratio, its degrees of freedom) for run r under prior pr."""
-    df = r.n - 1.0
-    if pr.d0 == 0:
-        return r.var, df
-    if math.isinf(pr.d0):
-        return pr.s02, math.inf
-    return (pr.d0 * pr.s02 + df * r.var) / (pr.d0 + df), pr.d0 + df
+    return moderated_mod.moderate(r.var, r.n - 1.0, pr)
 
 
 @dataclass(frozen=True)

@@ -79,7 +79,8 @@ def level(x: float) -> str:
     return level_text(x)
 
 
-QUIET = ("no change", "unstable", "negligible")     # verdicts that say what they could not see
+# verdicts that say what they could not see
+QUIET = ("no change", "unstable", "negligible", "undersampled")
 
 
 def detectable(size: float | None, unit: str) -> str:
@@ -98,7 +99,8 @@ def line_text(line: float, unit: str) -> str:
 def quiet_verdict(verdict: str, size: float | None, unit: str, real: bool = False,
                   line: float | None = None) -> str:
     """"no change larger than −3.9%/+4.1%", "unstable (could see ...)", "negligible (could
-    see 0.80 pp)": a verdict that saw nothing, with the size it could have seen; a minor
+    see 0.80 pp)", "too few samples to see ±12.0%" (undersampled: a spread counting
+    explains): a verdict that saw nothing, with the size it could have seen; a minor
     verdict as "regression, below the 5% line" (`line`: the line it stays under). `real`
     (results written before the minor verdicts): a "no change" whose interval excludes no
     change, said as real and under the waterline, not as "no change larger than"."""
@@ -115,6 +117,9 @@ def quiet_verdict(verdict: str, size: float | None, unit: str, real: bool = Fals
         return f"no change seen (could see only {d})"
     if verdict == "no change":
         return f"no change larger than {d}"
+    if verdict == "undersampled":       # its spread is counting's: the samples limit it
+        return (f"too few samples (could see only {d})" if d.startswith("more than")
+                else f"too few samples to see {d}")
     return f"{verdict} (could see {d})"
 
 
@@ -128,6 +133,13 @@ def pp_ci(c: ChangeOut, digits: int = 1) -> str:
     if c.ci_low is None or c.ci_high is None:
         return "[n/a]"
     return f"[{fmt_signed(c.ci_low, digits)}, {fmt_signed(c.ci_high, digits)}]"
+
+
+def at_level(ci: str, c: ChangeOut) -> str:
+    """An interval cell, with its own level where it is not the table's (ChangeOut.level):
+    "[−1.9, +0.5] pp at 99.64%"."""
+    lv = getattr(c, "level", None)
+    return ci if lv is None else f"{ci} at {level(lv)}"
 
 
 def change_cells(c: ChangeOut, unit: str, digits: int = 1) -> tuple[str, str]:

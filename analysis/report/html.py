@@ -24,7 +24,7 @@ from analysis.report.fmt import (THREAD_LABEL, change_cells, fmt_ns, fmt_pct, fm
                                  fn_verdict, known, level, patches, pp_ci, quiet_verdict,
                                  row_name, samples, share, short_test, truncated_text, value,
                                  verdict_notes)
-from analysis.report.markdown_tables import function_level, movers_level, per_op_note
+from analysis.report.markdown_tables import fdr_sentence, function_level, movers_level, per_op_note
 from analysis.report.summary_text import lines as summary_lines
 
 TEMPLATES = Path(__file__).with_name("templates")
@@ -47,6 +47,7 @@ def _env() -> Environment:
                        patches=patches, samples=samples)
     env.globals.update(change_cells=change_cells, pp_ci=pp_ci, thread_label=THREAD_LABEL,
                        per_op_note=per_op_note, fn_verdict=fn_verdict, verdict_notes=verdict_notes,
+                       fdr_sentence=fdr_sentence,
                        truncated_text=truncated_text, level=level, quiet=quiet_verdict,
                        tables=tables, power=POWER)
     return env

@@ -8,6 +8,7 @@ from analysis.report import tables
 from analysis.report.fmt import THREAD_LABEL, level, verdict_notes
 from analysis.report.mdtext import esc, esc_spans
 from analysis.report.table import markdown
+from analysis.power import on_grid
 
 
 def function_level(r: Results) -> float:
@@ -16,19 +17,34 @@ def function_level(r: Results) -> float:
     return r.profile.fdr.level if r.profile.fdr is not None else r.settings.confidence
 
 
-def movers_level(r: Results) -> float:
-    """The confidence of the top movers' intervals (a family of their own)."""
+def movers_level(r: Results) -> float | None:
+    """The confidence of the top movers' intervals (a family of their own); None when each
+    row has its own (a family weighted by share: each interval says its level)."""
     fam = r.profile.movers_fdr
+    if fam is not None and fam.weights:
+        return None
     return fam.level if fam is not None else r.settings.confidence
+
+
+def fdr_sentence(fam: FdrFamily) -> str:
+    """The sentence under a table whose verdicts were judged together (plain text)."""
+    head = (f"These {fam.comparisons} {fam.family} verdicts are judged together so that "
+            f"chance does not make verdicts ({fam.rule_text}): {fam.discoveries} moved; ")
+    if not fam.weights:
+        return head + f"every interval is at {level(fam.level)} (docs/statistics.md)."
+    left = fam.weight_left
+    if left is None:
+        return head + f"every interval is at {level(1 - fam.q)} (docs/statistics.md)."
+    five = 1 - fam.q * on_grid(min(0.05 / left, 1.0))
+    return head + (f"each interval is at its own level, 1 − {fam.q * 100:g}% × its function's own "
+                   f"share / {left * 100:.1f}% (the own shares of the rows not called changed), "
+                   f"printed beside it: a function of 5% of the samples at {level(five)} "
+                   f"(docs/statistics.md).")
 
 
 def fdr_line(fam: FdrFamily | None) -> list[str]:
     """The sentence under a table whose verdicts were judged together."""
-    if fam is None:
-        return []
-    return [f"These {fam.comparisons} {esc(fam.family)} verdicts are judged together so that "
-            f"chance does not make verdicts ({fam.rule_text}): {fam.discoveries} moved; every interval is at {level(fam.level)} "
-            f"(docs/statistics.md).", ""]
+    return [] if fam is None else [esc(fdr_sentence(fam)), ""]
 
 
 def fn_table(rows: list[FunctionRow], kind: str, base: str, cand: str,

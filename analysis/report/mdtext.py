@@ -17,7 +17,9 @@ VERDICT_MARK = {"improvement": "✅ improvement", "regression": "❌ regression"
                 "insufficient data": "❔ insufficient data",
                 # a function's verdicts after the materiality rules (docs/statistics.md)
                 "negligible": "· negligible", "new in candidate": "🆕 new in candidate",
-                "gone": "🗑️ gone", "too few samples": "❔ too few samples"}
+                "gone": "🗑️ gone", "too few samples": "❔ too few samples",
+                # no change seen, and the spread is what counting its samples predicts
+                "undersampled": "❔ too few samples to see"}
 
 _SPECIAL = re.compile(r"([\\`*_\[\]|#~])")
 _SPECIAL_NOT_UNDERSCORE = re.compile(r"([\\`*\[\]|#~])")

@@ -5,7 +5,7 @@ are plain Cells (each renderer escapes them); numbers stallscope wrote are liter
 from __future__ import annotations
 
 from analysis.compare.results import ChangeOut, FunctionRow, Judgement, MetricRow, Results, Side
-from analysis.report.fmt import (THREAD_LABEL, change_cells, fmt_ns, fmt_pct, fmt_signed,
+from analysis.report.fmt import (THREAD_LABEL, at_level, change_cells, fmt_ns, fmt_pct, fmt_signed,
                                  fn_verdict, level, pp_ci, quiet_verdict, row_name, samples,
                                  share, value)
 from analysis.report.mdtext import esc
@@ -45,12 +45,14 @@ def metrics(r: Results, confidence: float) -> Table:
     return t
 
 
-def functions(rows: list[FunctionRow], kind: str, base: str, cand: str, confidence: float,
+def functions(rows: list[FunctionRow], kind: str, base: str, cand: str, confidence: float | None,
               per_op: str = "") -> Table:
     """Shares of samples, `kind` flat or cum; with `per_op` (the command, e.g. "MSET") a
-    column with the CPU time per operation and its change (the top movers)."""
+    column with the CPU time per operation and its change (the top movers). `confidence`
+    None: each row's interval at its own level (a family weighted by share), said in it."""
+    ci = f"{level(confidence)} CI" if confidence is not None else "CI (its level)"
     cols = [Column("Function", cls="name"), Column(f"{base} ({kind})"), Column(f"{cand} ({kind})"),
-            Column("Change"), Column(f"{level(confidence)} CI"), Column("Verdict")]
+            Column("Change"), Column(ci), Column("Verdict")]
     t = Table(cols + ([Column(f"{kind} per {per_op}")] if per_op else []), escape=esc)
     for r in rows:
         b, c, ch = ((r.base_flat, r.cand_flat, r.flat_change) if kind == "flat"
@@ -59,7 +61,7 @@ def functions(rows: list[FunctionRow], kind: str, base: str, cand: str, confiden
         j = fn_verdict(r, kind)
         t.add([Cell(r.name), _n(f"{share(b.median)}{samples(j.base_samples)}"),
                _n(f"{share(c.median)}{samples(j.cand_samples)}"), _n(f"{fmt_signed(ch.delta, 2)} pp{rel}"),
-               _n(f"{pp_ci(ch, 2)} pp"), judgement_verdict(j)] + ([_per_op_cell(r, kind)] if per_op else []))
+               _n(at_level(f"{pp_ci(ch, 2)} pp", ch)), judgement_verdict(j)] + ([_per_op_cell(r, kind)] if per_op else []))
     return t
 
 
@@ -90,7 +92,7 @@ def per_op(r: Results, confidence: float) -> Table:
     for name, b, c, ch, v in rows:
         if b is not None and c is not None and ch is not None:
             change, ci = change_cells(ch, "ns/op", 0)
-            out.add([name, _n(fmt_ns(b.median)), _n(fmt_ns(c.median)), _n(change), _n(ci), v])
+            out.add([name, _n(fmt_ns(b.median)), _n(fmt_ns(c.median)), _n(change), _n(at_level(ci, ch)), v])
     return out
 
 

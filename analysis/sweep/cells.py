@@ -52,8 +52,10 @@ def lookup(p: PointRow, name_in_cell: bool = False) -> str:
         # Too few profile reps for an interval: say so rather than print "[n/a]".
         ci = f"no interval: {min(lc.base.n, lc.cand.n)} profile reps with the function a side, 3 needed"
     head = f"{lc.function} ({lc.measure}): " if name_in_cell else ""
-    said = quiet_verdict(lc.change.verdict, lc.change.detectable, "rel", lc.change.clears_zero,
-                         lc.change.line)
+    # the report's word for the function (too few samples to see, where counting explains
+    # an unstable spread); sweeps written before have only the statistic's
+    said = quiet_verdict(lc.verdict or lc.change.verdict, lc.change.detectable, "rel",
+                         lc.change.clears_zero, lc.change.line)
     return f"{head}{fmt_ns(lc.base.median)} → {fmt_ns(lc.cand.median)} ({ch} {ci}; {said})"
 
 

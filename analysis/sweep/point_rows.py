@@ -98,9 +98,11 @@ def lookup_cost(r: Results, names: list[str] | None) -> LookupCost:
         return LookupCost(reason=f"{asked}: not in the profiles with a CPU time per operation",
                           thread=p.thread, command=p.per_op_command)
     f, k = found
+    j = getattr(f, f"{k}_verdict")
     return LookupCost(f.name, f.thread, p.per_op_command, getattr(f, f"base_{k}_ns"),
                       getattr(f, f"cand_{k}_ns"), getattr(f, f"{k}_ns_change"),
-                      measure="flat" if k == "flat" else "cumulative")
+                      measure="flat" if k == "flat" else "cumulative",
+                      verdict=j.verdict if j is not None else "")
 
 
 def _best(row: MetricRow | None, base: str, cand: str) -> dict[str, float]:

@@ -32,6 +32,9 @@ class LookupCost:
     change: ChangeOut | None = None
     reason: str = ""                 # why there is none
     measure: str = "flat"            # "flat" | "cumulative"
+    # the function's verdict as the point's report gives it (its Judgement: "undersampled"
+    # where the statistic's "unstable" is counting noise); "" in sweeps written before
+    verdict: str = ""
 
 
 @dataclass

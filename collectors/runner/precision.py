@@ -21,7 +21,7 @@ import statistics
 import time
 
 from analysis import twostage
-from analysis.compare.profile_reps import function_log_ratios
+from analysis.compare.planned import function_log_ratios
 from analysis.compare.throughput import main_log_ratios
 from analysis.inputs.manifest import PrecisionPlan, Rep
 from analysis.inputs.rundir import RunDir
