@@ -107,7 +107,8 @@ def test_only_a_server_bound_run_with_measured_windows_teaches_the_rate():
 def test_a_case_with_enough_runs_is_pooled_alone_and_old_entries_by_their_run_id(tmp_path):
     path = tmp_path / "s.json"
     # entries without a case field: the case is in the run id only
-    old = [{"run": f"20261127-14490{i}-mget-100keys_pipeline=16", "at": "x", "hz": 999, "estimator": 2,
+    old = [{"run": f"20261127-14490{i}-mget-100keys_pipeline=16", "at": "x", "hz": 999,
+                "estimator": sample_cost.ESTIMATOR,
             "overhead": 0.045, "us_per_sample": 45.0, "se_us": 8.0} for i in range(4)]
     path.write_text(json.dumps({"schema": 1, "hosts": {HOST.key(): old}}))
     for i in range(6):

@@ -17,7 +17,7 @@ from analysis.inputs.manifest import Manifest, PrecisionPlan, Rep, Variant
 from analysis.inputs.option_specs import (DEFAULT_TARGET_BUDGET_S, PAIRED_WINDOWS, TARGET_MAX_UNITS,
                                           TARGET_MIN_UNITS, TARGET_UNITS, TARGET_WINDOWS)
 from analysis.inputs.run_options import RunOptions
-from analysis.power import POWER, multiplier, units_to_detect
+from analysis.power import row_reach, units_to_detect
 from collectors.host import sample_cost
 from collectors.host.noise import Noise
 from collectors.runner import targets
@@ -25,20 +25,20 @@ from collectors.runner.precision import PrecisionRun
 from commands.run_arguments import options_from_args, parser
 
 
-def test_samples_needed_gives_the_detectable_size_under_counting_noise():
-    """Poisson counts at the samples the formula asks give a paired-t detectable size of the
-    asked change: what the rate is planned from."""
-    share, change, reps = 0.05, 0.10, 10
-    need = targets.samples_needed(share, change, reps, 0.95)
+def test_samples_needed_give_a_top_mover_its_target():
+    """At the samples the rate is planned from, analysis/power.row_reach (the level the top
+    movers judge a row of that share at, and what it could see) reads the movers' target."""
+    t = targets.Targets()
+    need = targets.samples_needed(t.share, t.movers, 10)
+    assert row_reach(t.share, need, 10).detectable == pytest.approx(t.movers, rel=1e-6)
+    assert row_reach(t.share, need / 2, 10).detectable > t.movers        # fewer samples: cannot
+    assert targets.samples_needed(t.share, t.movers, 20) == pytest.approx(need / 2)   # reps trade for samples
+    # counting noise as Poisson at those samples spreads a rep's log ratio as row_reach takes it
     rng = np.random.default_rng(3)
-    lam = share * need
-    logs = np.log(rng.poisson(lam, (20000, reps)) / rng.poisson(lam, (20000, reps)))
-    sd = float(logs.std(ddof=1))
-    k = multiplier("paired-t", reps, reps, 0.95, POWER)
-    assert k * sd / math.sqrt(reps) == pytest.approx(math.log1p(change), rel=0.03)
-    # the machine's own spread takes room: more samples; too much of it: none is enough
-    assert targets.samples_needed(share, change, reps, 0.95, machine_sd=0.03) > need
-    assert targets.samples_needed(share, change, reps, 0.95, machine_sd=0.2) is None
+    lam = t.share * need
+    logs = np.log(rng.poisson(lam, 40000) / rng.poisson(lam, 40000))
+    assert logs.std() == pytest.approx(math.sqrt(2 / lam), rel=0.03)
+    assert targets.samples_needed(t.share, t.movers, 2) is None       # no interval from 2 reps
 
 
 def test_rate_need_scales_with_the_sampled_time():
@@ -46,8 +46,8 @@ def test_rate_need_scales_with_the_sampled_time():
     a = targets.rate_need(t, 10, 64, 0.25)
     assert targets.rate_need(t, 10, 128, 0.25) == pytest.approx(a / 2)
     assert targets.sampled_seconds(128, 0.25) == 8.0        # a quarter of the windows' time
-    # the movers' level asks more samples than a row at 95% would
-    assert a > targets.samples_needed(0.05, 0.10, 10, 0.95) / targets.sampled_seconds(64, 0.25)
+    # what the review figured for a 5%-share row, 10 reps of 128 windows: ±9.9% at 999 Hz
+    assert 900 < targets.rate_need(t, 10, 128, 0.25) < 1100
 
 
 def test_reps_are_planned_from_the_hosts_recorded_spread():

@@ -13,7 +13,7 @@ from typing import NamedTuple
 
 from analysis.compare.results import FunctionRow, Results
 from analysis.compare.time_split import SplitRow
-from analysis.report.fmt import (THREAD_LABEL, change_cells, fmt_delta, fmt_ns, fn_verdict,
+from analysis.report.fmt import (THREAD_LABEL, at_level, change_cells, fmt_delta, fmt_ns, fn_verdict,
                                  level, pp_ci, row_name, share, summary_change, value)
 from analysis.report.markdown_tables import function_level
 from analysis.report.mdtext import esc
@@ -89,8 +89,10 @@ def counts(r: Results) -> str:
 
 
 def _change(c, unit: str, digits: int = 1) -> str:
+    """The change and its interval, with the interval's own level where it is not the
+    column's (a row outside its family's level: fmt.at_level)."""
     change, ci = change_cells(c, unit, digits)
-    return f"{change} {ci}"
+    return f"{change} {at_level(ci, c)}"
 
 
 def throughput(r: Results) -> Table | None:

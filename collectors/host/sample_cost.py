@@ -79,7 +79,9 @@ RATES = (1999, 1499, 1249, 999, 799, 599, 499, 399, 299, 249, 199, 149, 99, 49)
 # of a paired rep against the off blocks on both sides. Entries without it were measured
 # against the block before alone, which a rep's upward drift biased toward perf being free
 # or better (about 1% of throughput on tests/data/runs/mset-aa-paired-small): not pooled.
-ESTIMATOR = 2
+# 3: the rep's cold first ABBA block left out (its first window ran 11-33% slow as perf
+# attached, which read perf as free): entries of 2 are not pooled either.
+ESTIMATOR = 3
 # what the function rows' rate is for (collectors/runner/targets.py), as the reason says it
 _TARGET_TEXT = "function of 5% of the samples seen to ±10% at the movers' level"
 _STAMP = re.compile(r"^\d{8}-\d{6}-")     # a run id's <date>-<time>- (new_manifest.new_run_id)

@@ -195,20 +195,19 @@ def _resolve_profiling(opts: RunOptions, host: HostFacts, case: Case) -> str:
         if opts.profile != "perf":
             opts.frequency_hz = DEFAULT_FREQ_HZ
             return ""
-        rate = sample_cost.choose(host.summary(), case=case.name, need_hz=_rate_need(opts, host, case))
+        rate = sample_cost.choose(host.summary(), case=case.name, need_hz=_rate_need(opts))
         opts.frequency_hz = rate.hz
         return rate.why()
     return ""
 
 
-def _rate_need(opts: RunOptions, host: HostFacts, case: Case) -> float | None:
-    """The rate the function rows' targets ask in this run's first reps (None: a --quick run,
-    or one whose profiles are not in paired windows, keeps the 1% budget)."""
+def _rate_need(opts: RunOptions) -> float | None:
+    """The rate the function rows' targets ask in this run's reps (None: a --quick run, or
+    one whose profiles are not in paired windows, keeps the 1% budget)."""
     if opts.quick or not opts.paired or opts.profile_reps:
         return None
-    spread = noise.lookup(host.summary(), case.name, case.size)
     return targets.rate_need(targets.Targets(), max(opts.reps, 2), opts.paired_windows,
-                             opts.paired_window_s, spread.sd if spread is not None else 0.0) or math.inf
+                             opts.paired_window_s) or math.inf
 
 
 def with_plugin_defaults(opts: RunOptions) -> RunOptions:

@@ -15,8 +15,8 @@ before the run from what it knows then, so that no interval's reps depend on its
   the throughput row's coverage but not the function rows': the N that a first stage without
   a rare rep asks is small exactly when the functions' first reps miss it too, and their
   skewed per-rep costs then miss the truth (bench/targets.py, `make bench` figure 12).
-- **The rate** (`rate_need`): the samples a 5%-share function needs for ±10% at the movers'
-  level in the planned reps. Counting noise falls with the samples, and both servers are
+- **The rate** (`rate_need`): the samples a 5%-share function needs for ±10% at the level
+  the top movers judge it (analysis/power.row_reach) in the planned reps. Counting noise falls with the samples, and both servers are
   sampled at one rate in the same blocks, so perf's cost cancels in every ratio; the rate
   is capped by the perturbation budget (collectors/host/sample_cost.py: at most ~5% of the
   server's CPU), and the run checks that its perf-on and perf-off blocks agree
@@ -31,14 +31,8 @@ from dataclasses import dataclass
 
 from analysis.inputs.option_specs import (TARGET_FOCUS, TARGET_MAX_UNITS, TARGET_MIN_UNITS, TARGET_MOVERS,
                                           TARGET_SHARE, TARGET_THROUGHPUT, TARGET_UNITS)
-from analysis.power import units_to_detect
+from analysis.power import row_reach, units_to_detect
 from collectors.host.noise import Noise
-
-Q = 0.05                 # each family's error rate (analysis/compare/multiplicity.py)
-# candidates the top movers are judged among on a Redis profile (50-90 in the recorded runs):
-# the movers' level for planning the rate is Holm's first step over them
-MOVER_CANDIDATES = 60
-
 
 @dataclass(frozen=True)
 class Targets:
@@ -59,32 +53,22 @@ def sampled_seconds(windows: int, window_s: float) -> float:
     return windows * window_s / 4
 
 
-def samples_needed(share: float, change: float, reps: int, confidence: float,
-                   machine_sd: float = 0.0) -> float | None:
-    """Samples a rep a side that give a function of `share` a detectable `change` over `reps`
-    paired reps at `confidence`: its per-rep log ratio varies by counting (1/n_base + 1/n_cand,
-    Poisson; the recorded A/A's dispersion against it is 0.92) plus the machine's own spread,
-    and the detectable size is K x that / sqrt(reps). None when the machine's spread alone
-    is too wide for it."""
-    if reps < 2 or share <= 0:
+def samples_needed(share: float, change: float, reps: int) -> float | None:
+    """Samples a rep a side that give a top mover of `share` a detectable `change` over `reps`
+    paired reps, at the level its family judges it (analysis/power.row_reach: the movers'
+    weighted Holm and moderated t; counting noise, 1/n_base + 1/n_cand a rep, the recorded
+    A/A's dispersion against it 0.84). None below the reps an interval needs."""
+    probe = row_reach(share, 1000.0, reps)
+    if not math.isfinite(probe.detectable) or probe.se <= 0:
         return None
-    size = units_size(reps, confidence)
-    room = (math.log1p(change) / size) ** 2 * reps - machine_sd ** 2
-    return None if room <= 0 else 2 / (share * room)
+    k = math.log1p(probe.detectable) / probe.se            # the level's multiplier, in units of se
+    return 2 * k * k / (share * reps * math.log1p(change) ** 2)
 
 
-def units_size(reps: int, confidence: float) -> float:
-    """K of analysis/power.py for `reps` paired reps (the paired t's: the rows that need the
-    samples are judged by it or by a rank method of about its power)."""
-    from analysis.power import POWER, multiplier
-    return multiplier("paired-t", reps, reps, round(confidence, 9), POWER)
-
-
-def rate_need(targets: Targets, reps: int, windows: int, window_s: float,
-              machine_sd: float = 0.0) -> float | None:
-    """The rate (Hz) that gives a function of `targets.share` its `targets.movers` at the
-    movers' level in `reps` paired reps of `windows` windows; None when no rate can."""
-    need = samples_needed(targets.share, targets.movers, reps, 1 - Q / MOVER_CANDIDATES, machine_sd)
+def rate_need(targets: Targets, reps: int, windows: int, window_s: float) -> float | None:
+    """The rate (Hz) that gives a function of `targets.share` its `targets.movers` as a top
+    mover in `reps` paired reps of `windows` windows; None when no rate can."""
+    need = samples_needed(targets.share, targets.movers, reps)
     return None if need is None else need / sampled_seconds(windows, window_s)
 
 
