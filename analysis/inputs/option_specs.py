@@ -45,7 +45,10 @@ TARGET_FOCUS = 0.05        # each focus function's CPU time per operation, at it
 TARGET_MOVERS = 0.10       # every function of TARGET_SHARE of the samples or more (the perf rate)
 TARGET_SHARE = 0.05
 TARGET_UNITS = 10          # paired reps before this host has recorded the case's spread
-TARGET_MIN_UNITS = 6       # ... and the fewest and most a recorded spread may plan
+# ... and the fewest and most a recorded spread may plan. The fewest is the function rows':
+# a function of 5-10% of the samples needs ~10 reps of 128 windows at the rates a 5% budget
+# allows (collectors/runner/targets.py rate_need) whatever the throughput's spread asks
+TARGET_MIN_UNITS = 10
 TARGET_MAX_UNITS = 40
 TARGET_WINDOWS = 128       # windows per paired rep (a rep's fixed cost of two dataset loads
                            # is paid for twice the samples of 64)

@@ -83,7 +83,7 @@ RATES = (1999, 1499, 1249, 999, 799, 599, 499, 399, 299, 249, 199, 149, 99, 49)
 # attached, which read perf as free): entries of 2 are not pooled either.
 ESTIMATOR = 3
 # what the function rows' rate is for (collectors/runner/targets.py), as the reason says it
-_TARGET_TEXT = "function of 5% of the samples seen to ±10% at the movers' level"
+_TARGET_TEXT = "function of 5% of the samples seen to ±10% at its family's level"
 _STAMP = re.compile(r"^\d{8}-\d{6}-")     # a run id's <date>-<time>- (new_manifest.new_run_id)
 
 

@@ -195,19 +195,20 @@ def _resolve_profiling(opts: RunOptions, host: HostFacts, case: Case) -> str:
         if opts.profile != "perf":
             opts.frequency_hz = DEFAULT_FREQ_HZ
             return ""
-        rate = sample_cost.choose(host.summary(), case=case.name, need_hz=_rate_need(opts))
+        rate = sample_cost.choose(host.summary(), case=case.name, need_hz=_rate_need(opts, case))
         opts.frequency_hz = rate.hz
         return rate.why()
     return ""
 
 
-def _rate_need(opts: RunOptions) -> float | None:
+def _rate_need(opts: RunOptions, case: Case) -> float | None:
     """The rate the function rows' targets ask in this run's reps (None: a --quick run, or
-    one whose profiles are not in paired windows, keeps the 1% budget)."""
+    one whose profiles are not in paired windows, keeps the 1% budget). The focus family is
+    planned at its largest: each focus function's flat and cumulative row."""
     if opts.quick or not opts.paired or opts.profile_reps:
         return None
     return targets.rate_need(targets.Targets(), max(opts.reps, 2), opts.paired_windows,
-                             opts.paired_window_s) or math.inf
+                             opts.paired_window_s, focus_rows=2 * len(case.focus)) or math.inf
 
 
 def with_plugin_defaults(opts: RunOptions) -> RunOptions:

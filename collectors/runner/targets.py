@@ -53,23 +53,30 @@ def sampled_seconds(windows: int, window_s: float) -> float:
     return windows * window_s / 4
 
 
-def samples_needed(share: float, change: float, reps: int) -> float | None:
-    """Samples a rep a side that give a top mover of `share` a detectable `change` over `reps`
-    paired reps, at the level its family judges it (analysis/power.row_reach: the movers'
-    weighted Holm and moderated t; counting noise, 1/n_base + 1/n_cand a rep, the recorded
-    A/A's dispersion against it 0.84). None below the reps an interval needs."""
-    probe = row_reach(share, 1000.0, reps)
+def samples_needed(share: float, change: float, reps: int, focus_rows: int | None = None) -> float | None:
+    """Samples a rep a side that give a row of `share` a detectable `change` over `reps`
+    paired reps, at the level its family judges it (analysis/power.row_reach): a top mover
+    (focus_rows None: the movers' weighted Holm and moderated t) or a focus row (a family of
+    `focus_rows`, Holm). Counting noise, 1/n_base + 1/n_cand a rep (the recorded A/A's
+    dispersion against it 0.84). None below the reps an interval needs."""
+    probe = row_reach(share, 1000.0, reps, focus_rows=focus_rows)
     if not math.isfinite(probe.detectable) or probe.se <= 0:
         return None
-    k = math.log1p(probe.detectable) / probe.se            # the level's multiplier, in units of se
+    k = math.log1p(probe.detectable) / probe.se        # the level's multiplier, in units of se
     return 2 * k * k / (share * reps * math.log1p(change) ** 2)
 
 
-def rate_need(targets: Targets, reps: int, windows: int, window_s: float) -> float | None:
-    """The rate (Hz) that gives a function of `targets.share` its `targets.movers` as a top
-    mover in `reps` paired reps of `windows` windows; None when no rate can."""
-    need = samples_needed(targets.share, targets.movers, reps)
-    return None if need is None else need / sampled_seconds(windows, window_s)
+def rate_need(targets: Targets, reps: int, windows: int, window_s: float,
+              focus_rows: int = 0) -> float | None:
+    """The rate (Hz) that gives every function of `targets.share` its `targets.movers` in
+    `reps` paired reps of `windows` windows: as a top mover, and as a focus row of a family
+    of `focus_rows` (0: no focus rows); None when no rate can."""
+    needs = [samples_needed(targets.share, targets.movers, reps)]
+    if focus_rows:
+        needs.append(samples_needed(targets.share, targets.movers, reps, focus_rows))
+    if any(n is None for n in needs):
+        return None
+    return max(needs) / sampled_seconds(windows, window_s)
 
 
 @dataclass(frozen=True)
