@@ -96,7 +96,8 @@ def planned_units(spread: Noise | None, targets: Targets) -> UnitsPlan:
     need = units_to_detect(targets.throughput, spread.sd, 0.95, limit=TARGET_MAX_UNITS)
     units = min(max(need or TARGET_MAX_UNITS, TARGET_MIN_UNITS), TARGET_MAX_UNITS)
     asks = f"asks {need}" if need is not None else f"asks more than {TARGET_MAX_UNITS}"
-    return UnitsPlan(units, f"{units} paired reps: the throughput's spread recorded on this host "
+    floor = f" (at least {TARGET_MIN_UNITS}, the function rows')" if units == TARGET_MIN_UNITS and units != need else ""
+    return UnitsPlan(units, f"{units} paired reps{floor}: the throughput's spread recorded on this host "
                             f"(sd {spread.sd:.4f} of the log ratio, {spread.runs} run(s) of {spread.source}) "
                             f"{asks} for ±{targets.throughput:.0%}")
 
