@@ -9,8 +9,9 @@ export PYTHONPATH := $(CURDIR)
 CASE  ?= mset-50keys
 BASE  ?=
 CAND  ?=
-REPS  ?= 5
-PROFILE_REPS ?= 3
+# REPS empty: a run that decides (its reps planned for its targets, docs/statistics.md)
+REPS  ?=
+PROFILE_REPS ?=
 SIZE  ?= default
 RUN   ?=
 
@@ -35,8 +36,8 @@ demo-small: ## the demo at CI size (a few minutes) -> reports/demo-small/
 	$(SS) demo --size small --out reports/demo-small
 
 # Quoted: a variant spec or run directory may contain spaces (e.g. +patch=my fix.patch).
-RUN_ARGS = "$(CASE)" --variant "base=$(BASE)" --variant "cand=$(CAND)" --reps "$(REPS)" \
-           --profile-reps "$(PROFILE_REPS)" --size "$(SIZE)"
+RUN_ARGS = "$(CASE)" --variant "base=$(BASE)" --variant "cand=$(CAND)" --size "$(SIZE)" \
+           $(if $(REPS),--reps "$(REPS)") $(if $(PROFILE_REPS),--profile-reps "$(PROFILE_REPS)")
 need_variants = @test -n "$(BASE)" -a -n "$(CAND)" || { echo "make $@: set BASE=... and CAND=... (variant specs, e.g. BASE=debsrc:redis CAND=debsrc:redis+patch=my.patch)" >&2; exit 2; }
 
 compare: ## run CASE for BASE vs CAND (variant specs) and report: make compare CASE=mget-100keys BASE=debsrc:redis CAND=...
