@@ -100,8 +100,8 @@ def parser(defaults: bool = True) -> argparse.ArgumentParser:
                         "(a few minutes; its report says how large a change it could not see). Without "
                         "--quick, --reps or --precision a run decides: it aims at throughput ±2%%, each "
                         "focus function ±5%% and every function of 5%% of the samples or more ±10%% (the "
-                        "smallest change each could be seen to), its paired reps of 128 windows planned from "
-                        "this host's recorded spread for the case (10 before any), perf at the rate the "
+                        "smallest change each could be seen to), its paired reps of 96 windows planned from "
+                        "this host's recorded spread for the case (at least 13), perf at the rate the "
                         "function rows need (at most ~5%% of the server's CPU), within --budget (15 min)")
     _measurement_arguments(p, shared, own)
     p.add_argument("--load-generator", choices=memtier.CHOICES, **{"default": "auto", **own},

@@ -44,14 +44,15 @@ TARGET_THROUGHPUT = 0.02   # the throughput row: the paired reps are planned for
 TARGET_FOCUS = 0.05        # each focus function's CPU time per operation, at its family's level
 TARGET_MOVERS = 0.10       # every function of TARGET_SHARE of the samples or more (the perf rate)
 TARGET_SHARE = 0.05
-TARGET_UNITS = 10          # paired reps before this host has recorded the case's spread
+TARGET_UNITS = 13          # paired reps before this host has recorded the case's spread
 # ... and the fewest and most a recorded spread may plan. The fewest is the function rows':
-# a function of 5-10% of the samples needs ~10 reps of 128 windows at the rates a 5% budget
-# allows (collectors/runner/targets.py rate_need) whatever the throughput's spread asks
-TARGET_MIN_UNITS = 10
+# a focus function of ~10% of the samples (lookupKey's flat cost) read ±9-12% in 10 reps of
+# 128 windows at 1249-1499 Hz on the Intel guest of 2026-11-28; 13 reps of 96 take the same
+# time (a rep's fixed cost, two dataset loads and the rehash, is ~25 s of its ~57) and judge
+# it 15% tighter (the rank interval's K/sqrt(n) falls faster than the samples a rep lose)
+TARGET_MIN_UNITS = 13
 TARGET_MAX_UNITS = 40
-TARGET_WINDOWS = 128       # windows per paired rep (a rep's fixed cost of two dataset loads
-                           # is paid for twice the samples of 64)
+TARGET_WINDOWS = 96        # windows per paired rep
 DEFAULT_TARGET_BUDGET_S = 900.0   # 15 minutes of wall time after the builds
 # --layouts: code layouts per variant; 1 is the upstream link order, as before layouts existed
 DEFAULT_LAYOUTS = 1
