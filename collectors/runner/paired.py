@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Sequence, TypeVar
 
 from analysis.inputs.layout import BENCH_TXT, PAIRED_JSON
 from analysis.inputs.option_specs import PAIRED_WINDOW_S, PAIRED_WINDOWS
@@ -37,6 +37,24 @@ def counters(srv: Server, command: str) -> dict[str, Any]:
     return {"t": time.monotonic(), "epoch": time.time(),
             "total_commands_processed": int(st["total_commands_processed"]),
             "calls": int(calls) if calls is not None else None}
+
+
+T = TypeVar("T")
+
+
+def counterbalanced(variants: dict[str, T], rep: int) -> dict[str, T]:
+    """The variants in the order paired rep `rep` runs them: the baseline first in odd reps,
+    the candidate first in even ones (rotated, with more variants). The first slot is not
+    the second: its server is launched and loaded first, its load generator warms up first,
+    its window opens every ABBA block, its perf attaches first. With the same order in every
+    rep, whatever that favours is a difference between the variants no interval over reps
+    can see: six A/A runs of one build on the Intel guest of 2026-11-28 (13 paired reps,
+    1499 Hz) read lookupKey's own cost lower on the second server in all six (−0 to −4%,
+    one a false ✅) and dictFindByHash's higher in five (one a false 🔸). Alternated, a slot's
+    advantage goes into the rep-to-rep spread, where the interval over reps counts it."""
+    names = list(variants)
+    k = (rep - 1) % len(names) if names else 0
+    return {n: variants[n] for n in names[k:] + names[:k]}
 
 
 def window_order(names: Sequence[str], windows: int) -> list[str]:

@@ -33,7 +33,7 @@ from collectors.load.redis_benchmark import redis_benchmark_argv, run_redis_benc
 from collectors.load.server import Server
 from collectors.load.settle import settle_together
 from collectors.runner.context import RunContext, bench_bin
-from collectors.runner.paired import run_paired_windows
+from collectors.runner.paired import counterbalanced, run_paired_windows
 from collectors.runner.paired_servers import run_server_windows
 from collectors.runner.phases import PhaseClock
 from collectors.runner.snapshot import verify_rep
@@ -234,7 +234,8 @@ class PairedRep(RepKind):
         self.facts.settle = srv.settle()
         # Who was busy over all windows (the load generator is reaped before it returns).
         watch = CpuWatch(srv.pid, client_capacity(run.case.workload.threads, run.place.client_cpus)).start()
-        res = run_paired_windows(srv, run.rep_variants(self.rep), run.case, run.manifest.calibration.get(first.name),
+        res = run_paired_windows(srv, counterbalanced(run.rep_variants(self.rep), self.rep.rep), run.case,
+                                 run.manifest.calibration.get(first.name),
                                  bench_bin(first), run.place.client_cpus, self.rep_dir,
                                  window_s=run.opts.paired_window_s, windows=run.opts.paired_windows,
                                  profiler=run.window_profiler(self.rep_dir))
@@ -257,7 +258,8 @@ class PairedServersRep(RepKind):
         place = run.place
         load_cpus = sorted(set(place.server_cpus or []) | set(place.client_cpus or [])) or None
         try:
-            variants = run.rep_variants(self.rep)      # --layouts: this rep's layout
+            # --layouts: this rep's layout; the first slot alternates between reps
+            variants = counterbalanced(run.rep_variants(self.rep), self.rep.rep)
             for name, v in variants.items():
                 opts = run.server_opts(v, f"paired-{self.rep.rep}-{name}",
                                        self.rep_dir / f"server-{name}.log", self.rdb)
