@@ -60,8 +60,14 @@ class Unreachable(Failed):
     callers word it with what to check."""
 
     def __init__(self, url: str, reason: str, timed_out: bool = False):
-        super().__init__(f"cannot reach {url}: {reason}")
+        super().__init__(f"cannot reach {shown(url)}: {reason}")
         self.url, self.reason, self.timed_out = url, reason, timed_out
+
+
+def shown(url: str) -> str:
+    """A URL as a message may quote it: without `user:password@` (a token may ride there)."""
+    u = urlsplit(url)
+    return u._replace(netloc=u.netloc.rpartition("@")[2]).geturl() if "@" in u.netloc else url
 
 
 class HeaderRefused(UserError):
@@ -70,7 +76,7 @@ class HeaderRefused(UserError):
     header, never its value (an Authorization header holds a token)."""
 
     def __init__(self, url: str, name: str):
-        super().__init__(f"not sending the request to {url}: its {name} header holds a line break, a control "
+        super().__init__(f"not sending the request to {shown(url)}: its {name} header holds a line break, a control "
                          "character or a character HTTP cannot carry (the value is not shown: it may be a token)")
 
 
@@ -79,7 +85,7 @@ class RequestRefused(UserError):
     it). Its own text is not kept: it quotes the header it refused, token and all."""
 
     def __init__(self, url: str, kind: str):
-        super().__init__(f"not sending the request to {url}: the HTTP library refused it ({kind}; its "
+        super().__init__(f"not sending the request to {shown(url)}: the HTTP library refused it ({kind}; its "
                          "message is not shown, as it may quote a header that holds a token)")
 
 

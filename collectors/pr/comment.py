@@ -148,7 +148,8 @@ def fit(reports: list[Report], budget: int) -> list[str]:
 def _fold_open(rep: Report) -> str:
     """The <details> lines of report.md's shape around one case's lead (several cases)."""
     case = (rep.results.get("case") or {}).get("name") or rep.name
-    return f"<details>\n<summary>{inert(html.escape(str(case), quote=False))}</summary>\n\n"
+    case = " ".join(str(case).split())[:200]       # one line: a line break would end the HTML block
+    return f"<details>\n<summary>{inert(html.escape(case, quote=False))}</summary>\n\n"
 
 
 def body(reports: list[Report], m: Measured, limit: int = LIMIT) -> str:

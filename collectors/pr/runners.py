@@ -20,9 +20,8 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-import yaml
-
 from analysis.errors import UserError
+from analysis.inputs import yaml_lines
 
 PR_ROLE = "the PR workflow (runs pull requests' code)"
 SCHEDULE_ROLE = "the schedule's workflow (holds the alert tokens and history URL, builds with the own cache)"
@@ -95,6 +94,10 @@ def check_apart(new: list[Target], others: list[Target]) -> None:
             "neither holds the other's (docs/pr.md, \"Runner isolation\")")
 
 
+# GitHub-hosted images (a `runs-on` string that names one needs no runner of the project's)
+_HOSTED = re.compile(r"^(ubuntu|windows|macos)-[\w.-]+$")
+
+
 def _runs_on(value: object, row: dict) -> RunsOn | None:
     """A job's `runs-on` as written by stallscope, `${{ matrix.X }}` read from the matrix
     row; None for a GitHub-hosted image (a string that is not an expression)."""
@@ -102,8 +105,8 @@ def _runs_on(value: object, row: dict) -> RunsOn | None:
         m = _MATRIX.match(v) if isinstance(v, str) else None
         return row.get(m.group(1)) if m else v
     value = resolve(value)
-    if isinstance(value, str):
-        return None
+    if isinstance(value, str):      # a GitHub-hosted image, or one self-hosted label
+        return None if _HOSTED.match(value) else RunsOn(None, (value,))
     if isinstance(value, list):
         return RunsOn(None, tuple(map(str, value)))
     if isinstance(value, dict):
@@ -122,8 +125,8 @@ def targets_in(directory: Path, skip: Path | None = None) -> list[Target]:
         if skip is not None and f.resolve() == skip.resolve():
             continue
         try:
-            doc = yaml.safe_load(f.read_text())
-        except (OSError, UnicodeDecodeError, yaml.YAMLError):
+            doc, _ = yaml_lines.load(f.read_text(), str(f))
+        except (OSError, UnicodeDecodeError, yaml_lines.YamlError):
             continue                     # not a workflow of ours: nothing to compare
         role = ROLES.get(doc.get("name")) if isinstance(doc, dict) else None
         if role is None:

@@ -105,7 +105,7 @@ def kept(results: dict) -> dict:
         out["headline"] = h
     case, env = results.get("case"), results.get("environment")
     if isinstance(case, dict) and isinstance(case.get("name"), str):
-        out["case"] = {"name": case["name"]}
+        out["case"] = {"name": " ".join(case["name"].split())[:200]}     # one line, capped
     variants = env.get("variants") if isinstance(env, dict) else None
     commits = {}
     for side in ("base", "cand"):
