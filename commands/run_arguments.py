@@ -10,8 +10,9 @@ from typing import Any
 from collectors.variants.spec import GRAMMAR
 from collectors.load import memtier
 from collectors.runner.api import RunRequest
-from analysis.inputs.option_specs import (DEFAULT_TARGET_BUDGET_S, FREQUENCY, PAIRING, PRECISION, PROFILE,
-                                          TARGET_UNITS, TARGET_WINDOWS, budget_for, first_stage, taken_by)
+from analysis.inputs.option_specs import (DEFAULT_TARGET_BUDGET_S, FREQUENCY, PAIRED_WINDOWS, PAIRING, PRECISION,
+                                          PROFILE, TARGET_UNITS, TARGET_WINDOWS, budget_for, first_stage,
+                                          taken_by)
 from collectors.runner.options import RUNS_DIR, RunOptions
 from collectors.runner.plugins import plugins
 from commands.options import add_option, add_run_flags
@@ -141,14 +142,18 @@ def _measurement_arguments(p: argparse.ArgumentParser, shared: dict, own: dict) 
                         "operation instead of the throughput (cumulative unless :flat), from the "
                         "profiles of the paired windows, by the same two-stage rule; e.g. "
                         "--precision 5%% --on dictFindByHash")
-    for name in ("budget_s", "paired_window_s", "paired_windows"):
+    for name in ("budget_s", "paired_window_s"):
         add_option(shared[name], p, "run", **own)
+    # no default here: a run that decides takes TARGET_WINDOWS, any other PAIRED_WINDOWS
+    add_option(shared["paired_windows"], p, "run", **{"default": None, **own},
+               help=f"windows per paired rep, ABBA order (default {PAIRED_WINDOWS}; {TARGET_WINDOWS} in a "
+                    "run that decides)")
 
 
-def options_from_args(args: argparse.Namespace, argv: list[str] = ()) -> RunOptions:
-    """The run the flags ask for. None of --reps, --precision, --quick (nor --layouts): the
-    run that decides, its reps added until the targets are met or its budget is spent
-    (collectors/runner/targets.py); --quick: today's cheap run."""
+def options_from_args(args: argparse.Namespace) -> RunOptions:
+    """The run the flags ask for. None of --reps, --precision, --quick (nor --layouts): a
+    run that decides (collectors/runner/targets.py: its reps planned before it from this
+    host's records, the clock its only early stop); --quick: the cheap run."""
     # The plugins' flags, by their own declarations (RunFlag.dest): nothing listed by hand
     extra = {f.dest: getattr(args, f.dest) for pl in plugins() for f in pl.RUN_FLAGS.flags}
     shared = {o.name: getattr(args, o.name) for o in taken_by("run")}
@@ -157,11 +162,11 @@ def options_from_args(args: argparse.Namespace, argv: list[str] = ()) -> RunOpti
     if targets:     # the reps are planned from this host's records (collectors/runner/targets.py)
         shared.update(reps=TARGET_UNITS,
                       budget_s=DEFAULT_TARGET_BUDGET_S if args.budget_s is None else args.budget_s)
-        if "--paired-windows" not in argv:
-            shared["paired_windows"] = TARGET_WINDOWS
     else:
         shared["reps"] = first_stage(args.reps, args.precision)
         shared["budget_s"] = budget_for(args.precision, args.budget_s)
+    if shared["paired_windows"] is None:
+        shared["paired_windows"] = TARGET_WINDOWS if targets else PAIRED_WINDOWS
     return RunOptions(**shared, keep_perf_data=args.keep_perf_data, targets=targets, quick=args.quick,
                       load_generator=args.load_generator, precision_on=args.precision_on, extra=extra)
 
@@ -197,5 +202,5 @@ def given(run_args: list[str]) -> dict[str, Any]:
 
 def request_from_args(args: argparse.Namespace, argv: list[str]) -> RunRequest:
     """The run the parsed arguments ask for; argv is kept as the manifest's command."""
-    return RunRequest(case=args.case, options=options_from_args(args, argv), command=list(argv),
+    return RunRequest(case=args.case, options=options_from_args(args), command=list(argv),
                       **_request_fields(vars(args)))

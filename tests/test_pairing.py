@@ -12,9 +12,10 @@ from analysis.inputs.manifest import Variant
 from collectors.runner import pairing
 from collectors.runner.options import RunError, RunOptions
 from collectors.workload.cases import load_case
+from collectors.workload.working_set import Llc
 
 GiB = 2**30
-BIG = load_case("mset-50keys", "default")      # 10M keys, about 1 GB a server
+BIG = load_case("mset-50keys", "default", llc=Llc(32 * 2**20))   # 10M keys (a 32 MB L3), ~1 GB a server
 SMALL = load_case("mset-50keys", "tiny")
 
 

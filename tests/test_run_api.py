@@ -9,6 +9,7 @@ import pytest
 
 from commands import run_arguments as arguments
 from collectors.runner.api import RunRequest, plan_run, with_plugin_defaults
+from analysis.inputs.option_specs import DEFAULT_TARGET_BUDGET_S, TARGET_UNITS, TARGET_WINDOWS
 from collectors.runner.options import RunError, RunOptions
 
 
@@ -32,6 +33,12 @@ def _round_trip(req: RunRequest) -> RunRequest:
     (RunOptions(pairing="paired", precision=0.07, budget_s=1800.0, precision_on="dictFind:flat"), [], False),
     # the plugins' flags a caller sets (a schedule job's run-args) are spelled too
     (RunOptions(extra={"tma_level": 3, "tma_split": True, "parca_label": ["a=1", "b=2"]}), [], False),
+    # a run that decides spells none of its planned defaults; the demo's budget is its own
+    (RunOptions(targets=True, reps=TARGET_UNITS, paired_windows=TARGET_WINDOWS,
+                budget_s=DEFAULT_TARGET_BUDGET_S), [], False),
+    (RunOptions(targets=True, reps=TARGET_UNITS, paired_windows=TARGET_WINDOWS, budget_s=720.0), [], False),
+    (RunOptions(targets=True, reps=TARGET_UNITS, paired_windows=48, budget_s=DEFAULT_TARGET_BUDGET_S), [], False),
+    (RunOptions(quick=True), [], False),
 ])
 def test_a_request_spelled_as_arguments_parses_back_to_itself(opts, sets, report):
     req = RunRequest("mset-50keys", ["base=debsrc:redis@8.0", "cand=debsrc:redis@8.0+patch=x.patch"],

@@ -28,11 +28,14 @@ from tests.conftest import REPO
 
 def test_samples_needed_give_a_top_mover_its_target():
     """At the samples the rate is planned from, analysis/power.row_reach (the level the top
-    movers judge a row of that share at, and what it could see) reads the movers' target."""
+    movers judge a row of that share at, and what it could see) reads the movers' target, at
+    the strictest level the weighted family can ask (the shares left weighing 2: flat and
+    cumulative rows); at the loosest (1) it reaches further."""
     t = targets.Targets()
     need = targets.samples_needed(t.share, t.movers, 10)
-    assert row_reach(t.share, need, 10).detectable == pytest.approx(t.movers, rel=1e-6)
-    assert row_reach(t.share, need / 2, 10).detectable > t.movers        # fewer samples: cannot
+    assert row_reach(t.share, need, 10, weight_left=2.0).detectable == pytest.approx(t.movers, rel=1e-6)
+    assert row_reach(t.share, need, 10).detectable < t.movers
+    assert row_reach(t.share, need / 2, 10, weight_left=2.0).detectable > t.movers   # fewer samples: cannot
     assert targets.samples_needed(t.share, t.movers, 20) == pytest.approx(need / 2)   # reps trade for samples
     # counting noise as Poisson at those samples spreads a rep's log ratio as row_reach takes it
     rng = np.random.default_rng(3)
@@ -78,7 +81,7 @@ def test_the_rate_is_what_the_rows_need_within_the_perturbation_budget(tmp_path)
 
 def _args(*argv: str):
     a = ["mset-50keys", "--variant", "a=x", "--variant", "b=x", *argv]
-    return options_from_args(parser().parse_args(a), a)
+    return options_from_args(parser().parse_args(a))
 
 
 def test_no_flags_make_a_run_that_decides_and_quick_keeps_the_cheap_run():
@@ -90,6 +93,7 @@ def test_no_flags_make_a_run_that_decides_and_quick_keeps_the_cheap_run():
     for given in (("--reps", "3"), ("--precision", "2%"), ("--layouts", "2")):
         assert not _args(*given).targets, given
     assert _args("--paired-windows", "64").paired_windows == 64          # given, kept
+    assert _args("--paired-windows=80").paired_windows == 80
     assert _args("--budget", "20m").budget_s == 1200.0
 
 

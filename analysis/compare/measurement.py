@@ -69,9 +69,9 @@ def measurement(m: Manifest, main: MetricRow | None) -> Measurement:
 
 
 def _targets_sentence(m: Manifest, units: int, unit: str) -> str:
-    """A run that decides (collectors/runner/targets.py): what it aimed at, the reps the
-    throughput's first stage asked (Stein), and what ended it. Whether each function row got
-    to its target is its own "could see" in the tables."""
+    """A run that decides (collectors/runner/targets.py): what it aimed at, how its reps were
+    planned before it (the plan's note), and what ended it. Whether each row got to its
+    target is its own "could see" in the tables."""
     p = m.precision
     aims = (f"the run aimed at what a change could be seen to (80% power): throughput ±"
             f"{TARGET_THROUGHPUT:.0%}, each focus function of {TARGET_SHARE:.0%} of the samples or "

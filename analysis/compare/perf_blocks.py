@@ -14,9 +14,9 @@ from __future__ import annotations
 import math
 
 from analysis import stats
+from analysis.compare.pair_clusters import settled
 from analysis.compare.results import ChangeOut
-from analysis.inputs.layout import PAIRED_JSON
-from analysis.inputs.paired import read_paired
+from analysis.compare.throughput import paired_docs
 from analysis.inputs.rundir import RunDir
 
 
@@ -26,13 +26,15 @@ def _log_gmean(xs: list[float]) -> float | None:
 
 def rep_ratios(run: RunDir, base: str, cand: str) -> list[tuple[float, float]]:
     """(ratio over the perf-off windows, ratio over the perf-on windows) of each paired rep
-    whose windows record perf's state, cand/base of the windows' geometric means."""
+    whose windows record perf's state, cand/base of the windows' geometric means; the windows
+    the throughput is judged on (pair_clusters.settled: a profiled rep's cold first block
+    left out, or it alone would tilt the off side's ratio)."""
+    ok = {r.rep for r in run.manifest.reps(kind="paired") if r.status == "ok"}
     out = []
-    for rep in run.manifest.reps(kind="paired"):
-        path = run.rep_dir(rep) / PAIRED_JSON
-        if rep.status != "ok" or not path.is_file():
+    for number, doc in paired_docs(run):
+        wins = settled(doc.windows)
+        if number not in ok or not any(w.perf is not None for w in wins):
             continue
-        wins = read_paired(path).windows
         ratio = {}
         for on in (False, True):
             b = _log_gmean([w.rate for w in wins if w.perf is on and w.variant == base and w.rate])

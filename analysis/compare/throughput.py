@@ -128,7 +128,7 @@ def throughput(run: RunDir, base: str, cand: str, opts: CompareOptions
     return tput, lat
 
 
-def _paired_docs(run: RunDir) -> list[tuple[int, PairedWindows]]:
+def paired_docs(run: RunDir) -> list[tuple[int, PairedWindows]]:
     """(rep number, paired.json) of each paired rep that has one, in rep order."""
     out = []
     for rep in run.manifest.reps(kind="paired"):
@@ -144,7 +144,7 @@ def _paired_docs(run: RunDir) -> list[tuple[int, PairedWindows]]:
 
 def cold_blocks(run: RunDir) -> int:
     """How many paired reps had their cold first block left out (pair_clusters.settled)."""
-    return sum(len(pair_clusters.settled(d.windows)) < len(d.windows) for _, d in _paired_docs(run))
+    return sum(len(pair_clusters.settled(d.windows)) < len(d.windows) for _, d in paired_docs(run))
 
 
 def paired_units(run: RunDir, base: str, cand: str) -> dict[int, list[tuple[float, float]]]:
@@ -152,7 +152,7 @@ def paired_units(run: RunDir, base: str, cand: str) -> dict[int, list[tuple[floa
     k-th cand window of the same rep, in rep order; a profiled rep's cold first block left
     out (pair_clusters.settled)."""
     by_rep: dict[int, list[tuple[float, float]]] = {}
-    for rep_no, doc in _paired_docs(run):
+    for rep_no, doc in paired_docs(run):
         kept = pair_clusters.settled(doc.windows)
         for x, y in zip(*([w for w in kept if w.variant == v] for v in (base, cand))):
             rx, ry = x.rate, y.rate

@@ -135,6 +135,8 @@ class WorkingSet(Record):
         head = f"{count(keys)} key{'s' * (keys != 1)} ≈ {binary_size(self.bytes)}"
         if not self.llc_bytes:
             return head + " (last-level cache not known)"
+        if self.ratio is None:
+            return f"{head} ({self.llc_name} of {binary_size(self.llc_bytes)})"
         src = "" if self.llc_source == "host" else f", {self.llc_source}"
         return f"{head} = {self.ratio:.2g}× {self.llc_name} of {binary_size(self.llc_bytes)}{src}"
 

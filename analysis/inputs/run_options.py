@@ -30,8 +30,9 @@ class RunOptions(MeasureOptions):
     # --layouts N: each variant built N times in shuffled link orders, --reps paired reps on
     # each (collectors/runner/layouts.py); 1: the upstream order only
     layouts: int = DEFAULT_LAYOUTS
-    # `stallscope run` with none of --reps, --precision, --quick: reps are added until the
-    # targets of collectors/runner/targets.py are met or the budget is spent
+    # `stallscope run` with none of --reps, --precision, --quick: a run that decides, its reps
+    # planned before it for the targets of collectors/runner/targets.py, the budget its only
+    # early stop
     targets: bool = False
     # --quick: 5 paired reps of 64 windows, perf within 1% of the server (the cheap run
     # before the targets; its report says what it could not see)

@@ -83,7 +83,8 @@ RATES = (1999, 1499, 1249, 999, 799, 599, 499, 399, 299, 249, 199, 149, 99, 49)
 # attached, which read perf as free): entries of 2 are not pooled either.
 ESTIMATOR = 3
 # what the function rows' rate is for (collectors/runner/targets.py), as the reason says it
-_TARGET_TEXT = "function of 5% of the samples seen to ±10% at its family's level"
+_TARGET_TEXT = ("function of 5% of the samples seen to ±10% as a top mover and ±5% as a focus row, "
+                "at its family's level")
 _STAMP = re.compile(r"^\d{8}-\d{6}-")     # a run id's <date>-<time>- (new_manifest.new_run_id)
 
 
@@ -143,9 +144,11 @@ class Rate:
         if self.hz >= self.need_hz:
             return (f"perf at {self.hz} Hz: the function rows' targets ask {self.need_hz:.0f} Hz (a "
                     f"{_TARGET_TEXT}); {cost}, within the {self.budget:.0%} budget")
-        return (f"perf at {self.hz} Hz: the function rows' targets ask {self.need_hz:.0f} Hz (a "
-                f"{_TARGET_TEXT}), more than a {self.budget:.0%} budget of the server's CPU allows: "
-                f"{cost}; the run's reps make up the rest")
+        asks = (f"ask {self.need_hz:.0f} Hz" if math.isfinite(self.need_hz)
+                else "ask more than any rate gives in the planned reps")
+        return (f"perf at {self.hz} Hz: the function rows' targets {asks} (a {_TARGET_TEXT}), more "
+                f"than a {self.budget:.0%} budget of the server's CPU allows: {cost}; each row says "
+                "what it could see")
 
     def _source(self) -> str:
         if not self.runs:

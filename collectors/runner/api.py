@@ -17,7 +17,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from analysis.inputs.option_specs import argv_for, precision_problem, taken_by
+from analysis.inputs.option_specs import (DEFAULT_TARGET_BUDGET_S, TARGET_WINDOWS, argv_for, precision_problem,
+                                          taken_by)
 from analysis.inputs.case import Case
 from analysis.inputs.host import HostFacts
 from analysis.inputs.manifest import LoadGenerator, Variant
@@ -56,9 +57,13 @@ class RunRequest:
         (analysis/inputs/option_specs.py) as declared, then run's own flags and the plugins'
         (those in options.extra that differ from the flag's default)."""
         o = self.options
-        a = [self.case, *[x for v in self.variants for x in ("--variant", v)],
-             *argv_for("run", {opt.name: getattr(o, opt.name) for opt in taken_by("run")}),
-             "--load-generator", o.load_generator, "--out", str(self.out)]
+        values = {opt.name: getattr(o, opt.name) for opt in taken_by("run")}
+        if o.targets:       # a run that decides plans its own reps; its defaults go unsaid
+            values["reps"] = None
+            values["paired_windows"] = None if o.paired_windows == TARGET_WINDOWS else o.paired_windows
+            values["budget_s"] = None if o.budget_s == DEFAULT_TARGET_BUDGET_S else o.budget_s
+        a = [self.case, *[x for v in self.variants for x in ("--variant", v)], *argv_for("run", values),
+             *["--quick"] * o.quick, "--load-generator", o.load_generator, "--out", str(self.out)]
         if o.precision is not None and o.precision_on:
             a += ["--on", o.precision_on]
         for s in self.sets:
@@ -203,12 +208,13 @@ def _resolve_profiling(opts: RunOptions, host: HostFacts, case: Case) -> str:
 
 def _rate_need(opts: RunOptions, case: Case) -> float | None:
     """The rate the function rows' targets ask in this run's reps (None: a --quick run, or
-    one whose profiles are not in paired windows, keeps the 1% budget). The focus family is
-    planned at its largest: each focus function's flat and cumulative row."""
+    one whose profiles are not in paired windows, keeps the 1% budget); inf when no rate
+    reaches them (sample_cost says so). The focus family is planned at its largest."""
     if opts.quick or not opts.paired or opts.profile_reps:
         return None
+    rows = targets.focus_family_rows(case.focus, case.server.io_threads)
     return targets.rate_need(targets.Targets(), max(opts.reps, 2), opts.paired_windows,
-                             opts.paired_window_s, focus_rows=2 * len(case.focus)) or math.inf
+                             opts.paired_window_s, focus_rows=rows) or math.inf
 
 
 def with_plugin_defaults(opts: RunOptions) -> RunOptions:

@@ -46,7 +46,8 @@ class PrecisionRun:
                            else run.manifest.pilot) or 0
         self.on: tuple[str, str] | None = run.manifest.options.precision_function
         self.names = list(run.variants)
-        # a run that decides: its reps planned before it began, the clock its only stop
+        # a run that decides: its reps planned before it began (so _plan never runs), the
+        # clock its only stop
         self.decides = run.manifest.options.targets
         if self.decides and self.plan.planned is None:
             self.plan.planned = self.pilot
@@ -106,8 +107,6 @@ class PrecisionRun:
                 self.plan.note = f"{done} {self._word()}s as planned for ±{self.target:.1%} of the ratio"
 
     def _plan(self, done: int) -> None:
-        if self.decides:
-            return self._plan_targets(done)
         x = self.log_ratios()[: self.pilot]
         sd0 = float(statistics.stdev(x))
         self.plan.pilot_sd = round(sd0, 6)
@@ -116,13 +115,6 @@ class PrecisionRun:
         if want > MAX_UNITS:
             self.plan.note = f"the first stage's spread asks for {want} {self._word()}s; capped at {MAX_UNITS}"
         self._append(self.plan.planned - done)
-
-    def _plan_targets(self, done: int) -> None:
-        """A run that decides (collectors/runner/targets.py): its reps were planned before it
-        started; nothing is added, and only the clock stops it early."""
-        self.plan.planned = self.pilot
-        if done < self.pilot:
-            self._append(self.pilot - done)
 
     def _append(self, n: int) -> None:
         """n more units at the end of the schedule (after the profile reps)."""
@@ -191,6 +183,6 @@ class PrecisionRun:
         budget = f"; {duration(self.spent())} of the {duration(self.budget_s)} budget spent" if self.budget_s else ""
         if len(x) < twostage.MIN_PILOT:
             return f"targets: {done} of {self.pilot} paired reps{budget}"
-        iv = twostage.interval(x, len(x))
+        iv = twostage.interval(x, len(x))     # a t interval: the report's own method may differ
         return (f"targets: {done} of {self.pilot} paired reps, throughput {math.expm1(iv.mean):+.1%} "
-                f"[{math.expm1(iv.low):+.1%}, {math.expm1(iv.high):+.1%}]{budget}")
+                f"(t interval [{math.expm1(iv.low):+.1%}, {math.expm1(iv.high):+.1%}]){budget}")

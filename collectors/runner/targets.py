@@ -59,7 +59,10 @@ def samples_needed(share: float, change: float, reps: int, focus_rows: int | Non
     (focus_rows None: the movers' weighted Holm and moderated t) or a focus row (a family of
     `focus_rows`, Holm). Counting noise, 1/n_base + 1/n_cand a rep (the recorded A/A's
     dispersion against it 0.84). None below the reps an interval needs."""
-    probe = row_reach(share, 1000.0, reps, focus_rows=focus_rows)
+    # a mover's level at the strictest the family can ask: each function's flat and cumulative
+    # row both carry its share, so the shares left weigh up to 2 (analysis/compare/families.py)
+    probe = row_reach(share, 1000.0, reps, focus_rows=focus_rows,
+                      weight_left=1.0 if focus_rows is not None else 2.0)
     if not math.isfinite(probe.detectable) or probe.se <= 0:
         return None
     k = math.log1p(probe.detectable) / probe.se        # the level's multiplier, in units of se
@@ -68,12 +71,14 @@ def samples_needed(share: float, change: float, reps: int, focus_rows: int | Non
 
 def rate_need(targets: Targets, reps: int, windows: int, window_s: float,
               focus_rows: int = 0) -> float | None:
-    """The rate (Hz) that gives every function of `targets.share` its `targets.movers` in
-    `reps` paired reps of `windows` windows: as a top mover, and as a focus row of a family
-    of `focus_rows` (0: no focus rows); None when no rate can."""
+    """The rate (Hz) that gives a function of `targets.share` its target in `reps` paired
+    reps of `windows` windows: `targets.movers` as a top mover, `targets.focus` as a focus
+    row of a family of `focus_rows` (0: no focus rows); None when no rate can. (A focus
+    function of 5% at ±5% asks more than the perturbation budget allows: the rate is then
+    the budget's, and the focus rows' "could see" says what they reached.)"""
     needs = [samples_needed(targets.share, targets.movers, reps)]
     if focus_rows:
-        needs.append(samples_needed(targets.share, targets.movers, reps, focus_rows))
+        needs.append(samples_needed(targets.share, targets.focus, reps, focus_rows))
     if any(n is None for n in needs):
         return None
     return max(needs) / sampled_seconds(windows, window_s)
@@ -117,3 +122,12 @@ def focus_ratios(results) -> dict[str, list[float]]:
             if len(x) >= 2:
                 out[f"{r.name} ({k})"] = x
     return out
+
+
+def focus_family_rows(focus: list[str], io_threads: int) -> int:
+    """The rows the focus family judges at most (analysis/compare/families.function_fdr):
+    each focus function's flat and cumulative row, in both thread views where io-threads
+    split them, each thread group's share, and the whole profile's CPU per operation."""
+    views = 2 if io_threads > 1 else 1
+    return 2 * len(focus) * views + (2 if io_threads > 1 else 0) + 1
+
