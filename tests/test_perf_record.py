@@ -82,7 +82,8 @@ def test_record_argv_targets_a_process_or_its_threads(tmp_path):
 def test_an_earlier_probe_decides_for_the_whole_run(tmp_path):
     """--call-graph auto: the probe a profile rep of this run recorded in rep.json decides
     for every later rep (resumed runs too): DWARF for each thread with enough probe samples
-    and more than SWITCH_PCT % of them truncated; a thread with too few is not judged."""
+    and their truncated share over SWITCH_PCT % with 95% confidence; a thread with too few is
+    not judged, and one a little over the line by chance is not switched."""
     from analysis.inputs.collector_facts import UnwindProbe
     from collectors.profilers.perf import unwind as pu
     run = tmp_path / "run"
@@ -103,9 +104,12 @@ def test_an_earlier_probe_decides_for_the_whole_run(tmp_path):
     assert (u.callgraph, u.dwarf_threads) == ("fp+dwarf", ["valkey-server"])
     assert u.probe == UnwindProbe.from_json(probe) and u.probe.threads["valkey-server"].roots == {"__offtime": 5.1}
     assert not (rep / "perf.probe.folded").exists()
-    threads["valkey-server"]["truncated_pct"] = pu.SWITCH_PCT      # not over the line
+    # 3 of 240 (1.25%: a recorded MSET probe) is not over 1% with 95% confidence: fp
+    threads["valkey-server"].update(samples=240, truncated_pct=1.25)
     (run / "a" / "1" / "rep.json").write_text(json.dumps({"collectors": {"perf": {"unwind_probe": probe}}}))
     assert pu.choose("auto", "fp", 0, rep, 16.0, None).callgraph == "fp"
+    assert not pu.over_the_line(240, 1.25) and not pu.over_the_line(900, 1.5)
+    assert pu.over_the_line(240, 8.0) and pu.over_the_line(900, 2.0)     # Valkey's 8-16%: DWARF
     # asked for, or a binary without frame pointers: no probe, one mode for every thread
     assert pu.choose("fp", "fp", 0, rep, 16.0, None) == pu.Unwinding("fp")
     assert pu.choose("auto", "dwarf", 0, rep, 16.0, None) == pu.Unwinding("dwarf")

@@ -134,7 +134,7 @@ def test_the_section_says_how_perf_unwound_and_why():
     assert main > 1.0 >= io
     assert t.unwind == ("call graph fp+dwarf: DWARF for valkey-server, frame pointers for the "
                         "other threads, because a 0.24 s frame-pointer probe at 999 Hz in a/1 "
-                        f"found stacks truncated over 1% (valkey-server {main:.1f}%, starting in "
+                        f"found stacks truncated over 1% with 95% confidence (valkey-server {main:.1f}%, starting in "
                         "__offtime, __tz_convert, __tzfile_compute)")
     # the profile reps' main thread, by hand: DWARF stacks start at _start, fp ones lower
     for v in ("a", "b"):

@@ -43,14 +43,15 @@ def _unwind_text(sec: TruncationSection) -> str:
     probe = f"a {p.seconds:g} s frame-pointer probe at {p.frequency_hz} Hz in {p.rep}"
     over = f"over {p.switch_pct:g}%"
     if not sec.dwarf_threads:
-        return f"{text}: {probe} found no thread's stacks {over} truncated"
+        return f"{text}: {probe} found no thread's stacks truncated {over} with 95% confidence"
     why = []
     for name in sec.dwarf_threads:
         t = p.threads.get(name) or ThreadProbe()
         roots = ", ".join(list(t.roots)[:ROOTS_LISTED])
         why.append(f"{name} {t.truncated_pct:.1f}%" + (f", starting in {roots}" if roots else ""))
     return (f"{text}: DWARF for {', '.join(sec.dwarf_threads)}, frame pointers for the other "
-            f"threads, because {probe} found stacks truncated {over} ({'; '.join(why)})")
+            f"threads, because {probe} found stacks truncated {over} with 95% confidence "
+            f"({'; '.join(why)})")
 
 
 def truncated_stacks(reps: dict[str, list[ProfileRep]], base: str, cand: str, thread: str,

@@ -54,7 +54,8 @@ class PairedProfiler:
     def probe(self, key: str, pid: int) -> None:
         """Choose the unwinding while this server runs its load (the warm-up): the run's
         earlier probe, or a 1 s frame-pointer probe now (collectors/profilers/perf/unwind.py:
-        DWARF for each thread whose frame-pointer stacks are over 1% truncated). One probe
+        DWARF for each thread whose frame-pointer stacks are over 1% truncated with 95%
+        confidence). One probe
         serves both servers of the rep: their threads are the same program's."""
         earlier = next(iter(self._unwind.values()), None)
         if earlier is not None and earlier.probe is not None:

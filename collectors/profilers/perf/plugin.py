@@ -174,7 +174,7 @@ RUN_FLAGS = RunFlags("perf profile (--profile perf)", None, (
             "through code built without frame pointers, e.g. glibc, at a larger "
             "perf.data), auto (default: fp, and dwarf for each thread whose stacks "
             f"a {perf_unwind.PROBE_MAX_S:g} s frame-pointer probe finds over "
-            f"{perf_unwind.SWITCH_PCT:g}%% truncated: in a paired run during the "
+            f"{perf_unwind.SWITCH_PCT:g}%% truncated with 95%% confidence: in a paired run during the "
             "first rep's warm-up, else at the start of the first profile rep; dwarf "
             "throughout for a binary without frame pointers)",
             default="auto", choices=tuple(CALL_GRAPHS)),

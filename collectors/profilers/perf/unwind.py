@@ -14,9 +14,12 @@ none with frame pointers.
 So `--call-graph auto` measures before it chooses: the first profile rep of a run starts
 with a short frame-pointer probe (PROBE_HZ for a tenth of its window, at most
 PROBE_MAX_S; none in a window under MIN_PROBE_WINDOW_S, which keeps frame pointers), and
-every thread (by name) with more than SWITCH_PCT % of its probe stacks
-truncated is unwound with DWARF in every profile rep of the run, the other threads with
-frame pointers. The probe is outside the rep's profile windows (it measures neither the
+every thread (by name) whose probe stacks are truncated over SWITCH_PCT % with 95%
+confidence (the one-sided lower bound of the binomial share, `over_the_line`) is unwound
+with DWARF in every profile rep of the run, the other threads with frame pointers. A bound,
+not the share seen: a Redis MSET main thread truncates 0.4-1.3% of ~240 probe samples (3 of
+240 is 1.25%), and the point estimate alone flipped a run's mode from run to run; a thread
+that needs DWARF is far over the line (Valkey's main thread: 8-16%). The probe is outside the rep's profile windows (it measures neither the
 profile nor perf's cost); its facts go into every profile rep's rep.json
 (collectors.perf.unwind_probe), so a resumed run keeps the choice and the report says
 what was chosen and why.
@@ -27,6 +30,8 @@ import signal
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from scipy.stats import binomtest
 
 from analysis.inputs.collector_facts import PerfFacts, ThreadProbe, UnwindProbe
 from analysis.inputs.rundir import RunDirError, read_rep_facts
@@ -71,9 +76,21 @@ def choose(asked: str, binary_mode: str, pid: int, rep_dir: Path, window_s: floa
         return Unwinding("fp")
     if probe is None:
         probe = run_probe(pid, rep_dir, min(PROBE_MAX_S, PROBE_SHARE * window_s), cpus, stem)
-    names = sorted(n for n, t in probe.threads.items()
-                   if t.samples >= MIN_SAMPLES and t.truncated_pct > SWITCH_PCT)
+    names = sorted(n for n, t in probe.threads.items() if over_the_line(t.samples, t.truncated_pct))
     return Unwinding("fp+dwarf" if names else "fp", names, probe)
+
+
+def over_the_line(samples: int, truncated_pct: float, line_pct: float = SWITCH_PCT) -> bool:
+    """A thread's probe says its stacks are truncated over `line_pct` %: enough samples
+    (MIN_SAMPLES) and the 95% one-sided lower bound of the truncated share (Clopper-Pearson)
+    above the line."""
+    if samples < MIN_SAMPLES:
+        return False
+    k = round(samples * truncated_pct / 100)
+    if k == 0:
+        return False
+    low = binomtest(k, samples).proportion_ci(confidence_level=0.90, method="exact").low
+    return 100 * low > line_pct
 
 
 def earlier_probe(rep_dir: Path) -> UnwindProbe | None:
