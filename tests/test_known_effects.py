@@ -5,7 +5,7 @@
   against CLOCK_MONOTONIC) in a function of its own, stallscopeKnownCost, called once per
   MSET by msetGenericCommand. Its own CPU time per MSET must be that wait: the interval of
   its change (where the time went: a difference of means over the paired reps) holds 3.0 µs
-  and excludes 0, and msetGenericCommand's cumulative cost rises by it too. Before, the wait
+  and excludes 0, and msetGenericCommand's cumulative cost holds it too. Before, the wait
   sat inline in msetGenericCommand, and on an Intel Xeon guest the cost landed where no
   reader could tell it from the lookups around it (issue 38): a function of its own is the
   truth on any host. "Nothing else" is asked as the report's error control can promise it,
@@ -82,16 +82,21 @@ def test_a_known_cost_shows_as_that_cost_in_its_own_function(known_cost):
     res, _ = known_cost
     split = res["profile"]["time_split"]
     row = next(r for r in split["rows"] if r["name"] == WAIT)
-    # its own CPU time per MSET: from nothing to the wait and its exit (the TSC is read once a
-    # `pause`, ~140 cycles: the recorded default-size runs read +3.13 µs [+3.01, +3.26]); the
-    # interval excludes 0 and reaches the 3.0-3.3 µs the wait costs
+    # its own CPU time per MSET: from nothing to the wait. The interval excludes 0 and reaches
+    # 3.0-3.3 µs: a function's CPU time per operation is its share of the samples times the
+    # server's CPU time per operation, and that CPU time holds perf's own handler time, where
+    # no sample ever lands (the timer cannot fire inside it): every absolute figure reads high
+    # by perf's share of the CPU, up to the 5% budget (3.0 µs -> 3.15), plus the loop's exit
+    # (CI size, 999 Hz: +3.19 µs [+3.07, +3.32]; docs/statistics.md, "Known effects")
     assert row["base"] < 100 and 0 < row["ci_low"] <= KNOWN_NS * 1.1 and row["ci_high"] >= KNOWN_NS, row
-    # and the command that calls it holds it in its cumulative cost
+    # and the command that calls it holds it in its cumulative cost: the interval holds it.
+    # No verdict is asked: 3 µs on a ~35 µs MSET is +9%, and 5 reps at CI size judge that row
+    # at its family's 99.16% to about ±22% (two CI runs: ❌ [+2.7, +19.7]%, then no change
+    # [−1.8, +23.0]%); the wait's own row above is the detection
     mset = next(r for r in res["profile"]["focus"] if r["name"] == "msetGenericCommand")
     ch, base = mset["cum_ns_change"], mset["base_cum_ns"]["median"]
     lo, hi = base * ch["rel_ci_low"], base * ch["rel_ci_high"]
-    assert mset["cum_verdict"]["verdict"] in ("regression", "minor regression"), mset["cum_verdict"]
-    assert 0 < lo <= KNOWN_NS * 1.1 and hi >= KNOWN_NS, (lo, hi, ch)
+    assert lo <= KNOWN_NS * 1.1 and hi >= KNOWN_NS, (lo, hi, ch)
 
 
 def _strict(run_dir: Path) -> dict:

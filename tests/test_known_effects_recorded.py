@@ -2,7 +2,8 @@
 (2026-11-28; tests/data/runs/known-cost-*/SOURCES.md): the 3.0 µs wait of
 cases/patches/known-cost-mset.patch in its own function, measured at the rate a run that
 decides takes (1499 Hz, perf ~3-5% of the server's CPU) and again at 199 Hz, and its
-same-code control (known-cost-control-mset.patch, waiting 0 ns) at 1499 Hz.
+same-code control (known-cost-control-mset.patch, waiting 0 ns) at 1499 Hz. The wait of
+these recordings spun with a `pause` in its loop (the patch as of commit fd529f4).
 
 - The wait's own CPU time per MSET reads the same at both rates, its interval holding the
   wait and its exit (the TSC is read once per `pause`, ~140 cycles on this core).
