@@ -130,4 +130,3 @@ def focus_family_rows(focus: list[str], io_threads: int) -> int:
     split them, each thread group's share, and the whole profile's CPU per operation."""
     views = 2 if io_threads > 1 else 1
     return 2 * len(focus) * views + (2 if io_threads > 1 else 0) + 1
-

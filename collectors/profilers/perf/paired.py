@@ -55,8 +55,8 @@ class PairedProfiler:
         """Choose the unwinding while this server runs its load (the warm-up): the run's
         earlier probe, or a 1 s frame-pointer probe now (collectors/profilers/perf/unwind.py:
         DWARF for each thread whose frame-pointer stacks are over 1% truncated with 95%
-        confidence). One probe
-        serves both servers of the rep: their threads are the same program's."""
+        confidence). One probe serves both servers of the rep: their threads are the same
+        program's."""
         earlier = next(iter(self._unwind.values()), None)
         if earlier is not None and earlier.probe is not None:
             self._unwind[key] = earlier

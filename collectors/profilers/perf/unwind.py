@@ -19,10 +19,10 @@ confidence (the one-sided lower bound of the binomial share, `over_the_line`) is
 with DWARF in every profile rep of the run, the other threads with frame pointers. A bound,
 not the share seen: a Redis MSET main thread truncates 0.4-1.3% of ~240 probe samples (3 of
 240 is 1.25%), and the point estimate alone flipped a run's mode from run to run; a thread
-that needs DWARF is far over the line (Valkey's main thread: 8-16%). The probe is outside the rep's profile windows (it measures neither the
-profile nor perf's cost); its facts go into every profile rep's rep.json
-(collectors.perf.unwind_probe), so a resumed run keeps the choice and the report says
-what was chosen and why.
+that needs DWARF is far over the line (Valkey's main thread: 8-16%). The probe is outside
+the rep's profile windows (it measures neither the profile nor perf's cost); its facts go
+into every profile rep's rep.json (collectors.perf.unwind_probe), so a resumed run keeps
+the choice and the report says what was chosen and why.
 """
 from __future__ import annotations
 
