@@ -48,7 +48,7 @@ from collectors.host.noise import Noise  # noqa: E402
 from collectors.runner.targets import Targets, focus_ratios, planned_units  # noqa: E402
 
 # recorded A/A paired runs (tests/data/runs/*/SOURCES.md): the same build both sides
-RUNS = ("mset-aa-paired-small", "aa-default-emr-1", "aa-default-emr-2", "aa-default-emr-3")
+RUNS = ("mset-aa-paired-small", "aa-decides-emr-1", "aa-decides-emr-2", "aa-decides-emr-3")
 MAX_UNITS = 60
 PILOT = 6              # the first stage of the rules that plan from the run's own reps
 
