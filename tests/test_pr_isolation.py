@@ -269,3 +269,15 @@ def test_the_commit_measured_is_the_one_the_label_event_names(tmp_path):
     comment = yaml.safe_load((out / workflow.COMMENT_FILE).read_text())["jobs"]["comment"]["steps"][-1]
     assert comment["env"]["HEAD_SHA"] == "${{ github.event.workflow_run.head_sha }}"   # the run's: the same SHA
     assert '--commit "$HEAD_SHA" --require-head' in comment["run"]
+
+
+def test_a_malformed_workflow_of_ours_is_refused_not_skipped(tmp_path):
+    """A stallscope workflow the checker cannot read (here a key given twice, which PyYAML
+    would take silently) could hide a shared runner: writing the other one is refused, with
+    the file and line; a file that is not ours is skipped."""
+    from collectors.pr import runners
+    (tmp_path / "sched.yml").write_text("name: stallscope scheduled profiling\non: push\non: push\njobs: {}\n")
+    with pytest.raises(runners.RunnersShared, match=r"sched.yml:3.*fix or remove that workflow"):
+        runners.targets_in(tmp_path)
+    (tmp_path / "sched.yml").write_text("name: other\non: push\non: push\n")
+    assert runners.targets_in(tmp_path) == []

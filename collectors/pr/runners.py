@@ -125,9 +125,17 @@ def targets_in(directory: Path, skip: Path | None = None) -> list[Target]:
         if skip is not None and f.resolve() == skip.resolve():
             continue
         try:
-            doc, _ = yaml_lines.load(f.read_text(), str(f))
-        except (OSError, UnicodeDecodeError, yaml_lines.YamlError):
+            text = f.read_text()
+        except (OSError, UnicodeDecodeError):
             continue                     # not a workflow of ours: nothing to compare
+        try:
+            doc, _ = yaml_lines.load(text, str(f))
+        except yaml_lines.YamlError as e:
+            # one of ours that cannot be read could hide a shared runner: refuse, not skip
+            if any(f"name: {n}" in text for n in ROLES):
+                raise RunnersShared(f"{e}; fix or remove that workflow, then write this one again "
+                                    "(its runners must be checked against this one's)") from None
+            continue
         role = ROLES.get(doc.get("name")) if isinstance(doc, dict) else None
         if role is None:
             continue
