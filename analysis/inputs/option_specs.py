@@ -223,8 +223,9 @@ REPS = Option(
          f"per variant (default {DEFAULT_REPS}; with --precision the first stage, default {PRECISION_PILOT})",
     helps={"sweep": f"reps per point: per variant, or paired reps (default {DEFAULT_REPS}; with "
                     f"--precision each point's first stage, default {PRECISION_PILOT})",
-           "demo": "paired reps (default: 10 of 64 window pairs; small: 3 of 32); with --unpaired: "
-                   "throughput reps per variant"})
+           "demo": f"paired reps (default: planned for the run's targets, at least {TARGET_UNITS} of "
+                   f"{TARGET_WINDOWS} windows, within the demo's budget; small: 3 of 64); with "
+                   "--unpaired: throughput reps per variant"})
 PROFILE = Option(
     "profile", "--profile", str, "perf", "", commands=("run", "sweep", "experiment file"),
     help="CPU profiler (default perf): in a paired run perf samples the paired windows themselves, "
@@ -243,12 +244,17 @@ PROFILE_REPS = Option(
                    f"windows; {SEPARATE_PROFILE_REPS} with --unpaired)"})
 FREQUENCY = Option(
     "frequency_hz", "--frequency", int, None, "Hz", metavar="HZ", commands=("run", "sweep"),
-    help="perf sampling frequency in Hz (default: the highest rate whose predicted cost stays at "
-         "or under 1%% of the server's CPU, from the cost per sample this case's earlier "
-         "server-bound runs on this host measured, or all of the host's until the case has 5 "
-         "(their perf on/off blocks; a 90%% upper bound of the next run's cost, the runs pooled "
-         "by random effects with a seed of 35 ± 10 µs measured on a 2-core KVM guest: 199 Hz "
-         "before any). The report prints the rate and the cost measured in this run",
+    help="perf sampling frequency in Hz (default: in a run that decides, the lowest rate that gives "
+         "the focus functions and every function of 5%% of the samples their targets in the run's "
+         "reps, capped where perf's predicted cost passes 5%% of the server's CPU (both servers are "
+         "sampled alike in the same blocks, so a common cost cancels in every ratio, throughput's "
+         "too, and the report checks that the blocks with perf and without agree), never below "
+         "the 1%% rate; with --quick, or separate profile reps, the highest rate whose predicted "
+         "cost stays within 1%%. The cost per sample is what this case's earlier server-bound "
+         "runs on this host measured in their perf on/off blocks, or "
+         "all of the host's until the case has 5 (a 90%% upper bound of the next run's cost, the "
+         "runs pooled by random effects, with a seed of 35 ± 10 µs measured on a 2-core KVM "
+         "guest). The report prints the rate and the cost measured in this run",
     helps={"sweep": "perf sampling frequency in Hz at every point (default: each point's run "
                     "chooses it from this host's measured cost per sample, as `stallscope run`)"})
 PAIRED_WINDOW = Option(
