@@ -121,7 +121,8 @@ def test_the_section_says_how_perf_unwound_and_why():
     """A recorded --call-graph auto run of the README's Valkey command: a/1's frame-pointer
     probe found the main thread's stacks cut (glibc's localtime_r), every profile rep
     unwound that thread with DWARF, and the section, the note and the report line say so
-    with the probe's numbers (recomputed here from perf.probe.folded)."""
+    with the probe's numbers (recomputed here from perf.probe.folded). The run predates the
+    rule's lower bound (its probe records no confidence): the line claims none."""
     r = analyse(load_run(UNWIND), CompareOptions())
     t = r.profile.truncated
     assert t.thread == "main" and t.callgraph == "fp+dwarf" and t.dwarf_threads == ["valkey-server"]
@@ -134,7 +135,7 @@ def test_the_section_says_how_perf_unwound_and_why():
     assert main > 1.0 >= io
     assert t.unwind == ("call graph fp+dwarf: DWARF for valkey-server, frame pointers for the "
                         "other threads, because a 0.24 s frame-pointer probe at 999 Hz in a/1 "
-                        f"found stacks truncated over 1% with 95% confidence (valkey-server {main:.1f}%, starting in "
+                        f"found stacks truncated over 1% (valkey-server {main:.1f}%, starting in "
                         "__offtime, __tz_convert, __tzfile_compute)")
     # the profile reps' main thread, by hand: DWARF stacks start at _start, fp ones lower
     for v in ("a", "b"):
@@ -148,3 +149,19 @@ def test_the_section_says_how_perf_unwound_and_why():
     assert t.unwind in t.note
     md = report_md.render(r)
     assert "call graph fp+dwarf: DWARF for valkey-server" in md
+
+
+def test_a_probe_that_keeps_its_confidence_says_it():
+    """The probe of a run since the lower-bound rule records its confidence, and the line
+    names it; one recorded before claims none (above)."""
+    from analysis.compare.results import TruncationSection
+    from analysis.compare.truncated_reps import _unwind_text
+    from analysis.inputs.collector_facts import ThreadProbe, UnwindProbe
+    from collectors.profilers.perf.unwind import CONFIDENCE, SWITCH_PCT
+    probe = UnwindProbe(rep="a/1", seconds=1.0, frequency_hz=999, switch_pct=SWITCH_PCT,
+                        confidence=CONFIDENCE, threads={"redis-server": ThreadProbe(samples=993)})
+    sec = TruncationSection(True, callgraph="fp", probe=probe)
+    assert _unwind_text(sec) == ("call graph fp: a 1 s frame-pointer probe at 999 Hz in a/1 found no "
+                                 "thread's stacks truncated over 1% with 95% confidence")
+    sec.probe = UnwindProbe(**{**probe.__dict__, "confidence": None})
+    assert _unwind_text(sec).endswith("found no thread's stacks truncated over 1%")

@@ -41,16 +41,18 @@ def _unwind_text(sec: TruncationSection) -> str:
     if p is None:
         return text
     probe = f"a {p.seconds:g} s frame-pointer probe at {p.frequency_hz} Hz in {p.rep}"
-    over = f"over {p.switch_pct:g}%"
+    # a probe recorded before it kept its rule's confidence claims none (the rule then was
+    # the share as seen, and later a lower bound: either way the shares are printed)
+    over = f"over {p.switch_pct:g}%" + (f" with {p.confidence:.0%} confidence" if p.confidence else "")
     if not sec.dwarf_threads:
-        return f"{text}: {probe} found no thread's stacks truncated {over} with 95% confidence"
+        return f"{text}: {probe} found no thread's stacks truncated {over}"
     why = []
     for name in sec.dwarf_threads:
         t = p.threads.get(name) or ThreadProbe()
         roots = ", ".join(list(t.roots)[:ROOTS_LISTED])
         why.append(f"{name} {t.truncated_pct:.1f}%" + (f", starting in {roots}" if roots else ""))
     return (f"{text}: DWARF for {', '.join(sec.dwarf_threads)}, frame pointers for the other "
-            f"threads, because {probe} found stacks truncated {over} with 95% confidence "
+            f"threads, because {probe} found stacks truncated {over} "
             f"({'; '.join(why)})")
 
 

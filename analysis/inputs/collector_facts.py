@@ -35,6 +35,10 @@ class UnwindProbe(Record):
     callgraph: str = "fp"
     switch_pct: float = 0.0              # a thread truncated over this % gets DWARF
     min_samples: int | None = None       # fewer samples: not judged
+    # the one-sided confidence of the rule (its lower bound over switch_pct); None in runs
+    # recorded before 2026-11-29, whose rule was the share as seen or, for a day, the same
+    # lower bound unrecorded
+    confidence: float | None = None
     threads: dict[str, ThreadProbe] = field(default_factory=dict)   # comm -> its probe
 
 

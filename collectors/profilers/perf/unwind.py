@@ -46,6 +46,7 @@ PROBE_MAX_S = 1.0
 PROBE_SHARE = 0.1        # of the rep's window (--size small: 0.24 s of a 2.4 s window);
                          # perf's start and the folding add ~0.5 s (more on a busy host)
 SWITCH_PCT = 1.0         # % of a thread's probe samples with a truncated stack
+CONFIDENCE = 0.95        # one-sided: the share's lower bound must pass SWITCH_PCT
 MIN_SAMPLES = 30         # a thread with fewer probe samples is not judged (keeps fp)
 MIN_PROBE_WINDOW_S = 2.0  # a shorter profile window gets no probe (frame pointers)
 ROOTS_KEPT = 5
@@ -82,14 +83,16 @@ def choose(asked: str, binary_mode: str, pid: int, rep_dir: Path, window_s: floa
 
 def over_the_line(samples: int, truncated_pct: float, line_pct: float = SWITCH_PCT) -> bool:
     """A thread's probe says its stacks are truncated over `line_pct` %: enough samples
-    (MIN_SAMPLES) and the 95% one-sided lower bound of the truncated share (Clopper-Pearson)
-    above the line."""
+    (MIN_SAMPLES) and the one-sided lower bound at CONFIDENCE of the truncated share
+    (Clopper-Pearson) above the line."""
     if samples < MIN_SAMPLES:
         return False
     k = round(samples * truncated_pct / 100)
     if k == 0:
         return False
-    low = binomtest(k, samples).proportion_ci(confidence_level=0.90, method="exact").low
+    # a two-sided interval at 1 - 2(1 - CONFIDENCE) has the one-sided lower bound
+    two_sided = 1 - 2 * (1 - CONFIDENCE)
+    low = binomtest(k, samples).proportion_ci(confidence_level=two_sided, method="exact").low
     return 100 * low > line_pct
 
 
@@ -147,7 +150,7 @@ def run_probe(pid: int, rep_dir: Path, seconds: float, cpus: list[int] | None,
     return UnwindProbe(at=round(t0, 3), rep=f"{rep_dir.parent.name}/{rep_dir.name}",
                        seconds=round(seconds, 3), wall_s=round(time.time() - t0, 3),
                        frequency_hz=PROBE_HZ, callgraph="fp", switch_pct=SWITCH_PCT,
-                       min_samples=MIN_SAMPLES, threads=threads)
+                       min_samples=MIN_SAMPLES, confidence=CONFIDENCE, threads=threads)
 
 
 def by_thread_name(stacks: Stacks) -> dict[str, Stacks]:
