@@ -18,7 +18,11 @@ from tests.test_parca import FakeParca, _free_port
 def report(repo_root):
     env = dict(os.environ, PYTHONPATH=str(repo_root))
     env.pop("STALLSCOPE_PARCA_URL", None)
-    env.pop("TOPLEV", None)     # the toplev `make setup` installed, as on a fresh clone
+    env.pop("TOPLEV", None)     # the toplev `make setup` installed, as on a fresh clone:
+    # a toplev of the developer's own on PATH (a pmu-tools checkout) is left out too
+    env["PATH"] = os.pathsep.join(
+        d for d in env.get("PATH", "").split(os.pathsep)
+        if d.startswith(sys.prefix) or not any(os.path.isfile(os.path.join(d, n)) for n in ("toplev", "toplev.py")))
     p = subprocess.run([sys.executable, "-m", "collectors", "doctor", "--json"], cwd=repo_root,
                        capture_output=True, text=True, timeout=120, env=env)
     assert p.returncode == 0, p.stderr
