@@ -7,8 +7,9 @@ import sys
 from pathlib import Path
 
 from analysis.inputs.option_specs import SIZE
+from collectors.pr import runners
 from collectors.sweep.experiment.file import load_experiment
-from collectors.sweep.experiment.workflow import render
+from collectors.sweep.experiment.workflow import render, targets
 from collectors.workload.casefile import CaseError
 from commands.options import add_option
 
@@ -19,12 +20,19 @@ def parser() -> argparse.ArgumentParser:
         description="Write a GitHub Actions workflow that runs one experiment over many self-hosted "
                     "runners: a plan job (--emit-matrix), one job per point (--point, fail-fast off), "
                     "and a merge job (--merge) that uploads the report.",
-        epilog="Example:\n  stallscope experiment github mset-15043 --runner-labels self-hosted,bare-metal "
-               "\\\n      --max-parallel 4 --out .github/workflows/mset-15043.yml",
+        epilog="Example:\n  stallscope experiment github mset-15043 --runner-group bench-trusted \\\n"
+               "      --runner-labels self-hosted,bare-metal --max-parallel 4 --out .github/workflows/mset-15043.yml\n\n"
+               "The runner group is required: its settings (organization, Actions, Runner groups) keep it to\n"
+               "trusted workflows, so a pull request's job, which picks its own runs-on, cannot land on these\n"
+               "runners and plant builds in their cache. With --out, a PR workflow in the same directory whose\n"
+               "runners could be these is refused (docs/pr.md, \"Runner isolation\").",
         formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("name", help="an experiment (cases/experiments/NAME.yaml)")
+    p.add_argument("--runner-group", required=True, metavar="NAME",
+                   help="the runner group every job runs in: one kept to trusted workflows, never the "
+                        "PR workflow's (required)")
     p.add_argument("--runner-labels", default="self-hosted,linux", metavar="L1,L2",
-                   help="labels of the runners every job runs on (default self-hosted,linux)")
+                   help="labels of the runners every job runs on, within the group (default self-hosted,linux)")
     p.add_argument("--max-parallel", type=int, default=4, metavar="N",
                    help="points running at once (default 4)")
     p.add_argument("--timeout", type=int, default=360, metavar="MINUTES",
@@ -50,10 +58,21 @@ def main(argv: list[str]) -> int:
         print("stallscope experiment github: error: give --runner-labels, and --max-parallel and "
               "--timeout of at least 1", file=sys.stderr)
         return 2
+    problem = runners.group_problem(a.runner_group)
+    if problem:
+        print(f"stallscope experiment github: error: --runner-group {a.runner_group!r}: {problem}", file=sys.stderr)
+        return 2
+    runs_on = runners.RunsOn(a.runner_group, tuple(labels))
     args = ["--size", a.size, *[x for s in a.set for x in ("--set", s)],
             *[x for o in a.only for x in ("--only", o)]]
-    text = render(a.name, args, labels, a.max_parallel, a.timeout)
+    text = render(a.name, args, runs_on, a.max_parallel, a.timeout)
     if a.out:
+        out = Path(a.out)
+        try:
+            runners.check_apart(targets(str(out), runs_on), runners.targets_in(out.parent, skip=out))
+        except runners.RunnersShared as e:
+            print(f"stallscope experiment github: error: {e}", file=sys.stderr)
+            return 2
         Path(a.out).parent.mkdir(parents=True, exist_ok=True)
         Path(a.out).write_text(text)
         print(f"stallscope experiment github: wrote {a.out}", file=sys.stderr)

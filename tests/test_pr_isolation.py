@@ -246,6 +246,45 @@ def test_the_pr_and_schedule_workflows_never_share_a_runner(tmp_path, capsys):
     assert "names no runner group" in capsys.readouterr().err
 
 
+def test_an_experiments_runners_are_kept_from_the_pr_workflow_not_from_the_schedule(tmp_path, capsys):
+    """An experiment's workflow builds the maintainers' variants with the runner's own cache: it
+    is trusted like the schedule's. `experiment github` needs a runner group and refuses one a
+    PR workflow in the same directory could share; `pr github` refuses the experiment's the same
+    way; the schedule and an experiment may share a group (both trusted)."""
+    from commands import experiment_github
+    wf = tmp_path / ".github" / "workflows"
+    exp = wf / "mset-15043.yml"
+
+    def experiment(*args: str) -> tuple[int, str]:
+        rc = experiment_github.main(["mset-15043", "--size", "tiny", "--out", str(exp), *args])
+        return rc, capsys.readouterr().err
+
+    with pytest.raises(SystemExit):                    # the group is required
+        experiment("--runner-labels", "self-hosted,bare-metal")
+    capsys.readouterr()
+    rc, err = experiment("--runner-group", "Default")
+    assert rc == 2 and "the Default group" in err and not exp.exists()
+    assert cli.main(["github", "--out", str(wf), *PIN[:4], "--runner-group", "pr-bench",
+                     "--runner-labels", "self-hosted,pr-box"]) == 0
+    capsys.readouterr()
+    for group, labels, why in (("pr-bench", "self-hosted,bare-metal", "both target the runner group 'pr-bench'"),
+                               ("bench-trusted", "self-hosted", "fits both")):
+        rc, err = experiment("--runner-group", group, "--runner-labels", labels)
+        assert rc == 2 and why in err and f"{exp}, job point" in err and not exp.exists(), err
+    assert experiment("--runner-group", "nightly-bench", "--runner-labels", "self-hosted,bare-metal")[0] == 0
+    assert yaml.safe_load(exp.read_text())["jobs"]["merge"]["runs-on"] == {
+        "group": "nightly-bench", "labels": ["self-hosted", "bare-metal"]}
+    # the schedule in the experiment's group: both trusted, written
+    assert schedule_cli.main(["github", str(_schedule(tmp_path)), "--out", str(wf / "stallscope-schedule.yml")]) == 0
+    # the PR workflow written again, now into the experiment's group: refused, naming it
+    (wf / workflow.PR_FILE).unlink()
+    capsys.readouterr()
+    assert cli.main(["github", "--out", str(wf), *PIN[:4], "--runner-group", "Nightly-bench",
+                     "--runner-labels", "self-hosted,pr-box"]) == 2
+    err = capsys.readouterr().err
+    assert f"{exp}, job plan" in err and "a trusted workflow" in err and not (wf / workflow.PR_FILE).exists()
+
+
 def test_the_commit_measured_is_the_one_the_label_event_names(tmp_path):
     """The label is not tied to the commit a maintainer reviewed (docs/pr.md says so where
     they approve): what is measured, written to pr.json and said in the comment is the head

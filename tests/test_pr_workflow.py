@@ -17,6 +17,7 @@ import pytest
 import yaml
 
 from collectors.pr import actions, post, workflow
+from collectors.pr.runners import RunsOn
 from commands import pr as cli
 from tests import github_like
 from tests.actionlint import lint
@@ -449,7 +450,8 @@ def _generated(tmp_path) -> dict[str, str]:
     assert schedule_cli.main(["github", str(REPO / "tests" / "data" / "schedule" / "two-jobs.yaml"),
                               "--out", str(sched)]) == 0
     return {"pr": pr_file.read_text(), "comment": comment_file.read_text(), "schedule": sched.read_text(),
-            "experiment": experiment_workflow.render("mset-15043", ["--size", "small"], ["self-hosted"], 2, 60)}
+            "experiment": experiment_workflow.render("mset-15043", ["--size", "small"],
+                                                      RunsOn("bench-trusted", ("self-hosted",)), 2, 60)}
 
 
 def test_every_third_party_action_is_pinned_by_commit_with_its_tag(tmp_path):

@@ -143,8 +143,8 @@ def test_fanout_entries_are_typed_and_keep_their_keys(tmp_path):
 @pytest.mark.heavy
 def test_experiment_workflow_fans_out_and_merges_and_passes_actionlint(tmp_path):
     out = tmp_path / ".github" / "workflows" / "mset-15043.yml"
-    p = cli("experiment", "github", "mset-15043", "--size", "tiny", "--runner-labels",
-            "self-hosted,bare-metal", "--max-parallel", "3", "--out", str(out), timeout=120)
+    p = cli("experiment", "github", "mset-15043", "--size", "tiny", "--runner-group", "bench-trusted",
+            "--runner-labels", "self-hosted,bare-metal", "--max-parallel", "3", "--out", str(out), timeout=120)
     assert p.returncode == 0, p.stderr
     doc = yaml.safe_load(out.read_text())
     on = doc[True] if True in doc else doc["on"]       # YAML 1.1 reads a bare `on` as true
@@ -153,7 +153,9 @@ def test_experiment_workflow_fans_out_and_merges_and_passes_actionlint(tmp_path)
     assert plan["outputs"]["matrix"] == "${{ steps.plan.outputs.matrix }}"
     assert point["strategy"] == {"fail-fast": False, "max-parallel": 3,
                                  "matrix": "${{ fromJSON(needs.plan.outputs.matrix) }}"}
-    assert point["runs-on"] == merge["runs-on"] == ["self-hosted", "bare-metal"]
+    # every job in the runner group, with the labels (docs/pr.md, "Runner isolation")
+    assert plan["runs-on"] == point["runs-on"] == merge["runs-on"] == {
+        "group": "bench-trusted", "labels": ["self-hosted", "bare-metal"]}
     script = lambda job, word: next(s["run"] for s in job["steps"] if word in s.get("run", ""))
     # every job runs the same experiment arguments: the points agree on the plan
     emit = re.search(r"\$\((.*) --emit-matrix\)", script(plan, "--emit-matrix")).group(1)
@@ -171,7 +173,7 @@ def test_experiment_workflow_fans_out_and_merges_and_passes_actionlint(tmp_path)
     r = subprocess.run([_actionlint(), "-no-color", "-config-file", str(conf), str(out)], cwd=tmp_path,
                        capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stdout + r.stderr
-    bad = cli("experiment", "github", "no-such-experiment", timeout=120)
+    bad = cli("experiment", "github", "no-such-experiment", "--runner-group", "bench-trusted", timeout=120)
     assert bad.returncode == 2 and "no experiment 'no-such-experiment'" in bad.stderr
 
 

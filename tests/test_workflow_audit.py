@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 
+from collectors.pr.runners import RunsOn
 from collectors.sweep.experiment import workflow as experiment_workflow
 from commands import pr as pr_cli
 from commands import schedule as schedule_cli
@@ -29,7 +30,8 @@ def _every_workflow(tmp_path) -> list:
                               "--out", str(sched)]) == 0
     exp = tmp_path / "exp" / "mset-15043.yml"
     exp.parent.mkdir()
-    exp.write_text(experiment_workflow.render("mset-15043", ["--size", "small"], ["self-hosted"], 2, 60))
+    exp.write_text(experiment_workflow.render("mset-15043", ["--size", "small"],
+                                              RunsOn("bench-trusted", ("self-hosted",)), 2, 60))
     files = [*sorted(plain.glob("*.yml")), *sorted(full.glob("*.yml")), sched, exp]
     assert len(files) == 6
     return files

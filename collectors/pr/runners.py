@@ -10,8 +10,11 @@ workflows its settings name), so both workflows target one: GitHub Actions'
 `runs-on: {group: NAME, labels: [...]}`, a job then going only to a runner of that group
 with all those labels.
 
-`stallscope pr github` and `stallscope schedule github` each read the other's file in the
-directory they write to and refuse a pair that could meet: the same group, or labels one of
+An experiment's workflow (`stallscope experiment github`) is trusted too: it builds the
+maintainers' variants with the runner's own cache, which a PR's job on that runner could
+plant. `stallscope pr github`, `stallscope schedule github` and `stallscope experiment
+github` each read the others' files in the directory they write to and refuse a PR target
+and a trusted one that could meet: the same group, or labels one of
 which holds the other's (a runner with the larger set fits both; the group settings are what
 keep them apart, and a mistaken group setting should not leave the labels matching too)."""
 from __future__ import annotations
@@ -25,8 +28,18 @@ from analysis.inputs import yaml_lines
 
 PR_ROLE = "the PR workflow (runs pull requests' code)"
 SCHEDULE_ROLE = "the schedule's workflow (holds the alert tokens and history URL, builds with the own cache)"
+EXPERIMENT_ROLE = "an experiment's workflow (builds trusted code with the runner's own cache)"
 # the `name:` of each generated workflow: how a file in the directory is recognised
 ROLES = {"stallscope PR": PR_ROLE, "stallscope scheduled profiling": SCHEDULE_ROLE}
+# `stallscope experiment github NAME` names its workflow "stallscope experiment NAME over runners"
+EXPERIMENT_NAME = re.compile(r"^stallscope experiment \S+ over runners$")
+
+
+def role_of(name: object) -> str | None:
+    """The role of a generated workflow, from its `name:`; None for any other workflow."""
+    if not isinstance(name, str):
+        return None
+    return ROLES.get(name) or (EXPERIMENT_ROLE if EXPERIMENT_NAME.match(name) else None)
 GROUP = re.compile(r"[A-Za-z0-9][A-Za-z0-9 _.-]*")
 _MATRIX = re.compile(r"^\$\{\{\s*matrix\.([A-Za-z_][A-Za-z0-9_-]*)\s*\}\}$")
 
@@ -54,7 +67,7 @@ class RunsOn:
 @dataclass(frozen=True)
 class Target:
     where: str           # "FILE, job NAME"
-    role: str            # PR_ROLE | SCHEDULE_ROLE
+    role: str            # PR_ROLE | SCHEDULE_ROLE | EXPERIMENT_ROLE
     runs_on: RunsOn
 
 
@@ -82,16 +95,18 @@ def overlap(a: RunsOn, b: RunsOn) -> str | None:
 
 
 def check_apart(new: list[Target], others: list[Target]) -> None:
-    """RunnersShared naming every pair of a PR and a schedule target that could meet."""
+    """RunnersShared naming every pair of a PR target and a trusted one (the schedule's, an
+    experiment's) that could meet; trusted workflows may share runners with each other."""
     clashes = [f"{a.where} ({a.runs_on}) and {b.where} ({b.runs_on}): {why}"
-               for a in new for b in others if a.role != b.role
+               for a in new for b in others if (a.role == PR_ROLE) != (b.role == PR_ROLE)
                for why in [overlap(a.runs_on, b.runs_on)] if why]
     if clashes:
         raise RunnersShared(
-            "the PR workflow and the schedule's workflow could run on the same runners: " + "; ".join(clashes)
+            "the PR workflow and a trusted workflow (the schedule's, an experiment's) could run on the same "
+            "runners: " + "; ".join(clashes)
             + ". A job of the PR workflow runs a pull request's code, which could then read the schedule's "
-            "alert tokens and plant builds in its cache: give each its own runner group, and labels of which "
-            "neither holds the other's (docs/pr.md, \"Runner isolation\")")
+            "alert tokens and plant builds in a trusted job's cache: give each its own runner group, and labels "
+            "of which neither holds the other's (docs/pr.md, \"Runner isolation\")")
 
 
 # GitHub-hosted images (a `runs-on` string that names one needs no runner of the project's)
@@ -132,15 +147,20 @@ def targets_in(directory: Path, skip: Path | None = None) -> list[Target]:
             doc, _ = yaml_lines.load(text, str(f))
         except yaml_lines.YamlError as e:
             # one of ours that cannot be read could hide a shared runner: refuse, not skip
-            if any(f"name: {n}" in text for n in ROLES):
+            if any(f"name: {n}" in text for n in [*ROLES, "stallscope experiment "]):
                 raise RunnersShared(f"{e}; fix or remove that workflow, then write this one again "
                                     "(its runners must be checked against this one's)") from None
             continue
-        role = ROLES.get(doc.get("name")) if isinstance(doc, dict) else None
+        role = role_of(doc.get("name")) if isinstance(doc, dict) else None
         if role is None:
             continue
         for job_name, job in (doc.get("jobs") or {}).items():
-            rows = ((job.get("strategy") or {}).get("matrix") or {}).get("include") or [{}]
+            if not isinstance(job, dict):
+                continue
+            matrix = (job.get("strategy") or {}).get("matrix")
+            # an expression (an experiment's points, fromJSON of the plan's output) has no rows
+            # to read: the job's runs-on is then written out in full
+            rows = (matrix.get("include") if isinstance(matrix, dict) else None) or [{}]
             for row in rows:
                 ro = _runs_on(job.get("runs-on"), row if isinstance(row, dict) else {})
                 if ro is not None:
