@@ -3,13 +3,15 @@ over a fleet of self-hosted runners (docs/experiments.md, "Over many runners"):
 
   plan   --emit-matrix: the points, as the job's output
   point  one job per point (a matrix, fail-fast off, at most --max-parallel at once):
-         --point ID on a runner with the labels, both variants on that machine; the
+         --point ID on a runner of the group with the labels, both variants on that machine; the
          point's directory uploaded as an artifact
   merge  every point artifact downloaded into one directory, --merge, the report uploaded
          (also when some points failed: the report lists them as not run)
 
 Every job runs the same `stallscope experiment NAME ...` arguments, so the points agree on
-the plan; --merge refuses any that do not. Third-party actions are pinned by commit
+the plan; --merge refuses any that do not. Every job runs in one runner group, which the
+repository's settings keep to trusted workflows (collectors/pr/runners.py: a PR's job there
+could plant builds in the runners' cache). Third-party actions are pinned by commit
 (collectors/pr/actions.py); checkouts keep no credentials (`persist-credentials: false`)."""
 from __future__ import annotations
 
