@@ -66,11 +66,21 @@ def test_the_statuses_and_their_lines(capsys, monkeypatch):
         end_command("stallscope x", fail(ZeroDivisionError("division by zero")))
 
 
+@pytest.fixture(autouse=True)
+def python_handles_sigint():
+    """Python's own SIGINT handler (KeyboardInterrupt) for each test, as an interactive
+    process has: a suite started in the background (`make test &`, nohup) inherits SIGINT
+    ignored, and Python then leaves it ignored (a fresh-clone run so read exit 0)."""
+    before = signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    signal.signal(signal.SIGINT, before)
+
+
 def ctrl_c() -> None:
     """A real SIGINT, as Ctrl-C sends it, raised while the body runs. Sent to the main thread:
     sent to the process, the kernel may hand it to another thread of this one (a test before
     left a server thread behind), and the main thread then sees it only after the body has
-    returned (one CI run: exit 0). The sleep is where it lands at the latest."""
+    returned. The sleep is where it lands at the latest."""
     signal.pthread_kill(threading.main_thread().ident, signal.SIGINT)
     time.sleep(10)
 
