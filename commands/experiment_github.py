@@ -73,8 +73,8 @@ def main(argv: list[str]) -> int:
         except runners.RunnersShared as e:
             print(f"stallscope experiment github: error: {e}", file=sys.stderr)
             return 2
-        Path(a.out).parent.mkdir(parents=True, exist_ok=True)
-        Path(a.out).write_text(text)
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(text)
         print(f"stallscope experiment github: wrote {a.out}", file=sys.stderr)
     else:
         sys.stdout.write(text)

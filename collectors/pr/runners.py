@@ -32,7 +32,10 @@ EXPERIMENT_ROLE = "an experiment's workflow (builds trusted code with the runner
 # the `name:` of each generated workflow: how a file in the directory is recognised
 ROLES = {"stallscope PR": PR_ROLE, "stallscope scheduled profiling": SCHEDULE_ROLE}
 # `stallscope experiment github NAME` names its workflow "stallscope experiment NAME over runners"
-EXPERIMENT_NAME = re.compile(r"^stallscope experiment \S+ over runners$")
+EXPERIMENT_PREFIX = "stallscope experiment "
+EXPERIMENT_NAME = re.compile(rf"^{EXPERIMENT_PREFIX}\S+ over runners$")
+GROUP = re.compile(r"[A-Za-z0-9][A-Za-z0-9 _.-]*")
+_MATRIX = re.compile(r"^\$\{\{\s*matrix\.([A-Za-z_][A-Za-z0-9_-]*)\s*\}\}$")
 
 
 def role_of(name: object) -> str | None:
@@ -40,8 +43,6 @@ def role_of(name: object) -> str | None:
     if not isinstance(name, str):
         return None
     return ROLES.get(name) or (EXPERIMENT_ROLE if EXPERIMENT_NAME.match(name) else None)
-GROUP = re.compile(r"[A-Za-z0-9][A-Za-z0-9 _.-]*")
-_MATRIX = re.compile(r"^\$\{\{\s*matrix\.([A-Za-z_][A-Za-z0-9_-]*)\s*\}\}$")
 
 
 class RunnersShared(UserError):
@@ -147,7 +148,7 @@ def targets_in(directory: Path, skip: Path | None = None) -> list[Target]:
             doc, _ = yaml_lines.load(text, str(f))
         except yaml_lines.YamlError as e:
             # one of ours that cannot be read could hide a shared runner: refuse, not skip
-            if any(f"name: {n}" in text for n in [*ROLES, "stallscope experiment "]):
+            if any(f"name: {n}" in text for n in [*ROLES, EXPERIMENT_PREFIX]):
                 raise RunnersShared(f"{e}; fix or remove that workflow, then write this one again "
                                     "(its runners must be checked against this one's)") from None
             continue
