@@ -19,6 +19,7 @@ from collectors.pr.github_api import DEFAULT_API
 
 COMMENT_EPILOG = """\
 Examples:
+  stallscope pr comment reports/demo --dry-run        # the comment, printed: nothing is posted
   stallscope pr comment runs/20261123-035105-mset-50keys --repo octo-org/redis --pr 42 --commit 1a2b3c4d
   stallscope pr comment reports/X --repo octo-org/redis --pr 42 --token-file ~/.config/stallscope/gh-token
   stallscope pr comment artifact/reports --repo octo-org/redis --pr-json artifact/pr.json --dry-run
@@ -50,8 +51,10 @@ Example (what the comment workflow's unlabel job runs after a push to a labelled
 
 def add_comment_arguments(c: argparse.ArgumentParser) -> None:
     c.add_argument("source", metavar="RUN_OR_REPORT", help="run directory, report directory, or a directory of them")
-    c.add_argument("--repo", required=True, metavar="OWNER/REPO", help="the repository of the pull request")
-    c.add_argument("--pr", type=int, metavar="N", help="pull request number (or --pr-json)")
+    c.add_argument("--repo", metavar="OWNER/REPO", help="the repository of the pull request (not needed "
+                   "with --dry-run)")
+    c.add_argument("--pr", type=int, metavar="N", help="pull request number (or --pr-json; not needed with "
+                   "--dry-run)")
     c.add_argument("--pr-json", metavar="FILE", help="pr.json of the PR workflow's artifact: the PR number, "
                    "the head measured and its merge base")
     c.add_argument("--commit", metavar="SHA", help="the PR head commit that was measured (said in the comment)")

@@ -598,6 +598,22 @@ def test_the_demo_comment_is_the_seeds_shape_in_4_kb(reports, capsys):
     assert full.count("<details>") == md.count("<details>") and "the PR comment ends here" not in full
 
 
+def test_a_dry_run_needs_no_repository_or_pull_request(reports, capsys):
+    """The issue's own command, `stallscope pr comment reports/demo --dry-run`, prints the
+    comment it would post (its text names no repository or PR); posting still needs both."""
+    src = str(reports / "mset-demo-paired")
+    assert cli.main(["comment", src, "--dry-run"]) == 0
+    bare = capsys.readouterr().out
+    assert cli.main(["comment", src, *PR, "--dry-run"]) == 0
+    assert bare == capsys.readouterr().out and "**Paired throughput +32.0%" in bare
+    assert cli.main(["comment", src, "--pr", "42"]) == 2
+    assert "which repository? give --repo OWNER/REPO" in capsys.readouterr().err
+    assert cli.main(["comment", src, "--repo", "octo-org/redis"]) == 2
+    assert "which pull request? give --pr N" in capsys.readouterr().err
+    assert cli.main(["comment", src, "--repo", "octo/redis#2", "--dry-run"]) == 2    # checked when given
+    assert "--repo 'octo/redis#2': give OWNER/REPO" in capsys.readouterr().err
+
+
 SALTED_NAMES = {"case": {"name": "[case](https://evil.example/) @admin o/r#2"}, "base": "![b](https://evil.example/b.png)",
                 "cand": "\u202ecand", "environment": {"variants": {"![b](https://evil.example/b.png)": {"commit": "o/r#3"},
                                                                    "\u202ecand": {"commit": "a5c3785ed8d6a35868bc169f07e40e889087fd2e"}}}}

@@ -55,14 +55,18 @@ def read_pr_json(path: str) -> tuple[int, str | None, str | None]:
     return pr, shas[0], shas[1]
 
 
-def _target(args: Any) -> tuple[int, comment.Measured]:
-    if not REPO.fullmatch(args.repo):
+def _target(args: Any) -> tuple[int | None, comment.Measured]:
+    # --dry-run posts nothing, so it needs no repository or pull request (the comment's text
+    # names neither); when they are given they are checked all the same
+    if args.repo is None and not args.dry_run:
+        raise PrError("which repository? give --repo OWNER/REPO (only --dry-run needs none)")
+    if args.repo is not None and not REPO.fullmatch(args.repo):
         raise PrError(f"--repo {args.repo!r}: give OWNER/REPO, e.g. octo-org/redis")
     pr, head, merge_base = read_pr_json(args.pr_json) if args.pr_json else (args.pr, None, None)
     if args.pr is not None and args.pr != pr:
         raise PrError(f"--pr {args.pr} but {args.pr_json} says PR {pr}")
-    if pr is None or pr <= 0:
-        raise PrError("which pull request? give --pr N (or --pr-json FILE)")
+    if (pr is None and not args.dry_run) or (pr is not None and pr <= 0):
+        raise PrError("which pull request? give --pr N (or --pr-json FILE; only --dry-run needs none)")
     if args.commit and not SHA.fullmatch(args.commit):
         raise PrError(f"--commit {args.commit!r}: give a commit SHA (hex)")
     if args.commit and head and head != args.commit:
