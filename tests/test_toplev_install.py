@@ -114,14 +114,17 @@ def test_doctor_runs_toplev_and_says_when_it_does_not(monkeypatch, tmp_path):
     facts = recorded_facts(icx, pmu_counts=True)
     monkeypatch.delenv("TOPLEV", raising=False)
     monkeypatch.setattr(doctor, "find_toplev", lambda: toplev.installed_toplev())
-    row = {c.name: c for c in doctor.check_tma(facts)}["TMA via toplev"]
+    rows = {c.name: c for c in doctor.check_tma(facts)}
+    row = rows["TMA via toplev"]
     assert row.available and row.detail.endswith("(its icx model lists 106 nodes): ready")
+    assert rows["toplev"].available and rows["toplev"].detail.endswith("(its icx model lists 106 nodes)")
     # a checkout left half-copied: the first half of the real toplev.py
     half = tmp_path / "toplev.py"
     text = installed_file().read_text()
     half.write_text(text[:len(text) // 2])
     monkeypatch.setattr(doctor, "find_toplev", lambda: [sys.executable, str(half)])
-    row = {c.name: c for c in doctor.check_tma(facts)}["TMA via toplev"]
-    assert not row.available
-    assert ", which does not run: `" in row.detail and "listed no nodes (exit code" in row.detail
-    assert row.fix.startswith("make setup (reinstalls pmu-tools)")
+    rows = {c.name: c for c in doctor.check_tma(facts)}
+    for row in (rows["toplev"], rows["TMA via toplev"]):
+        assert not row.available
+        assert ", which does not run: `" in row.detail and "listed no nodes (exit code" in row.detail
+        assert row.fix.startswith("make setup (reinstalls pmu-tools)")
