@@ -31,10 +31,13 @@ def repo(tmp_path_factory):
 
 
 def _args(repo, good: str, bad: str, out) -> list[str]:
-    # min-change 10%: the injected cost takes ~20% of mget-100keys' throughput; 16 windows a
-    # rep: the steps decide over reps, and a rep of 16 windows is a third of the time of 64
+    # min-change 20%: the injected cost takes 22-37% of mget-100keys' throughput (an AMD Zen 3
+    # and an Intel Xeon guest), and a step of no change is called "same" once its interval
+    # lies inside ±18% (log scale), which 6 reps of this host's spread reach and ±10% took 12
+    # (docs/bisect.md); 16 windows a rep: the steps decide over reps, and a rep of 16 windows
+    # is a third of the time of 64
     return [CASE, "--repo", f"git:{repo}", "--good", good, "--bad", bad, "--size", "tiny",
-            "--min-change", "10%", "--paired-windows", "16", "--out", str(out), "--no-progress"]
+            "--min-change", "20%", "--paired-windows", "16", "--out", str(out), "--no-progress"]
 
 
 def _first_rep_done(out) -> bool:
@@ -93,5 +96,5 @@ def test_a_range_without_the_regression_has_no_culprit(repo, tmp_path, capsys):
     state = json.loads((out / "bisect.json").read_text())
     assert state["status"] == "no culprit", state["why"]
     assert [s["role"] for s in state["steps"]] == ["ends"]
-    assert "no culprit: the bad end is the same as the good end within ±10.0%" in (out / "report.md").read_text()
+    assert "no culprit: the bad end is the same as the good end within ±20.0%" in (out / "report.md").read_text()
     assert "no culprit" in capsys.readouterr().out

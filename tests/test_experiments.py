@@ -293,7 +293,7 @@ def test_one_row_again_until_its_interval_is_narrow(tmp_path):
     out, rep = tmp_path / "exp", tmp_path / "report"
     p = subprocess.run([sys.executable, "-m", "collectors", "experiment", "rdb-load-2311",
                         "--size", "tiny", "--only", "load:value=100", "--precision", "5%",
-                        "--budget", "2m", "--no-progress", "--out", str(out), "--report-out",
+                        "--budget", "1m", "--no-progress", "--out", str(out), "--report-out",
                         str(rep)], cwd=REPO, env=cli_env(), capture_output=True, text=True,
                        timeout=900)
     assert p.returncode == 0, p.stderr[-4000:]
