@@ -49,7 +49,8 @@ WINDOWS = "32"
 def _run(tmp: Path, cand: str) -> tuple[dict, Path]:
     out = tmp / "runs"
     p = subprocess.run([sys.executable, "-m", "collectors", "run", "mset-50keys", "--size", "tiny",
-                        "--reps", REPS, "--paired-windows", WINDOWS, "--variant", f"base={BASE_SPEC}", "--variant", cand,
+                        "--reps", REPS, "--paired-windows", WINDOWS,
+                        "--variant", f"base={BASE_SPEC}", "--variant", cand,
                         "--out", str(out), "--no-progress", "--report"],
                        cwd=tmp, env=cli_env(), capture_output=True, text=True, timeout=1500)
     assert p.returncode == 0, p.stderr[-3000:]
