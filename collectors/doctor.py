@@ -115,7 +115,8 @@ def check_tma(facts: pre.HostFacts) -> list[Check]:
             pt.findings.append(pre.Finding("toplev", False, broken, fix, blocking=True))
         # the tool on its own row: installed and running is worth saying where no PMU (or an
         # AMD CPU) keeps it from counting, which the TMA row below says
-        out.append(Check("toplev", bool(tool) and not broken, detail, None if tool and not broken else fix))
+        runs = bool(tool) and not broken
+        out.append(Check("toplev", runs, detail, None if runs else fix))
     others = "; ".join(f.message for f in pt.blockers if f.check != own)
     # toplev on AMD is refused whatever is installed: no point telling how to install it.
     refused = any(f.check == "vendor" and f.message.startswith(f"--tma {own}:") for f in pt.blockers)

@@ -33,7 +33,7 @@ EXPERIMENT_ROLE = "an experiment's workflow (builds trusted code with the runner
 ROLES = {"stallscope PR": PR_ROLE, "stallscope scheduled profiling": SCHEDULE_ROLE}
 # `stallscope experiment github NAME` names its workflow "stallscope experiment NAME over runners"
 EXPERIMENT_PREFIX = "stallscope experiment "
-EXPERIMENT_NAME = re.compile(rf"^{EXPERIMENT_PREFIX}\S+ over runners$")
+EXPERIMENT_NAME = re.compile(rf"^{re.escape(EXPERIMENT_PREFIX)}\S+ over runners$")
 GROUP = re.compile(r"[A-Za-z0-9][A-Za-z0-9 _.-]*")
 _MATRIX = re.compile(r"^\$\{\{\s*matrix\.([A-Za-z_][A-Za-z0-9_-]*)\s*\}\}$")
 
