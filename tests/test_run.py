@@ -236,7 +236,7 @@ def test_cli_errors_are_clear(capsys, tmp_path):
     assert run_main(["--variant", "a=debsrc:redis"]) == 2
     assert "name a case" in capsys.readouterr().err
     assert run_main([CASE, "--variant", "base=nonsense", "--out", str(tmp_path)]) == 2
-    assert "must start with debsrc:, git: or bin:" in capsys.readouterr().err
+    assert "must start with debsrc:, git:, dir: or bin:" in capsys.readouterr().err
     assert run_main(["no-such-case", "--variant", "a=debsrc:redis", "--out", str(tmp_path)]) == 2
     assert "no-such-case" in capsys.readouterr().err
     assert run_main(["--resume", str(tmp_path)]) == 2

@@ -21,9 +21,9 @@ from pathlib import Path
 from typing import Callable
 
 from analysis.clock import now_iso
-from analysis.errors import Failed
+from analysis.errors import Failed, StallscopeError
 from analysis.inputs.manifest import Variant
-from collectors.variants import aptsource
+from collectors.variants import aptsource, worktree
 from collectors.variants.binary import binary_variant, inspect_binary, note_missing_symbols, sha256_file
 from collectors.variants.linkorder import apply_layout
 from collectors.variants.spec import VariantSpec
@@ -90,12 +90,13 @@ def _fmt_s(s: float) -> str:
 
 # ---------------------------------------------------------------- sources
 
-def _resolve_source(spec: VariantSpec, cache: Path, say: Progress) -> dict:
-    """Identity of the source (goes into the cache key) without fetching the tree."""
+def _resolve_source(spec: VariantSpec, cache: Path, say: Progress, update: bool = True) -> dict:
+    """Identity of the source (goes into the cache key) without fetching the tree; update=False:
+    a debsrc: version from the apt lists already there (none: AptSourceError)."""
     if spec.kind == "debsrc":
         suite = spec.suite or aptsource.DEFAULT_SUITE
         env = aptsource.AptEnv(cache / "apt" / suite, suite=suite)
-        if env.update():
+        if update and env.update():
             say(f"updated private apt lists for suite {suite} ({env.sources_list})")
         version = env.resolve(spec.source, spec.ref)
         return {"kind": "debsrc", "package": spec.source, "version": version, "suite": suite}
@@ -110,7 +111,11 @@ def _resolve_source(spec: VariantSpec, cache: Path, say: Progress) -> dict:
         if p.returncode != 0:
             raise BuildError(f"variant {spec.name}: git ref {ref!r} not found in {repo} "
                              f"(git -C {repo} branch -a / git tag list the refs)")
-        return {"kind": "git", "repo": str(repo.resolve()), "ref": ref, "commit": p.stdout.strip()}
+        commit = p.stdout.strip()
+        worktree.warn_if_dirty(repo, spec.source, ref, commit, say)   # before the build
+        return {"kind": "git", "repo": str(repo.resolve()), "ref": ref, "commit": commit}
+    if spec.kind == "dir":
+        return worktree.read_tree(spec.source, spec.name).ident()
     raise BuildError(f"variant {spec.name}: kind {spec.kind} is not built")
 
 
@@ -135,6 +140,14 @@ def _fetch_source(spec: VariantSpec, ident: dict, cache: Path, dest: Path, say: 
             else:
                 say(f"source {pkg} {ver}: cached ({pristine})")
         shutil.copytree(pristine / "tree", dest, symlinks=True)
+    elif ident["kind"] == "dir":
+        tree = worktree.read_tree(ident["path"], spec.name)
+        if tree.digest != ident["content"]:
+            raise BuildError(f"variant {spec.name}: dir:{ident['path']} changed since it was read; "
+                             f"run again when the edit is saved")
+        say(f"copying {ident['path']} as it is ({len(tree.files)} files, content "
+            f"{tree.digest[:12]}, chosen by {tree.selected_by})")
+        worktree.copy_tree(tree, dest)
     else:
         say(f"exporting {ident['repo']} at {ident['ref']} ({ident['commit'][:12]}) with git archive")
         dest.mkdir(parents=True)
@@ -270,7 +283,9 @@ def build_key(ident: dict, patches: list[dict[str, str]], flags: list[str],
     # A git commit names its tree wherever it is cloned and whatever ref reached it: keyed by
     # the commit alone, `git:R@unstable` and `git:R@<its hash>` (a schedule's run and the
     # bisection after it) share one build.
-    source = {"kind": "git", "commit": ident["commit"]} if ident.get("kind") == "git" else ident
+    # A dir: tree likewise by its content alone (collectors/variants/worktree.py).
+    source = ({"kind": "git", "commit": ident["commit"]} if ident.get("kind") == "git" else
+              {"kind": "dir", "content": ident["content"]} if ident.get("kind") == "dir" else ident)
     blob = json.dumps({"recipe": BUILD_RECIPE, "source": source,
                        "patches": [p["sha256"] for p in patches], "make": flags,
                        # only when asked: every build made before +layout= keeps its key
@@ -284,6 +299,9 @@ def _describe(ident: dict, version: str) -> tuple[str, str]:
     if ident["kind"] == "debsrc":
         return (f"{ident['package']} {version} (Debian source {ident['version']}, "
                 f"suite {ident['suite']})", ident["version"])
+    if ident["kind"] == "dir":
+        return (f"dir {ident['path']} as it is (content {ident['content'][:12]}, {ident['files']} "
+                f"files), v{version}", f"dir-{ident['content'][:16]}")
     return (f"git {ident['repo']} @ {ident['ref']} ({ident['commit'][:12]}), v{version}",
             ident["commit"])
 
@@ -324,6 +342,20 @@ def build_variant(spec: VariantSpec, cache: Path | None = None,
         layout=_layout_record(rec.get("layout")),
         frame_pointers=facts.frame_pointers, deps_frame_pointers=facts.deps_frame_pointers,
         symbols=facts.symbols, callgraph=facts.callgraph)
+
+
+def cached_build(spec: VariantSpec, cache: Path | None = None) -> Path | None:
+    """spec's build directory when the cache holds it, told offline and without building (the
+    run's preflight: disk for the builds to come); None when it does not, or cannot tell."""
+    if spec.kind == "binary":
+        return None
+    cache = Path(cache) if cache else cache_dir()
+    try:
+        ident = _resolve_source(spec, cache, Progress(spec.name, lambda _m: None), update=False)
+        final = cache / "builds" / build_key(ident, _patch_records(spec), spec.make_flags, spec.layout)
+    except (StallscopeError, OSError):
+        return None
+    return final if (final / "build.json").is_file() else None
 
 
 def _layout_record(rec: dict | None) -> dict | None:

@@ -25,7 +25,12 @@ Variant spec grammar:   NAME=SOURCE[+MODIFIER]...
                                        version prefix (9.1 -> 9.1.x) or a Debian version.
     git:PATH[@REF]                     a local git checkout at REF (default HEAD), exported
                                        with git archive (your work tree is not touched;
-                                       uncommitted changes are not included).
+                                       uncommitted changes are not included: a dirty
+                                       tree gets a warning; use dir: to build them).
+    dir:PATH                           a source tree as it is on disk, committed or not (no
+                                       git needed): copied without .git and build outputs,
+                                       built like git:, cached by its content (an edit is
+                                       a new build, an unchanged tree a cache hit).
     bin:PATH                           a prebuilt server binary; redis-benchmark/redis-cli
                                        (or valkey-*) are taken from beside it, else PATH.
   MODIFIER  repeatable, applied in order:
@@ -42,11 +47,12 @@ Examples:
   cand=debsrc:redis+patch=cases/patches/mset-bucket-prefetch.patch
   v=debsrc:valkey@9.1            old=debsrc:redis/trixie@8.0.2
   mine=git:~/src/redis@my-branch sys=bin:/usr/bin/redis-server
+  wip=dir:~/src/redis            (the work tree as it is, uncommitted edits included)
   nopf=bin:/path/valkey-server+config=prefetch-batch-max-size=0
   o3=debsrc:redis+make=OPTIMIZATION=-O3
 """
 
-KINDS = {"git": "git", "debsrc": "debsrc", "bin": "binary"}
+KINDS = {"git": "git", "dir": "dir", "debsrc": "debsrc", "bin": "binary"}
 DEBSRC_PACKAGES = ("redis", "valkey")
 _NAME_RE = re.compile(r"^[A-Za-z][A-Za-z0-9_.-]*$")
 _MODIFIER_SPLIT = re.compile(r"\+(?=(?:patch|make|config|layout)=)")
@@ -61,8 +67,8 @@ class SpecError(UserError, ValueError):
 class VariantSpec:
     name: str
     spec: str                       # what the user typed after NAME=
-    kind: str                       # git | debsrc | binary
-    source: str                     # package name, repository path or binary path
+    kind: str                       # git | dir | debsrc | binary
+    source: str                     # package name, repository or tree path, or binary path
     ref: str | None = None          # git ref, or Debian/upstream version
     patches: list[str] = field(default_factory=list)
     make_flags: list[str] = field(default_factory=list)
@@ -109,7 +115,7 @@ def parse_variant(text: str) -> VariantSpec:
     head, mods = parts[0], parts[1:]
     kind_word, sep, rest = head.partition(":")
     if not sep or kind_word not in KINDS:
-        raise bad(f"source {head!r} must start with debsrc:, git: or bin:")
+        raise bad(f"source {head!r} must start with debsrc:, git:, dir: or bin:")
     if not rest:
         raise bad(f"{kind_word}: needs a {'package' if kind_word == 'debsrc' else 'path'}")
     vs = VariantSpec(name=name, spec=spec, kind=KINDS[kind_word], source=rest)
@@ -132,11 +138,11 @@ def parse_variant(text: str) -> VariantSpec:
             raise bad("empty git ref after '@'")
         vs.source, vs.ref = os.path.expanduser(path), ref or None
     else:
-        vs.source = os.path.expanduser(rest)   # '@' is a legal path character here
+        vs.source = os.path.expanduser(rest)   # dir:, bin:: '@' is a legal path character here
 
     for m in mods:
         _apply_modifier(vs, m, bad)
     if vs.kind == "binary" and (vs.patches or vs.make_flags or vs.layout is not None):
         raise bad("a prebuilt binary (bin:) cannot take +patch=, +make= or +layout=; "
-                  "use debsrc: or git: to build a patched server")
+                  "use debsrc:, git: or dir: to build a patched server")
     return vs
