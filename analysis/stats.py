@@ -317,16 +317,17 @@ def detectable_text(size: float | None, points: bool) -> str:
 
 def with_reach(reason: str, verdict: str, detectable: float | None, points: bool,
                confidence: float) -> str:
-    """A "no change" or "unstable" reason with the size the run could have seen."""
+    """A "no change" or "unstable" reason with the size the run could see ("could see ±2.4%
+    (80% power) at 95% confidence": the smallest change it would establish)."""
     if verdict not in ("no change", "unstable") or detectable is None:
         return reason
     if points and detectable > 100:
         return reason + (f" No change a share can make (100 pp at most) was within this run's "
                          f"reach ({level_text(confidence)} confidence, {POWER:.0%} power): more runs.")
     size = detectable_text(detectable, points)
-    return reason + (f" This run could have established a change of "
-                     f"{size}{'' if size.startswith('more than') else ' or more'} "
-                     f"({level_text(confidence)} confidence, {POWER:.0%} power).")
+    only = "only " if size.startswith("more than") else ""
+    return reason + (f" This run could see {only}{size} ({POWER:.0%} power) at "
+                     f"{level_text(confidence)} confidence: the smallest change it would establish.")
 
 
 def _no_spread(b: Summary, c: Summary, paired: bool, points: bool) -> Change | None:

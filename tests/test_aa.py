@@ -55,7 +55,7 @@ def test_the_recorded_aa_run_of_the_demo_case_calls_nothing_a_change():
     # the interval holds 0, and the report says how large a change it could have seen
     c = r.paired[0].change
     assert c.rel_ci_low <= 0 <= c.rel_ci_high and c.detectable is not None
-    assert "no change larger than " in md
+    assert "no change, could see " in md and "% (80% power)" in md
     # many function rows were judged, together: the focus family and the top movers'
     fam, movers = r.profile.fdr, r.profile.movers_fdr
     assert fam.comparisons >= 3 and movers.comparisons >= 10

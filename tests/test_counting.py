@@ -1,5 +1,5 @@
 """Samples are counts (analysis/counting.py), and the labels that follow from it: a row whose
-per-rep ratios spread as counting its samples predicts says "too few samples to see ±X%",
+per-rep ratios spread as counting its samples predicts says "too few samples, could see ±X% (80% power)",
 not "unstable" (which blames the machine); spread beyond counting stays "unstable".
 
 Recorded runs (tests/data/runs, SOURCES.md in each): mset-aa-paired-small, a paired A/A at
@@ -62,8 +62,8 @@ def test_the_paired_aa_rows_say_too_few_samples_where_counting_explains_them():
     j = v[("lookupKey", "flat")]
     assert j.verdict == "undersampled" and "spread as counting" in j.reason
     text = fmt.quiet_verdict(j.verdict, j.detectable, j.detectable_unit)
-    assert text.startswith("too few samples to see ") and "%" in text
-    assert mdtext.verdict(j.verdict, text).startswith("❔ too few samples to see ")
+    assert text.startswith("too few samples, could see ") and text.endswith("% (80% power)")
+    assert mdtext.verdict(j.verdict, text).startswith("❔ too few samples, could see ")
 
 
 def test_rows_that_spread_beyond_counting_stay_unstable():

@@ -99,7 +99,7 @@ def test_item8_real_is_judged_on_the_interval_that_decided():
 
 def test_item12_a_narrow_paired_interval_is_not_unstable():
     """Paired reps whose sides vary 10-15% between restarts but whose pairs agree: the
-    interval is narrow around 0, so "no change larger than ...", not "unstable"."""
+    interval is narrow around 0, so "no change, could see ...", not "unstable"."""
     rng = np.random.default_rng(12)
     level = rng.uniform(80, 120, 8)                      # restart noise, CV ~14%
     base = list(level * (1 + rng.normal(0, 0.004, 8)))

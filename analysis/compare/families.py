@@ -16,7 +16,7 @@
 Why two function families: the questions are different, and the number of exploratory
 candidates (~60 on a Redis profile) must not set the level at which the few pre-declared
 ones are answered (with one family, an A/A run of 5 paired reps printed its focus rows
-at 99.92%: dictFindByHash per MSET "no change larger than -44.8%/+81.1%"; in the two
+at 99.92%: dictFindByHash per MSET "no change, could see -44.8%/+81.1%"; in the two
 families, from the same run: "-26.7%/+36.4%"). Each family holds its own error rate q,
 as primary and secondary endpoints of a trial do; the report prints both levels and rules
 (docs/statistics.md, "Families").

@@ -126,7 +126,7 @@ def _spread(verdict: str, reason: str, d: Dispersion | None, tb: float | None,
             tc: float | None) -> tuple[str, str]:
     """An "unstable" statistic said as what it is: where its reps spread as counting their
     samples predicts (analysis/counting.py, the dispersion test at 5%), "undersampled" (the
-    reports: "too few samples to see ±X%"): more samples would narrow it, a quieter machine
+    reports: "too few samples, could see ±X% (80% power)"): more samples would narrow it, a quieter machine
     would not. Under no change, 88% of the recorded A/A's 5%-share rows printed "unstable
     ... vary too much" where the dispersion against counting was 0.92. Spread beyond
     counting stays "unstable", the test's figures added to its reason."""

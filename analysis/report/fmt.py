@@ -96,14 +96,23 @@ def line_text(line: float, unit: str) -> str:
     return f"{line:.2f} pp" if unit == "pp" else f"{line * 100:g}%"
 
 
+def could_see(d: str) -> str:
+    """What a quiet verdict could have seen, worded one way everywhere: "could see ±2.4%
+    (80% power)", the smallest change its run would have established (not a bound on the
+    change); "could see only more than ±100% (80% power)" past +100%."""
+    only = "only " if d.startswith("more than") else ""
+    return f"could see {only}{d} ({stats.POWER:.0%} power)"
+
+
 def quiet_verdict(verdict: str, size: float | None, unit: str, real: bool = False,
                   line: float | None = None) -> str:
-    """"no change larger than −3.9%/+4.1%", "unstable (could see ...)", "negligible (could
-    see 0.80 pp)", "too few samples to see ±12.0%" (undersampled: a spread counting
-    explains): a verdict that saw nothing, with the size it could have seen; a minor
-    verdict as "regression, below the 5% line" (`line`: the line it stays under). `real`
-    (results written before the minor verdicts): a "no change" whose interval excludes no
-    change, said as real and under the waterline, not as "no change larger than"."""
+    """"no change, could see −3.9%/+4.1% (80% power)", "unstable, could see ... (80%
+    power)", "negligible, could see 0.80 pp (80% power)", "too few samples, could see ±12.0%
+    (80% power)" (undersampled: a spread counting explains): a verdict that saw nothing,
+    with the smallest change its run would have established (could_see); a minor verdict
+    as "regression, below the 5% line" (`line`: the line it stays under). `real` (results
+    written before the minor verdicts): a "no change" whose interval excludes no change,
+    said as real and under the waterline."""
     if verdict.startswith("minor "):
         word = verdict.split(" ", 1)[1]
         return (f"{word}, below the {line_text(line, unit)} line" if line is not None
@@ -111,16 +120,10 @@ def quiet_verdict(verdict: str, size: float | None, unit: str, real: bool = Fals
     d = detectable(size, unit)
     if verdict not in QUIET or not d:
         return verdict
-    if verdict == "no change" and real:
-        return f"no change (real, under the waterline; could see {d})"
-    if verdict == "no change" and d.startswith("more than"):
-        return f"no change seen (could see only {d})"
-    if verdict == "no change":
-        return f"no change larger than {d}"
-    if verdict == "undersampled":       # its spread is counting's: the samples limit it
-        return (f"too few samples (could see only {d})" if d.startswith("more than")
-                else f"too few samples to see {d}")
-    return f"{verdict} (could see {d})"
+    word = {"undersampled": "too few samples",     # its spread is counting's: the samples limit it
+            "no change": ("no change (real, under the waterline)" if real else
+                          "no change seen" if d.startswith("more than") else "no change")}
+    return f"{word.get(verdict, verdict)}, {could_see(d)}"
 
 
 def rel_ci(c: ChangeOut) -> str:

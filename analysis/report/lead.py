@@ -35,7 +35,7 @@ QUIET = ("negligible", "too few samples")    # focus rows the lead names instead
 class Headline(NamedTuple):
     text: str        # "Paired throughput +32.0% [+22.2, +42.6]%"
     detail: str      # "prefetch vs base, 10M keys × 10 B, 50 keys per MSET; 95% CI, 5 pairs"
-    verdict: str     # as printed ("no change larger than ±2.3%")
+    verdict: str     # as printed ("no change, could see ±2.3% (80% power)")
     kind: str        # the verdict itself, for marks and colours
     note: str        # the summary item's note (the server was not the bottleneck ...), or ""
 

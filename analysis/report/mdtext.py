@@ -76,7 +76,7 @@ def esc_spans(text: object) -> str:
 
 def verdict(v: str, text: str = "") -> str:
     """The verdict's mark; `text` (fmt.quiet_verdict) replaces its words when it carries
-    more: "➖ no change larger than ±4.1%"."""
+    more: "➖ no change, could see ±4.1% (80% power)"."""
     mark = VERDICT_MARK.get(v, esc(v or ""))
     if not text or text == v or v not in VERDICT_MARK:
         return mark

@@ -77,7 +77,7 @@ class Line(NamedTuple):
     label: str
     text: str
     verdict: str             # as printed: a verdict that saw nothing says how large a change
-                             #   it could have seen ("no change larger than ±4.1%")
+                             #   it could have seen ("no change, could see ±4.1% (80% power)")
     kind: str                # the verdict itself ("no change"), for marks and styles
 
 

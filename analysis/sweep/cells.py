@@ -27,7 +27,7 @@ def verdict(p: PointRow) -> str:
 
 def verdict_text(p: PointRow) -> str:
     """The verdict as printed: one that saw nothing says how large a change the point could
-    have seen ("no change larger than ±2.2%")."""
+    have seen ("no change, could see ±2.2% (80% power)")."""
     if p.metric is None:
         return ""
     c = p.metric.change

@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from analysis.inputs.records import Record
+from analysis.power import POWER
 from analysis.sweep.results import PointRow
 
 # A seed's change within this many % is "no gain" (the seeds' own 3% waterline).
@@ -117,7 +118,7 @@ def agree_cell(p: PointRow, seed: SeedRow | None) -> str:
         return ""
     if a == "below":
         return (f"below what this run could see (the seed's {seed_change(p, seed) * 100:+.1f}%; "
-                f"ours could see ±{p.metric.change.detectable * 100:.1f}%)").replace("-", "−")
+                f"ours could see ±{p.metric.change.detectable * 100:.1f}% ({POWER:.0%} power))").replace("-", "−")
     if a == "undecided":
         ours = p.metric.change.verdict if p.metric else "no data"
         if ours == "no change":
