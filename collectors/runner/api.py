@@ -32,6 +32,7 @@ from collectors.runner.context import RunContext, bench_bin
 from collectors.runner.new_manifest import apply_sections, make_manifest, new_run_id
 from collectors.runner.options import RUNS_DIR, RunError, RunOptions
 from collectors.runner.plugins import plugins, window_profilers
+from collectors.runner.preflight_run import check as preflight
 from collectors.runner.runner import Runner
 from collectors.workload.cases import load_case
 from collectors.workload.overrides import parse_sets
@@ -127,6 +128,7 @@ def plan_run(req: RunRequest, log: Log) -> RunPlan:
         raise RunError(f"--on {opts.precision_on}: give FUNCTION, FUNCTION:flat or FUNCTION:cum")
     specs = parse_variants(req.variants)
     layouts.check(opts, specs)
+    preflight(case, specs, opts, req.out, log)   # perf, PMU, memory, disk, load: refused in seconds
     if opts.load_generator == "memtier" or (opts.load_generator == "auto" and case.workload.tool == "memtier"):
         memtier.find_memtier()  # a MEMTIER= that points nowhere stops the run before any build
     host = machine.host_facts()
