@@ -47,7 +47,7 @@ def check(opts: RunOptions, specs: list[VariantSpec]) -> None:
     given = [s.name for s in specs if s.kind == "binary"]
     if given:
         raise RunError(f"--layouts {opts.layouts}: variant(s) {', '.join(given)} are prebuilt "
-                       f"binaries (bin:); a layout is a link order, so only debsrc: and git: "
+                       f"binaries (bin:); a layout is a link order, so only debsrc:, git: and dir: "
                        f"variants can have several")
     fixed = [s.name for s in specs if s.layout is not None]
     if fixed:
