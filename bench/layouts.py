@@ -1,4 +1,4 @@
-"""`make bench` figure 9: how much code layout alone moves Redis's and Valkey's throughput.
+"""`make bench` figure 14: how much code layout alone moves Redis's and Valkey's throughput.
 
 The same source linked in two orders (`+layout=SEED`, docs/variants.md) and compared in
 paired reps: any change is the layout's. Each recorded pair (layout a against layout b, its
@@ -62,7 +62,7 @@ def record(dirs: list[str], note: str) -> dict:
 
 
 def figure(doc: dict, where: str) -> None:
-    print(f"== 9. code layout: the same source in two link orders, paired ({where})")
+    print(f"== 14. code layout: the same source in two link orders, paired ({where})")
     if doc.get("note"):
         print(f"   {doc['note']}")
     by: dict[str, list[dict]] = {}
