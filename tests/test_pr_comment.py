@@ -339,7 +339,7 @@ def test_a_hostile_artifact_is_posted_inert(api, tmp_path):
     assert "@\u200bocto-org/maintainers" in body and "@\u200balice" in body and "&amp;#\u200b64;bob" in body
     assert "&amp;commat;dave" in body and "_team_@\u200boctocat" in body
     assert after(body) == CLEAN                 # GitHub leaves no fence, container or fold open after it
-    assert "<summary>Top &lt;b onmouseover=alert(1)>movers&lt;/b> @\u200beve</summary>" in body
+    assert "<summary>Top &lt;b onmouseover=alert(1)&gt;movers&lt;/b&gt; @\u200beve</summary>" in body
 
 
 def test_an_oversized_or_linked_artifact_is_refused(api, tmp_path, capsys):

@@ -6,14 +6,15 @@ to fit GitHub's 65,536-character comment limit with a line saying what was left 
 where the full report is.
 
 Everything from the artifact is the PR's (its code wrote it): the reports are neutralised
-(collectors/pr/untrusted.py: no raw HTML, link, image, alert, footnote, mention, reference
-or bidi control), so are the names and commits from results.json placed in the header, and
-the comment says which parts those are. What stallscope itself knows (the commit the
-trusted event measured, the workflow run's link) is written as it is. Every cut ends outside
-any fence and `<details>` (collectors/pr/fitting.py). Standard library only."""
+(collectors/pr/untrusted.py: no raw HTML, link, image, alert, footnote, mention, reference,
+math, diagram, bidi control or invisible character), so are the names and commits from
+results.json placed in the header, each cut to untrusted.NAME_CAP or COMMIT_CAP characters
+(an ellipsis shows where), and the comment says which parts those are. What stallscope
+itself knows (the commit the trusted event measured, the workflow run's link) is written as
+it is. Every cut ends outside any fence and `<details>` (collectors/pr/fitting.py).
+Standard library only."""
 from __future__ import annotations
 
-import html
 import re
 from dataclasses import dataclass
 
@@ -21,7 +22,7 @@ from analysis.report.mdtext import code_span, esc, verdict
 from analysis.report.table import md_table
 from collectors.pr.fitting import cut
 from collectors.pr.sources import Report
-from collectors.pr.untrusted import inert
+from collectors.pr.untrusted import COMMIT_CAP, clip, inert, inert_html
 
 MARKER = "<!-- stallscope-pr-report -->"
 # GitHub refuses a longer comment body (422); analysis.report.markdown.GITHUB_COMMENT_LIMIT,
@@ -51,15 +52,16 @@ class Measured:
 
 
 def untrusted(text: object) -> str:
-    """Text from the artifact as inert Markdown: escaped, then neutralised."""
-    return inert(esc(text))
+    """A name from the artifact as inert Markdown: capped (untrusted.clip), escaped, then
+    neutralised."""
+    return inert(esc(clip(text)))
 
 
 def commit_text(c: object, trusted: bool = False) -> str:
     """A commit: a SHA the trusted event named as plain text (GitHub links it), anything
     from the artifact as inert code (no link to a commit the PR's code chose)."""
     s = str(c or "").strip()
-    return s if trusted and _SHA.fullmatch(s) else inert(code_span(s or "unknown"))
+    return s if trusted and _SHA.fullmatch(s) else inert(code_span(clip(s, COMMIT_CAP) or "unknown"))
 
 
 def _sides(results: dict) -> tuple[tuple[str, str], tuple[str, str]]:
@@ -85,7 +87,7 @@ def headline_cells(h: dict | None) -> list[str]:
     if h.get("change_unit") == "rel" and h.get("change") is not None:
         text = _pct(h["change"]) + (f" \\[{_pct(lo)[:-1]}, {_pct(hi)[:-1]}\\]%" if lo is not None and hi is not None else "")
     what = "load time " if h.get("measure") == "load time" else "paired " if h.get("what") == "paired throughput" else ""
-    return [what + text, inert(verdict(h.get("verdict") or ""))]
+    return [what + text, inert(verdict(clip(h.get("verdict") or "")))]
 
 
 def _case_rows(reports: list[Report], m: Measured) -> tuple[list[str], list[str]]:
@@ -148,8 +150,8 @@ def fit(reports: list[Report], budget: int) -> list[str]:
 def _fold_open(rep: Report) -> str:
     """The <details> lines of report.md's shape around one case's lead (several cases)."""
     case = (rep.results.get("case") or {}).get("name") or rep.name
-    case = " ".join(str(case).split())[:200]       # one line: a line break would end the HTML block
-    return f"<details>\n<summary>{inert(html.escape(case, quote=False))}</summary>\n\n"
+    # one line (a line break would end the HTML block), capped; raw HTML: inert_html
+    return f"<details>\n<summary>{inert_html(clip(case))}</summary>\n\n"
 
 
 def body(reports: list[Report], m: Measured, limit: int = LIMIT) -> str:

@@ -11,7 +11,8 @@ through collectors/pr/untrusted.py (no symbolic links, size caps) and its Markdo
 neutralised.
 Caps hold for the artifact as a whole too: more than MAX_CASES directories are refused
 before any is read, the files read add up to at most ARTIFACT_CAP bytes, and of each
-results.json only what the comment uses is kept (`kept`);
+results.json only what the comment uses is kept (`kept`), each name and commit on one line
+and cut to untrusted.NAME_CAP or COMMIT_CAP characters with an ellipsis;
 `reports_only` (the comment job) refuses run directories, which would need the analysis
 (and its dependencies) to read. This module needs only the standard library unless a run
 directory is given."""
@@ -27,7 +28,7 @@ from typing import Callable
 from analysis.errors import UserError
 from analysis.inputs.layout import MANIFEST, REPORT_LEAD_END, REPORT_MD, RESULTS_JSON
 from collectors.pr.fitting import shorten
-from collectors.pr.untrusted import MIB, TooLarge, Unreadable, neutralise, read_capped
+from collectors.pr.untrusted import COMMIT_CAP, MIB, TooLarge, Unreadable, clip, neutralise, read_capped
 
 REPORT_CAP = 4 * MIB        # a report.md of every top mover is ~60 KB
 RESULTS_CAP = 32 * MIB      # results.json with every function is a few MB
@@ -87,6 +88,7 @@ def _headline(results: dict) -> dict | None:
            "measure": v.get("measure", ""), "change_unit": v.get("change_unit", "")}
     if not all(isinstance(x, str) and len(x) <= 200 for x in out.values()):
         return None
+    out["label"], out["verdict"] = clip(out["label"]), clip(out["verdict"])
     for k in ("change", "ci_low", "ci_high"):
         x = v.get(k)
         if x is not None and not (isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)):
@@ -97,25 +99,27 @@ def _headline(results: dict) -> dict | None:
 
 def kept(results: dict) -> dict:
     """Of a results.json, what the comment uses (comment.py): case.name, the names of base
-    and cand and their commits (environment.variants), each a string, and the throughput
-    headline (`_headline`, for the row of each case when a comment holds several); the rest
-    (every function of the profile ...) is not kept in memory."""
+    and cand and their commits (environment.variants), each a string on one line cut to
+    NAME_CAP (a commit COMMIT_CAP) characters, the last an ellipsis when it was longer
+    (untrusted.clip), and the throughput headline (`_headline`, for the row of each case
+    when a comment holds several); the rest (every function of the profile ...) is not kept
+    in memory."""
     out: dict = {}
     if (h := _headline(results)) is not None:
         out["headline"] = h
     case, env = results.get("case"), results.get("environment")
     if isinstance(case, dict) and isinstance(case.get("name"), str):
-        out["case"] = {"name": " ".join(case["name"].split())[:200]}     # one line, capped
+        out["case"] = {"name": clip(case["name"])}
     variants = env.get("variants") if isinstance(env, dict) else None
     commits = {}
     for side in ("base", "cand"):
         name = results.get(side)
         if not isinstance(name, str):
             continue
-        out[side] = name
+        out[side] = clip(name)
         v = variants.get(name) if isinstance(variants, dict) else None
         if isinstance(v, dict) and isinstance(v.get("commit"), str):
-            commits[name] = {"commit": v["commit"]}
+            commits[out[side]] = {"commit": clip(v["commit"], COMMIT_CAP)}
     if commits:
         out["environment"] = {"variants": commits}
     return out
@@ -158,7 +162,7 @@ def _from_run(d: Path, full: bool) -> Report:
     def render(limit: int) -> str:       # the lead of a whole report, or the report cut to fit
         md = report_md.render(r, limit if full else report_md.GITHUB_COMMENT_LIMIT)
         return shorten(neutralise(lead(md, full)), limit)
-    return Report(d.name, kept(r.to_json()), render)
+    return Report(clip(d.name), kept(r.to_json()), render)
 
 
 def _read(path: Path, cap: int, budget: list[int]) -> str:
@@ -186,4 +190,4 @@ def _from_report(d: Path, budget: list[int], full: bool) -> Report:
         if not isinstance(doc, dict):
             raise SourceError(f"{d / RESULTS_JSON}: not a results.json object (docs/results-json.md)")
         results = kept(doc)
-    return Report(d.name, results, lambda limit: shorten(text, limit))
+    return Report(clip(d.name), results, lambda limit: shorten(text, limit))

@@ -15,13 +15,22 @@ its Markdown only after neutralising what would act beyond the comment itself.
   collectors/pr/fitting.Fences (what fitting cuts by, too); a line that opens or closes
   one is moved to the margin, where no list item or quote can hold it (GitHub would end
   such a fence with its container, where a line-by-line reading would not), and a fence
-  still open at the end is closed. Every line, and every title, goes through `inert`.
-- `inert`: a line that links, shows, alerts, notifies and references nothing (the rules
-  below, from the GitHub Flavored Markdown spec and GitHub's "Autolinked references and
-  URLs"; tests/test_pr_neutralise.py renders the result with cmark-gfm, GitHub's parser):
-  - entity references: `&` of any but `&amp;` `&lt;` `&gt;` `&quot;` `&nbsp;` becomes
-    `&amp;`, so no reference decodes to a character the rules below look for (`&#64;`,
-    `&commat;` for @, `&#91;` for [, `&#x202E;`, `&colon;`): it shows as written;
+  still open at the end is closed. Every line goes through `inert`, every title through
+  `inert_html`.
+- `inert`: a line that links, shows, alerts, notifies, references, typesets and hides
+  nothing (the rules below, from the GitHub Flavored Markdown spec and GitHub's
+  "Autolinked references and URLs", "Writing mathematical expressions" and "Creating
+  diagrams"; tests/test_pr_neutralise.py renders the result with cmark-gfm, GitHub's parser):
+  - invisible characters: bidi controls (U+061C, U+200E/F, U+202A-E, U+2066-9), which
+    reorder what a reader sees, and every other default-ignorable code point or format or
+    control character (U+00AD, U+200B-D, U+2060-4, U+FEFF, the tag characters
+    U+E0000-E0FFF, variation selectors, Hangul fillers ...: `INVISIBLE`), which hide text:
+    shown as `[U+202E]`; only a single U+FE0E/U+FE0F after a visible character (an
+    emoji's presentation, "⚠️") stays;
+  - entity references: every `&` but that of `&amp;` `&lt;` `&gt;` `&quot;` `&nbsp;`
+    (with their `;`: what report.md's writer uses) becomes `&amp;`, so no reference decodes
+    to a character the rules below look for (`&#64;`, `&commat;`, `&#x40`, `&#91;`,
+    `&#x202E;`, `&colon;`): it shows as written;
   - raw HTML: `<` as `&lt;`;
   - links, images, footnotes, reference definitions, task lists and alerts all start at a
     `[` that is not backslash-escaped: every such `[` is escaped (`\\[`), and a `[!` gets a
@@ -36,12 +45,22 @@ its Markdown only after neutralising what would act beyond the comment itself.
   - references: a zero-width space between `#` or `GH-` and a digit (`#12`,
     `owner/repo#12`, `GH-12`), and in every run of 7 or more hex digits after each 6 (a
     commit SHA, `owner/repo@SHA`);
-  - bidi controls (U+061C, U+200E/F, U+202A-E, U+2066-9), which reorder what a reader
-    sees: shown as `[U+202E]`.
+  - math (`$...$`, `$$...$$`, `` $`...`$ ``): every `$` becomes U+FF04 `＄`, which no math
+    delimiter is (a backslash does not stop GitHub's `$`, nor would an entity reference
+    that decodes to one);
+  - diagrams and math blocks (```` ```math ````, `mermaid`, `geojson`, `topojson`, `stl`, in
+    any case, after any run of 3 or more backticks or tildes, in a quote or list item too):
+    an info string whose first word is not one of `PLAIN_INFO` gets `text ` before it, so
+    GitHub's language is `text`.
   Everywhere, code included: deciding "this is code" the way GitHub's parser does is what
-  an attacker would aim at, and a `<` shown as `&lt;` (or a `\\[`) in a command is the
-  whole cost. A repository's own custom autolinks (Settings → Autolink references, e.g.
+  an attacker would aim at, and a `<` shown as `&lt;` (or a `\\[`, a `＄`) in a command is
+  the whole cost. A repository's own custom autolinks (Settings → Autolink references, e.g.
   `JIRA-12`) are its maintainers' choice and are not broken.
+- `inert_html`: text for raw HTML (a fold's `<summary>` title): the same, but every `&`
+  becomes `&amp;` (a browser decodes `&#x40` or `&#x202E` without their `;` in HTML,
+  where CommonMark would not), `<` and `>` are escaped, and `[` stays (HTML reads no links).
+- `clip`: a name, commit or label from the artifact on one line, its invisible characters
+  shown, cut to `NAME_CAP` (`COMMIT_CAP`) characters with an ellipsis (`…`) as the last.
 Standard library only (the comment job runs it with nothing installed)."""
 from __future__ import annotations
 
@@ -58,15 +77,37 @@ ZWSP = "\u200b"           # zero-width space: breaks a mention, shows nothing
 
 _DETAILS_OPEN, _DETAILS_CLOSE = "<details>", "</details>"
 _SUMMARY = re.compile(r"<summary>(.*)</summary>")
-# Entity references as CommonMark decodes them (HTML5's names, numeric ones); the few that
-# decode to nothing inert's rules look for stay references.
-_ENTITY = re.compile(r"&(?:#[xX][0-9a-fA-F]{1,6}|#[0-9]{1,7}|([A-Za-z][A-Za-z0-9]{0,31}));")
-KEPT_ENTITIES = frozenset({"amp", "lt", "gt", "quot", "nbsp"})
+# The entity references report.md's writer uses (analysis/report/mdtext.esc, the funnel's
+# indent); they decode to nothing inert's rules look for, and CommonMark decodes a reference
+# once: `&amp;#64;` shows as `&#64;`. Every other `&` is shown as written.
+KEPT_ENTITIES = ("amp", "lt", "gt", "quot", "nbsp")
+_AMP = re.compile(rf"&(?!(?:{'|'.join(KEPT_ENTITIES)});)")
 _BRACKET = re.compile(r"(\\*)\[")                  # a [ and the backslashes before it
 _REFERENCE = re.compile(r"(#|GH-)(?=[0-9])", re.IGNORECASE)
 _WWW = re.compile(r"(www)(?=\.)", re.IGNORECASE)
 _HEX = re.compile(r"[0-9a-fA-F]{7,}")
-BIDI = re.compile("[\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+# What shows nothing, or reorders what shows: every Default_Ignorable_Code_Point (Unicode's
+# DerivedCoreProperties: soft hyphen, combining grapheme joiner, Hangul and Khmer fillers,
+# Mongolian selectors, U+200B-F, the bidi controls, U+2060-206F, variation selectors, U+FEFF,
+# U+FFF0-8, shorthand format controls, musical beam controls, the tag characters and the rest
+# of U+E0000-E0FFF), every other format character (category Cf: Arabic number signs,
+# interlinear annotation, Egyptian hieroglyph format controls) and every control character
+# but tab and line feed. tests/test_pr_neutralise.py checks it against unicodedata.
+INVISIBLE = re.compile(
+    "[\x00-\x08\x0b-\x1f\x7f-\x9f\u00ad\u034f\u0600-\u0605\u061c\u06dd\u070f\u0890\u0891\u08e2"
+    "\u115f\u1160\u17b4\u17b5\u180b-\u180f\u200b-\u200f\u202a-\u202e\u2060-\u206f\u3164\ufe00-\ufe0f"
+    "\ufeff\uffa0\ufff0-\ufffb\U000110bd\U000110cd\U00013430-\U0001343f\U0001bca0-\U0001bca3"
+    "\U0001d173-\U0001d17a\U000e0000-\U000e0fff]")
+_SELECTORS = "\ufe00-\ufe0f\U000e0100-\U000e01ef"
+# an emoji's presentation selector, alone after a visible character ("⚠️"): kept
+_PRESENTATION = re.compile(rf"(?<=[^\s{_SELECTORS}])[\ufe0e\ufe0f](?![{_SELECTORS}])")
+# a fenced block's info string after any run of 3 or more backticks or tildes, anywhere in a line
+_INFO = re.compile(r"(`{3,}(?!`)|~{3,}(?!~))([ \t]*)([^\s`]+)")
+PLAIN_INFO = frozenset({"text", "txt", "plaintext", "sh", "bash", "shell", "console", "diff", "json", "yaml", "c"})
+DOLLAR = "\uff04"          # ＄ FULLWIDTH DOLLAR SIGN: reads as $, delimits no math
+NAME_CAP = 100              # characters of a name or label from the artifact, as shown
+COMMIT_CAP = 64             # of a commit (a SHA-256 repository's object names are 64 hex digits)
+ELLIPSIS = "\u2026"
 
 
 class Unreadable(UserError):
@@ -98,11 +139,6 @@ def read_capped(path: Path, cap: int) -> str:
     return data.decode("utf-8", errors="replace").replace("\x00", "\ufffd")
 
 
-def _entity(m: re.Match) -> str:
-    """A reference shown as written (`&amp;...`), unless it is one of KEPT_ENTITIES."""
-    return m.group(0) if m.group(1) in KEPT_ENTITIES else "&amp;" + m.group(0)[1:]
-
-
 def _bracket(m: re.Match) -> str:
     """A [ after an odd number of backslashes is escaped already (literal text); else one
     more backslash makes it so."""
@@ -114,15 +150,49 @@ def _hex(m: re.Match) -> str:
     return ZWSP.join(run[i:i + 6] for i in range(0, len(run), 6))
 
 
-def inert(text: str) -> str:
-    """A line (or a title) that links, shows, alerts, notifies and references nothing (the
-    module's docstring lists the rules)."""
-    text = BIDI.sub(lambda m: f"[U+{ord(m.group(0)):04X}]", text)
-    text = _ENTITY.sub(_entity, text).replace("<", "&lt;")
-    text = _BRACKET.sub(_bracket, text).replace("[!", "[" + ZWSP + "!")
+def _info(m: re.Match) -> str:
+    """A fence's info string as plain text, unless its first word is one of PLAIN_INFO."""
+    return m.group(0) if m.group(3).casefold() in PLAIN_INFO else f"{m.group(1)}{m.group(2)}text {m.group(3)}"
+
+
+def _shown(m: re.Match) -> str:
+    kept = _PRESENTATION.match(m.string, m.start())        # its neighbours are looked at
+    return m.group(0) if kept else f"[U+{ord(m.group(0)):04X}]"
+
+
+def visible(text: str) -> str:
+    """`text` with each invisible or bidi control character (INVISIBLE) shown as `[U+XXXX]`, but an
+    emoji's presentation selector."""
+    return INVISIBLE.sub(_shown, text)
+
+
+def _marks(text: str) -> str:
+    """The rules of inert and inert_html after escaping: mentions, autolinks, references,
+    SHAs, math."""
     text = text.replace("@", "@" + ZWSP).replace("://", ":" + ZWSP + "//")
     text = _WWW.sub(lambda m: m.group(1) + ZWSP, _REFERENCE.sub(lambda m: m.group(1) + ZWSP, text))
-    return _HEX.sub(_hex, text)
+    return _HEX.sub(_hex, text).replace("$", DOLLAR)
+
+
+def inert(text: str) -> str:
+    """A line (or a name) of Markdown that links, shows, alerts, notifies, references,
+    typesets and hides nothing (the module's docstring lists the rules)."""
+    text = _AMP.sub("&amp;", visible(text)).replace("<", "&lt;")
+    text = _BRACKET.sub(_bracket, text).replace("[!", "[" + ZWSP + "!")
+    return _marks(_INFO.sub(_info, text))
+
+
+def inert_html(text: str) -> str:
+    """Text (a title) for raw HTML, where a browser decodes a reference without its `;`:
+    every `&`, `<` and `>` escaped, then inert's other rules but the Markdown ones."""
+    return _marks(visible(text).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;"))
+
+
+def clip(text: object, cap: int = NAME_CAP) -> str:
+    """A name, commit or label from the artifact as shown: one line, its invisible
+    characters shown, at most `cap` characters, the last an ellipsis when it was longer."""
+    s = visible(" ".join(str(text).split()))
+    return s if len(s) <= cap else s[:cap - 1] + ELLIPSIS
 
 
 def _folds(lines: list[str], out: list[bool]) -> set[int]:
@@ -164,7 +234,7 @@ def neutralise(text: str) -> str:
     for i, (line, kind) in enumerate(zip(lines, kinds)):
         if i in keep:
             m = _SUMMARY.fullmatch(line)
-            result.append(f"<summary>{inert(m.group(1))}</summary>" if m else line)
+            result.append(f"<summary>{inert_html(m.group(1))}</summary>" if m else line)
         elif kind in ("opens", "closes"):
             result.append(inert(line.lstrip(" ")))       # at the margin: no list item holds it
         else:
