@@ -24,8 +24,9 @@ def parser() -> argparse.ArgumentParser:
                "      --runner-labels self-hosted,bare-metal --max-parallel 4 --out .github/workflows/mset-15043.yml\n\n"
                "The runner group is required: its settings (organization, Actions, Runner groups) keep it to\n"
                "trusted workflows, so a pull request's job, which picks its own runs-on, cannot land on these\n"
-               "runners and plant builds in their cache. With --out, a PR workflow in the same directory whose\n"
-               "runners could be these is refused (docs/pr.md, \"Runner isolation\").",
+               "runners and plant builds in their cache. A PR workflow whose runners could be these, in the\n"
+               "directory of --out or in the .github/workflows of its git work tree or of the current one, is\n"
+               "refused, whether the workflow goes to a file or to stdout (docs/pr.md, \"Runner isolation\").",
         formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("name", help="an experiment (cases/experiments/NAME.yaml)")
     p.add_argument("--runner-group", required=True, metavar="NAME",
@@ -66,13 +67,13 @@ def main(argv: list[str]) -> int:
     args = ["--size", a.size, *[x for s in a.set for x in ("--set", s)],
             *[x for o in a.only for x in ("--only", o)]]
     text = render(a.name, args, runs_on, a.max_parallel, a.timeout)
-    if a.out:
-        out = Path(a.out)
-        try:
-            runners.check_apart(targets(str(out), runs_on), runners.targets_in(out.parent, skip=out))
-        except runners.RunnersShared as e:
-            print(f"stallscope experiment github: error: {e}", file=sys.stderr)
-            return 2
+    out = Path(a.out) if a.out else None
+    try:        # to a file or to stdout: a PR workflow's runners are never these
+        runners.check_apart(targets(str(out) if out else "the workflow printed", runs_on), runners.peers(out))
+    except runners.RunnersShared as e:
+        print(f"stallscope experiment github: error: {e}", file=sys.stderr)
+        return 2
+    if out:
         out.parent.mkdir(parents=True, exist_ok=True)
         out.write_text(text)
         print(f"stallscope experiment github: wrote {a.out}", file=sys.stderr)

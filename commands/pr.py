@@ -171,7 +171,7 @@ def github(args: argparse.Namespace) -> int:
     out = Path(args.out)
     measuring = out / workflow.PR_FILE
     runners.check_apart([runners.Target(f"{measuring}, job measure", runners.PR_ROLE, workflow.measuring_runner(setup))],
-                        runners.targets_in(out, skip=measuring))
+                        runners.peers(measuring))
     out.mkdir(parents=True, exist_ok=True)
     for name, text in ((workflow.PR_FILE, workflow.render_pr(cfg, setup, args.config)),
                        (workflow.COMMENT_FILE, trusted_workflow.render_comment(setup))):

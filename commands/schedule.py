@@ -83,7 +83,7 @@ def _main(args: argparse.Namespace) -> int:
         if not runners.GROUP.fullmatch(args.environment):
             raise ScheduleError(f"--environment {args.environment!r}: give an environment name (letters, digits, "
                                 "spaces and _ . -)")
-        runners.check_apart(workflow.targets(sched, str(out)), runners.targets_in(out.parent, skip=out))
+        runners.check_apart(workflow.targets(sched, str(out)), runners.peers(out))
         text = workflow.render(sched, args.file, args.secret, args.environment)
         out.parent.mkdir(parents=True, exist_ok=True)
         out.write_text(text)

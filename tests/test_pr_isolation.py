@@ -320,3 +320,53 @@ def test_a_malformed_workflow_of_ours_is_refused_not_skipped(tmp_path):
         runners.targets_in(tmp_path)
     (tmp_path / "sched.yml").write_text("name: other\non: push\non: push\n")
     assert runners.targets_in(tmp_path) == []
+
+
+def test_the_check_reads_the_repositorys_workflows_wherever_one_is_written(tmp_path, monkeypatch, capsys):
+    """The check is no lint of one directory (issue 46): whether the workflow goes to stdout,
+    to a file outside the repository or to one elsewhere in it, the `.github/workflows` of
+    the git work tree it is written into and of the one the command runs in are read too,
+    and a clash is refused with the group and the file, nothing written or printed."""
+    from commands import experiment_github
+    repo, elsewhere = tmp_path / "server", tmp_path / "elsewhere"
+    wf = repo / ".github" / "workflows"
+    _git("init", "-q", str(repo))
+    monkeypatch.chdir(repo)
+    assert cli.main(["github", "--out", str(wf), *PIN[:4], "--runner-group", "pr-bench",
+                     "--runner-labels", "self-hosted,pr-box"]) == 0
+    capsys.readouterr()
+
+    def experiment(*args: str) -> tuple[int, str, str]:
+        rc = experiment_github.main(["mset-15043", "--size", "tiny", *args])
+        out, err = capsys.readouterr()
+        return rc, out, err
+
+    clash = ("--runner-group", "pr-bench")
+    for where in ([], ["--out", str(elsewhere / "mset.yml")], ["--out", str(repo / "ci" / "mset.yml")]):
+        for cwd in (repo, tmp_path):
+            if not where and cwd == tmp_path:
+                continue                       # stdout from outside the repository: nothing to read
+            monkeypatch.chdir(cwd)
+            rc, out, err = experiment(*clash, *where)
+            if where and where[1].startswith(str(elsewhere)) and cwd == tmp_path:
+                assert rc == 0, err            # outside the repository, run from outside it
+                (elsewhere / "mset.yml").unlink()
+                continue
+            assert rc == 2 and out == "", (where, cwd, err)
+            assert "both target the runner group 'pr-bench'" in err and f"{wf / workflow.PR_FILE}, job measure" in err
+            assert err.startswith("stallscope experiment github: error: ") and len(err.splitlines()) == 1
+    assert not (elsewhere / "mset.yml").exists() and not (repo / "ci").exists()
+    monkeypatch.chdir(repo)
+    rc, out, err = experiment("--runner-group", "bench-trusted")           # a group of its own: printed
+    assert rc == 0 and "group: bench-trusted" in out and err == ""
+    # the schedule written elsewhere from the repository, into the PR workflow's group: refused
+    assert schedule_cli.main(["github", str(_schedule(tmp_path, "pr-bench")), "--out", str(elsewhere / "s.yml")]) == 2
+    assert f"{wf / workflow.PR_FILE}, job measure" in capsys.readouterr().err and not (elsewhere / "s.yml").exists()
+    # and the PR workflow written elsewhere while the repository holds the schedule's
+    (wf / workflow.PR_FILE).unlink()
+    assert schedule_cli.main(["github", str(_schedule(tmp_path)), "--out", str(wf / "stallscope-schedule.yml")]) == 0
+    capsys.readouterr()
+    assert cli.main(["github", "--out", str(elsewhere), *PIN[:4], "--runner-group", "nightly-bench"]) == 2
+    err = capsys.readouterr().err
+    assert "both target the runner group 'nightly-bench'" in err and f"{wf / 'stallscope-schedule.yml'}, job profile" in err
+    assert not (elsewhere / workflow.PR_FILE).exists()

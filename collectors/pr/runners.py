@@ -13,10 +13,13 @@ with all those labels.
 An experiment's workflow (`stallscope experiment github`) is trusted too: it builds the
 maintainers' variants with the runner's own cache, which a PR's job on that runner could
 plant. `stallscope pr github`, `stallscope schedule github` and `stallscope experiment
-github` each read the others' files in the directory they write to and refuse a PR target
-and a trusted one that could meet: the same group, or labels one of
-which holds the other's (a runner with the larger set fits both; the group settings are what
-keep them apart, and a mistaken group setting should not leave the labels matching too)."""
+github` each read the others' files before writing anything, to a file or to stdout
+(`peers`): in the directory written to, and in the `.github/workflows` of the git work tree
+that directory is in and of the one the command runs in (where a workflow printed or written
+elsewhere is put); and refuse a PR target and a trusted one that could meet: the same
+group, or labels one of which holds the other's (a runner with the larger set fits both; the
+group settings are what keep them apart, and a mistaken group setting should not leave the
+labels matching too)."""
 from __future__ import annotations
 
 import re
@@ -168,3 +171,43 @@ def targets_in(directory: Path, skip: Path | None = None) -> list[Target]:
                     label = f"{job_name} {row['job']}" if isinstance(row, dict) and row.get("job") else job_name
                     out.append(Target(f"{f}, job {label}", role, ro))
     return out
+
+
+WORKFLOWS = Path(".github") / "workflows"
+
+
+def _work_tree(start: Path) -> Path | None:
+    """The git work tree `start` (or its nearest existing parent) is in: the first directory
+    up from it that holds `.git` (a directory, or a worktree's file)."""
+    here = start.absolute()
+    while not here.exists() and here != here.parent:
+        here = here.parent
+    for d in (here, *here.parents):
+        if (d / ".git").exists():
+            return d
+    return None
+
+
+def workflow_dirs(written: Path | None) -> list[Path]:
+    """Where the workflows a new one must be kept apart from can be: the directory of the
+    file `written` (None: stdout), and the `.github/workflows` of the work tree that
+    directory is in and of the current directory's (without a work tree,
+    ./.github/workflows). Each once."""
+    dirs = [written.parent] if written is not None else []
+    for start in ([written.parent] if written is not None else []) + [Path.cwd()]:
+        tree = _work_tree(start)
+        dirs.append((tree if tree is not None else Path.cwd()) / WORKFLOWS)
+    out, seen = [], set()
+    for d in dirs:
+        key = d.resolve()
+        if key not in seen:
+            seen.add(key)
+            out.append(d)
+    return out
+
+
+def peers(written: Path | None) -> list[Target]:
+    """The self-hosted targets of the stallscope workflows in every one of `workflow_dirs`,
+    but the file being written."""
+    return [t for d in workflow_dirs(written) for t in targets_in(d, skip=written)]
+
