@@ -5,12 +5,13 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import textwrap
 from pathlib import Path
 
 import yaml
 
 from analysis.inputs.case import Case
-from analysis.inputs.option_specs import LLC, SIZE, SIZES
+from analysis.inputs.option_specs import LLC, SIZE, SIZE_WORDS, SIZES
 from collectors.command import run_command
 from collectors.workload.cases import case_files, load_case, load_doc, sizes_of, variants_of
 from collectors.workload.overrides import parse_sets
@@ -29,9 +30,8 @@ examples:
   stallscope cases import memtier_benchmark-5Mkeys-string-mget-100B-100keys.yml -o cases/mget-suite.yaml
 
 A case name may carry matrix values after '@' (axis=value, comma separated); axes not
-given keep the file's base values. Sizes: every case has `small` (CI, seconds to preload)
-and `default` (a keyspace far larger than L3). See docs/cases.md.
-"""
+given keep the file's base values. Sizes (docs/cases.md, "Sizes from the host's cache"):
+""" + textwrap.fill(SIZE_WORDS + "; every case has tiny, small and default.", 88) + "\n"
 
 
 def main(argv: list[str]) -> int:

@@ -29,7 +29,7 @@ def parser() -> argparse.ArgumentParser:
 
 verdicts: improvement / regression / no change / unstable / insufficient data, decided by
 the 95% confidence interval first, then the waterlines (docs/statistics.md).
-Throughput waterlines are relative (--noise 0.03 = 3%% of the base median); function shares
+Throughput waterlines are relative (--noise 0.03 = 3% of the base median); function shares
 use percentage points (--noise-pp 0.5, --regression-pp 1.0).""")
     p.add_argument("run_dir", metavar="RUN_DIR", help="a run directory (runs/<run-id>/)")
     p.add_argument("--out", metavar="DIR", help="output directory (default reports/<run-id>/)")

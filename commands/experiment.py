@@ -31,7 +31,7 @@ Examples:
   stallscope experiment list                          # the experiments and their run times
   stallscope experiment mset-15043 --plan             # points, time and memory; runs nothing
   stallscope experiment mset-15043                    # default size: the seed's table shape
-  stallscope experiment mset-15043 --size small       # the few-minute CI version
+  stallscope experiment mset-15043 --size tiny        # the few-minute CI version
   stallscope experiment zrange-2867 --set server.config.hz=100 --plan   # one field changed
   stallscope experiment rdb-load-2311 --only load:value=10,keys=10M --precision 3% --budget 20m
                                                       # one row again, until its interval is ±3%
@@ -40,7 +40,8 @@ Examples:
   stallscope experiment mset-15043 --emit-matrix
   stallscope experiment mset-15043 --point mset10.p04-value-100-keys-10M --out points/
   stallscope experiment --merge points/
-  stallscope experiment github mset-15043 --runner-labels self-hosted,bare-metal --max-parallel 4
+  stallscope experiment github mset-15043 --runner-group bench-trusted \\
+      --runner-labels self-hosted,bare-metal --max-parallel 4
   stallscope experiment --resume experiments/20261123-010203-mset-15043
   stallscope experiment --report experiments/20261123-010203-mset-15043
 

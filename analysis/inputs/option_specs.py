@@ -60,6 +60,9 @@ DEFAULT_LAYOUTS = 1
 # cache); small, default and large outgrow the host's last-level cache 2x, 4x and 8x where
 # the case is about DRAM (collectors/workload/working_set.py)
 SIZES = ("tiny", "small", "default", "large")
+SIZE_WORDS = ("tiny (the mechanics: seconds to preload, may fit in cache) | small (a DRAM "
+              "case's dataset at least 2x this host's last-level cache) | default (at least 4x) "
+              "| large (8x, the DRAM cases)")
 # how throughput is measured (collectors/runner/pairing.py): auto pairs wherever it fits and
 # falls back to separate reps, saying why; paired pairs or stops with the reason; unpaired
 # runs separate reps (a server start each). One vocabulary for run, sweep, the PR config and
@@ -220,7 +223,10 @@ REPS = Option(
     "reps", "--reps", int, None, "reps", key="reps",
     commands=("run", "sweep", "demo", "pr", "schedule", "experiment file"),
     help="paired reps (each both variants, side by side), or with separate reps throughput reps "
-         f"per variant (default {DEFAULT_REPS}; with --precision the first stage, default {PRECISION_PILOT})",
+         f"per variant (default: a run that decides, its paired reps planned from this host's "
+         f"recorded spread, at least {TARGET_MIN_UNITS} of {TARGET_WINDOWS} windows; --quick: "
+         f"{DEFAULT_REPS} of {PAIRED_WINDOWS}; with --precision the first stage, default "
+         f"{PRECISION_PILOT}; docs/defaults.md)",
     helps={"sweep": f"reps per point: per variant, or paired reps (default {DEFAULT_REPS}; with "
                     f"--precision each point's first stage, default {PRECISION_PILOT})",
            "demo": f"paired reps (default: planned for the run's targets, at least {TARGET_UNITS} of "
@@ -274,12 +280,12 @@ SIZE = Option(
     "size", "--size", str, DEFAULT_SIZE, "", key="size",
     commands=("run", "sweep", "experiment", "experiment github", "demo", "cases show", "pr", "schedule",
               "bisect"),
-    help="case size: tiny (the mechanics: seconds to preload, may fit in cache) | small (a "
-         "DRAM case's dataset at least 2x this host's last-level cache) | default (at least 4x) "
-         "| large (8x); each size's own key count is a floor (default: default)",
+    help=f"case size: {SIZE_WORDS}; each size's own key count is a floor (default: default)",
     helps={"sweep": "case size: tiny | small | default | large (small and up outgrow the host's "
                     "last-level cache 2x, 4x, 8x)",
-           "experiment": "tiny or small (CI, minutes) | default (the README's run time)",
+           "experiment": "tiny (the experiment file's few-minute CI version: fewer points and "
+                         "reps) | small | default (the seed's table, the README's run time) | "
+                         "large, where its cases have it (default: default)",
            "experiment github": "the experiment's size (default: default)",
            "demo": "default: MSET over at least 10M keys and 4x this host's last-level cache; "
                    "small: at least 2x the cache, fewer reps (CI)",
