@@ -46,8 +46,8 @@ its Markdown only after neutralising what would act beyond the comment itself.
     `owner/repo#12`, `GH-12`), and in every run of 7 or more hex digits after each 6 (a
     commit SHA, `owner/repo@SHA`);
   - math (`$...$`, `$$...$$`, `` $`...`$ ``): every `$` becomes U+FF04 `＄`, which no math
-    delimiter is (a backslash does not stop GitHub's `$`, nor would an entity reference
-    that decodes to one);
+    delimiter is (a `\\$` is not reliably left alone by GitHub's math, and an entity
+    reference decodes to `$` all the same);
   - diagrams and math blocks (```` ```math ````, `mermaid`, `geojson`, `topojson`, `stl`, in
     any case, after any run of 3 or more backticks or tildes, in a quote or list item too):
     an info string whose first word is not one of `PLAIN_INFO` gets `text ` before it, so
