@@ -5,7 +5,8 @@ Every check is real: it finds the binary, asks its version, and for perf really 
 reuse the preflight (collectors/host/preflight.py), which identifies the CPU and names its
 top-down method (Intel TMA, AMD Zen 4/5 pipeline utilization, Arm top-down) and why it
 cannot count here. Informational: exit code 0 unless --strict.
-It sits above the packages it checks (host, build, profilers); the command is commands/doctor.py.
+It sits above the packages it checks (host, build, profilers), and its perf row judges by
+the rule a run's preflight refuses by (collectors/runner/preflight_run.py); the command is commands/doctor.py.
 """
 from __future__ import annotations
 
@@ -26,6 +27,7 @@ from collectors.host.toplev import ToplevError, find_toplev, listing, missing as
 from collectors.host.toplev import describe as describe_toplev
 from collectors.host import preflight as pre
 from collectors.profilers.parca.client import DEFAULT_URL_ENV, TOKEN_ENV, ParcaClient, ParcaError
+from collectors.runner import preflight_run
 
 BUSY_LOOP = "import time\nt = time.time()\nwhile time.time() - t < 0.1: pass\n"
 
@@ -47,7 +49,14 @@ def check_perf(facts: pre.HostFacts) -> Check:
                      "apt-get install linux-perf (Debian) / linux-tools-$(uname -r) (Ubuntu)")
     v = ".".join(map(str, facts.perf_version or ())) or "unknown version"
     who = "root" if facts.is_root else "non-root"
-    return Check("perf", True, f"perf {v} at {facts.perf_path}; perf_event_paranoid={facts.paranoid} ({who})")
+    # the rule a run's preflight refuses by: perf must record the server whole, kernel time too
+    holder = None if facts.is_root else preflight_run.perfmon_holder()
+    refused = preflight_run.judge_perf(preflight_run.Facts(paranoid=facts.paranoid, root=facts.is_root,
+                                                           perfmon=holder))
+    if refused:
+        return Check("perf", False, f"perf {v} at {facts.perf_path}; {refused.problem}", refused.fix)
+    return Check("perf", True, f"perf {v} at {facts.perf_path}; perf_event_paranoid={facts.paranoid} ({who}"
+                 + (f", CAP_PERFMON: {holder}" if holder else "") + ")")
 
 
 def perf_record(perf: str, extra: list[str]) -> tuple[int, str]:

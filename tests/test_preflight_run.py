@@ -55,6 +55,19 @@ def test_perf_permission(facts, refused, words):
             assert "sudo sysctl kernel.perf_event_paranoid=1" in r.fix and "--profile off" in r.fix
 
 
+
+def test_doctor_judges_perf_by_the_same_rule(monkeypatch):
+    from collectors import doctor
+    from collectors.host.preflight import HostFacts
+    monkeypatch.setattr(pr, "perfmon_holder", lambda: None)
+    c = doctor.check_perf(HostFacts(perf_path="/usr/bin/perf", perf_version=(6, 1), paranoid=2, is_root=False))
+    assert c.available is False and "kernel.perf_event_paranoid=2" in c.detail
+    assert "sudo sysctl kernel.perf_event_paranoid=1" in c.fix
+    ok = doctor.check_perf(HostFacts(perf_path="/usr/bin/perf", perf_version=(6, 1), paranoid=1, is_root=False))
+    assert ok.available and ok.detail.endswith("perf_event_paranoid=1 (non-root)")
+    root = doctor.check_perf(HostFacts(perf_path="/usr/bin/perf", perf_version=(6, 1), paranoid=3, is_root=True))
+    assert root.available and root.detail.endswith("(root)")
+
 def test_capabilities_read_from_the_process_and_from_perfs_file(tmp_path):
     status = tmp_path / "status"
     status.write_text("Name:\tx\nCapEff:\t0000004000000000\n")      # bit 38: CAP_PERFMON
