@@ -5,10 +5,10 @@ sample costs the server. Two rules for that bound, replayed on the recorded stor
 project's KVM guest (tests/data/sample-cost: each finished run's measured cost per sample
 and its standard error, oldest first, per host):
 
-  fixed  the rule before: all of the host's runs and the seed pooled by inverse variance,
+  fixed  the rule before: all of the host's runs and the starting cost pooled by inverse variance,
          the bound of a common mean, mu_F + z * SE(mu_F)
   next   the rule now: the case's own runs (from MIN_CASE_RUNS of them, else the host's)
-         and the seed pooled by random effects (DerSimonian-Laird tau^2), the bound of the
+         and the starting cost pooled by random effects (DerSimonian-Laird tau^2), the bound of the
          next run's cost, mu + z * sqrt(SE(mu)^2 + tau^2)
 
 Before each recorded run, each rule is computed from the runs before it. Scoring: the run
@@ -98,7 +98,7 @@ def replay(es: list[dict[str, Any]], rule: str, min_case_runs: int = sc.MIN_CASE
 
 
 def hindsight(es: list[dict[str, Any]]) -> dict[str, tuple[float, float]]:
-    """case -> (its cost pooled over all its runs in the store, the pool's SE), no seed."""
+    """case -> (its cost pooled over all its runs in the store, the pool's SE), no starting cost."""
     out = {}
     for case in dict.fromkeys(sc.entry_case(e) for e in es):
         w = [(1 / e["se_us"] ** 2, e["us_per_sample"]) for e in es if sc.entry_case(e) == case]
@@ -108,7 +108,7 @@ def hindsight(es: list[dict[str, Any]]) -> dict[str, tuple[float, float]]:
 
 
 def heterogeneity(es: list[dict[str, Any]]) -> tuple[float, int, float, float]:
-    """Cochran's Q of the runs (no seed) around their fixed-effect mean, its degrees of
+    """Cochran's Q of the runs (no starting cost) around their fixed-effect mean, its degrees of
     freedom, its p-value (chi-square) and DerSimonian-Laird's tau (µs a sample)."""
     w = [1 / e["se_us"] ** 2 for e in es]
     y = [e["us_per_sample"] for e in es]
@@ -224,7 +224,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--hosts", type=int, default=200, help="simulated stores (figure 11b)")
     a = ap.parse_args(argv)
     print(f"Figure 11: perf's rate from a 90% bound of the cost per sample, replayed on recorded "
-          f"stores (budget {sc.BUDGET:.0%}, seed {sc.SEED_US:.0f} ± {sc.SEED_SE:.0f} µs, "
+          f"stores (budget {sc.BUDGET:.0%}, starting cost {sc.START_US:.0f} ± {sc.START_SE:.0f} µs, "
           f"case pool from {a.min_case_runs} runs)")
     total: dict[str, list[Step]] = {r: [] for r in RULES}
     for path in a.store or STORES:

@@ -167,7 +167,7 @@ def test_the_pages_sentences_hold_the_codes_numbers():
                  f"for throughput ±{specs.TARGET_THROUGHPUT:.0%}, each focus function "
                  f"±{specs.TARGET_FOCUS:.0%} and every function of {specs.TARGET_SHARE:.0%} of the "
                  f"samples ±{specs.TARGET_MOVERS:.0%}",
-                 f"a starting cost of {sc.SEED_US:g} ± {sc.SEED_SE:g} µs",
+                 f"a starting cost of {sc.START_US:g} ± {sc.START_SE:g} µs",
                  f"passes {sc.PERTURBATION:.0%} of the server's CPU",
                  f"keep perf within {sc.BUDGET:.0%}"):
         assert said in text, said

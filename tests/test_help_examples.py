@@ -162,3 +162,6 @@ def test_the_run_helps_numbers_are_the_codes():
     assert f"within --budget ({o.DEFAULT_TARGET_BUDGET_S / 60:.0f} min)" in h
     assert f"unpaired, {o.SEPARATE_PROFILE_REPS} separate profile reps" in h
     assert "(default 5;" not in h
+    from collectors.host import sample_cost as sc
+    assert f"a starting cost of {sc.START_US:g} ± {sc.START_SE:g} µs" in h
+    assert "seed" not in h.lower(), "seed means an upstream result (docs/architecture.md, Words)"

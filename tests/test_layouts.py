@@ -240,7 +240,7 @@ def test_a_live_aa_run_over_two_layouts_at_ci_size(tmp_path):
                         "--out", str(tmp_path), "--no-progress"],
                        cwd=REPO, env=cli_env(), capture_output=True, text=True, timeout=1800)
     assert p.returncode == 0, p.stderr[-3000:]
-    assert "2 layouts of every variant (link-order seeds 1, 2)" in p.stderr
+    assert "2 layouts of every variant (layout shuffle numbers 1, 2)" in p.stderr
     run_dir = Path(p.stdout.strip().splitlines()[-1])
     m = load_run(run_dir).manifest
     assert m.options.layouts == 2

@@ -24,7 +24,7 @@ HOST = HostSummary(cpu_model="AMD EPYC", logical_cpus=2, memory_bytes=24 * 2**30
 OTHER = HostSummary(cpu_model="Intel Xeon", logical_cpus=2, memory_bytes=24 * 2**30)
 
 
-def test_a_host_that_measured_nothing_samples_at_the_seeds_bound(tmp_path):
+def test_a_host_that_measured_nothing_samples_at_the_starting_costs_bound(tmp_path):
     r = sample_cost.choose(HOST, tmp_path / "none.json")
     assert (r.hz, r.runs) == (199, 0)
     assert r.predicted <= sample_cost.BUDGET < 249 * r.us_per_sample * 1e-6
@@ -41,7 +41,7 @@ def test_runs_are_kept_per_host_and_close_the_bound_on_the_hosts_cost(tmp_path):
     r = sample_cost.choose(HOST, path)
     assert r.runs == 12 and 8.0 < r.us_per_sample < 15.0 and r.hz == 599      # 0.82%
     assert r.tau == 0.0                       # the runs agree: the fixed-effect bound
-    assert sample_cost.choose(OTHER, path).hz == 199          # another host: its own seed
+    assert sample_cost.choose(OTHER, path).hz == 199          # another host: the starting cost
     for i in range(30):
         sample_cost.record(HOST, f"s{i}", 199, 199 * 8e-6, 0.002, path, case="mset-50keys")
     sample_cost.record(HOST, "t", 199, 199 * 8e-6, 0.002, path, case="mget-100keys")
@@ -186,7 +186,7 @@ def test_on_stores_drawn_from_the_recorded_ones_the_fixed_bound_is_exceeded_far_
 
 def test_costs_measured_by_the_drifting_estimator_are_not_pooled(tmp_path):
     """Entries without `estimator` were measured against the block before alone, biased
-    toward perf being free (analysis/compare/profiler_cost.sandwiches): the seed decides."""
+    toward perf being free (analysis/compare/profiler_cost.sandwiches): the starting cost decides."""
     path = tmp_path / "s.json"
     biased = [{"run": f"20261127-17000{i}-mset-50keys", "at": "x", "hz": 299, "overhead": -0.03,
                "us_per_sample": -100.0, "se_us": 50.0} for i in range(8)]

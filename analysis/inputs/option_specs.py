@@ -259,7 +259,7 @@ FREQUENCY = Option(
          "cost stays within 1%%. The cost per sample is what this case's earlier server-bound "
          "runs on this host measured in their perf on/off blocks, or "
          "all of the host's until the case has 5 (a 90%% upper bound of the next run's cost, the "
-         "runs pooled by random effects, with a seed of 35 ± 10 µs measured on a 2-core KVM "
+         "runs pooled by random effects, with a starting cost of 35 ± 10 µs measured on a 2-core KVM "
          "guest). The report prints the rate and the cost measured in this run",
     helps={"sweep": "perf sampling frequency in Hz at every point (default: each point's run "
                     "chooses it from this host's measured cost per sample, as `stallscope run`)"})
@@ -330,7 +330,7 @@ MIN_CHANGE = Option(
 
 LAYOUTS = Option(
     "layouts", "--layouts", int, DEFAULT_LAYOUTS, "layouts", metavar="N", commands=("run",),
-    help=f"build every variant N times, its objects linked in N orders (seeds 1..N, recorded; "
+    help=f"build every variant N times, its objects linked in N orders (layout shuffle numbers 1..N, recorded; "
          f"default {DEFAULT_LAYOUTS}: the upstream order), run --reps paired reps on each layout "
          "(layout i of one side against layout i of the other) and give the change over layouts, "
          "the layout spread inside its interval, with a line: holds across N layouts, or depends "

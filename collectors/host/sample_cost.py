@@ -25,7 +25,7 @@ one-sided 90% upper bound of what the NEXT run will cost, not of the mean cost:
   estimate, mu the mean weighted by 1 / (se_i^2 + tau^2) with SE(mu)^2 = 1 / sum of the
   weights, and the next run's cost is mu + z * sqrt(SE(mu)^2 + tau^2), z = UPPER_Z. With
   tau^2 = 0 (the runs agree within their errors) it is the fixed-effect bound.
-- The seed. Before this host has measured anything, the cost is SEED_US +- SEED_SE, the cost
+- The starting cost. Before this host has measured anything, the cost is START_US +- START_SE, the cost
   measured on this project's 2-core KVM guest with profile windows (docs/statistics.md,
   "Profiler overhead": 999 Hz took ~3.7% of the server, 99 Hz ~0.4%); it stays one more
   measurement in every pool, so one run's noisy low figure cannot send the rate to 999 Hz.
@@ -66,10 +66,10 @@ BUDGET = 0.01           # the share of the server's CPU perf may take in a --qui
 # cost cancels in every ratio; the run measures it, and checks that its perf-on and perf-off
 # blocks agree (analysis/compare/profiler_cost.py)
 PERTURBATION = 0.05
-SEED_US = 35.0          # cost of one sample before this host has measured its own
-SEED_SE = 10.0          # how far the seed may be off on another host (µs, one standard error)
+START_US = 35.0         # the starting cost: one sample's before this host has measured its own
+START_SE = 10.0         # how far the starting cost may be off on another host (µs, one standard error)
 UPPER_Z = 1.2816        # one-sided 90% upper bound of the next run's cost
-# A case's own runs make its pool from 5 on: with the seed that is 6 measurements, 5 degrees
+# A case's own runs make its pool from 5 on: with the starting cost that is 6 measurements, 5 degrees
 # of freedom for tau^2. From fewer, Q can hardly tell a costlier case from noise (tau^2 comes
 # out 0 and the bound as narrow as the fixed one); the host's pool is the wider, safer bound.
 MIN_CASE_RUNS = 5
@@ -90,7 +90,7 @@ _STAMP = re.compile(r"^\d{8}-\d{6}-")     # a run id's <date>-<time>- (new_manif
 
 @dataclass(frozen=True)
 class Pooled:
-    """Measured costs pooled with the seed by random effects (µs a sample)."""
+    """Measured costs pooled with the starting cost by random effects (µs a sample)."""
     mean: float
     se: float          # SE of the mean
     tau: float         # the spread of the runs' own costs around it (0: they agree)
@@ -102,10 +102,10 @@ class Pooled:
 
 
 def pool(pairs: Sequence[tuple[float, float]], random: bool = True) -> Pooled:
-    """(µs, se) measurements and the seed pooled. random=False: the fixed-effect pool (tau 0),
+    """(µs, se) measurements and the starting cost pooled. random=False: the fixed-effect pool (tau 0),
     the bound on a common mean this module used before (bench/sample_cost.py compares)."""
-    ys = [float(y) for y, _ in pairs] + [SEED_US]
-    vs = [float(s) ** 2 for _, s in pairs] + [SEED_SE ** 2]
+    ys = [float(y) for y, _ in pairs] + [START_US]
+    vs = [float(s) ** 2 for _, s in pairs] + [START_SE ** 2]
     w = [1.0 / v for v in vs]
     mean = sum(wi * y for wi, y in zip(w, ys)) / sum(w)
     tau2 = 0.0
@@ -124,7 +124,7 @@ class Rate:
     """A chosen rate and why."""
     hz: int
     us_per_sample: float     # the upper bound the rate was chosen by
-    runs: int                # measured runs pooled with the seed (0: the seed alone)
+    runs: int                # measured runs pooled with the starting cost (0: it alone)
     case: str | None = None  # the case whose own runs were pooled; None: all of the host's
     tau: float = 0.0         # the pool's spread between runs (µs a sample)
     budget: float = BUDGET   # the share of the server's CPU the rate may cost
@@ -152,11 +152,11 @@ class Rate:
 
     def _source(self) -> str:
         if not self.runs:
-            src = "90% upper bound of the seed, this host has measured none yet"
+            src = "90% upper bound of the starting cost, this host has measured none yet"
         else:
             whose = (f"{self.runs} run(s) of {self.case} on this host" if self.case else
                      f"all {self.runs} run(s) measured on this host")
-            src = (f"90% upper bound of the next run's cost from {whose} and the seed, "
+            src = (f"90% upper bound of the next run's cost from {whose} and the starting cost, "
                    f"{self.tau:.1f} µs spread between runs")
         return src
 

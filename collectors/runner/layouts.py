@@ -1,5 +1,5 @@
 """`stallscope run --layouts N`: every variant built N times, its objects linked in N orders
-(seeds 1..N, collectors/variants/linkorder.py), and the paired reps spread over them.
+(layout shuffle numbers 1..N, collectors/variants/linkorder.py), and the paired reps spread over them.
 
 Paired rep k runs layout seed ((k - 1) mod N) + 1 of both variants, so layout i of the
 baseline is always measured against layout i of the candidate, the layouts take turns
@@ -73,7 +73,7 @@ def build_all(specs: list[VariantSpec], opts: RunOptions, log: Log) -> dict[str,
     if opts.layouts == 1:
         return {s.name: build_variant(s, log=log) for s in specs}
     seeds = layout_seeds(opts.layouts)
-    log(f"stallscope run: {opts.layouts} layouts of every variant (link-order seeds "
+    log(f"stallscope run: {opts.layouts} layouts of every variant (layout shuffle numbers "
         f"{', '.join(map(str, seeds))})")
     return {s.name: build_layouts(s, seeds, log) for s in specs}
 

@@ -382,7 +382,7 @@ def _build_into(spec: VariantSpec, ident: dict, patches: list[dict[str, str]], c
         if spec.layout is not None:
             layout = apply_layout(tree, spec.layout)
             say(f"layout: {layout['variable']} ({layout['objects']} objects) linked in the "
-                f"order of seed {spec.layout}")
+                f"order of layout shuffle number {spec.layout}")
         flags = merge_make_flags(default_make_flags(), spec.make_flags)
         _run_make(tree, flags, tmp / "build.log", say, cache)
         binaries = _find_binaries(tree)

@@ -38,9 +38,10 @@ Variant spec grammar:   NAME=SOURCE[+MODIFIER]...
     +make=VAR=VALUE      extra make variable, overrides the default of the same name
                          (not for bin:)
     +config=NAME=VALUE   server config override (passed as --NAME VALUE at start)
-    +layout=SEED         link the server's objects in an order shuffled by SEED (an
-                         integer), to see whether a change survives another code layout;
-                         `stallscope run --layouts N` adds it for you (not for bin:)
+    +layout=N            link the server's objects in an order shuffled by N (the layout
+                         shuffle number, an integer), to see whether a change survives
+                         another code layout; `stallscope run --layouts N` adds it for you
+                         (not for bin:)
 
 Examples:
   base=debsrc:redis
@@ -74,7 +75,7 @@ class VariantSpec:
     make_flags: list[str] = field(default_factory=list)
     config: dict[str, str] = field(default_factory=dict)
     suite: str | None = None        # debsrc only: Debian suite (None = default)
-    layout: int | None = None       # link-order seed (collectors/variants/linkorder.py); None: as upstream
+    layout: int | None = None       # layout shuffle number (collectors/variants/linkorder.py); None: as upstream
 
 
 def _apply_modifier(vs: VariantSpec, modifier: str, bad: Callable[[str], ValueError]) -> None:
@@ -95,7 +96,7 @@ def _apply_modifier(vs: VariantSpec, modifier: str, bad: Callable[[str], ValueEr
         vs.config[cname] = cval
     elif key == "layout":
         if not re.fullmatch(r"\d{1,9}", val):
-            raise bad(f"+layout={val!r}: expected a seed, a whole number such as +layout=3")
+            raise bad(f"+layout={val!r}: expected a layout shuffle number, a whole number such as +layout=3")
         vs.layout = int(val)
 
 
