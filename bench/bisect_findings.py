@@ -6,7 +6,7 @@ shift injected at run s is commit s. A regression the detector places at run k i
 over the range of the run that alerts it, P..k for a paired test, P..k+1 at least for a
 finding other signals place (alerted_at), by the real search (analysis/bisect/search.py)
 and step rule (analysis/bisect/rule.py) at the job's minimum change, each probe's paired reps
-drawn from the 25 recorded paired reps of figure 13 (bench/bisection.py: sd 2.7% a rep) plus
+drawn from the 25 recorded paired reps of figure 15 (bench/bisection.py: sd 2.7% a rep) plus
 the true change between the probe and its base. Then, as the alert would read:
 
 - a culprit: the finding moves to the culprit's run; findings naming one culprit are one;

@@ -1,4 +1,4 @@
-"""`make bench` figure 13: the error rates of `stallscope bisect`, by simulation from recorded
+"""`make bench` figure 15: the error rates of `stallscope bisect`, by simulation from recorded
 per-rep values.
 
 Each simulated paired rep is a real one: a residual (its run's mean taken out) of the paired
@@ -6,10 +6,10 @@ reps of three recorded runs of this project's 2-core VM (tests/data/runs: 12 + 8
 MSET 50 keys Redis 8.0 against its prefetch build, 5 reps of an A/A run), drawn with
 replacement, plus the true change. Two figures:
 
-  13a one step (analysis/bisect/rule.py) at true changes 0, m/2, m and 2m of the minimum m:
+  15a one step (analysis/bisect/rule.py) at true changes 0, m/2, m and 2m of the minimum m:
       how often it says different / same / not yet, against the naive rule (a 95% interval
       at every look; different when it excludes 0, same when it lies inside ±m)
-  13b whole bisections (analysis/bisect/search.py) of an 8-commit range, the culprit at a
+  15b whole bisections (analysis/bisect/search.py) of an 8-commit range, the culprit at a
       random commit with a change of m, and of a range without a change: right culprit,
       wrong culprit, no culprit, unresolved; paired reps used; the same with the naive
       rule deciding each step
@@ -80,7 +80,7 @@ def sequential(x: np.ndarray, m: float, alpha: float, looks=rule.LOOKS) -> tuple
 
 
 def one_step(res: np.ndarray, m: float, alpha: float, sims: int, seed: int = 20261127) -> dict:
-    """figure 13a: {true change: {rule: {verdict: share}}}."""
+    """figure 15a: {true change: {rule: {verdict: share}}}."""
     rng = np.random.default_rng(seed)
     out = {}
     for mult in (0.0, 0.5, 1.0, 2.0):
@@ -128,7 +128,7 @@ def bisection(res: np.ndarray, m: float, culprit: int | None, rng: np.random.Gen
 
 
 def whole(res: np.ndarray, m: float, sims: int, seed: int = 20261127) -> dict:
-    """figure 13b: {(rule, "a change of m" | "no change"): {outcome: share, "reps": mean}}."""
+    """figure 15b: {(rule, "a change of m" | "no change"): {outcome: share, "reps": mean}}."""
     rng = np.random.default_rng(seed)
     out = {}
     for (name, label, has) in (("three-way", "a change of m", True), ("three-way", "no change", False),
@@ -149,15 +149,15 @@ def main() -> None:
     sd = float(res.std(ddof=1))
     alpha = rule.step_alpha(COMMITS)
     m = rule.default_min_change(sd, alpha)
-    print(f"== 13. bisect: {len(res)} recorded paired reps (sd {sd:.2%} a rep), an {COMMITS}-commit "
+    print(f"== 15. bisect: {len(res)} recorded paired reps (sd {sd:.2%} a rep), an {COMMITS}-commit "
           f"range, each step's error {alpha:.2%}, minimum change m = {m:.1%} (the default for that "
           f"spread), looks after {rule.LOOKS}; {a.sims} simulations")
-    print("-- 13a. one step: share of steps that end in each decision")
+    print("-- 15a. one step: share of steps that end in each decision")
     for mult, rules in one_step(res, m, alpha, a.sims).items():
         for name, v in rules.items():
             print(f"   true change {mult:>3g} m ({m * mult:5.1%})  {name:9s}  different {v['different']:6.1%}"
                   f"  same {v['same']:6.1%}  not yet {v['not yet']:6.1%}")
-    print("-- 13b. whole bisections")
+    print("-- 15b. whole bisections")
     for (name, label), v in whole(res, m, max(a.sims // 4, 200)).items():
         print(f"   {name:9s} {label:14s} right culprit {v['right culprit']:6.1%}  wrong culprit {v['wrong culprit']:6.1%}"
               f"  no culprit {v['no culprit']:6.1%}  unresolved {v['unresolved']:6.1%}  paired reps {v['reps']:.0f}")

@@ -206,7 +206,7 @@ def function_series(jobs: int, runs: int, noise: Noise, seed: int = 1) -> None:
     total_runs = 2 * jobs * runs + len(FN_SIZES) * jobs * runs
     print(f"     bisected: {bisector.bisections} bisections ({100 * bisector.bisections / total_runs:.1f} per "
           f"100 runs), {bisector.reps / max(bisector.bisections, 1):.0f} paired reps each on average, "
-          f"ending {dict(bisector.outcomes)}; minimum change {bisector.min_change:.0%}, each probe's reps from figure 13's recorded ones "
+          f"ending {dict(bisector.outcomes)}; minimum change {bisector.min_change:.0%}, each probe's reps from figure 15's recorded ones "
           f"(sd {bisector.sd:.1%} a rep)")
     print(f"     goal at -2%: recall >= {FN_GOAL[0]}, precision >= {FN_GOAL[1]}; at most {FN_GOAL[2]:.0f} "
           "false alert per 100 runs")

@@ -39,7 +39,7 @@ ALPHA = 0.05            # the chance that a bisection names a wrong culprit (or 
 LOOKS = (3, 6, 12)      # units (paired reps) after which a step looks; 3: the fewest with a spread
 # The default minimum change gives each step 95% power by its last look: a bisection has
 # about three steps that must each find the change (the ends, and the probes at or after the
-# culprit), so 95% a step is ~85% for the whole search (80% a step was 57%: bench figure 13b).
+# culprit), so 95% a step is ~85% for the whole search (80% a step was 57%: bench figure 15b).
 POWER_Z = 1.6449
 
 DIFFERENT, SAME, NOT_YET = "different", "same", "not yet"
