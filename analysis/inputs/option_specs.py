@@ -223,10 +223,9 @@ REPS = Option(
     "reps", "--reps", int, None, "reps", key="reps",
     commands=("run", "sweep", "demo", "pr", "schedule", "experiment file"),
     help="paired reps (each both variants, side by side), or with separate reps throughput reps "
-         f"per variant (default: a run that decides, its paired reps planned from this host's "
-         f"recorded spread, at least {TARGET_MIN_UNITS} of {TARGET_WINDOWS} windows; --quick: "
-         f"{DEFAULT_REPS} of {PAIRED_WINDOWS}; with --precision the first stage, default "
-         f"{PRECISION_PILOT}; docs/defaults.md)",
+         f"per variant (default: a run that decides, its paired reps planned from this host's recorded "
+         f"spread, at least {TARGET_MIN_UNITS} of {TARGET_WINDOWS} windows; --quick: {DEFAULT_REPS} of "
+         f"{PAIRED_WINDOWS}; with --precision the first stage, default {PRECISION_PILOT}; docs/defaults.md)",
     helps={"sweep": f"reps per point: per variant, or paired reps (default {DEFAULT_REPS}; with "
                     f"--precision each point's first stage, default {PRECISION_PILOT})",
            "demo": f"paired reps (default: planned for the run's targets, at least {TARGET_UNITS} of "
@@ -283,9 +282,8 @@ SIZE = Option(
     help=f"case size: {SIZE_WORDS}; each size's own key count is a floor (default: default)",
     helps={"sweep": "case size: tiny | small | default | large (small and up outgrow the host's "
                     "last-level cache 2x, 4x, 8x)",
-           "experiment": "tiny (the experiment file's few-minute CI version: fewer points and "
-                         "reps) | small | default (the seed's table, the README's run time) | "
-                         "large, where its cases have it (default: default)",
+           "experiment": "tiny (the experiment file's few-minute CI version: fewer points and reps) | small "
+                         "| default (the seed's table, the README's run time) | large, where its cases have it",
            "experiment github": "the experiment's size (default: default)",
            "demo": "default: MSET over at least 10M keys and 4x this host's last-level cache; "
                    "small: at least 2x the cache, fewer reps (CI)",
