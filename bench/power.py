@@ -1,4 +1,4 @@
-"""`make bench` figure 10: the power a "no change larger than X" really has, on recorded noise.
+"""`make bench` figure 10: the power a printed "could see ±X% (80% power)" really has, on recorded noise.
 
 Every "no change" and "unstable" verdict prints the smallest change the run could have
 established at 80% power (its detectable size). This figure checks that promise the way a
