@@ -6,7 +6,7 @@ any build or preload (plan_run calls `check` before layouts.build_all), each wit
   kernel.perf_event_paranoid <= 1. At 2 a non-root perf records user space only (it falls
   back to cpu-clock:u without a word): the server's kernel time, its syscalls and networking,
   is missing from every profile, and the CPU per operation the function rows compare is not
-  the one a root run measures. At 3 (Debian's and Ubuntu's own level) perf refuses outright.
+  the one a root run measures. Above 2 (levels Debian's and Ubuntu's kernels add) perf refuses.
 - **PMU**, only when TMA is asked for by name (`--tma perf|toplev|topdown-tool`; `auto`
   goes on without and the manifest says why): the probe and the fix of
   collectors/host/preflight.py (`perf stat -e cycles`), and its permission rule for the
@@ -100,8 +100,8 @@ def judge_perf(f: Facts) -> Refusal | None:
                        f"server's user space only, so its kernel time (syscalls, networking) would "
                        f"be missing from every profile and the function rows would not be the CPU "
                        f"time per operation a root run measures", PERF_FIX)
-    return Refusal("perf", f"kernel.perf_event_paranoid={p} (Debian's and Ubuntu's level 3 and "
-                   f"above) and {who}: perf refuses every non-root user", PERF_FIX)
+    return Refusal("perf", f"kernel.perf_event_paranoid={p} (a level Debian's and Ubuntu's kernels "
+                   f"add) and {who}: perf refuses every non-root user", PERF_FIX)
 
 
 def judge_tma(f: Facts, backend: str, attach: str) -> list[Refusal]:
