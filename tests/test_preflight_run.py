@@ -10,6 +10,7 @@ import os
 import pwd
 import shutil
 import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -158,6 +159,10 @@ def test_a_prebuilt_server_needs_its_benchmark(tmp_path, monkeypatch):
     assert "no redis-benchmark/valkey-benchmark beside" in found[0].problem and "does not exist" in found[1].problem
     shutil.copy("/bin/true", tmp_path / "redis-benchmark")
     assert len(pr.judge_load(case("tiny"), specs, opts())) == 1
+    from collectors.load.memtier import MemtierError
+    monkeypatch.setenv("MEMTIER", str(tmp_path / "no-memtier"))
+    with pytest.raises(MemtierError, match="MEMTIER=.*does not exist"):
+        pr.judge_load(case("tiny"), specs, opts(load_generator="memtier"))
 
 
 # ---------------------------------------------------------------- as a non-root user, for real
@@ -218,7 +223,7 @@ def test_non_root_user_without_perf_permission_is_stopped_before_any_build(throw
     subprocess.run(["chown", "-R", f"{USER}:{USER}", str(home)], check=True)
     env = {"HOME": str(home), "PATH": os.environ.get("PATH", "/usr/bin:/bin"), "PYTHONPATH": str(REPO),
            "STALLSCOPE_CACHE": str(home / "cache"), "STALLSCOPE_RECORDS": str(home / "records"), "LC_ALL": "C.UTF-8"}
-    argv = [str(REPO / ".venv" / "bin" / "python"), "-m", "collectors", "run", "mset-50keys", "--size", "tiny",
+    argv = [sys.executable, "-m", "collectors", "run", "mset-50keys", "--size", "tiny",
             "--variant", "base=debsrc:redis", "--variant", f"mine=dir:{tree}", "--out", str(home / "runs")]
     t0 = time.monotonic()
     p = subprocess.run(_as_user(argv, env), cwd=home, capture_output=True, text=True, timeout=120)

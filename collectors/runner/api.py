@@ -128,9 +128,7 @@ def plan_run(req: RunRequest, log: Log) -> RunPlan:
         raise RunError(f"--on {opts.precision_on}: give FUNCTION, FUNCTION:flat or FUNCTION:cum")
     specs = parse_variants(req.variants)
     layouts.check(opts, specs)
-    preflight(case, specs, opts, req.out, log)   # perf, PMU, memory, disk, load: refused in seconds
-    if opts.load_generator == "memtier" or (opts.load_generator == "auto" and case.workload.tool == "memtier"):
-        memtier.find_memtier()  # a MEMTIER= that points nowhere stops the run before any build
+    preflight(case, specs, opts, req.out, log)   # perf, PMU, memory, disk, load (a bad MEMTIER= too)
     host = machine.host_facts()
     _log_dataset(case, log)
     found = plugins()

@@ -19,9 +19,9 @@ any build or preload (plan_run calls `check` before layouts.build_all), each wit
   snapshot it lacks (the dataset's bytes, an upper bound of the RDB) and the run directory
   (RUN_DIR_BYTES: a rep's perf.data before folding, with DWARF unwinding), summed per file
   system, against its free space.
-- **load generator**: a bin: variant needs a redis-benchmark (valkey-benchmark) beside it or
-  on PATH unless memtier drives the load (a built variant brings its own; a MEMTIER= that
-  points nowhere is refused by plan_run itself).
+- **load generator**: a MEMTIER= that points nowhere, where memtier is asked for; a bin:
+  variant's redis-benchmark (valkey-benchmark) beside it or on PATH unless memtier drives the
+  load (a built variant brings its own).
 
 Facts are probed once (`probe`: /proc, statvfs, the build cache; perf only when TMA is named)
 and judged by pure functions, so tests give any facts.
@@ -173,11 +173,10 @@ def judge_disk(needs: list[tuple[Path, int, str]], devices: dict[str, int], f: F
 
 
 def judge_load(case: Case, specs: list[VariantSpec], opts: RunOptions) -> list[Refusal]:
-    if case.workload.tool == "rdb-load":
-        return []
+    """A bin: variant's benchmark; a MEMTIER= that points nowhere raises MemtierError (asked for)."""
     wants_memtier = opts.load_generator == "memtier" or (opts.load_generator == "auto"
                                                          and case.workload.tool == "memtier")
-    if wants_memtier and memtier.find_memtier():
+    if (wants_memtier and memtier.find_memtier()) or case.workload.tool == "rdb-load":
         return []
     out = []
     for s in (s for s in specs if s.kind == "binary"):
