@@ -37,6 +37,10 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--unpaired", action="store_true",
                    help="restart the server for every throughput rep instead of pairing windows "
                         "(needs no room for two datasets; wider intervals)")
+    p.add_argument("--no-stalls", action="store_true",
+                   help="skip the in-cache control (the case again over a dataset of at most 1/4 of "
+                        "the last-level cache, a few minutes): without it the report has no memory-"
+                        "stall table, only CPU time")
     p.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE",
                    help="override one field of the case, type-checked like a case file (repeat): "
                         "workload.pipeline=16, dataset.keys=1M")
@@ -53,7 +57,8 @@ def request(args: argparse.Namespace) -> RunRequest:
     opts = RunOptions(reps=args.reps or reps or TARGET_UNITS, profile_reps=args.profile_reps,
                       paired_windows=windows, size=args.size, llc_bytes=args.llc_bytes,
                       pairing="unpaired" if args.unpaired else PAIRING.default,
-                      targets=decides, budget_s=demo.BUDGET_S if decides else None)
+                      targets=decides, budget_s=demo.BUDGET_S if decides else None,
+                      stalls=not args.no_stalls and not args.unpaired)
     return RunRequest(case, [demo.BASE, demo.cand_spec()], opts, sets=[*sets, *args.set], out=Path(args.runs),
                       progress=not args.no_progress)
 

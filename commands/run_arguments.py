@@ -104,6 +104,16 @@ def parser(defaults: bool = True) -> argparse.ArgumentParser:
                         "smallest change each could be seen to), its paired reps of 96 windows planned from "
                         "this host's recorded spread for the case (at least 13), perf at the rate the "
                         "function rows need (at most ~5%% of the server's CPU), within --budget (15 min)")
+    stalls = p.add_mutually_exclusive_group()
+    stalls.add_argument("--no-stalls", dest="stalls", action="store_const", const=False,
+                        **{"default": None, **own},
+                        help="no in-cache control: a run that decides runs the case again over a "
+                             "dataset of at most 1/4 of the last-level cache (the same builds, paired, "
+                             "a few minutes) to give each function's out-of-cache cost, the memory "
+                             "stall a prefetch can hide (docs/statistics.md); this skips it")
+    stalls.add_argument("--stalls", dest="stalls", action="store_const", const=True,
+                        **{"default": None, **own},
+                        help="the in-cache control after a run that does not decide (--reps, --precision)")
     _measurement_arguments(p, shared, own)
     p.add_argument("--load-generator", choices=memtier.CHOICES, **{"default": "auto", **own},
                    help="auto (default): the case's workload.tool; memtier runs memtier_benchmark "
@@ -168,7 +178,8 @@ def options_from_args(args: argparse.Namespace) -> RunOptions:
     if shared["paired_windows"] is None:
         shared["paired_windows"] = TARGET_WINDOWS if targets else PAIRED_WINDOWS
     return RunOptions(**shared, keep_perf_data=args.keep_perf_data, targets=targets, quick=args.quick,
-                      load_generator=args.load_generator, precision_on=args.precision_on, extra=extra)
+                      load_generator=args.load_generator, precision_on=args.precision_on, extra=extra,
+                      stalls=args.stalls)
 
 
 # run's flags that set a RunRequest field (dest: (field, the value from the flag's)), read

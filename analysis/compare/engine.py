@@ -18,6 +18,7 @@ from analysis.compare.options import CompareOptions
 from analysis.compare.profiler_cost import profiler_cost
 from analysis.compare.profiles import main_names, profiles
 from analysis.compare.saturation import saturation
+from analysis.compare.stalls import section as stall_section
 from analysis.compare.results import CaseInfo, Results, Settings
 from analysis.compare.summary import summary
 from analysis.compare.throughput import layout_spread, load_time, paired, throughput
@@ -119,6 +120,7 @@ def analyse_with_profiles(run: RunDir, opts: CompareOptions) -> tuple[Results, d
     main = r.paired[0] if r.paired else (r.throughput[0] if r.throughput else None)
     r.measurement = measurement(m, main)
     r.measurement.layouts = layout_spread(run, base, cand, opts.confidence)
+    r.stalls = stall_section(run, r, merged, opts)
     r.notes = _notes(run, r)
     r.summary = summary(r)
     return r, merged

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from analysis.compare.stall_section import StallSection
 from analysis.compare.summary_items import SummaryItem
 from analysis.compare.time_split import TimeSplit
 from analysis.compare.values import ChangeOut, FdrFamily, LayoutSpread, Side  # noqa: F401 (FdrFamily: read here too)
@@ -327,6 +328,8 @@ class Results:
     notes: list[str] = field(default_factory=list)
     fdr: list[FdrFamily] = field(default_factory=list)   # families of verdicts judged together
     measurement: Measurement = field(default_factory=Measurement)
+    # memory stalls from the in-cache control (analysis/compare/stalls.py)
+    stalls: StallSection = field(default_factory=lambda: StallSection(False))
     schema: int = SCHEMA
 
     def to_json(self) -> dict[str, Any]:

@@ -8,7 +8,9 @@ store. Unknown keys (a newer writer's) are kept in `extra`, as every Record does
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import ClassVar
 
+from analysis.inputs.latency import MemoryLatency
 from analysis.inputs.records import Record
 
 
@@ -54,6 +56,10 @@ class HostFacts(HostSummary):
     pmu: bool | None = None              # `perf stat -e cycles` counts
     pmu_note: str | None = None
     compiler: str | None = None
+    # the pointer chase's DRAM and L3 latency (collectors/host/latency.py), measured for a run
+    # with an in-cache control; None: not measured
+    memory_latency: MemoryLatency | None = None
+    OMIT_IF_NONE: ClassVar[frozenset[str]] = frozenset({"memory_latency"})
 
 
 @dataclass

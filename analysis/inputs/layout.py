@@ -33,6 +33,10 @@ TMA_FILES = (TMA_CSV, TMA_JSON)       # a rep's TMA output, in reading order
 SERVER_LOG = "server.log"
 INFO_TXT = "info.txt"
 
+# -- a run's in-cache control (a run directory of its own inside the run's: docs/statistics.md,
+#    "Memory stalls without a PMU")
+INCACHE_DIR = "incache"
+
 # -- a sweep and an experiment directory
 SWEEP_JSON = "sweep.json"
 EXPERIMENT_JSON = "experiment.json"

@@ -37,6 +37,10 @@ class RunOptions(MeasureOptions):
     # --quick: 5 paired reps of 64 windows, perf within 1% of the server (the cheap run
     # before the targets; its report says what it could not see)
     quick: bool = False
+    # the in-cache control run after the reps (docs/statistics.md, "Memory stalls without a
+    # PMU"): None: a run that decides makes one, other runs not; True: made (the demo);
+    # False: --no-stalls
+    stalls: bool | None = None
 
     @property
     def precision_function(self) -> tuple[str, str] | None:

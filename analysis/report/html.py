@@ -18,7 +18,7 @@ from markupsafe import Markup
 
 from analysis.compare.results import Results
 from analysis.power import POWER
-from analysis.report import lead, plots, tables
+from analysis.report import lead, plots, stall_tables, tables
 from analysis.report.funnel_rules import explain
 from analysis.report.fmt import (THREAD_LABEL, change_cells, fmt_ns, fmt_pct, fmt_signed,
                                  fn_verdict, known, level, patches, pp_ci, quiet_verdict,
@@ -63,7 +63,18 @@ def _lead(r: Results) -> dict:
     """What the page leads with, the same views as report.md's lead (analysis/report/lead.py)."""
     return {"headline": lead.headline(r), "counts": lead.counts(r), "throughput": lead.throughput(r),
             "tma": lead.tma(r), "tma_line": lead.tma_line(r), "focus": lead.focus(r),
-            "left_out": lead.focus_left_out(r), "split_caption": lead.split_caption(r), "split": lead.split(r)}
+            "left_out": lead.focus_left_out(r), "split_caption": lead.split_caption(r), "split": lead.split(r),
+            "stalls": stall_tables.lead(r), "stall_caption": stall_tables.caption(r)}
+
+
+def _stalls(r: Results) -> dict:
+    """The memory-stall section: the same tables as report.md's, and a plot of each row's
+    out-of-cache cost in both variants."""
+    full = stall_tables.full(r)
+    plot = Markup(plots.stall_bars(r.stalls, r.base, r.cand)) if full is not None else None
+    return {"full": full, "left": stall_tables.left(r),
+            "caption": f"{stall_tables.caption(r)} {stall_tables.sizes(r)}".strip(),
+            "limits": stall_tables.limits(r) if full is not None else [], "plot": plot}
 
 
 def render(r: Results, out_dir: Path) -> str:
@@ -87,7 +98,7 @@ def render(r: Results, out_dir: Path) -> str:
     flames = [f for f in flames if f["uri"]]
     metric_fdr = next((f for f in r.fdr if f.family == "throughput and latency"), None)
     return _env().get_template("report.html.j2").render(
-        r=r, summary=summary_lines(r), lead=_lead(r), tput_plots=tput_plots, share_plots=share_plots,
+        r=r, summary=summary_lines(r), lead=_lead(r), stalls=_stalls(r), tput_plots=tput_plots, share_plots=share_plots,
         funnel_plot=funnel_plot, flames=flames, metric_fdr=metric_fdr,
         metric_level=metric_fdr.level if metric_fdr else r.settings.confidence,
         fn_level=function_level(r), movers_level=movers_level(r),

@@ -14,7 +14,7 @@ from __future__ import annotations
 from analysis.compare.results import Results
 from analysis.power import POWER
 from analysis.inputs.layout import REPORT_LEAD_END
-from analysis.report import funnel_md, lead, markdown_details as det
+from analysis.report import funnel_md, lead, markdown_details as det, stall_tables
 from analysis.report.fmt import (THREAD_LABEL, fmt_pct, fmt_signed, known, level, patches,
                                  truncated_text)
 from analysis.report.markdown_tables import (fdr_line, fn_table, function_level,
@@ -37,9 +37,13 @@ def _lead(r: Results) -> list[str]:
         note = f" ({esc_spans(h.note)})" if h.note else ""
         out += [f"**{esc(h.text)}** ({esc(h.detail)}): {verdict(h.kind, h.verdict)}{note}. "
                 f"{esc(lead.counts(r))}", ""]
-    for t in (lead.throughput(r), lead.tma(r)):
-        out += markdown(t) + [""] if t is not None else []
-    if lead.tma(r) is None:
+    tput, tma, stalls = lead.throughput(r), lead.tma(r), stall_tables.lead(r)
+    out += markdown(tput) + [""] if tput is not None else []
+    if tma is not None:
+        out += markdown(tma) + [""]
+    elif stalls is not None:    # no TMA: the stall table takes the funnel's place
+        out += [esc(stall_tables.caption(r)), ""] + markdown(stalls) + [""]
+    else:
         out += [esc(lead.tma_line(r)), ""]
     focus, left_out = lead.focus(r), lead.focus_left_out(r)
     out += (markdown(focus) + [""] if focus is not None else []) + ([esc(left_out), ""] if left_out else [])
@@ -211,6 +215,18 @@ def _tma(r: Results) -> list[str]:
     return head + [funnel_md.render(t.funnel), ""]
 
 
+def _stalls(r: Results) -> list[str]:
+    """Memory stalls from the in-cache control: every row, and where the candidate still waits."""
+    out = ["### Memory stalls (out-of-cache cost, from an in-cache control)", ""]
+    if not r.stalls.available:     # runs made before the control say nothing of it
+        return out + [esc(stall_tables.caption(r)), ""] if r.stalls.reason else []
+    out += [esc(f"{stall_tables.caption(r)} {stall_tables.sizes(r)}".strip()), ""] + markdown(stall_tables.full(r)) + [""]
+    left = stall_tables.left(r)
+    if left is not None:
+        out += markdown(left) + [""]
+    return out + [esc(n) for n in stall_tables.limits(r)] + [""]
+
+
 def _environment(r: Results) -> list[str]:
     e = r.environment
     h, t = e.host, e.tools
@@ -270,7 +286,7 @@ def _reproduce(r: Results) -> list[str]:
 
 def render(r: Results, limit: int = GITHUB_COMMENT_LIMIT) -> str:
     """The report as Markdown, never longer than `limit` characters."""
-    main = _lead(r) + _head(r) + _throughput(r) + _profile_main(r) + _tma(r)
+    main = _lead(r) + _head(r) + _throughput(r) + _profile_main(r) + _stalls(r) + _tma(r)
     tail = _environment(r) + _reproduce(r)
     # Details in the order they are given up when the comment is too long (last first).
     n_movers = n_all = len(r.profile.movers)

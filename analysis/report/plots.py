@@ -98,3 +98,27 @@ def funnel_bars(rows: list[FunnelRowDoc], base: str, cand: str) -> str:
         ax.legend(loc="lower right")
         ax.grid(axis="x", alpha=0.3)
         return svg_element(fig)
+
+
+def stall_bars(sec, base: str, cand: str) -> str:
+    """Each stall row's out-of-cache cost (µs per operation) in both variants, with its
+    interval as an error bar (results' stalls.rows)."""
+    with plt.rc_context(STYLE):
+        rows = sec.rows[:12]
+        fig, ax = plt.subplots(figsize=(6.0, max(0.6 + 0.35 * len(rows), 1.5)))
+        ys = list(range(len(rows)))[::-1]
+        for off, side, color, label in ((0.18, "base", BASE_COLOR, base), (-0.18, "cand", CAND_COLOR, cand)):
+            iv = [getattr(r, side).out_of_cache for r in rows]
+            vals = [i.value / 1e3 for i in iv]
+            err = [[max(i.value - (i.low if i.low is not None else i.value), 0) / 1e3 for i in iv],
+                   [max((i.high if i.high is not None else i.value) - i.value, 0) / 1e3 for i in iv]]
+            ax.barh([y + off for y in ys], vals, height=0.36, color=color, xerr=err,
+                    label=literal(label), error_kw={"elinewidth": 1})
+        ax.set_yticks(ys, [literal("all samples" if r.kind == "total" else f"{r.function} ({r.kind})")
+                           for r in rows])
+        ax.axvline(0, color="black", linewidth=0.8)
+        ax.set_xlabel(f"out-of-cache CPU per {sec.command or 'op'} (µs): run − in-cache control")
+        ax.set_title("Memory stall per function")
+        ax.legend(loc="lower right")
+        ax.grid(axis="x", alpha=0.3)
+        return svg_element(fig)

@@ -45,6 +45,7 @@ REPS = 15                     # timed reps a buffer: the median's interval is [x
 DRAM_LOADS = 1 << 17          # dependent loads a rep: 13-100 ms at 100-700 ns
 LLC_LOADS = 1 << 17
 DRAM_WARM = 1 << 18           # loads before the first rep (the DRAM buffer is not walked whole)
+SERVED_SHARE = 0.2            # a buffer the L3 serves: under 20% of the way from L3's latency to DRAM's
 CHECK_RATIO = 2.0             # an L3 buffer slower than this x the 4x-L2 buffer is not the L3's
 SEED = 1
 TIMEOUT_S = 300.0
@@ -226,9 +227,37 @@ def measure(llc_bytes: int | None, page: str = "4k", memory_bytes: int | None = 
     runs["llc"] = (buf.llc, run_probe(exe, buf.llc, page, cpu=cpu))
     runs["dram"] = (buf.dram, run_probe(exe, buf.dram, page, loads=DRAM_LOADS, warm=DRAM_WARM, cpu=cpu))
     result = _result(runs, buf, llc_bytes, page, cpu)
+    _served(result, exe, buf, page, cpu)
     result.wall_s = round(time.monotonic() - start, 2)
     say(f"memory latency: {result.text()} in {result.wall_s:.1f} s")
     return result
+
+
+def _served(result: MemoryLatency, exe: Path, buf: Buffers, page: str, cpu: int) -> None:
+    """The largest buffer the L3 serves here: LLC/4 when the check passed; else the last of a
+    ladder of doubling buffers from 4x the L2 whose median stays under SERVED_SHARE of the way
+    from the check's latency to DRAM's (at least 80% of its loads served by the cache: a
+    random chase pays h x L3 + (1 - h) x DRAM). A guest's share of a big L3 is often a small
+    part of it."""
+    if result.llc_rule_bytes is None:
+        result.served_bytes = result.llc_bytes
+        return
+    check = result.check_ns or result.llc_ns
+    limit = check + SERVED_SHARE * (result.dram_ns - check)
+    served, size = buf.check, 2 * (buf.check or 0)
+    result.ladder = {str(buf.check): float(check)}
+    while buf.check and size < result.llc_rule_bytes:
+        ns = median_interval(run_probe(exe, size, page, cpu=cpu).values)[0]
+        result.ladder[str(size)] = ns
+        if ns > limit:
+            break
+        served, size = size, 2 * size
+    result.ladder[str(result.llc_rule_bytes)] = float(result.llc_rule_ns or 0)
+    result.served_bytes = served
+    result.notes.append(f"The L3 served buffers up to {_mib(served or 0)} here (under {limit:.0f} ns a "
+                        "load, 80% of the loads from the cache; the ladder: "
+                        + ", ".join(f"{_mib(int(k))} {v:.0f} ns" for k, v in result.ladder.items()) + ").")
+    result.method += " " + result.notes[-1]
 
 
 def _result(runs: dict[str, tuple[int, Probe]], buf: Buffers, llc_source: int | None,

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
@@ -21,13 +22,14 @@ from analysis.inputs.option_specs import (DEFAULT_TARGET_BUDGET_S, TARGET_WINDOW
                                           taken_by)
 from analysis.inputs.case import Case
 from analysis.inputs.host import HostFacts
-from analysis.inputs.manifest import LoadGenerator, Variant
+from analysis.inputs.manifest import LoadGenerator, Manifest, Variant
 from analysis.inputs.run_options import DEFAULT_FREQ_HZ, SEPARATE_PROFILE_REPS
 from analysis.inputs.rundir import save_manifest
+from analysis.inputs.stall_plan import StallPlan
 from collectors.variants.spec import VariantSpec, parse_variant
 from collectors.host import machine, noise, procs, sample_cost, versions
 from collectors.load import memtier
-from collectors.runner import layouts, pairing, targets
+from collectors.runner import layouts, pairing, stall_control, targets
 from collectors.runner.context import RunContext, bench_bin
 from collectors.runner.new_manifest import apply_sections, make_manifest, new_run_id
 from collectors.runner.options import RUNS_DIR, RunError, RunOptions
@@ -52,6 +54,8 @@ class RunRequest:
     progress: bool = True
     # The manifest's `command` (how to reproduce the run); None: argv() of this request.
     command: list[str] | None = None
+    # the run directory's name under `out`; None: a new id (an in-cache control: "incache")
+    run_id: str | None = None
 
     def argv(self) -> list[str]:
         """The `stallscope run` arguments that make this request: the declared options
@@ -65,6 +69,8 @@ class RunRequest:
             values["budget_s"] = None if o.budget_s == DEFAULT_TARGET_BUDGET_S else o.budget_s
         a = [self.case, *[x for v in self.variants for x in ("--variant", v)], *argv_for("run", values),
              *["--quick"] * o.quick, "--load-generator", o.load_generator, "--out", str(self.out)]
+        if o.stalls is not None and o.stalls != o.targets:
+            a += ["--stalls" if o.stalls else "--no-stalls"]
         if o.precision is not None and o.precision_on:
             a += ["--on", o.precision_on]
         for s in self.sets:
@@ -116,16 +122,7 @@ def plan_run(req: RunRequest, log: Log) -> RunPlan:
         raise RunError("give at least one --variant NAME=SPEC (two to compare)")
     case = load_case(req.case, req.options.size, parse_sets(req.sets), llc=req.options.llc_bytes)
     opts = with_plugin_defaults(req.options)
-    if opts.reps < 1:
-        raise RunError("--reps must be at least 1")
-    # a run that decides takes a budget without a precision: its reps stop when it is spent
-    problem = None if opts.targets else precision_problem(opts.precision, opts.budget_s, opts.reps)
-    if problem:
-        raise RunError(problem)
-    if opts.precision_on is not None and opts.precision is None:
-        raise RunError("--on goes with --precision (it names whose interval to narrow)")
-    if opts.precision_on is not None and opts.precision_on.partition(":")[2] not in ("", "flat", "cum"):
-        raise RunError(f"--on {opts.precision_on}: give FUNCTION, FUNCTION:flat or FUNCTION:cum")
+    _check_options(opts)
     specs = parse_variants(req.variants)
     layouts.check(opts, specs)
     preflight(case, specs, opts, req.out, log)   # perf, PMU, memory, disk, load (a bad MEMTIER= too)
@@ -150,7 +147,9 @@ def plan_run(req: RunRequest, log: Log) -> RunPlan:
     if profiling_note:
         log(f"stallscope run: {profiling_note}")
     tools = versions.tool_versions({n: v.benchmark_bin for n, v in variants.items()})
-    run_id = new_run_id(case.name, req.out)
+    run_id = req.run_id or new_run_id(case.name, req.out)
+    if req.run_id and (req.out / run_id).exists():
+        raise RunError(f"{req.out / run_id} exists already: finish it with --resume")
     command = ["stallscope", "run", *(req.command if req.command is not None else req.argv())]
     m = make_manifest(run_id, case, variants, opts, command, host, tools, plan, decided)
     m.options.report = bool(req.report)
@@ -159,6 +158,7 @@ def plan_run(req: RunRequest, log: Log) -> RunPlan:
     m.load_generator, memtier_bin = choose_load_generator(case, opts, variants, log)
     for s in sections:
         apply_sections(m, s)
+    m.stalls = _plan_stalls(req, case, opts, m, log)
     run_dir = req.out / run_id
     save_manifest(run_dir, m)
     log(f"stallscope run: {run_dir}")
@@ -166,6 +166,33 @@ def plan_run(req: RunRequest, log: Log) -> RunPlan:
                      collector_factories=[pl.rep_collectors for pl in found],
                      window_profiler_factories=window_profilers(found), memtier_bin=memtier_bin)
     return RunPlan(Runner(run, progress=req.progress))
+
+
+def _check_options(opts: RunOptions) -> None:
+    """The options' own rules, before anything is built (RunError)."""
+    if opts.reps < 1:
+        raise RunError("--reps must be at least 1")
+    # a run that decides takes a budget without a precision: its reps stop when it is spent
+    problem = None if opts.targets else precision_problem(opts.precision, opts.budget_s, opts.reps)
+    if problem:
+        raise RunError(problem)
+    if opts.precision_on is not None and opts.precision is None:
+        raise RunError("--on goes with --precision (it names whose interval to narrow)")
+    if opts.precision_on is not None and opts.precision_on.partition(":")[2] not in ("", "flat", "cum"):
+        raise RunError(f"--on {opts.precision_on}: give FUNCTION, FUNCTION:flat or FUNCTION:cum")
+
+
+def _plan_stalls(req: RunRequest, case: Case, opts: RunOptions, m: Manifest, log: Log) -> StallPlan:
+    """The run's in-cache control, or why none (said where a run that decides has none); the
+    host's memory latency measured first (into the manifest's host facts) when it has one."""
+    served = None
+    if stall_control.wanted(opts):
+        m.host.memory_latency = stall_control.measure_latency(m.host, m.variants, log)
+        served = m.host.memory_latency.served_bytes if m.host.memory_latency else None
+    sp = stall_control.plan(case, req.case, req.sets, req.variants, opts, served)
+    if opts.targets and not sp.planned:
+        log(f"stallscope run: no in-cache control: {sp.reason}")
+    return sp
 
 
 def _log_dataset(case: Case, log: Log) -> None:
@@ -231,8 +258,26 @@ def resume_run(run_dir: Path, log: Log, progress: bool = True) -> RunPlan:
 
 
 def execute(plan: RunPlan) -> RunOutcome:
+    """The run's reps, then its in-cache control where one is planned (stall_control.py):
+    interrupted or failed, the control is finished by `--resume` like the reps."""
     status = plan.runner.run()
+    if status == 0 and plan.runner.m.stalls is not None and plan.runner.m.stalls.planned:
+        status = _control(plan.run_dir, plan.runner.show_progress)
     return RunOutcome(plan.run_dir, status, plan.runner.m.options.report)
+
+
+def _control(run_dir: Path, progress: bool) -> int:
+    """The run's in-cache control: made, finished, or nothing left (0)."""
+    def log(msg: str) -> None:
+        print(msg, file=sys.stderr)
+    step = stall_control.next_step(run_dir, log)
+    if step is None:
+        return 0
+    if step.resume:
+        return resume_run(step.dir, log, progress).runner.run()
+    req = RunRequest(step.case, step.variants, step.options, sets=step.sets, out=step.dir.parent,
+                     progress=progress, run_id=step.dir.name)
+    return plan_run(req, log).runner.run()
 
 
 def parse_variants(texts: list[str]) -> list[VariantSpec]:

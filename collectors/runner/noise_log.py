@@ -4,6 +4,7 @@ a failure to read or write the store never fails the run (it is a cache)."""
 from __future__ import annotations
 
 from analysis.compare.throughput import main_log_ratios
+from analysis.inputs.layout import INCACHE_DIR
 from analysis.inputs.rundir import RunDir
 from analysis.compare.profiler_cost import profiler_cost
 from analysis.compare.saturation import WORKING, main_busy
@@ -26,7 +27,9 @@ def keep(run: RunContext) -> bool:
             if (s := rep_seconds(r)) is not None]
     per_unit = 1 if kind == "paired" else len(names)      # a block is one rep of each variant
     try:
-        return noise.record(m.host, run.case.name, run.case.size,
+        # an in-cache control's spread is its own, not its run's size's (stall_control.py)
+        size = "incache" if run.run_dir.name == INCACHE_DIR else run.case.size
+        return noise.record(m.host, run.case.name, size,
                             noise.entry(m.run_id, m.pairing.mode, m.pairing.aa, ratios,
                                         [s * per_unit for s in secs], m.created))
     except OSError:
@@ -39,8 +42,8 @@ def keep_sample_cost(run: RunContext) -> bool:
     never fails the run."""
     m = run.manifest
     names = list(run.variants)
-    if len(names) != 2 or run.opts.profile != "perf":
-        return False
+    if len(names) != 2 or run.opts.profile != "perf" or run.run_dir.name == INCACHE_DIR:
+        return False     # a control's in-cache dataset costs a sample differently
     try:
         got = measured_cost(RunDir(run.run_dir, m), names[0], names[1])
         return got is not None and sample_cost.record(m.host, m.run_id, *got, case=run.case.name)

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from analysis.inputs.case import Case
-from analysis.inputs.layout import PAIRED_JSON
+from analysis.inputs.layout import INCACHE_DIR, PAIRED_JSON
 from analysis.inputs.paired import read_paired
 from analysis.inputs.rundir import RunDirError, write_json
 from analysis.inputs.manifest import Calibration, DatasetInfo, Variant
@@ -76,8 +76,9 @@ def ensure_snapshot(run: RunContext) -> Path | None:
         (ds_dir / "preload.txt").write_text(head + body)
     info.snapshot_bytes = rdb.stat().st_size
     # A "far larger than L3" case run at a size that fits in L3 measures no DRAM stalls:
-    # the report must say so next to its verdicts.
-    info.l3_warning = dataset.l3_warning(case)
+    # the report must say so next to its verdicts. An in-cache control is in cache by design.
+    control = run.run_dir.name == INCACHE_DIR
+    info.l3_warning = None if control else dataset.l3_warning(case)
     if info.l3_warning:
         run.note(f"note: {info.l3_warning}", always=True)
     run.manifest.dataset = info

@@ -89,6 +89,15 @@ def keys_for(ds: DatasetSpec, multiple: float, llc_bytes: int) -> int:
     return -(-need // step) * step
 
 
+def keys_within(ds: DatasetSpec, fraction: float, llc_bytes: int) -> int:
+    """The most keys whose dataset takes at most `fraction` of the cache, rounded down to two
+    significant digits: the in-cache control's dataset (a quarter of L3 leaves room for the
+    code, the stacks, the load generator and the neighbours)."""
+    most = math.floor(fraction * llc_bytes / bytes_per_key(ds))
+    step = 10 ** max(len(str(most)) - 2, 0)
+    return most // step * step
+
+
 # ---------------------------------------------------------------- a size, resolved
 def fit(ds: DatasetSpec, multiple: float | None, why_in_cache: str | None, llc: Llc,
         explicit: str | None) -> tuple[DatasetSpec, WorkingSet]:
