@@ -80,8 +80,10 @@ def plan(case: Case, case_arg: str, sets: list[str], variants: list[str], opts: 
 def control_options(main: RunOptions) -> RunOptions:
     """The control's options: the run's (rate, profiler, load generator, size) with the
     control's own reps, no targets, no budget, no control of its own."""
-    decides = main.targets or main.paired_windows >= 64
-    reps, windows = (REPS_DECIDES, WINDOWS_DECIDES) if decides else (REPS_SMALL, WINDOWS_SMALL)
+    # a run that decides: REPS_DECIDES; a run of N reps (the demo's small size, --stalls):
+    # as many, within REPS_SMALL..REPS_DECIDES
+    reps = REPS_DECIDES if main.targets else max(REPS_SMALL, min(REPS_DECIDES, main.reps))
+    windows = WINDOWS_DECIDES if main.targets else WINDOWS_SMALL
     return dataclasses.replace(main, reps=reps, paired_windows=windows, targets=False, quick=False,
                                precision=None, precision_on=None, budget_s=None, stalls=False,
                                report=False, layouts=1, extra=dict(main.extra))
