@@ -70,6 +70,28 @@ def test_demo_compares_the_debian_build_with_the_patched_one(demo):
             assert (run_dir / "paired" / str(rep) / f"perf-{v}.folded").stat().st_size > 0
 
 
+def test_demo_has_its_in_cache_control_and_a_stall_table(demo):
+    """The demo runs the case again in cache (incache/, the same builds, the demo's 3 reps),
+    after measuring the host's memory latency, and its report gives the lookup's out-of-cache
+    cost per MSET in both variants (3 reps a side decide little at the table's level: the
+    decided figures are the recorded default-size run's, tests/test_stall_report.py)."""
+    out, run_dir, _ = demo
+    mf = json.loads((run_dir / "manifest.json").read_text())
+    assert mf["stalls"]["planned"] and mf["stalls"]["dir"] == "incache", mf["stalls"]
+    lat = mf["host"]["memory_latency"]
+    assert lat["dram_ns"] > lat["llc_ns"] > 0 and lat["served_bytes"] > 0
+    ctl = json.loads((run_dir / "incache" / "manifest.json").read_text())
+    assert ctl["dataset"]["keys"] == mf["stalls"]["keys"] < mf["dataset"]["keys"]
+    assert all(r["status"] == "ok" for r in ctl["schedule"]) and len(ctl["schedule"]) == 3
+    res = json.loads((out / "results.json").read_text())["stalls"]
+    assert res["available"] and res["control_keys"] == mf["stalls"]["keys"]
+    row = next(x for x in res["rows"] if x["function"] == "dictFindByHash" and x["kind"] == "flat")
+    assert row["base"]["small_n"] == 3 and row["base"]["large_n"] == 3
+    assert row["base"]["out_of_cache"]["value"] > 0     # the lookup costs more out of cache
+    md = (out / "report.md").read_text()
+    assert "| Out-of-cache CPU per MSET |" in md and "### Memory stalls" in md
+
+
 def test_demo_report_shows_throughput_and_lookup_cost_with_intervals(demo):
     out, run_dir, _ = demo
     res = json.loads((out / "results.json").read_text())

@@ -108,7 +108,8 @@ def stall_row(fn: str, kind: str, large: dict[str, list[float]], small: dict[str
     b_ooc = st.difference(st.mean_of(lb), st.mean_of(sb))
     row = StallRow(fn, kind, _side(lb, sb, level), _side(lc, sc, level), st.interval(removed, level))
     if row.base.out_of_cache.low is not None and row.base.out_of_cache.low > 0:
-        row.share_removed = st.fieller(removed, b_ooc, cov, level)
+        share = st.fieller(removed, b_ooc, cov, level)
+        row.share_removed = share if share.low is not None else None
     return row
 
 

@@ -15,7 +15,7 @@ from analysis.report.fmt import fmt_ns, level
 from analysis.report.mdtext import esc
 from analysis.report.table import Cell, Column, Table
 
-LEAD_ROWS = 3        # rows of the lead's table beside all samples (the PR comment's 4 KB)
+LEAD_ROWS = 2        # rows of the lead's table beside all samples (the PR comment's 4 KB)
 LEFT_ROWS = 5        # rows of "stall left"
 
 
@@ -36,8 +36,8 @@ def _pct(x: float) -> str:
 def _share(i: Interval | None) -> str:
     if i is None:
         return "n/a"
-    if i.low is None or i.high is None:
-        return f"{_pct(i.value)} ({i.why})"
+    if i.low is None or i.high is None:     # no interval, no figure: the ratio says nothing
+        return "n/a"
     return f"{_pct(i.value)} [{_pct(i.low)}, {_pct(i.high)}]"
 
 
