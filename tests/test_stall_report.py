@@ -105,3 +105,19 @@ def test_report_html_shows_the_same_stall_tables(report, tmp_path):
     got = [row[1:-1] for row in _dom_rows(dom, "stalls")]
     assert got == full and len(got) > 2
     assert 'id="stalls-plot"' in dom and len(_dom_rows(dom, "lead-stalls")) >= 2
+
+
+def test_the_history_keeps_a_stall_series_per_function(report):
+    """A scheduled job's history: each function's out-of-cache cost a series of its own
+    (analysis/history/extract.py), and the share removed as the run's in-run change."""
+    from analysis.history.extract import extract
+    out, r = report
+    points, changes = extract(json.loads((out / "results.json").read_text()))
+    stall = {(p.series, p.variant): p for p in points if p.series.startswith("stall:")}
+    row = next(x for x in r.stalls.rows if x.function == "dictFindByHash" and x.kind == "flat")
+    p = stall[("stall:dictFindByHash", "base")]
+    assert (p.value, p.low, p.high, p.unit) == (row.base.out_of_cache.value, row.base.out_of_cache.low,
+                                                row.base.out_of_cache.high, "ns/op")
+    assert ("stall:all", "cand") in stall
+    ch = next(c for c in changes if c.series == "stall:dictFindByHash")
+    assert ch.rel == pytest.approx(-row.share_removed.value) and ch.verdict == "improvement"

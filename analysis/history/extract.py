@@ -11,6 +11,11 @@ of each series. Series keys (docs/history.md):
   flat_share:<function>       % of samples, flat (focus and top functions); cum_share:<function>
                               cumulative (focus functions)
   tma:<node>                  a TMA node (% of its domain)
+  stall:<function>            a function's out-of-cache CPU time per operation (its flat cost
+                              at the run's size minus its in-cache control's, ns/op; the value
+                              the difference of means, low/high its interval, not a spread);
+                              stall:all for all samples; in-run change: the share of base's
+                              stall the change removed, as a fall (-0.79: 79% removed)
   new:<function>, gone:<function>   in-run changes only: a top mover the run calls new in
                               the candidate (or gone from it), its own CPU time per operation
                               as a share of the baseline's whole (rel), no interval
@@ -33,6 +38,7 @@ from dataclasses import dataclass, field
 from typing import Any, Iterator
 
 from analysis.compare.results import CaseInfo, FunctionRow, MetricRow, ProfileSection, TmaSection
+from analysis.compare.stall_section import StallSection
 from analysis.compare.values import ChangeOut
 from analysis.inputs.records import convert
 
@@ -68,6 +74,7 @@ class Sections:
     paired: list[MetricRow] = field(default_factory=list)
     profile: ProfileSection = field(default_factory=lambda: ProfileSection(False))
     tma: TmaSection = field(default_factory=lambda: TmaSection("absent"))
+    stalls: StallSection = field(default_factory=lambda: StallSection(False))
 
     @classmethod
     def of(cls, results: Any, where: str = "results.json") -> "Sections":
@@ -203,4 +210,26 @@ def extract(results: Any, where: str = "results.json") -> tuple[list[Point], lis
         c = ch if isinstance(ch, InRunChange) else _change(series, ch)
         if c is not None and (base is not None or cand is not None):
             changes.append(c)
-    return points, changes + one_sided(sec)
+    stall_points, stall_changes = stalls(sec.stalls)
+    return points + stall_points, changes + one_sided(sec) + stall_changes
+
+
+def stalls(sec: StallSection | None) -> tuple[list[Point], list[InRunChange]]:
+    """The stall section's flat rows (and all samples) as series: each variant's out-of-cache
+    cost per operation with its interval, and the share of base's the change removed."""
+    points: list[Point] = []
+    changes: list[InRunChange] = []
+    for row in (sec.rows if sec is not None and sec.available else []):
+        if row.kind not in ("flat", "total"):
+            continue
+        series = f"stall:{'all' if row.kind == 'total' else row.function}"
+        for variant, side in (("base", row.base), ("cand", row.cand)):
+            i = side.out_of_cache
+            points.append(Point(series, variant, float(i.value), i.low, i.high, side.large_n,
+                                "ns/op", False))
+        share = row.share_removed
+        if share is not None and share.low is not None:
+            changes.append(InRunChange(series, -share.value, -share.high, -share.low,
+                                       "improvement" if row.removed.decided and row.removed.value > 0 else
+                                       "regression" if row.removed.decided else "no change"))
+    return points, changes
