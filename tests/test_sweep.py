@@ -327,6 +327,29 @@ def test_three_variants_each_candidate_against_the_baseline(tmp_path):
 
 
 @pytest.mark.slow
+def test_the_memory_mountain_is_each_functions_cost_past_the_smallest_point(sweep):
+    """A sweep along dataset.keys: each focus function's flat CPU per MSET at 50K keys minus at
+    20K, per value (analysis/sweep/mountain.py), equal to the two points' own reps' means."""
+    res = json.loads((sweep["report"] / "results.json").read_text())
+    m = res["mountain"]
+    assert m["available"] and m["reference_keys"] == 20000 and m["command"] == "MSET"
+    groups = {r["group"] for r in m["rows"]}
+    assert groups == {"value=10", "value=100"}
+    row = next(r for r in m["rows"] if r["function"] == "dictFindByHash" and r["group"] == "value=10")
+    (cell,) = row["cells"]
+    assert cell["keys"] == 50000 and row["reference_keys"] == 20000
+    def flat_ns(point_id, side):
+        doc = json.loads((sweep["report"] / point_id / "results.json").read_text())
+        f = next(f for f in doc["profile"]["focus"] if f["name"] == "dictFindByHash")
+        return f[f"{side}_flat_ns"]["values"]
+    for side in ("base", "cand"):
+        want = (sum(flat_ns(cell["point"], side)) / 2) - (sum(flat_ns(row["reference"], side)) / 2)
+        assert cell[side]["value"] == pytest.approx(want)
+    md = (sweep["report"] / "report.md").read_text()
+    assert "**Memory mountain:**" in md and "| dictFindByHash (value=10; vs 20K keys) |" in md
+
+
+@pytest.mark.slow
 def test_report_md_is_the_seed_shaped_table(sweep):
     md = (sweep["report"] / "report.md").read_text()
     res = json.loads((sweep["report"] / "results.json").read_text())
@@ -353,8 +376,9 @@ def test_report_html_table_and_crossover_plot_in_chromium(sweep):
     dom, _ = dump_dom(probe)
     data = json.loads(html.unescape(dom.split('<pre id="probe">', 1)[1].split("</pre>", 1)[0]))
     assert data["errors"] == [] and data["scripts"] == 1
-    (w, h), = data["plots"]                 # the crossover plot, laid out at a real size
-    assert w > 400 and h > 200
+    (w, h), (mw, mh) = data["plots"]        # the crossover plot and the memory mountain, at a real size
+    assert w > 400 and h > 200 and mw > 400 and mh > 200
+    assert 'id="mountain-1"' in dom and 'id="mountain-head-1"' in dom
     plot = dom.split('id="crossover-1"', 1)[1].split("</div>", 1)[0]
     # one series per value, the L3 line on the keyspace axis, the noise band
     l3 = json.loads((sweep["report"] / "results.json").read_text())["l3_bytes"]   # this host's

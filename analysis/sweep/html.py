@@ -18,8 +18,8 @@ from analysis.report.markdown_tables import fdr_line
 from analysis.report.table import Table
 from analysis.sweep import cells, hosts
 from analysis.sweep.crossover import crossovers, sentence
-from analysis.sweep.tables import hosts_table, methods, points_table
-from analysis.sweep.plot import crossover_svg
+from analysis.sweep.tables import hosts_table, methods, mountain_table, points_table
+from analysis.sweep.plot import crossover_svg, mountain_svg
 from analysis.sweep.results import SweepResults
 
 TEMPLATES = Path(__file__).with_name("templates")
@@ -59,7 +59,8 @@ def _part(p: Part) -> dict:
             "plot": Markup(p.plot if p.plot is not None else crossover_svg(res)),
             "command": shlex.join(res.command),
             "hosts": hosts_table(res) if hosts.show_hosts(res) else None,
-            "where": hosts.where_text(res)}
+            "where": hosts.where_text(res),
+            "mountain": mountain_table(res), "mountain_plot": Markup(mountain_svg(res) or "")}
 
 
 def render_page(title: str, parts: list[Part], intro: str = "", footnotes: list[str] | None = None) -> str:

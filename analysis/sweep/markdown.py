@@ -9,7 +9,7 @@ import shlex
 from analysis.sweep import cells, hosts
 from analysis.sweep.crossover import crossovers, sentence
 from analysis.sweep.results import SweepResults
-from analysis.sweep.tables import hosts_table, methods, points_table
+from analysis.sweep.tables import hosts_table, methods, mountain_table, points_table
 from analysis.report.markdown_tables import fdr_line
 from analysis.report.mdtext import code_fence, code_span, esc, esc_spans
 from analysis.report.table import Table, markdown
@@ -39,6 +39,12 @@ def render(res: SweepResults, table: Table | None = None, heading: str = "") -> 
         out += [esc_spans(hosts.where_text(res)) + ":", ""] + markdown(hosts_table(res)) + [""]
     if cells.lookup_note(res):
         out += [esc(cells.lookup_note(res)), ""]
+    mountain = mountain_table(res)
+    if mountain is not None:
+        out += [f"**Memory mountain:** each focus function's out-of-cache CPU per operation: its cost "
+                f"at a point minus at the in-cache reference, the group's point of fewest keys "
+                f"({res.mountain.reference_keys:,} keys) (docs/statistics.md, \"Memory stalls without a PMU\"); 95% intervals in "
+                "results.json, the plot in report.html.", ""] + markdown(mountain) + [""]
     m = methods(res)
     what = "load time per rep (lower is better)" if cells.is_load_time(res) else "throughput"
     out += [f"Medians of the {what}; CV = spread (stdev/mean); the change is a ratio on the log "

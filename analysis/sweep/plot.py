@@ -130,3 +130,34 @@ def _mark_l3(ax, res: SweepResults, groups: list[Series], all_x: list[float]) ->
     if seen and all_x:
         xs = all_x + list(seen.values())
         ax.set_xlim(min(xs) / 1.5, max(xs) * 1.5)
+
+
+def mountain_svg(res: SweepResults) -> str | None:
+    """The memory mountain: each focus function's out-of-cache CPU per operation (µs) against
+    the keys, base solid and candidate dashed, with their 95% intervals as bars."""
+    m = res.mountain
+    if not m.available or not m.rows:
+        return None
+    with plt.rc_context(STYLE):
+        fig, ax = plt.subplots(figsize=(6.4, 3.6))
+        for i, row in enumerate(m.rows[:len(SERIES_COLORS)]):
+            color = SERIES_COLORS[i]
+            for side, style in (("base", "-"), ("cand", "--")):
+                cells = [(c.keys, getattr(c, side)) for c in row.cells if getattr(c, side) is not None]
+                if not cells:
+                    continue
+                xs = [k for k, _ in cells]
+                ys = [iv.value / 1e3 for _, iv in cells]
+                err = [[max(iv.value - (iv.low if iv.low is not None else iv.value), 0) / 1e3 for _, iv in cells],
+                       [max((iv.high if iv.high is not None else iv.value) - iv.value, 0) / 1e3 for _, iv in cells]]
+                ax.errorbar(xs, ys, yerr=err, color=color, linestyle=style, marker="o", markersize=3,
+                            label=literal(f"{row.function}{' ' + row.group if row.group else ''} "
+                                          f"({res.base if side == 'base' else res.cand})"))
+        ax.set_xscale("log")
+        ax.axhline(0, color="black", linewidth=0.8)
+        ax.set_xlabel(f"keys (in-cache reference: {_count(m.reference_keys)} keys)")
+        ax.set_ylabel(f"out-of-cache CPU per {m.command or 'op'} (µs)")
+        ax.set_title("Memory mountain")
+        ax.legend(fontsize=7, loc="upper left")
+        ax.grid(alpha=0.3)
+        return svg_element(fig)

@@ -20,6 +20,7 @@ from analysis.compare.summary import speaking_measure
 from analysis.inputs.rundir import RunDir, RunDirError, load_run
 from analysis.report.artifacts import write_profiles
 from analysis.sweep.hosts import host_notes
+from analysis.sweep.mountain import mountain
 from analysis.sweep.sweep_manifest import SweepManifest, SweepPoint, load_sweep
 from analysis.sweep.results import AxisOut, FanoutSummary, LookupCost, PointRow, SweepResults
 
@@ -170,7 +171,15 @@ def analyse_sweep(sweep_dir: str | Path, opts: CompareOptions | None = None,
     res.fdr = sweep_fdr([(pa.row.id, pa.row.metric, _paired(pa), _pilot(pa)) for pa in points
                          if pa.row.metric is not None and pa.results is not None], opts)
     res.notes = _notes(m, res) + host_notes(res.points)
+    keyspace = any(a.keyspace and a.name == res.x_axis for a in res.axes)
+    res.mountain = mountain([(pa.row.id, _group(pa.row, res.x_axis), pa.row.keys, pa.results)
+                             for pa in points], keyspace)
     return res, points
+
+
+def _group(row: PointRow, x_axis: str | None) -> str:
+    """The point's values of the axes other than the keys ("value=10"), its mountain's group."""
+    return ",".join(f"{a}={v}" for a, v in row.labels.items() if a != x_axis)
 
 
 def _paired(pa: PointAnalysis) -> bool:

@@ -12,6 +12,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
+from analysis.sweep.mountain import Mountain
 from analysis.compare.results import ChangeOut, FdrFamily, MetricRow, Side
 from analysis.inputs.host import RunnerHost
 from analysis.inputs.records import Record, plain
@@ -97,6 +98,8 @@ class SweepResults:
     fanout: FanoutSummary | None = None
     # the points' headline verdicts judged together (None: fewer than two to judge)
     fdr: FdrFamily | None = None
+    # each focus function's out-of-cache cost against the keys (analysis/sweep/mountain.py)
+    mountain: Mountain = field(default_factory=lambda: Mountain(False))
     schema: str = SCHEMA
 
     def to_json(self) -> dict[str, Any]:

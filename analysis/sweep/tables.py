@@ -61,3 +61,25 @@ def hosts_table(res: SweepResults) -> Table:
     for row in hosts.host_rows(res):
         t.add([Cell(c) for c in row], key=row[0])
     return t
+
+
+def mountain_table(res: SweepResults) -> Table | None:
+    """The memory mountain (analysis/sweep/mountain.py): a row per focus function, a column per
+    point past the in-cache reference, each cell base → candidate out-of-cache CPU per
+    operation (their intervals are in results.json)."""
+    m = res.mountain
+    if not m.available or not m.rows:
+        return None
+    from analysis.inputs.case import count
+    from analysis.report.fmt import fmt_ns
+    cols = [Column(f"Out-of-cache CPU per {m.command or 'op'} (flat), {res.base} → {res.cand}", cls="name")]
+    cols += [Column(f"{count(c.keys)} keys") for c in m.rows[0].cells]
+    t = Table(cols, escape=esc)
+    for row in m.rows:
+        if len(row.cells) != len(m.rows[0].cells):
+            continue        # a group measured at other sizes: in results.json
+        label = f"{row.function} ({row.group}; vs {count(row.reference_keys)} keys)" if row.group else row.function
+        t.add([Cell(label)] + [
+            Cell(f"{fmt_ns(c.base.value) if c.base else 'n/a'} → {fmt_ns(c.cand.value) if c.cand else 'n/a'}",
+                 literal=True) for c in row.cells])
+    return t
