@@ -18,6 +18,7 @@ from analysis.compare.options import CompareOptions
 from analysis.compare.profiler_cost import profiler_cost
 from analysis.compare.profiles import main_names, profiles
 from analysis.compare.saturation import saturation
+from analysis.compare.stall_tma import agreement
 from analysis.compare.stalls import section as stall_section
 from analysis.compare.results import CaseInfo, Results, Settings
 from analysis.compare.summary import summary
@@ -121,6 +122,7 @@ def analyse_with_profiles(run: RunDir, opts: CompareOptions) -> tuple[Results, d
     r.measurement = measurement(m, main)
     r.measurement.layouts = layout_spread(run, base, cand, opts.confidence)
     r.stalls = stall_section(run, r, merged, opts)
+    r.stalls.tma, r.stalls.tma_agree = agreement(r.stalls, r.tma.funnel)
     r.notes = _notes(run, r)
     r.summary = summary(r)
     return r, merged

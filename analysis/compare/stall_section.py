@@ -81,3 +81,7 @@ class StallSection:
     control_high: float | None = None
     control_reps: int = 0
     notes: list[str] = field(default_factory=list)
+    # on a PMU host: TMA's DRAM_Bound beside the out-of-cache cost of all samples, and whether
+    # the two tell one story ("agree", "disagree", "cannot tell"; "" without a funnel)
+    tma: str = ""
+    tma_agree: str = ""

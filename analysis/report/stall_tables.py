@@ -143,6 +143,8 @@ def caption(r: Results) -> str:
     lat = sec.latency
     if lat is not None:
         s += f" DRAM {lat.dram_ns:.0f} ns, L3 {lat.llc_ns:.0f} ns a load here."
+    if sec.tma:
+        s += f" {sec.tma}"
     if sec.control_change is not None and sec.control_low is not None:
         s += (f" In cache, throughput {100 * sec.control_change:+.1f}% "
               f"[{100 * sec.control_low:+.1f}, {100 * sec.control_high:+.1f}].").replace("-", "−")
