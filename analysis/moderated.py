@@ -1,5 +1,6 @@
 """Moderated variances (limma, Smyth 2004): many rows with few reps each borrow the spread of
-the others, and the moderated t of one row has the rows' degrees of freedom, not its own.
+the others, and the moderated t of one row has the rows' degrees of freedom, not its own
+(unless its own spread is the larger).
 
 Five paired reps give a row's own t 4 degrees of freedom: its 99.9% quantile is 8.6 where
 the normal's is 3.3, and a family of 70 rows judged at 99.93% each (the top movers) could
@@ -19,8 +20,14 @@ infinite when they agree as well as chance allows):
 Exact under the model (a row's dispersion drawn from that prior, its reps normal on the log
 scale); the larger of the moderated and the row's own dispersion keeps a row that is
 noisier than the run's others (a function whose cost differs between server starts) from
-borrowing the others' calm. bench/movers.py (`make bench` figure 7d) proves the family's
-error rate on the recorded A/A and shows the power it buys; analysis/history/paired_signal.py
+borrowing the others' calm, and where its own is the larger its t has its own n - 1
+degrees of freedom: the d0 + n - 1 belong to the moderated dispersion, which that row does
+not use (zfree in the recorded A/A tests/data/runs/aa-decides-emr-1, dispersion 2.28 on 12
+degrees of freedom against the family's 0.91 on 52, judged on 64 was called changed 3.9x
+as often as 99.9% allows, and its detectable size printed 20% small; on its own 12, 1.0x:
+bench/mover_df.py, `make bench` figure 7e, every pattern of swapped sides).
+bench/movers.py (`make bench` figure 7d) proves the family's error rate on the recorded A/A
+and shows the power it buys; analysis/history/paired_signal.py
 moderates a job's runs the same way.
 """
 from __future__ import annotations
@@ -101,9 +108,11 @@ class RowTest:
 
 
 def row_test(d: Dispersion, prior: Prior) -> RowTest:
-    """The moderated t of one row (module docstring)."""
+    """The moderated t of one row (module docstring): the moderated dispersion on its
+    degrees of freedom, or, where the row's own is the larger, its own on its own n - 1."""
     phi, df = moderate(d.phi, d.df, prior)
-    phi = max(phi, d.phi)
+    if d.phi > phi:
+        phi, df = d.phi, d.df
     return RowTest(d.mean, math.sqrt(phi / d.weight), df, phi, d, prior)
 
 

@@ -103,3 +103,31 @@ def test_the_planner_says_the_level_a_share_is_judged_at():
     assert r.se == pytest.approx(math.sqrt(2 / (0.05 * 1600)) / math.sqrt(10))
     with pytest.raises(ValueError):
         power.row_reach(5, 1600, 10)                                      # a share is a fraction
+
+
+def test_a_mover_noisier_than_its_family_is_judged_on_its_own_degrees_of_freedom():
+    """zfree in the recorded A/A aa-decides-emr-1: its own dispersion 2.28 on 12 degrees of
+    freedom, the family's 0.91 on 52. Judged on 64 it was called changed 3.9x as often as
+    99.9% allows over every pattern of swapped sides; on its own 12, about as often as
+    allowed, and its detectable size is K at 13 pairs, not at 60 (bench/mover_df.py)."""
+    from analysis import counting, moderated
+    from bench import mover_df
+    p = movers.pool(mover_df.REPO / "tests/data/runs/aa-decides-emr-1")
+    rows = movers.rows(p, p.counts, p.total, p.unit)
+    d = [counting.of_row(r.base, r.cand, r.nb, r.nc, True) for r in rows]
+    prior = moderated.prior_of(d)
+    i = next(i for i, r in enumerate(rows) if (r.name, r.kind) == ("zfree", "flat"))
+    t = moderated.row_test(d[i], prior)
+    assert d[i].phi == pytest.approx(2.28, abs=0.01) and prior.d0 == pytest.approx(52.3, abs=0.1)
+    assert t.df == 12 and t.phi == d[i].phi
+    b, c = rows[i].base, rows[i].cand
+    ch = moderated.change(b, c, t, 0.99)
+    assert ch.detectable == pytest.approx(math.expm1(power.moderated_multiplier(12, 0.99) * t.se))
+    _, flips = mover_df.flips("aa-decides-emr-1")
+    z = next(f for f in flips if (f.name, f.kind) == ("zfree", "flat"))
+    assert mover_df.called(z, 0.999, "family") / 0.001 > 3      # 3.9x
+    assert mover_df.called(z, 0.999, "shipped") / 0.001 < 1.3   # 1.0x
+    for run in ("aa-decides-emr-1", "aa-decides-emr-3"):
+        _, rs = mover_df.flips(run)
+        for level in (0.95, 0.99):
+            assert mover_df.rate(rs, level, "shipped") < mover_df.rate(rs, level, "family")
