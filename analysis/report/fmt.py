@@ -1,12 +1,17 @@
 """Numbers with their units, as the reports print them (plain text: the Markdown and HTML
-renderers escape it their own way)."""
+renderers escape it their own way). Standard library only: the PR comment job renders its
+lead with these under `python3 -S` (collectors/pr/lead_md.py), so the level and the
+detectable size are worded here, equal to analysis.intervals.level_text and
+analysis.stats.detectable_text (tests/test_pr_lead.py holds them so)."""
 from __future__ import annotations
 
-from typing import Any
+import math
+from typing import TYPE_CHECKING, Any
 
-from analysis import stats
-from analysis.intervals import level_text
-from analysis.compare.results import ChangeOut
+if TYPE_CHECKING:
+    from analysis.compare.results import ChangeOut
+
+POWER = 0.80        # of a detectable size: analysis.power.POWER
 
 THREAD_LABEL = {"main": "main thread", "all": "all threads", "io-threads": "io-threads"}
 
@@ -76,7 +81,12 @@ def signed_value(x: float | None, unit: str) -> str:
 def level(x: float) -> str:
     """A confidence level as a table header prints it: 95%, 96.7%, 99.79% (never rounded
     up: 99.79% is not "100%")."""
-    return level_text(x)
+    pct = x * 100
+    for digits in (0, 1):
+        if abs(round(pct, digits) - pct) < 1e-9:
+            return f"{round(pct, digits):.{digits}f}%"
+    cut = math.floor(pct * 100 + 1e-9) / 100
+    return f"{cut:.2f}".rstrip("0").rstrip(".") + "%"
 
 
 # verdicts that say what they could not see
@@ -88,7 +98,14 @@ def detectable(size: float | None, unit: str) -> str:
     "rel": the size is the upward ratio; the same distance on the log scale downward is
     1 - 1/(1 + size), a little smaller), "±1.1%" where both print alike, "0.80 pp"; sizes
     past +100% read "more than ±100%" (a ratio that far says nothing)."""
-    return stats.detectable_text(size, unit == "pp")
+    if size is None:
+        return ""
+    if unit == "pp":
+        return f"{size:.2f} pp"
+    if size > 1:
+        return "more than ±100%"
+    up, down = f"{size * 100:.1f}", f"{(1 - 1 / (1 + size)) * 100:.1f}"
+    return f"±{up}%" if up == down else f"−{down}%/+{up}%"
 
 
 def line_text(line: float, unit: str) -> str:
@@ -101,7 +118,7 @@ def could_see(d: str) -> str:
     (80% power)", the smallest change its run would have established (not a bound on the
     change); "could see only more than ±100% (80% power)" past +100%."""
     only = "only " if d.startswith("more than") else ""
-    return f"could see {only}{d} ({stats.POWER:.0%} power)"
+    return f"could see {only}{d} ({POWER:.0%} power)"
 
 
 def quiet_verdict(verdict: str, size: float | None, unit: str, real: bool = False,
