@@ -70,7 +70,7 @@ def plan(case: Case, case_arg: str, sets: list[str], variants: list[str], opts: 
     if keys < MIN_KEYS:
         return StallPlan(reason=f"the cache the control may take ({room / 2**20:.0f} MiB) holds only "
                                 f"{keys} keys of this dataset")
-    if ws.ratio is not None and ws.ratio < 1:
+    if ws.ratio is not None and ws.ratio < 1 and not served_bytes:   # the probe says what serves
         return StallPlan(reason=f"the run's dataset ({ws.describe(ds.keys)}) fits in {ws.llc_name}: "
                                 "there is no out-of-cache cost to separate")
     return StallPlan(planned=True, keys=keys, fraction=FRACTION, dir=INCACHE_DIR, case=case_arg,
