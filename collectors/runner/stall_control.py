@@ -1,6 +1,7 @@
 """The in-cache control of a run (docs/statistics.md, "Memory stalls without a PMU"): the same
-case and builds again, paired, over a dataset of at most a quarter of the last-level cache,
-in `<run>/incache/` (a run directory of its own). Its cost per operation is each function's
+case and builds again, paired, over a dataset of at most a quarter of the last-level cache and
+no more than the cache the latency probe finds serving this host, in `<run>/incache/` (a run
+directory of its own). Its cost per operation is each function's
 execution with (almost) no DRAM stall; the run's minus it is the out-of-cache cost
 (analysis/compare/stalls.py).
 
