@@ -63,6 +63,7 @@ bench: ## figures: analysis time, ingestion rate, profiler overhead, precision p
 	$(PY) bench/precision.py
 	$(PY) bench/history.py
 	$(PY) bench/stopping.py
+	$(PY) bench/on_skew.py
 	$(PY) bench/fdr.py
 	$(PY) bench/fdr.py --known-cost
 	$(PY) bench/movers.py

@@ -102,10 +102,12 @@ def bootstrap_interval(base: Sequence[float], cand: Sequence[float], confidence:
     return float(res.confidence_interval.low), float(res.confidence_interval.high), confidence
 
 
-def two_stage_interval(diffs: np.ndarray, confidence: float, pilot: int) -> tuple[float, float, float]:
+def two_stage_interval(diffs: np.ndarray, confidence: float, pilot: int, whole: bool = False
+                       ) -> tuple[float, float, float]:
     """Stein's two-stage interval of the mean pair difference (analysis/twostage.py): the
-    interval of a run that added reps until it was narrow enough."""
-    iv = twostage.interval(diffs, pilot, confidence)
+    interval of a run that added reps until it was narrow enough; `whole` (a function row's,
+    "two-stage+t"): the wider of it and the t interval over all pairs."""
+    iv = twostage.interval(diffs, pilot, confidence, whole)
     return iv.low, iv.high, confidence
 
 
@@ -125,6 +127,8 @@ METHODS: dict[str, tuple[str, Method]] = {
         float(np.median(c) - np.median(b)), *bootstrap_interval(b, c, q))),
     "two-stage": ("mean pair difference", lambda b, c, q, pilot: Estimate(
         float((c - b).mean()), *two_stage_interval(c - b, q, pilot))),
+    "two-stage+t": ("mean pair difference", lambda b, c, q, pilot: Estimate(
+        float((c - b).mean()), *two_stage_interval(c - b, q, pilot, whole=True))),
 }
 
 
@@ -170,6 +174,11 @@ def method_text(key: str, nb: int, nc: int, achieved: float, confidence: float,
         "two-stage": f"Stein two-stage interval of the mean pair difference, n={nb} pairs, "
                      f"spread from the first-stage pairs, {level_text(achieved)} (valid after adding "
                      f"reps until it was narrow enough)",
+        "two-stage+t": f"the wider of Stein's two-stage interval of the mean pair difference "
+                       f"(spread from the first-stage pairs) and the t-interval over all n={nb} "
+                       f"pairs, {level_text(achieved)} (valid after adding reps until it was narrow "
+                       f"enough; the t over all pairs takes a skewed row's spread that the first "
+                       f"stage missed)",
     }[key]
     if achieved + 1e-12 < confidence:
         text += f" (asked {level_text(confidence)}: not attainable with so few reps)"
@@ -181,7 +190,7 @@ def method_text(key: str, nb: int, nc: int, achieved: float, confidence: float,
 def p_value(key: str, b: np.ndarray, c: np.ndarray, pilot: int) -> float | None:
     """Two-sided p-value of "no change" by the test that belongs to the interval's method
     (its interval at level 1 - p just reaches 0); None for the bootstrap."""
-    d = c - b if key in ("signed-rank", "paired-t", "two-stage") else None   # pairs only
+    d = c - b if key in ("signed-rank", "paired-t", "two-stage", "two-stage+t") else None   # pairs
     with _quiet_moments(), warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
         if key == "mann-whitney":
@@ -201,6 +210,6 @@ def p_value(key: str, b: np.ndarray, c: np.ndarray, pilot: int) -> float | None:
                 return 1.0 if d.mean() == 0 else 0.0
             m, se, df = _one_sample(d)
             return float(2 * special.stdtr(df, -abs(m) / se))
-        if key == "two-stage":
-            return twostage.p_value(d, pilot)
+        if key in ("two-stage", "two-stage+t"):
+            return twostage.p_value(d, pilot, whole=key == "two-stage+t")
     return None

@@ -49,7 +49,7 @@ from analysis.ranks import mann_whitney_cdf, signed_rank_cdf
 SIMULATIONS = 4000
 SEED = 20261127
 NOISE_DF = 6            # the reference noise: Student's t, 6 degrees of freedom
-PAIRED = ("signed-rank", "paired-t", "two-stage")
+PAIRED = ("signed-rank", "paired-t", "two-stage", "two-stage+t")
 POWER = 0.80            # of the detectable size: the conventional 80%
 # The fewest reps a side that get an interval (so a detectable size). 3 where stallscope
 # chooses the reps (a run, a sweep point): the smallest n at which the rank methods exist
@@ -76,7 +76,7 @@ def _null_intervals(key: str, nb: int, nc: int, confidence: float, pilot: int,
     s = SIMULATIONS
     if key in PAIRED:
         d = rng.standard_t(NOISE_DF, (s, nb))
-        spread = d[:, :pilot] if key == "two-stage" else d
+        spread = d[:, :pilot] if key.startswith("two-stage") else d
         se = spread.std(axis=1, ddof=1) / math.sqrt(nb)
         if key == "signed-rank":
             i, j = np.triu_indices(nb)
@@ -85,8 +85,11 @@ def _null_intervals(key: str, nb: int, nc: int, confidence: float, pilot: int,
             if k is None:
                 return None
             return walsh[:, k - 1], walsh[:, walsh.shape[1] - k], se
-        df = (pilot if key == "two-stage" else nb) - 1.0
+        df = (pilot if key.startswith("two-stage") else nb) - 1.0
         half = float(special.stdtrit(df, 1 - alpha / 2)) * se
+        if key == "two-stage+t":        # the wider of Stein's and the t over all pairs
+            whole = d.std(axis=1, ddof=1) / math.sqrt(nb)
+            half = np.maximum(half, float(special.stdtrit(nb - 1.0, 1 - alpha / 2)) * whole)
         m = d.mean(axis=1)
         return m - half, m + half, se
     b, c = rng.standard_t(NOISE_DF, (s, nb)), rng.standard_t(NOISE_DF, (s, nc))
@@ -106,7 +109,7 @@ def _null_intervals(key: str, nb: int, nc: int, confidence: float, pilot: int,
 
 def _exact_range(key: str, nb: int, nc: int) -> bool:
     return ((key == "signed-rank" and nb <= 60) or (key == "mann-whitney" and nb * nc <= 2500)
-            or key in ("welch", "paired-t", "two-stage"))
+            or key in ("welch", "paired-t", "two-stage", "two-stage+t"))
 
 
 @lru_cache(maxsize=512)

@@ -156,7 +156,8 @@ def compare(base: Sequence[float] | Summary, cand: Sequence[float] | Summary, *,
     the median difference, 10000 resamples, seed 0; unpaired only). `pilot` (paired only,
     values in the order measured) makes the interval Stein's two-stage interval with that
     many first-stage pairs: the interval of a run that added reps until it was narrow
-    enough (analysis/twostage.py). `min_n` (at least 2) is the fewest reps a side that get
+    enough (analysis/twostage.py); with method "two-stage+t" (a --on function row) the wider
+    of it and the t-interval over all pairs. `min_n` (at least 2) is the fewest reps a side that get
     an interval; below 3 only the Welch t-interval exists (see SMALL_N). `method_level`:
     the level "auto" picks its method for, when it is stricter than `confidence` (a row of
     a family judged together: its p-value and its intervals must come from one method).
@@ -198,12 +199,15 @@ def _choose(b: np.ndarray, c: np.ndarray, paired: bool, method: str, confidence:
     `method_level`: the level "auto" chooses its method for (default: `confidence`). A
     family of rows judged together (analysis/compare/multiplicity.py) passes its strictest
     level, so each row's p-value and every interval it prints come from one method."""
-    if method not in ("auto", "hl", "bootstrap"):
+    if method not in ("auto", "hl", "bootstrap", "two-stage+t"):
         raise ValueError(f"unknown method {method!r} (use 'auto', 'hl' or 'bootstrap')")
     if pilot is not None:
         if not paired:
             raise ValueError("a two-stage interval (pilot) is for paired reps only")
-        return "two-stage", METHODS["two-stage"][1](b, c, confidence, pilot), False
+        key = "two-stage+t" if method == "two-stage+t" else "two-stage"
+        return key, METHODS[key][1](b, c, confidence, pilot), False
+    if method == "two-stage+t":
+        raise ValueError("method='two-stage+t' needs a pilot (the first stage's pairs)")
     if method == "bootstrap":
         if paired:
             raise ValueError("method='bootstrap' is unpaired only; pairs use 'auto' or 'hl'")
@@ -290,7 +294,7 @@ def _detectable(key: str, bv: np.ndarray, cv: np.ndarray, paired: bool, confiden
                 pilot: int | None, judged_rel: bool, points: bool, base_median: float,
                 min_n: int) -> float | None:
     """The detectable size in the unit the verdict judges (see Change.detectable)."""
-    p = pilot if key == "two-stage" else None
+    p = pilot if key.startswith("two-stage") else None
     if judged_rel:
         d = detectable_size(key, np.log(bv), np.log(cv), confidence, pilot=p, min_n=min_n)
         return math.expm1(d) if d is not None else None

@@ -98,11 +98,12 @@ def test_on_a_function_that_is_not_a_focus_function_prints_its_two_stage_row(tmp
     r = analyse(run, CompareOptions())
     row = _row(r.profile, "rtree_metadata_read")
     ch = row.flat_ns_change
-    assert "Stein two-stage" in ch.method
+    assert "Stein's two-stage" in ch.method and "t-interval over all" in ch.method
     assert "rtree_metadata_read" not in {m.name for m in r.profile.movers}
-    # the interval is the two-stage one over the plan's own log ratios, first stage 5
+    # the interval is a function row's two-stage one over the plan's own log ratios, first
+    # stage 5: the wider of Stein's and the t over all pairs (twostage, "A function row")
     x = function_log_ratios(run, "a", "b", "rtree_metadata_read", "flat")
-    iv = twostage.interval(x, 5, ch.confidence)
+    iv = twostage.interval(x, 5, ch.confidence, whole=True)
     assert (ch.rel_ci_low, ch.rel_ci_high) == pytest.approx((math.expm1(iv.low), math.expm1(iv.high)))
     # outside the focus family (the one comparison it was planned for): its cumulative
     # cost is one of the family's rows, its flat cost per operation is not

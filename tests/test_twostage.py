@@ -132,3 +132,33 @@ def test_the_normality_it_assumes_holds_for_recorded_reps_and_matters_where_it_d
     skewed = rng.exponential(0.02, 400) - 0.02            # centred exponential, sd 0.02
     cover, _ = coverage(two_stage, skewed)
     assert cover < 0.925, cover
+
+
+def test_a_skewed_function_row_keeps_its_95_percent_under_the_on_rule():
+    """`--precision P --on FUNCTION` on the recorded small A/A's dictFindByHash (own cost: two
+    reps of ten at +10%, the rest at -2%), reps resampled whole (bench/on_skew.py, figure
+    6b): Stein's rule alone covered 83%; the plan's floor of 16 and the wider of Stein's and
+    the t over all pairs hold 95% at +-2% and +-5%."""
+    from bench import on_skew
+    x = on_skew.row("dictFindByHash", "flat")
+    assert sps.skew(x) > 1
+    for target in (0.02, 0.05):
+        stein = on_skew.coverage(x, "stein", target, 4000, seed=3)[0]
+        shipped, low, _, reps = on_skew.coverage(x, "shipped", target, 4000, seed=3)
+        assert stein < 0.88, (target, stein)
+        assert shipped >= 0.94 and reps >= twostage.ON_FLOOR, (target, shipped, low)
+
+
+def test_a_function_rows_plan_has_a_floor_and_its_interval_takes_the_later_spread():
+    assert twostage.planned_reps(0.001, 8, 0.05, floor=twostage.ON_FLOOR) == 16
+    assert twostage.planned_reps(0.03, 8, 0.01, floor=twostage.ON_FLOOR) == 51
+    x = [0.10, 0.12, 0.08, 0.11, 0.09, 0.30, 0.31]          # the last two: a different spread
+    stein, whole = twostage.interval(x, 5), twostage.interval(x, 5, whole=True)
+    t_all = sps.t.ppf(0.975, 6) * np.std(x, ddof=1) / math.sqrt(7)
+    assert whole.half_width == pytest.approx(max(stein.half_width, t_all))
+    assert whole.half_width > stein.half_width
+    p = twostage.p_value(x, 5, whole=True)
+    assert twostage.interval(x, 5, 1 - p, whole=True).low == pytest.approx(0.0, abs=1e-9)
+    ch = stats.compare([100.0] * 7, [100 * math.exp(v) for v in x], paired=True, pilot=5,
+                       method="two-stage+t")
+    assert ch.rel_ci_low == pytest.approx(math.expm1(whole.low))

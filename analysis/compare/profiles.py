@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from analysis import counting
+from analysis import counting, stats
 from analysis.compare import profile_reps
 from analysis.compare.options import CompareOptions
 from analysis.compare.materiality import Measure, judge
@@ -189,9 +189,13 @@ def _function_row(fn: str, sh: Shares, base: str, cand: str, thread: str, opts: 
             sb, sc = cost_values(fn, k, sh, sw or {}, factors, base, cand)
             # An absolute cost: relative waterlines like throughput's, lower is better.
             pilot = planned[2] if planned and planned[:2] == (fn, k) and len(b) >= planned[2] else None
-            ch = ChangeOut.of(opts.relative(sb, sc, higher_is_better=False, paired=paired,
-                                            pilot=pilot), "ns/op")
-            if pilot is not None:
+            if pilot is None:
+                ch = ChangeOut.of(opts.relative(sb, sc, higher_is_better=False, paired=paired), "ns/op")
+            else:       # the --on row: the wider of Stein's and the t over all pairs (twostage)
+                ch = ChangeOut.of(stats.compare(
+                    sb, sc, higher_is_better=False, noise=opts.noise, regression=opts.regression,
+                    max_cv=opts.max_cv, confidence=opts.confidence, paired=paired, pilot=pilot,
+                    method="two-stage+t"), "ns/op")
                 ch.level = opts.confidence      # its own 95%, among rows at the family's level
             ns[k] = (Side.of(summarize([x for _, x in b]), [n for n, _ in b]),
                      Side.of(summarize([x for _, x in c]), [n for n, _ in c]), ch)

@@ -110,7 +110,8 @@ class PrecisionRun:
         x = self.log_ratios()[: self.pilot]
         sd0 = float(statistics.stdev(x))
         self.plan.pilot_sd = round(sd0, 6)
-        want = twostage.planned_reps(sd0, self.pilot, math.log1p(self.target))
+        want = twostage.planned_reps(sd0, self.pilot, math.log1p(self.target),
+                                     floor=twostage.ON_FLOOR if self.on else 0)   # --on: skewed rows
         self.plan.planned = min(want, MAX_UNITS)
         if want > MAX_UNITS:
             self.plan.note = f"the first stage's spread asks for {want} {self._word()}s; capped at {MAX_UNITS}"
