@@ -231,7 +231,12 @@ def test_a_precision_plan_round_trips_its_own_state_only(tmp_path):
     m = _manifest(precision=plan, options=RunOptions(reps=8, precision=0.02, budget_s=600.0))
     save_manifest(tmp_path, m)
     d = json.loads((tmp_path / "manifest.json").read_text())
-    assert set(d["precision"]) == {"pilot_sd", "planned", "ended_by", "note", "spent_s"}
+    looks = {"looks", "alphas", "made", "look", "alpha", "level", "open"}   # a run that decides'
+    assert set(d["precision"]) == {"pilot_sd", "planned", "ended_by", "note", "spent_s"} | looks
     back = load_run(tmp_path).manifest
     assert back == m and back.pilot == 8 and back.options.precision_function is None
+    # a run that decides keeps its looks: resumed, it goes on from the next one
+    plan.looks, plan.alphas, plan.made, plan.open = [4, 6, 10, 13], [0.0014, 0.0035, 0.017, 0.0281], 2, ["x"]
+    save_manifest(tmp_path, m)
+    assert load_run(tmp_path).manifest.precision == plan
     assert _manifest().pilot is None        # no --precision: no first stage

@@ -72,9 +72,13 @@ def test_the_rate_is_what_the_rows_need_within_the_perturbation_budget(tmp_path)
     cap = sample_cost.rate_for(bound, sample_cost.PERTURBATION)
     assert sample_cost.choose(host, store).hz == sample_cost.rate_for(bound)       # --quick: 1%
     assert sample_cost.choose(host, store, need_hz=300).hz == 399      # the lowest rate that is enough
-    high = sample_cost.choose(host, store, need_hz=5000)
+    high = sample_cost.choose(host, store, need_hz=1800)
     assert high.hz == cap and high.predicted <= sample_cost.PERTURBATION
     assert "more than a 5% budget of the server's CPU allows" in high.why()
+    # past the highest rate perf is run at, the ceiling is the reason, the budget said after it
+    past = sample_cost.choose(host, store, need_hz=7203)
+    assert past.hz == cap and "above 1999 Hz, the highest rate perf is run at" in past.why()
+    assert f"budget of the server's CPU holds it to {cap} Hz" in past.why()
     # never below what the 1% budget allows anyway
     assert sample_cost.choose(host, store, need_hz=10).hz == sample_cost.rate_for(bound)
 

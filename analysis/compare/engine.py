@@ -7,8 +7,11 @@ seeded.
 """
 from __future__ import annotations
 
+import dataclasses
 import json
 
+from analysis import sequential
+from analysis.compare import row_targets
 from analysis.inputs.layout import MANIFEST
 from analysis.compare.environment import environment, reproduce
 from analysis.compare.errors import CompareError
@@ -98,6 +101,9 @@ def analyse_with_profiles(run: RunDir, opts: CompareOptions) -> tuple[Results, d
     """The comparison, and each variant's profile reps merged (what the report writes as
     `<variant>.folded` and renders flame graphs and pprof files from)."""
     m = run.manifest
+    level = sequential.run_level(m.precision) if opts.run_level else None
+    if level is not None:       # every interval at the level of the look that ended the run
+        opts = dataclasses.replace(opts, confidence=level)
     base, cand = _variants(run, opts)
     focus = opts.focus if opts.focus is not None else [str(f) for f in m.case.focus or []]
     r = Results(run_id=m.run_id, created=m.created,
@@ -118,8 +124,8 @@ def analyse_with_profiles(run: RunDir, opts: CompareOptions) -> tuple[Results, d
     r.environment = environment(run, base, cand)
     r.reproduce = reproduce(run)
     r.fdr = [f for f in (metrics, r.profile.fdr, r.profile.movers_fdr) if f is not None]
-    main = r.paired[0] if r.paired else (r.throughput[0] if r.throughput else None)
-    r.measurement = measurement(m, main)
+    missed = row_targets.mark(r) if m.options.targets else []
+    r.measurement = measurement(m, row_targets.main_row(r), missed)
     r.measurement.layouts = layout_spread(run, base, cand, opts.confidence)
     r.stalls = stall_section(run, r, merged, opts)
     r.stalls.tma, r.stalls.tma_agree = agreement(r.stalls, r.tma.funnel)

@@ -5,7 +5,10 @@ from __future__ import annotations
 import math
 
 from analysis.compare.results import Measurement, MetricRow
-from analysis.inputs.manifest import Manifest
+from analysis.compare.row_targets import RowTarget
+from analysis.inputs.manifest import Manifest, PrecisionPlan
+from analysis.intervals import level_text
+from analysis.sequential import ALPHA
 from analysis.inputs.option_specs import TARGET_FOCUS, TARGET_MOVERS, TARGET_SHARE, TARGET_THROUGHPUT
 
 
@@ -33,9 +36,9 @@ def _pairing_sentence(m: Manifest) -> tuple[str, str]:
     return "off", "separate reps, a server start each"
 
 
-def measurement(m: Manifest, main: MetricRow | None) -> Measurement:
+def measurement(m: Manifest, main: MetricRow | None, missed: list[RowTarget] = ()) -> Measurement:
     """`main`: the row a --precision run added reps for (the paired row, else the first
-    throughput or load-time row)."""
+    throughput or load-time row); `missed`: a run that decides' rows short of their target."""
     mode, how = _pairing_sentence(m)
     out = Measurement(mode=mode, pairing=how)
     if m.pairing is not None and m.pairing.aa:
@@ -53,7 +56,9 @@ def measurement(m: Manifest, main: MetricRow | None) -> Measurement:
     reached = (f"the interval is ±{out.half_width:.1%} of the ratio" if out.half_width is not None
                else "no interval yet")
     if m.options.targets:
-        out.precision = _targets_sentence(m, units, unit)
+        out.looks, out.look, out.alpha, out.level = list(p.looks), p.look, p.alpha, p.level
+        out.missed = [t.text() for t in missed]
+        out.precision = _targets_sentence(m, units, unit) + _looks_sentence(p, units, unit, out.missed)
         return out
     asked = f"±{out.target:.1%} of the ratio asked within {_duration(out.budget_s)}"
     spread = (f" from the first {out.pilot} {unit}s' spread (sd {p.pilot_sd:.3f} of the log ratio)"
@@ -78,10 +83,35 @@ def _targets_sentence(m: Manifest, units: int, unit: str) -> str:
             f"more ±{TARGET_FOCUS:.0%} at its family's level, every such function ±{TARGET_MOVERS:.0%} "
             f"(the perf rate), within {_duration(m.options.budget_s)}")
     plan = f"; {p.note}" if p.note else ""
-    if p.ended_by == "precision":
+    if p.ended_by == "answered":
+        end = f"it answered after {units} of {p.planned} planned {unit}s"
+    elif p.ended_by == "precision":
         end = f"{units} {unit}s as planned"
     elif p.ended_by == "budget":
         end = f"the budget ended it after {units} of {p.planned} planned {unit}s"
     else:
         end = f"it stopped after {units} {unit}s before its plan ended"
     return f"{aims}{plan}; {end}: each row says what it could see"
+
+
+def _looks_sentence(p: PrecisionPlan, units: int, unit: str, missed: list[str]) -> str:
+    """The looks of a run that decides (analysis/sequential.py): which one ended it, the
+    level of every interval and why; then the rows that missed their target (the reports
+    end the sentence)."""
+    short = (f". Rows that missed their target: {'; '.join(missed)}" if missed
+             else ". Every row decided or reached its target")
+    if not p.looks:
+        return short if missed else ""
+    at = ", ".join(str(n) for n in p.looks)
+    if p.level is None:
+        return f". Looks at {at} {unit}s, {p.made} made so far{short}"
+    spent = (f"alpha {p.alpha:.4g} of the run's {ALPHA:g}, spent over looks at {at} {unit}s so "
+             f"that every interval the run could have printed holds {1 - ALPHA:.0%} together")
+    if p.ended_by == "answered":
+        why = (f"look {p.look} of {len(p.looks)} found every row decided or at its target, "
+               f"and the run stopped there")
+    elif p.ended_by == "budget":
+        why = f"the budget stopped it after {p.made} of {len(p.looks)} looks: the alpha they left"
+    else:
+        why = f"its last look, {p.look} of {len(p.looks)}"
+    return f". Every interval of this report is at {level_text(p.level)} ({why}; {spent}){short}"

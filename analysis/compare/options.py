@@ -36,6 +36,10 @@ class CompareOptions:
     # judged together sets its strictest, so a row's p-value and its printed interval come
     # from one method (analysis/compare/multiplicity.py)
     method_level: float | None = None
+    # a run that decided by looking at itself is read at the level its looks left it
+    # (manifest.json precision.level, analysis/sequential.py) in place of `confidence`;
+    # False: `confidence` as given (a look of the run itself)
+    run_level: bool = True
     max_cv: float = 0.10
     # materiality of a function (analysis/compare/materiality.py)
     min_share: float = MIN_SHARE     # % of samples: below on both sides, "negligible"

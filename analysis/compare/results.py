@@ -42,6 +42,10 @@ class MetricRow:
     # 50 keys per MSET"); `test` keeps the load generator's own name.
     label: str = ""
 
+    # a run that decides: the size it aimed at (a fraction) and whether it missed it
+    # (analysis/compare/row_targets.py); None in every other run
+    target: float | None = None
+    target_missed: bool | None = None
 
 FUNCTION_VERDICTS = ("negligible", "new in candidate", "gone", "too few samples")
 
@@ -63,6 +67,9 @@ class Judgement:
     detectable_unit: str = ""
     line: float | None = None    # a minor verdict's line (ChangeOut.line), in detectable_unit
 
+    # a run that decides: the row's target and whether it missed it (MetricRow.target)
+    target: float | None = None
+    target_missed: bool | None = None
 
 @dataclass
 class FunctionRow:
@@ -239,10 +246,17 @@ class Measurement:
     pilot_sd: float | None = None
     planned: int | None = None
     units: int | None = None     # paired reps (or A/B blocks) measured
-    ended_by: str | None = None  # precision | budget | None (cut short, or still running)
+    ended_by: str | None = None  # precision | budget | answered | None (cut short, or still running)
     half_width: float | None = None   # reached, fraction of the ratio
     layouts: LayoutSpread | None = None   # stallscope run --layouts N (N > 1)
 
+    # a run that decides (analysis/sequential.py): its looks (paired reps), the one that ended
+    # it (1-based), its report's alpha and level, the rows that missed their target
+    looks: list[int] = field(default_factory=list)
+    look: int | None = None
+    alpha: float | None = None
+    level: float | None = None
+    missed: list[str] = field(default_factory=list)
 
 @dataclass
 class CaseInfo:

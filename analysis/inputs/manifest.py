@@ -158,12 +158,26 @@ class PrecisionPlan(Record):
     the first stage `reps` (Manifest.pilot) and --on `precision_on` (the interval made that
     narrow is that function's CPU time per operation, RunOptions.precision_function). This
     is the plan's own state: the first stage's spread `pilot_sd` (sd of its log ratios) that
-    decides `planned`, the total the run aims at, and what ended it."""
+    decides `planned`, the total the run aims at, and what ended it.
+
+    A run that decides (options.targets) keeps its looks here too (analysis/sequential.py):
+    the paired-rep counts it looks at, each look's alpha, how many it has made, and the look
+    (1-based) that ended it with the alpha and level its report is read at (`level`: set
+    when the run ends, by a look or by the budget, which reads at the alpha left). Runs made
+    before the looks have none, and are read at the comparison's own confidence."""
     pilot_sd: float | None = None
     planned: int | None = None
-    ended_by: str | None = None      # precision | budget | None while running
+    ended_by: str | None = None      # precision | budget | answered | None while running
     note: str = ""
     spent_s: float = 0.0             # wall time of the run so far (all its sessions)
+    looks: list[int] = field(default_factory=list)     # paired reps at each planned look
+    alphas: list[float] = field(default_factory=list)  # each look's alpha (they add up to 0.05)
+    made: int = 0                    # looks made so far
+    look: int | None = None          # the look that ended the run (1-based); None: no look did
+    alpha: float | None = None       # the alpha of the intervals the report prints
+    level: float | None = None       # 1 - alpha: CompareOptions.confidence of its report
+    open: list[str] = field(default_factory=list)      # rows neither decided nor at their
+                                                       #   target at the last look made
 
 
 @dataclass

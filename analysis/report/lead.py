@@ -107,7 +107,7 @@ def throughput(r: Results) -> Table | None:
         name = row_name(m) + (" · paired" if paired else "")
         t.add([Cell(name), Cell(value(m.base.median, m.unit), literal=True),
                Cell(value(m.cand.median, m.unit), literal=True),
-               Cell(_change(m.change, m.unit), literal=True), change_verdict(m.change)])
+               Cell(_change(m.change, m.unit), literal=True), change_verdict(m.change, m)])
     return t
 
 

@@ -21,15 +21,24 @@ def side_cell(s: Side, unit: str) -> Cell:
     return Cell(value(s.median, unit), note=spread, literal=True)
 
 
-def change_verdict(c: ChangeOut) -> Cell:
-    """A metric's verdict: for one that saw nothing, the size the run could have seen."""
-    return Cell(quiet_verdict(c.verdict, c.detectable, "pp" if c.unit == "pp" else "rel",
-                              c.clears_zero, c.line), verdict=c.verdict)
+def missed(target: float | None, is_missed: bool | None) -> str:
+    """A row of a run that decides that missed its target, as its verdict cell ends:
+    "; missed its ±5% target" ("" for every other row: analysis/compare/row_targets.py)."""
+    return f"; missed its ±{target:.0%} target" if is_missed and target is not None else ""
+
+
+def change_verdict(c: ChangeOut, row: MetricRow | None = None) -> Cell:
+    """A metric's verdict: for one that saw nothing, the size the run could have seen;
+    `row`: a run that decides' row, marked where it missed its target."""
+    text = quiet_verdict(c.verdict, c.detectable, "pp" if c.unit == "pp" else "rel", c.clears_zero, c.line)
+    if row is not None:
+        text += missed(row.target, row.target_missed)
+    return Cell(text, verdict=c.verdict)
 
 
 def judgement_verdict(j: Judgement) -> Cell:
-    return Cell(quiet_verdict(j.verdict, j.detectable, j.detectable_unit or "rel", line=j.line),
-                verdict=j.verdict, title=j.reason)
+    return Cell(quiet_verdict(j.verdict, j.detectable, j.detectable_unit or "rel", line=j.line)
+                + missed(j.target, j.target_missed), verdict=j.verdict, title=j.reason)
 
 
 def metrics(r: Results, confidence: float) -> Table:
@@ -41,7 +50,7 @@ def metrics(r: Results, confidence: float) -> Table:
             change, ci = change_cells(m.change, m.unit)
             t.add([Cell(row_name(m) + (f" · {m.metric}" if with_metric else "")),
                    side_cell(m.base, m.unit), side_cell(m.cand, m.unit), _n(change), _n(ci),
-                   change_verdict(m.change)])
+                   change_verdict(m.change, m)])
     return t
 
 

@@ -75,6 +75,7 @@ UPPER_Z = 1.2816        # one-sided 90% upper bound of the next run's cost
 MIN_CASE_RUNS = 5
 # Odd rates near round numbers: not in lockstep with the kernel's 100/250/1000 Hz ticks.
 RATES = (1999, 1499, 1249, 999, 799, 599, 499, 399, 299, 249, 199, 149, 99, 49)
+CEILING = max(RATES)    # the highest rate perf is run at, whatever a budget would allow
 # How the run measured its cost (analysis/compare/profiler_cost.py). 2: each perf-on block
 # of a paired rep against the off blocks on both sides. Entries without it were measured
 # against the block before alone, which a rep's upward drift biased toward perf being free
@@ -146,6 +147,13 @@ class Rate:
                     f"{_TARGET_TEXT}); {cost}, within the {self.budget:.0%} budget")
         asks = (f"ask {self.need_hz:.0f} Hz" if math.isfinite(self.need_hz)
                 else "ask more than any rate gives in the planned reps")
+        if self.need_hz > CEILING:
+            # the ceiling binds whatever the budget: say it first, then the budget if it binds too
+            budget = (f"; the {self.budget:.0%} budget of the server's CPU holds it to {self.hz} Hz"
+                      if self.hz < CEILING else "")
+            return (f"perf at {self.hz} Hz: the function rows' targets {asks} (a {_TARGET_TEXT}), "
+                    f"above {CEILING} Hz, the highest rate perf is run at{budget}: {cost}; the "
+                    "targets out of reach are named below, and each row says what it could see")
         return (f"perf at {self.hz} Hz: the function rows' targets {asks} (a {_TARGET_TEXT}), more "
                 f"than a {self.budget:.0%} budget of the server's CPU allows: {cost}; each row says "
                 "what it could see")

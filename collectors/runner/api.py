@@ -143,9 +143,9 @@ def plan_run(req: RunRequest, log: Log) -> RunPlan:
                        f"from the profiles of paired windows; this run is "
                        f"{'not paired (' + decided.reason + ')' if not opts.paired else 'not profiled (--profile ' + opts.profile + ')'}")
     units_note = _plan_reps(opts, host, case, log)
-    profiling_note = _resolve_profiling(opts, host, case)
-    if profiling_note:
-        log(f"stallscope run: {profiling_note}")
+    profiling_note, short = _resolve_profiling(opts, host, case)
+    for line in [profiling_note] * bool(profiling_note) + [f"targets: {x}" for x in short]:
+        log(f"stallscope run: {line}")
     tools = versions.tool_versions({n: v.benchmark_bin for n, v in variants.items()})
     run_id = req.run_id or new_run_id(case.name, req.out)
     if req.run_id and (req.out / run_id).exists():
@@ -153,8 +153,8 @@ def plan_run(req: RunRequest, log: Log) -> RunPlan:
     command = ["stallscope", "run", *(req.command if req.command is not None else req.argv())]
     m = make_manifest(run_id, case, variants, opts, command, host, tools, plan, decided)
     m.options.report = bool(req.report)
-    if units_note:
-        m.precision.note = units_note
+    if units_note:      # why the reps, and the targets out of reach said before the run
+        m.precision.note = "; ".join([units_note, *short])
     m.load_generator, memtier_bin = choose_load_generator(case, opts, variants, log)
     for s in sections:
         apply_sections(m, s)
@@ -214,11 +214,12 @@ def _plan_reps(opts: RunOptions, host: HostFacts, case: Case, log: Log) -> str:
     return units.why
 
 
-def _resolve_profiling(opts: RunOptions, host: HostFacts, case: Case) -> str:
+def _resolve_profiling(opts: RunOptions, host: HostFacts, case: Case) -> tuple[str, list[str]]:
     """Where profiles come from and at what rate, when the request left them open: perf in
     the paired windows of a paired run (no separate profile reps), separate profile reps
     where the run cannot pair; the rate from what a sample cost this case (or, until it has
-    measured enough, any case) on this host."""
+    measured enough, any case) on this host. (why the rate, the targets a run that decides
+    cannot reach at it and why: targets.out_of_reach)"""
     tool = case.workload.tool
     if opts.profile_reps is None:
         in_windows = opts.paired and opts.profile == "perf" and tool != "rdb-load"
@@ -226,22 +227,33 @@ def _resolve_profiling(opts: RunOptions, host: HostFacts, case: Case) -> str:
     if opts.frequency_hz is None:
         if opts.profile != "perf":
             opts.frequency_hz = DEFAULT_FREQ_HZ
-            return ""
+            return "", []
         rate = sample_cost.choose(host.summary(), case=case.name, need_hz=_rate_need(opts, case))
         opts.frequency_hz = rate.hz
-        return rate.why()
-    return ""
+        short = (targets.out_of_reach(targets.Targets(), rate, *_row_plan(opts, case))
+                 if opts.targets and rate.need_hz is not None else [])
+        return rate.why(), short
+    return "", []
+
+
+def _row_plan(opts: RunOptions, case: Case) -> tuple[int, int, float, int, float]:
+    """(reps, windows, window s, focus family rows, alpha) the function rows are planned in:
+    the focus family at its largest, a run that decides' rows at its last look's alpha."""
+    reps = max(opts.reps, 2)
+    return (reps, opts.paired_windows, opts.paired_window_s,
+            targets.focus_family_rows(case.focus, case.server.io_threads),
+            targets.final_alpha(reps) if opts.targets else 0.05)
 
 
 def _rate_need(opts: RunOptions, case: Case) -> float | None:
     """The rate the function rows' targets ask in this run's reps (None: a --quick run, or
     one whose profiles are not in paired windows, keeps the 1% budget); inf when no rate
-    reaches them (sample_cost says so). The focus family is planned at its largest."""
+    reaches them (sample_cost says so)."""
     if opts.quick or not opts.paired or opts.profile_reps:
         return None
-    rows = targets.focus_family_rows(case.focus, case.server.io_threads)
-    return targets.rate_need(targets.Targets(), max(opts.reps, 2), opts.paired_windows,
-                             opts.paired_window_s, focus_rows=rows) or math.inf
+    reps, windows, window_s, rows, alpha = _row_plan(opts, case)
+    return targets.rate_need(targets.Targets(), reps, windows, window_s, focus_rows=rows,
+                             alpha=alpha) or math.inf
 
 
 def with_plugin_defaults(opts: RunOptions) -> RunOptions:

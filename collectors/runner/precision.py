@@ -13,6 +13,10 @@ two-stage interval keeps its 95% at whatever unit the run ends; manifest.json `p
 says which ended it (the planned precision, or the budget).
 
 A unit that failed is replaced (the plan counts units that measured), budget permitting.
+
+A run that decides (options.targets) uses the same loop without a first stage: its reps
+are planned before it starts (collectors/runner/targets.py), and at planned counts of them
+it looks at itself (collectors/runner/looks.py) and stops when every row has answered.
 """
 from __future__ import annotations
 
@@ -25,6 +29,7 @@ from analysis.compare.planned import function_log_ratios
 from analysis.compare.throughput import main_log_ratios
 from analysis.inputs.manifest import PrecisionPlan, Rep
 from analysis.inputs.rundir import RunDir
+from collectors.runner import looks
 from collectors.runner.context import RunContext
 from collectors.runner.new_manifest import rep_seconds
 from collectors.runner.progress import duration
@@ -46,11 +51,13 @@ class PrecisionRun:
                            else run.manifest.pilot) or 0
         self.on: tuple[str, str] | None = run.manifest.options.precision_function
         self.names = list(run.variants)
-        # a run that decides: its reps planned before it began (so _plan never runs), the
-        # clock its only stop
+        # a run that decides: its reps planned before it began (so _plan never runs); its
+        # looks stop it when it has answered, the clock when the budget is spent
         self.decides = run.manifest.options.targets
         if self.decides and self.plan.planned is None:
             self.plan.planned = self.pilot
+        if self.decides:        # its looks (collectors/runner/looks.py), planned once
+            looks.plan_looks(self.plan)
         self.kind = "paired" if run.opts.paired else "throughput"
         self._t0 = time.monotonic()
         self._spent0 = self.plan.spent_s or 0.0
@@ -79,9 +86,9 @@ class PrecisionRun:
         need = self._unit_seconds() or 0.0
         if self.spent() + need <= self.budget_s:
             return True
-        self.run.manifest.schedule = [r for r in self.run.manifest.schedule
-                                      if not (r.kind == self.kind and r.status == "pending")]
+        self._drop_pending()
         self.plan.ended_by = "budget"
+        looks.end_by_budget(self.plan)
         self.plan.note = (f"budget of {duration(self.budget_s)} spent after {self._units()} of "
                           f"{self.plan.planned} planned {self._word()}s (one more takes about "
                           f"{duration(need)})")
@@ -101,6 +108,11 @@ class PrecisionRun:
             self._plan(done)
         if self.kind == "paired" or self._block_complete():
             self.run.note(self._progress(done), always=True)
+        if self.decides and rep.status == "ok" and looks.due(self.plan, done):
+            self.run.note(looks.look(self.plan, RunDir(self.run.run_dir, self.run.manifest), done),
+                          always=True)
+            if self.plan.ended_by == "answered":
+                self._drop_pending()
         if self.plan.planned is not None and done >= self.plan.planned and self.plan.ended_by is None:
             self.plan.ended_by = "precision"
             if not self.decides:      # a run that decides keeps why it planned its reps
@@ -116,6 +128,14 @@ class PrecisionRun:
         if want > MAX_UNITS:
             self.plan.note = f"the first stage's spread asks for {want} {self._word()}s; capped at {MAX_UNITS}"
         self._append(self.plan.planned - done)
+
+    def _drop_pending(self) -> None:
+        """Every unit rep not run yet leaves the schedule (the run ends after this one)."""
+        sched = self.run.manifest.schedule
+        keep = [r for r in sched if not (r.kind == self.kind and r.status == "pending")]
+        if self.run.progress is not None:
+            self.run.progress.total -= len(sched) - len(keep)
+        self.run.manifest.schedule = keep
 
     def _append(self, n: int) -> None:
         """n more units at the end of the schedule (after the profile reps)."""

@@ -29,10 +29,13 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from analysis import sequential
+from analysis.compare.row_targets import function_rows
 from analysis.inputs.option_specs import (TARGET_FOCUS, TARGET_MAX_UNITS, TARGET_MIN_UNITS, TARGET_MOVERS,
                                           TARGET_SHARE, TARGET_THROUGHPUT, TARGET_UNITS)
 from analysis.power import row_reach, units_to_detect
 from collectors.host.noise import Noise
+from collectors.host.sample_cost import CEILING, Rate
 
 @dataclass(frozen=True)
 class Targets:
@@ -53,16 +56,28 @@ def sampled_seconds(windows: int, window_s: float) -> float:
     return windows * window_s / 4
 
 
-def samples_needed(share: float, change: float, reps: int, focus_rows: int | None = None) -> float | None:
+def final_alpha(reps: int) -> float:
+    """The alpha of a run's last look (analysis/sequential.py): the level a row that runs to
+    the end of the plan is judged at is 1 - this (0.028-0.041), not 95%."""
+    return sequential.spending(sequential.looks(reps))[-1]
+
+
+def _reach(share: float, samples: float, reps: int, focus_rows: int | None, alpha: float):
+    # a mover's level at the strictest the family can ask: each function's flat and cumulative
+    # row both carry its share, so the shares left weigh up to 2 (analysis/compare/families.py)
+    return row_reach(share, samples, reps, focus_rows=focus_rows, q=alpha,
+                     weight_left=1.0 if focus_rows is not None else 2.0)
+
+
+def samples_needed(share: float, change: float, reps: int, focus_rows: int | None = None,
+                   alpha: float = 0.05) -> float | None:
     """Samples a rep a side that give a row of `share` a detectable `change` over `reps`
-    paired reps, at the level its family judges it (analysis/power.row_reach): a top mover
+    paired reps, at the level its family judges it (analysis/power.row_reach) when the run's
+    error is `alpha` (a run that decides: its last look's, final_alpha): a top mover
     (focus_rows None: the movers' weighted Holm and moderated t) or a focus row (a family of
     `focus_rows`, Holm). Counting noise, 1/n_base + 1/n_cand a rep (the recorded A/A's
     dispersion against it 0.84). None below the reps an interval needs."""
-    # a mover's level at the strictest the family can ask: each function's flat and cumulative
-    # row both carry its share, so the shares left weigh up to 2 (analysis/compare/families.py)
-    probe = row_reach(share, 1000.0, reps, focus_rows=focus_rows,
-                      weight_left=1.0 if focus_rows is not None else 2.0)
+    probe = _reach(share, 1000.0, reps, focus_rows, alpha)
     if not math.isfinite(probe.detectable) or probe.se <= 0:
         return None
     k = math.log1p(probe.detectable) / probe.se        # the level's multiplier, in units of se
@@ -70,18 +85,59 @@ def samples_needed(share: float, change: float, reps: int, focus_rows: int | Non
 
 
 def rate_need(targets: Targets, reps: int, windows: int, window_s: float,
-              focus_rows: int = 0) -> float | None:
+              focus_rows: int = 0, alpha: float = 0.05) -> float | None:
     """The rate (Hz) that gives a function of `targets.share` its target in `reps` paired
     reps of `windows` windows: `targets.movers` as a top mover, `targets.focus` as a focus
     row of a family of `focus_rows` (0: no focus rows); None when no rate can. (A focus
-    function of 5% at ±5% asks more than the perturbation budget allows: the rate is then
-    the budget's, and the focus rows' "could see" says what they reached.)"""
-    needs = [samples_needed(targets.share, targets.movers, reps)]
+    function of 5% at ±5% asks more than any rate perf runs at gives in 13 reps: the rate
+    is then the highest the budget allows, `out_of_reach` says so before the run, and the
+    rows that missed are marked after it.)"""
+    needs = [samples_needed(targets.share, targets.movers, reps, alpha=alpha)]
     if focus_rows:
-        needs.append(samples_needed(targets.share, targets.focus, reps, focus_rows))
+        needs.append(samples_needed(targets.share, targets.focus, reps, focus_rows, alpha))
     if any(n is None for n in needs):
         return None
     return max(needs) / sampled_seconds(windows, window_s)
+
+
+def reach(targets: Targets, hz: float, reps: int, windows: int, window_s: float,
+          focus_rows: int = 0, alpha: float = 0.05) -> dict[str, float]:
+    """What a function of `targets.share` could see (80% power) at `hz` in `reps` paired
+    reps: {"movers": ..., "focus": ...} (focus only with focus rows), fractions."""
+    samples = hz * sampled_seconds(windows, window_s)
+    out = {"movers": _reach(targets.share, samples, reps, None, alpha).detectable}
+    if focus_rows:
+        out["focus"] = _reach(targets.share, samples, reps, focus_rows, alpha).detectable
+    return out
+
+
+def out_of_reach(targets: Targets, rate: Rate, reps: int, windows: int, window_s: float,
+                 focus_rows: int = 0, alpha: float = 0.05) -> list[str]:
+    """Before the run: each function target the chosen rate cannot reach in the planned
+    reps, with the reason that binds: the highest rate perf is run at (RATES, 1,999 Hz),
+    where even it falls short in these reps, else the perturbation budget (empty when
+    every target is within reach)."""
+    words = {"movers": f"every function of {targets.share:.0%} of the samples ±{targets.movers:.0%}",
+             "focus": f"each focus function of {targets.share:.0%} of the samples ±{targets.focus:.0%}"}
+    want = {"movers": targets.movers, "focus": targets.focus}
+    now = reach(targets, rate.hz, reps, windows, window_s, focus_rows, alpha)
+    top = reach(targets, CEILING, reps, windows, window_s, focus_rows, alpha)
+    out = []
+    for k, got in now.items():
+        if got <= want[k]:
+            continue
+        if top[k] > want[k]:
+            why = (f"no rate perf is run at reaches it in {reps} paired reps: at {CEILING:,} Hz, the "
+                   f"highest (collectors/host/sample_cost.py), it could see ±{top[k]:.1%}")
+            if rate.hz < CEILING:
+                why += (f", and the {rate.budget:.0%} budget of the server's CPU holds perf to "
+                        f"{rate.hz:,} Hz ({rate.us_per_sample:.1f} µs a sample)")
+        else:
+            why = (f"the {rate.budget:.0%} budget of the server's CPU holds perf to {rate.hz:,} Hz "
+                   f"({rate.us_per_sample:.1f} µs a sample); {CEILING:,} Hz would reach ±{top[k]:.1%}")
+        out.append(f"{words[k]} is out of reach: it could see ±{got:.1%} at {rate.hz:,} Hz in "
+                   f"{reps} paired reps; {why}")
+    return out
 
 
 @dataclass(frozen=True)
@@ -98,7 +154,16 @@ def planned_units(spread: Noise | None, targets: Targets) -> UnitsPlan:
     if spread is None or spread.sd <= 0:
         return UnitsPlan(TARGET_UNITS, f"{TARGET_UNITS} paired reps: this host has recorded no spread for "
                                        "the case yet (this run's is recorded for the next)")
+    # at the level its last look judges (analysis/sequential.py), which depends on the plan
     need = units_to_detect(targets.throughput, spread.sd, 0.95, limit=TARGET_MAX_UNITS)
+    for _ in range(3):
+        if need is None:
+            break
+        again = units_to_detect(targets.throughput, spread.sd,
+                                1 - final_alpha(max(need, TARGET_MIN_UNITS)), limit=TARGET_MAX_UNITS)
+        if again is not None and again <= need:
+            break
+        need = again
     units = min(max(need or TARGET_MAX_UNITS, TARGET_MIN_UNITS), TARGET_MAX_UNITS)
     asks = f"asks {need}" if need is not None else f"asks more than {TARGET_MAX_UNITS}"
     floor = f" (at least {TARGET_MIN_UNITS}, the function rows')" if units == TARGET_MIN_UNITS and units != need else ""
@@ -112,15 +177,11 @@ def focus_ratios(results) -> dict[str, list[float]]:
     the focus view) whose function holds the target share on either side: the rows a run
     that decides aims at (bench/targets.py simulates their coverage)."""
     out: dict[str, list[float]] = {}
-    for r in results.profile.focus:
-        for k in ("flat", "cum"):
-            b, c = getattr(r, f"base_{k}_ns"), getattr(r, f"cand_{k}_ns")
-            share = max(getattr(r, f"base_{k}").median or 0, getattr(r, f"cand_{k}").median or 0)
-            if b is None or c is None or share < TARGET_SHARE * 100:
-                continue
-            x = [math.log(cv / bv) for bv, cv in zip(b.values, c.values) if bv > 0 and cv > 0]
-            if len(x) >= 2:
-                out[f"{r.name} ({k})"] = x
+    for r, k in function_rows(results.profile.focus):
+        b, c = getattr(r, f"base_{k}_ns"), getattr(r, f"cand_{k}_ns")
+        x = [math.log(cv / bv) for bv, cv in zip(b.values, c.values) if bv > 0 and cv > 0]
+        if len(x) >= 2:
+            out[f"{r.name} ({k})"] = x
     return out
 
 

@@ -1,0 +1,120 @@
+"""What each row of a run that decides aimed at, and whether it got there: the rows a look
+waits for (analysis/sequential.py, collectors/runner/looks.py) and the rows a report marks
+as having missed their target.
+
+The targets (analysis/inputs/option_specs.py; collectors/runner/targets.py plans for them):
+the throughput row ±2%; each focus function's flat and cumulative CPU time per operation
+±5%, where the function holds 5% of the samples or more on either side; every other
+function of 5% or more, a top mover, ±10%. A row **reached** its target when its detectable
+size (the "could see ±X% (80% power)" of its verdict, the upward ratio) is at most the target;
+a row **decided** its question when its verdict is a change (improvement or regression, minor
+or not) or the function is new or gone: a change found needs no size. A row that did neither
+**missed** its target; the report says so beside its verdict and results.json in its
+`target_missed`.
+
+A look waits for the throughput row and the focus rows (`open_rows`); the top movers report
+what they reached.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Iterator
+
+from analysis.compare.results import FunctionRow, Judgement, MetricRow, Results
+from analysis.inputs.option_specs import TARGET_FOCUS, TARGET_MOVERS, TARGET_SHARE, TARGET_THROUGHPUT
+from analysis.stats import DECIDED
+
+ANSWERS = (*DECIDED, "new in candidate", "gone")
+
+
+@dataclass(frozen=True)
+class RowTarget:
+    """One row's target and what it reached."""
+    name: str                  # "throughput", "lookupKey (flat)"
+    kind: str                  # throughput | focus | mover
+    target: float              # the detectable size it aimed at (a fraction: 0.05)
+    detectable: float | None   # what it could see (None: no interval)
+    verdict: str
+
+    @property
+    def decided(self) -> bool:
+        return self.verdict in ANSWERS
+
+    @property
+    def reached(self) -> bool:
+        return self.detectable is not None and self.detectable <= self.target + 1e-12
+
+    @property
+    def settled(self) -> bool:
+        return self.decided or self.reached
+
+    def text(self) -> str:
+        """"lookupKey (flat) could see ±6.9% (target ±5%)"."""
+        seen = "no interval" if self.detectable is None else f"could see ±{self.detectable:.1%}"
+        return f"{self.name} {seen} (target ±{self.target:.0%})"
+
+
+def main_row(r: Results) -> MetricRow | None:
+    """The run's throughput row: the paired one, else the first load-generator row."""
+    return r.paired[0] if r.paired else (r.throughput[0] if r.throughput else None)
+
+
+def _share(row: FunctionRow, k: str) -> float:
+    """The function's larger median share of the samples, % (flat or cumulative)."""
+    return max(getattr(row, f"base_{k}").median or 0, getattr(row, f"cand_{k}").median or 0)
+
+
+def function_rows(rows: list[FunctionRow]) -> Iterator[tuple[FunctionRow, str]]:
+    """(row, "flat" | "cum") of each function holding TARGET_SHARE of the samples or more on
+    either side whose CPU time per operation was measured: the rows with a target."""
+    for row in rows:
+        for k in ("flat", "cum"):
+            if (getattr(row, f"base_{k}_ns") is not None and getattr(row, f"cand_{k}_ns") is not None
+                    and _share(row, k) >= TARGET_SHARE * 100):
+                yield row, k
+
+
+def _function(row: FunctionRow, k: str, kind: str, target: float) -> RowTarget:
+    j: Judgement | None = getattr(row, f"{k}_verdict")
+    ch = getattr(row, f"{k}_ns_change")
+    verdict = j.verdict if j is not None else ch.verdict
+    size = (j.detectable if j is not None and j.detectable_unit == "rel" else ch.detectable)
+    return RowTarget(f"{row.name} ({k})", kind, target, size, verdict)
+
+
+def rows(r: Results) -> list[RowTarget]:
+    """Every row with a target: throughput, the focus rows, the top movers' rows."""
+    out = []
+    main = main_row(r)
+    if main is not None:
+        out.append(RowTarget("throughput", "throughput", TARGET_THROUGHPUT, main.change.detectable,
+                             main.change.verdict))
+    focus = {f.name for f in r.profile.focus}
+    out += [_function(f, k, "focus", TARGET_FOCUS) for f, k in function_rows(r.profile.focus)]
+    out += [_function(f, k, "mover", TARGET_MOVERS)
+            for f, k in function_rows([m for m in r.profile.movers if m.name not in focus])]
+    return out
+
+
+def open_rows(r: Results) -> list[RowTarget]:
+    """The rows a look waits for (throughput and focus) that are neither decided nor at
+    their target: the run has answered when there are none."""
+    return [t for t in rows(r) if t.kind != "mover" and not t.settled]
+
+
+def mark(r: Results) -> list[RowTarget]:
+    """Set every targeted row's `target` and `target_missed` (results.json); the rows that
+    missed, in order."""
+    found = rows(r)
+    by_name = {t.name: t for t in found}
+    main = main_row(r)
+    if main is not None and "throughput" in by_name:
+        t = by_name["throughput"]
+        main.target, main.target_missed = t.target, not t.settled
+    focus = {f.name for f in r.profile.focus}
+    movers = [m for m in r.profile.movers if m.name not in focus]
+    for f, k in [*function_rows(r.profile.focus), *function_rows(movers)]:
+        t, j = by_name.get(f"{f.name} ({k})"), getattr(f, f"{k}_verdict")
+        if t is not None and j is not None:
+            j.target, j.target_missed = t.target, not t.settled
+    return [t for t in found if not t.settled]

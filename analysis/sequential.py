@@ -1,0 +1,91 @@
+"""A run that decides looks at itself while it runs, and stops when it has answered: the
+looks, the confidence of each, and the level a run's report is read at.
+
+A run that decides (collectors/runner/targets.py) plans N paired reps before it starts. It
+looks at planned counts of them (`looks`: 4, 6, 9, 13, then about x1.45 each, N last) and
+at look j analyses itself with the real comparison at confidence 1 - alpha_j. The alpha_j
+come from an alpha-spending function over the planned looks,
+
+    alpha_j = A(n_j / N) - A(n_{j-1} / N),    A(t) = ALPHA * t^RHO,
+
+so they add up to ALPHA (0.05). Whatever rule stops the run, the interval it prints is one
+of those made at the looks (or, when the budget stops it between looks, one made with the
+alpha the looks left: `alpha_left`), and by the union bound the chance that any interval
+made at any look misses its truth is at most the sum of their alphas: at most 5%, however
+the run chose where to stop (a row's family splits its look's alpha further, by its own
+rule, which the same bound covers). That is what lets the rule look at the values: stop
+when every row is decided or has reached its target (analysis/compare/row_targets.py).
+
+Why RHO = 3: the early looks get little (at N = 13: 0.0015 at 4 reps, 0.0035 at 6, 0.0117
+at 9) and the last most (0.0334, a 96.66% interval at 13). With 3 degrees of freedom at the
+first look, Student's t at 1 - 0.0015/2 is 11.4 (2.18 at 95% and 12): an early look stops only
+a change many standard errors from 0, which a large change is (the demo's +43% at 4 reps,
+sd 1.7% a rep), and costs the rows that run to the end 10% of width (t 2.40 at 96.66% against
+2.18 at 95%). Looks after 13 come about x1.45 apart, and a look within x1.3 of N is dropped, so
+the last one keeps 0.028-0.041 whatever N (a look every 4 reps to 40 would leave the last
+0.010). `make bench` figure 16 (bench/sequential.py) proves the coverage by simulation on
+recorded reps, and the naive rule (95% at every look) failing; docs/statistics.md, "Stop
+when answered".
+"""
+from __future__ import annotations
+
+import math
+from typing import Any
+
+ALPHA = 0.05            # the run's error, spent over its looks
+RHO = 3                 # the spending function's power: ALPHA * (n / N)^RHO
+FIRST_LOOKS = (4, 6, 10, 13)
+GROWTH = 1.45           # later looks: about this factor apart
+LAST_GAP = 1.3          # an interior look closer than this factor to N is dropped
+
+
+def looks(planned: int) -> list[int]:
+    """The paired-rep counts at which a run of `planned` reps looks; the last is `planned`."""
+    if planned < 1:
+        raise ValueError(f"looks: {planned} planned reps")
+    counts = [n for n in FIRST_LOOKS if n < planned]
+    n = FIRST_LOOKS[-1]
+    while (n := round(n * GROWTH)) < planned:
+        counts.append(n)
+    return [n for n in counts if n * LAST_GAP <= planned] + [planned]
+
+
+def _down(x: float) -> float:
+    """x rounded down to two significant digits (a level that prints plainly; never more
+    alpha than the function gives)."""
+    if x <= 0:
+        return 0.0
+    scale = 10 ** (math.floor(math.log10(x)) - 1)
+    return round(math.floor(x / scale + 1e-9) * scale, 12)
+
+
+def spending(counts: list[int], alpha: float = ALPHA, rho: float = RHO) -> list[float]:
+    """Each look's alpha (module docstring); every look but the last rounded down to two
+    significant digits, the last takes what is left, so they add up to `alpha`."""
+    if not counts:
+        return []
+    total = counts[-1]
+    out, spent = [], 0.0
+    for n in counts[:-1]:
+        a = _down(alpha * (n / total) ** rho - spent)
+        out.append(a)
+        spent += a
+    return out + [round(alpha - spent, 9)]
+
+
+def alpha_left(plan: Any, alpha: float = ALPHA) -> float:
+    """The alpha the looks made so far have not spent (manifest.json `precision`: `alphas`,
+    `made`): what a run stopped between looks, by its budget, is read at."""
+    return round(alpha - sum((plan.alphas or [])[: plan.made or 0]), 9)
+
+
+def run_level(plan: Any) -> float | None:
+    """The confidence a run's report is read at (CompareOptions.confidence): the level of
+    the look or stop that ended it (`level`), or, in a run still looking, the alpha its
+    looks have left; None for a run that made no looks (every other run: the comparison's
+    own confidence)."""
+    if plan is None or not getattr(plan, "looks", None):
+        return None
+    if plan.level is not None:
+        return plan.level
+    return 1 - alpha_left(plan)
