@@ -98,8 +98,11 @@ def rows(tmp: Path) -> list[tuple[str, ...]]:
     rows_rate, _ = _rates()
     decides = _run()
     assert decides.targets and not _run("--quick").targets
+    from analysis import sequential
     planned = (f"planned from this host's recorded spread, {specs.TARGET_MIN_UNITS} to "
-               f"{specs.TARGET_MAX_UNITS} ({specs.TARGET_UNITS} before it has any)")
+               f"{specs.TARGET_MAX_UNITS} ({specs.TARGET_UNITS} before it has any); looks after "
+               f"{', '.join(map(str, sequential.looks(specs.TARGET_UNITS)))} (more in a longer plan) "
+               "end it once answered")
     quick, precision, fixed = _run("--quick"), _run("--precision", "2%"), _run("--reps", "7")
     sweep_reps = specs.first_stage(None, None)
     pr = _run(*shlex.split(workflow._run_args(PrConfig())))
