@@ -83,6 +83,28 @@ def test_the_rate_is_what_the_rows_need_within_the_perturbation_budget(tmp_path)
     assert sample_cost.choose(host, store, need_hz=10).hz == sample_cost.rate_for(bound)
 
 
+def test_before_the_run_each_target_out_of_reach_is_named_with_what_binds():
+    """13 paired reps of 96 windows, mset-50keys' focus family (11 rows), at the last look's
+    level: a focus function of 5% of the samples could see ±9.7% at 1,999 Hz, the highest rate
+    perf is run at, so ±5% is out of reach whatever the budget; a top mover's ±10% is reached
+    at 1,999 Hz and missed at 999 Hz only because the 5% budget holds perf there."""
+    t, alpha = targets.Targets(), targets.final_alpha(13)
+    assert alpha == pytest.approx(0.0281)
+    assert targets.reach(t, sample_cost.CEILING, 13, 96, 0.25, 11, alpha)["focus"] == pytest.approx(0.097, abs=0.001)
+    need = targets.rate_need(t, 13, 96, 0.25, 11, alpha)
+    assert need > sample_cost.CEILING
+    at_top = targets.out_of_reach(t, sample_cost.Rate(1999, 20.0, 3, budget=0.05, need_hz=need),
+                                  13, 96, 0.25, 11, alpha)
+    assert len(at_top) == 1 and at_top[0].startswith("each focus function of 5% of the samples ±5% is out of reach")
+    assert "1,999 Hz is the highest" in at_top[0] and "budget" not in at_top[0]
+    low = targets.out_of_reach(t, sample_cost.Rate(999, 47.8, 3, budget=0.05, need_hz=need), 13, 96, 0.25, 11, alpha)
+    assert low[0].startswith("every function of 5% of the samples ±10% is out of reach")
+    assert "the 5% budget of the server's CPU holds perf to 999 Hz" in low[0] and "1,999 Hz would reach" in low[0]
+    assert "it could see ±9.7%, and the 5% budget" in low[1]
+    assert targets.out_of_reach(t, sample_cost.Rate(1999, 20.0, 3, budget=0.05, need_hz=need), 40, 96, 0.25, 0,
+                                targets.final_alpha(40)) == []      # no focus rows, 40 reps: reached
+
+
 def _args(*argv: str):
     a = ["mset-50keys", "--variant", "a=x", "--variant", "b=x", *argv]
     return options_from_args(parser().parse_args(a))
