@@ -75,6 +75,7 @@ bench: ## figures: analysis time, ingestion rate, profiler overhead, precision p
 	$(PY) bench/bisection.py
 	$(PY) bench/layouts.py
 	$(PY) bench/sample_cost.py
+	$(PY) bench/perf_tilt.py
 	$(PY) bench/targets.py
 	$(PY) bench/latency.py
 	$(PY) bench/sequential.py

@@ -6,8 +6,15 @@ cand/base ratio, which is why a run may sample at the rate its function rows nee
 alike: a cost that grows with what one side does (its stack depth, its cache misses under
 the sampling interrupt) would tilt the ratio in the blocks perf is on. So each paired rep's
 ratio over its perf-on windows is compared with its ratio over its perf-off windows, paired
-over reps, with the interval of analysis/stats (the rep the unit): an interval about 0 says
-they agree, and the report says so beside the profiler's cost.
+over reps, with the interval of analysis/stats (the rep the unit), and judged by
+equivalence (`judge`): the blocks agree only when the whole interval lies within +-TILT, the
+throughput target a run aims at (a tilt inside it cannot move a verdict the run was planned
+for); they disagree when it excludes 0 and passes the line; otherwise the run cannot tell.
+An interval that merely holds 0, +0.2% [-1.1, +2.3] in the recorded A/A
+tests/data/runs/aa-decides-emr-1, cannot rule out a tilt past the line: read as agreement,
+it said "agree" of runs resampled from that A/A with a real 2% tilt planted in 21% of them
+(bench/perf_tilt.py, `make bench` figure 11c); by equivalence (two one-sided tests, each at
+2.5%) in 2.0-3.1% on each of nine recorded runs, where a right rule allows 2.5%.
 """
 from __future__ import annotations
 
@@ -17,7 +24,18 @@ from analysis import stats
 from analysis.compare.pair_clusters import settled
 from analysis.compare.results import ChangeOut
 from analysis.compare.throughput import paired_docs
+from analysis.inputs.option_specs import TARGET_THROUGHPUT
 from analysis.inputs.rundir import RunDir
+
+TILT = TARGET_THROUGHPUT     # the line a tilt must stay within for the blocks to agree (+-2%)
+
+
+def judge(low: float, high: float, line: float = TILT) -> str:
+    """"agree" (the interval [low, high] of the relative tilt lies within +-line), "disagree"
+    (it excludes 0 and passes the line) or "cannot tell" (it holds 0 and passes the line)."""
+    if -line <= low and high <= line:
+        return "agree"
+    return "cannot tell" if low <= 0 <= high else "disagree"
 
 
 def _log_gmean(xs: list[float]) -> float | None:

@@ -11,6 +11,7 @@ plain data.
 """
 from __future__ import annotations
 
+from analysis.compare import perf_blocks
 from analysis.compare.results import Results
 from analysis.power import POWER
 from analysis.inputs.layout import REPORT_LEAD_END
@@ -194,10 +195,17 @@ def _on_off(r: Results) -> str:
     if ch is None or ch.rel is None or ch.rel_ci_low is None:
         return ""
     iv = f"{fmt_pct(ch.rel)} [{fmt_signed(ch.rel_ci_low * 100)}, {fmt_signed(ch.rel_ci_high * 100)}]%"
-    if ch.rel_ci_low <= 0 <= ch.rel_ci_high:
+    said = perf_blocks.judge(ch.rel_ci_low, ch.rel_ci_high)
+    line = f"±{perf_blocks.TILT:.0%}"
+    if said == "agree":
         return (f" The perf-on and perf-off blocks agree: the {esc(r.cand)}/{esc(r.base)} ratio moved "
-                f"{iv} from the blocks without perf to the blocks with it, so perf's cost cancels "
-                "in the ratio.")
+                f"{iv} from the blocks without perf to the blocks with it, within {line}, so "
+                f"perf's cost cancels in the ratio to within {line}.")
+    if said == "cannot tell":
+        return (f" Whether perf's cost cancels in the ratio, this run cannot tell: the "
+                f"{esc(r.cand)}/{esc(r.base)} ratio moved {iv} from the blocks without perf to the "
+                f"blocks with it, an interval that holds 0 but also tilts past {line}; more reps "
+                "(or a lower `--frequency`) would tell.")
     return (f" **The perf-on and perf-off blocks disagree**: the {esc(r.cand)}/{esc(r.base)} ratio moved "
             f"{iv} from the blocks without perf to the blocks with it: perf costs the two sides "
             "differently here; rerun at a lower `--frequency` (or `--quick`) before trusting the "
