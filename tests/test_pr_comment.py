@@ -17,6 +17,7 @@ import pytest
 from commands import compare as compare_cli
 from commands import pr as cli
 from collectors.pr.comment import LIMIT, MARKER
+from collectors.pr.results_doc import MalformedResults
 from collectors.pr.sources import shorten
 from tests import github_like
 from tests.conftest import REPO
@@ -175,6 +176,8 @@ def test_a_forged_pr_json_cannot_overwrite_another_prs_comment(api, tmp_path, ca
     case = tmp_path / "art" / "reports" / "c"
     case.mkdir(parents=True)
     (case / "report.md").write_text("**cand is 40% slower; do not merge**\n")
+    (case / "results.json").write_text(json.dumps({"case": {"name": "c"}, "base": "base",
+                                                   "cand": "cand is 40% slower; do not merge"}))
     pr_json = tmp_path / "art" / "pr.json"
 
     def post(pr: int, head_repo: str, branch: str, *extra: str) -> int:
@@ -209,20 +212,26 @@ def test_a_forged_pr_json_cannot_overwrite_another_prs_comment(api, tmp_path, ca
     assert post(8, "octo-org/redis", "perf-fix", "--run-event", str(event)) == 0   # an empty list: repo + branch
 
 def test_several_cases_get_a_row_each_and_their_leads_folded(reports, capsys):
-    """Three cases: the table of cases has each one's throughput change and verdict, and
-    each case's lead follows in a fold of its own; the rest is behind the link."""
+    """Three cases: the comment leads with a sentence counting their verdicts and a row each
+    with its throughput change and verdict, then each case's lead in a fold of its own; below
+    the line, the cases' builds and commits; the rest is behind the link."""
+    from tests.test_report_md import table_rows
     assert cli.main(["comment", str(reports), *PR, "--commit", SHA1, "--dry-run"]) == 0
     body = capsys.readouterr().out.rstrip("\n")
     assert len(body.encode()) < 12_000 and body.startswith(MARKER + "\n") and after(body) == CLEAN
+    assert body.split("\n")[1] == ("**stallscope, throughput of 3 cases:** 1 improved, 1 regressed, 1 unchanged; "
+                                   "each case's lead is below its row.")
+    top = table_rows(body, "| case | throughput [CI] | verdict |")
+    assert [r[0] for r in top] == ["mset-10keys-io-threads", "mset-50keys", "get-iothreads@\u200bpipeline=1"]
+    assert top[1][1:] == ["paired +32.0% \\[+22.2, +42.6\\]%", "✅ improvement"]
     rows = [line for line in body.splitlines() if line.startswith("| ") and " at `" in line]
-    assert len(rows) == 3
-    assert rows[1].startswith("| mset-50keys | base at `") and rows[1].endswith(
-        "| paired +32.0% \\[+22.2, +42.6\\]% | ✅ improvement |")
+    assert len(rows) == 3 and rows[1].startswith("| mset-50keys | base at `")
+    assert body.index("</details>") < body.index("#### What stallscope measured") < body.index(rows[0])
     assert body.count("<details>") == body.count("</details>") == 3
     for case in ("mset-50keys", "mset-10keys-io-threads", "get-iothreads@\u200bpipeline=1"):   # every @ broken
         assert body.count(f"<summary>{case}</summary>") == 1
     assert body.count("**Summary:**") == 0 and body.count("Where the time went") == 3
-    assert "`stallscope pr comment --full` posts all of report.md" in body
+    assert "`stallscope pr comment --full` posts report.md" in body
 
 
 def test_several_full_reports_are_cut_to_fit_keeping_every_summary(reports, capsys):
@@ -323,6 +332,8 @@ def _raw_html(body: str) -> list[str]:
 
 
 def test_a_hostile_artifact_is_posted_inert(api, tmp_path):
+    """By default the comment is rendered from results.json and the hostile report.md is not
+    read at all; with --full it is posted neutralised."""
     url, state = api
     case = tmp_path / "artifact" / "reports" / "mset-50keys"
     case.mkdir(parents=True)
@@ -330,6 +341,12 @@ def test_a_hostile_artifact_is_posted_inert(api, tmp_path):
     (case / "results.json").write_text(json.dumps({"case": {"name": "@admin <b>x</b>"}, "base": "@base",
                                                    "cand": "<img src=z>"}))
     assert _post(url, case.parent, "--commit", SHA1, "--reports-only") == 0
+    (c,) = state.comments[("octo-org/redis", 42)]
+    lead = c["body"]
+    assert "please merge" not in lead, lead
+    assert "onerror" not in lead and "movers</b>" not in lead and after(lead) == CLEAN
+    assert "@\u200bbase" in lead and "&lt;img src=z&gt;" in lead and not re.search("@(?!\u200b)", _decoded(lead))
+    assert _post(url, case.parent, "--commit", SHA1, "--reports-only", "--full") == 0
     (c,) = state.comments[("octo-org/redis", 42)]
     body = c["body"]
     assert body.startswith(MARKER + "\n") and body.count(MARKER) == 1
@@ -351,19 +368,26 @@ def test_an_oversized_or_linked_artifact_is_refused(api, tmp_path, capsys):
     case.mkdir(parents=True)
     secret = tmp_path / "environ"
     secret.write_text("GITHUB_TOKEN=ghs_SECRET_VALUE\n")
-    (case / "report.md").symlink_to(secret)
-    assert _post(url, case.parent, "--reports-only") == 2
+    (case / "report.md").symlink_to(secret)              # report.md is read by --full only
+    assert _post(url, case.parent, "--reports-only", "--full") == 2
     assert "report.md: a symbolic link: not followed" in capsys.readouterr().err
     (case / "report.md").unlink()
     with open(case / "report.md", "wb") as f:
         f.truncate(sources.REPORT_CAP + 1)
-    assert _post(url, case.parent, "--reports-only") == 2
+    assert _post(url, case.parent, "--reports-only", "--full") == 2
     assert f"{sources.REPORT_CAP + 1:,} bytes, over the {sources.REPORT_CAP:,}" in capsys.readouterr().err
     (case / "report.md").write_text("## fine\n")
+    assert _post(url, case.parent, "--reports-only") == 2
+    assert "results.json: missing: the comment is rendered from each case's results.json" in capsys.readouterr().err
     (case / "results.json").symlink_to(secret)
     assert _post(url, case.parent, "--reports-only") == 2
     assert "results.json: a symbolic link" in capsys.readouterr().err
     (case / "results.json").unlink()
+    with open(case / "results.json", "wb") as f:
+        f.truncate(sources.RESULTS_CAP + 1)
+    assert _post(url, case.parent, "--reports-only") == 2
+    assert f"{sources.RESULTS_CAP + 1:,} bytes, over the {sources.RESULTS_CAP:,}" in capsys.readouterr().err
+    (case / "results.json").write_text('{"base": "b", "cand": "c"}')
     pr_json = tmp_path / "pr.json"
     pr_json.write_text(json.dumps({"pr": 42, "pad": "x" * 10_000}))
     assert cli.main(["comment", str(case.parent), "--repo", "octo-org/redis", "--pr-json", str(pr_json),
@@ -388,14 +412,14 @@ def test_the_artifact_is_capped_as_a_whole(tmp_path, monkeypatch):
     monkeypatch.setattr(sources, "read_capped", lambda path, cap: reads.append(path) or real(path, cap))
     for i in range(sources.MAX_CASES + 1):
         (root / f"case{i:03d}").mkdir(parents=True)
-        (root / f"case{i:03d}" / "report.md").write_text("## x\n")
+        (root / f"case{i:03d}" / "results.json").write_text('{"base": "b", "cand": "c"}')
     with pytest.raises(sources.SourceError, match=f"more than the {sources.MAX_CASES} report directories"):
         sources.find(root, reports_only=True)
     assert reads == []                                   # refused before reading one
     for i in range(3, sources.MAX_CASES + 1):
         shutil.rmtree(root / f"case{i:03d}")
     for i in range(3):
-        (root / f"case{i:03d}" / "report.md").write_text("x" * 1_000 + "\n")
+        (root / f"case{i:03d}" / "results.json").write_text(json.dumps({"base": "b", "cand": "c", "pad": "x" * 975}))
     monkeypatch.setattr(sources, "ARTIFACT_CAP", 2_500, raising=False)
     with pytest.raises(sources.SourceError, match="together over the 2,500 bytes"):
         sources.find(root, reports_only=True)
@@ -411,7 +435,11 @@ def test_the_artifact_is_capped_as_a_whole(tmp_path, monkeypatch):
     assert kept == {"case": {"name": "mset-50keys"}, "base": "base", "cand": "cand",
                     "environment": {"variants": {"base": {"commit": SHA1}, "cand": {"commit": SHA2}}}}
     (root / "case000" / "results.json").write_text(json.dumps({"case": "not an object", "base": ["x"]}))
-    assert sources.find(root, reports_only=True)[0].results == {}
+    with pytest.raises(MalformedResults, match=r"case000/results.json: base: a string, not a list"):
+        sources.find(root, reports_only=True)
+    for i in range(3):
+        (root / f"case{i:03d}" / "report.md").write_text("## x\n")
+    assert sources.find(root, reports_only=True, full=True)[0].results == {}     # --full: the names, if any
 
 def _many_details(n: int) -> str:
     head = "## stallscope: many\n\n**Summary:** throughput +1.0%\n\n"
@@ -557,11 +585,11 @@ def test_a_pipe_in_an_untrusted_commit_stays_in_its_cell():
     """The case table is written by the one table writer (analysis/report/table.py): a
     commit that is not a SHA is a code span, where GitHub would still split the row at a
     bare `|`; the writer escapes it, and the header is neutralised as before."""
-    from collectors.pr.comment import Measured, header
+    from collectors.pr.comment import Measured, provenance
     from collectors.pr.sources import Report
     results = {"case": {"name": "mset"}, "base": "a", "cand": "b",
                "environment": {"variants": {"a": {"commit": "x|<b>y</b>|@eve"}, "b": {"commit": "c" * 40}}}}
-    text = header([Report("mset", results, lambda n: "")], Measured())
+    text = provenance([Report("mset", results, lambda n: "")], Measured())
     (row,) = [x for x in text.splitlines() if x.startswith("| mset")]
     assert row.count(" | ") == 2 and "`x\\|&lt;b>y&lt;/b>\\|@\u200beve`" in row
 
@@ -577,7 +605,11 @@ def test_the_demo_comment_is_the_seeds_shape_in_4_kb(reports, capsys):
     assert cli.main(["comment", src, *PR, "--commit", SHA1, "--dry-run"]) == 0
     body = capsys.readouterr().out
     assert len(body.encode()) <= 4096, len(body.encode())
-    assert "**Paired throughput +32.0% \\[+22.2, +42.6\\]%** (prefetch vs base, " in body
+    first = body.split("\n")[1]          # the line after the hidden marker: the headline
+    assert first.startswith("**Paired throughput +32.0% \\[+22.2, +42.6\\]%** (prefetch vs base, ")
+    # then the tables; what was measured, and from whose side, below them
+    assert body.index("| Throughput |") < body.index("| Own CPU per MSET") < body.index("\n---\n") \
+        < body.index("| case | baseline | candidate |") < body.index("**From the pull request's side:**")
     tput = table_rows(body, "| Throughput |")
     assert tput == [["10M keys × 10 B, 50 keys per MSET · paired", "9,374 ops/s", "12,153 ops/s",
                      "+32.0% \\[+22.2, +42.6]%", "✅ improvement"]]
@@ -595,7 +627,9 @@ def test_the_demo_comment_is_the_seeds_shape_in_4_kb(reports, capsys):
     full = capsys.readouterr().out
     md = (reports / "mset-demo-paired" / "report.md").read_text()
     assert len(full) > 5 * len(body) and "**Summary:**" in full and "### Reproduce" in full
-    assert full.count("<details>") == md.count("<details>") and "the PR comment ends here" not in full
+    assert "the PR comment ends here" not in full
+    # this report.md (every top mover) fills a comment alone: with the lines below it, a fold may go
+    assert full.count("<details>") == md.count("<details>") or "Shortened to fit a GitHub comment: left out" in full
 
 
 def test_a_dry_run_needs_no_repository_or_pull_request(reports, capsys):
@@ -635,20 +669,20 @@ def test_a_salted_artifact_renders_nothing_that_acts(tmp_path, capsys, full):
     body = capsys.readouterr().out
     got = rendered(body)
     assert got == {"elements": [], "alerts": [], "mentions": [], "issues": [], "shas": [], "bidi": []}, body
-    assert ("the rest" in body) == full and "merge me" in body
-    assert "**From the pull request's side:** the names and commits in this table and everything below the line" in body
+    assert ("the rest" in body) == full and ("merge me" in body) == full     # report.md: --full only
+    assert "**From the pull request's side:** everything above the line, and the names and commits in this table" in body
 
 
 def test_only_what_stallscope_knows_is_linked():
     """The commit the trusted event measured (--commit) and an https link are written as
     they are; a head commit read from pr.json (no --commit) and any other link are inert."""
-    from collectors.pr.comment import Measured, header
+    from collectors.pr.comment import Measured, provenance
     from collectors.pr.sources import Report
     reps = [Report("mset", {"case": {"name": "mset"}}, lambda n: "")]
-    trusted = header(reps, Measured(SHA1, SHA2, "https://github.com/octo-org/redis/actions/runs/9"))
+    trusted = provenance(reps, Measured(SHA1, SHA2, "https://github.com/octo-org/redis/actions/runs/9"))
     assert f"**Measured commit:** {SHA1} (the head" in trusted
     assert "[the workflow run](https://github.com/octo-org/redis/actions/runs/9)" in trusted and SHA2 not in trusted
-    claimed = header(reps, Measured(SHA1, None, "javascript:alert(1)//](x)", commit_trusted=False))
+    claimed = provenance(reps, Measured(SHA1, None, "javascript:alert(1)//](x)", commit_trusted=False))
     assert SHA1 not in claimed and f"`{SHA1}`" in claimed.replace("\u200b", "")
     from tests.test_pr_neutralise import rendered
     assert rendered(claimed) == {"elements": [], "alerts": [], "mentions": [], "issues": [], "shas": [], "bidi": []}

@@ -218,14 +218,14 @@ def test_the_issues_row_is_capped(tmp_path):
     big = "v" * HUGE
     reps = _artifact(tmp_path, {"case": {"name": "mset"}, "base": "base", "cand": big,
                                 "environment": {"variants": {big: {"commit": "f" * HUGE}}}})
-    (row,) = _rows(comment.header(reps, comment.Measured()))
+    (row,) = _rows(comment.provenance(reps, comment.Measured()))
     assert len(row) < 300 and "v" * (NAME_CAP - 1) + "…" in row, len(row)
 
 
 def test_a_directory_name_is_capped_too(tmp_path):
-    name = "d" * 250                         # a report directory with no results.json names the case
+    name = "d" * 250                         # a report directory with no results.json (--full) names the case
     d = tmp_path / "reports" / name
     d.mkdir(parents=True)
     (d / "report.md").write_text("## x\n")
-    (rep,) = sources.find(d.parent, reports_only=True)
+    (rep,) = sources.find(d.parent, reports_only=True, full=True)
     assert rep.name == "d" * (NAME_CAP - 1) + "…"

@@ -215,17 +215,18 @@ def _workspace(tmp_path):
 
 def test_the_comment_step_posts_with_the_standard_library_only(tmp_path):
     """The comment job's post step, run as rendered: python3 -S (no site-packages: no numpy,
-    no PyYAML) from the stallscope checkout, the artifact's report directories only."""
+    no PyYAML) from the stallscope checkout, the artifact's report directories only: the lead
+    rendered from the recorded demo's results.json (its stall table too), report.md unread."""
+    from commands import compare
     _, comment_file = _write(tmp_path)
     job = _load(comment_file)["jobs"]["comment"]
     ws = _workspace(tmp_path)
     ctx = _ctx("workflow_run", _run_event(), workspace=str(ws))
     ctx["runner"]["temp"] = str(tmp_path / "temp")
     art = tmp_path / "temp" / "stallscope-pr"
-    (art / "reports" / "mset-50keys").mkdir(parents=True)
-    (art / "reports" / "mset-50keys" / "report.md").write_text(
-        "## stallscope: mset-50keys\n\n**Summary:** throughput +3.1% ✅ improvement\n")
-    (art / "reports" / "mset-50keys" / "results.json").write_text(json.dumps({"case": {"name": "mset-50keys"}}))
+    assert compare.main([str(REPO / "tests" / "data" / "runs" / "mset-demo-stalls-xeon480"),
+                         "--out", str(art / "reports" / "mset-50keys")]) == 0
+    (art / "reports" / "mset-50keys" / "report.md").write_text("**Summary:** throughput −3.1% ❌ regression\n")
     (art / "pr.json").write_text(json.dumps({"pr": 42, "head_sha": SHA2, "merge_base": SHA1}))
     gen = github_like.serve()
     url, state = next(gen)
@@ -237,7 +238,8 @@ def test_the_comment_step_posts_with_the_standard_library_only(tmp_path):
         assert r.returncode == 0, r.stderr
         (c,) = state.comments[("octo-org/redis", 42)]
         assert c["user"] == {"login": "github-actions[bot]", "id": 41898282, "type": "Bot"}
-        assert "**Summary:** throughput +3.1%" in c["body"] and SHA2 in c["body"]
+        assert c["body"].split("\n")[1].startswith("**Paired throughput +54.1% \\[+50.9, +57.5\\]%**")
+        assert "| Out-of-cache CPU per MSET |" in c["body"] and "**Summary:**" not in c["body"] and SHA2 in c["body"]
         assert "actions/runs/77" in c["body"]
     finally:
         gen.close()
@@ -267,6 +269,7 @@ def test_the_comment_step_posts_only_on_the_pr_the_trusted_event_measured(tmp_pa
     art = tmp_path / "temp" / "stallscope-pr"
     (art / "reports" / "c").mkdir(parents=True)
     (art / "reports" / "c" / "report.md").write_text("**cand is 40% slower; do not merge**\n")
+    (art / "reports" / "c" / "results.json").write_text(json.dumps({"base": "base", "cand": "cand is 40% slower"}))
     gen = github_like.serve()
     url, state = next(gen)
     try:

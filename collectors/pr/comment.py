@@ -1,17 +1,21 @@
 """The body of the one stallscope comment on a pull request: a hidden marker (how a later
-post finds the comment to update), which commits were measured, then each case's report:
-by default its lead (headline, counts, the tables a reviewer reads first; several cases get
-a row each in the table of cases and their leads folded), with `full` all of report.md, cut
-to fit GitHub's 65,536-character comment limit with a line saying what was left out and
-where the full report is.
+post finds the comment to update), then what a reviewer reads first: each case's lead, its
+headline sentence on the first line (collectors/pr/lead_md.py renders it from results.json;
+several cases: a sentence and a row each, with the throughput change and verdict, then each
+lead in a fold), or with `full` all of each report.md; then, below the line, where the
+numbers come from (`provenance`): the commit measured, a table of the cases with their
+builds and commits, the link to the full reports, and which parts came from the pull
+request's side. Cut to fit GitHub's 65,536-character comment limit with a line saying what
+was left out and where the full report is.
 
-Everything from the artifact is the PR's (its code wrote it): the reports are neutralised
+Everything from the artifact is the PR's (its code wrote it): the leads are rendered from
+results.json by stallscope's own templates and made inert, report.md (`full`) is neutralised
 (collectors/pr/untrusted.py: no raw HTML, link, image, alert, footnote, mention, reference,
-math, diagram, bidi control or invisible character), so are the names and commits from
-results.json placed in the header, each cut to untrusted.NAME_CAP or COMMIT_CAP characters
-(an ellipsis shows where), and the comment says which parts those are. What stallscope
-itself knows (the commit the trusted event measured, the workflow run's link) is written as
-it is. Every cut ends outside any fence and `<details>` (collectors/pr/fitting.py).
+math, diagram, bidi control or invisible character), and so are the names and commits from
+results.json in the table of cases, each cut to untrusted.NAME_CAP or COMMIT_CAP characters
+(an ellipsis shows where); the comment says which parts those are. What stallscope itself
+knows (the commit the trusted event measured, the workflow run's link) is written as it is.
+Every cut ends outside any fence and `<details>` (collectors/pr/fitting.py).
 Standard library only."""
 from __future__ import annotations
 
@@ -21,6 +25,7 @@ from dataclasses import dataclass
 from analysis.report.mdtext import code_span, esc, verdict
 from analysis.report.table import md_table
 from collectors.pr.fitting import cut
+from collectors.pr.lead_md import COUNTED
 from collectors.pr.sources import Report
 from collectors.pr.untrusted import COMMIT_CAP, clip, inert, inert_html
 
@@ -31,13 +36,17 @@ LIMIT = 65536
 SEPARATOR = "\n---\n\n"
 _SHA = re.compile(r"[0-9a-f]{7,40}")
 _LINK = re.compile(r"https?://[^\s()<>\[\]`'\"\\]+")
-FROM_PR = ("**From the pull request's side:** the names and commits in this table and everything "
-           "below the line were written by the job that built and ran this pull request's code: "
-           "they are its claim (numbers included), with links, images, alerts, mentions and "
-           "references shown as text.")
-REST = ("Top movers, per-rep values, saturation, profiler overhead, environment and the command "
-        "that reproduces each run: in report.md and report.html{where} (`stallscope pr comment --full` "
-        "posts all of report.md).")
+FROM_PR = ("**From the pull request's side:** everything above the line, and the names and commits in "
+           "this table, came from the job that built and ran this pull request's code: its claim, {how}.")
+FROM_PR_HOW = {False: "rendered from its results.json by stallscope's own templates, names as text (no links, "
+                      "images, alerts, mentions or references)",
+               True: "numbers included; its report.md files, with links, images, alerts, mentions and "
+                     "references shown as text"}
+REST = ("Top movers, per-rep values, saturation, profiler overhead, environment and the command that "
+        "reproduces each run are in the full reports (report.md, report.html with flame graphs, "
+        "results.json): {where}; `stallscope pr comment --full` posts report.md.")
+FULL = "The full reports (report.html with flame graphs, results.json): {where}."
+UPDATED = " This comment is updated in place when the pull request is measured again."
 _FOLD_CLOSE = "\n\n</details>\n"
 
 
@@ -92,29 +101,45 @@ def headline_cells(h: dict | None) -> list[str]:
 
 def _case_rows(reports: list[Report], m: Measured) -> tuple[list[str], list[str]]:
     cells, warnings = [], []
-    several = len(reports) > 1 and not m.full
     for rep in reports:
         (bn, bc), (cn, cc) = _sides(rep.results)
-        case = (rep.results.get("case") or {}).get("name") or rep.name
-        cells.append([untrusted(case), f"{untrusted(bn)} at {commit_text(bc)}", f"{untrusted(cn)} at {commit_text(cc)}"]
-                     + (headline_cells(rep.results.get("headline")) if several else []))
+        case = _case(rep)
+        cells.append([untrusted(case), f"{untrusted(bn)} at {commit_text(bc)}", f"{untrusted(cn)} at {commit_text(cc)}"])
         if m.commit and _SHA.fullmatch(cc) and not (cc.startswith(m.commit) or m.commit.startswith(cc)):
             warnings.append(f"> ⚠️ {untrusted(case)}: the candidate measured is commit {commit_text(cc)}, "
                             f"not {commit_text(m.commit, m.commit_trusted)}.")
-    heads = ["case", "baseline", "candidate"] + (["throughput [CI]", "verdict"] if several else [])
-    return md_table(heads, cells), warnings
+    return md_table(["case", "baseline", "candidate"], cells), warnings
+
+
+def _case(rep: Report) -> str:
+    return (rep.results.get("case") or {}).get("name") or rep.name
 
 
 def _where(m: Measured) -> str:
     if m.link and _LINK.fullmatch(m.link):
         return f"[the workflow run]({m.link})"
-    return f"at {inert(code_span(m.link))}" if m.link else "beside each report.md (`stallscope compare`)"
+    return f"at {inert(code_span(m.link))}" if m.link else "in each report directory (`stallscope compare --out`)"
 
 
-def header(reports: list[Report], m: Measured) -> str:
-    """The marker, then what was measured, with the names and commits from the artifact's
-    results.json made inert and said to be the PR's."""
-    lines = ["## stallscope: performance of this pull request", ""]
+def several(reports: list[Report]) -> str:
+    """What a comment of several cases leads with (not `full`): a sentence counting the
+    cases' throughput verdicts, then a row each with its change and verdict."""
+    n: dict[str, int] = {}
+    for rep in reports:
+        word = COUNTED.get((rep.results.get("headline") or {}).get("verdict") or "", "undecided")
+        n[word] = n.get(word, 0) + 1
+    words = ["improved", "regressed", "unchanged", "undecided"]
+    parts = [f"{n.get(w, 0)} {w}" for w in words if w in ("improved", "regressed") or n.get(w)]
+    lines = [f"**stallscope, throughput of {len(reports)} cases:** " + ", ".join(parts)
+             + "; each case's lead is below its row.", ""]
+    rows = [[untrusted(_case(rep))] + headline_cells(rep.results.get("headline")) for rep in reports]
+    return "\n".join(lines + md_table(["case", "throughput [CI]", "verdict"], rows)) + "\n\n"
+
+
+def provenance(reports: list[Report], m: Measured) -> str:
+    """Below the leads: what was measured, the names and commits from the artifact's
+    results.json made inert (and said to be the PR's), where the full reports are."""
+    lines = ["#### What stallscope measured", ""]
     if m.commit:
         against = f", against its merge base {commit_text(m.merge_base)}" if m.merge_base else ""
         # the head the event that asked for the measurement names (the label's, or a measured
@@ -124,9 +149,8 @@ def header(reports: list[Report], m: Measured) -> str:
                   "commit a maintainer reviewed: a push just before it is what was measured.", ""]
     rows, warnings = _case_rows(reports, m)
     lines += rows + [""] + [w + "\n" for w in warnings]
-    lines += [f"Full reports (report.html with flame graphs, results.json): {_where(m)}. This comment is "
-              "updated in place when the pull request is measured again.", "", FROM_PR, "", "---", "", ""]
-    return MARKER + "\n" + "\n".join(lines)
+    lines += [FROM_PR.format(how=FROM_PR_HOW[m.full]), "", (FULL if m.full else REST).format(where=_where(m)) + UPDATED, ""]
+    return "\n".join(lines)
 
 
 def fit(reports: list[Report], budget: int) -> list[str]:
@@ -149,20 +173,22 @@ def fit(reports: list[Report], budget: int) -> list[str]:
 
 def _fold_open(rep: Report) -> str:
     """The <details> lines of report.md's shape around one case's lead (several cases)."""
-    case = (rep.results.get("case") or {}).get("name") or rep.name
     # one line (a line break would end the HTML block), capped; raw HTML: inert_html
-    return f"<details>\n<summary>{inert_html(clip(case))}</summary>\n\n"
+    return f"<details>\n<summary>{inert_html(clip(_case(rep)))}</summary>\n\n"
 
 
 def body(reports: list[Report], m: Measured, limit: int = LIMIT) -> str:
-    head = header(reports, m)
-    tail = "" if m.full else "\n" + REST.format(where=f" ({_where(m)})" if m.link else "") + "\n"
-    folds = [_fold_open(r) for r in reports] if len(reports) > 1 and not m.full else []
-    room = limit - len(head) - len(tail) - sum(len(f) + len(_FOLD_CLOSE) for f in folds)
+    """The marker, the leads (or the reports), then below the line the provenance."""
+    folded = len(reports) > 1 and not m.full
+    top = several(reports) if folded else ""
+    foot = "\n---\n\n" + provenance(reports, m)
+    folds = [_fold_open(r) for r in reports] if folded else []
+    head = MARKER + "\n" + top
+    room = limit - len(head) - len(foot) - sum(len(f) + len(_FOLD_CLOSE) for f in folds)
     texts = fit(reports, room)
     if folds:
         texts = [f + t.strip("\n") + _FOLD_CLOSE for f, t in zip(folds, texts)]
-    text = head + SEPARATOR.join(texts) + tail
+    text = head + SEPARATOR.join(t.rstrip("\n") + "\n" for t in texts) + foot
     if len(text) > limit:       # only with more cases than a comment can hold
         note = "\n\n> Cut at GitHub's comment limit; the full reports are in the artifact.\n"
         text = cut(text, limit - len(note)) + note

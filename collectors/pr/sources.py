@@ -3,16 +3,19 @@ compare` does, through analysis.compare.engine), a report directory (report.md a
 results.json already written by `stallscope compare`), or a directory holding several of
 either (the PR workflow's artifact: reports/<case>/).
 
-By default the comment posts each report.md's lead, the part above its REPORT_LEAD_END
-line (headline, counts, the tables a reviewer reads first: analysis/report/lead.py);
-`full` posts all of it (a report.md without the line, written before it, is posted whole
-either way). The artifact was written by a job that ran the PR's code: its files are read
-through collectors/pr/untrusted.py (no symbolic links, size caps) and its Markdown
-neutralised.
+By default the comment posts each case's lead (headline, counts, the tables a reviewer reads
+first), rendered here from its results.json by stallscope's own code
+(collectors/pr/lead_md.py: the view analysis/report/lead.py gives report.md, read with caps,
+every string escaped, capped and made inert): the artifact's report.md is not read, so no
+Markdown written on the pull request's side reaches the comment. `full` posts all of each
+report.md instead, neutralised (collectors/pr/untrusted.py), led by the same lead; a
+report.md without its REPORT_LEAD_END line (written before it) is posted whole. The artifact
+was written by a job that ran the PR's code: its files are read through
+collectors/pr/untrusted.py (no symbolic links, size caps).
 Caps hold for the artifact as a whole too: more than MAX_CASES directories are refused
 before any is read, the files read add up to at most ARTIFACT_CAP bytes, and of each
-results.json only what the comment uses is kept (`kept`), each name and commit on one line
-and cut to untrusted.NAME_CAP or COMMIT_CAP characters with an ellipsis;
+results.json only what the comment uses is kept (`kept`, the lead's lines), each name and
+commit on one line and cut to untrusted.NAME_CAP or COMMIT_CAP characters with an ellipsis;
 `reports_only` (the comment job) refuses run directories, which would need the analysis
 (and its dependencies) to read. This module needs only the standard library unless a run
 directory is given."""
@@ -27,7 +30,9 @@ from typing import Callable
 
 from analysis.errors import UserError
 from analysis.inputs.layout import MANIFEST, REPORT_LEAD_END, REPORT_MD, RESULTS_JSON
+from collectors.pr import lead_md
 from collectors.pr.fitting import shorten
+from collectors.pr.results_doc import document
 from collectors.pr.untrusted import COMMIT_CAP, MIB, TooLarge, Unreadable, clip, neutralise, read_capped
 
 REPORT_CAP = 4 * MIB        # a report.md of every top mover is ~60 KB
@@ -46,11 +51,12 @@ class SourceError(UserError):
 class Report:
     name: str                          # the directory's name
     results: dict                      # of results.json, what the comment uses (`kept`)
-    render: Callable[[int], str]       # its Markdown, neutralised, at most `limit` characters
+    render: Callable[[int], str]       # its Markdown, inert, at most `limit` characters
 
 
 def find(path: str | Path, reports_only: bool = False, full: bool = False) -> list[Report]:
-    """The reports at `path`, each its report.md's lead (`full`: all of it), neutralised."""
+    """The reports at `path`, each its lead rendered from results.json (`full`: all of its
+    report.md, neutralised)."""
     p = Path(path)
     if not p.is_dir():
         raise SourceError(f"{p}: no such directory (give a run directory, a report directory, "
@@ -139,7 +145,7 @@ def _one(d: Path, reports_only: bool, budget: list[int], full: bool) -> Report |
     run_dir = (d / MANIFEST).is_file() and not (d / MANIFEST).is_symlink()
     if run_dir and not reports_only:
         return _from_run(d, full)
-    if (d / REPORT_MD).exists() or (d / REPORT_MD).is_symlink():
+    if any((d / f).exists() or (d / f).is_symlink() for f in (REPORT_MD, RESULTS_JSON)):
         return _from_report(d, budget, full)
     if run_dir:
         raise SourceError(f"{d}: a run directory; this comment reads report directories only "
@@ -157,12 +163,13 @@ def _from_run(d: Path, full: bool) -> Report:
         r = analyse(load_run(d), CompareOptions())
     except (RunDirError, CompareError, ValueError) as e:
         raise SourceError(f"{d}: {e}") from None
+    doc = r.to_json()
+    if not full:
+        return _lead_report(d, doc, f"{d} (compared here)")
 
-
-    def render(limit: int) -> str:       # the lead of a whole report, or the report cut to fit
-        md = report_md.render(r, limit if full else report_md.GITHUB_COMMENT_LIMIT)
-        return shorten(neutralise(lead(md, full)), limit)
-    return Report(clip(d.name), kept(r.to_json()), render)
+    def render(limit: int) -> str:       # the whole report, cut to fit
+        return shorten(neutralise(lead(report_md.render(r, limit), full)), limit)
+    return Report(clip(d.name), kept(doc), render)
 
 
 def _read(path: Path, cap: int, budget: list[int]) -> str:
@@ -179,15 +186,31 @@ def _read(path: Path, cap: int, budget: list[int]) -> str:
     return text
 
 
+def _results(d: Path, budget: list[int]) -> dict:
+    path = d / RESULTS_JSON
+    try:
+        doc = json.loads(_read(path, RESULTS_CAP, budget))
+    except (ValueError, RecursionError) as e:
+        raise SourceError(f"{path}: not JSON ({str(e)[:200]})") from None
+    if not isinstance(doc, dict):
+        raise SourceError(f"{path}: not a results.json object (docs/results-json.md)")
+    return doc
+
+
+def _lead_report(d: Path, doc: dict, where: str) -> Report:
+    """The case's lead rendered from its results.json (`doc`, read from `where`)."""
+    text = "\n".join(lead_md.lines(document(doc, where))).rstrip("\n") + "\n"
+    return Report(clip(d.name), kept(doc), lambda limit: shorten(text, limit))
+
+
 def _from_report(d: Path, budget: list[int], full: bool) -> Report:
+    has_results = (d / RESULTS_JSON).exists() or (d / RESULTS_JSON).is_symlink()
+    if not full:
+        if not has_results:
+            raise SourceError(f"{d / RESULTS_JSON}: missing: the comment is rendered from each case's "
+                              "results.json (`stallscope compare` writes it beside report.md; `--full` posts "
+                              "report.md)")
+        return _lead_report(d, _results(d, budget), str(d / RESULTS_JSON))
     text = neutralise(lead(_read(d / REPORT_MD, REPORT_CAP, budget).replace("\r\n", "\n"), full))
-    results: dict = {}
-    if (d / RESULTS_JSON).exists() or (d / RESULTS_JSON).is_symlink():
-        try:
-            doc = json.loads(_read(d / RESULTS_JSON, RESULTS_CAP, budget))
-        except (ValueError, RecursionError) as e:
-            raise SourceError(f"{d / RESULTS_JSON}: not JSON ({str(e)[:200]})") from None
-        if not isinstance(doc, dict):
-            raise SourceError(f"{d / RESULTS_JSON}: not a results.json object (docs/results-json.md)")
-        results = kept(doc)
+    results = kept(_results(d, budget)) if has_results else {}
     return Report(clip(d.name), results, lambda limit: shorten(text, limit))
