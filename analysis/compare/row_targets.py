@@ -17,6 +17,7 @@ what they reached.
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Iterator
 
@@ -49,8 +50,10 @@ class RowTarget:
         return self.decided or self.reached
 
     def text(self) -> str:
-        """"lookupKey (flat) could see ±6.9% (target ±5%)"."""
-        seen = "no interval" if self.detectable is None else f"could see ±{self.detectable:.1%}"
+        """"lookupKey (flat) could see ±6.9% (target ±5%)": the size rounded up, so a row that
+        missed never reads as its target (±5.03% is "±5.1%")."""
+        seen = ("no interval" if self.detectable is None
+                else f"could see ±{math.ceil(self.detectable * 1000 - 1e-9) / 10:.1f}%")
         return f"{self.name} {seen} (target ±{self.target:.0%})"
 
 
