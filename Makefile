@@ -68,6 +68,7 @@ bench: ## figures: analysis time, ingestion rate, profiler overhead, precision p
 	$(PY) bench/fdr.py --known-cost
 	$(PY) bench/movers.py
 	$(PY) bench/mover_df.py
+	$(PY) bench/undersampled.py
 	$(PY) bench/small_n.py
 	$(PY) bench/fdr_method.py
 	$(PY) bench/power.py

@@ -9,8 +9,10 @@ paired rep's cost of a function has, from counting alone, the variance
 
 (the operations it is divided by are counted exactly). A row's per-rep log ratios that
 spread as much as their v predicts are as steady as a sample count can make them: more
-samples, not a quieter machine, would narrow them. Spread beyond it is the machine (or
-the server start). `dispersion` compares the two; the report's labels (materiality.py)
+samples would narrow them. Spread beyond it is the machine (or the server start). A test
+that does not find spread beyond counting has not shown there is none: a row at twice
+counting's spread passes it at 13 reps in 43% of runs, so what a quieter machine could
+still do is said by the dispersion's upper bound (`upper`), never by the test alone. `dispersion` compares the two; the report's labels (materiality.py)
 and the top movers' test (analysis/moderated.py, families.py) use it.
 
 A rep with no sample of a function on one side has no ratio. Every reader of such a row
@@ -22,6 +24,7 @@ the row stays on the log scale the other rows are judged on.
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Sequence
 
@@ -62,8 +65,20 @@ class Dispersion:
 
     @property
     def counting(self) -> bool:
-        """Counting explains the spread (at 5%): more samples would narrow the row."""
+        """The test finds no spread beyond counting (at 5%): more samples would narrow the
+        row. Not a proof that the machine adds none: see `upper` and `quiet_gain`."""
         return self.p_value >= ALPHA
+
+    def upper(self, level: float = 0.95) -> float:
+        """The one-sided `level` upper bound of the true dispersion: df * phi over the
+        chi-square's 1 - level quantile (inf on 0 degrees of freedom)."""
+        return self.df * self.phi / float(sps.chi2.ppf(1 - level, self.df)) if self.df > 0 else math.inf
+
+    def quiet_gain(self, level: float = 0.95) -> float:
+        """The most a machine that adds nothing beyond counting (dispersion 1) could narrow
+        the row's interval, at `level`: 1 - 1/sqrt(upper), 0 when the bound is at most 1."""
+        u = self.upper(level)
+        return max(0.0, 1 - 1 / math.sqrt(u))
 
 
 ALPHA = 0.05      # the dispersion test's level: spread beyond counting at 5% is the machine's

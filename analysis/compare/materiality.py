@@ -124,18 +124,27 @@ def judge(m: Measure, min_share: float = MIN_SHARE, min_samples: float = MIN_SAM
 
 def _spread(verdict: str, reason: str, d: Dispersion | None, tb: float | None,
             tc: float | None) -> tuple[str, str]:
-    """An "unstable" statistic said as what it is: where its reps spread as counting their
-    samples predicts (analysis/counting.py, the dispersion test at 5%), "undersampled" (the
-    reports: "too few samples, could see ±X% (80% power)"): more samples would narrow it, a quieter machine
-    would not. Under no change, 88% of the recorded A/A's 5%-share rows printed "unstable
-    ... vary too much" where the dispersion against counting was 0.92. Spread beyond
-    counting stays "unstable", the test's figures added to its reason."""
+    """An "unstable" statistic said as what it is: where the dispersion test (analysis/
+    counting.py, at 5%) finds no spread beyond counting its samples, "undersampled" (the
+    reports: "too few samples, could see ±X% (80% power)"): more samples would narrow it.
+    What a quieter machine could do is not read off a test that did not reject (at twice
+    counting's spread it does not reject at 13 reps in 43% of runs): the reason gives the
+    most it could narrow the interval, from the dispersion's 95% upper bound
+    (bench/undersampled.py, `make bench` figure 7f). Under no change, 88% of the recorded
+    A/A's 5%-share rows printed "unstable ... vary too much" where the dispersion against
+    counting was 0.92. Spread beyond counting stays "unstable", the test's figures added to
+    its reason."""
     if verdict != "unstable" or d is None:
         return verdict, reason
     said = f"dispersion {d.phi:.2f} against counting on {d.df} degrees of freedom, p = {d.p_value:.2g}"
     if not d.counting:
         return verdict, f"{reason} Beyond counting its samples ({said}): the machine or the server starts."
     n = f"{min(tb, tc):,.0f}" if tb is not None and tc is not None else "its"
+    gain = d.quiet_gain()
+    quiet = (f"a quieter machine would not (the dispersion's 95% upper bound, {d.upper():.2f}, "
+             f"is within counting's)" if gain == 0 else
+             f"a quieter machine could narrow it by up to {gain:.0%} (the dispersion's 95% upper "
+             f"bound is {d.upper():.2f}; the test cannot tell the machine's part from none)")
     return "undersampled", (f"{reason} Its reps spread as counting {n} samples a side predicts "
                             f"({said}): more samples (a higher rate, more or longer windows, "
-                            f"more reps) would narrow it; a quieter machine would not.")
+                            f"more reps) would narrow it; {quiet}.")
