@@ -1,8 +1,9 @@
 """A run that decides (collectors/runner/targets.py): `stallscope run` with no --reps,
 --precision or --quick plans its paired reps from this host's recorded spread, samples at the
-rate the function rows need within the perturbation budget, and stops early only by the clock.
-No server is run here: the plans, the rate and the flags are checked against their formulas
-and against counting noise simulated as Poisson; the live A/A runs are in tests/test_aa.py."""
+rate the function rows need within the perturbation budget, and stops early by the clock (or
+by its looks: tests/test_sequential.py). No server is run here: the plans, the rate and the
+flags are checked against their formulas and against counting noise simulated as Poisson;
+the live A/A runs are in tests/test_aa.py."""
 from __future__ import annotations
 
 import math

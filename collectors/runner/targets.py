@@ -10,8 +10,10 @@ before the run from what it knows then, so that no interval's reps depend on its
   (collectors/host/noise.py: the sd of earlier runs' per-rep log ratios) says the throughput
   row needs for ±2%; TARGET_UNITS before the host has recorded any. The wall-time budget
   (15 min) stops the run early when a rep no longer fits, which reads the clock, not the
-  values. Every row is then an ordinary interval over a number of reps its data did not
-  choose. Planning from the run's own first reps instead (Stein's two-stage design) keeps
+  values; inside the plan the run looks at itself and stops once it has answered
+  (collectors/runner/looks.py), which reads the values and is paid for by each look's
+  stricter level (analysis/sequential.py; the plan is made at the last look's). Planning
+  the reps from the run's own first reps instead (Stein's two-stage design) keeps
   the throughput row's coverage but not the function rows': the N that a first stage without
   a rare rep asks is small exactly when the functions' first reps miss it too, and their
   skewed per-rep costs then miss the truth (bench/targets.py, `make bench` figure 12).
@@ -22,7 +24,9 @@ before the run from what it knows then, so that no interval's reps depend on its
   server's CPU), and the run checks that its perf-on and perf-off blocks agree
   (analysis/compare/perf_blocks.py).
 
-Each row's "could see" in the report says whether it reached its target.
+Each row's "could see" in the report says whether it reached its target: before the run
+`out_of_reach` names each target no rate perf is run at reaches in the planned reps, and
+why; after it the rows that missed are marked (analysis/compare/row_targets.py).
 """
 from __future__ import annotations
 
