@@ -26,8 +26,8 @@ HEAD = ("mode", "paired reps", "windows per rep", "perf rate", "budget", "size")
 
 def _rates() -> tuple[str, str]:
     from collectors.host import sample_cost
-    return (f"the function rows' need, at most {sample_cost.PERTURBATION:.0%} of the server's CPU",
-            f"at most {sample_cost.BUDGET:.0%} of the server's CPU")
+    return (f"the function rows' need, predicted at most {sample_cost.PERTURBATION:.0%} of the server's CPU",
+            f"predicted at most {sample_cost.BUDGET:.0%} of the server's CPU")
 
 
 def _rate(opts) -> str:
@@ -172,7 +172,8 @@ def test_the_pages_sentences_hold_the_codes_numbers():
                  f"samples ±{specs.TARGET_MOVERS:.0%}",
                  f"a starting cost of {sc.START_US:g} ± {sc.START_SE:g} µs",
                  f"passes {sc.PERTURBATION:.0%} of the server's CPU",
-                 f"keep perf within {sc.BUDGET:.0%}"):
+                 f"keep perf's predicted cost within {sc.BUDGET:.0%}",
+                 "about one run in ten costs more"):
         assert said in text, said
 
 

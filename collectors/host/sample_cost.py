@@ -4,14 +4,19 @@ A run that profiles in its paired windows measures perf's cost in the run itself
 every other ABBA block: analysis/compare/profiler_cost.py). Divided by the rate, that is the
 cost of one sample: the CPU the server loses per cpu-clock sample (the timer interrupt, the
 frame-pointer walk, the ring buffer). Each finished run whose server was the bottleneck adds
-its figure, its standard error and its case to `sample_cost.json` in the build cache (per
-host: CPU model, CPUs, memory). A run whose server waited for the client loses no throughput
+its figure, its standard error, its case and its size to `sample_cost.json` among the host's
+records (per host: CPU model, CPUs, memory). A run whose server waited for the client loses no throughput
 to perf whatever perf costs, so it would teach the next run that sampling is free: it adds
 nothing.
 
-The next run's rate is the highest of RATES whose predicted cost, rate x cost per sample,
-stays at or under BUDGET (1% of the server's CPU), with the cost per sample taken at a
-one-sided 90% upper bound of what the NEXT run will cost, not of the mean cost:
+A run that decides (and a --reps or --precision run) samples at the lowest of RATES that
+gives its function rows their targets (collectors/runner/targets.py), but none whose
+predicted cost, rate x cost per sample, passes PERTURBATION (5% of the server's CPU); a
+--quick run, and separate profile reps, at the highest whose predicted cost stays at or
+under BUDGET (1%). The cost per sample is taken at a one-sided 90% upper bound of what the
+NEXT run will cost, not of the mean cost, so a prediction is a bound that about one run in
+ten exceeds, not a cap on what a run costs (a run at 1999 Hz predicted under 5% measured
+5.1% [4.4, 6.2]): the run measures what perf took and the report prints it.
 
 - Why not the mean. Pooling the runs by inverse variance alone (fixed effect) bounds one
   common cost, as if every run measured the same thing; many runs then narrow it to the
@@ -31,16 +36,20 @@ one-sided 90% upper bound of what the NEXT run will cost, not of the mean cost:
   measurement in every pool, so one run's noisy low figure cannot send the rate to 999 Hz.
 - Negative costs. Noise makes some runs measure perf as free or better; they are kept as
   measured: clipping them at 0 would bias mu and tau^2 upwards.
-- Per case. The pool is the case's own runs on this host when it has MIN_CASE_RUNS of them
-  (what it costs to sample depends on what the server does between samples), else all of the
-  host's runs, whose tau^2 then carries the spread between cases. Entries written before the
-  case was stored name it in their run id (<date>-<time>-<case>), and are read by it. The
-  store keeps a case's last MAX_KEPT runs, and HOST_KEPT of the host's in all.
+- Per case and size. The pool is the runs of the case at the run's size on this host when
+  it has MIN_CASE_RUNS of them (what it costs to sample depends on what the server does
+  between samples, and a dataset that fits in cache is another workload: the case's name
+  alone pooled the demo's small size with its default one), else all of the host's runs,
+  whose tau^2 then carries the spread between cases. Entries written before the size was
+  stored join the host's pool only; entries written before the case was stored name it in
+  their run id (<date>-<time>-<case>). The store keeps a case's last MAX_KEPT runs at each
+  size, and HOST_KEPT of the host's in all.
 
 bench/sample_cost.py (`make bench` figure 11) replays both bounds on recorded stores.
 
-    {"schema": 1, "hosts": {"<host key>": [{"run": RUN_ID, "at": ISO, "hz": 249, "estimator": 2,
-                                            "case": "mset-50keys", "overhead": 0.008,
+    {"schema": 1, "hosts": {"<host key>": [{"run": RUN_ID, "at": ISO, "hz": 249, "estimator": 3,
+                                            "case": "mset-50keys", "size": "default",
+                                            "overhead": 0.008,
                                             "us_per_sample": 32.1, "se_us": 9.5}, ...]}}
 """
 from __future__ import annotations
@@ -58,7 +67,7 @@ from analysis.inputs.rundir import write_json
 from collectors.variants.builder import records_dir
 
 SCHEMA = 1
-MAX_KEPT = 20           # a case's last runs kept per host
+MAX_KEPT = 20           # a case's last runs kept per host and size
 HOST_KEPT = 100         # and the host's last runs in all
 BUDGET = 0.01           # the share of the server's CPU perf may take in a --quick run
 # ... in any other: the function rows' targets set the rate (collectors/runner/targets.py), up
@@ -130,21 +139,24 @@ class Rate:
     tau: float = 0.0         # the pool's spread between runs (µs a sample)
     budget: float = BUDGET   # the share of the server's CPU the rate may cost
     need_hz: float | None = None   # what the function rows' targets ask (None: not asked)
+    size: str | None = None  # the size of the case's runs pooled
 
     @property
     def predicted(self) -> float:
-        """The share of the server's CPU the rate should cost."""
+        """The share of the server's CPU the rate is predicted to cost: a 90% upper bound of the
+        next run's cost, not a cap (about one run in ten costs more)."""
         return self.hz * self.us_per_sample * 1e-6
 
     def why(self) -> str:
         cost = (f"{self.predicted:.2%} of the server's CPU predicted ({self.us_per_sample:.1f} µs a "
-                f"sample, {self._source()})")
+                f"sample, {self._source()}; a bound that about one run in ten exceeds, not a cap: "
+                f"the report measures what perf took)")
         if self.need_hz is None:
             return (f"perf at {self.hz} Hz: the highest rate whose predicted cost stays at or under "
                     f"{self.budget:.0%} of the server's CPU: {cost}")
         if self.hz >= self.need_hz:
             return (f"perf at {self.hz} Hz: the function rows' targets ask {self.need_hz:.0f} Hz (a "
-                    f"{_TARGET_TEXT}); {cost}, within the {self.budget:.0%} budget")
+                    f"{_TARGET_TEXT}); {cost}; the {self.budget:.0%} budget is on that prediction")
         asks = (f"ask {self.need_hz:.0f} Hz" if math.isfinite(self.need_hz)
                 else "ask more than any rate gives in the planned reps")
         if self.need_hz > CEILING:
@@ -162,7 +174,8 @@ class Rate:
         if not self.runs:
             src = "90% upper bound of the starting cost, this host has measured none yet"
         else:
-            whose = (f"{self.runs} run(s) of {self.case} on this host" if self.case else
+            at = f" at size {self.size}" if self.size else ""
+            whose = (f"{self.runs} run(s) of {self.case}{at} on this host" if self.case else
                      f"all {self.runs} run(s) measured on this host")
             src = (f"90% upper bound of the next run's cost from {whose} and the starting cost, "
                    f"{self.tau:.1f} µs spread between runs")
@@ -208,12 +221,14 @@ def _as_in_run_id(case: str) -> str:
     return case.replace("/", "_").replace("@", "_")
 
 
-def pick(entries: list[dict[str, Any]], case: str | None, min_runs: int = MIN_CASE_RUNS
-         ) -> tuple[list[dict[str, Any]], str | None]:
-    """(the entries to pool, the case they are of or None): the case's own from min_runs of
-    them on, else all of them."""
+def pick(entries: list[dict[str, Any]], case: str | None, min_runs: int = MIN_CASE_RUNS,
+         size: str | None = None) -> tuple[list[dict[str, Any]], str | None]:
+    """(the entries to pool, the case they are of or None): the case's own at `size` from
+    min_runs of them on, else all of them. An entry without a size (stored before sizes
+    were) is no case's own where a size is asked."""
     if case:
-        own = [e for e in entries if entry_case(e) == _as_in_run_id(case)]
+        own = [e for e in entries if entry_case(e) == _as_in_run_id(case)
+               and (size is None or e.get("size") == size)]
         if len(own) >= min_runs:
             return own, case
     return entries, None
@@ -230,26 +245,29 @@ def _number(x: Any) -> bool:
 
 
 def choose(host: HostSummary, path: Path | None = None, case: str | None = None,
-           need_hz: float | None = None, budget: float | None = None) -> Rate:
+           need_hz: float | None = None, budget: float | None = None, size: str | None = None
+           ) -> Rate:
     """need_hz None (a --quick run): the highest of RATES that the next run's cost per sample
     keeps within BUDGET. Else the lowest of RATES at or above need_hz, but none whose cost
-    passes `budget` (default PERTURBATION), and never below what BUDGET allows anyway."""
-    used, whose = pick(host_entries(host, path), case)
+    passes `budget` (default PERTURBATION), and never below what BUDGET allows anyway. The
+    pool: the case's runs at `size` (pick)."""
+    used, whose = pick(host_entries(host, path), case, size=size)
     p = pool([(float(e["us_per_sample"]), float(e["se_us"])) for e in used])
+    at = size if whose else None
     if need_hz is None:
-        return Rate(rate_for(p.bound), p.bound, len(used), whose, p.tau)
+        return Rate(rate_for(p.bound), p.bound, len(used), whose, p.tau, size=at)
     budget = PERTURBATION if budget is None else budget
     cap, floor = rate_for(p.bound, budget), rate_for(p.bound)
     enough = min((r for r in RATES if r >= need_hz), default=max(RATES))
-    return Rate(max(floor, min(enough, cap)), p.bound, len(used), whose, p.tau, budget, need_hz)
+    return Rate(max(floor, min(enough, cap)), p.bound, len(used), whose, p.tau, budget, need_hz, at)
 
 
 def record(host: HostSummary, run_id: str, hz: int, overhead: float, se: float,
-           path: Path | None = None, case: str | None = None) -> bool:
+           path: Path | None = None, case: str | None = None, size: str | None = None) -> bool:
     """Keep one run's measured cost: overhead, the share of the server's throughput perf took
     (the negative of the on/off change; noise can make it negative, kept as measured so the
-    pooled mean stays unbiased), its standard error and the run's case. Only for a run whose
-    server was the bottleneck (the caller checks)."""
+    pooled mean stays unbiased), its standard error, the run's case and size. Only for a run
+    whose server was the bottleneck (the caller checks)."""
     if hz <= 0 or not (_number(overhead) and _number(se)) or se <= 0:
         return False
     path = path or store_path()
@@ -258,12 +276,15 @@ def record(host: HostSummary, run_id: str, hz: int, overhead: float, se: float,
     entry = {"run": run_id, "at": now_iso(), "hz": hz, "estimator": ESTIMATOR}
     if case:
         entry["case"] = case
+    if size:
+        entry["size"] = size
     entry.update({"overhead": round(overhead, 6), "us_per_sample": round(overhead / hz * 1e6, 3),
                   "se_us": round(se / hz * 1e6, 3)})
     entries.append(entry)
-    # per case: a host that runs many cases still keeps enough of each to pool them alone
-    same = entry_case(entry)
-    mine = [i for i, e in enumerate(entries) if isinstance(e, dict) and entry_case(e) == same]
+    # per case and size: a host that runs many keeps enough of each to pool them alone
+    same = (entry_case(entry), entry.get("size"))
+    mine = [i for i, e in enumerate(entries) if isinstance(e, dict)
+            and (entry_case(e), e.get("size")) == same]
     for i in reversed(mine[:-MAX_KEPT]):
         del entries[i]
     del entries[:-HOST_KEPT]

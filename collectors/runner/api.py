@@ -228,7 +228,8 @@ def _resolve_profiling(opts: RunOptions, host: HostFacts, case: Case) -> tuple[s
         if opts.profile != "perf":
             opts.frequency_hz = DEFAULT_FREQ_HZ
             return "", []
-        rate = sample_cost.choose(host.summary(), case=case.name, need_hz=_rate_need(opts, case))
+        rate = sample_cost.choose(host.summary(), case=case.name, need_hz=_rate_need(opts, case),
+                                  size=case.size)
         opts.frequency_hz = rate.hz
         short = (targets.out_of_reach(targets.Targets(), rate, *_row_plan(opts, case))
                  if opts.targets and rate.need_hz is not None else [])

@@ -37,16 +37,18 @@ def keep(run: RunContext) -> bool:
 
 
 def keep_sample_cost(run: RunContext) -> bool:
-    """After a run that profiled: what one perf sample cost the server here, so the next run's
-    rate keeps perf within 1% (host/sample_cost.py). A failure to read or write the store
-    never fails the run."""
+    """After a run that profiled: what one perf sample cost the server here, for this case at
+    this size, so the next run's rate keeps perf's predicted cost within its budget (5% of the
+    server's CPU, 1% in a --quick run: host/sample_cost.py). A failure to read or write the
+    store never fails the run."""
     m = run.manifest
     names = list(run.variants)
     if len(names) != 2 or run.opts.profile != "perf" or run.run_dir.name == INCACHE_DIR:
         return False     # a control's in-cache dataset costs a sample differently
     try:
         got = measured_cost(RunDir(run.run_dir, m), names[0], names[1])
-        return got is not None and sample_cost.record(m.host, m.run_id, *got, case=run.case.name)
+        return got is not None and sample_cost.record(m.host, m.run_id, *got, case=run.case.name,
+                                                      size=run.case.size)
     except (OSError, ValueError):
         return False
 
