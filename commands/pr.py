@@ -1,15 +1,19 @@
-"""`stallscope pr github|comment|unlabel`: the pull-request workflow (docs/pr.md). `github`
-writes the two workflow files; `comment` and `unlabel` are commands/pr_post.py (what the
-trusted jobs run, standard library only)."""
+"""`stallscope pr github|comment|unlabel|check`: the pull-request workflow (docs/pr.md).
+`github` writes the two workflow files; `comment` and `unlabel` are commands/pr_post.py (what
+the trusted jobs run, standard library only); `check` reads the organization's runner-group
+settings and says whether a pull request's code can reach a trusted runner."""
 from __future__ import annotations
 
 import argparse
+import os
 import re
 import sys
 from pathlib import Path
 
 from collectors.command import run_command
-from collectors.pr import config, pr_cache, runners, trusted_workflow, workflow
+from collectors.http_client import read_token
+from collectors.pr import config, group_check, pr_cache, runners, trusted_workflow, workflow
+from collectors.pr.github_api import DEFAULT_API, GitHub, GitHubError
 from collectors.pr.post import LABEL, REPO, PrError
 from commands import pr_post
 
@@ -75,7 +79,42 @@ def parser() -> argparse.ArgumentParser:
         "unlabel", help="remove the label from a PR (the comment workflow's job after a push)",
         formatter_class=argparse.RawDescriptionHelpFormatter, epilog=pr_post.UNLABEL_EPILOG,
         description="Remove the measuring label from a pull request, if it carries it."))
+    _check_arguments(sub.add_parser(
+        "check", help="read the runner-group settings: can a pull request's code reach a trusted runner?",
+        formatter_class=argparse.RawDescriptionHelpFormatter, epilog=CHECK_EPILOG,
+        description="Read the organization's self-hosted runner groups through GitHub's REST API and say "
+                    "whether a pull request's code (a fork's too) can reach the runners of the schedule's or "
+                    "an experiment's workflow."))
     return p
+
+
+CHECK_EPILOG = """\
+Examples:
+  # from the repository's work tree (its .github/workflows name the groups):
+  GITHUB_TOKEN=... stallscope pr check --repo octo-org/redis
+  # the schedule's workflow lives elsewhere: name its group
+  stallscope pr check --repo octo-org/redis --trusted-group schedule-bench --token-file ~/.config/gh-owner
+
+The token reads runner groups: an organization owner's (or a member's with the 'Manage
+organization runners and runner groups' permission), a classic token with admin:org or a
+fine-grained one with the organization permission 'Self-hosted runners' (read); for a
+personal account's repository, admin on it. Exit status: 0 no path from a pull request's code
+to a trusted runner was found, 1 one was (or a group could not be checked), 2 bad input or a
+GitHub call that failed. What it reads and decides: docs/pr.md, "Checking the runner groups".
+"""
+
+
+def _check_arguments(c: argparse.ArgumentParser) -> None:
+    c.add_argument("--repo", required=True, metavar="OWNER/REPO", help="the repository that takes the pull requests")
+    c.add_argument("--workflows", action="append", metavar="DIR", help="a directory of the workflows stallscope "
+                   "wrote (repeatable; default: the .github/workflows of the work tree this runs in)")
+    c.add_argument("--pr-group", action="append", default=[], metavar="NAME", help="a runner group that runs "
+                   "pull requests' code, beside those the workflows name (repeatable)")
+    c.add_argument("--trusted-group", action="append", default=[], metavar="NAME", help="a trusted runner group "
+                   "(the schedule's, an experiment's), beside those the workflows name (repeatable)")
+    c.add_argument("--token-file", metavar="FILE", help="file holding the GitHub token (default $GITHUB_TOKEN, "
+                   "then $GH_TOKEN)")
+    c.add_argument("--api-url", metavar="URL", help=f"GitHub API base (default $GITHUB_API_URL, else {DEFAULT_API})")
 
 
 def _github_arguments(g: argparse.ArgumentParser) -> None:
@@ -115,9 +154,43 @@ def _github_arguments(g: argparse.ArgumentParser) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(sys.argv[1:] if argv is None else argv)
+    if args.action == "check":
+        return run_command("stallscope pr check", lambda: check(args))
     if args.action != "github":
         return pr_post.run(args)
     return run_command("stallscope pr github", lambda: github(args))
+
+
+def check(args: argparse.Namespace) -> int:
+    if not REPO.fullmatch(args.repo):
+        raise PrError(f"--repo {args.repo!r}: give OWNER/REPO, e.g. octo-org/redis")
+    for name in args.pr_group + args.trusted_group:
+        if runners.group_problem(name) and name.casefold() != "default":
+            raise PrError(f"runner group {name!r}: {runners.group_problem(name)}")
+    dirs = [Path(d) for d in args.workflows] if args.workflows else runners.workflow_dirs(None)
+    roles = group_check.Roles.of([t for d in dirs for t in runners.targets_in(d)], args.pr_group, args.trusted_group)
+    if not roles.pr and not roles.trusted:
+        print(f"stallscope pr check: no stallscope workflow in {', '.join(map(str, dirs))} and no --pr-group or "
+              "--trusted-group: every group a pull request can use is listed", file=sys.stderr)
+    token = read_token(args.token_file, ("GITHUB_TOKEN", "GH_TOKEN"), "GitHub", GitHubError)
+    if not token:
+        raise PrError("no GitHub token: give --token-file FILE or set $GITHUB_TOKEN (or $GH_TOKEN) to a token that "
+                      "reads runner groups (admin:org, or 'Self-hosted runners: read')")
+    gh = GitHub(token, args.api_url or os.environ.get("GITHUB_API_URL") or DEFAULT_API)
+    repo, groups, runner_count = group_check.read(gh, args.repo)
+    findings = group_check.judge(repo, groups, roles, runner_count)
+    kind = f"organization {repo.owner}, {len(groups)} runner groups" if repo.org else f"personal account {repo.owner}"
+    print(f"{repo.full_name} ({'public' if repo.public else 'private'}; {kind})")
+    for f in findings:
+        print(f"  {f}")
+    bad = [f for f in findings if f.level in group_check.FAILING]
+    if bad:
+        print(f"A pull request's code can reach a trusted runner, or a group could not be checked: "
+              f"{', '.join(sorted({repr(f.group) for f in bad}))} (docs/pr.md, \"Runner isolation\").")
+        return 1
+    print("No path from a pull request's code to a trusted runner in these settings (what the check cannot see: "
+          "docs/pr.md, \"Checking the runner groups\").")
+    return 0
 
 
 def _check_case(name: str, size: str) -> None:

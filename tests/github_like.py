@@ -11,6 +11,15 @@ GitHub's REST documentation (API version 2022-11-28):
 - GET  /user                                                   -> the token's account; 403 "Resource
                                                                  not accessible by integration" for
                                                                  an installation token (GITHUB_TOKEN)
+- GET  /repos/{owner}/{repo}                                   -> the repository (owner.type, private,
+                                                                 visibility, default_branch)
+- GET  /orgs/{org}/actions/runner-groups?per_page=&page=       -> {total_count, runner_groups} (Link)
+- GET  /orgs/{org}/actions/runner-groups/{id}/repositories     -> {total_count, repositories} (Link)
+- GET  /repos/{owner}/{repo}/actions/runners?per_page=&page=   -> {total_count, runners} (Link)
+
+The runner endpoints answer only ADMIN_TOKEN, a classic token with the admin:org scope (an
+organization owner's); any other token gets 403 "Must have admin rights to Repository." with
+X-OAuth-Scopes and X-Accepted-OAuth-Scopes, as GitHub answers a token without the scope.
 
 Every request must carry Authorization: Bearer <token>, Accept: application/vnd.github+json,
 X-GitHub-Api-Version: 2022-11-28 and a User-Agent (GitHub refuses requests without one);
@@ -30,14 +39,20 @@ from urllib.parse import parse_qs, unquote, urlsplit
 
 TOKEN = "ghs_local_test_token_0123456789"            # an installation token, as GITHUB_TOKEN is
 USER_TOKEN = "github_pat_local_test_0123456789"      # a personal token of USERS[USER_TOKEN]
+ADMIN_TOKEN = "ghp_local_org_owner_0123456789"       # a classic token of an organization owner, admin:org
 DOCS = "https://docs.github.com/rest"
 ACTIONS_APP = {"id": 15368, "slug": "github-actions", "name": "GitHub Actions"}
 USERS = {TOKEN: {"login": "github-actions[bot]", "id": 41898282, "type": "Bot"},
-         USER_TOKEN: {"login": "octo-perf", "id": 2, "type": "User"}}
+         USER_TOKEN: {"login": "octo-perf", "id": 2, "type": "User"},
+         ADMIN_TOKEN: {"login": "octo-owner", "id": 3, "type": "User"}}
 LIST = re.compile(r"^/repos/([\w.-]+)/([\w.-]+)/issues/(\d+)/comments$")
 ONE = re.compile(r"^/repos/([\w.-]+)/([\w.-]+)/issues/comments/(\d+)$")
 PULL = re.compile(r"^/repos/([\w.-]+)/([\w.-]+)/pulls/(\d+)$")
 LABEL = re.compile(r"^/repos/([\w.-]+)/([\w.-]+)/issues/(\d+)/labels/([^/]+)$")
+REPO_PATH = re.compile(r"^/repos/([\w.-]+)/([\w.-]+)$")
+GROUPS = re.compile(r"^/orgs/([\w.-]+)/actions/runner-groups$")
+GROUP_REPOS = re.compile(r"^/orgs/([\w.-]+)/actions/runner-groups/(\d+)/repositories$")
+REPO_RUNNERS = re.compile(r"^/repos/([\w.-]+)/([\w.-]+)/actions/runners$")
 
 
 @dataclass
@@ -53,6 +68,34 @@ class State:
     user_forbidden: str | None = None  # answer GET /user with 403 and this message, whatever the token
     redirect_writes: tuple[int, str] | None = None   # answer POST and PATCH with (status, Location)
     next_id: int = 1_000_000
+    repos: dict[str, dict] = field(default_factory=dict)          # owner/repo -> GET /repos/{owner}/{repo}
+    groups: dict[str, list[dict]] = field(default_factory=dict)   # org -> its runner groups
+    group_repos: dict[int, list[str]] = field(default_factory=dict)   # group id -> owner/repo it admits
+    runners: dict[str, list[dict]] = field(default_factory=dict)  # owner/repo -> its own runners
+
+    def repo(self, full: str, private: bool = False, org: bool = True, default_branch: str = "main") -> dict:
+        owner = full.split("/")[0]
+        self.repos[full] = {"id": len(self.repos) + 1, "name": full.split("/")[1], "full_name": full,
+                            "private": private, "visibility": "private" if private else "public",
+                            "owner": {"login": owner, "type": "Organization" if org else "User"},
+                            "default_branch": default_branch, "fork": False}
+        return self.repos[full]
+
+    def group(self, org: str, name: str, visibility: str = "selected", repos: tuple[str, ...] = (),
+              public: bool = False, workflows: tuple[str, ...] | None = None, default: bool = False) -> dict:
+        """A runner group as the REST API shows it: `restricted_to_workflows` when `workflows`
+        is given (its `selected_workflows`), `selected_repositories_url` when selected."""
+        gid = sum(len(g) for g in self.groups.values()) + (1 if default else 2)
+        g = {"id": gid, "name": name, "visibility": visibility, "default": default,
+             "runners_url": f"https://api.github.com/orgs/{org}/actions/runner-groups/{gid}/runners",
+             "inherited": False, "allows_public_repositories": public,
+             "restricted_to_workflows": workflows is not None, "selected_workflows": list(workflows or []),
+             "workflow_restrictions_read_only": False}
+        if visibility == "selected":
+            g["selected_repositories_url"] = f"https://api.github.com/orgs/{org}/actions/runner-groups/{gid}/repositories"
+        self.groups.setdefault(org, []).append(g)
+        self.group_repos[gid] = list(repos)
+        return g
 
     def add(self, repo: str, n: int, body: str, login: str, kind: str = "User") -> dict:
         self.next_id += 1
@@ -109,10 +152,52 @@ class Handler(BaseHTTPRequestHandler):
         ok = isinstance(doc, dict) and set(doc) == {"body"} and isinstance(doc["body"], str)
         return doc["body"] if ok and 0 < len(doc["body"]) <= 65536 else None
 
+    def _page(self, url, items: list, key: str | None = None):
+        """One page of a list as GitHub gives it: per_page (at most 100) and page from the
+        query, the Link header's next, last, first and prev; `key`: the list inside
+        {"total_count": N, key: [...]}."""
+        q = parse_qs(url.query)
+        per_page, page = int(q.get("per_page", ["30"])[0]), int(q.get("page", ["1"])[0])
+        if not 1 <= per_page <= 100:
+            return self._reply(422, {"message": "Validation Failed", "documentation_url": DOCS})
+        last = max(1, -(-len(items) // per_page))
+        base = f"{self.state.next_origin or 'http://' + self.headers['Host']}{url.path}?per_page={per_page}&page="
+        links = ([f'<{base}{page + 1}>; rel="next"', f'<{base}{last}>; rel="last"'] if page < last else []) \
+            + ([f'<{base}1>; rel="first"', f'<{base}{page - 1}>; rel="prev"'] if page > 1 else [])
+        part = items[(page - 1) * per_page: page * per_page]
+        self._reply(200, part if key is None else {"total_count": len(items), key: part},
+                    {"Link": ", ".join(links)} if links else None)
+
+    def _runners(self, url) -> bool:
+        """The repository and runner endpoints; True when this was one of them."""
+        if m := REPO_PATH.match(url.path):
+            repo = self.state.repos.get(f"{m[1]}/{m[2]}")
+            if repo is None:
+                self._reply(404, {"message": "Not Found", "documentation_url": DOCS})
+            else:
+                self._reply(200, repo)
+            return True
+        m = GROUPS.match(url.path) or GROUP_REPOS.match(url.path) or REPO_RUNNERS.match(url.path)
+        if not m:
+            return False
+        if self.headers["Authorization"] != f"Bearer {ADMIN_TOKEN}":
+            scopes = {"X-OAuth-Scopes": "repo, read:org", "X-Accepted-OAuth-Scopes": "admin:org"}
+            self._reply(403, {"message": "Must have admin rights to Repository.", "status": "403",
+                              "documentation_url": DOCS + "/actions/self-hosted-runner-groups"}, scopes)
+        elif m.re is GROUPS:
+            self._page(url, self.state.groups.get(m[1], []), "runner_groups")
+        elif m.re is GROUP_REPOS:
+            names = self.state.group_repos.get(int(m[2]), [])
+            self._page(url, [self.state.repos.get(n) or {"full_name": n, "private": False} for n in names],
+                       "repositories")
+        else:
+            self._page(url, self.state.runners.get(f"{m[1]}/{m[2]}", []), "runners")
+        return True
+
     def do_GET(self):
         url = urlsplit(self.path)
         self.state.requests.append(("GET", self.path))
-        if self._refused():
+        if self._refused() or self._runners(url):
             return
         if url.path == "/user":
             if self.state.user_forbidden:          # e.g. a rate limit, or a token without the user scope

@@ -1,6 +1,8 @@
 """The one way stallscope talks to GitHub's REST API (https://docs.github.com/en/rest):
 issue comments (a pull request is an issue for comments), one pull request, its labels and
-the token's own account, with the documented headers (Accept: application/vnd.github+json,
+the token's own account, a repository, an organization's self-hosted runner groups with the
+repositories each admits, and a repository's own runners (`stallscope pr check`), with the
+documented headers (Accept: application/vnd.github+json,
 Authorization: Bearer, X-GitHub-Api-Version: 2022-11-28). `stallscope pr comment` and the
 schedule's alert delivery (collectors/schedule/deliver.py) both use it. It sends through
 collectors/http_client.py (retries of what is safe to repeat; no write redirected, no token
@@ -30,6 +32,20 @@ HINTS = {
     404: "no such repository, issue or comment, or the token cannot see a private repository; "
          "check --repo OWNER/REPO and --pr N",
     422: "GitHub refused the content (validation failed); the body may be empty or too long",
+}
+# ... and for the reads of `stallscope pr check` ("REST API endpoints for self-hosted runner groups")
+RUNNER_HINTS = {
+    401: HINTS[401],
+    403: "reading runner groups needs an organization owner's token, or that of a member with the "
+         "'Manage organization runners and runner groups' permission: a classic token with the admin:org "
+         "scope, or a fine-grained token with the organization permission 'Self-hosted runners' (read)",
+    404: "no such organization or repository, or the token cannot see it; check --repo OWNER/REPO",
+}
+REPO_RUNNER_HINTS = {
+    401: HINTS[401],
+    403: "listing a repository's self-hosted runners needs admin on it: a classic token with the repo "
+         "scope, or a fine-grained token with the repository permission 'Administration' (read)",
+    404: RUNNER_HINTS[404],
 }
 
 
@@ -67,12 +83,22 @@ def _redirect_hint(url: str, reply: Reply) -> str:
             "API's own URL?)")
 
 
-def explain(method: str, url: str, reply: Reply) -> str:
+def _scopes(reply: Reply) -> str:
+    """What a classic token's answer says of its scopes: " (the token's scopes: repo; this call
+    takes: admin:org)", from X-OAuth-Scopes and X-Accepted-OAuth-Scopes; "" without them."""
+    h = reply.headers
+    has, takes = (h.get("X-OAuth-Scopes"), h.get("X-Accepted-OAuth-Scopes")) if h is not None else (None, None)
+    if has is None or not takes:
+        return ""
+    return f" (the token's scopes: {has.strip()[:200] or 'none'}; this call takes: {takes.strip()[:200]})"
+
+
+def explain(method: str, url: str, reply: Reply, hints: dict[int, str] = HINTS) -> str:
     """'GitHub answered 401 to GET URL: Bad credentials; the token is wrong ...'"""
     message = message_of(reply)
-    hint = _redirect_hint(url, reply) if 300 <= reply.status < 400 else HINTS.get(reply.status)
+    hint = _redirect_hint(url, reply) if 300 <= reply.status < 400 else hints.get(reply.status)
     return (f"GitHub answered {reply.status} to {method} {url}: {str(message)[:300].strip()}"
-            + (f"; {hint}" if hint else ""))
+            + (_scopes(reply) if reply.status == 403 else "") + (f"; {hint}" if hint else ""))
 
 
 _NEXT = re.compile(r'<([^>]+)>\s*;\s*rel="?next"?')
@@ -119,7 +145,8 @@ class GitHub:
         self.headers = {"Accept": "application/vnd.github+json", "Authorization": f"Bearer {token}",
                         "X-GitHub-Api-Version": API_VERSION}
 
-    def call(self, method: str, path_or_url: str, payload: Any = None, ok: tuple[int, ...] = (200,)) -> Reply:
+    def call(self, method: str, path_or_url: str, payload: Any = None, ok: tuple[int, ...] = (200,),
+             hints: dict[int, str] = HINTS) -> Reply:
         url = path_or_url if "://" in path_or_url else self.api + path_or_url
         try:
             reply = send(method, url, payload, self.headers, self.timeout)
@@ -127,24 +154,62 @@ class GitHub:
             raise GitHubError(f"{e} (is the API URL right? --api-url or $GITHUB_API_URL, "
                               f"default {DEFAULT_API})") from None
         if reply.status not in ok:
-            raise GitHubError(explain(method, url, reply))
+            raise GitHubError(explain(method, url, reply, hints))
         return reply
 
     def issue_comments(self, repo: str, number: int) -> Iterator[dict]:
         """Every comment of issue/PR `number`, page after page, following the Link header's
         rel="next" URL (GitHub: "use the link header"; never built here) only when it is on
         this API's origin."""
-        url: str | None = f"/repos/{repo}/issues/{number}/comments?per_page={PER_PAGE}&page=1"
-        while url:
-            reply = self.call("GET", url)
-            page = _json(reply)
+        url = f"/repos/{repo}/issues/{number}/comments?per_page={PER_PAGE}&page=1"
+        for page_url, page in self.pages(url, f"{repo}#{number}'s comments"):
             if not isinstance(page, list):
-                raise GitHubError(f"GitHub answered GET {url} with {type(page).__name__}, not a list of comments")
+                raise GitHubError(f"GitHub answered GET {page_url} with {type(page).__name__}, not a list of comments")
             yield from page
+
+    def pages(self, url: str | None, what: str, hints: dict[int, str] = HINTS) -> Iterator[tuple[str, Any]]:
+        """(URL, answer) of each page of a list, following the Link header's rel="next" URL
+        only while it is on this API's origin."""
+        while url:
+            reply = self.call("GET", url, hints=hints)
+            yield url, _json(reply)
             url = next_link(reply.headers.get("Link"))
             if url is not None and not same_api(url, self.api):
-                raise GitHubError(f"the Link header of {repo}#{number}'s comments points the next page to "
+                raise GitHubError(f"the Link header of {what} points the next page to "
                                   f"{url[:200]!r}, outside the API ({self.api}): not sending the token there")
+
+    def listed(self, path: str, key: str, what: str, hints: dict[int, str]) -> list[dict]:
+        """Every entry of a paginated list whose pages are `{"total_count": N, key: [...]}`."""
+        out: list[dict] = []
+        for url, page in self.pages(f"{path}?per_page={PER_PAGE}&page=1", what, hints):
+            items = page.get(key) if isinstance(page, dict) else None
+            if not isinstance(items, list):
+                raise GitHubError(f"GitHub answered GET {url} without a list of {key}")
+            out += [x for x in items if isinstance(x, dict)]
+        return out
+
+    def repository(self, repo: str) -> dict:
+        """GET /repos/{repo}: its `owner.type`, `private`, `visibility`, `default_branch`."""
+        doc = _json(self.call("GET", f"/repos/{repo}", hints=RUNNER_HINTS))
+        if not isinstance(doc, dict):
+            raise GitHubError(f"GitHub answered GET /repos/{repo} with {type(doc).__name__}, not a repository")
+        return doc
+
+    def runner_groups(self, org: str) -> list[dict]:
+        """GET /orgs/{org}/actions/runner-groups ("List self-hosted runner groups for an
+        organization"), every page."""
+        return self.listed(f"/orgs/{org}/actions/runner-groups", "runner_groups", f"{org}'s runner groups",
+                           RUNNER_HINTS)
+
+    def group_repositories(self, org: str, group_id: int) -> list[dict]:
+        """GET /orgs/{org}/actions/runner-groups/{id}/repositories ("List repository access to
+        a self-hosted runner group in an organization"), every page."""
+        return self.listed(f"/orgs/{org}/actions/runner-groups/{group_id}/repositories", "repositories",
+                           f"runner group {group_id}'s repositories", RUNNER_HINTS)
+
+    def repo_runners(self, repo: str) -> list[dict]:
+        """GET /repos/{repo}/actions/runners ("List self-hosted runners for a repository")."""
+        return self.listed(f"/repos/{repo}/actions/runners", "runners", f"{repo}'s runners", REPO_RUNNER_HINTS)
 
     def create_comment(self, repo: str, number: int, body: str) -> dict:
         return _json(self.call("POST", f"/repos/{repo}/issues/{number}/comments", {"body": body}, ok=(201,)))
