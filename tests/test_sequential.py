@@ -153,3 +153,62 @@ def test_the_simulation_keeps_coverage_where_a_95_interval_at_every_look_loses_i
     assert fig.simulate(demo, "naive", 600)["coverage"]["lookupKey (flat)"] < 0.92
     naive = fig.simulate(noise, "naive", 600, aa=True)
     assert naive["coverage"]["throughput"] < 0.92 and naive["decided"]["throughput"] > 0.08
+
+
+KNOWN_STALL = "debsrc:redis@8.0+patch=cases/patches/known-stall-mset.patch"
+
+
+@pytest.mark.slow
+def test_a_live_run_that_decides_is_interrupted_resumed_and_stops_when_answered(tmp_path):
+    """A run that decides at CI size (tiny, 16 windows a rep, no profiles, no in-cache
+    control), the known stall against its base (about −25% at this size): interrupted after
+    its second rep, resumed, it looks at 4 and 6 reps and stops at the first look that finds
+    its throughput decided, well before its 13 planned; `--resume` of the ended run runs
+    nothing; its report is at that look's level (about 50 s on the 2-core guest)."""
+    import json
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from tests.conftest_run import BASE_SPEC, built, cli_env, start_cli
+    built("a", BASE_SPEC)
+    built("b", KNOWN_STALL)
+    p = start_cli(["mset-50keys", "--size", "tiny", "--variant", f"a={BASE_SPEC}", "--variant",
+                   f"b={KNOWN_STALL}", "--paired-windows", "16", "--profile", "off", "--no-stalls",
+                   "--out", str(tmp_path)], tmp_path / "run.log")
+    try:
+        deadline, run_dir = time.time() + 300, None
+        while time.time() < deadline:
+            run_dir = next((d for d in tmp_path.iterdir() if (d / "manifest.json").is_file()), None)
+            if run_dir is not None:
+                m = json.loads((run_dir / "manifest.json").read_text())
+                if sum(r["status"] == "ok" for r in m["schedule"]) >= 2:
+                    break
+            time.sleep(0.2)
+        os.killpg(p.pid, signal.SIGINT)
+        assert p.wait(60) == 130, (tmp_path / "run.log").read_text()[-2000:]
+    finally:
+        if p.poll() is None:
+            p.kill()
+    plan = load_run(run_dir).manifest.precision
+    assert plan.looks == [4, 6, 10, 13] and plan.made == 0 and plan.ended_by is None
+
+    def resume() -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-m", "collectors", "run", "--resume", str(run_dir),
+                               "--no-progress"], cwd=REPO, env=cli_env(), capture_output=True,
+                              text=True, timeout=600)
+    r = resume()
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert "targets: look 1 of 4 at 4 paired reps (99.86%)" in r.stderr, r.stderr[-3000:]
+    assert "every row decided or at its target; the run stops here" in r.stderr
+    m = load_run(run_dir).manifest
+    assert m.precision.ended_by == "answered" and m.precision.look in (1, 2, 3)
+    assert len(m.schedule) == m.precision.looks[m.precision.look - 1] < 13
+    assert all(rep.status == "ok" for rep in m.schedule) and m.status.state == "complete"
+    again = resume()
+    assert again.returncode == 0 and "0 of" in again.stderr
+    res = analyse(load_run(run_dir), CompareOptions())
+    assert res.settings.confidence == pytest.approx(m.precision.level)
+    assert res.paired[0].change.verdict == "regression" and res.measurement.ended_by == "answered"
