@@ -7,9 +7,10 @@ these recordings spun with a `pause` in its loop (the patch as of commit fd529f4
 
 - The wait's own CPU time per MSET reads the same at both rates, its interval holding the
   wait and its exit (the TSC is read once per `pause`, ~140 cycles on this core).
-- Every function of 5% or more reads the same change at 199 Hz as at 1499 Hz: the rate the
-  function rows need perturbs the two servers alike, so the ratios agree (Holm over the
-  functions, each the two runs' per-rep log ratios compared by Welch's t).
+- No function of 5% or more reads a change at 199 Hz detectably different from its change
+  at 1499 Hz (Holm over the functions, each the two runs' per-rep log ratios compared by
+  Welch's t). That is no evidence of a difference, not proof of agreement: the rows'
+  simultaneous intervals of the difference hold 0 but reach ±20% for the smaller rows.
 - What the known cost shows beyond its function and its callers is a real effect of the
   wait, not a bias of the rows: the lookups beside the wait got slower (dictFindByHash per
   MSET +0.9 µs at 1499 Hz, +1.2 µs at 199 Hz), and the same-code control shows no decided
@@ -69,7 +70,7 @@ def _log_ratios(res: dict, name: str, kind: str) -> np.ndarray | None:
     return np.log(np.asarray(c) / np.asarray(b))
 
 
-def test_every_function_of_five_percent_reads_the_same_change_at_199_hz(runs):
+def test_no_function_of_five_percent_reads_a_detectably_different_change_at_199_hz(runs):
     fast, slow = runs["fast"], runs["slow"]
     names = [(r["name"], k) for r in fast["profile"]["focus"] + fast["profile"]["movers"] for k in ("flat", "cum")
              if max(r[f"base_{k}"]["median"], r[f"cand_{k}"]["median"]) >= 5 and r.get(f"base_{k}_ns")]
@@ -80,6 +81,17 @@ def test_every_function_of_five_percent_reads_the_same_change_at_199_hz(runs):
     p = [sps.ttest_ind(a, b, equal_var=False).pvalue for a, b in pairs.values()]
     names = list(pairs)
     assert min(adjusted_p(np.asarray(p), "holm")) > 0.05, dict(zip(names, p))
+    # not significant is not the same: each row's difference between the rates, Bonferroni
+    # intervals over the rows, holds 0, and the widest cannot rule out ±20%
+    level = 1 - 0.05 / len(pairs)
+    bounds = []
+    for a, b in pairs.values():
+        va, vb = a.var(ddof=1) / len(a), b.var(ddof=1) / len(b)
+        df = (va + vb) ** 2 / (va ** 2 / (len(a) - 1) + vb ** 2 / (len(b) - 1))
+        half = sps.t.ppf(0.5 + level / 2, df) * math.sqrt(va + vb)
+        bounds.append((math.expm1(a.mean() - b.mean() - half), math.expm1(a.mean() - b.mean() + half)))
+    assert all(lo < 0 < hi for lo, hi in bounds), bounds
+    assert max(max(-lo, hi) for lo, hi in bounds) > 0.15, bounds       # lookupKey's own cost: [-21.1, +6.8]
 
 
 def test_beyond_the_wait_and_its_callers_only_what_the_control_lacks_is_the_waits(runs):

@@ -77,3 +77,18 @@ def test_what_cannot_pair_runs_separate_reps(variants, case, words):
 def test_unpaired_as_asked():
     plan, why = choose([v("base", "aaa"), v("cand", "bbb")], asked="unpaired")
     assert plan is None and why.reason == "separate reps, as asked (--unpaired)"
+
+
+def test_a_paired_manifest_says_its_windows_are_profiled():
+    """A paired run's perf samples its paired reps' windows; its manifest no longer says
+    "throughput reps are unprofiled" (the note of separate profile reps)."""
+    from analysis.inputs.case import Case
+    from collectors.runner.new_manifest import profiling
+    from collectors.runner.options import RunOptions
+    paired = profiling(Case(name="mset-50keys"), RunOptions(paired=True, profile="perf", profile_reps=0,
+                                                            frequency_hz=999))
+    assert "unprofiled" not in paired.note and "samples the paired reps' windows" in paired.note
+    both = profiling(Case(name="mset-50keys"), RunOptions(paired=True, profile="perf", profile_reps=3))
+    assert "windows" in both.note and "3 separate profile reps" in both.note
+    apart = profiling(Case(name="mset-50keys"), RunOptions(paired=False, profile="perf", profile_reps=3))
+    assert apart.note.startswith("throughput reps are unprofiled")

@@ -46,8 +46,21 @@ def profiling(case: Case, opts: RunOptions) -> Profiling:
     # profiles otherwise replaces this block through its manifest_sections.
     return Profiling(opts.profile, "separate", event="cpu-clock" if opts.profile == "perf" else None,
                      frequency_hz=opts.frequency_hz, reps_per_variant=opts.profile_reps,
-                     note="throughput reps are unprofiled; profile reps run the same load "
-                          "with perf attached (their bench.csv shows the profiled throughput)")
+                     note=_profiling_note(opts))
+
+
+def _profiling_note(opts: RunOptions) -> str:
+    """Where the profiles come from: a paired run's perf samples its paired reps' windows
+    (both servers in the same blocks, perf off in the others); separate profile reps run the
+    same load with perf attached."""
+    separate = ("profile reps run the same load with perf attached (their bench.csv shows the "
+                "profiled throughput)")
+    if not (opts.paired and opts.profile == "perf"):
+        return f"throughput reps are unprofiled; {separate}"
+    windows = ("perf samples the paired reps' windows: both servers at one rate in the same "
+               "blocks of windows, perf off in the others (the report measures perf's cost from "
+               "the two and checks that they agree)")
+    return windows + (f"; {opts.profile_reps} separate {separate}" if opts.profile_reps else "")
 
 
 def make_manifest(run_id: str, case: Case, variants: dict[str, Variant], opts: RunOptions,
