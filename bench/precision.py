@@ -13,7 +13,10 @@ needs a quarter of the time) and the minutes the method would need for ±2%. The
 - paired, 32 pairs a rep (the default): 64 windows a rep.
 
 Every run directory stays under --runs for a closer look. docs/statistics.md ("Where the
-noise comes from") reads the choice of defaults off these figures.
+noise comes from") reads the choice of defaults off these figures. These are real A/B runs
+(a +40% change, at settings of their own): what they measure is kept in records of the
+bench's own (--records, STALLSCOPE_RECORDS for its runs), never among the host's, whose
+noise and sample costs plan the user's next runs.
 
   .venv/bin/python bench/precision.py                    # default size: ~3 x 7 min on 2 cores
   .venv/bin/python bench/precision.py --size small       # a few minutes, plumbing only
@@ -22,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import os
 import sys
 import time
 from pathlib import Path
@@ -65,6 +69,14 @@ def one(how: dict, reps: int, size: str, runs: Path) -> tuple[float, dict]:
                   "change": c.rel, "lo": c.rel_ci_low, "hi": c.rel_ci_high, "method": c.method}
 
 
+def use_own_records(path: Path) -> Path:
+    """Point this process's runs at records of the bench's own (collectors.variants.builder.
+    records_dir reads STALLSCOPE_RECORDS), whatever the user exported."""
+    path.mkdir(parents=True, exist_ok=True)
+    os.environ["STALLSCOPE_RECORDS"] = str(path.resolve())
+    return path
+
+
 def half_width(lo: float, hi: float) -> float:
     """Half-width of an interval of the ratio, as a fraction of the ratio (log scale)."""
     return math.expm1((math.log1p(hi) - math.log1p(lo)) / 2)
@@ -74,9 +86,12 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--size", choices=sorted(PLAN), default="default")
     ap.add_argument("--runs", default="runs/bench-precision", help="where the runs go")
+    ap.add_argument("--records", default=None,
+                    help="the records the runs write (noise, sample costs; default RUNS/records)")
     a = ap.parse_args(argv)
     runs = Path(a.runs)
     runs.mkdir(parents=True, exist_ok=True)
+    use_own_records(Path(a.records) if a.records else runs / "records")
     print(f"== 4. precision of the throughput change per minute of machine time (size {a.size})")
     for label, reps, how in PLAN[a.size]:
         wall, res = one(how, reps, a.size, runs)

@@ -14,15 +14,15 @@ FIXTURES = REPO / "tests" / "data" / "fixtures"
 def pytest_configure(config):
     """The host's measured records (noise.json, sample_cost.json) of this session's runs go to
     a directory of the session's own (STALLSCOPE_RECORDS, inherited by every CLI the tests
-    start): runs made beside other tests would otherwise plan a user's next run, as the
-    suite's runs once lowered the next real run's perf rate to 99 Hz (issue #38)."""
+    start), whatever the user exported: runs made beside other tests would otherwise plan a
+    user's next run, as the suite's runs once lowered the next real run's perf rate to 99 Hz,
+    and a user who keeps the records in a directory of their own exports it."""
     import os
+    import shutil
     import tempfile
-    if "STALLSCOPE_RECORDS" not in os.environ:
-        import shutil
-        records = tempfile.mkdtemp(prefix="stallscope-test-records-")
-        os.environ["STALLSCOPE_RECORDS"] = records
-        config.add_cleanup(lambda: shutil.rmtree(records, ignore_errors=True))
+    records = tempfile.mkdtemp(prefix="stallscope-test-records-")
+    os.environ["STALLSCOPE_RECORDS"] = records
+    config.add_cleanup(lambda: shutil.rmtree(records, ignore_errors=True))
 
 
 @pytest.fixture(scope="session")

@@ -238,3 +238,40 @@ def test_the_rates_line_says_its_prediction_is_a_bound_not_a_cap(tmp_path):
     r = sample_cost.choose(HOST, tmp_path / "none.json", need_hz=200)
     assert "not a cap" in r.why() and "one run in ten" in r.why()
     assert "within the" not in r.why()
+
+
+def test_the_suite_keeps_its_records_apart_even_from_a_users_exported_directory(tmp_path):
+    """A user who exported STALLSCOPE_RECORDS (their records kept apart from the build cache)
+    runs the suite: its runs still write to the session's own directory, never theirs."""
+    import os
+    import subprocess
+    import sys
+    from tests.conftest import REPO
+    probe = tmp_path / "test_probe.py"
+    probe.write_text("import os\n\ndef test_probe():\n    print('RECORDS=' + os.environ['STALLSCOPE_RECORDS'])\n")
+    mine = tmp_path / "users-records"
+    env = dict(os.environ, STALLSCOPE_RECORDS=str(mine))
+    p = subprocess.run([sys.executable, "-m", "pytest", "-q", "-s", "-p", "tests.conftest",
+                        "-p", "no:cacheprovider", "--rootdir", str(tmp_path), str(probe)],
+                       cwd=REPO, env=env, capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stdout + p.stderr
+    got = next(line.split("=", 1)[1] for line in p.stdout.splitlines() if line.startswith("RECORDS="))
+    assert got != str(mine) and "stallscope-test-records-" in got
+    assert not mine.exists()
+
+
+def test_make_bench_keeps_its_real_runs_out_of_the_hosts_records(monkeypatch, tmp_path):
+    """bench/precision.py runs real A/B runs (the demo's +40%): their spread and sample costs
+    go to records of the bench's own, never to the host's that plan a user's runs."""
+    from bench import precision
+    from collectors.host import noise
+    seen = {}
+
+    def fake_one(how, reps, size, runs):
+        seen["noise"], seen["cost"] = noise.store_path(), sample_cost.store_path()
+        raise SystemExit(0)
+    monkeypatch.setenv("STALLSCOPE_RECORDS", str(tmp_path / "hosts-records"))
+    monkeypatch.setattr(precision, "one", fake_one)
+    with pytest.raises(SystemExit):
+        precision.main(["--size", "small", "--runs", str(tmp_path / "runs")])
+    assert seen["noise"].parent == seen["cost"].parent == (tmp_path / "runs" / "records").resolve()
