@@ -30,11 +30,12 @@ with the hidden marker <!-- stallscope-pr-report -->. The one comment updated (P
 oldest that starts with the marker AND was written by the identity this token posts as
 (--author, else GET /user; a workflow's GITHUB_TOKEN, which GET /user refuses, posts as
 github-actions[bot]: assumed only inside a workflow, GITHUB_ACTIONS=true); else one is
-created (POST). It holds each case's lead (report.md above its end-of-comment line: the headline,
-counts and first tables; several cases get a row each and their leads folded), or with --full the
-whole report.md. Its text from the artifact is neutralised (no raw HTML, link, image, alert,
-footnote, @mention, issue or commit reference, bidi control) and fits GitHub's 65,536 characters
-(details left out first, saying so). With --require-head / --require-label, a PR that
+created (POST). It leads with the headline: each case's lead (the headline, counts and first
+tables, rendered here from its results.json as report.md's lead is; several cases get a row
+each and their leads folded), or with --full the whole report.md; what was measured (commits,
+builds) is below them. Its text from the artifact is inert (no raw HTML, link, image, alert,
+footnote, @mention, issue or commit reference, math, bidi or invisible character) and fits
+GitHub's 65,536 characters (details left out first, saying so). With --require-head / --require-label, a PR that
 moved on or lost the label gets nothing and the exit status is 0 (a notice says why); with
 --head-repo / --head-branch / --run-event, a PR that is not the one the measured run was of gets
 nothing and the exit status is 2 (pr.json names the PR, and it is the PR's own claim). Token:
@@ -74,7 +75,7 @@ def add_comment_arguments(c: argparse.ArgumentParser) -> None:
                    "is updated (default: GET /user; github-actions[bot] for a workflow's GITHUB_TOKEN)")
     c.add_argument("--link", metavar="URL", help="where the full report is (e.g. the workflow run's page)")
     c.add_argument("--full", action="store_true", help="post each case's whole report.md (fitted to GitHub's "
-                   "limit), not its lead (headline, counts and the first tables)")
+                   "limit), not its lead (headline, counts and the first tables, from results.json)")
     _token_arguments(c)
     c.add_argument("--dry-run", action="store_true", help="print the comment instead of posting it")
 
