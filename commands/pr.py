@@ -29,6 +29,9 @@ Examples:
   # see the comment without posting it:
   stallscope pr comment runs/20261123-035105-mset-50keys --repo octo-org/redis --pr 42 --dry-run
 
+  # can a pull request's code reach the schedule's runners? (the organization's runner-group settings)
+  GITHUB_TOKEN=... stallscope pr check --repo octo-org/redis
+
 A maintainer adds the label (default 'stallscope') to a pull request: the self-hosted runner
 builds its merge base and head, runs each case of the config paired (precision and budget from
 the config), compares, and uploads the reports; a second workflow, on a GitHub-hosted runner,
