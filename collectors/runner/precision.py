@@ -29,6 +29,7 @@ from analysis.compare.planned import function_log_ratios
 from analysis.compare.throughput import main_log_ratios
 from analysis.inputs.manifest import PrecisionPlan, Rep
 from analysis.inputs.rundir import RunDir
+from analysis.intervals import level_text
 from collectors.runner import looks
 from collectors.runner.context import RunContext
 from collectors.runner.new_manifest import rep_seconds
@@ -204,6 +205,11 @@ class PrecisionRun:
         budget = f"; {duration(self.spent())} of the {duration(self.budget_s)} budget spent" if self.budget_s else ""
         if len(x) < twostage.MIN_PILOT:
             return f"targets: {done} of {self.pilot} paired reps{budget}"
-        iv = twostage.interval(x, len(x))     # a t interval: the report's own method may differ
+        # a t interval at the level of the next look (the one a report of the run would print
+        # then: analysis/sequential.py); the report's own method may differ
+        p = self.plan
+        level = 1 - p.alphas[p.made] if p.made < len(p.alphas) else (p.level or 0.95)
+        iv = twostage.interval(x, len(x), level)
         return (f"targets: {done} of {self.pilot} paired reps, throughput {math.expm1(iv.mean):+.1%} "
-                f"(t interval [{math.expm1(iv.low):+.1%}, {math.expm1(iv.high):+.1%}]){budget}")
+                f"(t interval at {level_text(level)} [{math.expm1(iv.low):+.1%}, "
+                f"{math.expm1(iv.high):+.1%}]){budget}")
