@@ -32,6 +32,8 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from scipy import special
+
 ALPHA = 0.05            # the run's error, spent over its looks
 RHO = 3                 # the spending function's power: ALPHA * (n / N)^RHO
 FIRST_LOOKS = (4, 6, 10, 13)
@@ -89,3 +91,37 @@ def run_level(plan: Any) -> float | None:
     if plan.level is not None:
         return plan.level
     return 1 - alpha_left(plan)
+
+
+def _k(m: int, level: float, power: float) -> tuple[float, float]:
+    """(t of the level, t of the power) on m - 1 degrees of freedom."""
+    return float(special.stdtrit(m - 1, 1 - (1 - level) / 2)), float(special.stdtrit(m - 1, power))
+
+
+def projected(detectable: float, n: int, n_end: int, level: float, level_end: float,
+              power: float = 0.8) -> tuple[float, float]:
+    """(the detectable size, the interval's half-width, both fractions of the ratio) that a
+    row which could see `detectable` at `n` reps and `level` would have at `n_end` reps and
+    `level_end`, its spread staying what it is: on the log scale the size is K x sd/sqrt(n),
+    K = t(1 - (1 - level)/2) + t(power) on n - 1 degrees of freedom, the half-width the
+    first term."""
+    a, p = _k(n, level, power)
+    se = math.log1p(detectable) / (a + p)            # sd / sqrt(n) on the log scale
+    if n_end > n:
+        se *= math.sqrt(n / n_end)
+        a, p = _k(n_end, level_end, power)
+    return math.expm1((a + p) * se), math.expm1(a * se)
+
+
+def out_of_reach(detectable: float, change: float | None, target: float, n: int, n_end: int,
+                 level: float, level_end: float) -> bool:
+    """A row a look need not wait for: at the run's last reachable reps its size would still
+    miss its target, and its change as it stands would still sit inside its interval (so it
+    would be neither at its target nor decided). Stopping for it spends no alpha. Judged only
+    over a horizon no longer than the reps done (n_end <= 2n): from 4 reps a row's size at the
+    strict first level is rough (an exact rank interval at 99.86% on 4 pairs says little), and
+    9 more reps could change it."""
+    if n < 2 or n_end > 2 * n:
+        return False
+    size, half = projected(detectable, n, max(n_end, n), level, level_end)
+    return size > target and (change is None or abs(math.log1p(change)) <= math.log1p(half))

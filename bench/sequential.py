@@ -132,17 +132,27 @@ def _interval(x: np.ndarray, level: np.ndarray, method: str) -> tuple[np.ndarray
     return low, high
 
 
-def _reached(x: np.ndarray, level: np.ndarray, method: str, target: float) -> np.ndarray:
-    """The row's detectable size (80% power, analysis/power.py's K for its method) is
-    within its target."""
+def _detectable(x: np.ndarray, level: np.ndarray, method: str) -> np.ndarray:
+    """The row's detectable size (80% power, analysis/power.py's K for its method)."""
     n = x.shape[1]
     ks = {lv: multiplier(method, n, n, round(float(lv), 9), POWER) for lv in np.unique(level)}
     k = np.array([ks[lv] if ks[lv] is not None else math.inf for lv in level])
-    return np.expm1(k * x.std(axis=1, ddof=1) / math.sqrt(n)) <= target
+    return np.expm1(k * x.std(axis=1, ddof=1) / math.sqrt(n))
 
 
-def _look(x: np.ndarray, alpha: float, family: int, truth: dict[str, np.ndarray]
-          ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _futile(x: np.ndarray, size: np.ndarray, level: np.ndarray, target: float, end: tuple[int, float]
+            ) -> np.ndarray:
+    """The shipped futility check (analysis/sequential.out_of_reach): the row would neither
+    reach its target nor be decided by the plan's end (`end`: its reps and last level)."""
+    n = x.shape[1]
+    change = np.expm1(x.mean(axis=1))
+    return np.array([math.isfinite(d) and sequential.out_of_reach(float(d), float(c), target, n, end[0],
+                                                                   float(lv), end[1])
+                     for d, c, lv in zip(size, change, level)])
+
+
+def _look(x: np.ndarray, alpha: float, family: int, truth: dict[str, np.ndarray],
+          end: tuple[int, float] | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """One look at every simulated run: (settled, covered, decided), each runs x rows.
     x: runs x n reps x rows (the throughput first); alpha: the look's; truth: each row's
     mean ("paired-t") and pseudo-median ("signed-rank")."""
@@ -163,8 +173,11 @@ def _look(x: np.ndarray, alpha: float, family: int, truth: dict[str, np.ndarray]
         some = x[:, :, c].std(axis=1) > 0
         decided[:, c] = some & ((low > 0) | (high < 0))
         covered[:, c] = some & (low <= truth[methods[c]][c]) & (truth[methods[c]][c] <= high)
-        settled[:, c] = decided[:, c] | (some & _reached(x[:, :, c], level[:, c], methods[c],
-                                                         TARGET_THROUGHPUT if c == 0 else TARGET_FOCUS))
+        target = TARGET_THROUGHPUT if c == 0 else TARGET_FOCUS
+        size = _detectable(x[:, :, c], level[:, c], methods[c])
+        settled[:, c] = decided[:, c] | (some & (size <= target))
+        if end is not None:      # out of reach by the plan's end: not waited for
+            settled[:, c] |= some & ~decided[:, c] & _futile(x[:, :, c], size, level[:, c], target, end)
     return settled, covered, decided
 
 
@@ -195,7 +208,8 @@ def simulate(rec: Recording, rule: str, runs: int, planned: int = TARGET_UNITS, 
     decided = np.zeros((runs, x.shape[1]), bool)
     reps = np.full(runs, planned)
     for j, (n, a) in enumerate(zip(counts, alphas)):
-        settled, cov, dec = _look(draws[:, :n], a, rec.family, truth)
+        end = (planned, 1 - alphas[-1]) if rule == "spending" else None
+        settled, cov, dec = _look(draws[:, :n], a, rec.family, truth, end)
         stop = ~stopped & (settled.all(axis=1) | (j == len(counts) - 1))
         covered[stop], decided[stop], reps[stop] = cov[stop], dec[stop], n
         stopped |= stop

@@ -108,8 +108,8 @@ def _looks_sentence(p: PrecisionPlan, units: int, unit: str, missed: list[str]) 
     spent = (f"alpha {p.alpha:.4g} of the run's {ALPHA:g}, spent over looks at {at} {unit}s so "
              f"that every interval the run could have printed holds {1 - ALPHA:.0%} together")
     if p.ended_by == "answered":
-        why = (f"look {p.look} of {len(p.looks)} found every row decided or at its target, "
-               f"and the run stopped there")
+        why = (f"look {p.look} of {len(p.looks)} found every row decided, at its target or out of "
+               f"its reach, and the run stopped there")
     elif p.ended_by == "budget":
         why = f"the budget stopped it after {p.made} of {len(p.looks)} looks: the alpha they left"
     else:

@@ -23,6 +23,7 @@ from typing import Iterator
 
 from analysis.compare.results import FunctionRow, Judgement, MetricRow, Results
 from analysis.inputs.option_specs import TARGET_FOCUS, TARGET_MOVERS, TARGET_SHARE, TARGET_THROUGHPUT
+from analysis import sequential
 from analysis.stats import DECIDED
 
 ANSWERS = (*DECIDED, "new in candidate", "gone")
@@ -36,6 +37,7 @@ class RowTarget:
     target: float              # the detectable size it aimed at (a fraction: 0.05)
     detectable: float | None   # what it could see (None: no interval)
     verdict: str
+    change: float | None = None   # the change as it stands (a fraction of the ratio)
 
     @property
     def decided(self) -> bool:
@@ -82,7 +84,7 @@ def _function(row: FunctionRow, k: str, kind: str, target: float) -> RowTarget:
     ch = getattr(row, f"{k}_ns_change")
     verdict = j.verdict if j is not None else ch.verdict
     size = (j.detectable if j is not None and j.detectable_unit == "rel" else ch.detectable)
-    return RowTarget(f"{row.name} ({k})", kind, target, size, verdict)
+    return RowTarget(f"{row.name} ({k})", kind, target, size, verdict, ch.rel)
 
 
 def rows(r: Results) -> list[RowTarget]:
@@ -91,7 +93,7 @@ def rows(r: Results) -> list[RowTarget]:
     main = main_row(r)
     if main is not None:
         out.append(RowTarget("throughput", "throughput", TARGET_THROUGHPUT, main.change.detectable,
-                             main.change.verdict))
+                             main.change.verdict, main.change.rel))
     focus = {f.name for f in r.profile.focus}
     out += [_function(f, k, "focus", TARGET_FOCUS) for f, k in function_rows(r.profile.focus)]
     out += [_function(f, k, "mover", TARGET_MOVERS)
@@ -99,10 +101,33 @@ def rows(r: Results) -> list[RowTarget]:
     return out
 
 
-def open_rows(r: Results) -> list[RowTarget]:
+@dataclass(frozen=True)
+class Reach:
+    """Where a run can still get to: its reps now and at its level, the reps its plan and
+    budget leave it and the level it would end at (a look's futility check)."""
+    n: int
+    level: float
+    n_end: int
+    level_end: float
+
+
+def out_of_reach(t: RowTarget, reach: Reach | None) -> bool:
+    """An open row that, projected to the run's last reachable reps at its spread now, would
+    neither reach its target nor be decided (analysis/sequential.out_of_reach): waiting for it
+    buys nothing."""
+    if reach is None or t.settled or t.detectable is None:
+        return False
+    return sequential.out_of_reach(t.detectable, t.change, t.target, reach.n, reach.n_end,
+                                   reach.level, reach.level_end)
+
+
+def open_rows(r: Results, reach: Reach | None = None) -> list[RowTarget]:
     """The rows a look waits for (throughput and focus) that are neither decided nor at
-    their target: the run has answered when there are none."""
-    return [t for t in rows(r) if t.kind != "mover" and not t.settled]
+    their target, nor out of its reach by the run's end (`reach`; a row the plan cannot get
+    to its target reports what it reached, marked as having missed it): the run has answered
+    when there are none. Stopping for futility spends no alpha: every printed interval keeps
+    its level (docs/statistics.md, "Stop when answered")."""
+    return [t for t in rows(r) if t.kind != "mover" and not t.settled and not out_of_reach(t, reach)]
 
 
 def mark(r: Results) -> list[RowTarget]:

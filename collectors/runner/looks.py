@@ -17,7 +17,7 @@ from typing import Callable
 from analysis import sequential
 from analysis.compare.engine import analyse
 from analysis.compare.options import CompareOptions
-from analysis.compare.row_targets import RowTarget, open_rows
+from analysis.compare.row_targets import Reach, RowTarget, open_rows
 from analysis.inputs.manifest import PrecisionPlan
 from analysis.inputs.rundir import RunDir
 from analysis.intervals import level_text
@@ -35,20 +35,31 @@ def due(plan: PrecisionPlan, done: int) -> bool:
     return plan.made < len(plan.looks) and done >= plan.looks[plan.made]
 
 
-def judge(run: RunDir, alpha: float) -> list[RowTarget] | None:
-    """The rows still open when the run is compared at 1 - alpha; None when it cannot be
-    compared yet (the look then finds nothing)."""
+def judge(run: RunDir, alpha: float, reach: Reach | None = None) -> list[RowTarget] | None:
+    """The rows still open when the run is compared at 1 - alpha (and within `reach`); None
+    when it cannot be compared yet (the look then finds nothing)."""
     try:
         results = analyse(run, CompareOptions(confidence=1 - alpha, run_level=False))
     except Exception:       # noqa: BLE001 - a look must never end the run it watches
         return None
     if not (results.paired or results.throughput):
         return None
-    return open_rows(results)
+    return open_rows(results, reach)
+
+
+def reach(plan: PrecisionPlan, done: int, alpha: float, units_left: int | None) -> Reach:
+    """The run's reach at a look: `done` reps at 1 - alpha now; at most `units_left` more
+    (what its budget leaves at its pace; None: the plan's), at the level of the last look
+    they reach, or the alpha the looks before it leave."""
+    n_end = plan.planned if units_left is None else min(plan.planned, done + units_left)
+    ahead = [i for i, c in enumerate(plan.looks) if done < c <= n_end]
+    a_end = plan.alphas[ahead[-1]] if ahead and plan.looks[ahead[-1]] == n_end else \
+        sum(plan.alphas[plan.made + 1:]) or alpha
+    return Reach(done, 1 - alpha, n_end, 1 - a_end)
 
 
 def look(plan: PrecisionPlan, run: RunDir, done: int,
-         judged: Callable[[RunDir, float], list[RowTarget] | None] = judge) -> str:
+         judged: Callable[..., list[RowTarget] | None] = judge, units_left: int | None = None) -> str:
     """Make the due look: spend its alpha, record what is open, and when nothing is (or it is
     the last look) end the run at its level. Returns the progress line. Looks passed without
     being made (a session interrupted between a rep and its look) are
@@ -56,7 +67,7 @@ def look(plan: PrecisionPlan, run: RunDir, done: int,
     j = plan.made
     k = max(i for i in range(j, len(plan.looks)) if plan.looks[i] <= done)
     alpha = round(sum(plan.alphas[j:k + 1]), 9)
-    left = judged(run, alpha)
+    left = judged(run, alpha, reach(plan, done, alpha, units_left))
     plan.made = k + 1
     plan.open = [t.text() for t in left] if left is not None else ["no comparison yet"]
     last = plan.made == len(plan.looks)
@@ -64,7 +75,8 @@ def look(plan: PrecisionPlan, run: RunDir, done: int,
     if left is not None and not left:
         plan.ended_by, plan.look, plan.alpha, plan.level = "answered", plan.made, alpha, round(1 - alpha, 9)
         plan.note = plan.note or f"answered at look {plan.made}"
-        return f"targets: {at}: every row decided or at its target; the run stops here"
+        return (f"targets: {at}: every row decided, at its target, or out of reach by the run's "
+                "end (those are marked as having missed it); the run stops here")
     if last:
         plan.look, plan.alpha, plan.level = plan.made, alpha, round(1 - alpha, 9)
     rest = "; the plan ends here" if last else f"; next look at {plan.looks[plan.made]}"

@@ -110,14 +110,21 @@ class PrecisionRun:
         if self.kind == "paired" or self._block_complete():
             self.run.note(self._progress(done), always=True)
         if self.decides and rep.status == "ok" and looks.due(self.plan, done):
-            self.run.note(looks.look(self.plan, RunDir(self.run.run_dir, self.run.manifest), done),
-                          always=True)
+            self.run.note(looks.look(self.plan, RunDir(self.run.run_dir, self.run.manifest), done,
+                                     units_left=self._units_left()), always=True)
             if self.plan.ended_by == "answered":
                 self._drop_pending()
         if self.plan.planned is not None and done >= self.plan.planned and self.plan.ended_by is None:
             self.plan.ended_by = "precision"
             if not self.decides:      # a run that decides keeps why it planned its reps
                 self.plan.note = f"{done} {self._word()}s as planned for ±{self.target:.1%} of the ratio"
+
+    def _units_left(self) -> int | None:
+        """The units the budget leaves at the pace so far (None: no budget or no pace yet)."""
+        pace = self._unit_seconds()
+        if self.budget_s is None or not pace:
+            return None
+        return max(int((self.budget_s - self.spent()) // pace), 0)
 
     def _plan(self, done: int) -> None:
         x = self.log_ratios()[: self.pilot]
