@@ -134,7 +134,7 @@ def _quantile(df: float, p: float) -> float:
 
 
 def change(base: Sequence[float], cand: Sequence[float], t: RowTest, confidence: float, *,
-           higher_is_better: bool = False, noise: float = 0.03, regression: float = 0.05,
+           higher_is_better: bool = False, noise: float = stats.NOISE, regression: float | None = None,
            max_cv: float = 0.10) -> stats.Change | None:
     """A counted row's Change at `confidence` by its moderated t (`t`): the change is the
     count-weighted mean log ratio (the ratio exp(mean) - 1, and in the values' unit that

@@ -40,11 +40,16 @@ from analysis.intervals import METHODS, Estimate, level_text, method_text, p_val
 from analysis.ranks import paired_max_confidence, shift_max_confidence
 
 # A decided change (its interval clears 0) is always named by its direction: at or past
-# its waterline an improvement / a regression, under it a minor one ("regression, below the
-# 5% line"); before, a decided -4.5% read "no change" while +4.5% read "improvement".
+# its line an improvement / a regression, under it a minor one ("regression, below the 3%
+# line"); before, a decided -4.5% read "no change" while +4.5% read "improvement".
+# The line is the same both ways by default (NOISE, NOISE_PP): with the automation's two
+# (3% up, 5% down) a decided -4% printed "regression, below the 5% line" beside +4%'s
+# "improvement". `regression` (--regression) still sets a line of its own.
 VERDICTS = ("improvement", "regression", "minor improvement", "minor regression", "no change",
             "unstable", "insufficient data")
 DECIDED = ("improvement", "regression", "minor improvement", "minor regression")
+NOISE = 0.03            # the line of a relative change, both directions by default
+NOISE_PP = 0.5          # of a share, in percentage points
 # MIN_N, the fewest reps a side that get an interval, and POWER, of the detectable size, are
 # declared with the detectable sizes (analysis/power.py).
 # Where the user brings what they have (the TMA funnel over toplev/perf outputs): 2 a side
@@ -141,14 +146,16 @@ def _fmt(v: float) -> str:
 
 
 def compare(base: Sequence[float] | Summary, cand: Sequence[float] | Summary, *,
-            higher_is_better: bool = True, noise: float = 0.03, regression: float = 0.05,
+            higher_is_better: bool = True, noise: float = NOISE, regression: float | None = None,
             max_cv: float = 0.10, confidence: float = 0.95, paired: bool = False,
             method: str = "auto", pilot: int | None = None, min_n: int = MIN_N,
             method_level: float | None = None) -> Change:
     """Compare two sides' reps of one metric and give a verdict.
 
-    `noise` and `regression` are relative (0.03 = 3%), the Redis benchmark automation
-    defaults; they and the interval test apply to the relative change `rel` (log scale),
+    `noise` and `regression` are relative (0.03 = 3%): the line a decided improvement and a
+    decided regression must reach to be named without "below the line"; `regression` None
+    (the default): the same line as `noise`, both directions alike. They and the interval
+    test apply to the relative change `rel` (log scale),
     which is what a report prints. `paired=True` pairs base[i] with cand[i] (same window /
     same interleaving slot). `method` is "auto" (default: the rank interval when it can
     reach `confidence`, else a Welch / paired t-interval), "hl" (Hodges-Lehmann / Wilcoxon
@@ -172,8 +179,8 @@ def compare(base: Sequence[float] | Summary, cand: Sequence[float] | Summary, *,
 
 
 def compare_shares(base: Sequence[float] | Summary, cand: Sequence[float] | Summary, *,
-                   higher_is_better: bool = False, noise_pp: float = 0.5,
-                   regression_pp: float = 1.0, max_cv: float = 0.10, confidence: float = 0.95,
+                   higher_is_better: bool = False, noise_pp: float = NOISE_PP,
+                   regression_pp: float | None = None, max_cv: float = 0.10, confidence: float = 0.95,
                    paired: bool = False, method: str = "auto", min_n: int = MIN_N,
                    method_level: float | None = None) -> Change:
     """Like compare(), for values that already are percentages (a function's flat share,
@@ -270,9 +277,10 @@ def spread_of(b: Summary, c: Summary, paired: bool, judged_rel: bool) -> tuple[f
 
 
 def verdict_of(j: _Judged, spread: tuple[float, str], higher_is_better: bool, noise: float,
-             regression: float, max_cv: float) -> tuple[str, str, float | None]:
-    """Interval first, then the waterlines (docs/statistics.md, "The verdict"): (verdict,
-    reason, the line a minor change stays under)."""
+             regression: float | None, max_cv: float) -> tuple[str, str, float | None]:
+    """Interval first, then the line (docs/statistics.md, "The verdict"): (verdict, reason,
+    the line a minor change stays under). `regression` None: `noise` for both directions."""
+    regression = noise if regression is None else regression
     lo, hi = j.est.low, j.est.high
     cv, whose = spread
     if lo <= 0 <= hi:

@@ -28,21 +28,25 @@ def parser() -> argparse.ArgumentParser:
   stallscope compare runs/X --thread all --noise 0.02 --regression 0.04
 
 verdicts: improvement / regression / no change / unstable / insufficient data, decided by
-the 95% confidence interval first, then the waterlines (docs/statistics.md).
-Throughput waterlines are relative (--noise 0.03 = 3% of the base median); function shares
-use percentage points (--noise-pp 0.5, --regression-pp 1.0).""")
+the 95% confidence interval first, then the line (docs/statistics.md): a decided change
+under it is "improvement/regression, below the line", the same line both ways unless
+--regression sets another. Throughput's line is relative (--noise 0.03 = 3% of the base
+median); function shares use percentage points (--noise-pp 0.5).""")
     p.add_argument("run_dir", metavar="RUN_DIR", help="a run directory (runs/<run-id>/)")
     p.add_argument("--out", metavar="DIR", help="output directory (default reports/<run-id>/)")
     p.add_argument("--focus", metavar="F1,F2", type=lambda s: [x for x in s.split(",") if x],
                    help="functions to tabulate (default: the case's focus list in the manifest)")
     p.add_argument("--noise", type=float, default=0.03, metavar="FRAC",
-                   help="throughput noise waterline, fraction of the base median (default 0.03 = 3%%)")
-    p.add_argument("--regression", type=float, default=0.05, metavar="FRAC",
-                   help="throughput regression threshold, fraction (default 0.05 = 5%%)")
+                   help="the line a decided change must reach to be named plainly (below it: "
+                        "'improvement/regression, below the line'), fraction of the base median, "
+                        "both directions (default 0.03 = 3%%)")
+    p.add_argument("--regression", type=float, default=None, metavar="FRAC",
+                   help="another line for regressions alone, fraction (default: --noise's)")
     p.add_argument("--noise-pp", type=float, default=0.5, metavar="PP",
-                   help="share noise waterline in percentage points (default 0.5 pp)")
-    p.add_argument("--regression-pp", type=float, default=1.0, metavar="PP",
-                   help="share regression threshold in percentage points (default 1.0 pp)")
+                   help="the line of a share's change in percentage points, both directions "
+                        "(default 0.5 pp)")
+    p.add_argument("--regression-pp", type=float, default=None, metavar="PP",
+                   help="another line for a share's regressions alone (default: --noise-pp's)")
     p.add_argument("--thread", choices=THREAD_VIEWS, default=None,
                    help="thread view of the focus table and top movers (default: main when "
                         "io-threads are present, else all)")

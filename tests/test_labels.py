@@ -69,3 +69,46 @@ def test_paired_rows_and_summary_carry_the_label():
     md = report_md.render(r)
     assert "**Summary:** Paired throughput 20K keys × 10 B, 2 keys per MSET " in md
     assert "| 20K keys × 10 B, 2 keys per MSET · paired throughput |" in md
+
+
+def test_the_headline_says_why_its_level_is_not_95():
+    """"95.8% CI" printed bare read as a typo: the headline says what made the level, a rank
+    interval's step, the throughput family's adjustment, or a run that decides' last look."""
+    import dataclasses
+
+    from analysis.compare.engine import analyse
+    from analysis.compare.options import CompareOptions
+    from analysis.inputs.rundir import load_run
+    from analysis.report import lead
+    r = analyse(load_run(RUNS / "aa-decides-emr-1"), CompareOptions())
+    assert "; 95.21% CI (the nearest level at or above 95% that an exact rank interval of 13 " \
+           "pairs can reach), 13 pairs" in lead.headline(r).detail
+    r = analyse(load_run(RUNS / "io-threads-mset"), CompareOptions())
+    assert "96.66% CI (adjusted for the 3 throughput and latency rows judged together: " \
+           "Benjamini-Hochberg" in lead.headline(r).detail
+    r = analyse(load_run(RUNS / "mset-aa-default"), CompareOptions())
+    assert "; 95% CI, 5 pairs" in lead.headline(r).detail               # nothing to explain
+    r = analyse(load_run(RUNS / "aa-decides-emr-1"), CompareOptions())
+    r.measurement = dataclasses.replace(r.measurement, looks=[4, 6, 10, 13], look=4, level=0.9719)
+    assert "look 4 of 4's level: the run looked at itself while it ran, and its looks share 5%" \
+        in lead.headline(r).detail
+
+
+def test_a_decided_change_reads_alike_in_both_directions_by_default():
+    """-4% decided printed "🔸 regression, below the 5% line" where +4% printed "✅
+    improvement": one line both ways by default (3%; 0.5 pp for shares)."""
+    from analysis import stats
+    from analysis.compare.options import CompareOptions
+    from analysis.report import mdtext
+    base = [100.0, 100.1, 99.9, 100.0, 100.0, 100.2, 99.8]
+    down = stats.compare(base, [b * 0.96 for b in base], paired=True)
+    up = stats.compare(base, [b * 1.04 for b in base], paired=True)
+    assert mdtext.verdict(down.verdict, down.verdict) == "❌ regression"
+    assert mdtext.verdict(up.verdict, up.verdict) == "✅ improvement"
+    small_down = stats.compare(base, [b * 0.98 for b in base], paired=True)
+    small_up = stats.compare(base, [b * 1.02 for b in base], paired=True)
+    assert (small_down.verdict, small_up.verdict) == ("minor regression", "minor improvement")
+    assert small_down.line == small_up.line == 0.03
+    o = CompareOptions()
+    assert (o.noise, o.regression, o.noise_pp, o.regression_pp) == (0.03, 0.03, 0.5, 0.5)
+    assert CompareOptions(noise=0.02).regression == 0.02 and CompareOptions(regression=0.05).regression == 0.05

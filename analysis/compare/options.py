@@ -25,10 +25,13 @@ class CompareOptions:
     base: str | None = None          # baseline variant (None: the manifest's first)
     cand: str | None = None          # candidate (None: the first variant other than base)
     focus: list[str] | None = None   # functions to tabulate (None: the case's focus list)
-    noise: float = 0.03              # relative waterlines: throughput, latency, ns/op
-    regression: float = 0.05
-    noise_pp: float = 0.5            # waterlines of shares, percentage points
-    regression_pp: float = 1.0
+    # the line a decided change must reach to be named without "below the line": relative
+    # (throughput, latency, ns/op) and for shares in percentage points; the regression lines
+    # None: the same as the noise ones, both directions alike (analysis/stats.py, NOISE)
+    noise: float = stats.NOISE
+    regression: float | None = None
+    noise_pp: float = stats.NOISE_PP
+    regression_pp: float | None = None
     thread: str | None = None        # thread view (None: main when io-threads hold samples)
     top: int = DEFAULT_TOP           # top movers listed
     confidence: float = 0.95
@@ -46,6 +49,10 @@ class CompareOptions:
     min_samples: float = MIN_SAMPLES  # samples behind the larger side: below, no verdict
 
     def __post_init__(self) -> None:
+        if self.regression is None:
+            self.regression = self.noise
+        if self.regression_pp is None:
+            self.regression_pp = self.noise_pp
         if self.thread is not None and self.thread not in THREAD_VIEWS:
             raise ValueError(f"thread view {self.thread!r}: choose one of {', '.join(THREAD_VIEWS)}")
         if self.top < 0:

@@ -56,10 +56,33 @@ def headline(r: Results) -> Headline | None:
         change, ci = summary_change(v.change, v.change_unit, v.ci_low, v.ci_high)
         reps = f"{row.base.n} pairs" if item.what == "paired throughput" else f"{row.base.n}+{row.cand.n} reps"
         detail = f"{r.cand} vs {r.base}" + (f", {item.label}" if item.label else "")
-        return Headline(f"{what} {change} {ci}",
-                        f"{detail}; {level(row.change.confidence or r.settings.confidence)} CI, {reps}",
+        return Headline(f"{what} {change} {ci}", f"{detail}; {level_said(r, row)}, {reps}",
                         line.verdict, line.kind, item.note)
     return None
+
+
+def level_said(r: Results, row) -> str:
+    """The headline's "95% CI", and, where its level is another, why, plainly: the level a
+    run that decides read its last look at, the throughput family's adjusted level, or the
+    step of a rank interval that cannot land on the level asked ("95.8% CI" printed bare
+    read as a typo)."""
+    c = row.change.confidence or r.settings.confidence
+    m, why = r.measurement, []
+    base = r.settings.confidence
+    if m is not None and m.level is not None and m.look:
+        why.append(f"look {m.look} of {len(m.looks)}'s level: the run looked at itself while it ran, "
+                   f"and its looks share 5% so that its intervals hold 95% together")
+    fam = next((f for f in r.fdr if f.family == "throughput and latency"), None)
+    if fam is not None and fam.comparisons > 1 and fam.level > base + 1e-9 \
+            and any(row is x for x in r.throughput + r.latency):
+        why.append(f"adjusted for the {fam.comparisons} throughput and latency rows judged "
+                   f"together: {fam.rule_text}")
+        base = fam.level
+    if c > base + 1e-9 and "achieved confidence" in (row.change.method or ""):
+        how = "pairs" if "paired" in row.change.method else "reps a side"
+        why.append(f"the nearest level at or above {level(base)} that an exact rank interval of "
+                   f"{row.base.n} {how} can reach")
+    return f"{level(c)} CI" + (f" ({'; '.join(why)})" if why else "")
 
 
 def _verdicts(r: Results) -> list[str]:

@@ -77,9 +77,12 @@ def _throughput(r: Results) -> list[str]:
     fam = next((f for f in r.fdr if f.family == "throughput and latency"), None)
     conf = fam.level if fam is not None else r.settings.confidence
     out = ["### Throughput", ""] + markdown(tables.metrics(r, conf))
+    s = r.settings
+    lines = (f"Line: {s.noise * 100:g}% either way (a decided change under it is \"below the "
+             "line\")" if s.regression == s.noise else
+             f"Lines: {s.noise * 100:g}% for an improvement, {s.regression * 100:g}% for a regression")
     out += ["", "Medians over reps; CV = spread (stdev/mean); the change is a ratio on the "
-            f"log scale. Waterlines: noise {r.settings.noise * 100:g}%, regression "
-            f"{r.settings.regression * 100:g}%, decided after the confidence interval "
+            f"log scale. {lines}, applied after the confidence interval "
             "(latency: lower is better). A verdict that saw no change says how large a change "
             f"the run could have seen ({level(r.settings.confidence)} confidence, "
             f"{POWER:.0%} power, from its own spread).", ""]

@@ -48,9 +48,11 @@ def render(res: SweepResults, table: Table | None = None, heading: str = "") -> 
     m = methods(res)
     what = "load time per rep (lower is better)" if cells.is_load_time(res) else "throughput"
     out += [f"Medians of the {what}; CV = spread (stdev/mean); the change is a ratio on the log "
-            f"scale with its interval; verdicts use the noise "
-            f"({res.noise * 100:g}%) and regression ({res.regression * 100:g}%) waterlines after "
-            "the interval (docs/statistics.md)."
+            f"scale with its interval; verdicts use "
+            + (f"the line ({res.noise * 100:g}% either way)" if res.regression == res.noise else
+               f"the lines ({res.noise * 100:g}% for an improvement, {res.regression * 100:g}% for "
+               "a regression)")
+            + " after the interval (docs/statistics.md)."
             + (f" Measured by {esc(m[0])}." if len(m) == 1 else "")
             + (" The best columns are the fastest load of each side (the seeds' min-of-N)."
                if cells.is_load_time(res) else ""), "",
