@@ -24,6 +24,7 @@ UNEMBED = "debsrc:valkey@9.1+patch=cases/patches/zskiplist-header-unembed.patch"
 STALL = "debsrc:redis@8.0+patch=cases/patches/known-stall-mset.patch"
 STALL_CTL = "debsrc:redis@8.0+patch=cases/patches/known-stall-control-mset.patch"
 STALL_FN = "stallscopeKnownStall"
+WAIT = "debsrc:redis@8.0+patch=cases/patches/known-wait-glibc-mset.patch"
 
 
 @contextmanager
@@ -58,7 +59,8 @@ def server(binary: str, d: Path, *args: str):
                                          (RDBLOAD, "rdb-load-bucket-prefetch.patch"),
                                          (UNEMBED, "zskiplist-header-unembed.patch"),
                                          (STALL, "known-stall-mset.patch"),
-                                         (STALL_CTL, "known-stall-control-mset.patch")])
+                                         (STALL_CTL, "known-stall-control-mset.patch"),
+                                         (WAIT, "known-wait-glibc-mset.patch")])
 def test_patch_applies_and_builds(spec, patch):
     v = built("p", spec)
     base = built("b", spec.split("+", 1)[0])
@@ -136,6 +138,24 @@ def test_unembedded_skiplist_header_serves_sorted_sets(tmp_path):
         assert c.cmd("MEMORY", "USAGE", "z") > 129 * 16
         assert c.cmd("ZPOPMAX", "z") == ["m127", "190.5"]
         assert c.cmd("DEL", "z") == 1 and c.cmd("EXISTS", "z") == 0   # zslFree frees the header
+
+
+def test_known_wait_calls_the_c_library_straight_from_msetGenericCommand():
+    """The known wait through glibc has no function of its own: msetGenericCommand (or the
+    part GCC split off it) calls clock_gettime through the PLT itself, so frame-pointer
+    stacks from inside glibc skip msetGenericCommand (docs/statistics.md, "Skipped callers")."""
+    v = built("kw", WAIT)
+    text = subprocess.run(["objdump", "-d", "--no-show-raw-insn", v.server_bin], capture_output=True,
+                          text=True, check=True, timeout=300).stdout
+    calls, fn = {}, None
+    for line in text.splitlines():
+        head = re.match(r"^[0-9a-f]+ <([^>]+)>:", line)
+        if head:
+            fn = head[1]
+        elif fn and "call" in line and "<clock_gettime@plt>" in line:
+            calls[fn] = calls.get(fn, 0) + 1
+    assert set(calls) & {"msetGenericCommand", "msetGenericCommand.part.0"}, calls
+    assert not [f for f in calls if "stallscope" in f.lower()]
 
 
 @pytest.mark.parametrize("spec", [STALL, STALL_CTL], ids=["stall", "control"])

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from analysis.compare.skipped_callers import SkippedSection
 from analysis.compare.stall_section import StallSection
 from analysis.compare.summary_items import SummaryItem
 from analysis.compare.time_split import TimeSplit
@@ -138,6 +139,7 @@ class TruncationSection:
     unwind: str = ""                 # the sentence: how stacks were unwound, and why
     exceeds: bool = False            # worst > threshold
     note: str = ""                   # the sentence beside the cumulative tables
+    skipped: SkippedSection = field(default_factory=SkippedSection)   # stacks that skipped a caller
 
 
 @dataclass

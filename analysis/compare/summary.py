@@ -83,6 +83,9 @@ def _focus(p: ProfileSection) -> list[SummaryItem]:
         if k == "cum" and p.truncated.exceeds:
             item.note = "; ".join(x for x in (item.note, f"understated by up to "
                                               f"{p.truncated.worst:.1f}% (truncated stacks)") if x)
+        if k == "cum" and p.truncated.skipped.exceeds:
+            item.note = "; ".join(x for x in (item.note, f"may be understated by up to "
+                                              f"{p.truncated.skipped.worst:.1f}% (skipped callers)") if x)
         out.append(item)
     return out
 

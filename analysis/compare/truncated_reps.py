@@ -3,12 +3,13 @@
 `--call-graph auto`, which probe measurement chose that (collectors/profilers/perf/unwind.py);
 above THRESHOLD % the cumulative tables carry a note: "cumulative shares understated by up
 to x%", with the fix (`--call-graph dwarf`, or frame pointers in the library the truncated
-stacks start in)."""
+stacks start in). Beside them, the skipped callers (analysis/compare/skipped_callers.py)."""
 from __future__ import annotations
 
 from analysis import stats
 from analysis.compare.profile_reps import ProfileRep
 from analysis.compare.results import Side, TruncationSection
+from analysis.compare.skipped_callers import site_text, skipped_callers
 from analysis.inputs.collector_facts import PerfFacts, ThreadProbe
 from analysis.inputs.rundir import read_rep_facts
 from analysis.profile.stacks import view
@@ -42,17 +43,24 @@ def _unwind_text(sec: TruncationSection) -> str:
         return text
     probe = f"a {p.seconds:g} s frame-pointer probe at {p.frequency_hz} Hz in {p.rep}"
     # a probe recorded before it kept its rule's confidence claims none (the rule then was
-    # the share as seen, and later a lower bound: either way the shares are printed)
+    # the share as seen, and later a lower bound: either way the shares are printed); one
+    # recorded before it counted skipped callers names truncated stacks alone
     over = f"over {p.switch_pct:g}%" + (f" with {p.confidence:.0%} confidence" if p.confidence else "")
+    skips = any(t.skipped_pct is not None for t in p.threads.values())
+    found = "stacks truncated or skipping a caller" if skips else "stacks truncated"
     if not sec.dwarf_threads:
-        return f"{text}: {probe} found no thread's stacks truncated {over}"
+        return f"{text}: {probe} found no thread's {found} {over}"
     why = []
     for name in sec.dwarf_threads:
         t = p.threads.get(name) or ThreadProbe()
         roots = ", ".join(list(t.roots)[:ROOTS_LISTED])
-        why.append(f"{name} {t.truncated_pct:.1f}%" + (f", starting in {roots}" if roots else ""))
+        sites = ", ".join(site_text(k) for k in list(t.sites)[:ROOTS_LISTED])
+        why.append(f"{name} {t.truncated_pct:.1f}%" + (" truncated" if skips else "")
+                   + (f", starting in {roots}" if roots else "")
+                   + (f", {t.skipped_pct:.1f}% skipping a caller" if t.skipped_pct is not None else "")
+                   + (f" ({sites})" if sites else ""))
     return (f"{text}: DWARF for {', '.join(sec.dwarf_threads)}, frame pointers for the other "
-            f"threads, because {probe} found stacks truncated {over} "
+            f"threads, because {probe} found {found} {over} "
             f"({'; '.join(why)})")
 
 
@@ -76,6 +84,7 @@ def truncated_stacks(reps: dict[str, list[ProfileRep]], base: str, cand: str, th
     top = sorted(roots.items(), key=lambda kv: (-kv[1], kv[0]))[:ROOTS_LISTED]
     sec.roots = {k: 100.0 * w / total for k, w in top if total and 100.0 * w / total >= ROOT_MIN}
     _unwinding(sec, reps[base] + reps[cand])
+    sec.skipped = skipped_callers(reps, base, cand, thread, main_names)
     sec.exceeds = sec.worst > THRESHOLD
     if sec.exceeds:
         sec.note = _note(sec, base, cand)

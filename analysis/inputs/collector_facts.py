@@ -17,10 +17,27 @@ TIME_EVENTS = ("cpu-clock", "task-clock")   # perf software clocks: a sample's p
 
 @dataclass
 class ThreadProbe(Record):
-    """One thread's frame-pointer probe samples: how many stacks stop early, and where."""
+    """One thread's frame-pointer probe samples: how many stacks stop early, and where;
+    how many skip the caller of a leaf in code without frame pointers (None in runs recorded
+    before 2026-12-06, whose probe did not count them), and at which frames."""
     samples: int = 0
     truncated_pct: float = 0.0           # % of its samples whose stack misses the entry
     roots: dict[str, float] = field(default_factory=dict)   # where they start -> % of samples
+    skipped_pct: float | None = None     # % of its samples with a skipped caller
+    sites: dict[str, float] = field(default_factory=dict)   # "listed -> leaf" -> % of samples
+
+
+@dataclass
+class SkippedThread(Record):
+    """One thread's samples in a rep by the skipped-caller rule (analysis/profile/skipped.py):
+    all of them, those whose leaf-most frames are code without frame pointers followed by
+    other code (at risk), those of them whose next frame does not call into a shared object
+    (skipped: a caller is missing) and those whose call site could not be read (unknown)."""
+    samples: int = 0
+    at_risk: int = 0
+    skipped: int = 0
+    unknown: int = 0
+    sites: dict[str, int] = field(default_factory=dict)     # "listed -> leaf" -> skipped samples
 
 
 @dataclass
@@ -33,7 +50,8 @@ class UnwindProbe(Record):
     wall_s: float | None = None
     frequency_hz: int | None = None
     callgraph: str = "fp"
-    switch_pct: float = 0.0              # a thread truncated over this % gets DWARF
+    switch_pct: float = 0.0              # a thread truncated (or skipping callers) over
+                                         #   this % gets DWARF
     min_samples: int | None = None       # fewer samples: not judged
     # the one-sided confidence of the rule (its lower bound over switch_pct); None in runs
     # recorded before 2026-11-29, whose rule was the share as seen or, for a day, the same
@@ -91,6 +109,9 @@ class PerfFacts(CollectorFacts):
     commands: list[list[str]] = field(default_factory=list)  # fp+dwarf: both perf record
     # --call-graph auto: the frame-pointer probe that chose the unwinding (perf/unwind.py)
     unwind_probe: UnwindProbe | None = None
+    # thread (comm) -> its samples by the skipped-caller rule, as unwound; None in runs
+    # recorded before 2026-12-06
+    skipped: dict[str, SkippedThread] | None = None
     folded_lines: int | None = None
     samples: int | None = None
     threads: list[str] = field(default_factory=list)
@@ -108,7 +129,7 @@ class PerfFacts(CollectorFacts):
     file: str | None = None
     outside_windows_samples: int | None = None
     OMIT_IF_NONE: ClassVar[frozenset[str]] = CollectorFacts.OMIT_IF_NONE | {
-        "file", "outside_windows_samples"}
+        "file", "outside_windows_samples", "skipped"}
 
     @property
     def weights_are_ns(self) -> bool:

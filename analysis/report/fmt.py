@@ -262,6 +262,23 @@ def truncated_text(t: Any) -> str:
     variant's median, and how perf unwound them and why (docs/statistics.md)."""
     per = "; ".join(f"{v} {side.median:.2f}%" for v, side in t.shares.items())
     how = t.unwind or f"call graph {t.callgraph or 'n/a'}"
+    skipped = getattr(t, "skipped", None)
     return (f"Truncated stacks: at most {t.worst:.2f}% of a rep's samples ({per}, median per "
             f"rep; {how}): under the {t.threshold:g}% at "
-            "which cumulative shares would need a caveat.")
+            "which cumulative shares would need a caveat."
+            + (" " + skipped_text(skipped) if skipped is not None and not skipped.exceeds else ""))
+
+
+def skipped_text(s: Any) -> str:
+    """Stacks that skipped the caller of code without frame pointers (results.json
+    profile.truncated.skipped), said even when fine: the worst rep's share, each variant's
+    median, the frames where it happened, the samples whose call site could not be read."""
+    if not s.available:
+        return "Skipped callers: not counted (the run was recorded before they were)."
+    per = "; ".join(f"{v} {side.median:.2f}%" for v, side in s.shares.items())
+    where = (", at " + ", ".join(f"{k.replace(' -> ', ' → ')} {w:.1f}%" for k, w in s.sites.items())
+             if s.sites else "")
+    unread = (f"; {s.unknown:.2f}% of samples at a call site that could not be read"
+              if s.unknown >= 0.1 else "")
+    return (f"Skipped callers: at most {s.worst:.2f}% of a rep's samples ({per}, median per "
+            f"rep{where}{unread}).")

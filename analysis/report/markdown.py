@@ -145,6 +145,8 @@ def _profile_main(r: Results) -> list[str]:
             out += [f"> ⚠️ Truncated stacks: {esc_spans(p.truncated.note)}", ""]
         elif p.truncated.available:
             out += [esc(truncated_text(p.truncated)), ""]
+        if p.truncated.skipped.exceeds:
+            out += [f"> ⚠️ Skipped callers: {esc_spans(p.truncated.skipped.note)}", ""]
         out += notes_lines(p.focus, ("flat", "cum"))
         if not p.per_op:
             out += per_op_table(r)

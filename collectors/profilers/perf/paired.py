@@ -26,7 +26,8 @@ from analysis.inputs.paired import PairedWindow
 from collectors.host import procs
 import collectors.profilers.perf.unwind as perf_unwind
 from collectors.profilers.perf.record import (DWARF_STACK_BYTES, EVENT, ProfileError,
-                                              fold_windows, record_argv, require_tools)
+                                              fold_windows, record_argv, require_tools,
+                                              skipped_facts)
 from collectors.profilers.perf.unwind import Unwinding
 
 # The probe's window for perf_unwind.choose: long enough for its 1 s probe (it probes a
@@ -49,21 +50,27 @@ class PairedProfiler:
     _data: dict[str, list[Path]] = field(default_factory=dict)
     _argv: dict[str, list[list[str]]] = field(default_factory=dict)
     _unwind: dict[str, Unwinding] = field(default_factory=dict)
+    _modes: dict[str, list[str]] = field(default_factory=dict)
     _on: bool = False
 
     def probe(self, key: str, pid: int) -> None:
         """Choose the unwinding while this server runs its load (the warm-up): the run's
         earlier probe, or a 1 s frame-pointer probe now (collectors/profilers/perf/unwind.py:
-        DWARF for each thread whose frame-pointer stacks are over 1% truncated with 95%
-        confidence). One probe serves both servers of the rep: their threads are the same
-        program's."""
+        DWARF for each thread whose frame-pointer stacks are truncated, or skip a caller,
+        over 1% with 95% confidence). Each server of the rep is probed (a change may call
+        into the C library where its base does not), and every server unwinds a thread with
+        DWARF when any probe asked for it: both are sampled alike."""
         earlier = next(iter(self._unwind.values()), None)
-        if earlier is not None and earlier.probe is not None:
-            self._unwind[key] = earlier
+        here = f"{self.rep_dir.parent.name}/{self.rep_dir.name}"
+        if earlier is not None and earlier.probe is not None and earlier.probe.rep != here:
+            self._unwind[key] = earlier          # an earlier rep of the run chose: keep it
             return
-        self._unwind[key] = perf_unwind.choose(self.callgraph, self.binary_mode, pid,
-                                               self.rep_dir, PROBE_WINDOW_S, self.cpus,
-                                               stem=f"perf.probe-{key}")
+        u = perf_unwind.choose(self.callgraph, self.binary_mode, pid, self.rep_dir,
+                               PROBE_WINDOW_S, self.cpus, stem=f"perf.probe-{key}")
+        if earlier is not None and earlier.probe is not None and u.probe is not None:
+            u = perf_unwind.decide(perf_unwind.merge(earlier.probe, u.probe))
+        for k in [*self._unwind, key]:
+            self._unwind[k] = u
 
     def start(self, pids: dict[str, int]) -> None:
         """perf for each server (key: the variant, or "server" for one process), attached
@@ -76,6 +83,7 @@ class PairedProfiler:
             self._unwind[key] = u
             for mode, target in perf_unwind.recordings(u, pid):
                 data = self.rep_dir / f"perf-{key}.{mode}.data"
+                self._modes.setdefault(key, []).append(mode)
                 argv = record_argv(perf, target, data, self.frequency_hz, mode, monotonic=True)
                 ctl = PerfControl()
                 argv[2:2] = ctl.argv()
@@ -130,7 +138,7 @@ class PairedProfiler:
             folded = {v: self.rep_dir / f"perf-{v}.folded" for v in keys}
             tsv = {v: self.rep_dir / f"perf-{v}.threads.tsv" for v in keys}
             done, dropped = fold_windows(perf, collapse, data, spans, folded,
-                                         self.rep_dir / "perf.stderr", tsv)
+                                         self.rep_dir / "perf.stderr", tsv, self._modes[key])
             u = self._unwind[key]
             for v in keys:
                 on = [w for w in windows if w.variant == v and w.perf]
@@ -144,7 +152,8 @@ class PairedProfiler:
                     sampled_s=round(sum(w.seconds for w in on), 6),
                     sampled_commands=sum(w.calls if w.calls is not None else w.total_commands
                                          for w in on),
-                    file=folded[v].name, outside_windows_samples=dropped)
+                    file=folded[v].name, outside_windows_samples=dropped,
+                    skipped=skipped_facts(done[v].skipped))
             if not self.keep_data:
                 for d in data:
                     d.unlink(missing_ok=True)

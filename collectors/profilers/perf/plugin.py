@@ -28,7 +28,7 @@ from collectors.collector import ManifestSections, RepContext, RunFlag, RunFlags
 from collectors.host import procs
 import collectors.profilers.perf.unwind as perf_unwind
 from collectors.profilers.perf.record import (DWARF_STACK_BYTES, EVENT, ProfileError, fold,
-                                              record_argv, require_tools)
+                                              record_argv, require_tools, skipped_facts)
 from collectors.profilers.perf.paired import PairedProfiler
 from collectors.profilers.perf.windows import Controls, WindowRunner
 
@@ -115,7 +115,7 @@ class PerfProfiler:
                                "(perf_event_paranoid too high? run as root or "
                                "sysctl kernel.perf_event_paranoid=1)")
         facts = fold(perf, collapse, self._data, ctx.rep_dir / "perf.folded",
-                     ctx.rep_dir / "perf.stderr", ctx.rep_dir / "perf.threads.tsv")
+                     ctx.rep_dir / "perf.stderr", ctx.rep_dir / "perf.threads.tsv", self._modes)
         if facts.lines == 0:
             raise ProfileError(f"{ctx.rep_dir / 'perf.folded'} is empty: perf saw no samples of pid "
                                f"{ctx.pid}")
@@ -124,7 +124,8 @@ class PerfProfiler:
                 d.unlink()
         out = PerfFacts(command=self._argvs[0], event=EVENT, frequency_hz=self.frequency_hz,
                         window_s=round(window, 3), mmap_pages=self.mmap_pages,
-                        folded_lines=facts.lines, samples=facts.samples, threads=facts.threads)
+                        folded_lines=facts.lines, samples=facts.samples, threads=facts.threads,
+                        skipped=skipped_facts(facts.skipped))
         self._add_unwind_facts(out)
         self._add_window_facts(out)
         return out

@@ -11,9 +11,12 @@ from pathlib import Path
 from typing import IO, Any, Callable, Sequence
 
 from analysis.errors import Failed
+from analysis.inputs.collector_facts import SkippedThread
 from analysis.profile.perfscript import SampleRouter, ThreadCounter
+from analysis.profile.skipped import SkipCounter, ThreadSkips, merged
 from analysis.toolpaths import perf_binary, which_tool
 from collectors.host import procs
+from collectors.profilers.perf.callsites import CallSites
 
 
 class ProfileError(Failed):
@@ -61,15 +64,20 @@ def record_argv(perf: str, target: int | Sequence[int], out: Path, frequency_hz:
 
 
 def fold(perf: str, collapse: str, perf_data: Sequence[Path], folded: Path, err_path: Path,
-         threads_tsv: Path | None = None) -> Folded:
+         threads_tsv: Path | None = None, modes: Sequence[str] = ()) -> Folded:
     """`perf script` of every file, read once, into ONE inferno-collapse-perf writing `folded`
     (several files: one perf record per unwinding mode, plugin.py; one inferno sums their stacks
     as it did when every file's perf script was piped into it); with threads_tsv, the sample
-    count of each (tid, comm) there, counted in the same bytes."""
+    count of each (tid, comm) there, counted in the same bytes; each thread's skipped callers
+    (analysis/profile/skipped.py) in `Folded.skipped`, each file read as unwound by its mode
+    in `modes` (fp when not given)."""
+    sites = CallSites()
+    skips = [SkipCounter(sites, _mode(modes, i) == "dwarf") for i in range(len(perf_data))]
     with open(err_path, "ab") as err:
         with InfernoFold(collapse, folded, err) as inferno:
-            rc_ps = [_script(perf, d, inferno.feed, err) for d in perf_data]
+            rc_ps = [_script(perf, d, inferno.feeder(sk), err) for d, sk in zip(perf_data, skips)]
             rc_col = inferno.finish()
+        sites.close()
         if any(rc_ps) or rc_col != 0:
             raise ProfileError(f"perf script (status {', '.join(map(str, rc_ps))}) | "
                                f"inferno-collapse-perf (status {rc_col}) failed; see {err_path}")
@@ -78,7 +86,7 @@ def fold(perf: str, collapse: str, perf_data: Sequence[Path], folded: Path, err_
             err.write(f"stallscope: {threads.unread} perf script line(s) that should have been "
                       f"sample headers were not; not counted in perf.threads.tsv; first: "
                       f"{threads.first_unread!r}\n".encode())
-    out = Folded(len(folded.read_text(errors="replace").splitlines()))
+    out = Folded(len(folded.read_text(errors="replace").splitlines()), skipped=merged(skips))
     if threads_tsv is not None:
         threads.write_tsv(threads_tsv)
         out.samples = sum(threads.samples.values())
@@ -92,6 +100,21 @@ class Folded:
     lines: int
     samples: int | None = None
     threads: list[str] = field(default_factory=list)
+    skipped: dict[str, ThreadSkips] = field(default_factory=dict)   # comm -> skipped callers
+
+
+def _mode(modes: Sequence[str], i: int) -> str:
+    return modes[i] if i < len(modes) else "fp"
+
+
+SITES_KEPT = 10       # the most frequent sites of a thread's skipped callers, in rep.json
+
+
+def skipped_facts(threads: dict[str, ThreadSkips]) -> dict[str, SkippedThread]:
+    """rep.json's collectors.perf.skipped: each thread's counts and its most frequent sites."""
+    return {comm: SkippedThread(t.samples, t.at_risk, t.skipped, t.unknown,
+                                dict(t.sites.most_common(SITES_KEPT)))
+            for comm, t in sorted(threads.items())}
 
 
 class InfernoFold:
@@ -114,12 +137,20 @@ class InfernoFold:
         if kind is not None:
             procs.kill_group(self._proc, 5.0)
 
-    def feed(self, src: IO[bytes]) -> None:
-        """Copy `src` to inferno until it ends, counting its samples per thread."""
+    def feed(self, src: IO[bytes], skips: SkipCounter | None = None) -> None:
+        """Copy `src` to inferno until it ends, counting its samples per thread (and, given
+        a SkipCounter, their skipped callers)."""
         while piece := src.read(self._piece):
             self.write(piece)
             self.threads.feed(piece)
+            if skips is not None:
+                skips.feed(piece)
         self.threads.close()
+        if skips is not None:
+            skips.close()
+
+    def feeder(self, skips: SkipCounter) -> Callable[[IO[bytes]], None]:
+        return lambda src: self.feed(src, skips)
 
     def write(self, piece: bytes) -> None:
         """`perf script` bytes for inferno (a router's share of them: fold_windows)."""
@@ -142,16 +173,30 @@ class InfernoFold:
 
 def fold_windows(perf: str, collapse: str, perf_data: Sequence[Path],
                  windows: list[tuple[float, float, str]], folded: dict[str, Path], err_path: Path,
-                 threads_tsv: dict[str, Path]) -> tuple[dict[str, Folded], int]:
-    """`perf script` of each file (one per unwinding mode), read once, its samples split by
-    time window into one inferno-collapse-perf per key (analysis/profile/perfscript.
-    SampleRouter): `windows` (start, end, key) in perf's clock (`perf record -k mono`:
-    time.monotonic). Returns each key's Folded and the samples outside every window
-    (switching, settling, the idle server)."""
+                 threads_tsv: dict[str, Path], modes: Sequence[str] = ()
+                 ) -> tuple[dict[str, Folded], int]:
+    """`perf script` of each file (one per unwinding mode, in `modes`), read once, its
+    samples split by time window into one inferno-collapse-perf per key (analysis/profile/
+    perfscript.SampleRouter): `windows` (start, end, key) in perf's clock (`perf record -k
+    mono`: time.monotonic). Returns each key's Folded (skipped callers counted in the same
+    bytes) and the samples outside every window (switching, settling, the idle server)."""
+    sites = CallSites()
+    skips = {k: [SkipCounter(sites, _mode(modes, i) == "dwarf") for i in range(len(perf_data))]
+             for k in folded}
+    now = [0]                                  # the file being read
     with open(err_path, "ab") as err, ExitStack() as stack:
         folds = {k: stack.enter_context(InfernoFold(collapse, folded[k], err)) for k in folded}
-        router = SampleRouter(windows, lambda k, b: folds[k].write(b), tuple(folded))
-        rc_ps = [_script(perf, d, _routed(router), err) for d in perf_data]
+
+        def sink(k: str, b: bytes) -> None:
+            folds[k].write(b)
+            skips[k][now[0]].feed(b)
+        router = SampleRouter(windows, sink, tuple(folded))
+        rc_ps = []
+        for i, d in enumerate(perf_data):
+            now[0] = i
+            rc_ps.append(_script(perf, d, _routed(router), err))
+            for k in folded:
+                skips[k][i].close()
         router.close()
         rcs = {k: f.finish() for k, f in folds.items()}
         if any(rc_ps) or any(rcs.values()):
@@ -162,7 +207,9 @@ def fold_windows(perf: str, collapse: str, perf_data: Sequence[Path],
         router.threads[k].write_tsv(threads_tsv[k])
         samples = router.threads[k].samples
         out[k] = Folded(len(folded[k].read_text(errors="replace").splitlines()),
-                        sum(samples.values()), sorted({comm for _, comm in samples}))
+                        sum(samples.values()), sorted({comm for _, comm in samples}),
+                        merged(skips[k]))
+    sites.close()
     return out, router.dropped
 
 
@@ -176,8 +223,12 @@ def _routed(router: SampleRouter) -> Callable[[IO[bytes]], None]:
 
 
 def _script(perf: str, perf_data: Path, consume: Callable[[IO[bytes]], None], err: IO[bytes]) -> int:
-    """`perf script` of one file, its stdout read by `consume`; perf's exit status."""
-    ps = procs.spawn([perf, "script", "-i", str(perf_data)], stdout=subprocess.PIPE, stderr=err)
+    """`perf script` of one file, its stdout read by `consume`; perf's exit status.
+    --no-inline: a DWARF stack would otherwise list the functions the compiler inlined as
+    frames of their own (dictGetNext under dictFindByHash), which a frame-pointer stack never
+    does, so the same function's rows would differ between threads unwound either way."""
+    ps = procs.spawn([perf, "script", "--no-inline", "-i", str(perf_data)], stdout=subprocess.PIPE,
+                     stderr=err)
     try:
         consume(ps.stdout)
     except BaseException:

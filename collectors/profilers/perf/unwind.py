@@ -11,12 +11,22 @@ afterwards from .eh_frame, through glibc too, but cost more per sample, make per
 io-threads under jemalloc's tcache flush lost 3% of their stacks with DWARF at 16 KiB,
 none with frame pointers.
 
+Frame pointers also skip frames without truncating: while a sample is in code that keeps
+no frame (glibc's memcmp, write, clock_gettime; the vDSO), the walk starts from its caller's
+frame and lists the caller's caller, so the caller itself is missing (`call;clock_gettime;
+__vdso_clock_gettime` where msetGenericCommand called clock_gettime): every cumulative row
+misses the time its function spends directly in the C library. analysis/profile/skipped.py
+counts such samples; a Redis MSET main thread skips a caller in 5-23% of its samples
+(write, memcmp, read, epoll_wait), and DWARF in none.
+
 So `--call-graph auto` measures before it chooses: the first profile rep of a run starts
 with a short frame-pointer probe (PROBE_HZ for a tenth of its window, at most
 PROBE_MAX_S; none in a window under MIN_PROBE_WINDOW_S, which keeps frame pointers), and
-every thread (by name) whose probe stacks are truncated over SWITCH_PCT % with 95%
-confidence (the one-sided lower bound of the binomial share, `over_the_line`) is unwound
-with DWARF in every profile rep of the run, the other threads with frame pointers. A bound,
+every thread (by name) whose probe stacks are truncated, or skip a caller, over SWITCH_PCT %
+with 95% confidence (the one-sided lower bound of the binomial share, `over_the_line`) is
+unwound with DWARF in every profile rep of the run, the other threads with frame pointers.
+A paired rep probes each of its two servers in its warm-up and unwinds a thread with DWARF
+in both when either needs it (`merge`), so both are sampled alike. A bound,
 not the share seen: a Redis MSET main thread truncates 0.4-1.3% of ~240 probe samples (3 of
 240 is 1.25%), and the point estimate alone flipped a run's mode from run to run; a thread
 that needs DWARF is far over the line (Valkey's main thread: 8-16%). The probe is outside
@@ -35,6 +45,7 @@ from scipy.stats import binomtest
 
 from analysis.inputs.collector_facts import PerfFacts, ThreadProbe, UnwindProbe
 from analysis.inputs.rundir import RunDirError, read_rep_facts
+from analysis.profile.skipped import ThreadSkips
 from analysis.profile.stacks import Stacks, read_folded
 from analysis.profile.truncation import truncation
 from collectors.host import procs
@@ -77,8 +88,33 @@ def choose(asked: str, binary_mode: str, pid: int, rep_dir: Path, window_s: floa
         return Unwinding("fp")
     if probe is None:
         probe = run_probe(pid, rep_dir, min(PROBE_MAX_S, PROBE_SHARE * window_s), cpus, stem)
-    names = sorted(n for n, t in probe.threads.items() if over_the_line(t.samples, t.truncated_pct))
+    return decide(probe)
+
+
+def decide(probe: UnwindProbe) -> Unwinding:
+    """DWARF for every thread of the probe whose stacks are truncated, or skip a caller,
+    over the line (over_the_line), frame pointers for the others."""
+    names = sorted(n for n, t in probe.threads.items() if needs_dwarf(t))
     return Unwinding("fp+dwarf" if names else "fp", names, probe)
+
+
+def needs_dwarf(t: ThreadProbe) -> bool:
+    return (over_the_line(t.samples, t.truncated_pct)
+            or (t.skipped_pct is not None and over_the_line(t.samples, t.skipped_pct)))
+
+
+def merge(a: UnwindProbe, b: UnwindProbe) -> UnwindProbe:
+    """Two servers' probes as one (a paired rep probes each: both are then unwound alike):
+    per thread the probe that needs DWARF more (its larger share), the first one's times."""
+    worse = lambda t: max(t.truncated_pct, t.skipped_pct or 0.0)  # noqa: E731
+    threads = dict(a.threads)
+    for name, t in b.threads.items():
+        if name not in threads or (needs_dwarf(t), worse(t)) > (needs_dwarf(threads[name]), worse(threads[name])):
+            threads[name] = t
+    out = UnwindProbe.from_json(a.to_json())
+    out.threads, out.rep = threads, f"{a.rep}, {b.rep}" if b.rep != a.rep else a.rep
+    out.seconds = round(a.seconds + b.seconds, 3)
+    return out
 
 
 def over_the_line(samples: int, truncated_pct: float, line_pct: float = SWITCH_PCT) -> bool:
@@ -144,9 +180,10 @@ def run_probe(pid: int, rep_dir: Path, seconds: float, cpus: list[int] | None,
     if rc not in (0, -signal.SIGINT, 128 + signal.SIGINT) or not data.is_file():
         raise ProfileError(f"perf record (unwinding probe) exited with status {rc}; see {err_path}")
     folded = rep_dir / f"{stem}.folded"
-    fold(perf, collapse, [data], folded, err_path)
+    skips = fold(perf, collapse, [data], folded, err_path).skipped
     data.unlink()
-    threads = {name: _thread_facts(st) for name, st in by_thread_name(read_folded(folded)).items()}
+    threads = {name: _thread_facts(st, skips.get(name)) for name, st
+               in by_thread_name(read_folded(folded)).items()}
     return UnwindProbe(at=round(t0, 3), rep=f"{rep_dir.parent.name}/{rep_dir.name}",
                        seconds=round(seconds, 3), wall_s=round(time.time() - t0, 3),
                        frequency_hz=PROBE_HZ, callgraph="fp", switch_pct=SWITCH_PCT,
@@ -160,11 +197,17 @@ def by_thread_name(stacks: Stacks) -> dict[str, Stacks]:
     return out
 
 
-def _thread_facts(st: Stacks) -> ThreadProbe:
+def _thread_facts(st: Stacks, skips: ThreadSkips | None) -> ThreadProbe:
+    """A thread's truncated share (of the folded weight) and skipped share (of the samples
+    perf script printed for its name: inferno names a folded stack by the same comm)."""
     t = truncation(st)
     period_ns = 1e9 / PROBE_HZ          # cpu-clock at -F: a fixed period per sample
     roots = {k: round(100 * w / t.total, 2) for k, w in list(t.roots.items())[:ROOTS_KEPT]}
-    return ThreadProbe(round(t.total / period_ns), round(t.share, 2), roots)
+    out = ThreadProbe(round(t.total / period_ns), round(t.share, 2), roots)
+    if skips is not None and skips.samples:
+        out.skipped_pct = round(100 * skips.skipped / skips.samples, 2)
+        out.sites = {k: round(100 * n / skips.samples, 2) for k, n in skips.sites.most_common(ROOTS_KEPT)}
+    return out
 
 
 def recordings(u: Unwinding, pid: int) -> list[tuple[str, int | list[int]]]:
