@@ -274,7 +274,8 @@ def skipped_text(s: Any) -> str:
     profile.truncated.skipped), said even when fine: the worst rep's share, each variant's
     median, the frames where it happened, the samples whose call site could not be read."""
     if not s.available:
-        return "Skipped callers: not counted (the run was recorded before they were)."
+        return ("Skipped callers: not counted for these profiles (perf's folding counts them: "
+                "runs recorded before it did, and pprof profiles, have no count).")
     per = "; ".join(f"{v} {side.median:.2f}%" for v, side in s.shares.items())
     where = (", at " + ", ".join(f"{k.replace(' -> ', ' → ')} {w:.1f}%" for k, w in s.sites.items())
              if s.sites else "")
