@@ -84,8 +84,8 @@ def test_the_headline_says_why_its_level_is_not_95():
     assert "; 95.21% CI (the nearest level at or above 95% that an exact rank interval of 13 " \
            "pairs can reach), 13 pairs" in lead.headline(r).detail
     r = analyse(load_run(RUNS / "io-threads-mset"), CompareOptions())
-    assert "96.66% CI (adjusted for the 3 throughput and latency rows judged together: " \
-           "Benjamini-Hochberg" in lead.headline(r).detail
+    assert "96.66% CI (adjusted for the 3 throughput and latency rows judged together by " \
+           "Benjamini-Hochberg), 3+3 reps" in lead.headline(r).detail
     r = analyse(load_run(RUNS / "mset-aa-default"), CompareOptions())
     assert "; 95% CI, 5 pairs" in lead.headline(r).detail               # nothing to explain
     r = analyse(load_run(RUNS / "aa-decides-emr-1"), CompareOptions())

@@ -232,3 +232,21 @@ def test_a_results_json_that_is_none_is_an_error_too(tmp_path, capsys, text, mes
     assert f"{case / 'results.json'}: {message}" in capsys.readouterr().err
     with pytest.raises(MalformedResults, match="x.json: not a results.json object but a list"):
         document([1], "x.json")
+
+
+def test_the_comments_headline_says_why_its_level_is_not_95_as_the_reports_does():
+    """A run that decides read at its last look, and a rank interval's step: the comment's
+    headline says it as report.md's does (analysis/report/fmt.level_said)."""
+    import dataclasses
+
+    from analysis.compare.engine import analyse
+    from analysis.compare.options import CompareOptions
+    from analysis.inputs.rundir import load_run
+    from tests.conftest import REPO
+    r = analyse(load_run(REPO / "tests/data/runs/aa-decides-emr-1"), CompareOptions())
+    r.measurement = dataclasses.replace(r.measurement, looks=[4, 6, 10, 13], look=4, level=0.9719)
+    doc = json.loads(json.dumps(r.to_json()))
+    got = comment_lead(doc, "results.json")[0]
+    want = report_lead(report_md.render(r))[0]
+    assert got == want and "(look 4 of 4's level: the run looked at itself while it ran" in got
+    assert "exact rank interval of 13 pairs can reach" in got

@@ -300,8 +300,8 @@ def test_report_md_leads_with_the_seed_tables_and_where_the_time_went(res):
     # the headline: the throughput change, its interval and verdict, then the counts
     assert lines[2].startswith("**Throughput −85.5% \\[−93.5, −67.3\\]%** (cand vs base, 100K keys × 100 B, "
                                "10 keys per MSET, pipeline 4; 96.66% CI (adjusted for the 3 throughput "
-                               "and latency rows judged together: Benjamini-Hochberg, false discovery "
-                               "rate 5%), 3+3 reps): ❌ regression. Of the ")
+                               "and latency rows judged together by Benjamini-Hochberg), 3+3 reps): "
+                               "❌ regression. Of the ")
     assert re.search(r"Of the \d+ verdicts in this report \(.*\): 0 improved, \d+ regressed", lines[2])
     assert table_rows(head, "| Throughput |")[0][1:4] == ["23,055 ops/s", "4,341 ops/s", "−85.5% [−93.5, −67.3]%"]
     assert "TMA: not collected (no hardware PMU on this host;" in head

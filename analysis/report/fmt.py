@@ -89,6 +89,38 @@ def level(x: float) -> str:
     return f"{cut:.2f}".rstrip("0").rstrip(".") + "%"
 
 
+RULE_WORDS = {"bh": "Benjamini-Hochberg", "holm": "Holm", "bonferroni": "Bonferroni"}
+
+
+def level_said(conf: float, asked: float, *, look: int | None = None, looks: int = 0,
+               family: tuple[int, float, str] | None = None, rank: tuple[int, str] | None = None
+               ) -> str:
+    """The headline's "95% CI", and, where its level `conf` is not the one `asked`, why,
+    plainly ("95.8% CI" printed bare read as a typo): `look`, the look of `looks` a run that
+    decides was read at; `family`, (rows, level, rule) of the throughput and latency rows
+    judged together; `rank`, (n, "pairs" | "reps a side") of an exact rank interval, whose
+    level comes in steps."""
+    why, base = [], asked
+    if look:
+        why.append(f"look {look} of {looks}'s level: the run looked at itself while it ran, and "
+                   f"its looks share 5% so that its intervals hold 95% together")
+    if family is not None and family[0] > 1 and family[1] > base + 1e-9:
+        why.append(f"adjusted for the {family[0]} throughput and latency rows judged together "
+                   f"by {RULE_WORDS.get(family[2], family[2])}")
+        base = family[1]
+    if rank is not None and conf > base + 1e-9:
+        why.append(f"the nearest level at or above {level(base)} that an exact rank interval of "
+                   f"{rank[0]} {rank[1]} can reach")
+    return f"{level(conf)} CI" + (f" ({'; '.join(why)})" if why else "")
+
+
+def rank_of(method: str, n: int) -> tuple[int, str] | None:
+    """(n, unit) of a change made by an exact rank interval (its method's words), else None."""
+    if method.startswith("Wilcoxon"):
+        return n, "pairs"
+    return (n, "reps a side") if method.startswith("Mann-Whitney") else None
+
+
 # verdicts that say what they could not see
 QUIET = ("no change", "unstable", "negligible", "undersampled")
 

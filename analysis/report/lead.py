@@ -14,7 +14,8 @@ from typing import NamedTuple
 from analysis.compare.results import FunctionRow, Results
 from analysis.compare.time_split import SplitRow
 from analysis.report.fmt import (THREAD_LABEL, at_level, change_cells, fmt_delta, fmt_ns, fn_verdict,
-                                 level, pp_ci, row_name, share, summary_change, value)
+                                 level, pp_ci, rank_of, row_name, share, summary_change, value)
+from analysis.report.fmt import level_said as fmt_level_said
 from analysis.report.markdown_tables import function_level
 from analysis.report.mdtext import esc
 from analysis.report.summary_text import lines as summary_lines
@@ -62,27 +63,16 @@ def headline(r: Results) -> Headline | None:
 
 
 def level_said(r: Results, row) -> str:
-    """The headline's "95% CI", and, where its level is another, why, plainly: the level a
-    run that decides read its last look at, the throughput family's adjusted level, or the
-    step of a rank interval that cannot land on the level asked ("95.8% CI" printed bare
-    read as a typo)."""
-    c = row.change.confidence or r.settings.confidence
-    m, why = r.measurement, []
-    base = r.settings.confidence
-    if m is not None and m.level is not None and m.look:
-        why.append(f"look {m.look} of {len(m.looks)}'s level: the run looked at itself while it ran, "
-                   f"and its looks share 5% so that its intervals hold 95% together")
+    """The headline's level and why it is not 95% (fmt.level_said): a run that decides' look,
+    the throughput family's adjustment, a rank interval's step."""
+    m = r.measurement
     fam = next((f for f in r.fdr if f.family == "throughput and latency"), None)
-    if fam is not None and fam.comparisons > 1 and fam.level > base + 1e-9 \
-            and any(row is x for x in r.throughput + r.latency):
-        why.append(f"adjusted for the {fam.comparisons} throughput and latency rows judged "
-                   f"together: {fam.rule_text}")
-        base = fam.level
-    if c > base + 1e-9 and "achieved confidence" in (row.change.method or ""):
-        how = "pairs" if "paired" in row.change.method else "reps a side"
-        why.append(f"the nearest level at or above {level(base)} that an exact rank interval of "
-                   f"{row.base.n} {how} can reach")
-    return f"{level(c)} CI" + (f" ({'; '.join(why)})" if why else "")
+    in_fam = fam is not None and any(row is x for x in r.throughput + r.latency)
+    return fmt_level_said(row.change.confidence or r.settings.confidence, r.settings.confidence,
+                          look=m.look if m is not None and m.level is not None else None,
+                          looks=len(m.looks) if m is not None else 0,
+                          family=(fam.comparisons, fam.level, fam.rule) if in_fam else None,
+                          rank=rank_of(row.change.method or "", row.base.n))
 
 
 def _verdicts(r: Results) -> list[str]:

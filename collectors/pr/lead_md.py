@@ -15,7 +15,7 @@ no link, image, alert, mention, reference, math or invisible character). Tables 
 `TABLE_ROWS` rows. Standard library only (the comment job runs under python3 -S)."""
 from __future__ import annotations
 
-from analysis.report.fmt import level, quiet_verdict, summary_change
+from analysis.report.fmt import level_said, quiet_verdict, rank_of, summary_change
 from analysis.report.mdtext import esc, esc_spans, verdict as mark
 from analysis.report.table import markdown
 from collectors.pr import lead_tables as tables
@@ -56,6 +56,20 @@ def counts(r: Run) -> str:
             f"top movers, TMA nodes): " + ", ".join(parts) + ".")
 
 
+def _level(r: Run, row: Doc, paired: bool, n: int) -> str:
+    """analysis.report.lead.level_said: the level and why it is not 95% (fmt.level_said)."""
+    ch = row.obj("change")
+    conf = (change(ch) or tables.NO_CHANGE).confidence or r.confidence
+    m = r.measurement
+    look = m.num("look") if m is not None and m.num("level") is not None else None
+    fam = None if paired else next((f for f in r.fdr if f.text("family") == "throughput and latency"), None)
+    family = (int(fam.num("comparisons") or 0), fam.num("level") or 0.0, fam.text("rule")) if fam else None
+    looks = m.get("looks") if m is not None else None
+    return level_said(conf, r.confidence, look=int(look) if look else None,
+                      looks=len(looks) if isinstance(looks, list) else 0, family=family,
+                      rank=rank_of(ch.text("method", NOTE_CAP) if ch is not None else "", n))
+
+
 def headline(r: Run) -> str | None:
     """analysis.report.lead.headline, as markdown._lead writes it, with the counts."""
     for item in r.summary:
@@ -75,8 +89,8 @@ def headline(r: Run) -> str | None:
         nb, nc = ((row.obj(s) or Doc({}, s, row.file)).count("n") for s in ("base", "cand"))
         reps = f"{nb} pairs" if paired else f"{nb}+{nc} reps"
         label = item.text("label")
-        conf = (change(row.obj("change")) or tables.NO_CHANGE).confidence or r.confidence
-        detail = f"{r.cand} vs {r.base}" + (f", {label}" if label else "") + f"; {level(conf)} CI, {reps}"
+        detail = (f"{r.cand} vs {r.base}" + (f", {label}" if label else "")
+                  + f"; {_level(r, row, paired, nb)}, {reps}")
         kind = item.text("verdict")
         printed = quiet_verdict(kind, item.num("detectable"), item.text("detectable_unit") or "rel",
                                 line=item.num("line"))

@@ -206,6 +206,7 @@ class Run(NamedTuple):
     profile: Doc
     tma: Doc
     stalls: Doc
+    measurement: Doc | None = None
 
 
 def read(doc: Doc) -> Run:
@@ -214,4 +215,4 @@ def read(doc: Doc) -> Run:
     conf = part("settings").num("confidence")
     return Run(doc.text("base"), doc.text("cand"), 0.95 if conf is None else conf, doc.objs("summary"),
                doc.objs("throughput"), doc.objs("paired"), doc.objs("latency"), doc.objs("fdr"),
-               part("profile"), part("tma"), part("stalls"))
+               part("profile"), part("tma"), part("stalls"), doc.obj("measurement"))
