@@ -248,5 +248,5 @@ def test_the_comments_headline_says_why_its_level_is_not_95_as_the_reports_does(
     doc = json.loads(json.dumps(r.to_json()))
     got = comment_lead(doc, "results.json")[0]
     want = report_lead(report_md.render(r))[0]
-    assert got == want and "(look 4 of 4's level: the run looked at itself while it ran" in got
+    assert got == want and "(look 4 of 4: its looks share 5%, so its intervals hold 95% together" in got
     assert "exact rank interval of 13 pairs can reach" in got

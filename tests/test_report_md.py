@@ -310,7 +310,7 @@ def test_report_md_leads_with_the_seed_tables_and_where_the_time_went(res):
     assert "Not tabulated here: negligible: msetGenericCommand (flat)." in head
     names, _, total = split_adds_up(head)
     assert names[0] == "handleClientsWithPendingReadsUsingThreads (new)" and total > 0
-    assert "differences of means over reps (unpaired) and add up to the total" in head
+    assert "differences of means over unpaired reps that add up to the total" in head
     # then the report as before: the run, the summary line, the sections
     rest = md.split(lead_of(md), 1)[1]
     assert rest.index("**Summary:**") < rest.index("### Throughput") < rest.index("### Focus functions")

@@ -102,8 +102,7 @@ def level_said(conf: float, asked: float, *, look: int | None = None, looks: int
     level comes in steps."""
     why, base = [], asked
     if look:
-        why.append(f"look {look} of {looks}'s level: the run looked at itself while it ran, and "
-                   f"its looks share 5% so that its intervals hold 95% together")
+        why.append(f"look {look} of {looks}: its looks share 5%, so its intervals hold 95% together")
     if family is not None and family[0] > 1 and family[1] > base + 1e-9:
         why.append(f"adjusted for the {family[0]} throughput and latency rows judged together "
                    f"by {RULE_WORDS.get(family[2], family[2])}")

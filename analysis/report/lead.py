@@ -30,7 +30,7 @@ COUNTED = {"improvement": "improved", "minor improvement": "improved",
            "unstable": "undecided", "insufficient data": "undecided",
            "new in candidate": "new or gone", "gone": "new or gone",
            "negligible": "not judged", "too few samples": "not judged"}
-QUIET = ("negligible", "too few samples")    # focus rows the lead names instead of tabulating
+QUIET = ("negligible", "too few samples", "undersampled")   # focus rows the lead names instead of tabulating
 
 
 class Headline(NamedTuple):
@@ -266,6 +266,5 @@ def split_caption(r: Results) -> str:
     paired = s.estimator == "mean pair difference"
     return (f"Where the time went: CPU time per {cmd} {_signed_ns(s.total.delta)} "
             f"({fmt_ns(s.total.base)} → {fmt_ns(s.total.cand)}), by function's own cost. "
-            f"The rows are differences of means over reps ({'paired' if paired else 'unpaired'}) "
-            f"and add up to the total; their intervals ({'paired t' if paired else 'Welch t'}) do not, "
-            "and carry no verdict (rows picked by size).")
+            f"Rows: differences of means over {'paired' if paired else 'unpaired'} reps that add up "
+            f"to the total; their {'paired t' if paired else 'Welch t'} intervals do not, and judge nothing.")

@@ -43,8 +43,7 @@ FROM_PR_HOW = {False: "rendered from its results.json by stallscope's own templa
                True: "numbers included; its report.md files, with links, images, alerts, mentions and "
                      "references shown as text"}
 REST = ("Top movers, per-rep values, saturation, profiler overhead, environment and the command that "
-        "reproduces each run are in the full reports (report.md, report.html with flame graphs, "
-        "results.json): {where}; `stallscope pr comment --full` posts report.md.")
+        "reproduces each run: in the full reports, {where}; `stallscope pr comment --full` posts report.md.")
 FULL = "The full reports (report.html with flame graphs, results.json): {where}."
 UPDATED = " This comment is updated in place when the pull request is measured again."
 _FOLD_CLOSE = "\n\n</details>\n"

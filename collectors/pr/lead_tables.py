@@ -27,7 +27,7 @@ MEMORY_PATH = (
     "Backend_Bound.Memory_Bound.DRAM_Bound.MEM_Bandwidth",
     "Backend_Bound.Memory_Bound.DRAM_Bound.MEM_Latency",
 )
-QUIET = ("negligible", "too few samples")     # analysis.report.lead.QUIET
+QUIET = ("negligible", "too few samples", "undersampled")     # analysis.report.lead.QUIET
 NO_CHANGE = Change(None, None, None, None, None, None, None, "", "", None, None, None)
 
 
@@ -327,6 +327,5 @@ def split_caption(r: Run) -> str:
     paired = s.text("estimator") == "mean pair difference"
     return (f"Where the time went: CPU time per {cmd} {_signed_ns(total.num('delta'))} "
             f"({fmt_ns(total.num('base'))} → {fmt_ns(total.num('cand'))}), by function's own cost. "
-            f"The rows are differences of means over reps ({'paired' if paired else 'unpaired'}) "
-            f"and add up to the total; their intervals ({'paired t' if paired else 'Welch t'}) do not, "
-            "and carry no verdict (rows picked by size).")
+            f"Rows: differences of means over {'paired' if paired else 'unpaired'} reps that add up "
+            f"to the total; their {'paired t' if paired else 'Welch t'} intervals do not, and judge nothing.")
