@@ -121,3 +121,21 @@ def test_the_history_keeps_a_stall_series_per_function(report):
     assert ("stall:all", "cand") in stall
     ch = next(c for c in changes if c.series == "stall:dictFindByHash")
     assert ch.rel == pytest.approx(-row.share_removed.value) and ch.verdict == "improvement"
+
+
+def test_a_demo_stopped_at_a_look_keeps_its_comment_within_4_kb(tmp_path, capsys):
+    """tests/data/runs/mset-demo-looks-xeon480: `make demo` that stopped at its first look (4
+    reps, read at 99.86%, the headline saying why): its PR comment carries the stall table and
+    the look's level in at most 4 KB."""
+    from commands import pr as pr_cli
+    run = REPO / "tests" / "data" / "runs" / "mset-demo-looks-xeon480"
+    assert json.loads((run / "manifest.json").read_text())["precision"]["ended_by"] == "answered"
+    out = tmp_path / "report"
+    assert cli.main([str(run), "--out", str(out)]) == 0
+    r = load_results(out / "results.json")
+    assert r.stalls.available and r.measurement.look == 1
+    capsys.readouterr()
+    assert pr_cli.main(["comment", str(out), "--dry-run"]) == 0
+    body = capsys.readouterr().out
+    assert len(body.encode()) <= 4096, len(body.encode())
+    assert "| Out-of-cache CPU per MSET |" in body and "99.86% CI (look 1 of 4" in body
