@@ -2,7 +2,7 @@
 looks, the confidence of each, and the level a run's report is read at.
 
 A run that decides (collectors/runner/targets.py) plans N paired reps before it starts. It
-looks at planned counts of them (`looks`: 4, 6, 9, 13, then about x1.45 each, N last) and
+looks at planned counts of them (`looks`: 4, 6, 10, 13, then about x1.45 each, N last) and
 at look j analyses itself with the real comparison at confidence 1 - alpha_j. The alpha_j
 come from an alpha-spending function over the planned looks,
 
@@ -14,14 +14,15 @@ alpha the looks left: `alpha_left`), and by the union bound the chance that any 
 made at any look misses its truth is at most the sum of their alphas: at most 5%, however
 the run chose where to stop (a row's family splits its look's alpha further, by its own
 rule, which the same bound covers). That is what lets the rule look at the values: stop
-when every row is decided or has reached its target (analysis/compare/row_targets.py).
+when every row is decided, has reached its target, or is out of the run's reach
+(`out_of_reach`; analysis/compare/row_targets.py).
 
-Why RHO = 3: the early looks get little (at N = 13: 0.0015 at 4 reps, 0.0035 at 6, 0.0117
-at 9) and the last most (0.0334, a 96.66% interval at 13). With 3 degrees of freedom at the
-first look, Student's t at 1 - 0.0015/2 is 11.4 (2.18 at 95% and 12): an early look stops only
+Why RHO = 3: the early looks get little (at N = 13: 0.0014 at 4 reps, 0.0035 at 6, 0.017
+at 10) and the last most (0.0281, a 97.19% interval at 13). With 3 degrees of freedom at the
+first look, Student's t at 1 - 0.0014/2 is 11.5 (2.18 at 95% and 12): an early look stops only
 a change many standard errors from 0, which a large change is (the demo's +43% at 4 reps,
-sd 1.7% a rep), and costs the rows that run to the end 10% of width (t 2.40 at 96.66% against
-2.18 at 95%). Looks after 13 come about x1.45 apart, and a look within x1.3 of N is dropped, so
+sd 1.7% a rep), and costs the rows that run to the end about a tenth of width (t 2.51 at
+97.19% against 2.18 at 95%). Why 10, not 9: docs/statistics.md ("Stop when answered"). Looks after 13 come about x1.45 apart, and a look within x1.3 of N is dropped, so
 the last one keeps 0.028-0.041 whatever N (a look every 4 reps to 40 would leave the last
 0.010). `make bench` figure 16 (bench/sequential.py) proves the coverage by simulation on
 recorded reps, and the naive rule (95% at every look) failing; docs/statistics.md, "Stop

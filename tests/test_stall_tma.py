@@ -53,3 +53,15 @@ def test_the_rule(recorded, delta, significant, want):
     total = next(x for x in sec.rows if x.kind == "total")
     assert total.removed.decided and total.removed.value > 0      # the recorded demo's stall fell
     assert agreement(sec, dataclasses.replace(funnel, rows=rows))[1] == want
+
+
+def test_neither_moving_agrees(recorded):
+    """The fourth case: DRAM_Bound's interval holds 0 and so does the out-of-cache cost's
+    removed stall (the recorded total row given an interval across 0)."""
+    sec, funnel = recorded
+    rows = [dataclasses.replace(r, delta_pp=-1.0, ci_pp=[-3.0, 1.0], significant=False)
+            if r.node.endswith("DRAM_Bound") else r for r in funnel.rows]
+    still = [dataclasses.replace(x, removed=dataclasses.replace(x.removed, low=-1.0, high=1.0))
+             if x.kind == "total" else x for x in sec.rows]
+    text, verdict = agreement(dataclasses.replace(sec, rows=still), dataclasses.replace(funnel, rows=rows))
+    assert verdict == "agree" and "neither moved" in text

@@ -54,8 +54,8 @@ class StallRow:
     # estimates); None where base's out-of-cache cost is not decided above 0
     share_removed: Interval | None = None
     focus: bool = False      # a focus function of the case
-    # round trips: cand's out-of-cache cost / (DRAM - L3 latency), a lower bound on the
-    # misses it stands for (overlapped misses each cost less than a full latency)
+    # round trips: each variant's out-of-cache cost / (DRAM - L3 latency), a lower bound on
+    # the misses it stands for (overlapped misses each cost less than a full latency)
     base_trips: float | None = None
     cand_trips: float | None = None
 

@@ -128,6 +128,10 @@ def section(run: RunDir, r: Results, merged: dict[str, Stacks], opts: CompareOpt
         return StallSection(False, reason="the run has no CPU time per operation: "
                                           + (r.profile.per_op_reason or r.profile.reason))
     ctl = load_run(d)
+    other = _other_builds(run, ctl, (r.base, r.cand))
+    if other:
+        return StallSection(False, reason=f"the in-cache control ran other builds than the run ({other}): "
+                                          "its costs are not the same code's")
     names = main_names(run)
     fns = chosen_functions(r, merged, names)
     big = _run_costs(run, r.base, r.cand, r.profile.thread, fns, opts)
@@ -155,6 +159,16 @@ def section(run: RunDir, r: Results, merged: dict[str, Stacks], opts: CompareOpt
         sec.rows.append(row)
     _control_throughput(ctl, r, opts, sec)
     return sec
+
+
+def _other_builds(run: RunDir, ctl: RunDir, names: tuple[str, str]) -> str:
+    """The variants whose server binary differs between the run and its control ("" when
+    none): a dir: tree edited or a git: branch moved while the run ran, or a --layouts run
+    (its control is built in the upstream link order) would compare different code."""
+    diff = [v for v in names
+            if (run.manifest.variants.get(v) is None or ctl.manifest.variants.get(v) is None
+                or run.manifest.variants[v].binary_sha256 != ctl.manifest.variants[v].binary_sha256)]
+    return ", ".join(diff)
 
 
 def _control_throughput(ctl: RunDir, r: Results, opts: CompareOptions, sec: StallSection) -> None:

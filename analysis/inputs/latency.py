@@ -50,9 +50,10 @@ class MemoryLatency(Record):
     cpu_model: str | None = None     # what it ran on
     wall_s: float | None = None      # the probe's wall time: compile (if not cached) + every run
     raw: str = ""                    # the probe's own output, every run, verbatim
-    # The largest buffer the L3 served here (its median within 2x the 4x-L2 buffer's, over a
-    # ladder of doubling buffers from 4x the L2 up to LLC/4): what an in-cache control's
-    # dataset may take (collectors/runner/stall_control.py). None: not measured.
+    # The largest buffer the L3 served here (its median under 20% of the way from the 4x-L2
+    # buffer's latency to DRAM's, over a ladder of doubling buffers from 4x the L2 up to LLC/4):
+    # what an in-cache control's dataset may take (collectors/runner/stall_control.py). None:
+    # not measured.
     served_bytes: int | None = None
     ladder: dict[str, float] = field(default_factory=dict)   # buffer bytes -> median ns a load
 

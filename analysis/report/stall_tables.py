@@ -139,13 +139,13 @@ def caption(r: Results) -> str:
         return f"Memory stalls: not measured ({sec.reason})." if sec.reason else ""
     s = (f"Out-of-cache cost = CPU per {sec.command or 'op'} at {count(sec.keys)} keys − the same builds "
          f"in cache at {count(sec.control_keys)} keys; intervals at {level(sec.level)} "
-         f"({level(sec.family_level)} for the table).")
+         f"({level(sec.family_level)} for each column).")
     lat = sec.latency
     if lat is not None:
         s += f" DRAM {lat.dram_ns:.0f} ns, L3 {lat.llc_ns:.0f} ns a load here."
     if sec.tma:
         s += f" {sec.tma}"
-    if sec.control_change is not None and sec.control_low is not None:
+    if sec.control_change is not None and sec.control_low is not None and sec.control_high is not None:
         s += (f" In cache, throughput {100 * sec.control_change:+.1f}% "
               f"[{100 * sec.control_low:+.1f}, {100 * sec.control_high:+.1f}].").replace("-", "−")
     return s

@@ -144,7 +144,15 @@ def binary(log: Callable[[str], None] | None = None) -> Path:
     tmp = exe.with_name(f"{exe.name}.{os.getpid()}.tmp")
     if log:
         log(f"memory latency: compiling {SOURCE.name} with {cc} {' '.join(CFLAGS)}")
-    r = procs.run_capture([cc, *CFLAGS, "-o", str(tmp), str(SOURCE)], timeout_s=120)
+    try:
+        r = procs.run_capture([cc, *CFLAGS, "-o", str(tmp), str(SOURCE)], timeout_s=120)
+    except subprocess.TimeoutExpired:
+        tmp.unlink(missing_ok=True)
+        raise LatencyError(f"{cc} did not compile {SOURCE.name} in 120 s",
+                           hint="is the machine swapping? check the compiler works (cc --version)") from None
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
     if r.returncode != 0:
         tmp.unlink(missing_ok=True)
         raise LatencyError(f"{cc} could not compile {SOURCE}: {r.stderr.strip()[-600:]}",

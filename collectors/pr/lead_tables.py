@@ -214,7 +214,7 @@ def stall_caption(r: Run) -> str:
     lv, fam = sec.num("level"), sec.num("family_level")
     s = (f"Out-of-cache cost = CPU per {sec.text('command') or 'op'} at {count(sec.count('keys'))} keys − the same "
          f"builds in cache at {count(sec.count('control_keys'))} keys; intervals at "
-         f"{level(0.95 if lv is None else lv)} ({level(0.95 if fam is None else fam)} for the table).")
+         f"{level(0.95 if lv is None else lv)} ({level(0.95 if fam is None else fam)} for each column).")
     lat = sec.obj("latency")
     if lat is not None and lat.num("dram_ns") is not None and lat.num("llc_ns") is not None:
         s += f" DRAM {lat.num('dram_ns'):.0f} ns, L3 {lat.num('llc_ns'):.0f} ns a load here."

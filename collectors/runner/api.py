@@ -20,6 +20,7 @@ from typing import Callable
 
 from analysis.inputs.option_specs import (DEFAULT_TARGET_BUDGET_S, TARGET_WINDOWS, argv_for, precision_problem,
                                           taken_by)
+from analysis.errors import StallscopeError
 from analysis.inputs.case import Case
 from analysis.inputs.host import HostFacts
 from analysis.inputs.manifest import LoadGenerator, Manifest, Variant
@@ -286,11 +287,22 @@ def _control(run_dir: Path, progress: bool) -> int:
     step = stall_control.next_step(run_dir, log)
     if step is None:
         return 0
-    if step.resume:
-        return resume_run(step.dir, log, progress).runner.run()
-    req = RunRequest(step.case, step.variants, step.options, sets=step.sets, out=step.dir.parent,
-                     progress=progress, run_id=step.dir.name)
-    return plan_run(req, log).runner.run()
+    try:
+        if step.resume:
+            status = resume_run(step.dir, log, progress).runner.run()
+        else:
+            req = RunRequest(step.case, step.variants, step.options, sets=step.sets, out=step.dir.parent,
+                             progress=progress, run_id=step.dir.name)
+            status = plan_run(req, log).runner.run()
+    except StallscopeError as e:
+        # the run's reps are complete: its report is written without the stall section
+        log(f"stallscope run: the in-cache control was not made ({e}); the report goes without "
+            f"the memory-stall table (stallscope run --resume {run_dir} tries it again)")
+        return 0
+    if status == 130:
+        log(f"stallscope run: the in-cache control was interrupted; finish it with: "
+            f"stallscope run --resume {run_dir}")
+    return status
 
 
 def parse_variants(texts: list[str]) -> list[VariantSpec]:

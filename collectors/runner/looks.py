@@ -53,8 +53,9 @@ def reach(plan: PrecisionPlan, done: int, alpha: float, units_left: int | None) 
     they reach, or the alpha the looks before it leave."""
     n_end = plan.planned if units_left is None else min(plan.planned, done + units_left)
     ahead = [i for i, c in enumerate(plan.looks) if done < c <= n_end]
+    passed = max((i for i, c in enumerate(plan.looks) if c <= done), default=plan.made)
     a_end = plan.alphas[ahead[-1]] if ahead and plan.looks[ahead[-1]] == n_end else \
-        sum(plan.alphas[plan.made + 1:]) or alpha
+        sum(plan.alphas[passed + 1:]) or alpha
     return Reach(done, 1 - alpha, n_end, 1 - a_end)
 
 
