@@ -189,14 +189,18 @@ def _agree(path: Path, objdump: str, limit: int | None = None) -> set[str]:
 
 
 def test_a_probe_that_finds_skipped_callers_asks_for_dwarf(tmp_path, monkeypatch):
-    """--call-graph auto: a thread whose probe samples skip a caller over 1% with 95%
+    """--call-graph whole: a thread whose probe samples skip a caller over 1% with 95%
     confidence is unwound with DWARF, as a truncated one is (a recorded probe of the MSET
-    base: 20.9% of 980). A paired rep probes both servers and unwinds a thread with DWARF in
-    both when either asks (the candidate may call the C library where the base does not);
-    a later rep keeps the first rep's choice without probing."""
+    base: 20.9% of 980); --call-graph auto (the default) switches for truncation only. A
+    paired rep probes both servers and unwinds a thread with DWARF in both when either asks
+    (the candidate may call the C library where the base does not); a later rep keeps the
+    first rep's choice without probing."""
     from analysis.inputs.collector_facts import ThreadProbe, UnwindProbe
     from collectors.profilers.perf import paired as pp, unwind as pu
     assert pu.needs_dwarf(ThreadProbe(samples=980, truncated_pct=0.0, skipped_pct=20.9))
+    assert not pu.needs_dwarf(ThreadProbe(samples=980, truncated_pct=0.0, skipped_pct=20.9), skipped=False)
+    assert pu.decide(UnwindProbe(rep="p", seconds=1.0, threads={
+        "redis-server": ThreadProbe(samples=980, skipped_pct=20.9)})).callgraph == "fp"
     assert not pu.needs_dwarf(ThreadProbe(samples=980, truncated_pct=0.0, skipped_pct=1.1))
     assert not pu.needs_dwarf(ThreadProbe(samples=980, truncated_pct=0.3))       # before: not counted
     quiet = UnwindProbe(rep="paired/1", seconds=1.0, threads={
@@ -209,11 +213,11 @@ def test_a_probe_that_finds_skipped_callers_asks_for_dwarf(tmp_path, monkeypatch
 
     def choose(callgraph, binary_mode, pid, rep_dir, window_s, cpus, stem):
         asked.append(stem)
-        return pu.decide(next(probes))
+        return pu.decide(next(probes), skipped=callgraph == "whole")
     monkeypatch.setattr(pu, "choose", choose)
     rep = tmp_path / "paired" / "1"
     rep.mkdir(parents=True)
-    prof = pp.PairedProfiler(rep, 999)
+    prof = pp.PairedProfiler(rep, 999, callgraph="whole")
     prof.probe("base", 1)
     assert prof._unwind["base"].callgraph == "fp"
     prof.probe("kw", 2)

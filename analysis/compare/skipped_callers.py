@@ -95,7 +95,8 @@ def _note(sec: SkippedSection, base: str, cand: str) -> str:
     return (f"the cumulative shares of functions that call C library code themselves are "
             f"understated by up to {sec.worst:.1f}%: {med} of samples skipped the caller of "
             f"code without frame pointers{where}; re-run with `stallscope run ... "
-            f"--call-graph dwarf` (or the default auto) to unwind them whole.")
+            f"--call-graph whole` to unwind them whole (DWARF's cost per sample then shows in "
+            f"every absolute CPU time per operation).")
 
 
 def site_text(site: str) -> str:

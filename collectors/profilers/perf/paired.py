@@ -44,7 +44,7 @@ class PairedProfiler:
     frequency_hz: int
     cpus: list[int] | None = None          # where perf runs: the client CPUs
     keep_data: bool = False
-    callgraph: str = "auto"                # --call-graph: auto | fp | dwarf
+    callgraph: str = "auto"                # --call-graph: auto | fp | dwarf | whole
     binary_mode: str = "fp"                # dwarf when the build has no frame pointers at all
     _procs: list[tuple[str, subprocess.Popen, PerfControl]] = field(default_factory=list)
     _data: dict[str, list[Path]] = field(default_factory=dict)
@@ -68,7 +68,7 @@ class PairedProfiler:
         u = perf_unwind.choose(self.callgraph, self.binary_mode, pid, self.rep_dir,
                                PROBE_WINDOW_S, self.cpus, stem=f"perf.probe-{key}")
         if earlier is not None and earlier.probe is not None and u.probe is not None:
-            u = perf_unwind.decide(perf_unwind.merge(earlier.probe, u.probe))
+            u = perf_unwind.decide(perf_unwind.merge(earlier.probe, u.probe), skipped=self.callgraph == "whole")
         for k in [*self._unwind, key]:
             self._unwind[k] = u
 

@@ -32,7 +32,7 @@ from collectors.profilers.perf.record import (DWARF_STACK_BYTES, EVENT, ProfileE
 from collectors.profilers.perf.paired import PairedProfiler
 from collectors.profilers.perf.windows import Controls, WindowRunner
 
-CALL_GRAPHS = ("auto", "fp", "dwarf")
+CALL_GRAPHS = ("auto", "fp", "dwarf", "whole")
 
 # Profile windows: ABBA off/on, each at least windows.MIN_WINDOW_S. Short windows pair
 # better on a host whose noise drifts over seconds (docs/statistics.md): 64 windows of a
@@ -177,7 +177,9 @@ RUN_FLAGS = RunFlags("perf profile (--profile perf)", None, (
             f"a {perf_unwind.PROBE_MAX_S:g} s frame-pointer probe finds over "
             f"{perf_unwind.SWITCH_PCT:g}%% truncated with 95%% confidence: in a paired run during the "
             "first rep's warm-up, else at the start of the first profile rep; dwarf "
-            "throughout for a binary without frame pointers)",
+            "throughout for a binary without frame pointers), whole (auto, and dwarf for a thread "
+            "whose stacks skip the callers of C library code too: whole cumulative rows, at "
+            "DWARF's cost per sample in every absolute figure)",
             default="auto", choices=tuple(CALL_GRAPHS)),
     RunFlag("--perf-mmap", "perf's ring buffer in pages (perf record -m; default: perf's own)",
             parse=int, metavar="PAGES"),

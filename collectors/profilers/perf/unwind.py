@@ -73,8 +73,9 @@ class Unwinding:
 
 def choose(asked: str, binary_mode: str, pid: int, rep_dir: Path, window_s: float,
            cpus: list[int] | None, stem: str = "perf.probe") -> Unwinding:
-    """`asked`: fp | dwarf | auto (--call-graph); `binary_mode`: dwarf when the server has
-    no frame pointers at all (collectors/variants/binary.py), then every thread needs it."""
+    """`asked`: fp | dwarf | auto | whole (--call-graph); `binary_mode`: dwarf when the server
+    has no frame pointers at all (collectors/variants/binary.py), then every thread needs it.
+    auto switches a thread to DWARF for truncated stacks, whole for skipped callers too."""
     if asked in ("fp", "dwarf"):
         return Unwinding(asked)
     if binary_mode == "dwarf":
@@ -88,19 +89,24 @@ def choose(asked: str, binary_mode: str, pid: int, rep_dir: Path, window_s: floa
         return Unwinding("fp")
     if probe is None:
         probe = run_probe(pid, rep_dir, min(PROBE_MAX_S, PROBE_SHARE * window_s), cpus, stem)
-    return decide(probe)
+    return decide(probe, skipped=asked == "whole")
 
 
-def decide(probe: UnwindProbe) -> Unwinding:
-    """DWARF for every thread of the probe whose stacks are truncated, or skip a caller,
-    over the line (over_the_line), frame pointers for the others."""
-    names = sorted(n for n, t in probe.threads.items() if needs_dwarf(t))
+def decide(probe: UnwindProbe, skipped: bool = False) -> Unwinding:
+    """DWARF for every thread of the probe whose stacks are truncated (or, with `skipped`:
+    --call-graph whole, skip a caller) over the line (over_the_line), frame pointers for the
+    others. Skipped callers alone do not switch by default: a DWARF sample costs the server up
+    to twice a frame-pointer one, and that cost lands in every absolute CPU time per operation
+    (a 3 us known cost read +5.0 us [+4.4, +5.6], and three functions beside it were called
+    regressions: docs/statistics.md, "Skipped callers"); the report counts them and says how to
+    recover them."""
+    names = sorted(n for n, t in probe.threads.items() if needs_dwarf(t, skipped))
     return Unwinding("fp+dwarf" if names else "fp", names, probe)
 
 
-def needs_dwarf(t: ThreadProbe) -> bool:
+def needs_dwarf(t: ThreadProbe, skipped: bool = True) -> bool:
     return (over_the_line(t.samples, t.truncated_pct)
-            or (t.skipped_pct is not None and over_the_line(t.samples, t.skipped_pct)))
+            or (skipped and t.skipped_pct is not None and over_the_line(t.samples, t.skipped_pct)))
 
 
 def merge(a: UnwindProbe, b: UnwindProbe) -> UnwindProbe:
