@@ -204,10 +204,14 @@ def function_series(jobs: int, runs: int, noise: Noise, seed: int = 1) -> None:
     fa = "  ".join(f"{label} {_ci(f, 2 * jobs * runs, 100)}" for label, (_, f) in null.items())
     print(f"     false alerts per 100 runs [95% CI] ({2 * jobs * runs} shift-free runs): {fa}")
     total_runs = 2 * jobs * runs + len(FN_SIZES) * jobs * runs
+    ck = bisector.clock
     print(f"     bisected: {bisector.bisections} bisections ({100 * bisector.bisections / total_runs:.1f} per "
           f"100 runs), {bisector.reps / max(bisector.bisections, 1):.0f} paired reps each on average, "
-          f"ending {dict(bisector.outcomes)}; minimum change {bisector.min_change:.0%}, each probe's reps from figure 15's recorded ones "
-          f"(sd {bisector.sd:.1%} a rep)")
+          f"ending {dict(bisector.outcomes)}; minimum change {bisector.min_change:.0%}, each step's reps from figure "
+          f"15's recorded ones (sd {bisector.sd:.1%} a rep); a budget of {ck.budget_s / 60:.0f} min at --size small "
+          f"({ck.rep_s:.0f} s a paired rep, {ck.look_s:.0f} s a look, {ck.build_s:.0f} s a probe's build)")
+    for line in bisector.lines():
+        print(f"       {line}")
     print(f"     goal at -2%: recall >= {FN_GOAL[0]}, precision >= {FN_GOAL[1]}; at most {FN_GOAL[2]:.0f} "
           "false alert per 100 runs")
 

@@ -25,10 +25,11 @@ def parser() -> argparse.ArgumentParser:
         prog="stallscope bisect", formatter_class=argparse.RawDescriptionHelpFormatter,
         description=__doc__ + "\n" + textwrap.fill(
             "Each step builds a commit (ccache and the dataset cache are reused) and compares it "
-            "with the good end in paired reps, looking after 3, 6 and 12 of them: 'different', "
-            "'same', or more reps. The first commit shown different is the culprit; the report "
-            "names it with each step's interval and the functions whose CPU per operation moved "
-            "between its parent and it.", 88),
+            "with the good end in paired reps, looking after 4 of them and then every 2 (a "
+            "sequential test of no change against the minimum change): 'different', 'same', or "
+            "more reps. The first commit shown different is the culprit, once it differs from its "
+            "parent too; the report names it with each step's interval and the functions whose CPU "
+            "per operation moved between its parent and it.", 88),
         epilog=("examples:\n"
                 "  stallscope bisect mset-50keys --repo git:~/src/redis --good v8.0.0 --bad unstable\n"
                 "  stallscope bisect mget-100keys@pipeline=16 --repo git:. --good HEAD~20 --bad HEAD "

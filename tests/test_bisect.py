@@ -15,6 +15,7 @@ import sys
 
 import pytest
 
+from analysis.bisect import rule
 from commands.table import main
 from tests.conftest import REPO
 from tests.conftest_run import cli_env, descendants, still_alive, wait_for
@@ -32,10 +33,10 @@ def repo(tmp_path_factory):
 
 def _args(repo, good: str, bad: str, out) -> list[str]:
     # min-change 20%: the injected cost takes 22-37% of mget-100keys' throughput (an AMD Zen 3
-    # and an Intel Xeon guest), and a step of no change is called "same" once its interval
-    # lies inside ±18% (log scale), which 6 reps of this host's spread reach and ±10% took 12
-    # (docs/bisect.md); 16 windows a rep: the steps decide over reps, and a rep of 16 windows
-    # is a third of the time of 64
+    # and an Intel Xeon guest), and a step of no change is called "same" within a few looks
+    # on this host's spread (a tiny rep of 16 windows spreads by ~9%: the rest took 8 reps at
+    # 20%, docs/bisect.md); 16 windows a rep: the steps decide over reps, and a rep of 16
+    # windows is a third of the time of 64
     return [CASE, "--repo", f"git:{repo}", "--good", good, "--bad", bad, "--size", "tiny",
             "--min-change", "20%", "--paired-windows", "16", "--out", str(out), "--no-progress"]
 
@@ -76,9 +77,9 @@ def test_bisect_names_the_culprit_and_survives_ctrl_c(repo, tmp_path):
     assert state["why"].startswith(f"culprit {culprit[:12]}")
     ends = state["steps"][0]
     # the interrupted run was finished, not redone: the first look's reps come from it
-    assert ends["runs"][0] == interrupted and len(ends["log_ratios"]) >= 3
+    assert ends["runs"][0] == interrupted and len(ends["log_ratios"]) >= rule.FIRST_LOOK
     first = json.loads((REPO / interrupted / "manifest.json").read_text())["schedule"]
-    assert [r["status"] for r in first] == ["ok"] * 3
+    assert [r["status"] for r in first] == ["ok"] * rule.FIRST_LOOK
     assert ends["decision"]["verdict"] == "different" and ends["decision"]["change"] < -0.1
     report = (out / "report.md").read_text()
     assert f"**Culprit: `{culprit[:12]}` dict: slower lookup (injected regression)**" in report

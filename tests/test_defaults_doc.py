@@ -90,6 +90,7 @@ def _schedule(tmp: Path):
 
 def rows(tmp: Path) -> list[tuple[str, ...]]:
     from analysis.bisect import rule
+    from analysis.bisect.report import looks_text
     from collectors.bisect import driver
     from collectors.pr import workflow
     from collectors.pr.config import PrConfig
@@ -137,9 +138,9 @@ def rows(tmp: Path) -> list[tuple[str, ...]]:
          f"{specs.format_precision(pr.precision)}",
          str(pr.paired_windows), _rate(pr), _budget(pr.budget_s, " a case"), pr.size),
         ("`stallscope bisect` (each step)",
-         f"looks after {', '.join(map(str, rule.LOOKS))} (more where the host's spread asks); "
-         f"the functions step {driver.FUNCTION_REPS}",
-         str(specs.PAIRED_WINDOWS), f"perf off (the functions step: {rows_rate})",
+         f"looks after {looks_text(list(rule.LOOKS))} until the step decides; the functions step's "
+         f"first run {driver.FUNCTION_REPS}",
+         str(specs.PAIRED_WINDOWS), f"perf off (the functions step's first run: {rows_rate})",
          _budget(specs.DEFAULT_BISECT_BUDGET_S), specs.DEFAULT_SIZE),
         ("`stallscope demo`, `make demo`", f"a run that decides: {planned}", str(demo_windows),
          rows_rate, _budget(demo.BUDGET_S), "default"),

@@ -143,3 +143,23 @@ def test_a_regression_over_one_commit_names_it_and_a_failed_bisection_is_kept_wi
     assert (found["status"], found["good"], found["bad"]) == ("failed", shas[0], shas[2]) and kept[3] is found
     # no regression, or no bisect: block: nothing
     assert bisect_regression(sched, job, "x", job.candidate, two, store, [NS(direction="improvement")], print) is None
+
+
+def test_a_regressions_range_starts_at_the_baseline_and_probes_the_run_before_its_place_first(tmp_path):
+    from types import SimpleNamespace as NS
+    from collectors.schedule.autobisect import _ends, _range
+    from tests.git_history import small_repo
+    r, shas = small_repo(tmp_path, 5)
+    # pinned baseline shas[0]; the run of shas[4] has a regression placed at it, the run before built shas[3]
+    run = NS(id=5, commits={"base": shas[0], "cand": shas[4]})
+    here = [NS(first_run=NS(id=5), last_before=NS(commit=lambda role: shas[3]))]
+    assert _ends(run, here) == (shas[0], shas[4], shas[3])
+    good, first, commits = _range(r, shas[0], shas[4], shas[3])
+    assert (good, first, len(commits)) == (shas[0], shas[3], 5)
+    # alerted late, placed at the run of shas[2]: the good end of its own range, shas[1], first
+    late = [NS(first_run=NS(id=3), commit_range=(shas[1], shas[2]))]
+    assert _ends(run, late) == (shas[0], shas[4], shas[1])
+    # a previous-run baseline past that place: the range starts at its own good end
+    prev = NS(id=5, commits={"base": shas[3], "cand": shas[4]})
+    good, first, commits = _range(r, *_ends(prev, late))
+    assert (good, first, [c.sha for c in commits]) == (shas[1], None, shas[1:])

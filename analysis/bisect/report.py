@@ -8,6 +8,14 @@ from analysis.bisect.search import CULPRIT, ENDS, FUNCTIONS, REST, Bisection, St
 ROLE = {ENDS: "the ends", "probe": "probe", FUNCTIONS: "parent → culprit", REST: "culprit → bad end"}
 
 
+def looks_text(looks: list[int]) -> str:
+    """'4, then every 2, up to 96' for evenly spaced looks, else the list."""
+    gaps = {b - a for a, b in zip(looks, looks[1:])}
+    if len(looks) > 3 and len(gaps) == 1:
+        return f"{looks[0]}, then every {gaps.pop()}, up to {looks[-1]}"
+    return ", ".join(map(str, looks))
+
+
 def _pct(x: float | None) -> str:
     return "—" if x is None else f"{x:+.1%}"
 
@@ -29,10 +37,11 @@ def _change(f: dict) -> str:
 def _step_row(b: Bisection, k: int, s: Step) -> str:
     d = s.decided()
     base, probe = b.commits[s.base], b.commits[s.probe]
-    iv = "—" if d is None else f"{d.change:+.1%} [{d.low:+.1%}, {d.high:+.1%}] at {d.level:.2%}"
+    iv = "—" if d is None else f"{d.change:+.1%} [{d.low:+.1%}, {d.high:+.1%}] at {d.level:.0%}"
     subject = probe.subject.replace("|", "\\|")[:60]
+    test = "" if d is None or d.llr != d.llr else f" (L {d.llr:+.1f}, bounds ±{d.bound:.1f})"
     return (f"| {k} | {ROLE.get(s.role, s.role)} | `{probe.sha[:12]}` {subject} | `{base.sha[:12]}` "
-            f"| {len(s.log_ratios)} | {iv} | {s.verdict} |")
+            f"| {len(s.log_ratios)} | {iv} | {s.verdict}{test} |")
 
 
 def markdown(b: Bisection) -> str:
@@ -44,11 +53,15 @@ def markdown(b: Bisection) -> str:
               f"Range: {len(b.commits) - 1} first-parent commits from `{b.good}` "
               f"(`{b.commits[0].sha[:12]}`) to `{b.bad}` (`{b.commits[-1].sha[:12]}`) in {b.repo}.",
               f"Minimum change ±{b.min_change:.1%} ({b.min_change_why}); each step's error "
-              f"{b.alpha:.2%}, looks after {', '.join(map(str, b.looks))} paired reps; "
+              f"{b.alpha:.2%}, looks after {looks_text(b.looks)} paired reps"
+              + (f", {b.commits[b.hint].sha[:12]} probed first" if b.hint is not None else "") + "; "
               f"{b.spent_s / 60:.1f} min spent of {b.budget_s / 60:.0f}.", "",
               "| step | what | probe | against | paired reps | throughput change (probe/against) | decision |",
               "|---:|---|---|---|---:|---|---|"]
     lines += [_step_row(b, k, s) for k, s in enumerate(b.steps, 1) if s.decision is not None]
+    lines += ["", f"L: the log likelihood ratio of a change of ±{b.min_change:.1%} against none (a probe and "
+                  "the culprit against its parent: in the bad end's direction); a step is different at "
+                  "L ≥ the bound, the same at L ≤ −bound (docs/bisect.md)."]
     rest = next((s for s in b.steps if s.role == REST and s.decision is not None), None)
     if b.status == CULPRIT and rest is not None and rest.verdict != "same":
         lines += ["", f"The rest of the range (culprit → bad end) is **{rest.verdict}**: "

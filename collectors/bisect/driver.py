@@ -5,8 +5,9 @@ unfinished run's unfinished reps: `stallscope bisect --resume DIR` resumes that 
 the run API's own resume and goes on.
 
 Probe runs are not profiled (throughput decides them, and perf would add its processing to
-every look); the functions step (the culprit's parent against the culprit) is, with perf in
-the paired windows, and its comparison report is rendered beside bisect.json.
+every look); the first run of the functions step (the culprit's parent against the culprit)
+is, with perf in the paired windows, and its comparison report is rendered beside
+bisect.json; its later looks, until its throughput decides, are not.
 """
 from __future__ import annotations
 
@@ -16,12 +17,12 @@ from pathlib import Path
 from typing import Callable
 
 from analysis.bisect import rule
-from analysis.bisect.search import FUNCTIONS, RUNNING, UNRESOLVED, Bisection, Step
+from analysis.bisect.search import FUNCTION_REPS, FUNCTIONS, RUNNING, Bisection, Step
 from analysis.compare.throughput import main_log_ratios
 from analysis.inputs.rundir import RunDir, load_run, read_json, write_json
 from analysis.report.writer import report_run
 from analysis.stats import DECIDED
-from analysis.bisect.report import markdown
+from analysis.bisect.report import looks_text, markdown
 from analysis.inputs.option_specs import DEFAULT_MIN_CHANGE
 from collectors.bisect.commits import BisectError, first_parent_range
 from collectors.host import machine, noise
@@ -31,7 +32,6 @@ from collectors.workload.cases import load_case
 
 Log = Callable[[str], None]
 STATE = "bisect.json"
-FUNCTION_REPS = 6        # the functions step: one profiled run of this many paired reps
 
 
 def load(out: Path) -> Bisection:
@@ -49,25 +49,31 @@ def save(out: Path, b: Bisection) -> None:
 
 
 def start(out: Path, case: str, repo: Path, good: str, bad: str, *, size: str, min_change: float | None,
-          budget_s: float, paired_windows: int | None, log: Log) -> Bisection:
+          budget_s: float, paired_windows: int | None, log: Log, first: str | None = None) -> Bisection:
     """A new bisection of good..bad in `out` (bisect.json written): the range, each step's
-    alpha, the minimum change (given, or the host's default)."""
+    alpha, the minimum change (given, or the host's default). first: a commit of the range
+    to probe first (a scheduled job's: the run before the one its history places the change at)."""
     commits = first_parent_range(repo, good, bad)
-    alpha = rule.step_alpha(len(commits) - 1)
-    why, looks = "as given", rule.LOOKS
+    hint = next((i for i, c in enumerate(commits[1:-1], 1) if first and c.sha.startswith(first)), None)
+    alpha = rule.step_alpha(len(commits) - 1, hinted=hint is not None)
+    why = "as given"
     spread = noise.lookup(machine.host_facts().summary(), load_case(case, size).name, size)
     if min_change is None:
         min_change, why = default_min_change(spread, alpha)
-    elif spread is not None:       # reps enough for 95% power at the change asked, if the host knows its noise
-        looks = rule.plan_looks(min_change, spread.sd, alpha)
     if (out / STATE).exists():
         raise BisectError(f"{out} holds a bisection already: --resume {out}, or give another --out")
     out.mkdir(parents=True, exist_ok=True)
-    b = Bisection(case, str(repo), good, bad, commits, min_change, why, alpha, list(looks),
-                  budget_s, size=size, paired_windows=paired_windows)
+    b = Bisection(case, str(repo), good, bad, commits, min_change, why, alpha, list(rule.LOOKS),
+                  budget_s, size=size, paired_windows=paired_windows, hint=hint)
     save(out, b)
-    log(f"bisect: {len(commits) - 1} commits from {good} to {bad}, ~{b.probes_left()} steps; "
-        f"minimum change ±{min_change:.1%} ({why}); looks after {', '.join(map(str, looks))} paired reps; {out}")
+    log(f"bisect: {len(commits) - 1} commits from {good} to {bad}, ~{b.probes_left()} steps"
+        + (f", {commits[hint].sha[:12]} first" if hint is not None else "")
+        + f"; minimum change ±{min_change:.1%} ({why}); each step looks after {looks_text(b.looks)} "
+        f"paired reps; {out}")
+    if spread is not None and (n := rule.expected_reps(min_change, spread.sd, alpha)) > rule.MAX_REPS / 2:
+        log(f"bisect: a step of ±{min_change:.1%} takes about {n:.0f} paired reps on this host's spread "
+            f"(±{spread.sd:.1%} a rep), and stops undecided after {rule.MAX_REPS}: a larger --min-change "
+            "decides sooner")
     return b
 
 
@@ -76,8 +82,9 @@ def default_min_change(spread: noise.Noise | None, alpha: float) -> tuple[float,
     if spread is None:
         return DEFAULT_MIN_CHANGE, "this host has recorded no paired run yet"
     m = max(rule.default_min_change(spread.sd, alpha), 0.005)
-    return m, (f"the smallest change a step finds with 95% power here: a paired rep's spread "
-               f"±{spread.sd:.1%} from {spread.runs} run(s) of {spread.source}")
+    return m, (f"the smallest change a step decides by its {rule.DEFAULT_BY}th paired rep with 95% "
+               f"probability here: a paired rep's spread ±{spread.sd:.1%} from {spread.runs} run(s) of "
+               f"{spread.source}")
 
 
 def bisect(out: Path, b: Bisection, log: Log, progress: bool = True) -> Bisection:
@@ -88,8 +95,7 @@ def bisect(out: Path, b: Bisection, log: Log, progress: bool = True) -> Bisectio
     while (step := b.next_step()) is not None:
         b.spent_s = round(spent0 + time.monotonic() - t0, 1)
         if b.spent_s >= b.budget_s:
-            b.status, b.why = UNRESOLVED, (f"budget spent ({b.spent_s / 60:.0f} of {b.budget_s / 60:.0f} "
-                                           f"min) before the search ended; resume with a larger --budget")
+            b.out_of_budget(b.spent_s)
             break
         k += step.decision is None
         left = b.probes_left()
@@ -125,7 +131,7 @@ def _look(out: Path, b: Bisection, step: Step, log: Log, progress: bool) -> None
         log(f"bisect: resuming {run_dir}")
         status = execute(resume_run(run_dir, log, progress=progress)).status
     else:
-        reps = FUNCTION_REPS if step.role == FUNCTIONS else \
+        reps = FUNCTION_REPS if step.role == FUNCTIONS and not step.runs else \
             (rule.next_look(len(step.log_ratios), b.looks) or b.looks[-1]) - len(step.log_ratios)
         plan = plan_run(_request(out, b, step, reps, progress), log)
         step.runs.append(str(plan.run_dir))
@@ -137,12 +143,10 @@ def _look(out: Path, b: Bisection, step: Step, log: Log, progress: bool) -> None
     names = [f"c{step.base}", f"c{step.probe}"]
     step.log_ratios += main_log_ratios(RunDir(run_dir, load_run(run_dir).manifest), *names)
     step.counted = len(step.runs)
-    # the functions step looks once, at all its reps; the others at their planned looks
-    looks = (len(step.log_ratios),) if step.role == FUNCTIONS else b.looks
-    d = rule.decide(step.log_ratios, b.min_change, b.alpha, looks)
+    d = b.decide(step)
     step.decision = asdict(d)
     log(f"bisect: {b.commits[step.probe].sha[:12]} against {b.commits[step.base].sha[:12]}: {d.text()}")
-    if step.role == FUNCTIONS:
+    if step.role == FUNCTIONS and len(step.runs) == 1:      # its first run is the profiled one
         b.functions = _functions(out, run_dir, log)
         step.report = str(out / "functions" / "report.md")
 
@@ -150,7 +154,8 @@ def _look(out: Path, b: Bisection, step: Step, log: Log, progress: bool) -> None
 def _request(out: Path, b: Bisection, step: Step, reps: int, progress: bool) -> RunRequest:
     c = b.commits
     variants = [f"c{i}=git:{b.repo}@{c[i].sha}" for i in (step.base, step.probe)]
-    opts = RunOptions(reps=reps, size=b.size, profile="perf" if step.role == FUNCTIONS else "off")
+    profiled = step.role == FUNCTIONS and not step.runs      # its later looks: throughput only
+    opts = RunOptions(reps=reps, size=b.size, profile="perf" if profiled else "off")
     if b.paired_windows:
         opts.paired_windows = b.paired_windows
     return RunRequest(b.case, variants, opts, out=out / "runs", progress=progress)
