@@ -287,6 +287,9 @@ def test_ctrl_c_while_variants_are_checked_ends_in_one_line_not_a_traceback(tmp_
     fake = tmp_path / "redis-server"
     fake.write_text("#!/bin/sh\nsleep 30\n")
     fake.chmod(0o755)
+    bench = tmp_path / "redis-benchmark"        # beside it, as the run's preflight asks of bin:
+    bench.write_text("#!/bin/sh\nexit 0\n")
+    bench.chmod(0o755)
     args = [CASE, "--size", "tiny", "--profile", "off", "--no-progress", "--out", str(tmp_path / "runs"),
             "--variant", f"a=bin:{fake}", "--variant", f"b=bin:{fake}"]
     p = subprocess.Popen([sys.executable, "-m", "collectors", "run", *args], cwd=REPO, env=cli_env(),

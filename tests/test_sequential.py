@@ -215,7 +215,10 @@ def test_a_live_run_that_decides_is_interrupted_resumed_and_stops_when_answered(
         if p.poll() is None:
             p.kill()
     plan = load_run(run_dir).manifest.precision
-    assert plan.looks == [4, 6, 10, 13] and plan.made == 0 and plan.ended_by is None
+    # 13 reps planned on a host with no records; more where the session's earlier runs of the
+    # case left a spread that asks more (the looks follow the plan)
+    assert plan.looks == sequential.looks(plan.planned) and plan.looks[:4] == [4, 6, 10, 13]
+    assert plan.made == 0 and plan.ended_by is None
 
     def resume() -> subprocess.CompletedProcess:
         return subprocess.run([sys.executable, "-m", "collectors", "run", "--resume", str(run_dir),
@@ -223,12 +226,12 @@ def test_a_live_run_that_decides_is_interrupted_resumed_and_stops_when_answered(
                               text=True, timeout=600)
     r = resume()
     assert r.returncode == 0, r.stderr[-3000:]
-    assert "targets: look 1 of 4 at 4 paired reps (99.86%)" in r.stderr, r.stderr[-3000:]
+    assert f"targets: look 1 of {len(plan.looks)} at 4 paired reps" in r.stderr, r.stderr[-3000:]
     assert "every row decided, at its target, or out of reach by the run's end" in r.stderr
     assert "the run stops here" in r.stderr
     m = load_run(run_dir).manifest
     assert m.precision.ended_by == "answered" and m.precision.look in (1, 2, 3)
-    assert len(m.schedule) == m.precision.looks[m.precision.look - 1] < 13
+    assert len(m.schedule) == m.precision.looks[m.precision.look - 1] < plan.planned
     assert all(rep.status == "ok" for rep in m.schedule) and m.status.state == "complete"
     again = resume()
     assert again.returncode == 0 and "0 of" in again.stderr
