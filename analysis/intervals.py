@@ -21,6 +21,7 @@ from scipy import special
 from scipy import stats as sps
 
 from analysis import twostage
+from analysis.levels import level_text  # noqa: F401 (the one writer; read here too)
 from analysis.ranks import (hodges_lehmann, paired_interval, paired_p_value, paired_max_confidence, pseudo_median,
                            shift_interval, shift_max_confidence)
 
@@ -130,17 +131,6 @@ METHODS: dict[str, tuple[str, Method]] = {
     "two-stage+t": ("mean pair difference", lambda b, c, q, pilot: Estimate(
         float((c - b).mean()), *two_stage_interval(c - b, q, pilot, whole=True))),
 }
-
-
-def level_text(x: float) -> str:
-    """A confidence as text, never rounded up: 95%, 96.9%, 99.79% (cut at two decimals, so
-    99.79% is not "100%" and 96.96% is not "97%")."""
-    pct = x * 100
-    for digits in (0, 1):
-        if abs(round(pct, digits) - pct) < 1e-9:
-            return f"{round(pct, digits):.{digits}f}%"
-    cut = math.floor(pct * 100 + 1e-9) / 100
-    return f"{cut:.2f}".rstrip("0").rstrip(".") + "%"
 
 
 def _rank_needs(paired: bool, level: float) -> int:

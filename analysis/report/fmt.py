@@ -5,8 +5,9 @@ detectable size are worded here, equal to analysis.intervals.level_text and
 analysis.stats.detectable_text (tests/test_pr_lead.py holds them so)."""
 from __future__ import annotations
 
-import math
 from typing import TYPE_CHECKING, Any
+
+from analysis.levels import level_text
 
 if TYPE_CHECKING:
     from analysis.compare.results import ChangeOut
@@ -80,13 +81,8 @@ def signed_value(x: float | None, unit: str) -> str:
 
 def level(x: float) -> str:
     """A confidence level as a table header prints it: 95%, 96.7%, 99.79% (never rounded
-    up: 99.79% is not "100%")."""
-    pct = x * 100
-    for digits in (0, 1):
-        if abs(round(pct, digits) - pct) < 1e-9:
-            return f"{round(pct, digits):.{digits}f}%"
-    cut = math.floor(pct * 100 + 1e-9) / 100
-    return f"{cut:.2f}".rstrip("0").rstrip(".") + "%"
+    up: 99.79% is not "100%"; analysis/levels.py)."""
+    return level_text(x)
 
 
 RULE_WORDS = {"bh": "Benjamini-Hochberg", "holm": "Holm", "bonferroni": "Bonferroni"}
