@@ -142,7 +142,8 @@ def caption(r: Results) -> str:
          f"({level(sec.family_level)} for each column).")
     lat = sec.latency
     if lat is not None:
-        s += f" DRAM {lat.dram_ns:.0f} ns, L3 {lat.llc_ns:.0f} ns a load here."
+        s += (f" DRAM {lat.dram_ns:.0f} ns [{lat.dram_low:.0f}, {lat.dram_high:.0f}], L3 {lat.llc_ns:.0f} ns "
+              f"[{lat.llc_low:.0f}, {lat.llc_high:.0f}] a load here.")
     if sec.tma:
         s += f" {sec.tma}"
     if sec.control_change is not None and sec.control_low is not None and sec.control_high is not None:

@@ -216,8 +216,11 @@ def stall_caption(r: Run) -> str:
          f"builds in cache at {count(sec.count('control_keys'))} keys; intervals at "
          f"{level(0.95 if lv is None else lv)} ({level(0.95 if fam is None else fam)} for each column).")
     lat = sec.obj("latency")
-    if lat is not None and lat.num("dram_ns") is not None and lat.num("llc_ns") is not None:
-        s += f" DRAM {lat.num('dram_ns'):.0f} ns, L3 {lat.num('llc_ns'):.0f} ns a load here."
+    v = {k: lat.num(k) for k in ("dram_ns", "dram_low", "dram_high", "llc_ns", "llc_low", "llc_high")} \
+        if lat is not None else {}
+    if v and None not in v.values():
+        s += (f" DRAM {v['dram_ns']:.0f} ns [{v['dram_low']:.0f}, {v['dram_high']:.0f}], L3 {v['llc_ns']:.0f} ns "
+              f"[{v['llc_low']:.0f}, {v['llc_high']:.0f}] a load here.")
     if sec.text("tma", NOTE_CAP):
         s += f" {sec.text('tma', NOTE_CAP)}"
     cc, lo, hi = sec.num("control_change"), sec.num("control_low"), sec.num("control_high")
