@@ -34,9 +34,7 @@ def _pct(x: float) -> str:
 
 
 def _share(i: Interval | None) -> str:
-    if i is None:
-        return "n/a"
-    if i.low is None or i.high is None:     # no interval, no figure: the ratio says nothing
+    if i is None or i.low is None or i.high is None:   # no interval, no figure
         return "n/a"
     return f"{_pct(i.value)} [{_pct(i.low)}, {_pct(i.high)}]"
 
