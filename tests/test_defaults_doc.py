@@ -100,10 +100,13 @@ def rows(tmp: Path) -> list[tuple[str, ...]]:
     decides = _run()
     assert decides.targets and not _run("--quick").targets
     from analysis import sequential
-    planned = (f"planned from this host's recorded spread, {specs.TARGET_MIN_UNITS} to "
-               f"{specs.TARGET_MAX_UNITS} ({specs.TARGET_UNITS} before it has any); looks after "
+    from collectors.runner import rep_plan
+    planned = (f"planned with its windows and perf's share from this host's recorded spread and "
+               f"seconds a rep, {rep_plan.MIN_REPS} to {specs.TARGET_MAX_UNITS} within the budget "
+               f"({specs.TARGET_UNITS} before it has any); looks after "
                f"{', '.join(map(str, sequential.looks(specs.TARGET_UNITS)))} (more in a longer plan) "
                "end it once answered")
+    planned_windows = f"{{}} to {max(rep_plan.WINDOWS)}, planned with the reps"
     quick, precision, fixed = _run("--quick"), _run("--precision", "2%"), _run("--reps", "7")
     sweep_reps = specs.first_stage(None, None)
     pr = _run(*shlex.split(workflow._run_args(PrConfig())))
@@ -115,7 +118,7 @@ def rows(tmp: Path) -> list[tuple[str, ...]]:
     assert demo_reps is None        # the demo's default size is a run that decides
     return [
         ("`stallscope run` (a run that decides: no `--reps`, `--precision`, `--quick`)", planned,
-         str(decides.paired_windows), _rate(decides), _budget(decides.budget_s), decides.size),
+         planned_windows.format(decides.paired_windows), _rate(decides), _budget(decides.budget_s), decides.size),
         ("`stallscope run --quick`", str(quick.reps), str(quick.paired_windows), _rate(quick),
          _budget(quick.budget_s), quick.size),
         ("`stallscope run --precision PCT`",
@@ -142,7 +145,7 @@ def rows(tmp: Path) -> list[tuple[str, ...]]:
          f"first run {driver.FUNCTION_REPS}",
          str(specs.PAIRED_WINDOWS), f"perf off (the functions step's first run: {rows_rate})",
          _budget(specs.DEFAULT_BISECT_BUDGET_S), specs.DEFAULT_SIZE),
-        ("`stallscope demo`, `make demo`", f"a run that decides: {planned}", str(demo_windows),
+        ("`stallscope demo`, `make demo`", f"a run that decides: {planned}", planned_windows.format(demo_windows),
          rows_rate, _budget(demo.BUDGET_S), "default"),
         ("`stallscope demo --size small`, `make demo-small`", str(small.reps), str(small.paired_windows),
          _rate(small), "none", small.size),

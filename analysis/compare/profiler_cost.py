@@ -57,8 +57,8 @@ def _pairs(run: RunDir, variant: str) -> dict[tuple[str, int], list[tuple[float,
 
 def _paired_rep_pairs(run: RunDir, variant: str) -> dict[tuple[str, int], list[tuple[float, float]]]:
     """Paired reps with perf in their windows (collectors/profilers/perf/paired.py: perf on
-    in every other ABBA block): the variant's rate in each "on" block against the "off"
-    blocks on both sides of it, each block its windows' geometric mean (the same server,
+    in a share of the ABBA blocks): the variant's rate in each run of "on" blocks against
+    the "off" blocks on both sides of it, each block its windows' geometric mean (the same server,
     seconds apart)."""
     out = {}
     for rep in run.manifest.reps(kind="paired"):

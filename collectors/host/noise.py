@@ -8,7 +8,11 @@ and size, the runs measured, newest last:
     {"schema": 1, "hosts": {"<host key>": {"<case>@<size>": [
         {"run": RUN_ID, "at": ISO time, "mode": "servers"|"config"|"off", "aa": bool,
          "units": n, "sd": sd of the units' log ratios, "unit_s": median seconds a unit,
-         "change": mean log ratio}, ...]}}}
+         "change": mean log ratio, "fixed_s": median seconds of a paired rep outside its
+         windows, "window_wall_s": median wall seconds of one window}, ...]}}}
+
+(the last two: paired reps that booked their phases, so that a plan knows what a window
+and the rest of a rep cost here: collectors/runner/rep_plan.py)
 
 A unit is what an interval is over: a paired rep, or an A/B block of separate reps. Runs
 with fewer than 3 units say nothing about spread and are not kept; a host keeps its newest
@@ -52,6 +56,10 @@ class Noise:
     runs: int                 # runs it comes from
     source: str               # "this case" | "other cases on this host"
     latest: str               # when the newest of them ran
+    # a paired rep's seconds outside its windows (start, load, settle, warm-up, fold) and one
+    # window's wall seconds (the window and its switching): None before a run booked them
+    fixed_s: float | None = None
+    window_wall_s: float | None = None
 
 
 def _load(path: Path) -> dict[str, Any]:
@@ -77,13 +85,18 @@ def record(host: HostSummary, case: str, size: str, entry: dict[str, Any],
 
 
 def entry(run_id: str, mode: str, aa: bool, log_ratios: list[float], unit_seconds: list[float],
-          at: str | None = None) -> dict[str, Any]:
-    """One run's line of the store; `at`: when it ran (the manifest's created time)."""
+          at: str | None = None, fixed_seconds: list[float] | None = None,
+          window_seconds: list[float] | None = None) -> dict[str, Any]:
+    """One run's line of the store; `at`: when it ran (the manifest's created time);
+    `fixed_seconds`, `window_seconds`: each paired rep's seconds outside its windows and
+    per window (where its phases were booked)."""
+    med = (lambda xs, nd: round(statistics.median(xs), nd) if xs else None)
     return {"run": run_id, "at": at or now_iso(),
             "mode": mode, "aa": aa, "units": len(log_ratios),
             "sd": round(statistics.stdev(log_ratios), 6) if len(log_ratios) > 1 else None,
-            "unit_s": round(statistics.median(unit_seconds), 1) if unit_seconds else None,
-            "change": round(statistics.fmean(log_ratios), 6) if log_ratios else None}
+            "unit_s": med(unit_seconds, 1),
+            "change": round(statistics.fmean(log_ratios), 6) if log_ratios else None,
+            "fixed_s": med(fixed_seconds, 1), "window_wall_s": med(window_seconds, 4)}
 
 
 def lookup(host: HostSummary, case: str, size: str, paired: bool = True,
@@ -103,5 +116,11 @@ def lookup(host: HostSummary, case: str, size: str, paired: bool = True,
     dof = sum(r["units"] - 1 for r in want)
     sd = math.sqrt(sum((r["units"] - 1) * r["sd"] ** 2 for r in want) / dof)
     secs = [r["unit_s"] for r in want if r.get("unit_s")]
+    # what a rep costs: only this case's runs (another case loads another dataset)
+    mine = cases.get(f"{case}@{size}", []) if source == "this case" else []
+    fixed = [r["fixed_s"] for r in mine if r.get("fixed_s") and r.get("window_wall_s")]
+    wall = [r["window_wall_s"] for r in mine if r.get("fixed_s") and r.get("window_wall_s")]
     return Noise(sd=sd, unit_s=statistics.median(secs) if secs else 0.0, runs=len(want),
-                 source=source, latest=max(r.get("at", "") for r in want))
+                 source=source, latest=max(r.get("at", "") for r in want),
+                 fixed_s=statistics.median(fixed) if fixed else None,
+                 window_wall_s=statistics.median(wall) if wall else None)

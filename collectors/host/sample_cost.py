@@ -1,7 +1,7 @@
 """What one perf sample costs the server on this host, and the sampling rate it allows.
 
 A run that profiles in its paired windows measures perf's cost in the run itself (perf on in
-every other ABBA block: analysis/compare/profiler_cost.py). Divided by the rate, that is the
+a share of the ABBA blocks: analysis/compare/profiler_cost.py). Divided by the rate, that is the
 cost of one sample: the CPU the server loses per cpu-clock sample (the timer interrupt, the
 frame-pointer walk, the ring buffer). Each finished run whose server was the bottleneck adds
 its figure, its standard error, its case and its size to `sample_cost.json` among the host's

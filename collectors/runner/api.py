@@ -30,7 +30,7 @@ from analysis.inputs.stall_plan import StallPlan
 from collectors.variants.spec import VariantSpec, parse_variant
 from collectors.host import machine, noise, procs, sample_cost, versions
 from collectors.load import memtier
-from collectors.runner import layouts, pairing, stall_control, targets
+from collectors.runner import layouts, pairing, rep_plan, stall_control, targets
 from collectors.runner.context import RunContext, bench_bin
 from collectors.runner.new_manifest import apply_sections, make_manifest, new_run_id
 from collectors.runner.options import RUNS_DIR, RunError, RunOptions
@@ -143,8 +143,9 @@ def plan_run(req: RunRequest, log: Log) -> RunPlan:
         raise RunError(f"--on {opts.precision_on}: a function's cost per operation is narrowed "
                        f"from the profiles of paired windows; this run is "
                        f"{'not paired (' + decided.reason + ')' if not opts.paired else 'not profiled (--profile ' + opts.profile + ')'}")
-    units_note = _plan_reps(opts, host, case, log)
+    units_note, short_reps = _plan_reps(opts, host, case, log)
     profiling_note, short = _resolve_profiling(opts, host, case)
+    short = short_reps + short
     for line in [profiling_note] * bool(profiling_note) + [f"targets: {x}" for x in short]:
         log(f"stallscope run: {line}")
     tools = versions.tool_versions({n: v.benchmark_bin for n, v in variants.items()})
@@ -156,6 +157,7 @@ def plan_run(req: RunRequest, log: Log) -> RunPlan:
     m.options.report = bool(req.report)
     if units_note:      # why the reps, and the targets out of reach said before the run
         m.precision.note = "; ".join([units_note, *short])
+        m.precision.control_s = rep_plan.CONTROL_S if stall_control.wanted(opts) else 0.0
     m.load_generator, memtier_bin = choose_load_generator(case, opts, variants, log)
     for s in sections:
         apply_sections(m, s)
@@ -203,16 +205,31 @@ def _log_dataset(case: Case, log: Log) -> None:
         log(f"stallscope run: dataset: {ws.describe(case.dataset.keys)} (size {case.size}: {ws.why()})")
 
 
-def _plan_reps(opts: RunOptions, host: HostFacts, case: Case, log: Log) -> str:
+def _plan_reps(opts: RunOptions, host: HostFacts, case: Case, log: Log) -> tuple[str, list[str]]:
     """A run that decides: its paired reps from this host's recorded spread for the case
-    (collectors/runner/targets.py); why, for the manifest. "" for any other run."""
+    (collectors/runner/targets.py); a paired one profiled in its windows, its windows and
+    perf's share of them too, planned with the reps from what a rep costs here and the
+    budget (collectors/runner/rep_plan.py). (why, for the manifest; the targets the plan
+    cannot reach) ("", [] for any other run)."""
     if not opts.targets:
-        return ""
-    units = targets.planned_units(noise.lookup(host.summary(), case.name, case.size, paired=opts.paired),
-                                  targets.Targets())
-    opts.reps = units.units
-    log(f"stallscope run: targets: {targets.Targets().text()}; {units.why}")
-    return units.why
+        return "", []
+    spread = noise.lookup(host.summary(), case.name, case.size, paired=opts.paired)
+    t = targets.Targets()
+    in_windows = (opts.paired and opts.profile == "perf" and case.workload.tool != "rdb-load"
+                  and opts.paired_windows == TARGET_WINDOWS and opts.frequency_hz is None)
+    if not in_windows:
+        units = targets.planned_units(spread, t)
+        opts.reps = units.units
+        log(f"stallscope run: targets: {t.text()}; {units.why}")
+        return units.why, []
+    top = sample_cost.choose(host.summary(), case=case.name, need_hz=math.inf, size=case.size).hz
+    budget = None if opts.budget_s is None else \
+        opts.budget_s - (rep_plan.CONTROL_S if stall_control.wanted(opts) else 0.0)
+    p = rep_plan.plan(spread, budget, t, top, opts.paired_window_s,
+                      targets.focus_family_rows(case.focus, case.server.io_threads))
+    opts.reps, opts.paired_windows, opts.perf_share = p.reps, p.windows, float(p.share)
+    log(f"stallscope run: targets: {t.text()}; {p.text()}")
+    return p.text(), rep_plan.short_of(p, spread, t)
 
 
 def _resolve_profiling(opts: RunOptions, host: HostFacts, case: Case) -> tuple[str, list[str]]:
@@ -238,13 +255,14 @@ def _resolve_profiling(opts: RunOptions, host: HostFacts, case: Case) -> tuple[s
     return "", []
 
 
-def _row_plan(opts: RunOptions, case: Case) -> tuple[int, int, float, int, float]:
-    """(reps, windows, window s, focus family rows, alpha) the function rows are planned in:
+def _row_plan(opts: RunOptions, case: Case) -> tuple[int, int, float, int, float, float]:
+    """(reps, windows, window s, focus family rows, alpha, perf's share of the blocks) the
+    function rows are planned in:
     the focus family at its largest, a run that decides' rows at its last look's alpha."""
     reps = max(opts.reps, 2)
     return (reps, opts.paired_windows, opts.paired_window_s,
             targets.focus_family_rows(case.focus, case.server.io_threads),
-            targets.final_alpha(reps) if opts.targets else 0.05)
+            targets.final_alpha(reps) if opts.targets else 0.05, opts.perf_share)
 
 
 def _rate_need(opts: RunOptions, case: Case) -> float | None:
@@ -253,9 +271,9 @@ def _rate_need(opts: RunOptions, case: Case) -> float | None:
     reaches them (sample_cost says so)."""
     if opts.quick or not opts.paired or opts.profile_reps:
         return None
-    reps, windows, window_s, rows, alpha = _row_plan(opts, case)
+    reps, windows, window_s, rows, alpha, share = _row_plan(opts, case)
     return targets.rate_need(targets.Targets(), reps, windows, window_s, focus_rows=rows,
-                             alpha=alpha) or math.inf
+                             alpha=alpha, share=share) or math.inf
 
 
 def with_plugin_defaults(opts: RunOptions) -> RunOptions:

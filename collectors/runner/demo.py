@@ -37,11 +37,12 @@ def cand_spec(cwd: Path | None = None) -> str:
     return f"prefetch=debsrc:redis@8.0+patch={REPO / PATCH}"
 
 # Per size: (case, paired reps, windows per paired rep, --set overrides of the case). Each
-# window is 0.25 s and perf samples every other ABBA block of them, so the profiles are
-# paired too. The default size is a run that decides (reps None: collectors/runner/targets.py,
-# as `stallscope run` with no flags): its paired reps planned from this host's recorded spread
-# for the case (at least 13), perf at the rate the function rows need, within BUDGET_S of
-# the run (the builds before it: ~2 min each from a fresh clone). Unpaired (--unpaired), the
+# window is 0.25 s and perf samples a share of the ABBA blocks of them (every other one
+# unless planned), so the profiles are paired too. The default size is a run that decides
+# (reps None: collectors/runner/targets.py, as `stallscope run` with no flags): its paired
+# reps, their windows and perf's share of them planned together from this host's recorded
+# spread and seconds a rep (collectors/runner/rep_plan.py), perf at the rate the function
+# rows need, within BUDGET_S of the run (the builds before it: ~2 min each from a fresh clone). Unpaired (--unpaired), the
 # reps are throughput reps per variant and 3 separate profile reps per variant follow. The
 # paired interval is over reps (docs/statistics.md, "The rep is the unit").
 SIZES = {
@@ -54,7 +55,7 @@ SIZES = {
     # (~90 MB) missed that L3 (+33% [+26.5, +40.2]) but sat in a 480 MiB one.
     "small": ("mset-50keys", 3, 64, ()),
 }
-# 9 min of reps (dataset preload included), then the in-cache control (collectors/runner/
-# stall_control.py: 8 short paired reps over at most 1/4 of L3, ~3 min with the latency probe):
-# with two ~1 min builds, 15 min
-BUDGET_S = 540.0
+# 12 min: 9 min of reps (dataset preload included), then 3 kept for the in-cache control
+# (collectors/runner/stall_control.py: 8 short paired reps over at most 1/4 of L3;
+# rep_plan.CONTROL_S); a run whose looks answer early ends sooner (~11 min fresh with its builds)
+BUDGET_S = 720.0

@@ -26,14 +26,35 @@ def keep(run: RunContext) -> bool:
     secs = [s for r in m.schedule if r.kind == kind and r.status == "ok"
             if (s := rep_seconds(r)) is not None]
     per_unit = 1 if kind == "paired" else len(names)      # a block is one rep of each variant
+    fixed, wall = rep_costs(run) if kind == "paired" else ([], [])
     try:
         # an in-cache control's spread is its own, not its run's size's (stall_control.py)
         size = "incache" if run.run_dir.name == INCACHE_DIR else run.case.size
         return noise.record(m.host, run.case.name, size,
                             noise.entry(m.run_id, m.pairing.mode, m.pairing.aa, ratios,
-                                        [s * per_unit for s in secs], m.created))
+                                        [s * per_unit for s in secs], m.created, fixed, wall))
     except OSError:
         return False
+
+
+def rep_costs(run: RunContext) -> tuple[list[float], list[float]]:
+    """Each ok paired rep's seconds outside its windows and per window, from the phases it
+    booked (rep.json `phases`) and its windows (paired.json): what a plan of windows and reps
+    needs (collectors/runner/rep_plan.py). Reps without phases give nothing."""
+    fixed, wall = [], []
+    rd = RunDir(run.run_dir, run.manifest)
+    for r in run.manifest.reps(kind="paired"):
+        if r.status != "ok" or (total := rep_seconds(r)) is None:
+            continue
+        try:
+            phases = rd.facts(r).phases or {}
+        except (OSError, ValueError):
+            continue
+        windows_s, n = phases.get("windows"), run.opts.paired_windows
+        if windows_s and n:
+            fixed.append(max(total - windows_s, 0.0))
+            wall.append(windows_s / n)
+    return fixed, wall
 
 
 def keep_sample_cost(run: RunContext) -> bool:

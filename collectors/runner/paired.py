@@ -83,10 +83,11 @@ def switches(order: Sequence[str]) -> int:
 def run_paired_windows(srv: Server, variants: dict[str, Any], case: Case, cal: Calibration | None,
                        bench_bin: str, client_cpus: list[int] | None, rep_dir: Path,
                        window_s: float = PAIRED_WINDOW_S, windows: int = PAIRED_WINDOWS,
-                       profiler: WindowProfiler | None = None) -> dict[str, Any]:
+                       profiler: WindowProfiler | None = None, perf_share: float = 0.5) -> dict[str, Any]:
     """CONFIG SET between ABBA windows of one server; writes paired.json. With `profiler`
     (a run plugin's WindowProfiler: perf in the paired windows), the server is sampled in
-    every other ABBA block and each variant's windows are folded into its own profile."""
+    `perf_share` of the ABBA blocks (collectors/abba.py) and each variant's windows are
+    folded into its own profile."""
     names = list(variants)
     keys = sorted({k for v in variants.values() for k in (v.config or {})})
     keys = [k for k in keys if len({(variants[n].config or {}).get(k) for n in names}) > 1]
@@ -106,7 +107,7 @@ def run_paired_windows(srv: Server, variants: dict[str, Any], case: Case, cal: C
         if profiler is not None:
             profiler.probe("server", srv.pid)     # the unwinding, chosen under the load
             profiler.start({"server": srv.pid})
-        _config_windows(srv, bp, order, values, command, window_s, rows, profiler)
+        _config_windows(srv, bp, order, values, command, window_s, rows, profiler, perf_share)
     finally:
         if profiler is not None:
             profiler.stop()
@@ -125,10 +126,10 @@ def run_paired_windows(srv: Server, variants: dict[str, Any], case: Case, cal: C
 
 def _config_windows(srv: Server, bp: Any, order: list[str], values: dict[str, dict[str, Any]],
                     command: str, window_s: float, rows: list[PairedWindow],
-                    profiler: WindowProfiler | None) -> None:
+                    profiler: WindowProfiler | None, perf_share: float = 0.5) -> None:
     """The ABBA windows of one server: CONFIG SET at a switch; with a profiler, perf switched
     before a block's first count (an "on" window's samples and operations cover one span)."""
-    on_plan = block_schedule(len(order)) if profiler is not None else None
+    on_plan = block_schedule(len(order), perf_share) if profiler is not None else None
     a = None
     for i, name in enumerate(order):
         on = on_plan[i] if on_plan else None

@@ -56,11 +56,11 @@ def run_server_windows(servers: dict[str, Server], variants: dict[str, Variant],
                        client_cpus: list[int] | None, rep_dir: Path,
                        window_s: float = PAIRED_WINDOW_S, windows: int = PAIRED_WINDOWS,
                        warmup_s: float = 2.0, clock: PhaseClock | None = None,
-                       profiler: WindowProfiler | None = None) -> dict[str, Any]:
+                       profiler: WindowProfiler | None = None, perf_share: float = 0.5) -> dict[str, Any]:
     """Warm each server for warmup_s, then `windows` ABBA windows; writes paired.json.
     With `clock`, the warm-up and the windows are booked as phases of the rep; with
     `profiler` (a run plugin's WindowProfiler: perf in the paired windows), both servers are
-    sampled in every other ABBA block of windows and each variant's profile folded after."""
+    sampled in `perf_share` of the ABBA blocks of windows (collectors/abba.py) and each variant's profile folded after."""
     names = list(servers)
     order = window_order(names, windows)
     w = case.workload
@@ -85,7 +85,7 @@ def run_server_windows(servers: dict[str, Server], variants: dict[str, Variant],
         if profiler is not None:
             profiler.start({n: servers[n].pid for n in names})
         _windows(servers, loads, variants, order, command, window_s, capacity, rows, busy,
-                 block_schedule(len(order)) if profiler is not None else None, profiler)
+                 block_schedule(len(order), perf_share) if profiler is not None else None, profiler)
         if order:
             _signal(loads[order[-1]], signal.SIGSTOP)
         if clock:

@@ -47,7 +47,9 @@ class PrecisionRun:
         # what was asked (manifest.json options): the half-width (a fraction of the ratio), the
         # wall-time budget, the first stage and --on's function (None: the main metric)
         self.target: float = run.manifest.options.precision
-        self.budget_s: float | None = run.manifest.options.budget_s
+        # (a run that decides keeps precision.control_s of it for its in-cache control)
+        budget = run.manifest.options.budget_s
+        self.budget_s: float | None = None if budget is None else budget - (self.plan.control_s or 0.0)
         self.pilot: int = (run.manifest.options.reps if run.manifest.options.targets
                            else run.manifest.pilot) or 0
         self.on: tuple[str, str] | None = run.manifest.options.precision_function

@@ -54,10 +54,10 @@ class Targets:
                 f"of {self.share:.0%} of the samples or more ±{self.movers:.0%}")
 
 
-def sampled_seconds(windows: int, window_s: float) -> float:
+def sampled_seconds(windows: int, window_s: float, share: float = 0.5) -> float:
     """Seconds perf samples one server in a paired rep: half the windows are its own, perf is
-    on in every other ABBA block of them (collectors/abba.py)."""
-    return windows * window_s / 4
+    on in `share` of the ABBA blocks of them (collectors/abba.py)."""
+    return windows * window_s / 2 * share
 
 
 def final_alpha(reps: int) -> float:
@@ -89,7 +89,7 @@ def samples_needed(share: float, change: float, reps: int, focus_rows: int | Non
 
 
 def rate_need(targets: Targets, reps: int, windows: int, window_s: float,
-              focus_rows: int = 0, alpha: float = 0.05) -> float | None:
+              focus_rows: int = 0, alpha: float = 0.05, share: float = 0.5) -> float | None:
     """The rate (Hz) that gives a function of `targets.share` its target in `reps` paired
     reps of `windows` windows: `targets.movers` as a top mover, `targets.focus` as a focus
     row of a family of `focus_rows` (0: no focus rows); None when no rate can. (A focus
@@ -101,14 +101,15 @@ def rate_need(targets: Targets, reps: int, windows: int, window_s: float,
         needs.append(samples_needed(targets.share, targets.focus, reps, focus_rows, alpha))
     if any(n is None for n in needs):
         return None
-    return max(needs) / sampled_seconds(windows, window_s)
+    return max(needs) / sampled_seconds(windows, window_s, share)
 
 
 def reach(targets: Targets, hz: float, reps: int, windows: int, window_s: float,
-          focus_rows: int = 0, alpha: float = 0.05) -> dict[str, float]:
+          focus_rows: int = 0, alpha: float = 0.05, share: float = 0.5) -> dict[str, float]:
     """What a function of `targets.share` could see (80% power) at `hz` in `reps` paired
-    reps: {"movers": ..., "focus": ...} (focus only with focus rows), fractions."""
-    samples = hz * sampled_seconds(windows, window_s)
+    reps, perf on in `share` of their windows: {"movers": ..., "focus": ...} (focus only
+    with focus rows), fractions."""
+    samples = hz * sampled_seconds(windows, window_s, share)
     out = {"movers": _reach(targets.share, samples, reps, None, alpha).detectable}
     if focus_rows:
         out["focus"] = _reach(targets.share, samples, reps, focus_rows, alpha).detectable
@@ -116,7 +117,7 @@ def reach(targets: Targets, hz: float, reps: int, windows: int, window_s: float,
 
 
 def out_of_reach(targets: Targets, rate: Rate, reps: int, windows: int, window_s: float,
-                 focus_rows: int = 0, alpha: float = 0.05) -> list[str]:
+                 focus_rows: int = 0, alpha: float = 0.05, share: float = 0.5) -> list[str]:
     """Before the run: each function target the chosen rate cannot reach in the planned
     reps, with the reason that binds: the highest rate perf is run at (RATES, 1,999 Hz),
     where even it falls short in these reps, else the perturbation budget (empty when
@@ -124,8 +125,8 @@ def out_of_reach(targets: Targets, rate: Rate, reps: int, windows: int, window_s
     words = {"movers": f"every function of {targets.share:.0%} of the samples ±{targets.movers:.0%}",
              "focus": f"each focus function of {targets.share:.0%} of the samples ±{targets.focus:.0%}"}
     want = {"movers": targets.movers, "focus": targets.focus}
-    now = reach(targets, rate.hz, reps, windows, window_s, focus_rows, alpha)
-    top = reach(targets, CEILING, reps, windows, window_s, focus_rows, alpha)
+    now = reach(targets, rate.hz, reps, windows, window_s, focus_rows, alpha, share)
+    top = reach(targets, CEILING, reps, windows, window_s, focus_rows, alpha, share)
     out = []
     for k, got in now.items():
         if got <= want[k]:

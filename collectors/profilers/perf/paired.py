@@ -9,8 +9,9 @@ window (record.fold_windows), so each variant's profile covers exactly the windo
 operations were counted: a function's CPU time per operation is a paired ratio per rep,
 judged like throughput (docs/statistics.md, "Profiles in the paired windows").
 
-perf is on in every other ABBA block (`--control`: collectors/abba.block_schedule, which the
-runner follows and calls set() by), so the same rep measures what it costs: each server's rate in its on windows
+perf is on in a share of the ABBA blocks, every other one unless a run that decides planned
+more (`--control`: collectors/abba.block_schedule, which the runner follows and calls set()
+by; options.perf_share), so the same rep measures what it costs: each server's rate in its on windows
 against its off windows, seconds apart. Output in the rep directory, per variant:
 perf-<variant>.folded, perf-<variant>.threads.tsv; perf.stderr for perf's messages.
 """

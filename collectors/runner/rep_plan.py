@@ -1,0 +1,162 @@
+"""The whole plan of a run that decides: how many paired reps, how many windows in each, and
+in what share of those windows perf samples, made together from what a rep costs here in
+seconds and the budget (docs/statistics.md, "One plan for reps, windows and perf's share").
+
+A paired rep spends most of its time outside its windows: the servers start, load their
+dataset and settle (on the demo's host ~60 s of a ~95 s rep), and only the windows measure.
+A plan of reps alone (collectors/runner/targets.planned_units) asked for 13 reps of 96
+windows wherever the throughput needed them, and a budget that fitted 9 stopped the run
+with its function rows short of what the rate had been chosen for. Here every choice is
+priced in the same seconds:
+
+- **windows per rep** (WINDOWS: multiples of abba.WHOLE, so every share is whole ABBA
+  periods): more windows give each rep more samples for the same start and load;
+- **reps**: at most what the budget holds at this host's recorded seconds a rep
+  (RepCost: its fixed part and its windows), at least MIN_REPS;
+- **perf's share of the blocks** (abba.SHARES): samples grow with it, and perf's cost
+  still cancels in the paired ratios (both servers are sampled alike); the perf-off blocks
+  are left to check that (analysis/compare/perf_blocks.py, equivalence within +-TILT) and
+  to measure the overhead. The share is the largest whose predicted tilt interval keeps
+  within TILT_ROOM of the line (TILT_SD: the tilt's per-rep spread in recorded runs).
+
+Among the plans the budget holds, the one kept reaches the throughput target (or comes
+closest), then brings the function rows nearest theirs (the worst row's detectable size
+over its target, at the highest rate perf may run here), then takes the least time.
+Without a recorded rep cost (the host's first run of the case) the plan is the targets'
+reps of TARGET_WINDOWS windows at the share the tilt allows there, and the budget is the
+only stop: the next run has the cost. None of this reads the run's values: the reps
+are fixed before the first one starts, as the looks need (analysis/sequential.py).
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from fractions import Fraction
+
+from scipy import stats as sps
+
+from analysis.inputs.option_specs import TARGET_MAX_UNITS, TARGET_UNITS, TARGET_WINDOWS
+from analysis.power import planned_change
+from analysis.compare.perf_blocks import TILT
+from collectors.abba import SHARES, WHOLE
+from collectors.host.noise import Noise
+from collectors.runner import targets as tg
+from collectors.runner.progress import duration
+
+WINDOWS = tuple(range(TARGET_WINDOWS, 6 * WHOLE + 1, WHOLE))     # 96, 144, ..., 288
+MIN_REPS = 8            # below this a plan has no look between its first and its last
+# The per-rep sd of log(ratio over the perf-on blocks / ratio over the perf-off blocks) at
+# 96 windows and share 1/2: the median of the 12 recorded paired runs of 96-128 windows
+# (tests/data/runs: 0.009-0.030; tests/test_rep_plan.py reads them again).
+TILT_SD = 0.0125
+# The predicted tilt interval's half-width, at most this much of TILT: at 0.6 an A/A's
+# interval, centred within its sd of 0, lies inside +-TILT (the blocks "agree") ~88% of the time
+TILT_ROOM = 0.6
+# What the in-cache control costs the budget (collectors/runner/stall_control.py: 8 paired
+# reps of 32 windows over a small dataset): 2 min 10 s recorded on a 480 MiB-L3 Xeon guest
+# (tests/data/runs/mset-demo-looks-xeon480/incache), with room for a slower host.
+CONTROL_S = 180.0
+
+
+@dataclass(frozen=True)
+class RepCost:
+    """What a paired rep costs here: seconds outside its windows, and per window."""
+    fixed_s: float
+    window_s: float
+
+    def rep_s(self, windows: int) -> float:
+        return self.fixed_s + windows * self.window_s
+
+    @classmethod
+    def of(cls, spread: Noise | None) -> RepCost | None:
+        if spread is None or not spread.fixed_s or not spread.window_wall_s:
+            return None
+        return cls(spread.fixed_s, spread.window_wall_s)
+
+
+@dataclass(frozen=True)
+class RepPlan:
+    reps: int
+    windows: int
+    share: Fraction
+    rep_s: float | None       # predicted seconds a rep (None: no recorded cost)
+    why: str
+
+    def text(self) -> str:
+        each = f" of about {duration(self.rep_s)} each" if self.rep_s else ""
+        return (f"{self.reps} paired reps of {self.windows} windows{each}, perf on in {self.share} "
+                f"of their blocks: {self.why}")
+
+
+def tilt_half_width(reps: int, windows: int, share: Fraction) -> float:
+    """The predicted half-width of the perf-blocks interval (95%, t over reps): the tilt's
+    per-rep variance goes as 1/(share (1 - share)) and as 1/windows."""
+    scale = math.sqrt((0.25 / (share * (1 - share))) * (TARGET_WINDOWS / windows))
+    return float(sps.t.ppf(0.975, reps - 1)) * TILT_SD * scale / math.sqrt(reps)
+
+
+def best_share(reps: int, windows: int) -> Fraction:
+    """The largest share whose predicted tilt interval stays within TILT_ROOM of the line."""
+    ok = [s for s in SHARES if tilt_half_width(reps, windows, s) <= TILT_ROOM * TILT]
+    return max(ok, default=SHARES[0])
+
+
+def throughput_reach(spread: Noise | None, reps: int) -> float | None:
+    """What the throughput row could see in `reps` at its last look's level (None: no spread)."""
+    if spread is None or spread.sd <= 0:
+        return None
+    return planned_change(reps, spread.sd, 1 - tg.final_alpha(reps))
+
+
+def _score(p: RepPlan, spread: Noise | None, t: tg.Targets, hz: float, window_s: float,
+           focus_rows: int) -> tuple[float, float, float]:
+    thr = throughput_reach(spread, p.reps)
+    got = tg.reach(t, hz, p.reps, p.windows, window_s, focus_rows, tg.final_alpha(p.reps), float(p.share))
+    want = {"movers": t.movers, "focus": t.focus}
+    worst = max(got[k] / want[k] for k in got)
+    return (max((thr or 0) / t.throughput, 1.0), max(worst, 1.0), p.reps * (p.rep_s or 0))
+
+
+def plan(spread: Noise | None, budget_s: float | None, t: tg.Targets, hz: float, window_s: float,
+         focus_rows: int) -> RepPlan:
+    """The plan the budget holds that serves the targets best (the module's docstring);
+    `budget_s` the seconds for the reps (the control's already taken out), `hz` the highest
+    rate perf may run at here."""
+    first = tg.planned_units(spread, t)
+    cost = RepCost.of(spread)
+    if cost is None or budget_s is None:
+        share = best_share(first.units, TARGET_WINDOWS)
+        why = first.why + ("; this host has not recorded what a rep of the case costs, so the "
+                           "budget alone may stop the run sooner" if budget_s is not None and cost is None else "")
+        return RepPlan(first.units, TARGET_WINDOWS, share, None, why)
+    plans = []
+    for w in WINDOWS:
+        fit = min(int(budget_s // cost.rep_s(w)), TARGET_MAX_UNITS)
+        for n in range(MIN_REPS, fit + 1):
+            plans.append(RepPlan(n, w, best_share(n, w), cost.rep_s(w), ""))
+    if not plans:       # not even MIN_REPS of the fewest windows fit: as many as do, or 4
+        n = max(int(budget_s // cost.rep_s(TARGET_WINDOWS)), 4)
+        return RepPlan(n, TARGET_WINDOWS, best_share(n, TARGET_WINDOWS), cost.rep_s(TARGET_WINDOWS),
+                       f"the {duration(budget_s)} budget holds {n} reps of the fewest windows "
+                       f"(at least {MIN_REPS} were wanted)")
+    best = min(plans, key=lambda p: _score(p, spread, t, hz, window_s, focus_rows))
+    return RepPlan(best.reps, best.windows, best.share, best.rep_s,
+                   _why(best, spread, t, budget_s, cost))
+
+
+def _why(p: RepPlan, spread: Noise | None, t: tg.Targets, budget_s: float, cost: RepCost) -> str:
+    thr = throughput_reach(spread, p.reps)
+    sees = f"the throughput could see ±{thr:.1%}" if thr is not None else "no throughput spread recorded"
+    return (f"the plan the {duration(budget_s)} budget holds that best serves the targets, at "
+            f"{cost.fixed_s:.0f} s a rep outside its windows and {cost.window_s:.2f} s a window here; "
+            f"{sees} (target ±{t.throughput:.0%})")
+
+
+def short_of(p: RepPlan, spread: Noise | None, t: tg.Targets) -> list[str]:
+    """The throughput target this plan cannot reach, and why (the function targets are
+    judged with the rate: targets.out_of_reach)."""
+    thr = throughput_reach(spread, p.reps)
+    if thr is None or thr <= t.throughput:
+        return []
+    return [f"throughput ±{t.throughput:.0%} is out of reach: it could see ±{thr:.1%} in the {p.reps} "
+            f"paired reps the budget holds (sd {spread.sd:.4f} of the log ratio recorded here)"]

@@ -1,0 +1,143 @@
+"""One plan for a run that decides' reps, windows and perf's share (collectors/runner/rep_plan.py),
+priced in the seconds a rep takes here. The rep costs come from recorded runs' phases
+(tests/data/runs/*/paired/*/rep.json), the tilt's spread from recorded paired runs; no
+server is run here (the live runs that decide are tests/test_aa.py and tests/test_demo.py)."""
+from __future__ import annotations
+
+import json
+import math
+import statistics
+from fractions import Fraction
+from pathlib import Path
+
+import pytest
+
+from analysis.compare.perf_blocks import TILT, rep_ratios
+from analysis.inputs.host import HostSummary
+from analysis.inputs.option_specs import TARGET_UNITS, TARGET_WINDOWS
+from analysis.inputs.rundir import load_run
+from collectors.abba import SHARES, WHOLE, as_share, block_schedule, schedule, share_period
+from collectors.host import noise
+from collectors.host.noise import Noise
+from collectors.runner import rep_plan, targets
+from tests.conftest import REPO
+
+RUNS = REPO / "tests" / "data" / "runs"
+LOOKS = RUNS / "mset-demo-looks-xeon480"
+FOCUS_ROWS = 33      # mset-50keys' 8 focus functions, one thread view
+
+
+def _recorded_cost(run: Path) -> rep_plan.RepCost:
+    """A recorded run's median seconds a paired rep outside its windows, and per window."""
+    m = json.loads((run / "manifest.json").read_text())
+    fixed, wall = [], []
+    for r in m["schedule"]:
+        phases = json.loads((run / r["dir"] / "rep.json").read_text())["phases"]
+        fixed.append(sum(phases.values()) - phases["windows"])
+        wall.append(phases["windows"] / m["options"]["paired_windows"])
+    return rep_plan.RepCost(statistics.median(fixed), statistics.median(wall))
+
+
+def _spread(sd: float, cost: rep_plan.RepCost | None) -> Noise:
+    return Noise(sd=sd, unit_s=90, runs=3, source="this case", latest="",
+                 fixed_s=cost.fixed_s if cost else None, window_wall_s=cost.window_s if cost else None)
+
+
+@pytest.mark.parametrize("windows", rep_plan.WINDOWS)
+@pytest.mark.parametrize("share", SHARES)
+def test_each_share_is_kept_exactly_and_weighs_on_and_off_alike_over_the_rep(share, windows):
+    on = block_schedule(windows, share)
+    assert sum(on) == share * windows          # whole half-periods (abba.WHOLE) at every share
+    blocks = on[::4]
+    # a linear drift over each half-period hits "on" and "off" alike when the two halves
+    # mirror each other: the mean position of "on" blocks equals that of "off" blocks
+    period = share_period(share)
+    full = len(blocks) - len(blocks) % len(period)
+    mean = lambda state: statistics.fmean(i for i in range(full) if blocks[i] is state)
+    assert mean(True) == pytest.approx(mean(False))
+    assert not blocks[0]          # the cold first block (pair_clusters.settled drops it) is "off"
+
+
+def test_share_one_half_is_the_schedule_every_run_had_before():
+    for w in (8, 16, 64, 96, 100):
+        assert block_schedule(w) == [schedule((w + 3) // 4)[i // 4] for i in range(w)]
+    assert as_share(0.666667) == Fraction(2, 3) and as_share(0.75) == Fraction(3, 4)
+    with pytest.raises(ValueError, match="perf share 0.9"):
+        as_share(0.9)
+    assert WHOLE % 16 == 0 and WHOLE % 12 == 0
+
+
+def test_the_tilt_spread_the_plan_assumes_is_the_recorded_runs():
+    """TILT_SD: the median per-rep sd of the on/off tilt, scaled to 96 windows, over the
+    recorded paired runs of 96 windows or more (the planned shares are judged by it)."""
+    sds = []
+    for d in sorted(RUNS.iterdir()):
+        if not (d / "manifest.json").is_file():
+            continue
+        run = load_run(d)
+        names, w = run.variant_names, run.manifest.options.paired_windows
+        if len(names) != 2 or w < TARGET_WINDOWS:
+            continue
+        pairs = rep_ratios(run, names[0], names[1])
+        if len(pairs) >= 5:
+            x = [math.log(on / off) for off, on in pairs]
+            sds.append(statistics.stdev(x) * math.sqrt(w / TARGET_WINDOWS))
+    assert len(sds) >= 10
+    assert statistics.median(sds) == pytest.approx(rep_plan.TILT_SD, abs=0.002)
+
+
+def test_the_plan_fits_the_budget_at_the_recorded_seconds_a_rep():
+    """The demo's host (mset-50keys at 21M keys on a 480 MiB-L3 guest): ~60 s a rep outside its
+    windows. 13 reps of 96 windows (the plan of reps alone) would take 20 min; the 12 min the
+    budget leaves after the control hold 7, and the plan says so before the run."""
+    cost = _recorded_cost(LOOKS)
+    assert 50 < cost.fixed_s < 90 and 0.3 < cost.window_s < 0.4
+    spread = _spread(0.012, cost)
+    old = targets.planned_units(spread, targets.Targets()).units
+    assert old * cost.rep_s(TARGET_WINDOWS) > 720          # what the budget used to cut short
+    p = rep_plan.plan(spread, 720, targets.Targets(), 999, 0.25, FOCUS_ROWS)
+    assert p.reps * p.rep_s <= 720 and p.reps == int(720 // cost.rep_s(p.windows))
+    assert "budget holds" in p.text()
+    short = rep_plan.short_of(p, spread, targets.Targets())
+    assert len(short) == 1 and short[0].startswith("throughput ±2% is out of reach")
+    assert "in the 7 paired reps the budget holds" in short[0]
+
+
+def test_a_cheap_rep_buys_more_samples_than_the_plan_of_reps_alone():
+    """Where a rep costs little outside its windows (25 s), the plan raises perf's share and
+    keeps the throughput target: the function rows see smaller changes than the plan of reps
+    alone (13 reps of 96 windows at share 1/2) in the same budget."""
+    cost = rep_plan.RepCost(25.0, 0.336)
+    spread, t = _spread(0.012, cost), targets.Targets()
+    p = rep_plan.plan(spread, 720, t, 999, 0.25, FOCUS_ROWS)
+    assert p.reps * p.rep_s <= 720 and p.share > Fraction(1, 2)
+    assert rep_plan.throughput_reach(spread, p.reps) <= t.throughput
+    assert rep_plan.short_of(p, spread, t) == []
+    new = targets.reach(t, 999, p.reps, p.windows, 0.25, FOCUS_ROWS, targets.final_alpha(p.reps), float(p.share))
+    old = targets.reach(t, 999, 13, 96, 0.25, FOCUS_ROWS, targets.final_alpha(13), 0.5)
+    assert new["movers"] < old["movers"] and new["focus"] < old["focus"]
+    # and the tilt check keeps its room at the share chosen
+    assert rep_plan.tilt_half_width(p.reps, p.windows, p.share) <= rep_plan.TILT_ROOM * TILT
+
+
+def test_without_a_recorded_cost_the_plan_is_the_targets_reps_of_96_windows():
+    p = rep_plan.plan(None, 720, targets.Targets(), 999, 0.25, FOCUS_ROWS)
+    assert (p.reps, p.windows, p.rep_s) == (TARGET_UNITS, TARGET_WINDOWS, None)
+    assert p.share == rep_plan.best_share(TARGET_UNITS, TARGET_WINDOWS) == Fraction(3, 4)
+    assert "not recorded what a rep of the case costs" in p.text()
+    # a loud host: the share falls back to 1/2 where the tilt check would have no room
+    assert rep_plan.best_share(4, TARGET_WINDOWS) == Fraction(1, 2)
+
+
+def test_the_noise_record_keeps_what_a_rep_costs(tmp_path):
+    host, store = HostSummary(cpu_model="x"), tmp_path / "noise.json"
+    e = noise.entry("r1", "servers", True, [0.01, -0.01, 0.02], [90, 95, 92], fixed_seconds=[60, 62, 58],
+                    window_seconds=[0.33, 0.34, 0.35])
+    assert (e["fixed_s"], e["window_wall_s"]) == (60, 0.34)
+    assert noise.record(host, "mset-50keys", "default", e, store)
+    got = noise.lookup(host, "mset-50keys", "default", path=store)
+    assert (got.fixed_s, got.window_wall_s) == (60, 0.34)
+    assert rep_plan.RepCost.of(got) == rep_plan.RepCost(60, 0.34)
+    # another case's rep costs are not this case's (another dataset loads)
+    other = noise.lookup(host, "hgetall-big", "default", path=store)
+    assert other.source == "other cases on this host" and rep_plan.RepCost.of(other) is None
