@@ -4,11 +4,13 @@ scheduler, whose job files carry extra `stallscope run` arguments."""
 from __future__ import annotations
 
 import argparse
+from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
 from collectors.variants.spec import GRAMMAR
 from collectors.load import memtier
+from collectors.abba import as_share
 from collectors.runner.api import RunRequest
 from analysis.inputs.option_specs import (DEFAULT_TARGET_BUDGET_S, FREQUENCY, PAIRED_WINDOWS, PAIRING, PRECISION,
                                           PROFILE, TARGET_UNITS, TARGET_WINDOWS, budget_for, first_stage,
@@ -154,6 +156,11 @@ def _measurement_arguments(p: argparse.ArgumentParser, shared: dict, own: dict) 
                         "--precision 5%% --on dictFindByHash")
     for name in ("budget_s", "paired_window_s"):
         add_option(shared[name], p, "run", **own)
+    p.add_argument("--perf-share", dest="perf_share", type=_share, metavar="K/M", **own,
+                   help="perf's share of a paired rep's ABBA blocks of windows: 1/2, 2/3 or 3/4 "
+                        "(default: 1/2, or what a run that decides plans from the seconds a rep "
+                        "takes here; the blocks without perf measure its overhead and check "
+                        "that its cost cancels)")
     # no default here: a run that decides takes TARGET_WINDOWS, any other PAIRED_WINDOWS
     add_option(shared["paired_windows"], p, "run", **{"default": None, **own},
                help=f"windows per paired rep, ABBA order (default {PAIRED_WINDOWS}; {TARGET_WINDOWS} in a "
@@ -179,7 +186,15 @@ def options_from_args(args: argparse.Namespace) -> RunOptions:
         shared["paired_windows"] = TARGET_WINDOWS if targets else PAIRED_WINDOWS
     return RunOptions(**shared, keep_perf_data=args.keep_perf_data, targets=targets, quick=args.quick,
                       load_generator=args.load_generator, precision_on=args.precision_on, extra=extra,
-                      stalls=args.stalls)
+                      stalls=args.stalls, perf_share=args.perf_share)
+
+
+def _share(text: str) -> float:
+    """--perf-share: "3/4" or 0.75 -> 0.75 (argparse's error names the flag on ValueError)."""
+    try:
+        return float(as_share(Fraction(text.strip())))
+    except (ValueError, ZeroDivisionError) as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
 
 
 # run's flags that set a RunRequest field (dest: (field, the value from the flag's)), read

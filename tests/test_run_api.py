@@ -39,6 +39,7 @@ def _round_trip(req: RunRequest) -> RunRequest:
     (RunOptions(targets=True, reps=TARGET_UNITS, paired_windows=TARGET_WINDOWS, budget_s=720.0), [], False),
     (RunOptions(targets=True, reps=TARGET_UNITS, paired_windows=48, budget_s=DEFAULT_TARGET_BUDGET_S), [], False),
     (RunOptions(quick=True), [], False),
+    (RunOptions(reps=3, perf_share=0.75), [], False),
 ])
 def test_a_request_spelled_as_arguments_parses_back_to_itself(opts, sets, report):
     req = RunRequest("mset-50keys", ["base=debsrc:redis@8.0", "cand=debsrc:redis@8.0+patch=x.patch"],

@@ -41,10 +41,10 @@ class RunOptions(MeasureOptions):
     # PMU"): None: a run that decides makes one, other runs not; True: made (the demo);
     # False: --no-stalls
     stalls: bool | None = None
-    # perf's share of a paired rep's ABBA blocks (collectors/abba.py SHARES): 1/2 unless a
-    # run that decides planned more (collectors/runner/rep_plan.py); the perf-off blocks are
-    # what the overhead and the perf-blocks check are measured on
-    perf_share: float = 0.5
+    # --perf-share: perf's share of a paired rep's ABBA blocks (collectors/abba.py SHARES);
+    # None: 1/2, or what a run that decides planned (collectors/runner/rep_plan.py, which
+    # sets it). The perf-off blocks are what the overhead and the perf-blocks check measure.
+    perf_share: float | None = None
 
     @property
     def precision_function(self) -> tuple[str, str] | None:

@@ -27,6 +27,7 @@ from analysis.inputs.manifest import LoadGenerator, Manifest, Variant
 from analysis.inputs.run_options import DEFAULT_FREQ_HZ, SEPARATE_PROFILE_REPS
 from analysis.inputs.rundir import save_manifest
 from analysis.inputs.stall_plan import StallPlan
+from collectors.abba import as_share
 from collectors.variants.spec import VariantSpec, parse_variant
 from collectors.host import machine, noise, procs, sample_cost, versions
 from collectors.load import memtier
@@ -74,6 +75,8 @@ class RunRequest:
             a += ["--stalls" if o.stalls else "--no-stalls"]
         if o.precision is not None and o.precision_on:
             a += ["--on", o.precision_on]
+        if o.perf_share is not None:
+            a += ["--perf-share", str(as_share(o.perf_share))]
         for s in self.sets:
             a += ["--set", s]
         a += ["--keep-perf-data"] * o.keep_perf_data + ["--report"] * self.report
@@ -216,7 +219,8 @@ def _plan_reps(opts: RunOptions, host: HostFacts, case: Case, log: Log) -> tuple
     spread = noise.lookup(host.summary(), case.name, case.size, paired=opts.paired)
     t = targets.Targets()
     in_windows = (opts.paired and opts.profile == "perf" and case.workload.tool != "rdb-load"
-                  and opts.paired_windows == TARGET_WINDOWS and opts.frequency_hz is None)
+                  and opts.paired_windows == TARGET_WINDOWS and opts.frequency_hz is None
+                  and opts.perf_share is None)
     if not in_windows:
         units = targets.planned_units(spread, t)
         opts.reps = units.units
@@ -262,7 +266,7 @@ def _row_plan(opts: RunOptions, case: Case) -> tuple[int, int, float, int, float
     reps = max(opts.reps, 2)
     return (reps, opts.paired_windows, opts.paired_window_s,
             targets.focus_family_rows(case.focus, case.server.io_threads),
-            targets.final_alpha(reps) if opts.targets else 0.05, opts.perf_share)
+            targets.final_alpha(reps) if opts.targets else 0.05, opts.perf_share or 0.5)
 
 
 def _rate_need(opts: RunOptions, case: Case) -> float | None:
