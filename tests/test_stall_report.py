@@ -123,12 +123,13 @@ def test_the_history_keeps_a_stall_series_per_function(report):
     assert ch.rel == pytest.approx(-row.share_removed.value) and ch.verdict == "improvement"
 
 
-def test_a_demo_stopped_at_a_look_keeps_its_comment_within_4_kb(tmp_path, capsys):
-    """tests/data/runs/mset-demo-looks-xeon480: `make demo` that stopped at its first look (4
-    reps, read at 99.86%, the headline saying why): its PR comment carries the stall table and
-    the look's level in at most 4 KB."""
+@pytest.mark.parametrize("name", ["mset-demo-looks-xeon480", "mset-demo-plan-xeon480"])
+def test_a_demo_stopped_at_a_look_keeps_its_comment_within_4_kb(tmp_path, capsys, name):
+    """tests/data/runs/mset-demo-looks-xeon480 and mset-demo-plan-xeon480 (perf in 3/4 of the
+    blocks): `make demo` that stopped at its first look (4 reps, read at 99.86%, the headline
+    saying why): its PR comment carries the stall table and the look's level in at most 4 KB."""
     from commands import pr as pr_cli
-    run = REPO / "tests" / "data" / "runs" / "mset-demo-looks-xeon480"
+    run = REPO / "tests" / "data" / "runs" / name
     assert json.loads((run / "manifest.json").read_text())["precision"]["ended_by"] == "answered"
     out = tmp_path / "report"
     assert cli.main([str(run), "--out", str(out)]) == 0

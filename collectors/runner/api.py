@@ -160,11 +160,12 @@ def plan_run(req: RunRequest, log: Log) -> RunPlan:
     m.options.report = bool(req.report)
     if units_note:      # why the reps, and the targets out of reach said before the run
         m.precision.note = "; ".join([units_note, *short])
-        m.precision.control_s = rep_plan.CONTROL_S if stall_control.wanted(opts) else 0.0
     m.load_generator, memtier_bin = choose_load_generator(case, opts, variants, log)
     for s in sections:
         apply_sections(m, s)
     m.stalls = _plan_stalls(req, case, opts, m, log)
+    if units_note and m.stalls.planned:     # the reps leave the control its share of the budget
+        m.precision.control_s = rep_plan.CONTROL_S
     run_dir = req.out / run_id
     save_manifest(run_dir, m)
     log(f"stallscope run: {run_dir}")
@@ -227,6 +228,8 @@ def _plan_reps(opts: RunOptions, host: HostFacts, case: Case, log: Log) -> tuple
         log(f"stallscope run: targets: {t.text()}; {units.why}")
         return units.why, []
     top = sample_cost.choose(host.summary(), case=case.name, need_hz=math.inf, size=case.size).hz
+    # planned as if the control is made where one is wanted: whether it can be is known after
+    # the latency probe (plan_run), and the reps then get its share of the budget back
     budget = None if opts.budget_s is None else \
         opts.budget_s - (rep_plan.CONTROL_S if stall_control.wanted(opts) else 0.0)
     p = rep_plan.plan(spread, budget, t, top, opts.paired_window_s,
