@@ -105,6 +105,12 @@ def test_the_plan_fits_the_budget_at_the_recorded_seconds_a_rep():
     assert "in the 7 paired reps the budget holds" in short[0]
 
 
+def test_a_budget_that_holds_fewer_than_the_first_look_plans_four_and_says_so():
+    spread = _spread(0.012, rep_plan.RepCost(60.0, 0.336))
+    p = rep_plan.plan(spread, 200, targets.Targets(), 999, 0.25, FOCUS_ROWS)
+    assert p.reps == 4 and "holds 2 reps of the fewest windows; 4 are planned" in p.text()
+
+
 def test_a_cheap_rep_buys_more_samples_than_the_plan_of_reps_alone():
     """Where a rep costs little outside its windows (25 s), the plan raises perf's share and
     keeps the throughput target: the function rows see smaller changes than the plan of reps

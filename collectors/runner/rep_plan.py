@@ -122,9 +122,9 @@ def plan(spread: Noise | None, budget_s: float | None, t: tg.Targets, hz: float,
     """The plan the budget holds that serves the targets best (the module's docstring);
     `budget_s` the seconds for the reps (the control's already taken out), `hz` the highest
     rate perf may run at here."""
-    first = tg.planned_units(spread, t)
     cost = RepCost.of(spread)
     if cost is None or budget_s is None:
+        first = tg.planned_units(spread, t)
         share = best_share(first.units, TARGET_WINDOWS)
         why = first.why + ("; this host has not recorded what a rep of the case costs, so the "
                            "budget alone may stop the run sooner" if budget_s is not None and cost is None else "")
@@ -135,10 +135,13 @@ def plan(spread: Noise | None, budget_s: float | None, t: tg.Targets, hz: float,
         for n in range(MIN_REPS, fit + 1):
             plans.append(RepPlan(n, w, best_share(n, w), cost.rep_s(w), ""))
     if not plans:       # not even MIN_REPS of the fewest windows fit: as many as do, or 4
-        n = max(int(budget_s // cost.rep_s(TARGET_WINDOWS)), 4)
+        fit = int(budget_s // cost.rep_s(TARGET_WINDOWS))
+        n = max(fit, 4)
+        holds = (f"the {duration(budget_s)} budget holds {n} reps of the fewest windows" if fit >= 4 else
+                 f"the {duration(budget_s)} budget holds {fit} reps of the fewest windows; 4 are planned "
+                 "(the first look's) and the budget may stop them sooner")
         return RepPlan(n, TARGET_WINDOWS, best_share(n, TARGET_WINDOWS), cost.rep_s(TARGET_WINDOWS),
-                       f"the {duration(budget_s)} budget holds {n} reps of the fewest windows "
-                       f"(at least {MIN_REPS} were wanted)")
+                       f"{holds} (at least {MIN_REPS} were wanted)")
     best = min(plans, key=lambda p: _score(p, spread, t, hz, window_s, focus_rows))
     return RepPlan(best.reps, best.windows, best.share, best.rep_s,
                    _why(best, spread, t, budget_s, cost))
