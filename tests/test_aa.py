@@ -12,16 +12,20 @@ follows from its interval; the rate of false verdicts is checked on recorded dat
 (tests/test_twostage.py, tests/test_multiplicity.py)."""
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
+from fractions import Fraction
 from pathlib import Path
 
 import pytest
 
 from analysis.compare.engine import analyse
 from analysis.compare.options import CompareOptions
+from analysis.compare.perf_blocks import rep_ratios
 from analysis.inputs.rundir import load_run
 from analysis.report import markdown
+from collectors.abba import block_schedule
 from tests.conftest import REPO
 from tests.conftest_run import BASE_SPEC, built, cli_env
 
@@ -67,17 +71,28 @@ def test_a_live_aa_run_at_ci_size(tmp_path):
     built("a", BASE_SPEC)
     p = subprocess.run([sys.executable, "-m", "collectors", "run", "mset-50keys", "--size", "tiny",
                         "--variant", f"a={BASE_SPEC}", "--variant", f"b={BASE_SPEC}",
-                        # 16 windows a paired rep (a quarter of the default 64, as the
-                        # scheduled-job and bisection tests): what is checked here holds at
-                        # any number of windows; the rate of false verdicts is checked on
-                        # recorded runs, and 3 reps keep the interval over reps
-                        "--reps", "3", "--paired-windows", "16", "--out", str(tmp_path),
-                        "--no-progress"],
+                        # 32 windows a paired rep (half the default 64): what is checked here
+                        # holds at any number of windows; the rate of false verdicts is checked
+                        # on recorded runs, and 3 reps keep the interval over reps. perf in 3/4
+                        # of the blocks (--perf-share, what a run that decides may plan): one
+                        # whole period of 8 blocks, so the perf-off blocks are still there
+                        "--reps", "3", "--paired-windows", "32", "--perf-share", "3/4",
+                        "--out", str(tmp_path), "--no-progress"],
                        cwd=REPO, env=cli_env(), capture_output=True, text=True, timeout=900)
     assert p.returncode == 0, p.stderr[-3000:]
     assert "stallscope run: paired: A/A run: two servers of the same build loaded at once" in p.stderr
     run_dir = Path(p.stdout.strip().splitlines()[-1])
-    assert load_run(run_dir).manifest.pairing.aa
+    run = load_run(run_dir)
+    assert run.manifest.pairing.aa
+    # perf followed the share's schedule (collectors/abba.py) and the flag is kept
+    assert run.manifest.options.perf_share == 0.75
+    assert run.manifest.command[run.manifest.command.index("--perf-share") + 1] == "3/4"
+    for rep in run.manifest.reps(kind="paired"):
+        doc = json.loads((run.rep_dir(rep) / "paired.json").read_text())
+        assert [w["perf"] for w in doc["windows"]] == block_schedule(32, Fraction(3, 4))
+    # the perf-off blocks left still check the tilt, one ratio a rep
+    pairs = rep_ratios(run, "a", "b")
+    assert len(pairs) == 3 and all(0.8 < on / off < 1.25 for off, on in pairs)
     md, r = check_aa(run_dir, calls_nothing=False)
     # the function rows, from the paired windows' profiles (the run's default: no separate
     # profile reps), are judged together, at the level the table prints

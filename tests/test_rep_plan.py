@@ -1,7 +1,7 @@
 """One plan for a run that decides' reps, windows and perf's share (collectors/runner/rep_plan.py),
 priced in the seconds a rep takes here. The rep costs come from recorded runs' phases
 (tests/data/runs/*/paired/*/rep.json), the tilt's spread from recorded paired runs; no
-server is run here (the live runs that decide are tests/test_aa.py and tests/test_demo.py)."""
+server is run here (tests/test_aa.py runs a live A/A at --perf-share 3/4)."""
 from __future__ import annotations
 
 import json
@@ -149,29 +149,6 @@ def test_the_noise_record_keeps_what_a_rep_costs(tmp_path):
     # another case's rep costs are not this case's (another dataset loads)
     other = noise.lookup(host, "hgetall-big", "default", path=store)
     assert other.source == "other cases on this host" and rep_plan.RepCost.of(other) is None
-
-
-@pytest.mark.slow
-def test_a_live_run_samples_the_share_it_was_given(tmp_path):
-    """`--perf-share 3/4` live (an A/A at tiny size, 3 paired reps of 48 windows): perf is on
-    in three blocks of four in each rep's windows as abba.block_schedule lays them out, the
-    perf-off blocks still check the tilt, and the manifest keeps the share and the flag."""
-    from tests.conftest_run import BASE_SPEC, built, cli_env
-    built("a", BASE_SPEC)
-    p = subprocess.run([sys.executable, "-m", "collectors", "run", "mset-50keys", "--size", "tiny",
-                        "--variant", f"a={BASE_SPEC}", "--variant", f"b={BASE_SPEC}", "--reps", "3",
-                        "--paired-windows", "48", "--perf-share", "3/4", "--no-stalls", "--out", str(tmp_path),
-                        "--no-progress"], cwd=REPO, env=cli_env(), capture_output=True, text=True, timeout=900)
-    assert p.returncode == 0, p.stderr[-3000:]
-    run = load_run(Path(p.stdout.strip().splitlines()[-1]))
-    assert run.manifest.options.perf_share == 0.75
-    assert run.manifest.command[run.manifest.command.index("--perf-share") + 1] == "3/4"
-    for rep in run.manifest.reps(kind="paired"):
-        doc = json.loads((run.rep_dir(rep) / "paired.json").read_text())
-        assert [w["perf"] for w in doc["windows"]] == block_schedule(48, Fraction(3, 4))
-        assert sum(w["perf"] for w in doc["windows"]) == 36
-    pairs = rep_ratios(run, "a", "b")
-    assert len(pairs) == 3 and all(0.8 < on / off < 1.25 for off, on in pairs)
 
 
 def test_a_bad_share_is_refused_with_the_flag_named():
