@@ -101,8 +101,11 @@ def test_the_plan_fits_the_budget_at_the_recorded_seconds_a_rep():
     assert p.reps * p.rep_s <= 720 and p.reps == int(720 // cost.rep_s(p.windows))
     assert "budget holds" in p.text()
     short = rep_plan.short_of(p, spread, targets.Targets())
-    assert len(short) == 1 and short[0].startswith("throughput ±2% is out of reach")
+    assert len(short) == 2 and short[0].startswith("throughput ±2% is out of reach")
     assert "in the 7 paired reps the budget holds" in short[0]
+    # and that 7 reps keep a skewed function row's interval short of its level
+    assert short[1].startswith("7 paired reps are fewer than the 13 a skewed function row's interval needs")
+    assert "kept 88.7% on the worst such row" in short[1] and "a --budget of 23m" in short[1]
 
 
 def test_a_budget_that_holds_fewer_than_the_first_look_plans_four_and_says_so():
@@ -112,13 +115,13 @@ def test_a_budget_that_holds_fewer_than_the_first_look_plans_four_and_says_so():
 
 
 def test_a_cheap_rep_buys_more_samples_than_the_plan_of_reps_alone():
-    """Where a rep costs little outside its windows (25 s), the plan raises perf's share and
-    keeps the throughput target: the function rows see smaller changes than the plan of reps
-    alone (13 reps of 96 windows at share 1/2) in the same budget."""
-    cost = rep_plan.RepCost(25.0, 0.336)
+    """Where a rep costs little outside its windows (15 s), the plan takes the reps the budget
+    holds past 13 and raises perf's share: the function rows see smaller changes than the
+    plan of reps alone (13 reps of 96 windows at share 1/2) in the same budget."""
+    cost = rep_plan.RepCost(15.0, 0.336)
     spread, t = _spread(0.012, cost), targets.Targets()
     p = rep_plan.plan(spread, 720, t, 999, 0.25, FOCUS_ROWS)
-    assert p.reps * p.rep_s <= 720 and p.share > Fraction(1, 2)
+    assert p.reps * p.rep_s <= 720 and p.reps > 13 and p.share == Fraction(3, 4)
     assert rep_plan.throughput_reach(spread, p.reps) <= t.throughput
     assert rep_plan.short_of(p, spread, t) == []
     new = targets.reach(t, 999, p.reps, p.windows, 0.25, FOCUS_ROWS, targets.final_alpha(p.reps), float(p.share))

@@ -60,7 +60,8 @@ def run_server_windows(servers: dict[str, Server], variants: dict[str, Variant],
     """Warm each server for warmup_s, then `windows` ABBA windows; writes paired.json.
     With `clock`, the warm-up and the windows are booked as phases of the rep; with
     `profiler` (a run plugin's WindowProfiler: perf in the paired windows), both servers are
-    sampled in `perf_share` of the ABBA blocks of windows (collectors/abba.py) and each variant's profile folded after."""
+    sampled in `perf_share` of the ABBA blocks of windows (collectors/abba.py) and each
+    variant's profile folded after."""
     names = list(servers)
     order = window_order(names, windows)
     w = case.workload

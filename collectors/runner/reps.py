@@ -238,7 +238,8 @@ class PairedRep(RepKind):
                                  run.manifest.calibration.get(first.name),
                                  bench_bin(first), run.place.client_cpus, self.rep_dir,
                                  window_s=run.opts.paired_window_s, windows=run.opts.paired_windows,
-                                 profiler=run.window_profiler(self.rep_dir), perf_share=run.opts.perf_share or 0.5)
+                                 profiler=run.window_profiler(self.rep_dir),
+                                 perf_share=run.opts.perf_share or 0.5)
         _record_paired_perf(self.facts, res["perf"])
         self.facts.saturation = watch.finish()
         self.facts.commands["bench"] = res["bench_command"]
@@ -285,7 +286,8 @@ class PairedServersRep(RepKind):
                 {n: bench_bin(v) for n, v in variants.items()}, run.place.client_cpus,
                 self.rep_dir, window_s=run.opts.paired_window_s, windows=run.opts.paired_windows,
                 warmup_s=run.case.workload.warmup_s, clock=clock,
-                profiler=run.window_profiler(self.rep_dir), perf_share=run.opts.perf_share or 0.5)
+                profiler=run.window_profiler(self.rep_dir),
+                perf_share=run.opts.perf_share or 0.5)
             _record_paired_perf(facts, res["perf"])
             for n, argv in res["bench_commands"].items():
                 facts.commands[f"bench:{n}"] = argv
