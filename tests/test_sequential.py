@@ -216,8 +216,10 @@ def test_a_live_run_that_decides_is_interrupted_resumed_and_stops_when_answered(
             p.kill()
     plan = load_run(run_dir).manifest.precision
     # 13 reps planned on a host with no records; more where the session's earlier runs of the
-    # case left a spread that asks more (the looks follow the plan)
-    assert plan.looks == sequential.looks(plan.planned) and plan.looks[:4] == [4, 6, 10, 13]
+    # case left a spread that asks more (the looks follow the plan: 4, 6, 10, then 13 on the
+    # way to a long plan's end, or the end itself)
+    assert plan.planned >= 13 and plan.looks == sequential.looks(plan.planned)
+    assert plan.looks[:3] == [4, 6, 10] and plan.looks[3] in (13, plan.planned), plan.looks
     assert plan.made == 0 and plan.ended_by is None
 
     def resume() -> subprocess.CompletedProcess:
