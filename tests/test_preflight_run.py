@@ -147,6 +147,31 @@ def test_disk_needs_count_only_what_the_cache_lacks(tmp_path, monkeypatch):
     assert [n[2] for n in laid][:2] == ["the build of a (layout 1)", "the build of a (layout 2)"]
 
 
+def test_disk_needs_the_in_cache_controls_snapshot_where_the_run_makes_one(tmp_path, monkeypatch):
+    """A run that decides makes an in-cache control over at most a quarter of the cache: its
+    snapshot is needed too, unless the cache already holds a second snapshot of the case."""
+    monkeypatch.setenv("STALLSCOPE_CACHE", str(tmp_path / "cache"))
+    big = load_case("mset-50keys", "default", {}, llc=64 * 2**20)     # a 64 MiB L3: 256 MiB and more
+    specs = parse_variants(["a=bin:/bin/true", "b=bin:/bin/true"])
+
+    def what(o, c=big):
+        return {n[2]: n[1] for n in pr.disk_needs(c, specs, o, tmp_path / "runs")}
+    got = what(opts(targets=True))
+    assert got["the in-cache control's dataset snapshot"] == 16 * 2**20
+    assert got["the dataset snapshot"] >= 4 * 64 * 2**20
+    assert "the in-cache control's dataset snapshot" not in what(opts(targets=True, stalls=False))
+    assert "the in-cache control's dataset snapshot" not in what(opts())          # fixed --reps
+    # a dataset within a quarter of the cache is its own control
+    own = load_case("mset-50keys", "tiny", {}, llc=2**30)
+    assert "the in-cache control's dataset snapshot" not in what(opts(targets=True), own)
+    ds = tmp_path / "cache" / "datasets"
+    ds.mkdir(parents=True)
+    (ds / "mset-50keys-default-0123.rdb").write_bytes(b"REDIS")
+    assert list(what(opts(targets=True))) == ["the in-cache control's dataset snapshot", "the run directory"]
+    (ds / "mset-50keys-default-4567.rdb").write_bytes(b"REDIS")
+    assert list(what(opts(targets=True))) == ["the run directory"]
+
+
 # ---------------------------------------------------------------- load generator
 
 def test_a_prebuilt_server_needs_its_benchmark(tmp_path, monkeypatch):

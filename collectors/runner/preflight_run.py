@@ -16,7 +16,8 @@ any build or preload (plan_run calls `check` before layouts.build_all), each wit
   memory available now (MemAvailable). `--paired` where two would not fit the host at all
   is refused here rather than after the builds.
 - **disk**: the builds the cache lacks (BUILD_BYTES each, each layout a build), the dataset
-  snapshot it lacks (the dataset's bytes, an upper bound of the RDB) and the run directory
+  snapshot it lacks (the dataset's bytes, an upper bound of the RDB), the in-cache control's
+  where the run makes one (at most its share of the last-level cache) and the run directory
   (RUN_DIR_BYTES: a rep's perf.data before folding, with DWARF unwinding), summed per file
   system, against its free space.
 - **load generator**: a MEMTIER= that points nowhere, where memtier is asked for; a bin:
@@ -41,7 +42,7 @@ from analysis.inputs.case import Case, binary_size
 from analysis.toolpaths import perf_binary
 from collectors.host import preflight as pre
 from collectors.load import memtier
-from collectors.runner import pairing
+from collectors.runner import pairing, stall_control
 from collectors.runner.layouts import layout_seeds
 from collectors.runner.options import RunOptions
 from collectors.variants.binary import companion_tools
@@ -250,11 +251,28 @@ def disk_needs(case: Case, specs: list[VariantSpec], opts: RunOptions, out: Path
             seen.add(key)
     stem = f"{case.name.replace('/', '_')}-{case.size}-"
     datasets = cache / "datasets"
-    if case.dataset.kind != "none" and not (datasets.is_dir() and any(
-            p.name.startswith(stem) and p.suffix == ".rdb" for p in datasets.iterdir())):
+    # the snapshot's key needs the built server's version: any snapshot of this case and size
+    # counts as there, and the in-cache control's (same case and size, fewer keys) as a second
+    have = sum(p.name.startswith(stem) and p.suffix == ".rdb" for p in datasets.iterdir()) \
+        if datasets.is_dir() else 0
+    if case.dataset.kind != "none" and have < 1:
         needs.append((datasets, dataset_bytes(case.dataset), "the dataset snapshot"))
+    control = control_bytes(case, opts)
+    if control and have < 2:
+        needs.append((datasets, control, "the in-cache control's dataset snapshot"))
     needs.append((out, RUN_DIR_BYTES, "the run directory"))
     return needs
+
+
+def control_bytes(case: Case, opts: RunOptions) -> int:
+    """An upper bound of the in-cache control's dataset (collectors/runner/stall_control.py:
+    at most its FRACTION of the last-level cache), 0 where the run makes no control (not
+    asked, no dataset or cache known, or a dataset that fits that share is its own control)."""
+    ws, ds = case.working_set, case.dataset
+    if not stall_control.wanted(opts) or ds.kind == "none" or ws is None or not ws.llc_bytes:
+        return 0
+    room = int(stall_control.FRACTION * ws.llc_bytes)
+    return room if dataset_bytes(ds) > room else 0
 
 
 def probe(opts: RunOptions, needs: list[tuple[Path, int, str]]) -> tuple[Facts, dict[str, int]]:
