@@ -52,7 +52,8 @@ RUNS = ("aa-decides-emr-1", "aa-decides-emr-2", "aa-decides-emr-3", "mset-aa-pai
         "known-cost-control-default-emr", "known-cost-nopause-control-default-emr",
         "known-cost-default-emr-1499hz", "known-cost-default-emr-199hz",
         "known-cost-nopause-default-emr", "mset-demo-stalls-xeon480",
-        "noise-paired-12reps-16pairs", "noise-paired-8reps-48pairs")
+        "noise-paired-12reps-16pairs", "noise-paired-8reps-48pairs",
+        "aa-default-13reps-xeon480")
 RULES = ("spending", "naive", "fixed")
 
 

@@ -66,6 +66,30 @@ def test_the_recorded_aa_run_of_the_demo_case_calls_nothing_a_change():
     assert fam.discoveries == 0 and movers.discoveries == 0
 
 
+@pytest.mark.heavy
+def test_the_recorded_aa_at_the_budget_that_holds_13_reps_meets_every_target():
+    """tests/data/runs/aa-default-13reps-xeon480: the default-size A/A on the 480 MiB-L3 Xeon
+    guest whose 15-minute default holds 7 reps, run at the budget the default run named for
+    13 (`--budget 23m`). Read at its last look's level, as the run read it: nothing decided
+    anywhere, the throughput within ±2%, every focus function of 5% of the samples or more
+    within ±5% (lookupKey's own cost at ~10% of the samples included) and no row marked as
+    having missed its target; perf's cost cancels in the ratio (the blocks agree)."""
+    run_dir = RECORDED.parent / "aa-default-13reps-xeon480"
+    m = load_run(run_dir).manifest
+    p = m.precision
+    assert (p.planned, p.looks, p.ended_by, p.look) == (13, [4, 6, 10, 13], "answered", 4)
+    assert m.options.perf_share == 0.75 and len(m.reps(kind="paired")) == 13
+    md, r = check_aa(run_dir, calls_nothing=True)
+    c = r.paired[0].change
+    assert c.detectable <= 0.02 and r.measurement.missed == []
+    big = [f for f in r.profile.focus if f.flat_verdict is not None and f.flat_verdict.target == 0.05]
+    assert {f.name for f in big} >= {"dictFindByHash", "lookupKey"}
+    for f in big:
+        assert f.flat_verdict.target_missed is False, f.name
+    assert r.profile.fdr.discoveries == 0 and r.profile.movers_fdr.discoveries == 0
+    assert r.profiler_cost.on_off.rel_ci_low > -0.02 and r.profiler_cost.on_off.rel_ci_high < 0.02
+
+
 @pytest.mark.slow
 def test_a_live_aa_run_at_ci_size(tmp_path):
     built("a", BASE_SPEC)

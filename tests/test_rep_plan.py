@@ -71,14 +71,17 @@ def test_share_one_half_is_the_schedule_every_run_had_before():
 
 def test_the_tilt_spread_the_plan_assumes_is_the_recorded_runs():
     """TILT_SD: the median per-rep sd of the on/off tilt, scaled to 96 windows, over the
-    recorded paired runs of 96 windows or more (the planned shares are judged by it)."""
+    recorded paired runs of 96 windows or more at share 1/2 (the planned shares are judged
+    by it)."""
     sds = []
     for d in sorted(RUNS.iterdir()):
         if not (d / "manifest.json").is_file():
             continue
         run = load_run(d)
         names, w = run.variant_names, run.manifest.options.paired_windows
-        if len(names) != 2 or w < TARGET_WINDOWS:
+        # TILT_SD is the spread at share 1/2 (runs before the share was planned, or planned
+        # at 1/2); a run at 3/4 has a third as many off windows, its tilt more spread
+        if len(names) != 2 or w < TARGET_WINDOWS or run.manifest.options.perf_share not in (None, 0.5):
             continue
         pairs = rep_ratios(run, names[0], names[1])
         if len(pairs) >= 5:
