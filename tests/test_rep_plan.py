@@ -80,7 +80,7 @@ def test_the_tilt_spread_the_plan_assumes_is_the_recorded_runs():
         run = load_run(d)
         names, w = run.variant_names, run.manifest.options.paired_windows
         # TILT_SD is the spread at share 1/2 (runs before the share was planned, or planned
-        # at 1/2); a run at 3/4 has a third as many off windows, its tilt more spread
+        # at 1/2); a run at 3/4 has half as many off windows, its tilt more spread
         if len(names) != 2 or w < TARGET_WINDOWS or run.manifest.options.perf_share not in (None, 0.5):
             continue
         pairs = rep_ratios(run, names[0], names[1])
