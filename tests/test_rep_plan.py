@@ -22,6 +22,7 @@ from collectors.abba import SHARES, WHOLE, as_share, block_schedule, schedule, s
 from collectors.host import noise
 from collectors.host.noise import Noise
 from collectors.runner import rep_plan, targets
+from collectors.runner.progress import duration
 from tests.conftest import REPO
 
 RUNS = REPO / "tests" / "data" / "runs"
@@ -103,12 +104,15 @@ def test_the_plan_fits_the_budget_at_the_recorded_seconds_a_rep():
     p = rep_plan.plan(spread, 720, targets.Targets(), 999, 0.25, FOCUS_ROWS)
     assert p.reps * p.rep_s <= 720 and p.reps == int(720 // cost.rep_s(p.windows))
     assert "budget holds" in p.text()
-    short = rep_plan.short_of(p, spread, targets.Targets())
+    short = rep_plan.short_of(p, spread, targets.Targets(), rep_plan.CONTROL_S)
     assert len(short) == 2 and short[0].startswith("throughput ±2% is out of reach")
     assert "in the 7 paired reps the budget holds" in short[0]
     # and that 7 reps keep a skewed function row's interval short of its level
     assert short[1].startswith("7 paired reps are fewer than the 13 a skewed function row's interval needs")
     assert "kept 88.7% on the worst such row" in short[1] and "a --budget of 23m" in short[1]
+    # a run without the in-cache control (--no-stalls) keeps nothing of the budget for it
+    bare = rep_plan.short_of(p, spread, targets.Targets(), 0.0)[1]
+    assert f"a --budget of {duration(13 * p.rep_s)} holds 13" in bare and "23m" not in bare
 
 
 def test_a_budget_that_holds_fewer_than_the_first_look_plans_four_and_says_so():
@@ -126,7 +130,7 @@ def test_a_cheap_rep_buys_more_samples_than_the_plan_of_reps_alone():
     p = rep_plan.plan(spread, 720, t, 999, 0.25, FOCUS_ROWS)
     assert p.reps * p.rep_s <= 720 and p.reps > 13 and p.share == Fraction(3, 4)
     assert rep_plan.throughput_reach(spread, p.reps) <= t.throughput
-    assert rep_plan.short_of(p, spread, t) == []
+    assert rep_plan.short_of(p, spread, t, rep_plan.CONTROL_S) == []
     new = targets.reach(t, 999, p.reps, p.windows, 0.25, FOCUS_ROWS, targets.final_alpha(p.reps), float(p.share))
     old = targets.reach(t, 999, 13, 96, 0.25, FOCUS_ROWS, targets.final_alpha(13), 0.5)
     assert new["movers"] < old["movers"] and new["focus"] < old["focus"]

@@ -230,13 +230,13 @@ def _plan_reps(opts: RunOptions, host: HostFacts, case: Case, log: Log) -> tuple
     top = sample_cost.choose(host.summary(), case=case.name, need_hz=math.inf, size=case.size).hz
     # planned as if the control is made where one is wanted: whether it can be is known after
     # the latency probe (plan_run), and the reps then get its share of the budget back
-    budget = None if opts.budget_s is None else \
-        opts.budget_s - (rep_plan.CONTROL_S if stall_control.wanted(opts) else 0.0)
+    control_s = rep_plan.CONTROL_S if stall_control.wanted(opts) else 0.0
+    budget = None if opts.budget_s is None else opts.budget_s - control_s
     p = rep_plan.plan(spread, budget, t, top, opts.paired_window_s,
                       targets.focus_family_rows(case.focus, case.server.io_threads))
     opts.reps, opts.paired_windows, opts.perf_share = p.reps, p.windows, float(p.share)
     log(f"stallscope run: targets: {t.text()}; {p.text()}")
-    return p.text(), rep_plan.short_of(p, spread, t)
+    return p.text(), rep_plan.short_of(p, spread, t, control_s)
 
 
 def _resolve_profiling(opts: RunOptions, host: HostFacts, case: Case) -> tuple[str, list[str]]:

@@ -59,10 +59,10 @@ TILT_ROOM = 0.6
 # reps of 32 windows over a small dataset): 2 min 10 s recorded on a 480 MiB-L3 Xeon guest
 # (tests/data/runs/mset-demo-looks-xeon480/incache), with room for a slower host.
 CONTROL_S = 180.0
-# The lowest coverage of a printed row under the looks of a 7-rep plan, resampled from the
-# recorded runs (`bench/sequential.py --planned 7`, 2,000 runs each, 2026-12-06): the small
-# A/A's skewed dictFindByHash row; at 13 reps the lowest is 97.3%.
-SHORT_PLAN_COVERAGE = 0.887
+# The lowest coverage of a printed row under the looks of a SHORT_PLAN_REPS-rep plan,
+# resampled from the recorded runs (`bench/sequential.py --planned 7`, 2,000 runs each,
+# 2026-12-06): the small A/A's skewed dictFindByHash row; at 13 reps the lowest is 97.3%.
+SHORT_PLAN_REPS, SHORT_PLAN_COVERAGE = 7, 0.887
 
 
 @dataclass(frozen=True)
@@ -162,18 +162,20 @@ def _why(p: RepPlan, spread: Noise | None, t: tg.Targets, budget_s: float, cost:
             f"{sees} (target ±{t.throughput:.0%})")
 
 
-def short_of(p: RepPlan, spread: Noise | None, t: tg.Targets) -> list[str]:
+def short_of(p: RepPlan, spread: Noise | None, t: tg.Targets, control_s: float) -> list[str]:
     """The throughput target this plan cannot reach, and why, and a plan of fewer reps than
-    a skewed function row's interval needs to keep its level (the function targets are
-    judged with the rate: targets.out_of_reach)."""
+    a skewed function row's interval needs to keep its level, with the budget that would
+    hold them (`control_s`: what the budget keeps for the in-cache control, 0 without one;
+    the function targets are judged with the rate: targets.out_of_reach)."""
     out = []
     thr = throughput_reach(spread, p.reps)
     if thr is not None and thr > t.throughput:
         out.append(f"throughput ±{t.throughput:.0%} is out of reach: it could see ±{thr:.1%} in the "
                    f"{p.reps} paired reps the budget holds (sd {spread.sd:.4f} of the log ratio recorded here)")
     if p.reps < MIN_REPS and p.rep_s:
-        more = f" (a --budget of {duration(MIN_REPS * p.rep_s + CONTROL_S)} holds {MIN_REPS})"
+        more = f" (a --budget of {duration(MIN_REPS * p.rep_s + control_s)} holds {MIN_REPS})"
         out.append(f"{p.reps} paired reps are fewer than the {MIN_REPS} a skewed function row's "
-                   f"interval needs to keep its level: simulated on recorded reps, a plan of 7 kept "
+                   f"interval needs to keep its level: simulated on recorded reps, a plan of "
+                   f"{SHORT_PLAN_REPS} kept "
                    f"{SHORT_PLAN_COVERAGE:.1%} on the worst such row (docs/statistics.md){more}")
     return out
