@@ -25,8 +25,14 @@ every row's truth is 0 (an A/A run: coverage, and the share of runs whose printe
 holds a decided row, the false verdicts). noise-paired-1rep-640pairs is left out: one rep,
 no spread between reps to resample.
 
+`--short` prints, for each planned count from 4 to 13, the lowest coverage of any printed row
+(as recorded and as an A/A run) under the shipped rule: where it reaches 94%
+(analysis/sequential.FLOOR_REPS) and what a plan below that keeps (SHORT_COVERAGE, which
+the report marks rows with).
+
   .venv/bin/python bench/sequential.py
   .venv/bin/python bench/sequential.py --runs 4000 --planned 20
+  .venv/bin/python bench/sequential.py --short
 """
 from __future__ import annotations
 
@@ -227,11 +233,32 @@ def table(recs: list[Recording], runs: int, planned: int) -> list[tuple[str, str
             for rec in recs for rule in RULES]
 
 
+def lowest(recs: list[Recording], runs: int, planned: int) -> tuple[float, str]:
+    """The lowest coverage of any printed row under the shipped rule at `planned` reps, as
+    recorded or as an A/A run, and where it was."""
+    found = [(v, f"{rec.name}: {col}{' (A/A)' if aa else ''}")
+             for rec in recs for aa in (False, True)
+             for col, v in simulate(rec, "spending", runs, planned, aa)["coverage"].items()]
+    return min(found)
+
+
+def short_table(recs: list[Recording], runs: int) -> None:
+    print(f"figure 16, short plans: the lowest coverage of a printed row by planned reps, "
+          f"{runs} resampled runs each (floor {sequential.FLOOR_REPS})")
+    for planned in range(4, TARGET_UNITS + 1):
+        v, where = lowest(recs, runs, planned)
+        print(f"  {planned:>2} planned: {v:.1%}  {where}")
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--runs", type=int, default=2000)
     ap.add_argument("--planned", type=int, default=TARGET_UNITS, help="paired reps planned (default 13)")
+    ap.add_argument("--short", action="store_true", help="the lowest coverage by planned reps, 4 to 13")
     args = ap.parse_args(argv)
+    if args.short:
+        short_table([r for r in (recording(n) for n in RUNS) if r is not None], args.runs)
+        return 0
     counts = sequential.looks(args.planned)
     alphas = sequential.spending(counts)
     print(f"figure 16: stop when answered, {args.runs} resampled runs of {args.planned} planned paired "

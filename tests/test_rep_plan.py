@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from analysis import sequential
 from analysis.compare.perf_blocks import TILT, rep_ratios
 from analysis.inputs.host import HostSummary
 from analysis.inputs.option_specs import TARGET_UNITS, TARGET_WINDOWS
@@ -95,30 +96,48 @@ def test_the_tilt_spread_the_plan_assumes_is_the_recorded_runs():
 def test_the_plan_fits_the_budget_at_the_recorded_seconds_a_rep():
     """The demo's host (mset-50keys at 21M keys on a 480 MiB-L3 guest): ~60 s a rep outside its
     windows. 13 reps of 96 windows (the plan of reps alone) would take 20 min; the 12 min the
-    budget leaves after the control hold 7, and the plan says so before the run."""
+    budget leaves after the control hold 7 of 96, and 9 of 48: the floor a skewed function
+    row's interval needs (analysis/sequential.FLOOR_REPS), so the plan takes those."""
     cost = _recorded_cost(LOOKS)
     assert 50 < cost.fixed_s < 90 and 0.3 < cost.window_s < 0.4
     spread = _spread(0.012, cost)
     old = targets.planned_units(spread, targets.Targets()).units
     assert old * cost.rep_s(TARGET_WINDOWS) > 720          # what the budget used to cut short
+    assert int(720 // cost.rep_s(TARGET_WINDOWS)) == 7
     p = rep_plan.plan(spread, 720, targets.Targets(), 999, 0.25, FOCUS_ROWS)
+    assert (p.reps, p.windows) == (sequential.FLOOR_REPS, rep_plan.SHORT_WINDOWS) == (9, 48)
     assert p.reps * p.rep_s <= 720 and p.reps == int(720 // cost.rep_s(p.windows))
-    assert "budget holds" in p.text()
+    assert "budget holds 9 reps of 48 windows (7 of 96: reps, not samples" in p.text()
+    # nine reps reach the floor: nothing said of the intervals' level
+    assert not any("fewer than the" in s for s in rep_plan.short_of(p, spread, targets.Targets(), rep_plan.CONTROL_S))
+
+
+def test_a_plan_below_the_floor_says_what_its_intervals_keep():
+    """A budget that holds 7 reps even of 48 windows: the run says before it starts that a
+    skewed row's interval keeps about 89% (the simulated lowest at 7 planned reps), and which
+    budgets would hold 9 and 13 (with the control's 3 min where the run makes one)."""
+    cost = _recorded_cost(LOOKS)
+    spread = _spread(0.012, cost)
+    budget = 7.5 * cost.rep_s(rep_plan.SHORT_WINDOWS)
+    p = rep_plan.plan(spread, budget, targets.Targets(), 999, 0.25, FOCUS_ROWS)
+    assert (p.reps, p.windows) == (7, 48)
     short = rep_plan.short_of(p, spread, targets.Targets(), rep_plan.CONTROL_S)
-    assert len(short) == 2 and short[0].startswith("throughput ±2% is out of reach")
-    assert "in the 7 paired reps the budget holds" in short[0]
-    # and that 7 reps keep a skewed function row's interval short of its level
-    assert short[1].startswith("7 paired reps are fewer than the 13 a skewed function row's interval needs")
-    assert "kept 88.7% on the worst such row" in short[1] and "a --budget of 23m" in short[1]
+    assert short[-1].startswith("7 paired reps are fewer than the 9 a skewed function row's interval needs")
+    assert f"kept {sequential.SHORT_COVERAGE[7]:.1%} on the worst printed row" in short[-1]
+    nine, thirteen = duration(9 * p.rep_s + rep_plan.CONTROL_S), duration(13 * p.rep_s + rep_plan.CONTROL_S)
+    assert f"a --budget of {nine} holds 9, {thirteen} 13" in short[-1]
     # a run without the in-cache control (--no-stalls) keeps nothing of the budget for it
-    bare = rep_plan.short_of(p, spread, targets.Targets(), 0.0)[1]
-    assert f"a --budget of {duration(13 * p.rep_s)} holds 13" in bare and "23m" not in bare
+    bare = rep_plan.short_of(p, spread, targets.Targets(), 0.0)[-1]
+    assert f"a --budget of {duration(9 * p.rep_s)} holds 9" in bare and nine not in bare
+    # where the fewest windows already hold the floor, a rep keeps them
+    at96 = rep_plan.plan(spread, 10 * cost.rep_s(TARGET_WINDOWS), targets.Targets(), 999, 0.25, FOCUS_ROWS)
+    assert (at96.reps, at96.windows) == (10, TARGET_WINDOWS)
 
 
 def test_a_budget_that_holds_fewer_than_the_first_look_plans_four_and_says_so():
     spread = _spread(0.012, rep_plan.RepCost(60.0, 0.336))
     p = rep_plan.plan(spread, 200, targets.Targets(), 999, 0.25, FOCUS_ROWS)
-    assert p.reps == 4 and "holds 2 reps of the fewest windows; 4 are planned" in p.text()
+    assert p.reps == 4 and "holds 2 reps of 96 windows; 4 are planned" in p.text()
 
 
 def test_a_cheap_rep_buys_more_samples_than_the_plan_of_reps_alone():

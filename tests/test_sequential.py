@@ -5,6 +5,8 @@ report read at the level of the look that stopped the run, and the simulation's 
 (bench/sequential.py, `make bench` figure 16) on recorded reps. No server is run."""
 from __future__ import annotations
 
+import dataclasses
+import json
 import shutil
 from pathlib import Path
 from types import SimpleNamespace
@@ -175,6 +177,48 @@ def test_the_simulation_keeps_coverage_where_a_95_interval_at_every_look_loses_i
     assert fig.simulate(demo, "naive", 600)["coverage"]["lookupKey (flat)"] < 0.92
     naive = fig.simulate(noise, "naive", 600, aa=True)
     assert naive["coverage"]["throughput"] < 0.92 and naive["decided"]["throughput"] > 0.08
+
+
+@pytest.mark.heavy
+def test_the_floor_of_reps_is_where_a_skewed_row_keeps_its_level():
+    """sequential.FLOOR_REPS and SHORT_COVERAGE, from bench/sequential.py --short: the small
+    A/A's dictFindByHash row (two reps in ten ~13% from the rest) keeps about 89% in a plan of 7
+    (seven draws miss both rare reps one time in five) and 94% or more in a plan of 9."""
+    from bench import sequential as fig
+    rec = fig.recording("mset-aa-paired-small")
+    row = "dictFindByHash (flat)"
+    seven = fig.simulate(rec, "spending", 2000, planned=7)["coverage"][row]
+    assert seven == pytest.approx(sequential.SHORT_COVERAGE[7], abs=0.015) and seven < 0.92
+    nine = fig.simulate(rec, "spending", 2000, planned=sequential.FLOOR_REPS)["coverage"]
+    assert min(nine.values()) >= 0.94, nine
+    assert sequential.short_coverage(9) is None and sequential.short_coverage(None) is None
+    assert sequential.short_coverage(7) == sequential.SHORT_COVERAGE[7] < 0.94
+
+
+@pytest.mark.heavy
+def test_a_run_planned_below_the_floor_marks_every_row_with_a_target():
+    """A recorded run that decides, marked as a plan of 7 would be (row_targets.mark): every
+    row with a target carries level_kept, its report cell and the PR comment's say "short
+    plan", and the measurement says what such a plan's intervals keep; at 13 nothing is."""
+    from analysis.compare.measurement import measurement
+    from analysis.compare.row_targets import main_row, mark
+    from analysis.report.tables import judgement_verdict
+    from collectors.pr.results_doc import document, fn_verdict
+    run = load_run(RUNS / "aa-decides-emr-2")
+    r = analyse(run, CompareOptions())
+    assert r.paired[0].level_kept is None
+    missed = mark(r, 7)
+    kept = sequential.SHORT_COVERAGE[7]
+    lk = next(f for f in r.profile.focus if f.name == "lookupKey")
+    assert r.paired[0].level_kept == kept and lk.flat_verdict.level_kept == kept
+    assert judgement_verdict(lk.flat_verdict).text.endswith("; missed its ±5% target; short plan: ~89% coverage")
+    short = dataclasses.replace(run.manifest, precision=dataclasses.replace(run.manifest.precision, planned=7))
+    said = measurement(short, main_row(r), missed).precision
+    assert "Planned 7 paired reps, fewer than the 9 a skewed function row's interval needs" in said
+    assert f"covered as little as {kept:.1%}" in said
+    doc = document(json.loads(r.dumps()), "results.json")
+    row = next(f for f in doc.obj("profile").objs("focus") if f.text("name") == "lookupKey")
+    assert fn_verdict(row, "flat").level_kept == kept
 
 
 KNOWN_STALL = "debsrc:redis@8.0+patch=cases/patches/known-stall-mset.patch"

@@ -124,7 +124,7 @@ def analyse_with_profiles(run: RunDir, opts: CompareOptions) -> tuple[Results, d
     r.environment = environment(run, base, cand)
     r.reproduce = reproduce(run)
     r.fdr = [f for f in (metrics, r.profile.fdr, r.profile.movers_fdr) if f is not None]
-    missed = row_targets.mark(r) if m.options.targets else []
+    missed = row_targets.mark(r, m.precision.planned if m.precision else None) if m.options.targets else []
     r.measurement = measurement(m, row_targets.main_row(r), missed)
     r.measurement.layouts = layout_spread(run, base, cand, opts.confidence)
     r.stalls = stall_section(run, r, merged, opts)

@@ -8,7 +8,7 @@ from analysis.compare.results import Measurement, MetricRow
 from analysis.compare.row_targets import RowTarget
 from analysis.inputs.manifest import Manifest, PrecisionPlan
 from analysis.intervals import level_text
-from analysis.sequential import ALPHA
+from analysis.sequential import ALPHA, FLOOR_REPS, short_coverage
 from analysis.inputs.option_specs import TARGET_FOCUS, TARGET_MOVERS, TARGET_SHARE, TARGET_THROUGHPUT
 
 
@@ -58,7 +58,8 @@ def measurement(m: Manifest, main: MetricRow | None, missed: list[RowTarget] = (
     if m.options.targets:
         out.looks, out.look, out.alpha, out.level = list(p.looks), p.look, p.alpha, p.level
         out.missed = [t.text() for t in missed]
-        out.precision = _targets_sentence(m, units, unit) + _looks_sentence(p, units, unit, out.missed)
+        out.precision = (_targets_sentence(m, units, unit) + _looks_sentence(p, units, unit, out.missed)
+                         + _short_sentence(p.planned, unit))
         return out
     asked = f"±{out.target:.1%} of the ratio asked within {_duration(out.budget_s)}"
     spread = (f" from the first {out.pilot} {unit}s' spread (sd {p.pilot_sd:.3f} of the log ratio)"
@@ -92,6 +93,17 @@ def _targets_sentence(m: Manifest, units: int, unit: str) -> str:
     else:
         end = f"it stopped after {units} {unit}s before its plan ended"
     return f"{aims}{plan}; {end}: each row says what it could see"
+
+
+def _short_sentence(planned: int | None, unit: str) -> str:
+    """A run planned below FLOOR_REPS (its budget held no more): what its intervals keep."""
+    kept = short_coverage(planned)
+    if kept is None:
+        return ""
+    return (f". Planned {planned} {unit}s, fewer than the {FLOOR_REPS} a skewed function row's "
+            f"interval needs to keep its level: simulated on recorded reps, the printed intervals "
+            f"of such a plan covered as little as {kept:.1%}, and every row with a target says "
+            f"so (a longer --budget holds more reps)")
 
 
 def _looks_sentence(p: PrecisionPlan, units: int, unit: str, missed: list[str]) -> str:

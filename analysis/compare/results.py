@@ -47,6 +47,9 @@ class MetricRow:
     # (analysis/compare/row_targets.py); None in every other run
     target: float | None = None
     target_missed: bool | None = None
+    # a run that decides planned below sequential.FLOOR_REPS: the lowest coverage such a
+    # plan's intervals kept in simulation (sequential.short_coverage); else None
+    level_kept: float | None = None
 
 FUNCTION_VERDICTS = ("negligible", "new in candidate", "gone", "too few samples")
 
@@ -68,9 +71,10 @@ class Judgement:
     detectable_unit: str = ""
     line: float | None = None    # a minor verdict's line (ChangeOut.line), in detectable_unit
 
-    # a run that decides: the row's target and whether it missed it (MetricRow.target)
+    # a run that decides: as MetricRow.target, .target_missed and .level_kept
     target: float | None = None
     target_missed: bool | None = None
+    level_kept: float | None = None
 
 @dataclass
 class FunctionRow:

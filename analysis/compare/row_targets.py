@@ -130,19 +130,22 @@ def open_rows(r: Results, reach: Reach | None = None) -> list[RowTarget]:
     return [t for t in rows(r) if t.kind != "mover" and not t.settled and not out_of_reach(t, reach)]
 
 
-def mark(r: Results) -> list[RowTarget]:
-    """Set every targeted row's `target` and `target_missed` (results.json); the rows that
-    missed, in order."""
+def mark(r: Results, planned: int | None = None) -> list[RowTarget]:
+    """Set every targeted row's `target` and `target_missed` (results.json), and in a run of
+    `planned` reps below sequential.FLOOR_REPS its `level_kept` (the lowest coverage such a
+    plan's intervals kept in simulation: each interval may hold less than its level); the
+    rows that missed, in order."""
     found = rows(r)
     by_name = {t.name: t for t in found}
+    kept = sequential.short_coverage(planned)
     main = main_row(r)
     if main is not None and "throughput" in by_name:
         t = by_name["throughput"]
-        main.target, main.target_missed = t.target, not t.settled
+        main.target, main.target_missed, main.level_kept = t.target, not t.settled, kept
     focus = {f.name for f in r.profile.focus}
     movers = [m for m in r.profile.movers if m.name not in focus]
     for f, k in [*function_rows(r.profile.focus), *function_rows(movers)]:
         t, j = by_name.get(f"{f.name} ({k})"), getattr(f, f"{k}_verdict")
         if t is not None and j is not None:
-            j.target, j.target_missed = t.target, not t.settled
+            j.target, j.target_missed, j.level_kept = t.target, not t.settled, kept
     return [t for t in found if not t.settled]

@@ -7,7 +7,7 @@ from __future__ import annotations
 from analysis.compare.results import ChangeOut, FunctionRow, Judgement, MetricRow, Results, Side
 from analysis.report.fmt import (THREAD_LABEL, at_level, change_cells, fmt_ns, fmt_pct, fmt_signed,
                                  fn_verdict, level, pp_ci, quiet_verdict, row_name, samples,
-                                 share, value)
+                                 share, target_mark, value)
 from analysis.report.mdtext import esc
 from analysis.report.table import Cell, Column, Table
 
@@ -21,24 +21,18 @@ def side_cell(s: Side, unit: str) -> Cell:
     return Cell(value(s.median, unit), note=spread, literal=True)
 
 
-def missed(target: float | None, is_missed: bool | None) -> str:
-    """A row of a run that decides that missed its target, as its verdict cell ends:
-    "; missed its ±5% target" ("" for every other row: analysis/compare/row_targets.py)."""
-    return f"; missed its ±{target:.0%} target" if is_missed and target is not None else ""
-
-
 def change_verdict(c: ChangeOut, row: MetricRow | None = None) -> Cell:
     """A metric's verdict: for one that saw nothing, the size the run could have seen;
     `row`: a run that decides' row, marked where it missed its target."""
     text = quiet_verdict(c.verdict, c.detectable, "pp" if c.unit == "pp" else "rel", c.clears_zero, c.line)
     if row is not None:
-        text += missed(row.target, row.target_missed)
+        text += target_mark(row.target, row.target_missed, row.level_kept)
     return Cell(text, verdict=c.verdict)
 
 
 def judgement_verdict(j: Judgement) -> Cell:
     return Cell(quiet_verdict(j.verdict, j.detectable, j.detectable_unit or "rel", line=j.line)
-                + missed(j.target, j.target_missed), verdict=j.verdict, title=j.reason)
+                + target_mark(j.target, j.target_missed, j.level_kept), verdict=j.verdict, title=j.reason)
 
 
 def metrics(r: Results, confidence: float) -> Table:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from analysis.inputs.case import count
 from analysis.report.fmt import (THREAD_LABEL, at_level, change_cells, fmt_delta, fmt_ns, level, pp_ci, quiet_verdict,
-                                 share, short_test, value)
+                                 share, short_test, target_mark, value)
 from analysis.report.mdtext import esc
 from analysis.report.table import Cell, Column, Table
 from collectors.pr.results_doc import LONG_CAP, NOTE_CAP, Change, Doc, Judgement, Run, change, fn_verdict, median
@@ -31,11 +31,6 @@ QUIET = ("negligible", "too few samples", "undersampled")     # analysis.report.
 NO_CHANGE = Change(None, None, None, None, None, None, None, "", "", None, None, None)
 
 
-def _missed(target: float | None, missed: bool) -> str:
-    """analysis.report.tables.missed: a row of a run that decides that missed its target."""
-    return f"; missed its ±{target:.0%} target" if missed and target is not None else ""
-
-
 def _change(c: Change, unit: str, digits: int = 1) -> str:
     ch, ci = change_cells(c, unit, digits)
     return f"{ch} {at_level(ci, c)}"
@@ -51,7 +46,7 @@ def _share(x: float | None) -> str:
 
 def _judged(j: Judgement) -> Cell:
     return Cell(quiet_verdict(j.verdict, j.detectable, j.detectable_unit or "rel", line=j.line)
-                + _missed(j.target, j.target_missed), verdict=j.verdict)
+                + target_mark(j.target, j.target_missed, j.level_kept), verdict=j.verdict)
 
 
 def _row_name(m: Doc) -> str:
@@ -79,7 +74,7 @@ def throughput(r: Run) -> Table | None:
         m, paired = row
         unit, c = esc(m.text("unit")), change(m.obj("change")) or NO_CHANGE     # a unit goes into literal cells
         verdict = (quiet_verdict(c.verdict, c.detectable, "pp" if c.unit == "pp" else "rel", c.clears_zero, c.line)
-                   + _missed(m.num("target"), m.flag("target_missed")))
+                   + target_mark(m.num("target"), m.flag("target_missed"), m.num("level_kept")))
         t.add([Cell(_row_name(m) + (" · paired" if paired else "")),
                Cell(_value(median(m.obj("base")), unit), literal=True),
                Cell(_value(median(m.obj("cand")), unit), literal=True),

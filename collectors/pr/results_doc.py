@@ -175,6 +175,7 @@ class Judgement(NamedTuple):
     line: float | None = None
     target: float | None = None
     target_missed: bool = False
+    level_kept: float | None = None
 
 
 def fn_verdict(row: Doc, kind: str) -> Judgement:
@@ -183,7 +184,7 @@ def fn_verdict(row: Doc, kind: str) -> Judgement:
     j = row.obj(f"{kind}_verdict")
     if j is not None:
         return Judgement(j.text("verdict"), j.num("detectable"), j.text("detectable_unit"), j.num("line"),
-                         j.num("target"), j.flag("target_missed"))
+                         j.num("target"), j.flag("target_missed"), j.num("level_kept"))
     c = row.obj(f"{kind}_change")
     return Judgement(c.text("verdict") if c is not None else "")
 

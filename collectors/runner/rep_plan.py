@@ -12,9 +12,11 @@ priced in the same seconds:
 - **windows per rep** (WINDOWS: multiples of abba.WHOLE, so every share is whole ABBA
   periods): more windows give each rep more samples for the same start and load;
 - **reps**: at most what the budget holds at this host's recorded seconds a rep
-  (RepCost: its fixed part and its windows), at least MIN_REPS (13: fewer leave a skewed
-  function row's interval short of its level; a budget that holds fewer gets as many as it
-  holds, and the run says so before it starts);
+  (RepCost: its fixed part and its windows), at least MIN_REPS (13, the looks' plan). A
+  budget that holds fewer gets as many as it holds, of SHORT_WINDOWS (one whole ABBA period)
+  where the fewest windows would hold fewer than FLOOR_REPS: reps, not samples, keep a
+  skewed function row's interval at its level (analysis/sequential.FLOOR_REPS), and below
+  the floor the run says before it starts what its intervals keep;
 - **perf's share of the blocks** (abba.SHARES): samples grow with it, and perf's cost
   still cancels in the paired ratios (both servers are sampled alike); the perf-off blocks
   are left to check that (analysis/compare/perf_blocks.py, equivalence within +-TILT) and
@@ -39,6 +41,7 @@ from scipy import stats as sps
 
 from analysis.inputs.option_specs import TARGET_MAX_UNITS, TARGET_MIN_UNITS, TARGET_UNITS, TARGET_WINDOWS
 from analysis.power import planned_change
+from analysis.sequential import FLOOR_REPS, short_coverage
 from analysis.compare.perf_blocks import TILT
 from collectors.abba import SHARES, WHOLE
 from collectors.host.noise import Noise
@@ -46,8 +49,10 @@ from collectors.runner import targets as tg
 from collectors.runner.progress import duration
 
 WINDOWS = tuple(range(TARGET_WINDOWS, 6 * WHOLE + 1, WHOLE))     # 96, 144, ..., 288
-# at least the reps a skewed function row's interval needs to keep its level (SHORT_PLAN_COVERAGE)
 MIN_REPS = TARGET_MIN_UNITS
+# a budget that holds fewer than MIN_REPS of the fewest windows: one whole ABBA period a rep
+# where that holds more reps (FLOOR_REPS of them keep every interval's level)
+SHORT_WINDOWS = WHOLE
 # The per-rep sd of log(ratio over the perf-on blocks / ratio over the perf-off blocks) at
 # 96 windows and share 1/2: the median of the 12 recorded paired runs of 96-128 windows
 # (tests/data/runs: 0.009-0.030; tests/test_rep_plan.py reads them again).
@@ -59,10 +64,6 @@ TILT_ROOM = 0.6
 # reps of 32 windows over a small dataset): 2 min 10 s recorded on a 480 MiB-L3 Xeon guest
 # (tests/data/runs/mset-demo-looks-xeon480/incache), with room for a slower host.
 CONTROL_S = 180.0
-# The lowest coverage of a printed row under the looks of a SHORT_PLAN_REPS-rep plan,
-# resampled from the recorded runs (`bench/sequential.py --planned 7`, 2,000 runs each,
-# 2026-12-06): the small A/A's skewed dictFindByHash row; at 13 reps the lowest is 97.3%.
-SHORT_PLAN_REPS, SHORT_PLAN_COVERAGE = 7, 0.887
 
 
 @dataclass(frozen=True)
@@ -141,17 +142,26 @@ def plan(spread: Noise | None, budget_s: float | None, t: tg.Targets, hz: float,
         fit = min(int(budget_s // cost.rep_s(w)), TARGET_MAX_UNITS)
         for n in range(MIN_REPS, fit + 1):
             plans.append(RepPlan(n, w, best_share(n, w), cost.rep_s(w), ""))
-    if not plans:       # not even MIN_REPS of the fewest windows fit: as many as do, or 4
-        fit = int(budget_s // cost.rep_s(TARGET_WINDOWS))
-        n = max(fit, 4)
-        holds = (f"the {duration(budget_s)} budget holds {n} reps of the fewest windows" if fit >= 4 else
-                 f"the {duration(budget_s)} budget holds {fit} reps of the fewest windows; 4 are planned "
-                 "(the first look's) and the budget may stop them sooner")
-        return RepPlan(n, TARGET_WINDOWS, best_share(n, TARGET_WINDOWS), cost.rep_s(TARGET_WINDOWS),
-                       f"{holds} (at least {MIN_REPS} were wanted)")
+    if not plans:
+        return _short(budget_s, cost)
     best = min(plans, key=lambda p: _score(p, spread, t, hz, window_s, focus_rows))
     return RepPlan(best.reps, best.windows, best.share, best.rep_s,
                    _why(best, spread, t, budget_s, cost))
+
+
+def _short(budget_s: float, cost: RepCost) -> RepPlan:
+    """Not even MIN_REPS of the fewest windows fit: as many reps as do, of TARGET_WINDOWS
+    where they reach FLOOR_REPS, else of SHORT_WINDOWS where those hold more; at least 4."""
+    fits = {w: min(int(budget_s // cost.rep_s(w)), TARGET_MAX_UNITS) for w in (TARGET_WINDOWS, SHORT_WINDOWS)}
+    w = TARGET_WINDOWS if fits[TARGET_WINDOWS] >= min(FLOOR_REPS, fits[SHORT_WINDOWS]) else SHORT_WINDOWS
+    fit = fits[w]
+    n = max(fit, 4)
+    fewer = (f" ({fits[TARGET_WINDOWS]} of {TARGET_WINDOWS}: reps, not samples, keep a skewed row's "
+             f"interval at its level)" if w == SHORT_WINDOWS else "")
+    holds = (f"the {duration(budget_s)} budget holds {n} reps of {w} windows{fewer}" if fit >= 4 else
+             f"the {duration(budget_s)} budget holds {fit} reps of {w} windows; 4 are planned "
+             "(the first look's) and the budget may stop them sooner")
+    return RepPlan(n, w, best_share(n, w), cost.rep_s(w), f"{holds} (at least {MIN_REPS} were wanted)")
 
 
 def _why(p: RepPlan, spread: Noise | None, t: tg.Targets, budget_s: float, cost: RepCost) -> str:
@@ -164,18 +174,21 @@ def _why(p: RepPlan, spread: Noise | None, t: tg.Targets, budget_s: float, cost:
 
 def short_of(p: RepPlan, spread: Noise | None, t: tg.Targets, control_s: float) -> list[str]:
     """The throughput target this plan cannot reach, and why, and a plan of fewer reps than
-    a skewed function row's interval needs to keep its level, with the budget that would
-    hold them (`control_s`: what the budget keeps for the in-cache control, 0 without one;
-    the function targets are judged with the rate: targets.out_of_reach)."""
+    a skewed function row's interval needs to keep its level (FLOOR_REPS), with the budgets
+    that would hold those and MIN_REPS (`control_s`: what the budget keeps for the in-cache
+    control, 0 without one; the function targets are judged with the rate:
+    targets.out_of_reach)."""
     out = []
     thr = throughput_reach(spread, p.reps)
     if thr is not None and thr > t.throughput:
         out.append(f"throughput ±{t.throughput:.0%} is out of reach: it could see ±{thr:.1%} in the "
                    f"{p.reps} paired reps the budget holds (sd {spread.sd:.4f} of the log ratio recorded here)")
-    if p.reps < MIN_REPS and p.rep_s:
-        more = f" (a --budget of {duration(MIN_REPS * p.rep_s + control_s)} holds {MIN_REPS})"
-        out.append(f"{p.reps} paired reps are fewer than the {MIN_REPS} a skewed function row's "
+    kept = short_coverage(p.reps)
+    if kept is not None and p.rep_s:
+        more = (f" (a --budget of {duration(FLOOR_REPS * p.rep_s + control_s)} holds {FLOOR_REPS}, "
+                f"{duration(MIN_REPS * p.rep_s + control_s)} {MIN_REPS})")
+        out.append(f"{p.reps} paired reps are fewer than the {FLOOR_REPS} a skewed function row's "
                    f"interval needs to keep its level: simulated on recorded reps, a plan of "
-                   f"{SHORT_PLAN_REPS} kept "
-                   f"{SHORT_PLAN_COVERAGE:.1%} on the worst such row (docs/statistics.md){more}")
+                   f"{p.reps} kept {kept:.1%} on the worst printed row, and the report marks every "
+                   f"row with a target so (docs/statistics.md){more}")
     return out
