@@ -22,7 +22,7 @@ from analysis.inputs.rundir import load_run
 from collectors.abba import SHARES, WHOLE, as_share, block_schedule, schedule, share_period
 from collectors.host import noise
 from collectors.host.noise import Noise
-from collectors.runner import rep_plan, targets
+from collectors.runner import rep_plan, stall_control, targets
 from collectors.runner.progress import duration
 from tests.conftest import REPO
 
@@ -109,7 +109,7 @@ def test_the_plan_fits_the_budget_at_the_recorded_seconds_a_rep():
     assert p.reps * p.rep_s <= 720 and p.reps == int(720 // cost.rep_s(p.windows))
     assert "budget holds 9 reps of 48 windows (7 of 96: reps, not samples" in p.text()
     # nine reps reach the floor: nothing said of the intervals' level
-    assert not any("fewer than the" in s for s in rep_plan.short_of(p, spread, targets.Targets(), rep_plan.CONTROL_S))
+    assert not any("fewer than the" in s for s in rep_plan.short_of(p, spread, targets.Targets(), stall_control.CONTROL_S))
 
 
 def test_a_plan_below_the_floor_says_what_its_intervals_keep():
@@ -121,10 +121,10 @@ def test_a_plan_below_the_floor_says_what_its_intervals_keep():
     budget = 7.5 * cost.rep_s(rep_plan.SHORT_WINDOWS)
     p = rep_plan.plan(spread, budget, targets.Targets(), 999, 0.25, FOCUS_ROWS)
     assert (p.reps, p.windows) == (7, 48)
-    short = rep_plan.short_of(p, spread, targets.Targets(), rep_plan.CONTROL_S)
+    short = rep_plan.short_of(p, spread, targets.Targets(), stall_control.CONTROL_S)
     assert short[-1].startswith("7 paired reps are fewer than the 9 a skewed function row's interval needs")
     assert f"kept {sequential.SHORT_COVERAGE[7]:.1%} on the worst printed row" in short[-1]
-    nine, thirteen = duration(9 * p.rep_s + rep_plan.CONTROL_S), duration(13 * p.rep_s + rep_plan.CONTROL_S)
+    nine, thirteen = duration(9 * p.rep_s + stall_control.CONTROL_S), duration(13 * p.rep_s + stall_control.CONTROL_S)
     assert f"a --budget of {nine} holds 9, {thirteen} 13" in short[-1]
     # a run without the in-cache control (--no-stalls) keeps nothing of the budget for it
     bare = rep_plan.short_of(p, spread, targets.Targets(), 0.0)[-1]
@@ -149,7 +149,7 @@ def test_a_cheap_rep_buys_more_samples_than_the_plan_of_reps_alone():
     p = rep_plan.plan(spread, 720, t, 999, 0.25, FOCUS_ROWS)
     assert p.reps * p.rep_s <= 720 and p.reps > 13 and p.share == Fraction(3, 4)
     assert rep_plan.throughput_reach(spread, p.reps) <= t.throughput
-    assert rep_plan.short_of(p, spread, t, rep_plan.CONTROL_S) == []
+    assert rep_plan.short_of(p, spread, t, stall_control.CONTROL_S) == []
     new = targets.reach(t, 999, p.reps, p.windows, 0.25, FOCUS_ROWS, targets.final_alpha(p.reps), float(p.share))
     old = targets.reach(t, 999, 13, 96, 0.25, FOCUS_ROWS, targets.final_alpha(13), 0.5)
     assert new["movers"] < old["movers"] and new["focus"] < old["focus"]

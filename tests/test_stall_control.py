@@ -76,3 +76,27 @@ def test_the_control_runs_the_runs_rate_with_its_own_reps():
     small = stall_control.control_options(RunOptions(reps=3, paired_windows=64, stalls=True))
     assert small.reps == stall_control.REPS_SMALL
     assert stall_control.control_options(RunOptions(reps=20, stalls=True)).reps == stall_control.REPS_DECIDES
+
+
+def test_the_budget_keeps_what_a_recorded_control_took_here():
+    """A run that decides keeps 3 min for its control until the host has made one of the case;
+    then its 8 reps at the recorded seconds a control's rep took, with 15% room: the recorded
+    control of tests/data/runs/aa-default-13reps-xeon480 (8 reps, 2 min 10 s from its first
+    rep's start to its last's end) gets 2 min 27 s, which holds it; another case's controls
+    do not count."""
+    import statistics
+    from analysis.inputs.rundir import load_run
+    from collectors.host.noise import Noise
+    from collectors.runner.new_manifest import parse_iso, rep_seconds
+    from tests.conftest import REPO
+    m = load_run(REPO / "tests" / "data" / "runs" / "aa-default-13reps-xeon480" / "incache").manifest
+    reps = [r for r in m.schedule if r.kind == "paired" and r.status == "ok"]
+    assert len(reps) == stall_control.REPS_DECIDES
+    span = (parse_iso(reps[-1].finished) - parse_iso(reps[0].started)).total_seconds()
+    unit = statistics.median(rep_seconds(r) for r in reps)
+    mine = Noise(sd=0.01, unit_s=unit, runs=1, source="this case", latest="")
+    kept = stall_control.budget_s(mine)
+    assert kept == pytest.approx(8 * unit * 1.15, abs=0.1) and span <= kept < stall_control.CONTROL_S
+    assert stall_control.budget_s(None) == stall_control.CONTROL_S == 180
+    other = dataclasses.replace(mine, source="other cases on this host")
+    assert stall_control.budget_s(other) == stall_control.CONTROL_S

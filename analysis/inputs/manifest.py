@@ -179,7 +179,7 @@ class PrecisionPlan(Record):
     open: list[str] = field(default_factory=list)      # rows neither decided nor at their
                                                        #   target at the last look made
     # seconds of options.budget_s kept for the in-cache control after the reps (a run that
-    # decides with one planned: collectors/runner/rep_plan.CONTROL_S); the reps get the rest
+    # decides with one planned: collectors/runner/stall_control.budget_s); the reps get the rest
     control_s: float = 0.0
 
 

@@ -165,7 +165,7 @@ def plan_run(req: RunRequest, log: Log) -> RunPlan:
         apply_sections(m, s)
     m.stalls = _plan_stalls(req, case, opts, m, log)
     if units_note and m.stalls.planned:     # the reps leave the control its share of the budget
-        m.precision.control_s = rep_plan.CONTROL_S
+        m.precision.control_s = _control_s(host, case)
     run_dir = req.out / run_id
     save_manifest(run_dir, m)
     log(f"stallscope run: {run_dir}")
@@ -209,6 +209,12 @@ def _log_dataset(case: Case, log: Log) -> None:
         log(f"stallscope run: dataset: {ws.describe(case.dataset.keys)} (size {case.size}: {ws.why()})")
 
 
+def _control_s(host: HostFacts, case: Case) -> float:
+    """What a run that decides keeps of its budget for the in-cache control: this case's
+    controls recorded here, else a fixed allowance (stall_control.budget_s)."""
+    return stall_control.budget_s(noise.lookup(host.summary(), case.name, "incache"))
+
+
 def _plan_reps(opts: RunOptions, host: HostFacts, case: Case, log: Log) -> tuple[str, list[str]]:
     """A run that decides: its paired reps from this host's recorded spread for the case
     (collectors/runner/targets.py); a paired one profiled in its windows, its windows and
@@ -230,7 +236,7 @@ def _plan_reps(opts: RunOptions, host: HostFacts, case: Case, log: Log) -> tuple
     top = sample_cost.choose(host.summary(), case=case.name, need_hz=math.inf, size=case.size).hz
     # planned as if the control is made where one is wanted: whether it can be is known after
     # the latency probe (plan_run), and the reps then get its share of the budget back
-    control_s = rep_plan.CONTROL_S if stall_control.wanted(opts) else 0.0
+    control_s = _control_s(host, case) if stall_control.wanted(opts) else 0.0
     budget = None if opts.budget_s is None else opts.budget_s - control_s
     p = rep_plan.plan(spread, budget, t, top, opts.paired_window_s,
                       targets.focus_family_rows(case.focus, case.server.io_threads))

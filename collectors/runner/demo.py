@@ -57,5 +57,5 @@ SIZES = {
 }
 # 12 min: 9 min of reps (dataset preload included), then 3 kept for the in-cache control
 # (collectors/runner/stall_control.py: 8 short paired reps over at most 1/4 of L3;
-# rep_plan.CONTROL_S); a run whose looks answer early ends sooner (~11 min fresh with its builds)
+# stall_control.budget_s); a run whose looks answer early ends sooner (~11 min fresh with its builds)
 BUDGET_S = 720.0

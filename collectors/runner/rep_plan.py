@@ -60,10 +60,6 @@ TILT_SD = 0.0125
 # The predicted tilt interval's half-width, at most this much of TILT: at 0.6 an A/A's
 # interval, centred within its sd of 0, lies inside +-TILT (the blocks "agree") ~88% of the time
 TILT_ROOM = 0.6
-# What the in-cache control costs the budget (collectors/runner/stall_control.py: 8 paired
-# reps of 32 windows over a small dataset): 2 min 10 s recorded on a 480 MiB-L3 Xeon guest
-# (tests/data/runs/mset-demo-looks-xeon480/incache), with room for a slower host.
-CONTROL_S = 180.0
 
 
 @dataclass(frozen=True)
