@@ -201,7 +201,7 @@ def test_a_run_planned_below_the_floor_marks_every_row_with_a_target():
     row with a target carries level_kept, its report cell and the PR comment's say "short
     plan", and the measurement says what such a plan's intervals keep; at 13 nothing is."""
     from analysis.compare.measurement import measurement
-    from analysis.compare.row_targets import main_row, mark
+    from analysis.compare.row_targets import floor_reps, main_row, mark
     from analysis.report.tables import judgement_verdict
     from collectors.pr.results_doc import document, fn_verdict
     run = load_run(RUNS / "aa-decides-emr-2")
@@ -214,11 +214,16 @@ def test_a_run_planned_below_the_floor_marks_every_row_with_a_target():
     assert judgement_verdict(lk.flat_verdict).text.endswith("; missed its ±5% target; short plan: ~89% coverage")
     short = dataclasses.replace(run.manifest, precision=dataclasses.replace(run.manifest.precision, planned=7))
     said = measurement(short, main_row(r), missed).precision
-    assert "Planned 7 paired reps, fewer than the 9 a skewed function row's interval needs" in said
+    assert ". 7 paired reps, fewer than the 9 a skewed function row's interval needs" in said
     assert f"covered as little as {kept:.1%}" in said
     doc = document(json.loads(r.dumps()), "results.json")
     row = next(f for f in doc.obj("profile").objs("focus") if f.text("name") == "lookupKey")
     assert fn_verdict(row, "flat").level_kept == kept
+    # a plan of 9 that its budget ended after 8 reps stands on 8 (row_targets.floor_reps)
+    plan = run.manifest.precision
+    assert floor_reps(dataclasses.replace(plan, planned=9, ended_by="budget"), 8) == 8
+    assert floor_reps(dataclasses.replace(plan, planned=9, ended_by="answered"), 6) == 9
+    assert floor_reps(None, 8) is None
 
 
 KNOWN_STALL = "debsrc:redis@8.0+patch=cases/patches/known-stall-mset.patch"

@@ -124,8 +124,10 @@ def analyse_with_profiles(run: RunDir, opts: CompareOptions) -> tuple[Results, d
     r.environment = environment(run, base, cand)
     r.reproduce = reproduce(run)
     r.fdr = [f for f in (metrics, r.profile.fdr, r.profile.movers_fdr) if f is not None]
-    missed = row_targets.mark(r, m.precision.planned if m.precision else None) if m.options.targets else []
-    r.measurement = measurement(m, row_targets.main_row(r), missed)
+    main = row_targets.main_row(r)
+    reps = row_targets.floor_reps(m.precision, main.base.n if main is not None else None)
+    missed = row_targets.mark(r, reps) if m.options.targets else []
+    r.measurement = measurement(m, main, missed)
     r.measurement.layouts = layout_spread(run, base, cand, opts.confidence)
     r.stalls = stall_section(run, r, merged, opts)
     r.stalls.tma, r.stalls.tma_agree = agreement(r.stalls, r.tma.funnel)

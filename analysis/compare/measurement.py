@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 
 from analysis.compare.results import Measurement, MetricRow
-from analysis.compare.row_targets import RowTarget
+from analysis.compare.row_targets import RowTarget, floor_reps
 from analysis.inputs.manifest import Manifest, PrecisionPlan
 from analysis.intervals import level_text
 from analysis.sequential import ALPHA, FLOOR_REPS, short_coverage
@@ -59,7 +59,7 @@ def measurement(m: Manifest, main: MetricRow | None, missed: list[RowTarget] = (
         out.looks, out.look, out.alpha, out.level = list(p.looks), p.look, p.alpha, p.level
         out.missed = [t.text() for t in missed]
         out.precision = (_targets_sentence(m, units, unit) + _looks_sentence(p, units, unit, out.missed)
-                         + _short_sentence(p.planned, unit))
+                         + _short_sentence(floor_reps(p, units), unit))
         return out
     asked = f"±{out.target:.1%} of the ratio asked within {_duration(out.budget_s)}"
     spread = (f" from the first {out.pilot} {unit}s' spread (sd {p.pilot_sd:.3f} of the log ratio)"
@@ -95,12 +95,13 @@ def _targets_sentence(m: Manifest, units: int, unit: str) -> str:
     return f"{aims}{plan}; {end}: each row says what it could see"
 
 
-def _short_sentence(planned: int | None, unit: str) -> str:
-    """A run planned below FLOOR_REPS (its budget held no more): what its intervals keep."""
-    kept = short_coverage(planned)
+def _short_sentence(reps: int | None, unit: str) -> str:
+    """A run planned below FLOOR_REPS, or stopped below it by its budget (row_targets.floor_reps):
+    what its intervals keep."""
+    kept = short_coverage(reps)
     if kept is None:
         return ""
-    return (f". Planned {planned} {unit}s, fewer than the {FLOOR_REPS} a skewed function row's "
+    return (f". {reps} {unit}s, fewer than the {FLOOR_REPS} a skewed function row's "
             f"interval needs to keep its level: simulated on recorded reps, the printed intervals "
             f"of such a plan covered as little as {kept:.1%}, and every row with a target says "
             f"so (a longer --budget holds more reps)")

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from typing import Iterator
 
 from analysis.compare.results import FunctionRow, Judgement, MetricRow, Results
+from analysis.inputs.manifest import PrecisionPlan
 from analysis.inputs.option_specs import TARGET_FOCUS, TARGET_MOVERS, TARGET_SHARE, TARGET_THROUGHPUT
 from analysis import sequential
 from analysis.stats import DECIDED
@@ -128,6 +129,17 @@ def open_rows(r: Results, reach: Reach | None = None) -> list[RowTarget]:
     when there are none. Stopping for futility spends no alpha: every printed interval keeps
     its level (docs/statistics.md, "Stop when answered")."""
     return [t for t in rows(r) if t.kind != "mover" and not t.settled and not out_of_reach(t, reach)]
+
+
+def floor_reps(plan: PrecisionPlan | None, made: int | None) -> int | None:
+    """The reps a run's intervals are judged against sequential.FLOOR_REPS with: its plan's,
+    or where its budget ended it before the plan, the paired reps it `made` (the looks'
+    coverage was simulated for plans run to their end or stopped by a look)."""
+    if plan is None or plan.planned is None:
+        return None
+    if plan.ended_by == "budget" and made:
+        return min(plan.planned, made)
+    return plan.planned
 
 
 def mark(r: Results, planned: int | None = None) -> list[RowTarget]:
