@@ -142,14 +142,14 @@ def floor_reps(plan: PrecisionPlan | None, made: int | None) -> int | None:
     return plan.planned
 
 
-def mark(r: Results, planned: int | None = None) -> list[RowTarget]:
+def mark(r: Results, reps: int | None = None) -> list[RowTarget]:
     """Set every targeted row's `target` and `target_missed` (results.json), and in a run of
-    `planned` reps below sequential.FLOOR_REPS its `level_kept` (the lowest coverage such a
-    plan's intervals kept in simulation: each interval may hold less than its level); the
-    rows that missed, in order."""
+    `reps` below sequential.FLOOR_REPS (floor_reps) its `level_kept` (the lowest coverage
+    such a plan's intervals kept in simulation: each interval may hold less than its level);
+    the rows that missed, in order."""
     found = rows(r)
     by_name = {t.name: t for t in found}
-    kept = sequential.short_coverage(planned)
+    kept = sequential.short_coverage(reps)
     main = main_row(r)
     if main is not None and "throughput" in by_name:
         t = by_name["throughput"]
