@@ -211,7 +211,7 @@ def test_a_run_planned_below_the_floor_marks_every_row_with_a_target():
     kept = sequential.SHORT_COVERAGE[7]
     lk = next(f for f in r.profile.focus if f.name == "lookupKey")
     assert r.paired[0].level_kept == kept and lk.flat_verdict.level_kept == kept
-    assert judgement_verdict(lk.flat_verdict).text.endswith("; missed its ±5% target; short plan: ~89% coverage")
+    assert judgement_verdict(lk.flat_verdict).text.endswith("; missed its ±5% target; covers ~89%")
     short = dataclasses.replace(run.manifest, precision=dataclasses.replace(run.manifest.precision, planned=7))
     said = measurement(short, main_row(r), missed).precision
     assert ". 7 paired reps, fewer than the 9 a skewed function row's interval needs" in said

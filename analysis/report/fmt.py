@@ -150,11 +150,11 @@ def could_see(d: str) -> str:
 
 def target_mark(target: float | None, missed: bool | None, kept: float | None = None) -> str:
     """How a row of a run that decides ends its verdict cell: "; missed its ±5% target" where
-    it missed (analysis/compare/row_targets.py), "; short plan: ~89% coverage" where the run
-    was planned with too few reps for its intervals to keep their level
-    (analysis/sequential.short_coverage); "" for every other row."""
+    it missed (analysis/compare/row_targets.py), "; covers ~89%" where the run had too few
+    reps for its intervals to keep their level (analysis/sequential.short_coverage: the
+    measurement says why; short, as a PR comment has 4 KB); "" for every other row."""
     text = f"; missed its ±{target:.0%} target" if missed and target is not None else ""
-    return text + (f"; short plan: ~{kept:.0%} coverage" if kept is not None else "")
+    return text + (f"; covers ~{kept:.0%}" if kept is not None else "")
 
 
 def quiet_verdict(verdict: str, size: float | None, unit: str, real: bool = False,

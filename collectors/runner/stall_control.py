@@ -40,7 +40,8 @@ REPS_SMALL, WINDOWS_SMALL = 3, 32
 # one of the case: 8 reps took 2 min 10 s on a 480 MiB-L3 Xeon guest
 # (tests/data/runs/mset-demo-looks-xeon480/incache), with room for a slower host. Once the
 # host has recorded a control's seconds a rep (noise.json, size "incache"), its reps at those
-# seconds with ROOM: the 50 s the fixed figure keeps too many are a rep of the main run.
+# seconds with ROOM: on that host 2 min 27 s, and the 33 s the fixed figure kept too many
+# decided whether the main run's ninth rep fitted (docs/statistics.md, "Nine reps of 48 windows").
 CONTROL_S, ROOM = 180.0, 1.15
 
 
