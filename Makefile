@@ -58,7 +58,7 @@ funnel: ## TMA funnel from toplev/perf outputs: make funnel BASE="a1 a2 a3" CAND
 doctor: ## which collectors work on this machine, and why not
 	$(SS) doctor
 
-bench: ## figures: analysis time, ingestion rate, profiler overhead, precision per minute of each method, history store and detector, stopping rules, false verdicts per table (and beside a known cost), the top movers' error rate and power, one method per row, intervals from 2 runs a side, power at the printed size, PR comment fitting of an untrusted report, bisection error rates, code layout spread, the sampling rate's cost bound, the reps of a run that decides, this host's DRAM and L3 latency, a run that stops when answered and the fewest reps that keep its intervals' level
+bench: ## figures: analysis time, ingestion rate, profiler overhead, precision per minute of each method, history store and detector, stopping rules, false verdicts per table (and beside a known cost), the top movers' error rate and power, one method per row, intervals from 2 runs a side, power at the printed size, PR comment fitting of an untrusted report, bisection error rates, code layout spread, the sampling rate's cost bound, the reps of a run that decides, this host's DRAM and L3 latency, a run that stops when answered and the fewest reps that keep its intervals' level, the spread between runs that a run's interval leaves out
 	$(PY) bench/run.py
 	$(PY) bench/precision.py
 	$(PY) bench/history.py
@@ -81,6 +81,7 @@ bench: ## figures: analysis time, ingestion rate, profiler overhead, precision p
 	$(PY) bench/latency.py
 	$(PY) bench/sequential.py
 	$(PY) bench/sequential.py --short
+	$(PY) bench/run_spread.py
 
 clean: ## remove runs/ and rendered reports (keeps the build cache in ~/.cache/stallscope)
 	rm -rf runs reports/*/

@@ -40,6 +40,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from functools import lru_cache
+from statistics import NormalDist
 
 import numpy as np
 from scipy import special
@@ -188,32 +189,39 @@ def detectable(key: str, b: np.ndarray, c: np.ndarray, confidence: float, power:
     return None if k is None else k * se
 
 
-def planned_size(n: int, sd: float, confidence: float, power: float = POWER) -> float:
+def planned_size(n: int, sd: float, confidence: float, power: float = POWER,
+                 between: float = 0.0) -> float:
     """The detectable size (log scale) of n paired units whose log ratio has sd `sd`, with
     the method a run of n pairs decides with (signed-rank where it reaches `confidence`,
-    else the paired t): what a plan promises before the run (sweep and experiment plans)."""
+    else the paired t): what a plan promises before the run (sweep and experiment plans).
+    `between`: the sd between runs that no number of units narrows (analysis/run_spread.py,
+    as its planned_sd gives it), added as the run's interval adds it: in quadrature, at the
+    normal quantiles of `confidence` and `power` (the rank method's steps are the units')."""
     from analysis.ranks import paired_max_confidence
     key = "signed-rank" if paired_max_confidence(n) + 1e-12 >= confidence else "paired-t"
     k = multiplier(key, n, n, round(confidence, 9), power)
-    return math.inf if k is None else k * sd / math.sqrt(n)
+    z = NormalDist().inv_cdf(0.5 + confidence / 2) + NormalDist().inv_cdf(power)
+    return math.inf if k is None else math.hypot(k * sd / math.sqrt(n), z * between)
 
 
-def planned_change(n: int, sd: float, confidence: float, power: float = POWER) -> float:
+def planned_change(n: int, sd: float, confidence: float, power: float = POWER,
+                   between: float = 0.0) -> float:
     """planned_size as a relative change (0.043 = 4.3% either way); inf below MIN_N units,
     which get no interval."""
-    return math.inf if n < MIN_N else math.expm1(planned_size(n, sd, confidence, power))
+    return math.inf if n < MIN_N else math.expm1(planned_size(n, sd, confidence, power, between))
 
 
 def units_to_detect(change: float, sd: float, confidence: float, power: float = POWER,
-                    limit: int = 1000) -> int | None:
+                    limit: int = 1000, between: float = 0.0) -> int | None:
     """Fewest paired units (reps, or A/B blocks) whose interval of a relative change would
     establish `change` (a fraction: 0.043) with probability `power`, when one unit's log
-    ratio has sd `sd`, with the method a run of that many pairs uses. None past `limit`."""
+    ratio has sd `sd` and runs differ by sd `between`, with the method a run of that many
+    pairs uses. None past `limit`, or where the spread between runs alone is wider."""
     target = abs(math.log1p(change))
     if target == 0:
         return None
     for n in range(MIN_N, limit + 1):
-        if planned_size(n, sd, confidence, power) <= target:
+        if planned_size(n, sd, confidence, power, between) <= target:
             return n
     return None
 

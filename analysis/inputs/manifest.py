@@ -25,6 +25,7 @@ from analysis.inputs.case import Case
 from analysis.inputs.host import HostFacts
 from analysis.inputs.records import Record, RecordError
 from analysis.inputs.run_options import RunOptions
+from analysis.inputs.run_spread import RunSpread
 from analysis.inputs.stall_plan import StallPlan
 from analysis.inputs.tma_plan import TmaPlan
 
@@ -298,7 +299,8 @@ class Manifest(Record):
     dataset: DatasetInfo = field(default_factory=DatasetInfo)
     resumes: list[Resume] = field(default_factory=list)
     stalls: StallPlan | None = None  # the in-cache control (None: runs made before it)
-    OMIT_IF_NONE: ClassVar[frozenset[str]] = frozenset({"stalls"})
+    run_spread: RunSpread | None = None  # this host's spread between runs (paired runs)
+    OMIT_IF_NONE: ClassVar[frozenset[str]] = frozenset({"stalls", "run_spread"})
 
     def __post_init__(self) -> None:
         if isinstance(self.case, dict):  # given as JSON (hand-made manifests, tests)

@@ -29,8 +29,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from analysis import run_spread
 from analysis.clock import now_iso
 from analysis.inputs.host import HostSummary
+from analysis.inputs.run_spread import RunSpread
 from analysis.inputs.rundir import write_json
 from collectors.variants.builder import records_dir
 
@@ -60,6 +62,9 @@ class Noise:
     # window's wall seconds (the window and its switching): None before a run booked them
     fixed_s: float | None = None
     window_wall_s: float | None = None
+    # the spread between runs this case's A/A runs showed here beyond their own intervals
+    # (analysis/run_spread.py): no number of reps narrows a run's interval below it
+    between: RunSpread | None = None
 
 
 def _load(path: Path) -> dict[str, Any]:
@@ -123,4 +128,13 @@ def lookup(host: HostSummary, case: str, size: str, paired: bool = True,
     return Noise(sd=sd, unit_s=statistics.median(secs) if secs else 0.0, runs=len(want),
                  source=source, latest=max(r.get("at", "") for r in want),
                  fixed_s=statistics.median(fixed) if fixed else None,
-                 window_wall_s=statistics.median(wall) if wall else None)
+                 window_wall_s=statistics.median(wall) if wall else None,
+                 between=between(mine if paired else []))
+
+
+def between(runs: list[dict[str, Any]]) -> RunSpread | None:
+    """The spread between runs of this case's A/A runs here (None with too few of them)."""
+    aa = [r for r in runs if r.get("aa") and r.get("change") is not None and r.get("sd") is not None
+          and r.get("mode") != "off"]
+    return run_spread.estimate(((r["change"], r["sd"], r["units"]) for r in aa),
+                               latest=max((r.get("at", "") for r in aa), default=""))

@@ -26,6 +26,7 @@ from analysis.inputs.host import HostFacts
 from analysis.inputs.manifest import LoadGenerator, Manifest, Variant
 from analysis.inputs.run_options import DEFAULT_FREQ_HZ, SEPARATE_PROFILE_REPS
 from analysis.inputs.rundir import save_manifest
+from analysis.inputs.run_spread import RunSpread
 from analysis.inputs.stall_plan import StallPlan
 from collectors.abba import as_share
 from collectors.variants.spec import VariantSpec, parse_variant
@@ -164,6 +165,7 @@ def plan_run(req: RunRequest, log: Log) -> RunPlan:
     for s in sections:
         apply_sections(m, s)
     m.stalls = _plan_stalls(req, case, opts, m, log)
+    m.run_spread = _run_spread(opts, host, case, log)
     if units_note and m.stalls.planned:     # the reps leave the control its share of the budget
         m.precision.control_s = _control_s(host, case)
     run_dir = req.out / run_id
@@ -213,6 +215,19 @@ def _control_s(host: HostFacts, case: Case) -> float:
     """What a run that decides keeps of its budget for the in-cache control: this case's
     controls recorded here, else a fixed allowance (stall_control.budget_s)."""
     return stall_control.budget_s(noise.lookup(host.summary(), case.name, "incache"))
+
+
+def _run_spread(opts: RunOptions, host: HostFacts, case: Case, log: Log) -> RunSpread | None:
+    """This host's spread between A/A runs of the case, which a paired run's throughput
+    interval is widened by (analysis/run_spread.py); said before the run."""
+    if not opts.paired:
+        return None
+    spread = noise.lookup(host.summary(), case.name, case.size)
+    between = spread.between if spread is not None else None
+    if between is not None and between.sd > 0:
+        log(f"stallscope run: throughput interval widened by this host's spread between runs: "
+            f"sd {between.sd:.2%} from {between.runs} recorded A/A runs of {case.name} at size {case.size}")
+    return between
 
 
 def _plan_reps(opts: RunOptions, host: HostFacts, case: Case, log: Log) -> tuple[str, list[str]]:

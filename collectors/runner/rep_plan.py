@@ -40,6 +40,7 @@ from fractions import Fraction
 from scipy import stats as sps
 
 from analysis.inputs.option_specs import TARGET_MAX_UNITS, TARGET_MIN_UNITS, TARGET_UNITS, TARGET_WINDOWS
+from analysis import run_spread
 from analysis.power import planned_change
 from analysis.sequential import FLOOR_REPS, short_coverage
 from analysis.compare.perf_blocks import TILT
@@ -109,7 +110,13 @@ def throughput_reach(spread: Noise | None, reps: int) -> float | None:
     """What the throughput row could see in `reps` at its last look's level (None: no spread)."""
     if spread is None or spread.sd <= 0:
         return None
-    return planned_change(reps, spread.sd, 1 - tg.final_alpha(reps))
+    return planned_change(reps, spread.sd, 1 - tg.final_alpha(reps), between=between_sd(spread))
+
+
+def between_sd(spread: Noise | None) -> float:
+    """The spread between runs recorded for the case here, as the plan adds it (0.0 without
+    enough A/A runs: analysis/run_spread.py)."""
+    return run_spread.planned_sd(spread.between if spread is not None else None)
 
 
 def _score(p: RepPlan, spread: Noise | None, t: tg.Targets, hz: float, window_s: float,
@@ -163,6 +170,8 @@ def _short(budget_s: float, cost: RepCost) -> RepPlan:
 def _why(p: RepPlan, spread: Noise | None, t: tg.Targets, budget_s: float, cost: RepCost) -> str:
     thr = throughput_reach(spread, p.reps)
     sees = f"the throughput could see ±{thr:.1%}" if thr is not None else "no throughput spread recorded"
+    if between_sd(spread):
+        sees += f" with this host's spread between runs (sd {spread.between.sd:.2%}) in it"
     return (f"the plan the {duration(budget_s)} budget holds that best serves the targets, at "
             f"{cost.fixed_s:.0f} s a rep outside its windows and {cost.window_s:.2f} s a window here; "
             f"{sees} (target ±{t.throughput:.0%})")
@@ -178,7 +187,9 @@ def short_of(p: RepPlan, spread: Noise | None, t: tg.Targets, control_s: float) 
     thr = throughput_reach(spread, p.reps)
     if thr is not None and thr > t.throughput:
         out.append(f"throughput ±{t.throughput:.0%} is out of reach: it could see ±{thr:.1%} in the "
-                   f"{p.reps} paired reps the budget holds (sd {spread.sd:.4f} of the log ratio recorded here)")
+                   f"{p.reps} paired reps the budget holds (sd {spread.sd:.4f} of the log ratio recorded here"
+                   + (f", {spread.between.sd:.2%} between runs, which no reps narrow" if between_sd(spread) else "")
+                   + ")")
     kept = short_coverage(p.reps)
     if kept is not None and p.rep_s:
         more = (f" (a --budget of {duration(FLOOR_REPS * p.rep_s + control_s)} holds {FLOOR_REPS}, "

@@ -33,7 +33,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from analysis import sequential
+from analysis import run_spread, sequential
 from analysis.compare.row_targets import function_rows
 from analysis.inputs.option_specs import (TARGET_FOCUS, TARGET_MAX_UNITS, TARGET_MIN_UNITS, TARGET_MOVERS,
                                           TARGET_SHARE, TARGET_THROUGHPUT, TARGET_UNITS)
@@ -162,12 +162,15 @@ def planned_units(spread: Noise | None, targets: Targets) -> UnitsPlan:
         return UnitsPlan(TARGET_UNITS, f"{TARGET_UNITS} paired reps: this host has recorded no spread for "
                                        "the case yet (this run's is recorded for the next)")
     # at the level its last look judges (analysis/sequential.py), which depends on the plan
-    need = units_to_detect(targets.throughput, spread.sd, 0.95, limit=TARGET_MAX_UNITS)
+    between = run_spread.planned_sd(spread.between)
+    need = units_to_detect(targets.throughput, spread.sd, 0.95, limit=TARGET_MAX_UNITS,
+                           between=between)
     for _ in range(3):
         if need is None:
             break
         again = units_to_detect(targets.throughput, spread.sd,
-                                1 - final_alpha(max(need, TARGET_MIN_UNITS)), limit=TARGET_MAX_UNITS)
+                                1 - final_alpha(max(need, TARGET_MIN_UNITS)), limit=TARGET_MAX_UNITS,
+                                between=between)
         if again is not None and again <= need:
             break
         need = again

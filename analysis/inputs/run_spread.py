@@ -1,0 +1,20 @@
+"""manifest.json `run_spread`: how far this host's A/A runs of the case strayed from 0
+beyond their own intervals, the spread between runs that a run's reps cannot show
+(analysis/run_spread.py estimates it and widens the paired throughput interval by it).
+
+Written when a paired run is planned, from the host's noise records
+(collectors/host/noise.py), so that a report made later, or on another machine, reads the
+run as it was judged. Absent where the host had fewer than MIN_RUNS A/A runs of the case.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from analysis.inputs.records import Record
+
+
+@dataclass
+class RunSpread(Record):
+    sd: float = 0.0          # between runs, of the run's mean log ratio (0.0036: 0.36%)
+    runs: int = 0            # the A/A runs it comes from
+    latest: str = ""         # when the newest of them ran
