@@ -9,9 +9,9 @@ build on the 480 MiB Xeon guest (2026-12-06) read their throughput between −0.
 change is 0, so each one measures that spread directly: its squared mean log ratio is its
 within-run variance (sd²/n, known from its reps) plus the between-run variance τ². The
 estimate is the mean of y² − sd²/n over the host's A/A runs (method of moments, floored at
-0); the interval of a later run adds τ² to its own squared half-width's variance
-(`widen`). docs/statistics.md, "Runs differ by more than their reps", gives the
-simulation on the recorded runs that shows what each rule covers.
+0), and a later run's interval is widened by it in quadrature (`widen`).
+docs/statistics.md, "Runs differ by more than their reps", gives the simulation, on a model
+built from the recorded runs, that shows what each rule covers.
 """
 from __future__ import annotations
 
@@ -50,7 +50,8 @@ def widen(ch: stats.Change, spread: RunSpread, *, higher_is_better: bool, noise:
     """`ch` (a relative change with an interval) with τ = spread.sd added on the log scale:
     each side's half-width h becomes sqrt(h² + (t τ)²), t the Student quantile of the
     interval's own level on runs − 1 degrees of freedom (τ is estimated from that many A/A
-    runs; the normal quantile there covered 93% where t keeps 94%, docs/statistics.md). The
+    runs: at the recorded host's spread the normal quantile covered 90-93%, Student's
+    93-94%, docs/statistics.md). The
     verdict, p-value and detectable size follow from the widened interval: its p-value is
     below 1 − level exactly when it leaves 0 out. Unchanged where τ is 0 or the change has
     no relative interval."""

@@ -169,3 +169,10 @@ def test_a_paired_run_keeps_the_host_s_spread_in_its_manifest_and_says_so(tmp_pa
     assert said == ["stallscope run: throughput interval widened by this host's spread between "
                     "runs: sd 0.36% from 8 recorded A/A runs of mset-50keys at size default"]
     assert api._run_spread(dataclasses.replace(RunOptions(), paired=False), host, case, said.append) is None
+    # --precision narrows the interval over reps: below the spread between runs it is said
+    # that the printed interval stays wider than asked
+    said.clear()
+    api._run_spread(dataclasses.replace(RunOptions(), paired=True, precision=0.005, targets=False),
+                    host, case, said.append)
+    assert said[-1].startswith("stallscope run: --precision ±0.5% narrows the interval over this run's reps")
+    assert said[-1].endswith("so it stays wider than asked")

@@ -26,6 +26,7 @@ from analysis.inputs.host import HostFacts
 from analysis.inputs.manifest import LoadGenerator, Manifest, Variant
 from analysis.inputs.run_options import DEFAULT_FREQ_HZ, SEPARATE_PROFILE_REPS
 from analysis.inputs.rundir import save_manifest
+from analysis import run_spread
 from analysis.inputs.run_spread import RunSpread
 from analysis.inputs.stall_plan import StallPlan
 from collectors.abba import as_share
@@ -227,6 +228,12 @@ def _run_spread(opts: RunOptions, host: HostFacts, case: Case, log: Log) -> RunS
     if between is not None and between.sd > 0:
         log(f"stallscope run: throughput interval widened by this host's spread between runs: "
             f"sd {between.sd:.2%} from {between.runs} recorded A/A runs of {case.name} at size {case.size}")
+        floor = math.expm1(run_spread.planned_sd(between) * 1.96)
+        if opts.precision is not None and not opts.targets:
+            # Stein's rule narrows the interval over reps; the one printed keeps this spread too
+            log(f"stallscope run: --precision ±{opts.precision:.1%} narrows the interval over this "
+                f"run's reps; the interval printed adds the spread between runs, ±{floor:.1%} on its own"
+                + (", so it stays wider than asked" if floor >= opts.precision else ""))
     return between
 
 
