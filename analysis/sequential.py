@@ -48,7 +48,7 @@ FIRST_LOOKS = (4, 6, 10, 13)
 # judged by the paired t there too, and this floor is not proven for it. SHORT_COVERAGE: the
 # lowest below the floor, by planned reps.
 FLOOR_REPS = 9
-SHORT_COVERAGE = {4: 0.903, 5: 0.877, 6: 0.878, 7: 0.887, 8: 0.895}
+SHORT_COVERAGE = {4: 0.903, 5: 0.877, 6: 0.885, 7: 0.883, 8: 0.888}
 GROWTH = 1.45           # later looks: about this factor apart
 LAST_GAP = 1.3          # an interior look closer than this factor to N is dropped
 

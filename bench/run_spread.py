@@ -1,16 +1,17 @@
 """`make bench` figure 17: a run's throughput interval against the spread between runs.
 
 A run's interval is made from its own paired reps, so a component its reps share (constant
-over the run, different the next run) is not in it. The eight default-size A/A runs recorded
+over the run, different the next run) is not in it. The default-size A/A runs recorded
 on the 480 MiB Xeon guest (tests/data/noise/xeon480-aa-default.json: each run's mean log
 ratio, the sd of its reps' log ratios and their count) show one: their means stray from 0
 more than their own intervals allow. analysis/run_spread.py estimates its sd τ from a host's
-A/A runs (their truth is 0: the mean of y² − sd²/n) and widens a later run's interval by it.
+A/A runs (their truth is 0: Paule-Mandel with the mean known) and widens a later run's
+interval by it.
 
 Two checks, both printed as coverage of 0 by a 95% interval:
 
-- leave one out: each recorded run judged with τ from the other seven (real runs, real
-  outliers; 8 runs say little about a 95% rate, but they show the naive rule failing);
+- leave one out: each recorded run judged with τ from the others (real runs, real
+  outliers; 11 runs say little about a 95% rate, but they show the naive rule failing);
 - simulated: runs drawn from a random-effects model whose within-run sd and reps are the
   recorded runs' (drawn at random) and whose run effects are normal with sd τ (0 to 0.6%);
   τ estimated from k earlier A/A runs of the same model; the interval of the next run
@@ -106,7 +107,7 @@ def main() -> None:
           f"±{100 * math.sqrt(0.05 * 0.95 / a.draws) * 2:.1f} points):")
     print("| τ | A/A runs behind τ | naive | widened, normal | widened, Student (shipped) |")
     print("|---|---|---|---|---|")
-    for tau in (0.0, 0.002, est.sd, 0.006):
+    for tau in (0.0, 0.002, round(est.sd, 4), 0.008):
         for k in (3, 5, 8, 12):
             n, z, t = simulate(runs, tau, k, a.draws, rng)
             print(f"| {tau:.2%} | {k} | {n:.1%} | {z:.1%} | {t:.1%} |")

@@ -183,7 +183,8 @@ def _look(x: np.ndarray, alpha: float, family: int, truth: dict[str, np.ndarray]
         target = TARGET_THROUGHPUT if c == 0 else TARGET_FOCUS
         size = _detectable(x[:, :, c], level[:, c], methods[c])
         settled[:, c] = decided[:, c] | (some & (size <= target))
-        if end is not None:      # out of reach by the plan's end: not waited for
+        if end is not None and c > 0:      # a focus row out of reach by the plan's end: not
+            # waited for (the throughput row is, to the plan's end: row_targets.open_rows)
             settled[:, c] |= some & ~decided[:, c] & _futile(x[:, :, c], size, level[:, c], target, end)
     return settled, covered, decided
 

@@ -33,7 +33,7 @@ from collectors.abba import as_share
 from collectors.variants.spec import VariantSpec, parse_variant
 from collectors.host import machine, noise, procs, sample_cost, versions
 from collectors.load import memtier
-from collectors.runner import layouts, pairing, rep_plan, stall_control, targets
+from collectors.runner import layouts, noise_log, pairing, rep_plan, stall_control, targets
 from collectors.runner.context import RunContext, bench_bin
 from collectors.runner.new_manifest import apply_sections, make_manifest, new_run_id
 from collectors.runner.options import RUNS_DIR, RunError, RunOptions
@@ -166,7 +166,7 @@ def plan_run(req: RunRequest, log: Log) -> RunPlan:
     for s in sections:
         apply_sections(m, s)
     m.stalls = _plan_stalls(req, case, opts, m, log)
-    m.run_spread = _run_spread(opts, host, case, log)
+    m.run_spread = _run_spread(opts, host, case, log, noise_log.size_key(req.out / run_id, case.size))
     if units_note and m.stalls.planned:     # the reps leave the control its share of the budget
         m.precision.control_s = _control_s(host, case)
     run_dir = req.out / run_id
@@ -218,16 +218,19 @@ def _control_s(host: HostFacts, case: Case) -> float:
     return stall_control.budget_s(noise.lookup(host.summary(), case.name, "incache"))
 
 
-def _run_spread(opts: RunOptions, host: HostFacts, case: Case, log: Log) -> RunSpread | None:
-    """This host's spread between A/A runs of the case, which a paired run's throughput
-    interval is widened by (analysis/run_spread.py); said before the run."""
+def _run_spread(opts: RunOptions, host: HostFacts, case: Case, log: Log,
+                size: str | None = None) -> RunSpread | None:
+    """This host's spread between A/A runs of the case at `size` (the case's, or an in-cache
+    control's "incache": noise_log.size_key), which a paired run's throughput interval is
+    widened by (analysis/run_spread.py); said before the run."""
     if not opts.paired:
         return None
-    spread = noise.lookup(host.summary(), case.name, case.size)
+    size = size or case.size
+    spread = noise.lookup(host.summary(), case.name, size)
     between = spread.between if spread is not None else None
     if between is not None and between.sd > 0:
         log(f"stallscope run: throughput interval widened by this host's spread between runs: "
-            f"sd {between.sd:.2%} from {between.runs} recorded A/A runs of {case.name} at size {case.size}")
+            f"sd {between.sd:.2%} from {between.runs} recorded A/A runs of {case.name} at size {size}")
         floor = math.expm1(run_spread.planned_sd(between) * 1.96)
         if opts.precision is not None and not opts.targets:
             # Stein's rule narrows the interval over reps; the one printed keeps this spread too

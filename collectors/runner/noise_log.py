@@ -3,6 +3,8 @@ plans know how many reps a change needs here. Paired runs and runs of A/B blocks
 a failure to read or write the store never fails the run (it is a cache)."""
 from __future__ import annotations
 
+from pathlib import Path
+
 from analysis.compare.throughput import main_log_ratios
 from analysis.inputs.layout import INCACHE_DIR
 from analysis.inputs.rundir import RunDir
@@ -28,13 +30,17 @@ def keep(run: RunContext) -> bool:
     per_unit = 1 if kind == "paired" else len(names)      # a block is one rep of each variant
     fixed, wall = rep_costs(run) if kind == "paired" else ([], [])
     try:
-        # an in-cache control's spread is its own, not its run's size's (stall_control.py)
-        size = "incache" if run.run_dir.name == INCACHE_DIR else run.case.size
-        return noise.record(m.host, run.case.name, size,
+        return noise.record(m.host, run.case.name, size_key(run.run_dir, run.case.size),
                             noise.entry(m.run_id, m.pairing.mode, m.pairing.aa, ratios,
                                         [s * per_unit for s in secs], m.created, fixed, wall))
     except OSError:
         return False
+
+
+def size_key(run_dir: Path, size: str) -> str:
+    """The size a run's spread is kept under: an in-cache control's is its own ("incache"),
+    not its run's size's (stall_control.py), though its case keeps that size."""
+    return "incache" if run_dir.name == INCACHE_DIR else size
 
 
 def rep_costs(run: RunContext) -> tuple[list[float], list[float]]:
