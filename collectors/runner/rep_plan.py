@@ -159,12 +159,13 @@ def _short(budget_s: float, cost: RepCost) -> RepPlan:
     w = TARGET_WINDOWS if fits[TARGET_WINDOWS] >= min(FLOOR_REPS, fits[SHORT_WINDOWS]) else SHORT_WINDOWS
     fit = fits[w]
     n = max(fit, 4)
-    fewer = (f" ({fits[TARGET_WINDOWS]} of {TARGET_WINDOWS}: reps, not samples, keep a skewed row's "
-             f"interval at its level)" if w == SHORT_WINDOWS else "")
-    holds = (f"the {duration(budget_s)} budget holds {n} reps of {w} windows{fewer}" if fit >= 4 else
-             f"the {duration(budget_s)} budget holds {fit} reps of {w} windows; 4 are planned "
+    why = (f"{fits[TARGET_WINDOWS]} of {TARGET_WINDOWS}: reps, not samples, keep a skewed row's "
+           f"interval at its level; " if w == SHORT_WINDOWS else "")
+    wanted = f" ({why}at least {MIN_REPS} were wanted)"
+    holds = (f"the {duration(budget_s)} budget holds {n} reps of {w} windows{wanted}" if fit >= 4 else
+             f"the {duration(budget_s)} budget holds {fit} reps of {w} windows{wanted}; 4 are planned "
              "(the first look's) and the budget may stop them sooner")
-    return RepPlan(n, w, best_share(n, w), cost.rep_s(w), f"{holds} (at least {MIN_REPS} were wanted)")
+    return RepPlan(n, w, best_share(n, w), cost.rep_s(w), holds)
 
 
 def _why(p: RepPlan, spread: Noise | None, t: tg.Targets, budget_s: float, cost: RepCost) -> str:
