@@ -184,9 +184,12 @@ def test_a_paired_run_keeps_the_host_s_spread_in_its_manifest_and_says_so(tmp_pa
     assert said == ["stallscope run: throughput interval widened by this host's spread between "
                     "runs: sd 0.45% from 11 recorded A/A runs of mset-50keys at size default"]
     assert api._run_spread(dataclasses.replace(RunOptions(), paired=False), host, case, said.append) is None
-    # an in-cache control of the case is its own size: the default size's A/A runs are not its
+    # an in-cache control of the case is its own size: the default size's A/A runs are not its,
+    # and the run says its interval leaves the spread between runs out
     assert api._run_spread(dataclasses.replace(RunOptions(), paired=True), host, case, said.append,
                            "incache") is None
+    assert said[-1].startswith("stallscope run: the throughput interval leaves out the spread between "
+                               "runs: this host has fewer than 3 recorded A/A runs of mset-50keys at size incache")
     # --precision narrows the interval over reps: below the spread between runs it is said
     # that the printed interval stays wider than asked
     said.clear()

@@ -228,7 +228,12 @@ def _run_spread(opts: RunOptions, host: HostFacts, case: Case, log: Log,
     size = size or case.size
     spread = noise.lookup(host.summary(), case.name, size)
     between = spread.between if spread is not None else None
-    if between is not None and between.sd > 0:
+    if between is None:
+        log(f"stallscope run: the throughput interval leaves out the spread between runs: this host "
+            f"has fewer than {run_spread.MIN_RUNS} recorded A/A runs of {case.name} at size {size} to "
+            f"measure it (an A/A: the same --variant twice; docs/statistics.md, \"Runs differ by more "
+            f"than their reps\")")
+    elif between.sd > 0:
         log(f"stallscope run: throughput interval widened by this host's spread between runs: "
             f"sd {between.sd:.2%} from {between.runs} recorded A/A runs of {case.name} at size {size}")
         floor = math.expm1(run_spread.planned_sd(between) * 1.96)
