@@ -32,58 +32,71 @@ from analysis.power import POWER
 MIN_RUNS = 3
 
 
+def _reaching(usable: list[tuple[float, float]], target: float) -> float:
+    """The τ² ≥ 0 at which Σ y²/(v + τ²) falls to `target` (0 where it is there already):
+    the sum falls as τ² grows, so bisect."""
+    q = (lambda t2: sum(y * y / (v + t2) for y, v in usable))
+    if q(0.0) <= target:
+        return 0.0
+    lo, hi = 0.0, max(y * y for y, _ in usable) + 1e-12
+    while q(hi) > target:
+        hi *= 4
+    for _ in range(100):
+        mid = (lo + hi) / 2
+        lo, hi = (mid, hi) if q(mid) > target else (lo, mid)
+    return lo
+
+
 def estimate(aa_runs: Iterable[tuple[float, float, int]], latest: str = "") -> RunSpread | None:
     """The between-run sd from A/A runs, each (mean log ratio, sd of its units' log ratios,
-    units); None with fewer than MIN_RUNS of 3 units or more. Paule and Mandel's estimator
-    with the mean known to be 0: the τ² at which Σ y²/(sd²/n + τ²) equals the number of
-    runs (each term's expectation is 1), 0 where it is at most that without τ. Each run
-    weighs by its precision: the plain average of y² − sd²/n let one run of 4 noisy reps
-    (sd 1.8%) cancel what eight quieter ones showed (0.36% → 0 on the recorded host)."""
+    units), with its 95% interval; None with fewer than MIN_RUNS of 3 units or more. Paule
+    and Mandel's estimator with the mean known to be 0: the τ² at which Σ y²/(sd²/n + τ²)
+    equals the number of runs k (each term's expectation is 1), 0 where it is at most that
+    without τ; the interval is where that sum stays within the middle 95% of χ² on k
+    degrees of freedom (the Q-profile interval). Each run weighs by its precision: the
+    plain average of y² − sd²/n lets one run of 4 noisy reps (sd 1.8%) take most of what
+    quieter ones showed (0.40% → 0.16% on the recorded host, docs/statistics.md)."""
     usable = [(y, sd * sd / n) for y, sd, n in aa_runs if n >= 3 and sd is not None and sd > 0]
-    if len(usable) < MIN_RUNS:
+    k = len(usable)
+    if k < MIN_RUNS:
         return None
-    excess = (lambda t2: sum(y * y / (v + t2) for y, v in usable) - len(usable))
-    lo, hi = 0.0, max(y * y for y, _ in usable) + 1e-12
-    if excess(0.0) > 0:
-        for _ in range(100):          # excess falls as τ² grows: bisect its root
-            mid = (lo + hi) / 2
-            lo, hi = (mid, hi) if excess(mid) > 0 else (lo, mid)
-    return RunSpread(sd=round(math.sqrt(lo), 6), runs=len(usable), latest=latest)
+    sd = (lambda target: round(math.sqrt(_reaching(usable, target)), 6))
+    return RunSpread(sd=sd(k), runs=k, latest=latest, low=sd(float(sps.chi2.ppf(0.975, k))),
+                     high=sd(float(sps.chi2.ppf(0.025, k))))
 
 
-def _log(x: float) -> float:
-    return math.log1p(x)
+def room(spread: RunSpread, level: float) -> float:
+    """What τ adds to an interval's half-width at `level` (log scale): t τ, t the Student
+    quantile on runs − 1 degrees of freedom (τ is estimated from that many A/A runs)."""
+    return float(sps.t.ppf(0.5 + level / 2, max(spread.runs - 1, 1))) * spread.sd
 
 
 def widen(ch: stats.Change, spread: RunSpread, *, higher_is_better: bool, noise: float,
           regression: float | None, max_cv: float) -> stats.Change:
     """`ch` (a relative change with an interval) with τ = spread.sd added on the log scale:
-    each side's half-width h becomes sqrt(h² + (t τ)²), t the Student quantile of the
-    interval's own level on runs − 1 degrees of freedom (τ is estimated from that many A/A
-    runs: at the recorded host's spread the normal quantile covered 90-93%, Student's
-    93-94%, docs/statistics.md). The
-    verdict, p-value and detectable size follow from the widened interval: its p-value is
-    below 1 − level exactly when it leaves 0 out. Unchanged where τ is 0 or the change has
-    no relative interval."""
-    tau = spread.sd
-    if tau <= 0 or ch.rel is None or ch.rel_ci_low is None or ch.rel_ci_high is None:
+    each side's half-width h becomes sqrt(h² + `room`²), at the interval's own level (the
+    normal quantile in place of Student's covered less where τ comes from few runs:
+    docs/statistics.md, "Runs differ by more than their reps"). The verdict, p-value and
+    detectable size follow from the widened interval: its p-value is below 1 − level
+    exactly when it leaves 0 out. Unchanged where τ is 0 or the change has no relative
+    interval."""
+    if spread.sd <= 0 or ch.rel is None or ch.rel_ci_low is None or ch.rel_ci_high is None:
         return ch
     level = ch.confidence or 0.95
     q = float(sps.norm.ppf(0.5 + level / 2))
-    room = float(sps.t.ppf(0.5 + level / 2, max(spread.runs - 1, 1))) * tau
-    e, lo, hi = _log(ch.rel), _log(ch.rel_ci_low), _log(ch.rel_ci_high)
-    grow = (lambda h: math.hypot(h, room))
-    lo2, hi2 = e - grow(e - lo), e + grow(hi - e)
+    r = room(spread, level)
+    e, lo, hi = math.log1p(ch.rel), math.log1p(ch.rel_ci_low), math.log1p(ch.rel_ci_high)
+    lo2, hi2 = e - math.hypot(e - lo, r), e + math.hypot(hi - e, r)
     rel = Estimate(ch.rel, math.expm1(lo2), math.expm1(hi2), level)
     absolute = _absolute(ch, (e - lo2) / max(e - lo, 1e-12), (hi2 - e) / max(hi - e, 1e-12))
     verdict, reason, line = stats.verdict_of(
         stats.judged(absolute, rel, ch.base, False),
         stats.spread_of(ch.base, ch.cand, True, True), higher_is_better, noise, regression, max_cv)
-    toward_zero = grow(e - lo if e >= 0 else hi - e)      # the side that decides
+    toward_zero = (e - lo2) if e >= 0 else (hi2 - e)      # the side that decides
     p = float(2 * sps.norm.sf(q * abs(e) / toward_zero)) if toward_zero > 0 else ch.p_value
     detectable = ch.detectable
     if detectable is not None:
-        detectable = math.expm1(math.hypot(_log(detectable), room * (1 + float(sps.norm.ppf(POWER)) / q)))
+        detectable = math.expm1(math.hypot(math.log1p(detectable), r * (1 + float(sps.norm.ppf(POWER)) / q)))
     reason = stats.with_reach(reason, verdict, detectable, False, level)
     return dataclasses.replace(
         ch, ci_low=absolute.low, ci_high=absolute.high, rel_ci_low=rel.low, rel_ci_high=rel.high,
@@ -98,18 +111,23 @@ def _absolute(ch: stats.Change, low_by: float, high_by: float) -> Estimate:
     return Estimate(ch.delta, lo, hi, ch.confidence or 0.95)
 
 
+def text(spread: RunSpread) -> str:
+    """"sd 0.45% [0.23, 0.94]% from 11 recorded A/A runs": the estimate with its 95% interval."""
+    ci = (f" [{spread.low * 100:.2f}, {spread.high * 100:.2f}]%"
+          if spread.low is not None and spread.high is not None else "")
+    return f"sd {spread.sd:.2%}{ci} from {spread.runs} recorded A/A runs"
+
+
 def note(spread: RunSpread) -> str:
     """The method's words for the widening."""
-    return (f"widened by this host's spread between runs, sd {spread.sd:.2%} from "
-            f"{spread.runs} recorded A/A runs (what a run's reps share, its interval over reps "
-            f"cannot see)")
+    return (f"widened by this host's spread between runs, {text(spread)} (what a run's reps "
+            f"share, its interval over reps cannot see)")
 
 
 def planned_sd(spread: RunSpread | None, level: float = 0.95) -> float:
-    """τ as a plan should add it to a unit's sd/√n (analysis/power.planned_size): scaled by
-    the Student-to-normal ratio `widen` applies, so a plan promises what the run prints;
-    0.0 without a spread."""
+    """τ as a plan should add it to a unit's sd/√n (analysis/power.planned_size, which
+    multiplies it by normal quantiles): `room` over the normal quantile, so a plan promises
+    what the run prints; 0.0 without a spread."""
     if spread is None or spread.sd <= 0:
         return 0.0
-    q = float(sps.norm.ppf(0.5 + level / 2))
-    return spread.sd * float(sps.t.ppf(0.5 + level / 2, max(spread.runs - 1, 1))) / q
+    return room(spread, level) / float(sps.norm.ppf(0.5 + level / 2))

@@ -13,7 +13,7 @@ Two checks, both printed as coverage of 0 by a 95% interval:
 - leave one out: each recorded run judged with τ from the others (real runs, real
   outliers; 11 runs say little about a 95% rate, but they show the naive rule failing);
 - simulated: runs drawn from a random-effects model whose within-run sd and reps are the
-  recorded runs' (drawn at random) and whose run effects are normal with sd τ (0 to 0.6%);
+  recorded runs' (drawn at random) and whose run effects are normal with sd τ (0 to 0.8%);
   τ estimated from k earlier A/A runs of the same model; the interval of the next run
   naive (its reps only), widened with the normal quantile, and widened as shipped (Student
   on k − 1 df).
@@ -94,8 +94,7 @@ def main() -> None:
     a = ap.parse_args()
     runs = recorded()
     est = run_spread.estimate(runs)
-    print(f"figure 17: the spread between runs (run_spread), {len(runs)} recorded A/A runs, "
-          f"τ = {est.sd:.2%} from all of them\n")
+    print(f"figure 17: the spread between runs (run_spread): τ {run_spread.text(est)}\n")
     print("leave one out (τ from the other runs), 95% intervals over each run's reps:")
     loo = leave_one_out(runs)
     for y, tau, naive, wide in loo:

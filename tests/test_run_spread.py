@@ -56,6 +56,7 @@ def test_the_recorded_aa_runs_stray_from_zero_more_than_their_intervals_allow():
     assert len(runs) == 11 and all(r["aa"] for r in runs)
     est = run_spread.estimate(_summaries(runs))
     assert est.runs == 11 and 0.0044 < est.sd < 0.0046
+    assert 0 < est.low < est.sd < est.high          # its 95% interval (Q-profile)
     naive = [r["run"] for r in runs if not _t_covers(r["change"], r["sd"], r["units"])]
     assert naive == ["20261206-161723-mset-50keys", FALSE_MARK_ID, "20261207-023358-mset-50keys"]
     widened = []
@@ -84,7 +85,7 @@ def test_too_few_aa_runs_give_no_spread_and_runs_within_their_reps_give_zero():
     assert run_spread.estimate(runs[:2]) is None
     # three runs whose means are well inside their own standard errors: nothing between them
     calm = [(0.0001, 0.01, 9), (-0.0002, 0.012, 9), (0.0, 0.008, 9)]
-    assert run_spread.estimate(calm) == RunSpread(sd=0.0, runs=3)
+    assert run_spread.estimate(calm) == RunSpread(sd=0.0, runs=3, low=0.0, high=0.0)
 
 
 def _false_mark_row(tmp_path, spread: RunSpread | None):
@@ -121,7 +122,8 @@ def test_the_widened_interval_of_the_recorded_false_mark(tmp_path):
         assert c.rel == naive.rel and c.verdict == verdict
         assert c.rel_ci_low < naive.rel_ci_low and c.rel_ci_high > naive.rel_ci_high
         assert c.ci_low < naive.ci_low and c.ci_high > naive.ci_high
-        assert f"spread between runs, sd {spread.sd:.2%} from {spread.runs} recorded A/A runs" in c.method
+        assert f"spread between runs, {run_spread.text(spread)}" in c.method
+        assert f"sd {spread.sd:.2%} [" in c.method and f"from {spread.runs} recorded A/A runs" in c.method
         assert (c.p_value < 1 - level) == (c.rel_ci_low > 0 or c.rel_ci_high < 0)
         assert c.detectable > naive.detectable
     assert "This run could see" in c.reason
@@ -182,7 +184,7 @@ def test_a_paired_run_keeps_the_host_s_spread_in_its_manifest_and_says_so(tmp_pa
     got = api._run_spread(dataclasses.replace(RunOptions(), paired=True), host, case, said.append)
     assert got == run_spread.estimate(_summaries(_runs()), latest=_runs()[-1]["at"])
     assert said == ["stallscope run: throughput interval widened by this host's spread between "
-                    "runs: sd 0.45% from 11 recorded A/A runs of mset-50keys at size default"]
+                    "runs: sd 0.45% [0.23, 0.94]% from 11 recorded A/A runs of mset-50keys at size default"]
     assert api._run_spread(dataclasses.replace(RunOptions(), paired=False), host, case, said.append) is None
     # an in-cache control of the case is its own size: the default size's A/A runs are not its,
     # and the run says its interval leaves the spread between runs out

@@ -18,3 +18,6 @@ class RunSpread(Record):
     sd: float = 0.0          # between runs, of the run's mean log ratio (0.0036: 0.36%)
     runs: int = 0            # the A/A runs it comes from
     latest: str = ""         # when the newest of them ran
+    # its 95% interval (Q-profile); None in manifests written before it
+    low: float | None = None
+    high: float | None = None

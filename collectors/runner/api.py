@@ -235,8 +235,8 @@ def _run_spread(opts: RunOptions, host: HostFacts, case: Case, log: Log,
             f"than their reps\")")
     elif between.sd > 0:
         log(f"stallscope run: throughput interval widened by this host's spread between runs: "
-            f"sd {between.sd:.2%} from {between.runs} recorded A/A runs of {case.name} at size {size}")
-        floor = math.expm1(run_spread.planned_sd(between) * 1.96)
+            f"{run_spread.text(between)} of {case.name} at size {size}")
+        floor = math.expm1(run_spread.room(between, 0.95))
         if opts.precision is not None and not opts.targets:
             # Stein's rule narrows the interval over reps; the one printed keeps this spread too
             log(f"stallscope run: --precision ±{opts.precision:.1%} narrows the interval over this "
