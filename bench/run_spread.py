@@ -16,7 +16,10 @@ Two checks, both printed as coverage of 0 by a 95% interval:
   recorded runs' (drawn at random) and whose run effects are normal with sd τ (0 to 0.8%);
   τ estimated from k earlier A/A runs of the same model; the interval of the next run
   naive (its reps only), widened with the normal quantile, and widened as shipped (Student
-  on k − 1 df).
+  on k − 1 df);
+- borrowed: a host with fewer than 3 A/A runs of its own is widened by the spread recorded
+  on the Xeon guest (run_spread.default, fixed); runs drawn as above with the host's own
+  true τ (0 to 0.8%), coverage of its bare and of its borrowed-widened interval.
 
   .venv/bin/python bench/run_spread.py
   .venv/bin/python bench/run_spread.py --draws 20000
@@ -88,6 +91,20 @@ def simulate(runs: list[tuple[float, float, int]], tau: float, k: int, draws: in
     return tuple(hits / draws)
 
 
+def borrowed(runs: list[tuple[float, float, int]], tau: float, spread, draws: int,
+             rng: np.random.Generator) -> tuple[float, float]:
+    """Coverage of (naive, widened by the fixed borrowed `spread`) on a host whose own
+    spread between runs is `tau`."""
+    shapes = [(sd, n) for _, sd, n in runs]
+    hits = np.zeros(2)
+    for _ in range(draws):
+        sd, n = shapes[rng.integers(len(shapes))]
+        x = rng.normal(rng.normal(0.0, tau), sd, n)
+        y, s = float(x.mean()), float(x.std(ddof=1))
+        hits += [abs(y) <= half_width(s, n), covers(y, s, n, spread.sd, spread.runs)]
+    return tuple(hits / draws)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--draws", type=int, default=4000, help="simulated runs per cell (default 4000)")
@@ -110,6 +127,13 @@ def main() -> None:
         for k in (3, 5, 8, 12):
             n, z, t = simulate(runs, tau, k, a.draws, rng)
             print(f"| {tau:.2%} | {k} | {n:.1%} | {z:.1%} | {t:.1%} |")
+    default = run_spread.default()
+    print(f"\na host without 3 A/A runs of its own, widened by {run_spread.text(default)}:")
+    print("| this host's own τ | naive | widened by the borrowed τ (shipped) |")
+    print("|---|---|---|")
+    for tau in (0.0, 0.002, round(est.sd, 4), 0.008):
+        n, b = borrowed(runs, tau, default, a.draws, rng)
+        print(f"| {tau:.2%} | {n:.1%} | {b:.1%} |")
 
 
 if __name__ == "__main__":

@@ -129,6 +129,19 @@ def test_the_widened_interval_of_the_recorded_false_mark(tmp_path):
     assert "This run could see" in c.reason
 
 
+def test_the_recorded_false_mark_on_a_host_without_aa_runs(tmp_path):
+    """A fresh host borrows the Xeon guest's spread: the recorded false mark, +0.9% [+0.3,
+    +1.6] as printed, reads no change, and its method names whose spread widened it."""
+    c, _ = _false_mark_row(tmp_path, run_spread.default())
+    assert c.verdict == "no change" and c.rel_ci_low < 0 < c.rel_ci_high
+    assert "widened by another host's spread between runs" in c.method
+    assert "14 recorded A/A runs of mset-50keys on an Intel Xeon KVM guest (480 MiB L3)" in c.method
+    # the manifest keeps whose it was, so a report made later reads it alike
+    m = json.loads((tmp_path / "run" / "manifest.json").read_text())
+    assert m["run_spread"]["borrowed"] == "mset-50keys on an Intel Xeon KVM guest (480 MiB L3)"
+    assert load_run(tmp_path / "run").manifest.run_spread == run_spread.default()
+
+
 def test_no_spread_leaves_a_change_as_it_was(tmp_path):
     c, _ = _false_mark_row(tmp_path, None)
     same = run_spread.widen(c, RunSpread(sd=0.0, runs=8), higher_is_better=True, noise=0.03,
@@ -163,14 +176,36 @@ def test_the_host_records_give_the_spread_of_this_case_s_aa_runs(tmp_path):
     runs = _runs()
     for r in runs[:2] + [dict(runs[2], aa=False, run="real-change")]:
         noise.record(host, "mset-50keys", "default", r, store)
-    # two A/A runs and a real change's run: no spread between runs yet
-    assert noise.lookup(host, "mset-50keys", "default", path=store).between is None
+    # two A/A runs and a real change's run: too few to measure this host's spread, so the
+    # one recorded on the Xeon guest stands in, and says so
+    assert noise.lookup(host, "mset-50keys", "default", path=store).between == run_spread.default()
     for r in runs[2:]:
         noise.record(host, "mset-50keys", "default", r, store)
     got = noise.lookup(host, "mset-50keys", "default", path=store).between
-    assert got == run_spread.estimate(_summaries(runs), latest=runs[-1]["at"])
-    # another case's A/A runs say nothing of this one's
-    assert noise.lookup(host, "hgetall", "default", path=store).between is None
+    assert got == run_spread.estimate(_summaries(runs), latest=runs[-1]["at"]) and not got.borrowed
+    # another case's A/A runs say nothing of this one's; an unpaired run has none
+    assert noise.lookup(host, "hgetall", "default", path=store).between.borrowed
+    assert noise.lookup(host, "mset-50keys", "default", paired=False, path=store) is None
+
+
+def test_a_host_without_aa_runs_borrows_the_recorded_spread_and_says_whose():
+    """analysis/run_spread_default.json holds the Xeon guest's 14 default A/A runs: the 11 of
+    the fixture, verbatim, and the 3 of 2026-12-07. Their spread, 0.38% [0.18, 0.75]%, is what
+    a host without 3 A/A runs of its own is widened by, named as another host's."""
+    doc = json.loads(run_spread.DEFAULT_RUNS.read_text())
+    keep = ("run", "at", "units", "sd", "change")
+    assert doc["runs"][:11] == [{k: r[k] for k in keep} for r in _runs()]
+    assert len(doc["runs"]) == 14 and "480 MiB L3" in doc["host"]
+    d = run_spread.default()
+    assert d == dataclasses.replace(run_spread.estimate(_summaries(doc["runs"]), latest=doc["runs"][-1]["at"]),
+                                    borrowed="mset-50keys on an Intel Xeon KVM guest (480 MiB L3)")
+    assert (round(d.sd, 4), round(d.low, 4), round(d.high, 4), d.runs) == (0.0038, 0.0018, 0.0075, 14)
+    assert run_spread.text(d) == ("sd 0.38% [0.18, 0.75]% from 14 recorded A/A runs of mset-50keys on "
+                                  "an Intel Xeon KVM guest (480 MiB L3)")
+    assert run_spread.note(d).startswith("widened by another host's spread between runs (this one has "
+                                         "fewer than 3 A/A runs of the case), sd 0.38%")
+    own = run_spread.estimate(_summaries(_runs()))
+    assert run_spread.note(own).startswith("widened by this host's spread between runs, sd 0.45%")
 
 
 def test_a_paired_run_keeps_the_host_s_spread_in_its_manifest_and_says_so(tmp_path, monkeypatch):
@@ -187,11 +222,19 @@ def test_a_paired_run_keeps_the_host_s_spread_in_its_manifest_and_says_so(tmp_pa
                     "runs: sd 0.45% [0.23, 0.94]% from 11 recorded A/A runs of mset-50keys at size default"]
     assert api._run_spread(dataclasses.replace(RunOptions(), paired=False), host, case, said.append) is None
     # an in-cache control of the case is its own size: the default size's A/A runs are not its,
-    # and the run says its interval leaves the spread between runs out
+    # so it is widened by another host's, and the run says whose
     assert api._run_spread(dataclasses.replace(RunOptions(), paired=True), host, case, said.append,
-                           "incache") is None
-    assert said[-1].startswith("stallscope run: the throughput interval leaves out the spread between "
-                               "runs: this host has fewer than 3 recorded A/A runs of mset-50keys at size incache")
+                           "incache") == run_spread.default()
+    assert said[-1] == ("stallscope run: throughput interval widened by another host's spread between "
+                        "runs, sd 0.38% [0.18, 0.75]% from 14 recorded A/A runs of mset-50keys on an Intel "
+                        "Xeon KVM guest (480 MiB L3): this host has fewer than 3 recorded A/A runs of "
+                        "mset-50keys at size incache (the same --variant twice) to measure its own "
+                        "(docs/statistics.md, \"Runs differ by more than their reps\")")
+    # a host that has recorded nothing at all borrows it too
+    monkeypatch.setenv("STALLSCOPE_RECORDS", str(tmp_path / "none"))
+    assert api._run_spread(dataclasses.replace(RunOptions(), paired=True), host, case, said.append) \
+        == run_spread.default()
+    monkeypatch.setenv("STALLSCOPE_RECORDS", str(tmp_path))
     # --precision narrows the interval over reps: below the spread between runs it is said
     # that the printed interval stays wider than asked
     said.clear()

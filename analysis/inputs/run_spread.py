@@ -4,7 +4,9 @@ beyond their own intervals, the spread between runs that a run's reps cannot sho
 
 Written when a paired run is planned, from the host's noise records
 (collectors/host/noise.py), so that a report made later, or on another machine, reads the
-run as it was judged. Absent where the host had fewer than MIN_RUNS A/A runs of the case.
+run as it was judged. Where the host had fewer than MIN_RUNS A/A runs of the case, the
+spread recorded on another host (analysis/run_spread.default), `borrowed` naming it; absent in
+runs made before that default, and in unpaired runs.
 """
 from __future__ import annotations
 
@@ -21,3 +23,6 @@ class RunSpread(Record):
     # its 95% interval (Q-profile); None in manifests written before it
     low: float | None = None
     high: float | None = None
+    # where the A/A runs ran when they are not this host's (analysis/run_spread.default):
+    # "" for this host's own
+    borrowed: str = ""

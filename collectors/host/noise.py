@@ -63,7 +63,9 @@ class Noise:
     fixed_s: float | None = None
     window_wall_s: float | None = None
     # the spread between runs this case's A/A runs showed here beyond their own intervals
-    # (analysis/run_spread.py): no number of reps narrows a run's interval below it
+    # (analysis/run_spread.py): no number of reps narrows a run's interval below it. With
+    # fewer than 3 of them, the one recorded on another host (run_spread.default, `borrowed`
+    # set); None for unpaired runs
     between: RunSpread | None = None
 
 
@@ -129,7 +131,7 @@ def lookup(host: HostSummary, case: str, size: str, paired: bool = True,
                  source=source, latest=max(r.get("at", "") for r in want),
                  fixed_s=statistics.median(fixed) if fixed else None,
                  window_wall_s=statistics.median(wall) if wall else None,
-                 between=between(mine if paired else []))
+                 between=(between(mine) or run_spread.default()) if paired else None)
 
 
 def between(runs: list[dict[str, Any]]) -> RunSpread | None:

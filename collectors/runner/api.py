@@ -220,28 +220,29 @@ def _control_s(host: HostFacts, case: Case) -> float:
 
 def _run_spread(opts: RunOptions, host: HostFacts, case: Case, log: Log,
                 size: str | None = None) -> RunSpread | None:
-    """This host's spread between A/A runs of the case at `size` (the case's, or an in-cache
-    control's "incache": noise_log.size_key), which a paired run's throughput interval is
-    widened by (analysis/run_spread.py); said before the run."""
+    """The spread between runs a paired run's throughput interval is widened by
+    (analysis/run_spread.py): this host's A/A runs of the case at `size` (the case's, or an
+    in-cache control's "incache": noise_log.size_key), else another host's
+    (run_spread.default); said before the run."""
     if not opts.paired:
         return None
     size = size or case.size
     spread = noise.lookup(host.summary(), case.name, size)
-    between = spread.between if spread is not None else None
-    if between is None:
-        log(f"stallscope run: the throughput interval leaves out the spread between runs: this host "
-            f"has fewer than {run_spread.MIN_RUNS} recorded A/A runs of {case.name} at size {size} to "
-            f"measure it (an A/A: the same --variant twice; docs/statistics.md, \"Runs differ by more "
-            f"than their reps\")")
+    between = spread.between if spread is not None else run_spread.default()
+    if between.borrowed:
+        log(f"stallscope run: throughput interval widened by another host's spread between runs, "
+            f"{run_spread.text(between)}: this host has fewer than {run_spread.MIN_RUNS} recorded "
+            f"A/A runs of {case.name} at size {size} (the same --variant twice) to measure its own "
+            f"(docs/statistics.md, \"Runs differ by more than their reps\")")
     elif between.sd > 0:
         log(f"stallscope run: throughput interval widened by this host's spread between runs: "
             f"{run_spread.text(between)} of {case.name} at size {size}")
+    if between.sd > 0 and opts.precision is not None and not opts.targets:
+        # Stein's rule narrows the interval over reps; the one printed keeps this spread too
         floor = math.expm1(run_spread.room(between, 0.95))
-        if opts.precision is not None and not opts.targets:
-            # Stein's rule narrows the interval over reps; the one printed keeps this spread too
-            log(f"stallscope run: --precision ±{opts.precision:.1%} narrows the interval over this "
-                f"run's reps; the interval printed adds the spread between runs, ±{floor:.1%} on its own"
-                + (", so it stays wider than asked" if floor >= opts.precision else ""))
+        log(f"stallscope run: --precision ±{opts.precision:.1%} narrows the interval over this "
+            f"run's reps; the interval printed adds the spread between runs, ±{floor:.1%} on its own"
+            + (", so it stays wider than asked" if floor >= opts.precision else ""))
     return between
 
 

@@ -114,8 +114,8 @@ def throughput_reach(spread: Noise | None, reps: int) -> float | None:
 
 
 def between_sd(spread: Noise | None) -> float:
-    """The spread between runs recorded for the case here, as the plan adds it (0.0 without
-    enough A/A runs: analysis/run_spread.py)."""
+    """The spread between runs recorded for the case here (or, without enough A/A runs,
+    another host's: analysis/run_spread.default), as the plan adds it (0.0 without a spread)."""
     return run_spread.planned_sd(spread.between if spread is not None else None)
 
 
@@ -172,7 +172,7 @@ def _why(p: RepPlan, spread: Noise | None, t: tg.Targets, budget_s: float, cost:
     thr = throughput_reach(spread, p.reps)
     sees = f"the throughput could see ±{thr:.1%}" if thr is not None else "no throughput spread recorded"
     if between_sd(spread):
-        sees += f" with this host's spread between runs (sd {spread.between.sd:.2%}) in it"
+        sees += f" with {run_spread.whose(spread.between)} (sd {spread.between.sd:.2%}) in it"
     return (f"the plan the {duration(budget_s)} budget holds that best serves the targets, at "
             f"{cost.fixed_s:.0f} s a rep outside its windows and {cost.window_s:.2f} s a window here; "
             f"{sees} (target ±{t.throughput:.0%})")
@@ -189,7 +189,8 @@ def short_of(p: RepPlan, spread: Noise | None, t: tg.Targets, control_s: float) 
     if thr is not None and thr > t.throughput:
         out.append(f"throughput ±{t.throughput:.0%} is out of reach: it could see ±{thr:.1%} in the "
                    f"{p.reps} paired reps the budget holds (sd {spread.sd:.4f} of the log ratio recorded here"
-                   + (f", {spread.between.sd:.2%} between runs, which no reps narrow" if between_sd(spread) else "")
+                   + (f", {spread.between.sd:.2%} between runs{' on another host' if spread.between.borrowed else ''}, "
+                      "which no reps narrow" if between_sd(spread) else "")
                    + ")")
     kept = short_coverage(p.reps)
     if kept is not None and p.rep_s:
