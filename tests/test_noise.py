@@ -4,6 +4,7 @@ tests/data/runs/noise-* (their per-rep log ratios are real)."""
 from __future__ import annotations
 
 import dataclasses
+import json
 import math
 import statistics
 from pathlib import Path
@@ -17,6 +18,7 @@ from analysis.compare.throughput import main_log_ratios
 from analysis.inputs.rundir import load_run
 from analysis.sweep.sweep_options import SweepOptions
 from collectors.host import noise
+from collectors.runner import noise_log
 from collectors.runner.new_manifest import rep_seconds
 from collectors.sweep.noise_plan import noise_lines
 from collectors.sweep.plan import make_plan
@@ -55,6 +57,11 @@ def test_a_run_is_kept_per_host_and_case(tmp_path):
     assert other.source == "other cases on this host" and other.sd == pytest.approx(pooled)
     # another machine has measured nothing; unpaired runs are a different kind of noise
     assert noise.lookup(dataclasses.replace(host, cpu_model="Other CPU"), "mset-50keys", "default", path=store) is None
+    # a guest whose CPU name is the same on another L3 is another machine (its sizes are
+    # other key counts): the Xeon guests of 480 and 260 MiB both say "Intel(R) Xeon(R) Processor"
+    assert host.l3_bytes and f"| {round(host.l3_bytes / 2**20)} MiB L3" in noise.host_key(host)
+    assert noise.lookup(dataclasses.replace(host, l3_bytes=host.l3_bytes // 2), "mset-50keys", "default",
+                        path=store) is None
     assert noise.lookup(host, "mset-50keys", "default", paired=False, path=store) is None
 
 
@@ -119,3 +126,22 @@ def test_the_plans_detectable_size_is_at_the_confidence_the_report_judges_with(t
     seed95 = noise_lines(plan, lambda p: 0.043)[1]
     seed = noise_lines(plan, lambda p: 0.043, CompareOptions(confidence=confidence))[1]
     assert f"needs {power.units_to_detect(0.043, sd, confidence)} reps" in seed and seed != seed95
+
+
+def test_the_in_cache_controls_of_successive_runs_add_up(tmp_path):
+    """A control's run id is its directory's name, "incache", for every run: kept under it,
+    each control replaced the last, and the controls never had the 3 A/A runs their own
+    spread between runs needs (collectors/runner/noise_log.record_id)."""
+    store, host = tmp_path / "noise.json", HostSummary(cpu_model="x", l3_bytes=480 * 2**20)
+    recorded = json.loads((DATA.parent / "noise" / "xeon480-aa-default.json").read_text())
+    entries = next(iter(next(iter(recorded["hosts"].values())).values()))[:3]
+    for e in entries:           # three recorded A/A entries, as three runs' controls
+        ctl = tmp_path / e["run"] / "incache"
+        rid = noise_log.record_id(ctl, "incache")
+        assert rid == f"{e['run']}/incache" and noise_log.size_key(ctl, "default") == "incache"
+        assert noise.record(host, "mset-50keys", "incache", dict(e, run=rid), store)
+    got = noise.lookup(host, "mset-50keys", "incache", path=store)
+    assert got.runs == 3 and not got.between.borrowed      # its own spread between runs
+    # a run's own id is kept as it is
+    assert noise_log.record_id(tmp_path / "20261207-051242-mset-50keys", "20261207-051242-mset-50keys") \
+        == "20261207-051242-mset-50keys"

@@ -25,11 +25,15 @@ class HostSummary(Record):
     kernel: str | None = None
 
     def key(self) -> str:
-        """"AMD EPYC 7B13 | 2 CPUs | 23 GiB": runs compare only on the same kind of machine."""
+        """"AMD EPYC 7B13 | 2 CPUs | 23 GiB | 32 MiB L3": runs compare only on the same kind
+        of machine. The L3 is part of it because a guest's CPU name may not tell two hosts
+        apart ("Intel(R) Xeon(R) Processor" on a 480 MiB and a 260 MiB L3 alike), and the
+        sizes a case's records are kept under are taken of the L3 (docs/cases.md)."""
         cpus = self.logical_cpus or self.cores or self.extra.get("cpus")
         mem = self.memory_bytes
+        l3 = f" | {round(self.l3_bytes / 2**20)} MiB L3" if self.l3_bytes else ""
         return (f"{self.cpu_model or 'unknown CPU'} | {cpus} CPUs | "
-                f"{round(mem / 2**30) if mem else '?'} GiB")
+                f"{round(mem / 2**30) if mem else '?'} GiB{l3}")
 
     def summary(self) -> "HostSummary":
         """Only the summary's fields (what a sweep plan records)."""

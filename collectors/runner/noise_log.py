@@ -31,10 +31,18 @@ def keep(run: RunContext) -> bool:
     fixed, wall = rep_costs(run) if kind == "paired" else ([], [])
     try:
         return noise.record(m.host, run.case.name, size_key(run.run_dir, run.case.size),
-                            noise.entry(m.run_id, m.pairing.mode, m.pairing.aa, ratios,
-                                        [s * per_unit for s in secs], m.created, fixed, wall))
+                            noise.entry(record_id(run.run_dir, m.run_id), m.pairing.mode,
+                                        m.pairing.aa, ratios, [s * per_unit for s in secs],
+                                        m.created, fixed, wall))
     except OSError:
         return False
+
+
+def record_id(run_dir: Path, run_id: str) -> str:
+    """The run a record is kept under: an in-cache control's run id is its directory's name,
+    "incache", the same for every control, and a record replaces one of its own run; so a
+    control is kept as "<its run>/incache" and the controls of successive runs add up."""
+    return f"{run_dir.parent.name}/{INCACHE_DIR}" if run_dir.name == INCACHE_DIR else run_id
 
 
 def size_key(run_dir: Path, size: str) -> str:
