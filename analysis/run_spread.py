@@ -10,7 +10,10 @@ change is 0, so each one measures that spread directly: its squared mean log rat
 the expectation of its within-run variance (sd²/n, known from its reps) plus the between-run
 variance τ². `estimate` finds the τ² that makes the host's A/A runs' y² what their variances
 say (Paule-Mandel, with the mean known), and a later run's interval is widened by it in
-quadrature (`widen`). A host with fewer than MIN_RUNS A/A runs of the case is widened by
+quadrature (`widen`): its throughput and its rows of CPU time per operation, which move with
+the server's speed in a run as the throughput does (analysis/compare/options.widened). The
+widened p-value is the widened interval's own, so a family that ranks rows by p-value calls
+a row changed exactly when its interval leaves 0 out. A host with fewer than MIN_RUNS A/A runs of the case is widened by
 the spread recorded on the Xeon guest (`default`) until it has its own: its bare interval
 would cover about 77% at that host's spread, and the host cannot tell its spread is smaller
 without the A/A runs that would measure it.
@@ -26,7 +29,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Iterable
 
-from scipy import stats as sps
+from scipy import optimize, stats as sps
 
 from analysis import stats
 from analysis.inputs.run_spread import RunSpread
@@ -117,8 +120,8 @@ def widen(ch: stats.Change, spread: RunSpread, *, higher_is_better: bool, noise:
     verdict, reason, line = stats.verdict_of(
         stats.judged(absolute, rel, ch.base, False),
         stats.spread_of(ch.base, ch.cand, True, True), higher_is_better, noise, regression, max_cv)
-    toward_zero = (e - lo2) if e >= 0 else (hi2 - e)      # the side that decides
-    p = float(2 * sps.norm.sf(q * abs(e) / toward_zero)) if toward_zero > 0 else ch.p_value
+    bare = (e - lo) if e >= 0 else (hi - e)              # the side that decides, before
+    p = _p_value(abs(e), bare, level, ch.p_value, spread)
     detectable = ch.detectable
     if detectable is not None:
         detectable = math.expm1(math.hypot(math.log1p(detectable), r * (1 + float(sps.norm.ppf(POWER)) / q)))
@@ -127,6 +130,41 @@ def widen(ch: stats.Change, spread: RunSpread, *, higher_is_better: bool, noise:
         ch, ci_low=absolute.low, ci_high=absolute.high, rel_ci_low=rel.low, rel_ci_high=rel.high,
         verdict=verdict, reason=reason, line=line, p_value=p, detectable=detectable,
         method=ch.method + "; " + note(spread))
+
+
+def _quantile(level: float, df: float) -> float:
+    return float(sps.t.ppf(0.5 + level / 2, df))
+
+
+def _row_df(ratio: float, level: float, p0: float) -> float:
+    """The Student degrees of freedom whose quantiles scale the row's own half-width as its
+    method did: its half-width h at `level` and its p-value p0 (where the half-width
+    reaches |e|) give ratio = |e|/h = t_df(1 - p0/2)/t_df(level). Solved on log df in
+    [0, log 1e6] (1e6: normal); the nearer end where none fits."""
+    f = (lambda ldf: _quantile(1 - p0, math.exp(ldf)) / _quantile(level, math.exp(ldf)) - ratio)
+    lo, hi = 0.0, 6.0 * math.log(10)
+    flo, fhi = f(lo), f(hi)
+    if (flo > 0) == (fhi > 0):
+        return math.exp(lo) if abs(flo) < abs(fhi) else math.exp(hi)
+    return math.exp(optimize.brentq(f, lo, hi, xtol=1e-6))
+
+
+def _p_value(e: float, h: float, level: float, p0: float | None, spread: RunSpread) -> float | None:
+    """The p-value of the widened interval: the α at which √(h(1-α)² + room(1-α)²) = |e|,
+    h(·) the row's own half-width scaled across levels by the Student quantiles of `_row_df`
+    (exactly the row's own where it is a t interval) and room(·) = `room`. Exact, so a family
+    that ranks rows by p-value (analysis/compare/multiplicity.py) calls a row changed exactly
+    when its widened interval at the family's level leaves 0 out (a normal-quantile p-value
+    counted a discovery whose interval held 0)."""
+    if p0 is None or h <= 0 or e <= 0 or not 0 < p0 < 1:
+        return p0
+    df = _row_df(e / h, level, p0)
+    scale = h / _quantile(level, df)
+    g = (lambda la: math.hypot(scale * _quantile(1 - math.exp(la), df), room(spread, 1 - math.exp(la))) - e)
+    lo = math.log(1e-300)
+    if g(lo) <= 0:
+        return 0.0
+    return math.exp(optimize.brentq(g, lo, 0.0, xtol=1e-10))
 
 
 def _absolute(ch: stats.Change, low_by: float, high_by: float) -> Estimate:

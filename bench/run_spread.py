@@ -17,6 +17,11 @@ Two checks, both printed as coverage of 0 by a 95% interval:
   τ estimated from k earlier A/A runs of the same model; the interval of the next run
   naive (its reps only), widened with the normal quantile, and widened as shipped (Student
   on k − 1 df);
+- every row: the recorded A/A runs' per-row summaries (tests/data/noise/xeon480-aa-rows.json:
+  the throughput, the whole profile's CPU time per operation and the focus functions' own
+  and cumulative CPU time per operation), each row's own τ, and each run judged with the
+  throughput's τ from the other runs, as a paired run's rows are (one τ: the server's speed
+  in a run moves them all);
 - borrowed: a host with fewer than 3 A/A runs of its own is widened by the spread recorded
   on the Xeon guest (run_spread.default, fixed); runs drawn as above with the host's own
   true τ (0 to 0.8%), coverage of its bare and of its borrowed-widened interval.
@@ -40,6 +45,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from analysis import run_spread  # noqa: E402
 
 RECORDS = Path(__file__).resolve().parent.parent / "tests" / "data" / "noise" / "xeon480-aa-default.json"
+ROWS = RECORDS.with_name("xeon480-aa-rows.json")
 LEVEL = 0.95
 
 
@@ -91,6 +97,32 @@ def simulate(runs: list[tuple[float, float, int]], tau: float, k: int, draws: in
     return tuple(hits / draws)
 
 
+def row_runs(path: Path = ROWS) -> dict[str, list[tuple[float, float, int] | None]]:
+    """Each row's (mean log ratio, sd, reps) per recorded run, None where the run lacks it."""
+    runs = json.loads(path.read_text())["runs"]
+    names = sorted({n for r in runs for n in r["rows"]}, key=lambda n: (n != "throughput", n))
+    return {n: [(r["rows"][n]["change"], r["rows"][n]["sd"], r["rows"][n]["units"]) if n in r["rows"]
+                else None for r in runs] for n in names}
+
+
+def rows_leave_one_out(rows: dict[str, list[tuple[float, float, int] | None]]
+                       ) -> list[tuple[str, int, float, int, int]]:
+    """(row, runs, its own τ, naive covers, widened by the throughput's τ from the other
+    runs covers) for each row."""
+    thr = rows["throughput"]
+    out = []
+    for name, runs in rows.items():
+        have = [(i, r) for i, r in enumerate(runs) if r is not None]
+        own = run_spread.estimate(r for _, r in have)
+        naive = wide = 0
+        for i, (y, sd, n) in have:
+            est = run_spread.estimate(r for j, r in enumerate(thr) if j != i and r is not None)
+            naive += abs(y) <= half_width(sd, n)
+            wide += covers(y, sd, n, est.sd if est else 0.0, est.runs if est else 1)
+        out.append((name, len(have), own.sd if own else float("nan"), naive, wide))
+    return out
+
+
 def borrowed(runs: list[tuple[float, float, int]], tau: float, spread, draws: int,
              rng: np.random.Generator) -> tuple[float, float]:
     """Coverage of (naive, widened by the fixed borrowed `spread`) on a host whose own
@@ -127,6 +159,12 @@ def main() -> None:
         for k in (3, 5, 8, 12):
             n, z, t = simulate(runs, tau, k, a.draws, rng)
             print(f"| {tau:.2%} | {k} | {n:.1%} | {z:.1%} | {t:.1%} |")
+    print("\nevery row of the recorded A/A runs, 95% intervals over each run's reps, left out one "
+          "at a time:")
+    print("| row | runs | its own τ | naive holds 0 | widened by the throughput's τ holds 0 |")
+    print("|---|---|---|---|---|")
+    for name, k, tau, naive, wide in rows_leave_one_out(row_runs()):
+        print(f"| {name} | {k} | {tau:.2%} | {naive} of {k} | {wide} of {k} |")
     default = run_spread.default()
     print(f"\na host without 3 A/A runs of its own, widened by {run_spread.text(default)}:")
     print("| this host's own τ | naive | widened by the borrowed τ (shipped) |")

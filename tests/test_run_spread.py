@@ -15,8 +15,9 @@ import pytest
 from scipy import stats as sps
 
 from analysis import run_spread, sequential
+from analysis.compare.engine import analyse
 from analysis.compare.options import CompareOptions
-from analysis.compare.throughput import paired
+from analysis.compare.throughput import paired, paired_units
 from analysis.inputs.host import HostSummary
 from analysis.inputs.rundir import load_run
 from analysis.inputs.run_spread import RunSpread
@@ -25,6 +26,7 @@ from collectors.host.noise import Noise
 from collectors.runner import api, rep_plan, targets
 from collectors.runner.options import RunOptions
 from collectors.workload.cases import load_case
+from bench import run_spread as bench_spread
 from tests.conftest import REPO
 
 DATA = REPO / "tests" / "data"
@@ -99,7 +101,9 @@ def _false_mark_row(tmp_path, spread: RunSpread | None):
     (run_dir / "manifest.json").write_text(json.dumps(m))
     run = load_run(run_dir)
     level = sequential.run_level(run.manifest.precision)
-    return paired(run, "a", "b", CompareOptions(confidence=level))[0].change, level
+    # as the comparison (analysis/compare/engine.py) gives it the run's spread
+    opts = CompareOptions(confidence=level, run_spread=run.manifest.run_spread)
+    return paired(run, "a", "b", opts)[0].change, level
 
 
 def test_the_widened_interval_of_the_recorded_false_mark(tmp_path):
@@ -140,6 +144,89 @@ def test_the_recorded_false_mark_on_a_host_without_aa_runs(tmp_path):
     m = json.loads((tmp_path / "run" / "manifest.json").read_text())
     assert m["run_spread"]["borrowed"] == "mset-50keys on an Intel Xeon KVM guest (480 MiB L3)"
     assert load_run(tmp_path / "run").manifest.run_spread == run_spread.default()
+
+
+def _analysed(tmp_path, spread: RunSpread | None):
+    run_dir = tmp_path / "run"
+    shutil.copytree(FALSE_MARK, run_dir)
+    m = json.loads((run_dir / "manifest.json").read_text())
+    if spread is not None:
+        m["run_spread"] = spread.to_json()
+    (run_dir / "manifest.json").write_text(json.dumps(m))
+    return analyse(load_run(run_dir), CompareOptions())
+
+
+def _half_widths(ch) -> tuple[float, float]:
+    e = math.log1p(ch.rel)
+    return e - math.log1p(ch.rel_ci_low), math.log1p(ch.rel_ci_high) - e
+
+
+def test_every_cpu_time_per_operation_of_a_paired_run_carries_the_spread_too(tmp_path):
+    """The server's speed in a run moves its throughput and every CPU time per operation
+    alike (the recorded A/A runs' own τ: throughput 0.41%, the whole profile's CPU time per
+    operation 0.42%, figure 17), so a paired run's rows of CPU time per operation are
+    widened by the same spread as its throughput, each at its own level, and the throughput
+    once (not again where a family recomputes it)."""
+    spread = run_spread.default()
+    bare, wide = _analysed(tmp_path / "bare", None), _analysed(tmp_path / "wide", spread)
+    t0, t1 = bare.paired[0].change, wide.paired[0].change
+    room = run_spread.room(spread, t1.confidence)
+    assert all(h1 == pytest.approx(math.hypot(h0, room), rel=1e-6)
+               for h0, h1 in zip(_half_widths(t0), _half_widths(t1)))
+    assert t1.method.count("widened by") == 1
+    rows = [(getattr(a, f"{k}_ns_change"), getattr(b, f"{k}_ns_change"))
+            for a, b in zip(bare.profile.focus, wide.profile.focus) for k in ("flat", "cum")]
+    rows.append((bare.profile.per_op_total.change, wide.profile.per_op_total.change))
+    judged = [(a, b) for a, b in rows if a is not None and a.rel_ci_low is not None]
+    assert len(judged) >= 5
+    for a, b in judged:
+        assert b.method.count("widened by another host's spread between runs") == 1, b.method
+        assert b.rel == pytest.approx(a.rel) and b.rel_ci_low < a.rel_ci_low and b.rel_ci_high > a.rel_ci_high
+        if b.confidence == a.confidence:       # a family at the same level: exactly the same room
+            r = run_spread.room(spread, b.confidence)
+            assert _half_widths(b)[1] == pytest.approx(math.hypot(_half_widths(a)[1], r), rel=1e-6)
+    # the p-value is the widened interval's, at any level: a family that ranks by it calls a
+    # row changed exactly when the row's interval at the family's level leaves 0 out
+    for _, b in judged + [(t0, t1)]:
+        assert (b.p_value < 1 - b.confidence) == b.clears_zero
+    fam = wide.profile.fdr
+    called = [b for _, b in judged if b.clears_zero and b.confidence == fam.level]
+    assert fam.discoveries >= len(called)
+    # shares are not widened: a share's run component is not the server's speed
+    assert "widened" not in wide.profile.focus[0].flat_change.method
+
+
+def test_the_widened_p_value_is_the_same_at_every_level(tmp_path):
+    """A family takes a row's p-value at one level and prints its interval at another: with
+    the recorded false mark's paired throughput (a t interval, 9 reps) the widened p-value
+    does not depend on the level it was taken at, and at each level the interval leaves 0
+    out exactly when p is below 1 - level."""
+    run = load_run(FALSE_MARK)
+    units = paired_units(run, "a", "b")
+    b = [math.exp(sum(math.log(x) for x, _ in u) / len(u)) for u in units.values()]
+    c = [math.exp(sum(math.log(y) for _, y in u) / len(u)) for u in units.values()]
+    got = []
+    for level in (0.95, 0.9643, 0.99, 0.999):
+        o = CompareOptions(confidence=level, method_level=0.9999, run_spread=run_spread.default())
+        ch = o.relative(b, c, higher_is_better=True, paired=True)
+        assert "t-interval" in ch.method and (ch.p_value < 1 - level) == (ch.rel_ci_low > 0)
+        got.append(ch.p_value)
+    assert max(got) == pytest.approx(min(got), rel=1e-6)
+    assert 0.05 < got[0] < 0.2         # widened: no longer the bare interval's p < 0.036
+
+
+def test_the_recorded_aa_rows_stray_with_the_throughput(tmp_path):
+    """The 14 recorded A/A runs' rows (tests/data/noise/xeon480-aa-rows.json), each run
+    judged with the throughput's τ from the others: the whole profile's CPU time per
+    operation held 0 in 11 of 14 bare, 14 of 14 widened; its own τ is the throughput's
+    (0.44% and 0.43%). No row holds 0 less often widened than bare."""
+    got = {name: (k, tau, naive, wide) for name, k, tau, naive, wide in
+           bench_spread.rows_leave_one_out(bench_spread.row_runs())}
+    assert got["CPU time per operation"][0] == 14 and got["CPU time per operation"][2:] == (11, 14)
+    assert got["throughput"][2:] == (11, 13)
+    assert 0.0042 < got["throughput"][1] < 0.0044 and 0.0043 < got["CPU time per operation"][1] < 0.0045
+    assert all(wide >= naive for _, _, naive, wide in got.values())
+    assert {"dictFindByHash (flat)", "msetGenericCommand (cum)", "lookupKey (cum)"} <= set(got)
 
 
 def test_no_spread_leaves_a_change_as_it_was(tmp_path):

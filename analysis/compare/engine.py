@@ -104,6 +104,8 @@ def analyse_with_profiles(run: RunDir, opts: CompareOptions) -> tuple[Results, d
     level = sequential.run_level(m.precision) if opts.run_level else None
     if level is not None:       # every interval at the level of the look that ended the run
         opts = dataclasses.replace(opts, confidence=level)
+    if m.run_spread is not None:     # a paired run: its relative rows carry it (options.widened)
+        opts = dataclasses.replace(opts, run_spread=m.run_spread)
     base, cand = _variants(run, opts)
     focus = opts.focus if opts.focus is not None else [str(f) for f in m.case.focus or []]
     r = Results(run_id=m.run_id, created=m.created,

@@ -104,7 +104,8 @@ def _moderated(o: CompareOptions, b: list[float], c: list[float], t: moderated.R
                fallback) -> ChangeOut:
     ch = moderated.change(b, c, t, o.confidence, higher_is_better=False, noise=o.noise,
                           regression=o.regression, max_cv=o.max_cv)
-    return ChangeOut.of(ch, "ns/op") if ch is not None else fallback(o)
+    # a paired run's only: the spread between runs its CPU time per operation carries
+    return ChangeOut.of(o.widened(ch, False), "ns/op") if ch is not None else fallback(o)
 
 
 def _function_members(rows: list[FunctionRow], paired: bool = False,

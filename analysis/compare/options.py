@@ -9,7 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Sequence
 
-from analysis import stats
+from analysis import run_spread as run_spread_mod, stats
+from analysis.inputs.run_spread import RunSpread
 
 # the materiality defaults live here (analysis.compare.materiality imports the results
 # model, which options must not)
@@ -47,6 +48,11 @@ class CompareOptions:
     # materiality of a function (analysis/compare/materiality.py)
     min_share: float = MIN_SHARE     # % of samples: below on both sides, "negligible"
     min_samples: float = MIN_SAMPLES  # samples behind the larger side: below, no verdict
+    # the spread between runs a paired run's relative rows carry beyond their reps
+    # (manifest.json `run_spread`, set by the comparison from the run, not asked for): the
+    # throughput and every CPU time per operation move with the server's speed in a run,
+    # which differs between runs (docs/statistics.md, "Runs differ by more than their reps")
+    run_spread: RunSpread | None = None
 
     def __post_init__(self) -> None:
         if self.regression is None:
@@ -68,11 +74,21 @@ class CompareOptions:
                  higher_is_better: bool, paired: bool = False, pilot: int | None = None
                  ) -> stats.Change:
         """A metric with relative waterlines (ops/s, ms, ns/op); `pilot`: the two-stage
-        interval of a --precision run."""
-        return stats.compare(base, cand, higher_is_better=higher_is_better, noise=self.noise,
-                             regression=self.regression, max_cv=self.max_cv,
-                             confidence=self.confidence, paired=paired, pilot=pilot,
-                             method_level=self.method_level)
+        interval of a --precision run. Paired, it is widened by the run's spread between runs
+        (`widened`)."""
+        ch = stats.compare(base, cand, higher_is_better=higher_is_better, noise=self.noise,
+                           regression=self.regression, max_cv=self.max_cv,
+                           confidence=self.confidence, paired=paired, pilot=pilot,
+                           method_level=self.method_level)
+        return self.widened(ch, higher_is_better) if paired else ch
+
+    def widened(self, ch: stats.Change, higher_is_better: bool) -> stats.Change:
+        """A paired relative change with the spread between runs added to its interval
+        (analysis/run_spread.widen); as it was without one."""
+        if self.run_spread is None:
+            return ch
+        return run_spread_mod.widen(ch, self.run_spread, higher_is_better=higher_is_better,
+                                    noise=self.noise, regression=self.regression, max_cv=self.max_cv)
 
     def points(self, base: Sequence[float], cand: Sequence[float], *,
                higher_is_better: bool = False, paired: bool = False) -> stats.Change:

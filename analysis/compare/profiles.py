@@ -192,10 +192,11 @@ def _function_row(fn: str, sh: Shares, base: str, cand: str, thread: str, opts: 
             if pilot is None:
                 ch = ChangeOut.of(opts.relative(sb, sc, higher_is_better=False, paired=paired), "ns/op")
             else:       # the --on row: the wider of Stein's and the t over all pairs (twostage)
-                ch = ChangeOut.of(stats.compare(
+                ch = stats.compare(
                     sb, sc, higher_is_better=False, noise=opts.noise, regression=opts.regression,
                     max_cv=opts.max_cv, confidence=opts.confidence, paired=paired, pilot=pilot,
-                    method="two-stage+t"), "ns/op")
+                    method="two-stage+t")
+                ch = ChangeOut.of(opts.widened(ch, False) if paired else ch, "ns/op")
                 ch.level = opts.confidence      # its own 95%, among rows at the family's level
             ns[k] = (Side.of(summarize([x for _, x in b]), [n for n, _ in b]),
                      Side.of(summarize([x for _, x in c]), [n for n, _ in c]), ch)

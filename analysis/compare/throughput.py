@@ -13,7 +13,6 @@ import dataclasses
 import math
 from pathlib import Path
 
-from analysis import run_spread
 from analysis.compare import layouts, pair_clusters
 from analysis.compare.errors import CompareError
 from analysis.compare.options import CompareOptions
@@ -23,7 +22,6 @@ from analysis.inputs.bench import RepThroughput
 from analysis.inputs.layout import BENCH_CSV, BENCH_FILES, BENCH_JSON, PAIRED_JSON
 from analysis.inputs.paired import PairedWindows, read_paired
 from analysis.inputs.rundir import RunDir, RunDirError
-from analysis.inputs.run_spread import RunSpread
 
 Values = list[tuple[int, float]]      # (rep number, value), in rep order
 
@@ -69,12 +67,11 @@ def blocks(run: RunDir, base: str, cand: str, b: Values, c: Values
 
 def metric_row(test: str, metric: str, unit: str, higher_is_better: bool, b: Values, c: Values,
                opts: CompareOptions, paired: bool = False, pilot: int | None = None,
-               by_block: tuple[RunDir, str, str] | None = None,
-               spread: RunSpread | None = None) -> MetricRow:
+               by_block: tuple[RunDir, str, str] | None = None) -> MetricRow:
     """One metric's row. With `pilot` (a --precision run of separate reps; `by_block`: its
     run, base and cand) the base and cand values of one block are pairs (`blocks`) and the
-    interval is the two-stage one over them (analysis/twostage.py). `spread`: the host's
-    spread between runs, added to the interval (analysis/run_spread.py)."""
+    interval is the two-stage one over them (analysis/twostage.py). Paired, the interval
+    carries the run's spread between runs (CompareOptions.widened)."""
     dropped: list[int] = []
     if pilot is not None and by_block is not None:
         b, c, dropped = blocks(*by_block, b, c)
@@ -82,9 +79,6 @@ def metric_row(test: str, metric: str, unit: str, higher_is_better: bool, b: Val
         pilot = pilot if len(b) >= pilot else None     # a run cut before its pilot ended
     ch = opts.relative([v for _, v in b], [v for _, v in c], higher_is_better=higher_is_better,
                        paired=paired, pilot=pilot)
-    if spread is not None:
-        ch = run_spread.widen(ch, spread, higher_is_better=higher_is_better, noise=opts.noise,
-                              regression=opts.regression, max_cv=opts.max_cv)
     row = MetricRow(test, metric, unit, higher_is_better, Side.of(ch.base, [n for n, _ in b]),
                     Side.of(ch.cand, [n for n, _ in c]), ChangeOut.of(ch, unit))
     if dropped:
@@ -188,7 +182,7 @@ def paired(run: RunDir, base: str, cand: str, opts: CompareOptions) -> list[Metr
     pilot = pilot_of(run) if len(cl) >= pair_clusters.MIN_REPS else None
     row = metric_row(f"{name} paired windows ({how_paired})".strip(), "paired throughput",
                      "ops/s", True, [(c.rep, c.base) for c in cl], [(c.rep, c.cand) for c in cl],
-                     opts, paired=True, pilot=pilot, spread=run.manifest.run_spread)
+                     opts, paired=True, pilot=pilot)
     row.change.method += "; " + how + cold_note(run)
     if len({c.rep for c in cl}) < pair_clusters.MIN_REPS:
         # Window pairs of one or two reps as independent units: an interval 2-3x too narrow

@@ -24,7 +24,7 @@ import math
 import statistics
 import time
 
-from analysis import twostage
+from analysis import run_spread, twostage
 from analysis.compare.planned import function_log_ratios
 from analysis.compare.throughput import main_log_ratios
 from analysis.inputs.manifest import PrecisionPlan, Rep
@@ -215,10 +215,14 @@ class PrecisionRun:
         if len(x) < twostage.MIN_PILOT:
             return f"targets: {done} of {self.pilot} paired reps{budget}"
         # a t interval at the level of the next look (the one a report of the run would print
-        # then: analysis/sequential.py); the report's own method may differ
+        # then: analysis/sequential.py), with the spread between runs the look's throughput
+        # row is widened by (analysis/run_spread.py); the report's own method may differ
         p = self.plan
         level = 1 - p.alphas[p.made] if p.made < len(p.alphas) else (p.level or 0.95)
         iv = twostage.interval(x, len(x), level)
+        spread = self.run.manifest.run_spread
+        room = run_spread.room(spread, level) if spread is not None and spread.sd > 0 else 0.0
+        lo, hi = iv.mean - math.hypot(iv.mean - iv.low, room), iv.mean + math.hypot(iv.high - iv.mean, room)
         return (f"targets: {done} of {self.pilot} paired reps, throughput {math.expm1(iv.mean):+.1%} "
-                f"(t interval at {level_text(level)} [{math.expm1(iv.low):+.1%}, "
-                f"{math.expm1(iv.high):+.1%}]){budget}")
+                f"(t interval at {level_text(level)}{' with the spread between runs' if room else ''} "
+                f"[{math.expm1(lo):+.1%}, {math.expm1(hi):+.1%}]){budget}")
