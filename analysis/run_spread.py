@@ -13,10 +13,10 @@ say (Paule-Mandel, with the mean known), and a later run's interval is widened b
 quadrature (`widen`): its throughput and its rows of CPU time per operation, which move with
 the server's speed in a run as the throughput does (analysis/compare/options.widened). The
 widened p-value is the widened interval's own, so a family that ranks rows by p-value calls
-a row changed exactly when its interval leaves 0 out. A host with fewer than MIN_RUNS A/A runs of the case is widened by
-the spread recorded on the Xeon guest (`default`) until it has its own: its bare interval
-would cover about 77% at that host's spread, and the host cannot tell its spread is smaller
-without the A/A runs that would measure it.
+a row changed exactly when its interval leaves 0 out. A host with fewer than MIN_RUNS A/A
+runs of the case is widened by the spread recorded on the Xeon guest (`default`) until it
+has its own: its bare interval would cover about 77% at that host's spread, and the host
+cannot tell its spread is smaller without the A/A runs that would measure it.
 docs/statistics.md, "Runs differ by more than their reps", gives the simulation, on a model
 built from the recorded runs, that shows what each rule covers.
 """
@@ -107,21 +107,24 @@ def widen(ch: stats.Change, spread: RunSpread, *, higher_is_better: bool, noise:
     docs/statistics.md, "Runs differ by more than their reps"). The verdict, p-value and
     detectable size follow from the widened interval: its p-value is below 1 − level
     exactly when it leaves 0 out. Unchanged where τ is 0 or the change has no relative
-    interval."""
+    interval. An interval that reaches −100% or below (a small function's linear interval
+    over few reps) has no log scale: it is widened on its own, linear, scale by e^room − 1."""
     if spread.sd <= 0 or ch.rel is None or ch.rel_ci_low is None or ch.rel_ci_high is None:
         return ch
     level = ch.confidence or 0.95
     q = float(sps.norm.ppf(0.5 + level / 2))
-    r = room(spread, level)
-    e, lo, hi = math.log1p(ch.rel), math.log1p(ch.rel_ci_low), math.log1p(ch.rel_ci_high)
+    logs = min(ch.rel, ch.rel_ci_low) > -1
+    to, back = (math.log1p, math.expm1) if logs else (float, float)
+    r = room(spread, level) if logs else math.expm1(room(spread, level))
+    e, lo, hi = to(ch.rel), to(ch.rel_ci_low), to(ch.rel_ci_high)
     lo2, hi2 = e - math.hypot(e - lo, r), e + math.hypot(hi - e, r)
-    rel = Estimate(ch.rel, math.expm1(lo2), math.expm1(hi2), level)
+    rel = Estimate(ch.rel, back(lo2), back(hi2), level)
     absolute = _absolute(ch, (e - lo2) / max(e - lo, 1e-12), (hi2 - e) / max(hi - e, 1e-12))
     verdict, reason, line = stats.verdict_of(
         stats.judged(absolute, rel, ch.base, False),
         stats.spread_of(ch.base, ch.cand, True, True), higher_is_better, noise, regression, max_cv)
     bare = (e - lo) if e >= 0 else (hi - e)              # the side that decides, before
-    p = _p_value(abs(e), bare, level, ch.p_value, spread)
+    p = _p_value(abs(e), bare, level, ch.p_value, spread, linear=not logs)
     detectable = ch.detectable
     if detectable is not None:
         detectable = math.expm1(math.hypot(math.log1p(detectable), r * (1 + float(sps.norm.ppf(POWER)) / q)))
@@ -144,26 +147,31 @@ def _row_df(ratio: float, level: float, p0: float) -> float:
     f = (lambda ldf: _quantile(1 - p0, math.exp(ldf)) / _quantile(level, math.exp(ldf)) - ratio)
     lo, hi = 0.0, 6.0 * math.log(10)
     flo, fhi = f(lo), f(hi)
-    if (flo > 0) == (fhi > 0):
-        return math.exp(lo) if abs(flo) < abs(fhi) else math.exp(hi)
+    if not (math.isfinite(flo) and math.isfinite(fhi)) or (flo > 0) == (fhi > 0):
+        return math.exp(lo) if abs(flo) < abs(fhi) else math.exp(hi)   # nan compares False: normal
     return math.exp(optimize.brentq(f, lo, hi, xtol=1e-6))
 
 
-def _p_value(e: float, h: float, level: float, p0: float | None, spread: RunSpread) -> float | None:
+def _p_value(e: float, h: float, level: float, p0: float | None, spread: RunSpread,
+             linear: bool = False) -> float | None:
     """The p-value of the widened interval: the α at which √(h(1-α)² + room(1-α)²) = |e|,
     h(·) the row's own half-width scaled across levels by the Student quantiles of `_row_df`
     (exactly the row's own where it is a t interval) and room(·) = `room`. Exact, so a family
     that ranks rows by p-value (analysis/compare/multiplicity.py) calls a row changed exactly
     when its widened interval at the family's level leaves 0 out (a normal-quantile p-value
-    counted a discovery whose interval held 0)."""
-    if p0 is None or h <= 0 or e <= 0 or not 0 < p0 < 1:
+    counted a discovery whose interval held 0). `linear`: the interval is widened on its
+    linear scale, by e^room − 1 (`widen`)."""
+    if p0 is None or not 0 < h < math.inf or e <= 0 or not 0 < p0 < 1:
         return p0
     df = _row_df(e / h, level, p0)
     scale = h / _quantile(level, df)
-    g = (lambda la: math.hypot(scale * _quantile(1 - math.exp(la), df), room(spread, 1 - math.exp(la))) - e)
+    extra = (lambda a: math.expm1(room(spread, 1 - a)) if linear else room(spread, 1 - a))
+    g = (lambda la: math.hypot(scale * _quantile(1 - math.exp(la), df), extra(math.exp(la))) - e)
     lo = math.log(1e-300)
     if g(lo) <= 0:
         return 0.0
+    if not g(0.0) < 0:          # holds 0 at every level (a half-width of 1e20 rounds above 0 there)
+        return 1.0
     return math.exp(optimize.brentq(g, lo, 0.0, xtol=1e-10))
 
 

@@ -215,6 +215,26 @@ def test_the_widened_p_value_is_the_same_at_every_level(tmp_path):
     assert 0.05 < got[0] < 0.2         # widened: no longer the bare interval's p < 0.036
 
 
+def test_an_interval_that_reaches_minus_100_percent_is_widened_on_its_linear_scale():
+    """A small function's CPU time per operation over 3 reps, judged at a weighted mover's
+    level (99.995%), has a relative interval from −100% to +1.9e20%: these are the ns per
+    MSET of one such row of a live A/A at CI size (its comparison stopped on log1p(−1) before
+    this). No log scale there, so it is widened on its own scale by e^room − 1, and its
+    p-value still agrees with it."""
+    b = [41.52497303575873, 26.453514799154334, 39.05024642072275]
+    c = [55.87969966784827, 13.22850535218713, 52.691196210027634]
+    at = dict(confidence=0.99995, method_level=0.99995)
+    bare = CompareOptions(**at).relative(b, c, higher_is_better=False, paired=True)
+    assert bare.rel_ci_low == -1.0
+    o = CompareOptions(**at, run_spread=run_spread.default())
+    ch = o.relative(b, c, higher_is_better=False, paired=True)
+    r = math.expm1(run_spread.room(o.run_spread, ch.confidence))
+    assert ch.rel_ci_low == pytest.approx(ch.rel - math.hypot(ch.rel - bare.rel_ci_low, r))
+    assert ch.rel_ci_high == pytest.approx(ch.rel + math.hypot(bare.rel_ci_high - ch.rel, r))
+    assert ch.verdict == bare.verdict and ch.p_value >= bare.p_value
+    assert (ch.p_value < 1 - ch.confidence) == (ch.rel_ci_low > 0 or ch.rel_ci_high < 0)
+
+
 def test_the_recorded_aa_rows_stray_with_the_throughput(tmp_path):
     """The 14 recorded A/A runs' rows (tests/data/noise/xeon480-aa-rows.json), each run
     judged with the throughput's τ from the others: the whole profile's CPU time per
@@ -305,14 +325,14 @@ def test_a_paired_run_keeps_the_host_s_spread_in_its_manifest_and_says_so(tmp_pa
     case, said = load_case("mset-50keys", "default"), []
     got = api._run_spread(dataclasses.replace(RunOptions(), paired=True), host, case, said.append)
     assert got == run_spread.estimate(_summaries(_runs()), latest=_runs()[-1]["at"])
-    assert said == ["stallscope run: throughput interval widened by this host's spread between "
+    assert said == ["stallscope run: throughput and CPU time per operation widened by this host's spread between "
                     "runs: sd 0.45% [0.23, 0.94]% from 11 recorded A/A runs of mset-50keys at size default"]
     assert api._run_spread(dataclasses.replace(RunOptions(), paired=False), host, case, said.append) is None
     # an in-cache control of the case is its own size: the default size's A/A runs are not its,
     # so it is widened by another host's, and the run says whose
     assert api._run_spread(dataclasses.replace(RunOptions(), paired=True), host, case, said.append,
                            "incache") == run_spread.default()
-    assert said[-1] == ("stallscope run: throughput interval widened by another host's spread between "
+    assert said[-1] == ("stallscope run: throughput and CPU time per operation widened by another host's spread between "
                         "runs, sd 0.38% [0.18, 0.75]% from 14 recorded A/A runs of mset-50keys on an Intel "
                         "Xeon KVM guest (480 MiB L3): this host has fewer than 3 recorded A/A runs of "
                         "mset-50keys at size incache (the same --variant twice) to measure its own "

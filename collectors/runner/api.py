@@ -220,7 +220,7 @@ def _control_s(host: HostFacts, case: Case) -> float:
 
 def _run_spread(opts: RunOptions, host: HostFacts, case: Case, log: Log,
                 size: str | None = None) -> RunSpread | None:
-    """The spread between runs a paired run's throughput interval is widened by
+    """The spread between runs a paired run's throughput and CPU time per operation are widened by
     (analysis/run_spread.py): this host's A/A runs of the case at `size` (the case's, or an
     in-cache control's "incache": noise_log.size_key), else another host's
     (run_spread.default); said before the run."""
@@ -230,12 +230,12 @@ def _run_spread(opts: RunOptions, host: HostFacts, case: Case, log: Log,
     spread = noise.lookup(host.summary(), case.name, size)
     between = spread.between if spread is not None else run_spread.default()
     if between.borrowed:
-        log(f"stallscope run: throughput interval widened by another host's spread between runs, "
+        log(f"stallscope run: throughput and CPU time per operation widened by another host's spread between runs, "
             f"{run_spread.text(between)}: this host has fewer than {run_spread.MIN_RUNS} recorded "
             f"A/A runs of {case.name} at size {size} (the same --variant twice) to measure its own "
             f"(docs/statistics.md, \"Runs differ by more than their reps\")")
     elif between.sd > 0:
-        log(f"stallscope run: throughput interval widened by this host's spread between runs: "
+        log(f"stallscope run: throughput and CPU time per operation widened by this host's spread between runs: "
             f"{run_spread.text(between)} of {case.name} at size {size}")
     if between.sd > 0 and opts.precision is not None and not opts.targets:
         # Stein's rule narrows the interval over reps; the one printed keeps this spread too
