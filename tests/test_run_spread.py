@@ -16,6 +16,7 @@ from scipy import stats as sps
 
 from analysis import run_spread, sequential
 from analysis.compare.engine import analyse
+from analysis.compare.families import sweep_fdr
 from analysis.compare.options import CompareOptions
 from analysis.compare.throughput import paired, paired_units
 from analysis.inputs.host import HostSummary
@@ -247,6 +248,21 @@ def test_the_recorded_aa_rows_stray_with_the_throughput(tmp_path):
     assert 0.0042 < got["throughput"][1] < 0.0044 and 0.0043 < got["CPU time per operation"][1] < 0.0045
     assert all(wide >= naive for _, _, naive, wide in got.values())
     assert {"dictFindByHash (flat)", "msetGenericCommand (cum)", "lookupKey (cum)"} <= set(got)
+
+
+def test_a_sweep_s_points_keep_their_own_run_s_spread_in_their_family(tmp_path):
+    """A sweep judges its points' headlines together, recomputing each at the family's
+    level with the sweep's options: each point keeps the widening of its own run's spread
+    (analysis/compare/families.sweep_fdr), and a point without one stays bare."""
+    run = load_run(FALSE_MARK)
+    spread = run_spread.default()
+    wide = paired(run, "a", "b", CompareOptions(run_spread=spread))[0]
+    bare = paired(run, "a", "b", CompareOptions())[0]
+    fam = sweep_fdr([("p1", wide, True, None, spread), ("p2", bare, True, None, None)], CompareOptions())
+    assert fam is not None and fam.comparisons == 2
+    assert "widened by another host's spread" in wide.change.method
+    assert "widened" not in bare.change.method
+    assert wide.change.rel_ci_low < bare.change.rel_ci_low and wide.change.rel_ci_high > bare.change.rel_ci_high
 
 
 def test_no_spread_leaves_a_change_as_it_was(tmp_path):

@@ -53,6 +53,7 @@ lead in a share of the discoveries; a reader chasing one does not.
 """
 from __future__ import annotations
 
+import dataclasses
 from typing import Callable
 
 from analysis import moderated
@@ -60,6 +61,7 @@ from analysis.compare.multiplicity import Member, control
 from analysis.compare.options import CompareOptions
 from analysis.compare.results import ChangeOut, FdrFamily, FunctionRow, MetricRow, ProfileSection
 from analysis.counting import Dispersion
+from analysis.inputs.run_spread import RunSpread
 
 # the function families' rules (module docstring); bench/fdr.py compares them
 FOCUS_RULE = "holm"
@@ -150,8 +152,12 @@ def _function_members(rows: list[FunctionRow], paired: bool = False,
 
 
 def _metric_member(row: MetricRow, paired: bool = False, pilot: int | None = None,
-                   name: str = "") -> Member:
+                   name: str = "", spread: RunSpread | None = None) -> Member:
+    """`spread`: the spread between runs of the row's own run where the family's options are
+    not that run's (a sweep's points: each its own run's)."""
     def again(o: CompareOptions) -> ChangeOut:
+        if spread is not None:
+            o = dataclasses.replace(o, run_spread=spread)
         return ChangeOut.of(o.relative(row.base.values, row.cand.values,
                                        higher_is_better=row.higher_is_better, paired=paired,
                                        pilot=pilot), row.unit)
@@ -219,10 +225,11 @@ def metric_fdr(rows: list[MetricRow], opts: CompareOptions) -> FdrFamily | None:
     return control("throughput and latency", [_metric_member(r) for r in rows], opts)
 
 
-def sweep_fdr(rows: list[tuple[str, MetricRow, bool, int | None]], opts: CompareOptions
-              ) -> FdrFamily | None:
+def sweep_fdr(rows: list[tuple[str, MetricRow, bool, int | None, RunSpread | None]],
+              opts: CompareOptions) -> FdrFamily | None:
     """A sweep's (or an experiment part's) headline rows, one per point: (point id, row,
-    paired, pilot). "An improvement from X on" reads across points, so the points' verdicts
-    are judged together (each alone at 95% gives a false one per twenty null points)."""
-    return control("point", [_metric_member(r, paired, pilot, pid) for pid, r, paired, pilot in rows],
-                   opts)
+    paired, pilot, the point's run's spread between runs). "An improvement from X on" reads
+    across points, so the points' verdicts are judged together (each alone at 95% gives a
+    false one per twenty null points); each keeps its own run's widening."""
+    return control("point", [_metric_member(r, paired, pilot, pid, spread)
+                             for pid, r, paired, pilot, spread in rows], opts)

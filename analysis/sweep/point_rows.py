@@ -18,6 +18,7 @@ from analysis.compare.options import CompareOptions
 from analysis.compare.results import FunctionRow, MetricRow, Results
 from analysis.compare.summary import speaking_measure
 from analysis.inputs.rundir import RunDir, RunDirError, load_run
+from analysis.inputs.run_spread import RunSpread
 from analysis.report.artifacts import write_profiles
 from analysis.sweep.hosts import host_notes
 from analysis.sweep.mountain import mountain
@@ -33,6 +34,9 @@ class PointAnalysis:
     """A point's row and, when it has a run, the full comparison behind it."""
     row: PointRow
     results: Results | None = None
+    # the point's run's spread between runs (manifest.json `run_spread`): its headline was
+    # widened by it, and the points' family recomputes it with it (families.sweep_fdr)
+    spread: RunSpread | None = None
 
 
 def _method(run: RunDir) -> str:
@@ -135,7 +139,7 @@ def analyse_point(sweep_dir: Path, m: SweepManifest, p: SweepPoint, opts: Compar
     row.notes = list(r.notes)
     if row.metric is None:
         row.reason = row.reason or "no measurement on both sides"
-    return PointAnalysis(row, r)
+    return PointAnalysis(row, r, run.manifest.run_spread)
 
 
 def x_axis(m: SweepManifest) -> str | None:
@@ -168,7 +172,7 @@ def analyse_sweep(sweep_dir: str | Path, opts: CompareOptions | None = None,
         points=[pa.row for pa in points], x_axis=x_axis(m), l3_bytes=m.host.l3_bytes,
         noise=opts.noise, regression=opts.regression, confidence=opts.confidence,
         status=m.status, command=list(m.command), sets=dict(m.sets), fanout=_fanout(m))
-    res.fdr = sweep_fdr([(pa.row.id, pa.row.metric, _paired(pa), _pilot(pa)) for pa in points
+    res.fdr = sweep_fdr([(pa.row.id, pa.row.metric, _paired(pa), _pilot(pa), pa.spread) for pa in points
                          if pa.row.metric is not None and pa.results is not None], opts)
     res.notes = _notes(m, res) + host_notes(res.points)
     keyspace = any(a.keyspace and a.name == res.x_axis for a in res.axes)
