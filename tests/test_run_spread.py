@@ -164,8 +164,8 @@ def _half_widths(ch) -> tuple[float, float]:
 
 def test_every_cpu_time_per_operation_of_a_paired_run_carries_the_spread_too(tmp_path):
     """The server's speed in a run moves its throughput and every CPU time per operation
-    alike (the recorded A/A runs' own τ: throughput 0.41%, the whole profile's CPU time per
-    operation 0.42%, figure 17), so a paired run's rows of CPU time per operation are
+    alike (the recorded A/A runs' own τ: throughput 0.43%, the whole profile's CPU time per
+    operation 0.44%, figure 17), so a paired run's rows of CPU time per operation are
     widened by the same spread as its throughput, each at its own level, and the throughput
     once (not again where a family recomputes it)."""
     spread = run_spread.default()
