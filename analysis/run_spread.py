@@ -93,6 +93,12 @@ def default() -> RunSpread:
     return dataclasses.replace(est, borrowed=f"{doc['case'].split('@')[0]} on {doc['host']}")
 
 
+def widened_bounds(e: float, lo: float, hi: float, r: float) -> tuple[float, float]:
+    """An interval (lo, hi) about its estimate e with `room` r added to each side's
+    half-width in quadrature."""
+    return e - math.hypot(e - lo, r), e + math.hypot(hi - e, r)
+
+
 def room(spread: RunSpread, level: float) -> float:
     """What τ adds to an interval's half-width at `level` (log scale): t τ, t the Student
     quantile on runs − 1 degrees of freedom (τ is estimated from that many A/A runs)."""
@@ -117,7 +123,7 @@ def widen(ch: stats.Change, spread: RunSpread, *, higher_is_better: bool, noise:
     to, back = (math.log1p, math.expm1) if logs else (float, float)
     r = room(spread, level) if logs else math.expm1(room(spread, level))
     e, lo, hi = to(ch.rel), to(ch.rel_ci_low), to(ch.rel_ci_high)
-    lo2, hi2 = e - math.hypot(e - lo, r), e + math.hypot(hi - e, r)
+    lo2, hi2 = widened_bounds(e, lo, hi, r)
     rel = Estimate(ch.rel, back(lo2), back(hi2), level)
     absolute = _absolute(ch, (e - lo2) / max(e - lo, 1e-12), (hi2 - e) / max(hi - e, 1e-12))
     verdict, reason, line = stats.verdict_of(

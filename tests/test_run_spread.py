@@ -91,16 +91,22 @@ def test_too_few_aa_runs_give_no_spread_and_runs_within_their_reps_give_zero():
     assert run_spread.estimate(calm) == RunSpread(sd=0.0, runs=3, low=0.0, high=0.0)
 
 
-def _false_mark_row(tmp_path, spread: RunSpread | None):
-    """The recorded false mark's paired throughput row at the level its run was read at,
-    with `spread` written into its manifest as a run planned with it would have it."""
+def _false_mark_run(tmp_path, spread: RunSpread | None):
+    """A copy of the recorded false mark with `spread` written into its manifest as a run
+    planned with it would have it."""
     run_dir = tmp_path / "run"
     shutil.copytree(FALSE_MARK, run_dir)
     m = json.loads((run_dir / "manifest.json").read_text())
     if spread is not None:
         m["run_spread"] = spread.to_json()
     (run_dir / "manifest.json").write_text(json.dumps(m))
-    run = load_run(run_dir)
+    return load_run(run_dir)
+
+
+def _false_mark_row(tmp_path, spread: RunSpread | None):
+    """The recorded false mark's paired throughput row at the level its run was read at,
+    with `spread` in its manifest."""
+    run = _false_mark_run(tmp_path, spread)
     level = sequential.run_level(run.manifest.precision)
     # as the comparison (analysis/compare/engine.py) gives it the run's spread
     opts = CompareOptions(confidence=level, run_spread=run.manifest.run_spread)
@@ -148,13 +154,7 @@ def test_the_recorded_false_mark_on_a_host_without_aa_runs(tmp_path):
 
 
 def _analysed(tmp_path, spread: RunSpread | None):
-    run_dir = tmp_path / "run"
-    shutil.copytree(FALSE_MARK, run_dir)
-    m = json.loads((run_dir / "manifest.json").read_text())
-    if spread is not None:
-        m["run_spread"] = spread.to_json()
-    (run_dir / "manifest.json").write_text(json.dumps(m))
-    return analyse(load_run(run_dir), CompareOptions())
+    return analyse(_false_mark_run(tmp_path, spread), CompareOptions())
 
 
 def _half_widths(ch) -> tuple[float, float]:

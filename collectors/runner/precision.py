@@ -222,7 +222,7 @@ class PrecisionRun:
         iv = twostage.interval(x, len(x), level)
         spread = self.run.manifest.run_spread
         room = run_spread.room(spread, level) if spread is not None and spread.sd > 0 else 0.0
-        lo, hi = iv.mean - math.hypot(iv.mean - iv.low, room), iv.mean + math.hypot(iv.high - iv.mean, room)
+        lo, hi = run_spread.widened_bounds(iv.mean, iv.low, iv.high, room)
         return (f"targets: {done} of {self.pilot} paired reps, throughput {math.expm1(iv.mean):+.1%} "
                 f"(t interval at {level_text(level)}{' with the spread between runs' if room else ''} "
                 f"[{math.expm1(lo):+.1%}, {math.expm1(hi):+.1%}]){budget}")
