@@ -58,6 +58,25 @@ def test_a_seed_row_stands_beside_points_that_share_an_axis():
     assert match(mset50, {"dataset.keys": "20K"}) is None
 
 
+def test_a_minor_change_is_flat_beside_the_seed():
+    """A decided change under our 3% line reads flat, on the seeds' own 3% waterline: beside
+    the seed's 10.9% faster load it disagrees when our interval leaves the seed's change out,
+    and is undecided when the interval still holds it (CI met both at tiny size)."""
+    from types import SimpleNamespace as NS
+    from analysis.sweep.seeds import SeedRow, agreement
+    seed = SeedRow(at={"value": "10"}, setup="8 B", base=84.954, cand=75.715, gain=0.109, unit="s")
+
+    def point(verdict, lo, hi):
+        ch = NS(verdict=verdict, rel_ci_low=lo, rel_ci_high=hi, detectable=0.02)
+        return NS(metric=NS(change=ch, higher_is_better=False))
+    # load time -1.5% [-2.5, -0.5]: decided, minor, and far from the seed's -10.9%
+    assert agreement(point("minor improvement", -0.025, -0.005), seed) == "no"
+    # the same verdict with an interval that reaches -10.9% cannot tell them apart
+    assert agreement(point("minor improvement", -0.12, -0.005), seed) == "undecided"
+    assert agreement(point("improvement", -0.12, -0.05), seed) == "yes"
+    assert agreement(point("regression", 0.05, 0.12), seed) == "no"
+
+
 def test_experiment_file_errors_name_file_and_line(tmp_path):
     bad = tmp_path / "bad.yaml"
     text = (REPO / "cases" / "experiments" / "zrange-2867.yaml").read_text()
@@ -119,8 +138,10 @@ def run_small(name: str, tmp_path) -> tuple[dict, str, str]:
                 at = s["seed"]["at"]
                 shared = [k for k in at if k in p["labels"]]
                 assert (shared or not at) and all(p["labels"][k] == at[k] for k in shared)
-                # the agreement is our verdict against the seed's direction
-                ours = {"improvement": "gain", "regression": "loss", "no change": "flat"}.get(
+                # the agreement is our verdict against the seed's direction; a decided change
+                # under our 3% line is flat, as the seeds call one under their 3% waterline
+                ours = {"improvement": "gain", "regression": "loss", "no change": "flat",
+                        "minor improvement": "flat", "minor regression": "flat"}.get(
                     p["metric"]["change"]["verdict"])
                 gain = s["seed"]["gain"]
                 seed_dir = "gain" if gain >= 0.03 else "loss" if gain <= -0.03 else "flat"
