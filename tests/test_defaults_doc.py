@@ -103,7 +103,7 @@ def rows(tmp: Path) -> list[tuple[str, ...]]:
     from collectors.runner import rep_plan
     planned = (f"planned with its windows and perf's share from this host's recorded spread and "
                f"seconds a rep, {rep_plan.MIN_REPS} to {specs.TARGET_MAX_UNITS} within the budget "
-               f"({specs.TARGET_UNITS} before it has any); looks after "
+               f"({specs.TARGET_UNITS} before it has any, planned again after the first rep); looks after "
                f"{', '.join(map(str, sequential.looks(specs.TARGET_UNITS)))} (more in a longer plan) "
                "end it once answered")
     planned_windows = f"{{}} to {max(rep_plan.WINDOWS)}, planned with the reps"

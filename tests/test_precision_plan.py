@@ -39,7 +39,7 @@ def test_the_first_stage_the_budget_and_on_come_from_options():
     assert pending not in pr.run.manifest.schedule
     # the plan's own state only (what was asked is in options); the looks' keys are a run
     # that decides' (collectors/runner/looks.py), empty here
-    looks = {"looks", "alphas", "made", "look", "alpha", "level", "open", "control_s"}
+    looks = {"looks", "alphas", "made", "look", "alpha", "level", "open", "control_s", "replan"}
     assert set(plan.to_json()) == {"pilot_sd", "planned", "ended_by", "note", "spent_s"} | looks
     assert not any(plan.to_json()[k] for k in looks)
 

@@ -134,6 +134,24 @@ def test_a_plan_below_the_floor_says_what_its_intervals_keep():
     assert (at96.reps, at96.windows) == (10, TARGET_WINDOWS)
 
 
+def test_below_the_floor_either_way_the_plan_keeps_the_samples_unless_the_throughput_needs_reps():
+    """A budget that holds 7 reps of 96 windows and 8 of 48: neither reaches the floor, and the
+    intervals keep about the same at 7 and 8 (sequential.SHORT_COVERAGE). A quiet host's
+    throughput reaches ±2% either way: the plan keeps 96 windows, twice the samples a rep for
+    the function rows. A loud host's does not: the extra rep narrows it, and the plan takes 48."""
+    cost = _recorded_cost(LOOKS)
+    budget = 7.2 * cost.rep_s(TARGET_WINDOWS)
+    assert int(budget // cost.rep_s(rep_plan.SHORT_WINDOWS)) == 8 < sequential.FLOOR_REPS
+    assert sequential.SHORT_COVERAGE[7] == pytest.approx(sequential.SHORT_COVERAGE[8], abs=0.01)
+    quiet = rep_plan.plan(_spread(0.004, cost), budget, targets.Targets(), 999, 0.25, FOCUS_ROWS)
+    assert (quiet.reps, quiet.windows) == (7, TARGET_WINDOWS)
+    assert "8 of 48 would stay below the 9 a skewed row's interval needs too" in quiet.text()
+    loud = rep_plan.plan(_spread(0.012, cost), budget, targets.Targets(), 999, 0.25, FOCUS_ROWS)
+    assert rep_plan.throughput_reach(_spread(0.012, cost), 7) > targets.Targets().throughput
+    assert (loud.reps, loud.windows) == (8, rep_plan.SHORT_WINDOWS)
+    assert "7 of 96: below the floor either way, the throughput needs the reps more" in loud.text()
+
+
 def test_a_budget_that_holds_fewer_than_the_first_look_plans_four_and_says_so():
     spread = _spread(0.012, rep_plan.RepCost(60.0, 0.336))
     p = rep_plan.plan(spread, 200, targets.Targets(), 999, 0.25, FOCUS_ROWS)

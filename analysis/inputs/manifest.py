@@ -182,6 +182,9 @@ class PrecisionPlan(Record):
     # seconds of options.budget_s kept for the in-cache control after the reps (a run that
     # decides with one planned: collectors/runner/stall_control.budget_s); the reps get the rest
     control_s: float = 0.0
+    # planned before this host had recorded what a rep of the case costs: the plan is made
+    # again from the first paired rep's cost, then this is False (collectors/runner/replan.py)
+    replan: bool = False
 
 
 @dataclass

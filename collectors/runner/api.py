@@ -148,7 +148,7 @@ def plan_run(req: RunRequest, log: Log) -> RunPlan:
         raise RunError(f"--on {opts.precision_on}: a function's cost per operation is narrowed "
                        f"from the profiles of paired windows; this run is "
                        f"{'not paired (' + decided.reason + ')' if not opts.paired else 'not profiled (--profile ' + opts.profile + ')'}")
-    units_note, short_reps = _plan_reps(opts, host, case, log)
+    units_note, short_reps, replan = _plan_reps(opts, host, case, log)
     profiling_note, short = _resolve_profiling(opts, host, case)
     short = short_reps + short
     for line in [profiling_note] * bool(profiling_note) + [f"targets: {x}" for x in short]:
@@ -161,7 +161,7 @@ def plan_run(req: RunRequest, log: Log) -> RunPlan:
     m = make_manifest(run_id, case, variants, opts, command, host, tools, plan, decided)
     m.options.report = bool(req.report)
     if units_note:      # why the reps, and the targets out of reach said before the run
-        m.precision.note = "; ".join([units_note, *short])
+        m.precision.note, m.precision.replan = "; ".join([units_note, *short]), replan
     m.load_generator, memtier_bin = choose_load_generator(case, opts, variants, log)
     for s in sections:
         apply_sections(m, s)
@@ -246,14 +246,14 @@ def _run_spread(opts: RunOptions, host: HostFacts, case: Case, log: Log,
     return between
 
 
-def _plan_reps(opts: RunOptions, host: HostFacts, case: Case, log: Log) -> tuple[str, list[str]]:
+def _plan_reps(opts: RunOptions, host: HostFacts, case: Case, log: Log) -> tuple[str, list[str], bool]:
     """A run that decides: its paired reps from this host's recorded spread for the case
     (collectors/runner/targets.py); a paired one profiled in its windows, its windows and
     perf's share of them too, planned with the reps from what a rep costs here and the
     budget (collectors/runner/rep_plan.py). (why, for the manifest; the targets the plan
-    cannot reach) ("", [] for any other run)."""
+    cannot reach; whether it plans again after its first rep: collectors/runner/replan.py)."""
     if not opts.targets:
-        return "", []
+        return "", [], False
     spread = noise.lookup(host.summary(), case.name, case.size, paired=opts.paired)
     t = targets.Targets()
     in_windows = (opts.paired and opts.profile == "perf" and case.workload.tool != "rdb-load"
@@ -263,7 +263,7 @@ def _plan_reps(opts: RunOptions, host: HostFacts, case: Case, log: Log) -> tuple
         units = targets.planned_units(spread, t)
         opts.reps = units.units
         log(f"stallscope run: targets: {t.text()}; {units.why}")
-        return units.why, []
+        return units.why, [], False
     top = sample_cost.choose(host.summary(), case=case.name, need_hz=math.inf, size=case.size).hz
     # planned as if the control is made where one is wanted: whether it can be is known after
     # the latency probe (plan_run), and the reps then get its share of the budget back
@@ -273,7 +273,7 @@ def _plan_reps(opts: RunOptions, host: HostFacts, case: Case, log: Log) -> tuple
                       targets.focus_family_rows(case.focus, case.server.io_threads))
     opts.reps, opts.paired_windows, opts.perf_share = p.reps, p.windows, float(p.share)
     log(f"stallscope run: targets: {t.text()}; {p.text()}")
-    return p.text(), rep_plan.short_of(p, spread, t, control_s)
+    return p.text(), rep_plan.short_of(p, spread, t, control_s), p.rep_s is None and budget is not None
 
 
 def _resolve_profiling(opts: RunOptions, host: HostFacts, case: Case) -> tuple[str, list[str]]:

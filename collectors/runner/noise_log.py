@@ -7,6 +7,7 @@ from pathlib import Path
 
 from analysis.compare.throughput import main_log_ratios
 from analysis.inputs.layout import INCACHE_DIR
+from analysis.inputs.manifest import Rep
 from analysis.inputs.rundir import RunDir
 from analysis.compare.profiler_cost import profiler_cost
 from analysis.compare.saturation import WORKING, main_busy
@@ -58,17 +59,27 @@ def rep_costs(run: RunContext) -> tuple[list[float], list[float]]:
     fixed, wall = [], []
     rd = RunDir(run.run_dir, run.manifest)
     for r in run.manifest.reps(kind="paired"):
-        if r.status != "ok" or (total := rep_seconds(r)) is None:
-            continue
-        try:
-            phases = rd.facts(r).phases or {}
-        except (OSError, ValueError):
-            continue
-        windows_s, n = phases.get("windows"), run.opts.paired_windows
-        if windows_s and n:
-            fixed.append(max(total - windows_s, 0.0))
-            wall.append(windows_s / n)
+        if (got := rep_cost(rd, r, run.opts.paired_windows)) is not None:
+            fixed.append(got[0])
+            wall.append(got[1])
     return fixed, wall
+
+
+def rep_cost(rd: RunDir, r: Rep, windows: int | None) -> tuple[float, float] | None:
+    """An ok paired rep's (seconds outside its windows, seconds per window); its windows
+    counted from rep.json (a run planned again after its first rep has reps of two sizes:
+    collectors/runner/replan.py), else `windows`. None: not ok, or no phases booked."""
+    if r.status != "ok" or (total := rep_seconds(r)) is None:
+        return None
+    try:
+        facts = rd.facts(r)
+    except (OSError, ValueError):
+        return None
+    windows_s = (facts.phases or {}).get("windows")
+    n = len(facts.paired.order) if facts.paired is not None and facts.paired.order else windows
+    if not windows_s or not n:
+        return None
+    return max(total - windows_s, 0.0), windows_s / n
 
 
 def keep_sample_cost(run: RunContext) -> bool:

@@ -30,7 +30,7 @@ from analysis.compare.throughput import main_log_ratios
 from analysis.inputs.manifest import PrecisionPlan, Rep
 from analysis.inputs.rundir import RunDir
 from analysis.intervals import level_text
-from collectors.runner import looks
+from collectors.runner import looks, replan
 from collectors.runner.context import RunContext
 from collectors.runner.new_manifest import rep_seconds
 from collectors.runner.progress import duration
@@ -109,6 +109,8 @@ class PrecisionRun:
         done = self._units()
         if self.plan.planned is None and done >= self.pilot:
             self._plan(done)
+        if self.decides and self.plan.replan and rep.status == "ok" and self.plan.made == 0:
+            self._replan(done)
         if self.kind == "paired" or self._block_complete():
             self.run.note(self._progress(done), always=True)
         if self.decides and rep.status == "ok" and looks.due(self.plan, done):
@@ -138,6 +140,37 @@ class PrecisionRun:
         if want > MAX_UNITS:
             self.plan.note = f"the first stage's spread asks for {want} {self._word()}s; capped at {MAX_UNITS}"
         self._append(self.plan.planned - done)
+
+    def _replan(self, done: int) -> None:
+        """A host's first run of the case: its plan made again from what its first paired rep
+        cost (collectors/runner/replan.py), before the first look; its looks with it."""
+        self.plan.replan = False
+        got = replan.replan(self.run, self.budget_s, self.spent(), done) if self.budget_s else None
+        if got is None:
+            return
+        p = got.plan
+        for o in (self.run.opts, self.run.manifest.options):
+            o.reps, o.paired_windows, o.perf_share = p.reps, p.windows, float(p.share)
+        if self.run.manifest.paired is not None:
+            self.run.manifest.paired.windows = p.windows
+        self._resize(p.reps)
+        self.pilot = self.plan.planned = p.reps
+        self.plan.looks, self.plan.alphas = [], []
+        looks.plan_looks(self.plan)
+        self.plan.note = got.text()
+        self.run.note(f"targets: {got.text()}", always=True)
+
+    def _resize(self, n: int) -> None:
+        """The schedule's paired reps made `n`: more at the end, or the last pending ones dropped."""
+        sched = self.run.manifest.schedule
+        mine = [r for r in sched if r.kind == self.kind]
+        if len(mine) < n:
+            self._append(n - len(mine))
+            return
+        extra = {id(r) for r in [r for r in mine if r.status == "pending"][::-1][:len(mine) - n]}
+        self.run.manifest.schedule = [r for r in sched if id(r) not in extra]
+        if self.run.progress is not None:
+            self.run.progress.total -= len(extra)
 
     def _drop_pending(self) -> None:
         """Every unit rep not run yet leaves the schedule (the run ends after this one)."""

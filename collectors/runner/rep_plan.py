@@ -27,15 +27,16 @@ Among the plans the budget holds, the one kept reaches the throughput target (or
 closest), then brings the function rows nearest theirs (the worst row's detectable size
 over its target, at the highest rate perf may run here), then takes the least time.
 Without a recorded rep cost (the host's first run of the case) the plan is the targets'
-reps of TARGET_WINDOWS windows at the share the tilt allows there, and the budget is the
-only stop: the next run has the cost. None of this reads the run's values: the reps
-are fixed before the first one starts, as the looks need (analysis/sequential.py).
+reps of TARGET_WINDOWS windows at the share the tilt allows there, made again from the
+first paired rep's cost (collectors/runner/replan.py). None of this reads the run's values:
+the reps are fixed before the first look, as the looks need (analysis/sequential.py).
 """
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass
 from fractions import Fraction
+from typing import Callable
 
 from scipy import stats as sps
 
@@ -129,43 +130,70 @@ def _score(p: RepPlan, spread: Noise | None, t: tg.Targets, hz: float, window_s:
 
 
 def plan(spread: Noise | None, budget_s: float | None, t: tg.Targets, hz: float, window_s: float,
-         focus_rows: int) -> RepPlan:
+         focus_rows: int, cost: RepCost | None = None, made: int = 0, spent_s: float = 0.0) -> RepPlan:
     """The plan the budget holds that serves the targets best (the module's docstring);
     `budget_s` the seconds for the reps (the control's already taken out), `hz` the highest
-    rate perf may run at here."""
-    cost = RepCost.of(spread)
+    rate perf may run at here. `cost` (default: the host's recorded one), `made` and `spent_s`:
+    a plan made again during a run (collectors/runner/replan.py) knows what a rep costs from
+    its own first reps, `made` of them in `spent_s` seconds of the budget."""
+    cost = cost or RepCost.of(spread)
     if cost is None or budget_s is None:
         first = tg.planned_units(spread, t)
         share = best_share(first.units, TARGET_WINDOWS)
-        why = first.why + ("; this host has not recorded what a rep of the case costs, so the "
-                           "budget alone may stop the run sooner" if budget_s is not None and cost is None else "")
+        why = first.why + ("; this host has not recorded what a rep of the case costs: the plan is "
+                           "made again after the first paired rep" if budget_s is not None and cost is None else "")
         return RepPlan(first.units, TARGET_WINDOWS, share, None, why)
     plans = []
     for w in WINDOWS:
-        fit = min(int(budget_s // cost.rep_s(w)), TARGET_MAX_UNITS)
+        fit = _fit(budget_s, cost.rep_s(w), made, spent_s)
         for n in range(MIN_REPS, fit + 1):
             plans.append(RepPlan(n, w, best_share(n, w), cost.rep_s(w), ""))
+    score = lambda p: _score(p, spread, t, hz, window_s, focus_rows)    # noqa: E731
     if not plans:
-        return _short(budget_s, cost)
-    best = min(plans, key=lambda p: _score(p, spread, t, hz, window_s, focus_rows))
+        return _short(budget_s, cost, score, made, spent_s)
+    best = min(plans, key=score)
     return RepPlan(best.reps, best.windows, best.share, best.rep_s,
                    _why(best, spread, t, budget_s, cost))
 
 
-def _short(budget_s: float, cost: RepCost) -> RepPlan:
+def _fit(budget_s: float, rep_s: float, made: int, spent_s: float) -> int:
+    """The reps the budget holds at `rep_s` seconds each, `made` of them already made in `spent_s`."""
+    return min(made + int(max(budget_s - spent_s, 0.0) // rep_s), TARGET_MAX_UNITS)
+
+
+def _short(budget_s: float, cost: RepCost, score: Callable[[RepPlan], tuple], made: int = 0,
+           spent_s: float = 0.0) -> RepPlan:
     """Not even MIN_REPS of the fewest windows fit: as many reps as do, of TARGET_WINDOWS
-    where they reach FLOOR_REPS, else of SHORT_WINDOWS where those hold more; at least 4."""
-    fits = {w: min(int(budget_s // cost.rep_s(w)), TARGET_MAX_UNITS) for w in (TARGET_WINDOWS, SHORT_WINDOWS)}
-    w = TARGET_WINDOWS if fits[TARGET_WINDOWS] >= min(FLOOR_REPS, fits[SHORT_WINDOWS]) else SHORT_WINDOWS
+    where they reach FLOOR_REPS, else of SHORT_WINDOWS where those do; at least 4. Where
+    neither reaches the floor, the intervals keep about the same below it
+    (sequential.SHORT_COVERAGE: 88-90% at 4-8 reps) and the plan that serves the targets
+    best (`score`) is kept: more samples a rep, unless the throughput needs the rep more."""
+    fits = {w: _fit(budget_s, cost.rep_s(w), made, spent_s) for w in (TARGET_WINDOWS, SHORT_WINDOWS)}
+    if fits[TARGET_WINDOWS] >= FLOOR_REPS or fits[SHORT_WINDOWS] >= FLOOR_REPS:
+        w = TARGET_WINDOWS if fits[TARGET_WINDOWS] >= FLOOR_REPS else SHORT_WINDOWS
+    else:
+        w = min(fits, key=lambda x: score(RepPlan(max(fits[x], 4), x, best_share(max(fits[x], 4), x),
+                                                  cost.rep_s(x), "")))
     fit = fits[w]
     n = max(fit, 4)
-    why = (f"{fits[TARGET_WINDOWS]} of {TARGET_WINDOWS}: reps, not samples, keep a skewed row's "
-           f"interval at its level; " if w == SHORT_WINDOWS else "")
+    why = _short_why(w, fits)
     wanted = f" ({why}at least {MIN_REPS} were wanted)"
     holds = (f"the {duration(budget_s)} budget holds {n} reps of {w} windows{wanted}" if fit >= 4 else
              f"the {duration(budget_s)} budget holds {fit} reps of {w} windows{wanted}; 4 are planned "
              "(the first look's) and the budget may stop them sooner")
     return RepPlan(n, w, best_share(n, w), cost.rep_s(w), holds)
+
+
+def _short_why(w: int, fits: dict[int, int]) -> str:
+    """Why a short plan takes its windows, where the other would have held more reps."""
+    if w == SHORT_WINDOWS:
+        why = ("reps, not samples, keep a skewed row's interval at its level" if fits[w] >= FLOOR_REPS
+               else "below the floor either way, the throughput needs the reps more")
+        return f"{fits[TARGET_WINDOWS]} of {TARGET_WINDOWS}: {why}; "
+    if fits[SHORT_WINDOWS] > fits[w]:
+        return (f"{fits[SHORT_WINDOWS]} of {SHORT_WINDOWS} would stay below the {FLOOR_REPS} a skewed "
+                f"row's interval needs too, with fewer samples a rep; ")
+    return ""
 
 
 def _why(p: RepPlan, spread: Noise | None, t: tg.Targets, budget_s: float, cost: RepCost) -> str:

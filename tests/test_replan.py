@@ -1,0 +1,132 @@
+"""A host's first run of a case plans again after its first paired rep
+(collectors/runner/replan.py). Replayed on a recorded default-size A/A of the Xeon guest
+(tests/data/runs/aa-default-13reps-xeon480): its first rep, as a first run would have made
+it, then the plan made again from what that rep cost, the budget left and an empty records
+directory. No server is run; tests/test_sequential.py runs a live run that decides."""
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+from analysis import sequential
+from analysis.inputs.layout import MANIFEST
+from analysis.inputs.rundir import load_run, save_manifest
+from collectors.runner import rep_plan
+from collectors.runner.noise_log import rep_cost
+from collectors.runner.precision import PrecisionRun
+from collectors.runner.replan import measured_cost
+from collectors.workload.cases import load_case
+from tests.conftest import REPO
+
+RUNS = REPO / "tests" / "data" / "runs"
+AA = RUNS / "aa-default-13reps-xeon480"      # 13 paired reps of 96 windows, 95 s the first
+SHORT = RUNS / "aa-false-mark-xeon480"       # 9 paired reps of 48 windows
+
+
+def _first_rep_only(tmp_path: Path, budget_s: float, replan: bool = True) -> tuple[PrecisionRun, list[str]]:
+    """The recorded A/A as it stood after its first rep: reps 2-13 pending, the plan of a
+    host that had recorded no rep cost (13 reps of 96 windows, looks at 4, 6, 10, 13)."""
+    run_dir = tmp_path / AA.name
+    shutil.copytree(AA, run_dir)
+    m = load_run(run_dir).manifest
+    for r in m.schedule[1:]:
+        r.status, r.started, r.finished = "pending", None, None
+    m.options.budget_s = budget_s
+    first = m.schedule[0]
+    p = m.precision
+    p.planned, p.ended_by, p.note, p.made, p.look, p.alpha, p.level, p.open = 13, None, "", 0, None, None, None, []
+    p.looks, p.alphas, p.replan = [], [], replan
+    p.spent_s = 95.0                  # the first rep's 95 s (its started/finished)
+    save_manifest(run_dir, m)
+    notes: list[str] = []
+    case = load_case("mset-50keys", "default")
+    ctx = SimpleNamespace(run_dir=run_dir, manifest=m, case=case, variants=m.variants,
+                          opts=m.options.__class__(**vars(m.options)), progress=None,
+                          note=lambda msg, always=False: notes.append(msg))
+    pr = PrecisionRun(ctx)
+    assert p.looks == [4, 6, 10, 13] and first.status == "ok"
+    pr.after(first)
+    return pr, notes
+
+
+@pytest.fixture(autouse=True)
+def _no_records(tmp_path, monkeypatch):
+    """A host's first run: nothing recorded (the replan reads the records like a plan)."""
+    monkeypatch.setenv("STALLSCOPE_RECORDS", str(tmp_path / "records"))
+
+
+def test_a_rep_costs_what_its_own_windows_took():
+    """Each rep's windows come from its rep.json, so reps of 96 and 48 windows in one run are
+    each priced right (the run's option says only what the next rep gets)."""
+    for run, windows in ((AA, 96), (SHORT, 48)):
+        rd = load_run(run)
+        got = [rep_cost(rd, r, 999) for r in rd.manifest.reps(kind="paired")]
+        assert all(g is not None and 54 < g[0] < 64 and 0.33 < g[1] < 0.35 for g in got), (run.name, got)
+        assert len(rd.facts(rd.manifest.reps(kind="paired")[0]).paired.order) == windows
+
+
+def test_the_first_rep_plans_what_the_budget_holds(tmp_path):
+    """15 minutes less the control's 3: 13 reps of 96 windows do not fit at 95 s a rep. After
+    the first, the plan is the one the next run here would make: the reps the budget holds,
+    looks planned for them, and what they cannot reach said at once. Neither 96 windows (7
+    reps) nor 48 (8) reach the 9 a skewed row's interval needs, and below it the intervals
+    keep about the same (88-89%): the plan keeps the samples."""
+    pr, notes = _first_rep_only(tmp_path, budget_s=900.0)
+    plan, m = pr.plan, pr.run.manifest
+    cost = measured_cost(pr.run)
+    assert cost == rep_plan.RepCost(pytest.approx(62.2, abs=1.0), pytest.approx(0.337, abs=0.002))
+    # what fits: the first rep's 95 s made, then reps of 96 windows at ~95 s in the 625 s left
+    left = 900.0 - plan.control_s - 95.0
+    assert plan.planned == 1 + int(left // cost.rep_s(96)) == 7
+    assert 1 + int(left // cost.rep_s(48)) == 8 < sequential.FLOOR_REPS
+    assert (m.options.paired_windows, pr.run.opts.paired_windows, m.paired.windows) == (96, 96, 96)
+    assert m.options.reps == plan.planned == pr.pilot
+    # the looks are planned again from the new count, before the first is made
+    assert plan.looks == sequential.looks(7) == [4, 7] and plan.made == 0 and not plan.replan
+    assert sum(plan.alphas) == pytest.approx(0.05, abs=1e-9)
+    paired = [r for r in m.schedule if r.kind == "paired"]
+    assert len(paired) == 7 and [r.rep for r in paired] == list(range(1, 8))
+    assert paired[0].status == "ok" and all(r.status == "pending" for r in paired[1:])
+    said = next(n for n in notes if "planned again" in n)
+    assert (f"planned again after 1 paired rep ({cost.fixed_s:.0f} s a rep outside its windows and "
+            "0.34 s a window here)") in said
+    assert "7 paired reps of 96 windows" in said and "8 of 48 would stay below the 9" in said
+    assert "7 paired reps are fewer than the 9" in said and "kept 88.3% on the worst printed row" in said
+    assert plan.note in said
+    # the manifest on disk, as a resumed run reads it
+    save_manifest(pr.run.run_dir, m)
+    back = load_run(pr.run.run_dir).manifest
+    assert back.options.reps == 7 and back.precision.looks == plan.looks
+    assert not back.precision.replan
+
+
+def test_a_budget_that_holds_more_plans_more(tmp_path):
+    """30 minutes: the first rep's cost holds 13 reps and more samples a rep, and the
+    schedule grows to the new count."""
+    pr, _ = _first_rep_only(tmp_path, budget_s=1800.0)
+    m = pr.run.manifest
+    assert pr.plan.planned >= 13 and m.options.paired_windows > 96      # more samples a rep
+    assert m.options.perf_share == float(rep_plan.best_share(pr.plan.planned, m.options.paired_windows))
+    assert len([r for r in m.schedule if r.kind == "paired"]) == pr.plan.planned
+    # what the plan costs fits what was left after the first rep
+    cost = measured_cost(pr.run)
+    assert 95.0 + (pr.plan.planned - 1) * cost.rep_s(m.options.paired_windows) <= 1800.0 - pr.plan.control_s
+
+
+def test_a_plan_from_the_host_s_records_is_not_made_again(tmp_path):
+    pr, notes = _first_rep_only(tmp_path, budget_s=900.0, replan=False)
+    assert pr.plan.planned == 13 and pr.plan.looks == [4, 6, 10, 13]
+    assert pr.run.manifest.options.paired_windows == 96
+    assert not any("planned again" in n for n in notes)
+
+
+def test_the_replanned_manifest_keeps_its_keys(tmp_path):
+    """manifest.json's precision keeps `replan` (docs/run-directory.md)."""
+    pr, _ = _first_rep_only(tmp_path, budget_s=900.0)
+    save_manifest(pr.run.run_dir, pr.run.manifest)
+    text = (pr.run.run_dir / MANIFEST).read_text()
+    assert '"replan": false' in text
+    assert load_run(pr.run.run_dir).manifest.precision.planned == 7
