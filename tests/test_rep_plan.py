@@ -149,7 +149,21 @@ def test_below_the_floor_either_way_the_plan_keeps_the_samples_unless_the_throug
     loud = rep_plan.plan(_spread(0.012, cost), budget, targets.Targets(), 999, 0.25, FOCUS_ROWS)
     assert rep_plan.throughput_reach(_spread(0.012, cost), 7) > targets.Targets().throughput
     assert (loud.reps, loud.windows) == (8, rep_plan.SHORT_WINDOWS)
-    assert "7 of 96: below the floor either way, the throughput needs the reps more" in loud.text()
+    assert "7 of 96: below the floor either way, the reps serve the targets better" in loud.text()
+
+
+def test_a_short_plan_reaches_the_first_look_where_either_can():
+    """310 s at 60 s a rep outside its windows: 3 reps of 96 windows fit, 4 of 48. The plan
+    of 48 reaches the first look; 96 would be planned at 4 and stopped by the budget at 3,
+    before any look."""
+    cost = rep_plan.RepCost(60.0, 0.336)
+    p = rep_plan.plan(_spread(0.004, cost), 310, targets.Targets(), 999, 0.25, FOCUS_ROWS)
+    assert (p.reps, p.windows) == (4, rep_plan.SHORT_WINDOWS) and p.reps * p.rep_s <= 310
+    assert "3 of 96: fewer than the first look's 4" in p.text()
+    # where the fewest windows hold the floor, nothing is said of the other
+    ten = rep_plan.plan(_spread(0.004, cost), 10.5 * cost.rep_s(TARGET_WINDOWS), targets.Targets(), 999,
+                        0.25, FOCUS_ROWS)
+    assert (ten.reps, ten.windows) == (10, TARGET_WINDOWS) and "would stay below" not in ten.text()
 
 
 def test_a_budget_that_holds_fewer_than_the_first_look_plans_four_and_says_so():

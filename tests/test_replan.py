@@ -26,29 +26,38 @@ AA = RUNS / "aa-default-13reps-xeon480"      # 13 paired reps of 96 windows, 95 
 SHORT = RUNS / "aa-false-mark-xeon480"       # 9 paired reps of 48 windows
 
 
-def _first_rep_only(tmp_path: Path, budget_s: float, replan: bool = True) -> tuple[PrecisionRun, list[str]]:
+def _first_rep_only(tmp_path: Path, budget_s: float, replan: bool = True,
+                    before=lambda run_dir: None) -> tuple[PrecisionRun, list[str]]:
     """The recorded A/A as it stood after its first rep: reps 2-13 pending, the plan of a
     host that had recorded no rep cost (13 reps of 96 windows, looks at 4, 6, 10, 13)."""
+    pr, notes = _as_planned(tmp_path, budget_s, replan, before, made=1)
+    pr.after(pr.run.manifest.schedule[0])
+    return pr, notes
+
+
+def _as_planned(tmp_path: Path, budget_s: float, replan: bool = True, before=lambda run_dir: None,
+                made: int = 1) -> tuple[PrecisionRun, list[str]]:
+    """The recorded A/A with its first `made` reps as recorded and the rest pending."""
     run_dir = tmp_path / AA.name
     shutil.copytree(AA, run_dir)
     m = load_run(run_dir).manifest
-    for r in m.schedule[1:]:
+    for r in m.schedule[made:]:
         r.status, r.started, r.finished = "pending", None, None
     m.options.budget_s = budget_s
-    first = m.schedule[0]
     p = m.precision
     p.planned, p.ended_by, p.note, p.made, p.look, p.alpha, p.level, p.open = 13, None, "", 0, None, None, None, []
     p.looks, p.alphas, p.replan = [], [], replan
-    p.spent_s = 95.0                  # the first rep's 95 s (its started/finished)
+    p.spent_s = 95.0 * made           # the first rep's 95 s (its started/finished)
     save_manifest(run_dir, m)
+    before(run_dir)
     notes: list[str] = []
     case = load_case("mset-50keys", "default")
     ctx = SimpleNamespace(run_dir=run_dir, manifest=m, case=case, variants=m.variants,
-                          opts=m.options.__class__(**vars(m.options)), progress=None,
+                          opts=m.options.__class__(**vars(m.options)),
+                          progress=SimpleNamespace(total=13 - made),      # the reps left to run
                           note=lambda msg, always=False: notes.append(msg))
     pr = PrecisionRun(ctx)
-    assert p.looks == [4, 6, 10, 13] and first.status == "ok"
-    pr.after(first)
+    assert p.looks == [4, 6, 10, 13]
     return pr, notes
 
 
@@ -83,7 +92,8 @@ def test_the_first_rep_plans_what_the_budget_holds(tmp_path):
     assert plan.planned == 1 + int(left // cost.rep_s(96)) == 7
     assert 1 + int(left // cost.rep_s(48)) == 8 < sequential.FLOOR_REPS
     assert (m.options.paired_windows, pr.run.opts.paired_windows, m.paired.windows) == (96, 96, 96)
-    assert m.options.reps == plan.planned == pr.pilot
+    assert m.options.reps == pr.run.opts.reps == plan.planned == pr.pilot
+    assert pr.run.progress.total == 6           # the reps left to run: 12, then 6
     # the looks are planned again from the new count, before the first is made
     assert plan.looks == sequential.looks(7) == [4, 7] and plan.made == 0 and not plan.replan
     assert sum(plan.alphas) == pytest.approx(0.05, abs=1e-9)
@@ -108,8 +118,11 @@ def test_a_budget_that_holds_more_plans_more(tmp_path):
     schedule grows to the new count."""
     pr, _ = _first_rep_only(tmp_path, budget_s=1800.0)
     m = pr.run.manifest
-    assert pr.plan.planned >= 13 and m.options.paired_windows > 96      # more samples a rep
-    assert m.options.perf_share == float(rep_plan.best_share(pr.plan.planned, m.options.paired_windows))
+    # more reps and more samples a rep (docs/statistics.md: 14 of 144)
+    assert (pr.plan.planned, m.options.paired_windows, pr.run.opts.paired_windows, m.paired.windows) == \
+        (14, 144, 144, 144)
+    assert m.options.perf_share == pr.run.opts.perf_share == float(rep_plan.best_share(14, 144))
+    assert pr.run.progress.total == 13 and pr.plan.looks == sequential.looks(14)
     assert len([r for r in m.schedule if r.kind == "paired"]) == pr.plan.planned
     # what the plan costs fits what was left after the first rep
     cost = measured_cost(pr.run)
@@ -130,3 +143,44 @@ def test_the_replanned_manifest_keeps_its_keys(tmp_path):
     text = (pr.run.run_dir / MANIFEST).read_text()
     assert '"replan": false' in text
     assert load_run(pr.run.run_dir).manifest.precision.planned == 7
+
+
+def test_a_plan_that_cannot_be_made_again_keeps_the_first_and_says_why(tmp_path, monkeypatch):
+    """A first rep that booked no phases (a rep.json without them), or a plan that raises:
+    the run goes on with its first plan, and says so."""
+    import json
+
+    def no_phases(run_dir):
+        f = run_dir / "paired" / "1" / "rep.json"
+        doc = json.loads(f.read_text())
+        doc.pop("phases")
+        f.write_text(json.dumps(doc))
+    pr, notes = _first_rep_only(tmp_path, budget_s=900.0, before=no_phases)
+    assert pr.plan.planned == 13 and pr.plan.looks == [4, 6, 10, 13] and not pr.plan.replan
+    assert any("not made again after the first rep (no rep booked what it cost)" in n for n in notes)
+
+    from collectors.runner import replan
+
+    def broken(*a, **k):
+        raise ValueError("noise.json line 3: not JSON")
+    monkeypatch.setattr(replan, "replan", broken)
+    pr, notes = _first_rep_only(tmp_path / "again", budget_s=900.0)
+    assert pr.plan.planned == 13 and len([r for r in pr.run.manifest.schedule if r.kind == "paired"]) == 13
+    assert any("not made again after the first rep (noise.json line 3: not JSON)" in n for n in notes)
+
+
+def test_a_failed_first_rep_waits_for_one_that_measured(tmp_path):
+    """Rep 1 failed (another was added for it): nothing is planned from it; rep 2 is the
+    first that measured, and the plan made from it counts only the reps that can still end
+    ok, so its last look comes due."""
+    pr, notes = _as_planned(tmp_path, budget_s=900.0, made=2)
+    m = pr.run.manifest
+    first, second = m.schedule[0], m.schedule[1]
+    first.status = "failed"
+    pr.after(first)                              # replaced: a 14th rep at the end
+    assert pr.plan.replan and pr.plan.planned == 13
+    assert len([r for r in m.schedule if r.kind == "paired"]) == 14
+    pr.after(second)
+    live = [r for r in m.schedule if r.kind == "paired" and r.status != "failed"]
+    assert not pr.plan.replan and len(live) == pr.plan.planned == pr.plan.looks[-1]
+    assert any("planned again after 1 paired rep" in n for n in notes)

@@ -145,8 +145,15 @@ class PrecisionRun:
         """A host's first run of the case: its plan made again from what its first paired rep
         cost (collectors/runner/replan.py), before the first look; its looks with it."""
         self.plan.replan = False
-        got = replan.replan(self.run, self.budget_s, self.spent(), done) if self.budget_s else None
+        try:
+            got = replan.replan(self.run, self.budget_s, self.spent(), done) if self.budget_s else None
+        except Exception as e:      # noqa: BLE001 - a plan made again must never end the run
+            got, why = None, str(e)
+        else:
+            why = "no rep booked what it cost"
         if got is None:
+            self.run.note(f"targets: the plan was not made again after the first rep ({why}); it "
+                          "keeps its first, and the budget may stop it sooner", always=True)
             return
         p = got.plan
         for o in (self.run.opts, self.run.manifest.options):
@@ -161,9 +168,10 @@ class PrecisionRun:
         self.run.note(f"targets: {got.text()}", always=True)
 
     def _resize(self, n: int) -> None:
-        """The schedule's paired reps made `n`: more at the end, or the last pending ones dropped."""
+        """The schedule's paired reps made `n` (a failed one is not counted: another replaced
+        it): more at the end, or the last pending ones dropped."""
         sched = self.run.manifest.schedule
-        mine = [r for r in sched if r.kind == self.kind]
+        mine = [r for r in sched if r.kind == self.kind and r.status != "failed"]
         if len(mine) < n:
             self._append(n - len(mine))
             return

@@ -166,14 +166,18 @@ def _short(budget_s: float, cost: RepCost, score: Callable[[RepPlan], tuple], ma
     """Not even MIN_REPS of the fewest windows fit: as many reps as do, of TARGET_WINDOWS
     where they reach FLOOR_REPS, else of SHORT_WINDOWS where those do; at least 4. Where
     neither reaches the floor, the intervals keep about the same below it
-    (sequential.SHORT_COVERAGE: 88-90% at 4-8 reps) and the plan that serves the targets
-    best (`score`) is kept: more samples a rep, unless the throughput needs the rep more."""
+    (sequential.SHORT_COVERAGE: 88-90% at 4-8 reps) and of the plans that reach the first
+    look the one that serves the targets best (`score`: the throughput first, then the
+    function rows, whose t quantile falls with every rep as their samples grow with windows)."""
     fits = {w: _fit(budget_s, cost.rep_s(w), made, spent_s) for w in (TARGET_WINDOWS, SHORT_WINDOWS)}
+    # the plans that reach the first look (4 reps); of none, the one that holds more reps
+    looked = [x for x in fits if fits[x] >= 4]
     if fits[TARGET_WINDOWS] >= FLOOR_REPS or fits[SHORT_WINDOWS] >= FLOOR_REPS:
         w = TARGET_WINDOWS if fits[TARGET_WINDOWS] >= FLOOR_REPS else SHORT_WINDOWS
+    elif looked:
+        w = min(looked, key=lambda x: score(RepPlan(fits[x], x, best_share(fits[x], x), cost.rep_s(x), "")))
     else:
-        w = min(fits, key=lambda x: score(RepPlan(max(fits[x], 4), x, best_share(max(fits[x], 4), x),
-                                                  cost.rep_s(x), "")))
+        w = TARGET_WINDOWS if fits[TARGET_WINDOWS] >= fits[SHORT_WINDOWS] else SHORT_WINDOWS
     fit = fits[w]
     n = max(fit, 4)
     why = _short_why(w, fits)
@@ -186,11 +190,12 @@ def _short(budget_s: float, cost: RepCost, score: Callable[[RepPlan], tuple], ma
 
 def _short_why(w: int, fits: dict[int, int]) -> str:
     """Why a short plan takes its windows, where the other would have held more reps."""
-    if w == SHORT_WINDOWS:
+    if w == SHORT_WINDOWS and fits[w] > fits[TARGET_WINDOWS]:
         why = ("reps, not samples, keep a skewed row's interval at its level" if fits[w] >= FLOOR_REPS
-               else "below the floor either way, the throughput needs the reps more")
+               else "below the floor either way, the reps serve the targets better than the samples"
+               if fits[TARGET_WINDOWS] >= 4 else "fewer than the first look's 4")
         return f"{fits[TARGET_WINDOWS]} of {TARGET_WINDOWS}: {why}; "
-    if fits[SHORT_WINDOWS] > fits[w]:
+    if fits[SHORT_WINDOWS] > fits[w] and fits[w] < FLOOR_REPS:
         return (f"{fits[SHORT_WINDOWS]} of {SHORT_WINDOWS} would stay below the {FLOOR_REPS} a skewed "
                 f"row's interval needs too, with fewer samples a rep; ")
     return ""

@@ -7,9 +7,13 @@ windows, and each window. Before its first run of a case the host has recorded n
 the plan is the targets' 13 reps of 96 windows, and a budget that holds fewer stopped the
 run short of them: on the Xeon guest 8 of 13, every row with a target then covering ~89%
 (analysis/sequential.short_coverage). After the first paired rep the cost is known: the
-plan is made again from it and the budget left, as the next run on this host would make it,
-and the reps still to run take its count, windows and perf's share of their blocks. The
-first rep keeps what it had (each rep's paired.json says how many windows it ran).
+plan is made again from it and the budget left, as a run with that cost recorded would
+make it at this run's rate, and the reps still to run take its count, windows and perf's
+share of their blocks. The first rep keeps what it had (each rep's paired.json, and rep.json
+`paired.order`, say how many windows it ran). A rep that failed says nothing: the first
+that measured is the one. Only a run whose plan was made this way (paired, profiled in its
+windows, windows, rate and share left to the plan: collectors/runner/api._plan_reps) is
+made again.
 
 The rate stays what the first rep sampled at: perf's cost is measured over the run's
 perf-on and perf-off blocks together (analysis/compare/perf_blocks.py), one rate a run.
