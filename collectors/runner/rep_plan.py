@@ -166,7 +166,7 @@ def _short(budget_s: float, cost: RepCost, score: Callable[[RepPlan], tuple], ma
     """Not even MIN_REPS of the fewest windows fit: as many reps as do, of TARGET_WINDOWS
     where they reach FLOOR_REPS, else of SHORT_WINDOWS where those do; at least 4. Where
     neither reaches the floor, the intervals keep about the same below it
-    (sequential.SHORT_COVERAGE: 88-90% at 4-8 reps) and of the plans that reach the first
+    (sequential.SHORT_COVERAGE: 88-94% at 4-8 reps) and of the plans that reach the first
     look the one that serves the targets best (`score`: the throughput first, then the
     function rows, whose t quantile falls with every rep as their samples grow with windows)."""
     fits = {w: _fit(budget_s, cost.rep_s(w), made, spent_s) for w in (TARGET_WINDOWS, SHORT_WINDOWS)}
