@@ -231,7 +231,7 @@ def test_a_precision_plan_round_trips_its_own_state_only(tmp_path):
     m = _manifest(precision=plan, options=RunOptions(reps=8, precision=0.02, budget_s=600.0))
     save_manifest(tmp_path, m)
     d = json.loads((tmp_path / "manifest.json").read_text())
-    looks = {"looks", "alphas", "made", "look", "alpha", "level", "open", "control_s"}   # a run that decides'
+    looks = {"looks", "alphas", "made", "look", "alpha", "level", "open", "control_s", "replan"}   # a run that decides'
     assert set(d["precision"]) == {"pilot_sd", "planned", "ended_by", "note", "spent_s"} | looks
     back = load_run(tmp_path).manifest
     assert back == m and back.pilot == 8 and back.options.precision_function is None
