@@ -78,39 +78,52 @@ def test_a_rep_costs_what_its_own_windows_took():
 
 
 def test_the_first_rep_plans_what_the_budget_holds(tmp_path):
-    """15 minutes less the control's 3: 13 reps of 96 windows do not fit at 95 s a rep. After
-    the first, the plan is the one the next run here would make: the reps the budget holds,
-    looks planned for them, and what they cannot reach said at once. Neither 96 windows (7
-    reps) nor 48 (8) reach the 9 a skewed row's interval needs, and below it the intervals
-    keep about the same (88-89%): the plan keeps the samples."""
-    pr, notes = _first_rep_only(tmp_path, budget_s=900.0)
+    """16 minutes less the control's 3: 13 reps of 96 windows do not fit at 95 s a rep. After
+    the first, the plan is the one a run with that cost recorded would make: 9 reps of 48
+    windows (8 of 96 would stay below the floor a skewed row's interval needs), looks planned
+    for them, the reps still to run of 48 windows, and what they cannot reach said at once."""
+    pr, notes = _first_rep_only(tmp_path, budget_s=960.0)
     plan, m = pr.plan, pr.run.manifest
     cost = measured_cost(pr.run)
     assert cost == rep_plan.RepCost(pytest.approx(62.2, abs=1.0), pytest.approx(0.337, abs=0.002))
-    # what fits: the first rep's 95 s made, then reps of 96 windows at ~95 s in the 625 s left
-    left = 900.0 - plan.control_s - 95.0
-    assert plan.planned == 1 + int(left // cost.rep_s(96)) == 7
-    assert 1 + int(left // cost.rep_s(48)) == 8 < sequential.FLOOR_REPS
-    assert (m.options.paired_windows, pr.run.opts.paired_windows, m.paired.windows) == (96, 96, 96)
+    # what fits: the first rep's 95 s made, then reps of 48 windows at ~79 s in the 685 s left
+    left = 960.0 - plan.control_s - 95.0
+    assert plan.planned == 1 + int(left // cost.rep_s(48)) == sequential.FLOOR_REPS
+    assert 1 + int(left // cost.rep_s(96)) == 8
+    assert (m.options.paired_windows, pr.run.opts.paired_windows, m.paired.windows) == (48, 48, 48)
     assert m.options.reps == pr.run.opts.reps == plan.planned == pr.pilot
-    assert pr.run.progress.total == 6           # the reps left to run: 12, then 6
+    assert pr.run.progress.total == 8           # the reps left to run: 12, then 8
     # the looks are planned again from the new count, before the first is made
-    assert plan.looks == sequential.looks(7) == [4, 7] and plan.made == 0 and not plan.replan
+    assert plan.looks == sequential.looks(9) == [4, 6, 9] and plan.made == 0 and not plan.replan
     assert sum(plan.alphas) == pytest.approx(0.05, abs=1e-9)
     paired = [r for r in m.schedule if r.kind == "paired"]
-    assert len(paired) == 7 and [r.rep for r in paired] == list(range(1, 8))
+    assert len(paired) == 9 and [r.rep for r in paired] == list(range(1, 10))
     assert paired[0].status == "ok" and all(r.status == "pending" for r in paired[1:])
     said = next(n for n in notes if "planned again" in n)
     assert (f"planned again after 1 paired rep ({cost.fixed_s:.0f} s a rep outside its windows and "
             "0.34 s a window here)") in said
-    assert "7 paired reps of 96 windows" in said and "8 of 48 would stay below the 9" in said
-    assert "7 paired reps are fewer than the 9" in said and "kept 88.3% on the worst printed row" in said
-    assert plan.note in said
+    assert "9 paired reps of 48 windows" in said and "(8 of 96: reps, not samples" in said
+    assert plan.note in said and "fewer than the 9" not in said
     # the manifest on disk, as a resumed run reads it
     save_manifest(pr.run.run_dir, m)
     back = load_run(pr.run.run_dir).manifest
-    assert back.options.reps == 7 and back.precision.looks == plan.looks
-    assert not back.precision.replan
+    assert back.options.reps == 9 and back.options.paired_windows == 48
+    assert back.precision.looks == plan.looks and not back.precision.replan
+
+
+def test_a_plan_made_again_below_the_floor_keeps_the_first(tmp_path):
+    """15 minutes less the control's 3: after the first rep the budget holds 7 reps of 96
+    windows or 8 of 48, both below the floor. The first plan of 13 is kept (its first look at
+    99.86% judges a large change answered early within its coverage; a plan of 7 would look
+    first at a looser level) and the budget stops the rest; the run says so."""
+    pr, notes = _first_rep_only(tmp_path, budget_s=900.0)
+    plan, m = pr.plan, pr.run.manifest
+    assert plan.planned == 13 and plan.looks == [4, 6, 10, 13] and not plan.replan
+    assert (m.options.paired_windows, pr.run.opts.paired_windows, m.options.reps) == (96, 96, 13)
+    assert len([r for r in m.schedule if r.kind == "paired"]) == 13 and pr.run.progress.total == 12
+    said = next(n for n in notes if "planned again" in n)
+    assert "7 paired reps of 96 windows" in said and "8 of 48 would stay below the 9" in said
+    assert "so the first plan of 13 is kept" in said and said.removeprefix("targets: ") in plan.note
 
 
 def test_a_budget_that_holds_more_plans_more(tmp_path):
@@ -138,11 +151,11 @@ def test_a_plan_from_the_host_s_records_is_not_made_again(tmp_path):
 
 def test_the_replanned_manifest_keeps_its_keys(tmp_path):
     """manifest.json's precision keeps `replan` (docs/run-directory.md)."""
-    pr, _ = _first_rep_only(tmp_path, budget_s=900.0)
+    pr, _ = _first_rep_only(tmp_path, budget_s=960.0)
     save_manifest(pr.run.run_dir, pr.run.manifest)
     text = (pr.run.run_dir / MANIFEST).read_text()
     assert '"replan": false' in text
-    assert load_run(pr.run.run_dir).manifest.precision.planned == 7
+    assert load_run(pr.run.run_dir).manifest.precision.planned == 9
 
 
 def test_a_plan_that_cannot_be_made_again_keeps_the_first_and_says_why(tmp_path, monkeypatch):
@@ -173,7 +186,7 @@ def test_a_failed_first_rep_waits_for_one_that_measured(tmp_path):
     """Rep 1 failed (another was added for it): nothing is planned from it; rep 2 is the
     first that measured, and the plan made from it counts only the reps that can still end
     ok, so its last look comes due."""
-    pr, notes = _as_planned(tmp_path, budget_s=900.0, made=2)
+    pr, notes = _as_planned(tmp_path, budget_s=960.0, made=2)
     m = pr.run.manifest
     first, second = m.schedule[0], m.schedule[1]
     first.status = "failed"

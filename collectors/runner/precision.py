@@ -155,6 +155,10 @@ class PrecisionRun:
             self.run.note(f"targets: the plan was not made again after the first rep ({why}); it "
                           "keeps its first, and the budget may stop it sooner", always=True)
             return
+        self.run.note(f"targets: {got.text()}", always=True)
+        if not got.taken:
+            self.plan.note = f"{self.plan.note}; {got.text()}" if self.plan.note else got.text()
+            return
         p = got.plan
         for o in (self.run.opts, self.run.manifest.options):
             o.reps, o.paired_windows, o.perf_share = p.reps, p.windows, float(p.share)
@@ -165,7 +169,6 @@ class PrecisionRun:
         self.plan.looks, self.plan.alphas = [], []
         looks.plan_looks(self.plan)
         self.plan.note = got.text()
-        self.run.note(f"targets: {got.text()}", always=True)
 
     def _resize(self, n: int) -> None:
         """The schedule's paired reps made `n` (a failed one is not counted: another replaced

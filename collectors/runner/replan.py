@@ -18,6 +18,14 @@ made again.
 The rate stays what the first rep sampled at: perf's cost is measured over the run's
 perf-on and perf-off blocks together (analysis/compare/perf_blocks.py), one rate a run.
 
+A plan made again below the floor of reps a skewed row's interval needs
+(analysis/sequential.FLOOR_REPS) is not taken: the first plan (13) is kept and the budget
+stops it. Its early looks are at their strict levels (the first at 99.86% in a plan of 13),
+where a plan of 6 looks first at 98.6%; a large change answered at the first look keeps its
+94% under the first plan and not under the short one (the first demo planned again to 6
+reps marked every row "covers ~88%"), and a run the budget stops is marked by the reps it
+made as before (analysis/compare/row_targets.floor_reps).
+
 Why the looks stay valid: the new plan reads the first rep's wall time, never a value of
 the comparison, and it is made before the first look (at 4 paired reps), so the looks and
 their alphas are planned again from the new count and still add up to 0.05
@@ -30,6 +38,7 @@ import math
 from dataclasses import dataclass
 
 from analysis.inputs.rundir import RunDir
+from analysis.sequential import FLOOR_REPS
 from collectors.host import noise, sample_cost
 from collectors.runner import rep_plan, targets
 from collectors.runner.context import RunContext
@@ -43,12 +52,23 @@ class Replan:
     cost: rep_plan.RepCost
     made: int                # paired reps made before it
     short: list[str]         # the targets it cannot reach, and why
+    first: int = 0           # the reps the first plan had
+    # taken where it reaches the floor of reps (sequential.FLOOR_REPS) or the first plan had
+    # fewer: below the floor the first plan is kept (the module's docstring)
+    taken: bool = True
 
     def text(self) -> str:
         """The progress line and the note manifest.json keeps (precision.note)."""
-        return "; ".join([f"planned again after {self.made} paired rep{'s' * (self.made > 1)} "
-                          f"({self.cost.fixed_s:.0f} s a rep outside its windows and "
-                          f"{self.cost.window_s:.2f} s a window here): {self.plan.text()}", *self.short])
+        head = (f"planned again after {self.made} paired rep{'s' * (self.made > 1)} "
+                f"({self.cost.fixed_s:.0f} s a rep outside its windows and {self.cost.window_s:.2f} s a "
+                f"window here): ")
+        if self.taken:
+            return "; ".join([head + self.plan.text(), *self.short])
+        return head + (f"{self.plan.text()}; fewer than the {FLOOR_REPS} a skewed function row's "
+                       f"interval needs, so the first plan of {self.first} is kept: its looks judge a "
+                       f"change answered early at their strict levels, where a plan of {self.plan.reps} "
+                       f"keeps less, and the budget stops the rest, its rows then marked with what "
+                       f"such a run keeps")
 
 
 def measured_cost(run: RunContext) -> rep_plan.RepCost | None:
@@ -79,7 +99,9 @@ def replan(run: RunContext, budget_s: float, spent_s: float, made: int) -> Repla
     p = rep_plan.plan(spread, budget_s, t, hz, opts.paired_window_s, rows,
                       cost=cost, made=made, spent_s=spent_s)
     short = rep_plan.short_of(p, spread, t, run.manifest.precision.control_s)
-    return Replan(p, cost, made, short + _out_of_reach(run, p, t, rows, hz))
+    first = run.manifest.precision.planned or 0
+    return Replan(p, cost, made, short + _out_of_reach(run, p, t, rows, hz), first,
+                  taken=p.reps >= min(FLOOR_REPS, first))
 
 
 def _out_of_reach(run: RunContext, p: rep_plan.RepPlan, t: targets.Targets, rows: int,
