@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import statistics
 from dataclasses import dataclass
 
 from analysis.inputs.rundir import RunDir
@@ -79,9 +80,7 @@ def measured_cost(run: RunContext) -> rep_plan.RepCost | None:
            if (c := rep_cost(rd, r, run.opts.paired_windows)) is not None]
     if not got:
         return None
-    mid = len(got) // 2
-    fixed, window = sorted(c[0] for c in got)[mid], sorted(c[1] for c in got)[mid]
-    return rep_plan.RepCost(fixed, window)
+    return rep_plan.RepCost(statistics.median(c[0] for c in got), statistics.median(c[1] for c in got))
 
 
 def replan(run: RunContext, budget_s: float, spent_s: float, made: int) -> Replan | None:
