@@ -227,7 +227,7 @@ def test_windows_that_do_not_fit_still_leave_a_profile(tmp_path):
         prof = profile.PerfProfiler(frequency_hz=999, windows=8, callgraph="fp")
         prof.start(ctx)
         time.sleep(2.5)
-        facts = prof.stop(ctx)       # before the fix: ProfileError, perf saw no samples
+        facts = prof.stop(ctx)       # perf saw no samples would be a ProfileError
     finally:
         stop.set()
         t.join(5)

@@ -76,7 +76,7 @@ class WindowPlan(Record):
     """How many windows a profile rep asked for and got (collectors/profilers/perf/windows.py)."""
     asked: int | None = None
     left_s: float | None = None          # window time left after the unwinding probe
-    info_ms: float | None = None         # one INFO's round trip (counts the commands)
+    info_ms: float | None = None         # the slowest of 3 INFO round trips (counts the commands)
     planned: int | None = None
 
 

@@ -28,6 +28,7 @@ HOST = "127.0.0.1"
 MIN_WINDOW_S = 0.25
 END_MARGIN_S = 0.3       # the last window ends this long before perf is stopped
 MIN_WAIT_S = 0.05        # a window shorter than this is not started
+INFO_PROBES = 3          # INFO round trips the plan takes the slowest of
 
 
 class PerfControl:
@@ -132,10 +133,9 @@ class WindowRunner:
             deadline = time.monotonic() + self.total_s - END_MARGIN_S
             # A saturated server answers INFO only after the queued pipelines ahead of it
             # (a slow build: 100s of ms). Fewer, longer windows then, so the switching does
-            # not eat the windows; one INFO measures it.
-            t = time.monotonic()
-            _count(client)
-            info_s = time.monotonic() - t
+            # not eat the windows. An INFO waits a random part of what is queued and one can
+            # land in a gap between batches, so the slowest of a few measures it.
+            info_s = max(_round_trip(client) for _ in range(INFO_PROBES))
             self.windows = self.plan(deadline - time.monotonic(), info_s)
             self.plan_facts.info_ms, self.plan_facts.planned = round(info_s * 1000, 3), self.windows
             spent, extra = 0.0, []
@@ -182,6 +182,12 @@ class WindowRunner:
         self.error = (f"windows did not fit: switching took about {switch_s * 1000:.0f} ms per window "
                       "on this server (INFO waits behind the load's queued commands); perf "
                       "sampled the rest of the rep whole, so its cost was not measured")
+
+
+def _round_trip(client: redis.Redis) -> float:
+    t = time.monotonic()
+    _count(client)
+    return time.monotonic() - t
 
 
 def _count(client: redis.Redis) -> tuple[float, int]:
