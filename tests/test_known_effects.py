@@ -10,8 +10,8 @@
   reader could tell it from the lookups around it (issue 38): a function of its own is the
   truth on any host. "Nothing else" is asked as the report's error control can promise it,
   at 99% so that a correct rule fails the test rarely: no other top mover at all and no
-  other focus row called a change beyond its line (✅/❌), callers' cumulative cost aside;
-  both families are held to their family-wise error (Holm: at most 1% each at 99%).
+  other focus row called a change beyond its line (✅/❌), callers' cumulative cost and the
+  lookups the wait slows for real on this host aside (SLOWED below); both families are held to their family-wise error (Holm: at most 1% each at 99%).
 - cases/patches/known-cost-control-mset.patch is the same code waiting 0 ns: the binaries
   differ as the known cost's does from the base (the function, the call, the layout), the
   cost does not. No verdict of a change anywhere, asked the same way at 99%; whatever the
@@ -118,9 +118,17 @@ def _called(prof: dict) -> list[tuple[str, str, str]]:
             if r[f"{k}_verdict"] and r[f"{k}_verdict"]["verdict"] in called]
 
 
+# The wait slows the lookups beside it for real on this host (the throughput proves it without
+# perf: tests/test_known_effects_accounting.py, docs/statistics.md "Known effects"), and
+# the control, the same code waiting 0 ns, does not: a run may find them and be right
+# (CI once read lookupKey's cumulative cost ❌ here at 99%).
+SLOWED = {("dictFindByHash", "flat"), ("dictFindByHash", "cum"), ("lookupKey", "cum")}
+
+
 def test_nothing_else_moved(known_cost):
-    """Only the wait's own cost moved, and the cumulative cost of what calls it (asked at
-    99%, beyond the line for the focus rows: module docstring)."""
+    """Only the wait's own cost moved, the cumulative cost of what calls it, and the
+    lookups it slows (SLOWED), asked at 99%, beyond the line for the focus rows (module
+    docstring); the control below is held to nothing at all."""
     _, run_dir = known_cost
     prof = _strict(run_dir)
     assert prof["movers_fdr"]["rule"] == prof["fdr"]["rule"] == "holm"
@@ -133,7 +141,7 @@ def test_nothing_else_moved(known_cost):
                 callers.update(fns[:fns.index(WAIT)])
     assert "msetGenericCommand" in callers          # the wait's frame names its caller
     moved = [(name, k, v) for name, k, v in _called(prof)
-             if name != WAIT and not (k == "cum" and name in callers)]
+             if name != WAIT and not (k == "cum" and name in callers) and (name, k) not in SLOWED]
     assert not moved, moved
 
 
