@@ -2,7 +2,7 @@
 it prints keep its coverage, and how often does an A/A run print a false verdict?
 
 A run that decides (collectors/runner/looks.py) looks at itself at planned counts of paired
-reps (analysis/sequential.py: 4, 6, 9, 13 for a plan of 13) and stops at the first look where
+reps (analysis/sequential.looks: 4, 6, 10, 13 for a plan of 13) and stops at the first look where
 the throughput row and every focus row of 5% of the samples or more is decided (its interval
 excludes 0) or has reached its target (its detectable size, 80% power, at most ±2% for the
 throughput and ±5% for a focus row). Every row is printed at the level of the look that
@@ -15,8 +15,12 @@ stopped the run. Three rules for that level:
 
 The focus rows are one family at each look, Holm at q = the look's alpha over the family's
 rows (the recorded run's focus family), their intervals at 1 - q/(m - R) as the comparison
-prints them (analysis/compare/multiplicity.py). Each interval is the paired t over the reps'
-log ratios and its detectable size the paired t's calibrated K (analysis/power.py).
+prints them (analysis/compare/multiplicity.py). Each interval is the row's method over the
+reps' log ratios (`_method`: the signed-rank interval where its widest reaches the level, else
+the paired t), its detectable size the paired t's calibrated K (analysis/power.py). Left out:
+the top movers (judged by their own family, never holding the run), the spread between runs
+(figure 17) and a plan made again after its first rep (collectors/runner/replan.py; its looks
+are those of the plan it takes).
 
 Each recorded run's reps are resampled whole (a rep's throughput and focus rows together,
 so what ties them is kept; skewed rows keep their skew): as recorded, the truth of a row is

@@ -17,6 +17,8 @@ from analysis.inputs.option_specs import (DEFAULT_TARGET_BUDGET_S, FREQUENCY, PA
                                           taken_by)
 from collectors.runner.options import RUNS_DIR, RunOptions
 from collectors.runner.plugins import plugins
+from analysis.sequential import looks
+from collectors.host.sample_cost import PERTURBATION
 from commands.options import add_option, add_run_flags
 
 HELP_EPILOG = """\
@@ -74,6 +76,18 @@ runs/<run-id>/, layout in docs/run-directory.md. Exit status: 0 all reps ok, 1 s
 
 
 
+# What a run that decides does, in --quick's help (the numbers are the code's:
+# tests/test_help_examples.py).
+_DECIDES = ("its paired reps, their windows and perf's share of them planned together from this "
+            "host's recorded spread and seconds a rep for the case "
+            f"({TARGET_UNITS} of {TARGET_WINDOWS} windows before it has any, planned again after the "
+            "first rep), perf at the rate the function rows need (its predicted cost within "
+            f"{PERTURBATION:.0%}% of the server's CPU), within --budget ({DEFAULT_TARGET_BUDGET_S / 60:.0f} min, the in-cache "
+            "control's share of it included); it looks at itself during the run (after "
+            f"{', '.join(map(str, looks(TARGET_UNITS)[:-1]))} and {TARGET_UNITS} reps of a plan of "
+            f"{TARGET_UNITS}) and stops once it has answered, and names each target it cannot reach, "
+            "and why")
+
 def parser(defaults: bool = True) -> argparse.ArgumentParser:
     """`stallscope run`'s parser. defaults=False: no argument has a default (argparse's
     SUPPRESS), so what parses is what was given, a flag given at its default value too."""
@@ -103,9 +117,7 @@ def parser(defaults: bool = True) -> argparse.ArgumentParser:
                         "(a few minutes; its report says how large a change it could not see). Without "
                         "--quick, --reps or --precision a run decides: it aims at throughput ±2%%, each "
                         "focus function ±5%% and every function of 5%% of the samples or more ±10%% (the "
-                        "smallest change each could be seen to), its paired reps of 96 windows planned from "
-                        "this host's recorded spread for the case (at least 13), perf at the rate the "
-                        "function rows need (at most ~5%% of the server's CPU), within --budget (15 min)")
+                        "smallest change each could be seen to): " + _DECIDES)
     stalls = p.add_mutually_exclusive_group()
     stalls.add_argument("--no-stalls", dest="stalls", action="store_const", const=False,
                         **{"default": None, **own},

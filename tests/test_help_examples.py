@@ -157,11 +157,15 @@ def test_the_run_helps_numbers_are_the_codes():
     from analysis.inputs import option_specs as o
     h = _flat(("run",))
     assert f"{o.DEFAULT_REPS} paired reps of {o.PAIRED_WINDOWS} windows" in h
-    assert f"its paired reps of {o.TARGET_WINDOWS} windows planned" in h
-    assert f"(at least {o.TARGET_MIN_UNITS})" in h and f"at least {o.TARGET_MIN_UNITS} of {o.TARGET_WINDOWS}" in h
-    assert f"within --budget ({o.DEFAULT_TARGET_BUDGET_S / 60:.0f} min)" in h
+    from analysis.sequential import looks
+    assert f"({o.TARGET_UNITS} of {o.TARGET_WINDOWS} windows before it has any" in h
+    assert f"at least {o.TARGET_MIN_UNITS} of {o.TARGET_WINDOWS}" in h
+    *first, last = looks(o.TARGET_UNITS)
+    assert f"(after {', '.join(map(str, first))} and {last} reps of a plan of {o.TARGET_UNITS})" in h
+    assert f"within --budget ({o.DEFAULT_TARGET_BUDGET_S / 60:.0f} min, the in-cache" in h
     assert f"unpaired, {o.SEPARATE_PROFILE_REPS} separate profile reps" in h
     assert "(default 5;" not in h
     from collectors.host import sample_cost as sc
     assert f"a starting cost of {sc.START_US:g} ± {sc.START_SE:g} µs" in h
+    assert f"(its predicted cost within {sc.PERTURBATION:.0%} of the server's CPU)" in h
     assert "seed" not in h.lower(), "seed means an upstream result (docs/architecture.md, Words)"

@@ -3,8 +3,10 @@ aims at, and the plan that gets there (docs/statistics.md, "A run that decides")
 
 A run is worth its time when its "no change" says something: the throughput row able to see
 ±2%, each focus function's CPU time per operation ±5% (at the level its family judges it),
-every function holding 5% of the samples or more ±10%. Two knobs reach them, both set
-before the run from what it knows then, so that no interval's reps depend on its own data:
+every function holding 5% of the samples or more ±10%. The reps and the rate reach them,
+set before the run from what it knows then, so that no interval's reps depend on its own
+data (the windows a rep and perf's share of them are planned with the reps:
+collectors/runner/rep_plan.py):
 
 - **The reps** (`planned_units`): the paired reps this host's recorded spread for the case
   (collectors/host/noise.py: the sd of earlier runs' per-rep log ratios) says the throughput
@@ -20,8 +22,9 @@ before the run from what it knows then, so that no interval's reps depend on its
 - **The rate** (`rate_need`): the samples a 5%-share function needs for ±10% at the level
   the top movers judge it (analysis/power.row_reach) in the planned reps. Counting noise falls with the samples, and both servers are
   sampled at one rate in the same blocks, so perf's cost cancels in every ratio; the rate
-  is capped by the perturbation budget (collectors/host/sample_cost.py: at most ~5% of the
-  server's CPU), and the run checks that its perf-on and perf-off blocks agree
+  is held to the perturbation budget (collectors/host/sample_cost.py: a rate whose predicted
+  cost, a 90% bound on the next run's, stays within 5% of the server's CPU; about one run in
+  ten costs more) and to perf's ceiling of 1,999 Hz, and the run checks that its perf-on and perf-off blocks agree
   (analysis/compare/perf_blocks.py).
 
 Each row's "could see" in the report says whether it reached its target: before the run
