@@ -75,18 +75,19 @@ runs/<run-id>/, layout in docs/run-directory.md. Exit status: 0 all reps ok, 1 s
 """
 
 
-
 # What a run that decides does, in --quick's help (the numbers are the code's:
 # tests/test_help_examples.py).
 _DECIDES = ("its paired reps, their windows and perf's share of them planned together from this "
             "host's recorded spread and seconds a rep for the case "
             f"({TARGET_UNITS} of {TARGET_WINDOWS} windows before it has any, planned again after the "
             "first rep), perf at the rate the function rows need (its predicted cost within "
-            f"{PERTURBATION:.0%}% of the server's CPU), within --budget ({DEFAULT_TARGET_BUDGET_S / 60:.0f} min, the in-cache "
-            "control's share of it included); it looks at itself during the run (after "
+            f"{PERTURBATION:.0%}% of the server's CPU), within --budget "
+            f"({DEFAULT_TARGET_BUDGET_S / 60:.0f} min, the in-cache control's share of it included); "
+            "it looks at itself during the run (after "
             f"{', '.join(map(str, looks(TARGET_UNITS)[:-1]))} and {TARGET_UNITS} reps of a plan of "
             f"{TARGET_UNITS}) and stops once it has answered, and names each target it cannot reach, "
             "and why")
+
 
 def parser(defaults: bool = True) -> argparse.ArgumentParser:
     """`stallscope run`'s parser. defaults=False: no argument has a default (argparse's

@@ -24,8 +24,8 @@ collectors/runner/rep_plan.py):
   sampled at one rate in the same blocks, so perf's cost cancels in every ratio; the rate
   is held to the perturbation budget (collectors/host/sample_cost.py: a rate whose predicted
   cost, a 90% bound on the next run's, stays within 5% of the server's CPU; about one run in
-  ten costs more) and to perf's ceiling of 1,999 Hz, and the run checks that its perf-on and perf-off blocks agree
-  (analysis/compare/perf_blocks.py).
+  ten costs more) and to perf's ceiling of 1,999 Hz, and the run checks that its perf-on
+  and perf-off blocks agree (analysis/compare/perf_blocks.py).
 
 Each row's "could see" in the report says whether it reached its target: before the run
 `out_of_reach` names each target no rate perf is run at reaches in the planned reps, and
