@@ -168,4 +168,5 @@ def test_the_run_helps_numbers_are_the_codes():
     from collectors.host import sample_cost as sc
     assert f"a starting cost of {sc.START_US:g} ± {sc.START_SE:g} µs" in h
     assert f"(its predicted cost within {sc.PERTURBATION:.0%} of the server's CPU)" in h
+    assert f"at most {sc.CEILING:,} Hz and held where perf's predicted cost passes" in h
     assert "seed" not in h.lower(), "seed means an upstream result (docs/architecture.md, Words)"
