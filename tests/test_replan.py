@@ -2,7 +2,8 @@
 (collectors/runner/replan.py). Replayed on a recorded default-size A/A of the Xeon guest
 (tests/data/runs/aa-default-13reps-xeon480): its first rep, as a first run would have made
 it, then the plan made again from what that rep cost, the budget left and an empty records
-directory. No server is run; tests/test_sequential.py runs a live run that decides."""
+directory; and once live, at CI size, from a first rep to the look that answers
+(test_a_live_first_run_plans_again_and_its_reps_take_the_new_plan)."""
 from __future__ import annotations
 
 import shutil
@@ -197,3 +198,54 @@ def test_a_failed_first_rep_waits_for_one_that_measured(tmp_path):
     live = [r for r in m.schedule if r.kind == "paired" and r.status != "failed"]
     assert not pr.plan.replan and len(live) == pr.plan.planned == pr.plan.looks[-1]
     assert any("planned again after 1 paired rep" in n for n in notes)
+
+
+KNOWN_STALL = "debsrc:redis@8.0+patch=cases/patches/known-stall-mset.patch"
+
+
+@pytest.mark.slow
+def test_a_live_first_run_plans_again_and_its_reps_take_the_new_plan(tmp_path):
+    """A live run that decides at CI size on a host with no records (this test's own
+    STALLSCOPE_RECORDS): the known stall against its base, perf in the paired windows, no
+    in-cache control, a 4-minute budget. It starts on the first plan (13 reps of 96 windows,
+    which that budget cannot hold: 24 s of windows a rep), plans again after its first rep
+    from what that rep cost, and the reps after it run the new plan's windows, its looks
+    planned for the new count; the report reads at the look that ended it. No focus rows
+    (`--set focus=[]`): at this size they cannot reach ±5% and would hold the run to its
+    budget (3 min 51 s), where the throughput alone (the known stall: −17% [−18.6, −16.0]
+    here) is answered at the first look, about 2 minutes in all on the 2-core guest."""
+    import json
+    import subprocess
+    import sys
+
+    from analysis.compare.engine import analyse
+    from analysis.compare.options import CompareOptions
+    from tests.conftest_run import BASE_SPEC, built, cli_env
+    built("a", BASE_SPEC)
+    built("b", KNOWN_STALL)
+    out = tmp_path / "runs"
+    p = subprocess.run([sys.executable, "-m", "collectors", "run", "mset-50keys", "--size", "tiny",
+                        "--variant", f"a={BASE_SPEC}", "--variant", f"b={KNOWN_STALL}", "--no-stalls",
+                        "--budget", "4m", "--set", "focus=[]", "--out", str(out), "--no-progress"],
+                       cwd=REPO, env=cli_env(), capture_output=True, text=True, timeout=900)
+    assert p.returncode == 0, p.stderr[-3000:]
+    assert "13 paired reps of 96 windows" in p.stderr, p.stderr[-3000:]      # the first plan
+    assert "targets: planned again after 1 paired rep (" in p.stderr, p.stderr[-3000:]
+    run_dir = next(out.iterdir())
+    m = load_run(run_dir).manifest
+    plan, windows = m.precision, m.options.paired_windows
+    # taken: 96-window reps cannot reach the floor of 9 in what the budget left, reps of 48
+    # can (each about 10 s of windows and 5-8 s of restart, load and folding here)
+    assert not plan.replan and windows == rep_plan.SHORT_WINDOWS, (windows, p.stderr[-2000:])
+    assert sequential.FLOOR_REPS <= plan.planned < 13 and plan.looks == sequential.looks(plan.planned)
+    assert m.paired.windows == windows
+    reps = [r for r in m.schedule if r.kind == "paired"]
+    assert all(r.status == "ok" for r in reps) and len(reps) >= plan.looks[0]
+    ran = [len(json.loads((run_dir / r.dir / "rep.json").read_text())["paired"]["order"])
+           for r in reps]
+    assert ran[0] == 96 and set(ran[1:]) == {windows}, ran
+    # answered at a look of the new plan; the report reads at its level
+    assert plan.ended_by == "answered" and len(reps) == plan.looks[plan.look - 1], (plan, p.stderr[-2000:])
+    res = analyse(load_run(run_dir), CompareOptions())
+    assert res.settings.confidence == pytest.approx(plan.level)
+    assert res.paired[0].change.verdict == "regression"
