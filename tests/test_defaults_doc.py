@@ -103,12 +103,14 @@ def rows(tmp: Path) -> list[tuple[str, ...]]:
     from collectors.runner import rep_plan
     planned = (f"planned with its windows and perf's share from this host's recorded spread and "
                f"seconds a rep, {rep_plan.MIN_REPS} to {specs.TARGET_MAX_UNITS} within the budget "
-               f"(fewer where it holds fewer: reps of {rep_plan.SHORT_WINDOWS} windows where that reaches "
-               f"{sequential.FLOOR_REPS}; a plan below {sequential.FLOOR_REPS} marks its rows with the level they keep; "
-               f"{specs.TARGET_UNITS} before it has any, planned again after the first rep); looks after "
+               f"(fewer where it holds fewer: reps of {rep_plan.SHORT_WINDOWS} windows where that "
+               f"reaches {sequential.FLOOR_REPS}; a plan below {sequential.FLOOR_REPS} marks its rows "
+               f"with the level they keep; {specs.TARGET_UNITS} before it has any, planned again after "
+               "the first rep); looks after "
                f"{', '.join(map(str, sequential.looks(specs.TARGET_UNITS)))} (more in a longer plan) "
                "end it once answered")
-    planned_windows = f"{{}} to {max(rep_plan.WINDOWS)} ({rep_plan.SHORT_WINDOWS} in a short plan), planned with the reps"
+    planned_windows = (f"{{}} to {max(rep_plan.WINDOWS)} ({rep_plan.SHORT_WINDOWS} in a short plan), "
+                       "planned with the reps")
     quick, precision, fixed = _run("--quick"), _run("--precision", "2%"), _run("--reps", "7")
     sweep_reps = specs.first_stage(None, None)
     pr = _run(*shlex.split(workflow._run_args(PrConfig())))

@@ -11,7 +11,8 @@
   truth on any host. "Nothing else" is asked as the report's error control can promise it,
   at 99% so that a correct rule fails the test rarely: no other top mover at all and no
   other focus row called a change beyond its line (✅/❌), callers' cumulative cost and the
-  lookups the wait slows for real on this host aside (test_nothing_else_moved); both families are held to their family-wise error (Holm: at most 1% each at 99%).
+  lookups the wait slows for real on this host aside (test_nothing_else_moved); both
+  families are held to their family-wise error (Holm: at most 1% each at 99%).
 - cases/patches/known-cost-control-mset.patch is the same code waiting 0 ns: the binaries
   differ as the known cost's does from the base (the function, the call, the layout), the
   cost does not. No verdict of a change anywhere, asked the same way at 99%; whatever the

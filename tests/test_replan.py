@@ -235,7 +235,7 @@ def test_a_live_first_run_plans_again_and_its_reps_take_the_new_plan(tmp_path):
     m = load_run(run_dir).manifest
     plan, windows = m.precision, m.options.paired_windows
     # taken: 96-window reps cannot reach the floor of 9 in what the budget left, reps of 48
-    # can (each about 10 s of windows and 5-8 s of restart, load and folding here)
+    # can (each about 16 s of windows and switching, and 4 s of restart, load and folding here)
     assert not plan.replan and windows == rep_plan.SHORT_WINDOWS, (windows, p.stderr[-2000:])
     assert sequential.FLOOR_REPS <= plan.planned < 13 and plan.looks == sequential.looks(plan.planned)
     assert m.paired.windows == windows
