@@ -252,7 +252,7 @@ FREQUENCY = Option(
     help="perf sampling frequency in Hz (default: in a run that decides, the lowest rate that gives "
          "the focus functions and every function of 5%% of the samples their targets in the run's "
          "reps, at most 1,999 Hz and held where perf's predicted cost passes 5%% of the server's "
-         "CPU, a prediction about one run in ten exceeds, not a cap (both servers are "
+         "CPU (a prediction that about one run in ten exceeds, not a cap; both servers are "
          "sampled alike in the same blocks, so a common cost cancels in every ratio, throughput's "
          "too, and the report checks that the blocks with perf and without agree), never below "
          "the 1%% rate; with --quick, or separate profile reps, the highest rate whose predicted "
