@@ -23,18 +23,17 @@ docs/statistics.md ("Profiles in the paired windows") gives the default-size fig
 from __future__ import annotations
 
 import json
-import math
 import subprocess
 import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
-from scipy import stats as sps
 
 from analysis.compare.engine import analyse
 from analysis.compare.options import CompareOptions
 from analysis.inputs.rundir import load_run
+from analysis.intervals import paired_t_interval
 from analysis.profile.stacks import read_folded
 from analysis.stats import DECIDED
 from tests.conftest_run import BASE_SPEC, cli_env
@@ -107,21 +106,20 @@ def test_a_known_cost_shows_as_that_cost_in_its_own_function(known_cost):
     # the wait's +3.24 µs and setKeyWithDictEntry's +2.55 µs): what it gained beyond them
     # holds the wait (+3.22 µs [+2.41, +4.04] there; a t interval at 99% over the reps'
     # differences, as tests/test_known_wait_glibc.py asks)
-    beyond = _t(_changes(run_dir, CALLER) - _changes(run_dir, BESIDE), 0.99)
-    assert beyond[1] <= KNOWN_NS * 1.1 and beyond[2] >= KNOWN_NS, beyond
+    lo, hi, _ = paired_t_interval(_beyond(run_dir), 0.99)
+    assert lo <= KNOWN_NS * 1.1 and hi >= KNOWN_NS, (lo, hi)
 
 
-def _changes(run_dir: Path, name: str) -> np.ndarray:
-    """Per paired rep: the candidate's cumulative CPU time per MSET minus the base's, ns."""
+def _beyond(run_dir: Path) -> np.ndarray:
+    """Per paired rep: what the candidate's CALLER gained over the base's in cumulative CPU
+    time per MSET beyond what its BESIDE gained, ns."""
     res = analyse(load_run(run_dir), CompareOptions(focus=[CALLER, BESIDE, WAIT]))
-    row = next(r for r in res.profile.focus if r.name == name)
-    assert row.base_cum_ns.reps == row.cand_cum_ns.reps
-    return np.asarray(row.cand_cum_ns.values) - np.asarray(row.base_cum_ns.values)
 
-
-def _t(x: np.ndarray, level: float) -> tuple[float, float, float]:
-    half = sps.t.ppf(0.5 + level / 2, len(x) - 1) * x.std(ddof=1) / math.sqrt(len(x))
-    return x.mean(), x.mean() - half, x.mean() + half
+    def gained(name: str) -> np.ndarray:
+        row = next(r for r in res.profile.focus if r.name == name)
+        assert row.base_cum_ns.reps == row.cand_cum_ns.reps
+        return np.asarray(row.cand_cum_ns.values) - np.asarray(row.base_cum_ns.values)
+    return gained(CALLER) - gained(BESIDE)
 
 
 def _strict(run_dir: Path) -> dict:

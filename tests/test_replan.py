@@ -220,6 +220,7 @@ def test_a_live_first_run_plans_again_and_its_reps_take_the_new_plan(tmp_path):
 
     from analysis.compare.engine import analyse
     from analysis.compare.options import CompareOptions
+    from analysis.inputs.option_specs import TARGET_UNITS, TARGET_WINDOWS
     from tests.conftest_run import BASE_SPEC, built, cli_env
     built("a", BASE_SPEC)
     built("b", KNOWN_STALL)
@@ -229,7 +230,8 @@ def test_a_live_first_run_plans_again_and_its_reps_take_the_new_plan(tmp_path):
                         "--budget", "4m", "--set", "focus=[]", "--out", str(out), "--no-progress"],
                        cwd=REPO, env=cli_env(), capture_output=True, text=True, timeout=900)
     assert p.returncode == 0, p.stderr[-3000:]
-    assert "13 paired reps of 96 windows" in p.stderr, p.stderr[-3000:]      # the first plan
+    first = f"{TARGET_UNITS} paired reps of {TARGET_WINDOWS} windows"
+    assert first in p.stderr, p.stderr[-3000:]      # the first plan
     assert "targets: planned again after 1 paired rep (" in p.stderr, p.stderr[-3000:]
     run_dir = next(out.iterdir())
     m = load_run(run_dir).manifest
@@ -237,13 +239,14 @@ def test_a_live_first_run_plans_again_and_its_reps_take_the_new_plan(tmp_path):
     # taken: 96-window reps cannot reach the floor of 9 in what the budget left, reps of 48
     # can (each about 16 s of windows and switching, and 4 s of restart, load and folding here)
     assert not plan.replan and windows == rep_plan.SHORT_WINDOWS, (windows, p.stderr[-2000:])
-    assert sequential.FLOOR_REPS <= plan.planned < 13 and plan.looks == sequential.looks(plan.planned)
+    assert sequential.FLOOR_REPS <= plan.planned < TARGET_UNITS
+    assert plan.looks == sequential.looks(plan.planned)
     assert m.paired.windows == windows
     reps = [r for r in m.schedule if r.kind == "paired"]
     assert all(r.status == "ok" for r in reps) and len(reps) >= plan.looks[0]
     ran = [len(json.loads((run_dir / r.dir / "rep.json").read_text())["paired"]["order"])
            for r in reps]
-    assert ran[0] == 96 and set(ran[1:]) == {windows}, ran
+    assert ran[0] == TARGET_WINDOWS and set(ran[1:]) == {windows}, ran
     # answered at a look of the new plan; the report reads at its level
     assert plan.ended_by == "answered" and len(reps) == plan.looks[plan.look - 1], (plan, p.stderr[-2000:])
     res = analyse(load_run(run_dir), CompareOptions())
